@@ -1,0 +1,101 @@
+/**
+ * The `Policy` interface: the one seam between the GRPO loops and whatever produces text
+ * (a local ONNX model, an OpenAI-compatible endpoint, a worker, a recording for tests).
+ * Plain data in and out; no framework types.
+ */
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+/** Exactly one of `prompt` (raw text, no template) or `messages` (rendered with the chat template). */
+export interface PromptInput {
+  prompt?: string;
+  messages?: ChatMessage[];
+}
+
+export interface SamplingOptions {
+  /** Softmax temperature; 0 means greedy. Default 1. */
+  temperature?: number;
+  /** Keep the k most likely tokens; 0 (the default) disables top-k. */
+  topK?: number;
+  /** Nucleus sampling mass; 1 (the default) disables it. */
+  topP?: number;
+  /** Drop tokens below minP x the top token's probability; 0 (the default) disables it. */
+  minP?: number;
+  /** Seed for the sampler; the same seed, model and backend give the same group. */
+  seed?: number;
+  /** Stop strings: a row ends when its text contains one; the stop string is not returned. */
+  stop?: string[];
+}
+
+export type FinishReason = 'eos' | 'length' | 'stop' | 'abort';
+
+export interface Completion {
+  text: string;
+  tokenIds: number[];
+  /** log p(token t) under the model's temperature-scaled distribution (TRL's definition). */
+  logprobs: number[];
+  /** log p(token t) under the processed (top-k/top-p/min-p filtered) distribution sampled from. */
+  sampledLogprobs?: number[];
+  finishReason: FinishReason;
+}
+
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface GroupResult {
+  promptTokenIds: number[];
+  completions: Completion[];
+  usage: Usage;
+}
+
+export interface TokenEvent {
+  /** Row of the group (0..groupSize-1). */
+  row: number;
+  tokenId: number;
+  logprob: number;
+}
+
+export interface GenerateGroupOptions extends PromptInput, SamplingOptions {
+  groupSize: number;
+  maxNewTokens: number;
+  signal?: AbortSignal;
+  onToken?: (event: TokenEvent) => void;
+}
+
+export interface ScoreOptions extends PromptInput {
+  /** Completion token ids to score, one array per completion. */
+  completions: number[][];
+  temperature?: number;
+  signal?: AbortSignal;
+}
+
+export interface ScoreResult {
+  /** Per completion, per token: log p(token) under the temperature-scaled distribution. */
+  logprobs: number[][];
+  /** Per completion, per token: entropy of the temperature-scaled distribution. */
+  entropies: number[][];
+}
+
+export interface PolicyInfo {
+  /** Model id or path. */
+  model: string;
+  /** Where it runs: 'webgpu' | 'wasm' | 'cpu' | 'http' | 'worker' | 'recorded' ... */
+  backend: string;
+  /** Why a backend was chosen over another (for example a missing WebGPU adapter). */
+  note?: string;
+}
+
+export interface Policy {
+  readonly info: PolicyInfo;
+  generateGroup(options: GenerateGroupOptions): Promise<GroupResult>;
+  /** Log-probs of given completions; absent where the backend cannot score (most hosted APIs). */
+  scoreCompletions?(options: ScoreOptions): Promise<ScoreResult>;
+  /** Token ids of a text, as the policy's tokenizer sees it; absent where unknown. */
+  encode?(text: string): Promise<number[]>;
+  dispose(): Promise<void>;
+}

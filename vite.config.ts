@@ -1,0 +1,17 @@
+import { defineConfig } from 'vite';
+import { svelte } from '@sveltejs/vite-plugin-svelte';
+
+// The playground. `public/` holds static assets, among them the bundled tiny model.
+export default defineConfig({
+  root: 'site',
+  publicDir: '../public',
+  base: './',
+  plugins: [svelte()],
+  build: {
+    outDir: '../build/site',
+    emptyOutDir: true,
+    target: 'es2022',
+  },
+  preview: { host: '127.0.0.1', port: 5173 },
+  server: { host: '127.0.0.1' },
+});
