@@ -36,8 +36,8 @@ export interface AdvantageOptions {
   groupSize: number;
   /** One weight per reward function; default 1 each. */
   weights?: readonly number[];
-  /** Divide by the group's std (default), the batch's std, or not at all. */
-  scaleRewards?: ScaleRewards;
+  /** Divide by the group's std (default), the batch's std, or not at all (TRL's legacy `true` / `false` mean 'group' / 'none'). */
+  scaleRewards?: ScaleRewards | boolean;
   /** Combine functions before normalising (default) or normalise each first (GDPO). */
   aggregation?: RewardAggregation;
   /** Group mean baseline (default) or leave-one-out baseline. */
@@ -79,7 +79,12 @@ export function computeAdvantages(rewards: RewardTable, options: AdvantageOption
     );
   }
   const weights = readWeights(options.weights, k);
-  const scale = oneOf('scaleRewards', options.scaleRewards ?? 'group', ['group', 'batch', 'none'] as const);
+  const scaleOption = options.scaleRewards ?? 'group';
+  const scale = oneOf('scaleRewards', scaleOption === true ? 'group' : scaleOption === false ? 'none' : scaleOption, [
+    'group',
+    'batch',
+    'none',
+  ] as const);
   const aggregation = oneOf('aggregation', options.aggregation ?? 'sum_then_normalize', [
     'sum_then_normalize',
     'normalize_then_sum',

@@ -25,11 +25,11 @@ export function measure(fn: () => unknown, { minTimeMs = 1500, minRuns = 5, warm
   return { medianMs: times[Math.floor(times.length / 2)], runs: times.length };
 }
 
-/** 12345678 → "12.3 M". */
+/** 12345678 → "12.3M". */
 export function si(value: number): string {
-  if (value >= 1e9) return `${(value / 1e9).toFixed(2)} G`;
-  if (value >= 1e6) return `${(value / 1e6).toFixed(1)} M`;
-  if (value >= 1e3) return `${(value / 1e3).toFixed(1)} k`;
+  if (value >= 1e9) return `${(value / 1e9).toFixed(2)}G`;
+  if (value >= 1e6) return `${(value / 1e6).toFixed(1)}M`;
+  if (value >= 1e3) return `${(value / 1e3).toFixed(1)}k`;
   return value.toFixed(1);
 }
 

@@ -86,7 +86,7 @@ export async function run(): Promise<string> {
   const n = 1 << 20;
   const rewards = Array.from({ length: n }, () => Math.round(rng() * 8) / 4);
   assertClose(computeAdvantages(rewards, { groupSize: 8 }).advantages, naiveAdvantages(rewards, 8), 'advantages');
-  const advCase = `computeAdvantages, ${si(n)}rewards, groupSize 8`;
+  const advCase = `computeAdvantages, ${si(n)} rewards, groupSize 8`;
   rows.push({ case: advCase, impl: 'webgrpo', ...measure(() => computeAdvantages(rewards, { groupSize: 8 })), units: n, unit: 'rewards' });
   rows.push({ case: advCase, impl: 'array of arrays (chunk, reduce, map)', ...measure(() => naiveAdvantages(rewards, 8)), units: n, unit: 'rewards' });
 
@@ -137,7 +137,7 @@ export async function run(): Promise<string> {
     const [mine, alt] = [rows[i], rows[i + 1]];
     for (const r of [mine, alt]) {
       const speedup = r === mine ? `${(alt.medianMs / mine.medianMs).toFixed(1)}x` : '1.0x';
-      lines.push(`| ${r.case} | ${r.impl} | ${ms(r.medianMs)} ms | ${si((r.units / r.medianMs) * 1000)}${r.unit}/s | ${speedup} |`);
+      lines.push(`| ${r.case} | ${r.impl} | ${ms(r.medianMs)} ms | ${si((r.units / r.medianMs) * 1000)} ${r.unit}/s | ${speedup} |`);
     }
   }
   lines.push(
