@@ -161,20 +161,20 @@ function readRewards(rewards: RewardTable): { values: Float64Array; n: number; k
   const k = table ? (rewards[0] as ArrayLike<RewardValue>).length : 1;
   if (k === 0) throw new InvalidInputError('rewards', 'rows are empty; give one column per reward function.');
   const values = new Float64Array(n * k);
+  if (!table) {
+    // A row that is itself an array fails readReward's number check.
+    for (let i = 0; i < n; i++) values[i] = readReward(rewards[i] as RewardValue, i, -1);
+    return { values, n, k };
+  }
   for (let i = 0; i < n; i++) {
     const row = rewards[i];
-    if (table !== isArrayLike(row)) {
+    if (!isArrayLike(row)) {
       throw new InvalidInputError('rewards', `row ${i} is ${describe(row)}; use either numbers or rows of numbers throughout.`);
     }
-    if (table) {
-      const cells = row as ArrayLike<RewardValue>;
-      if (cells.length !== k) {
-        throw new InvalidInputError('rewards', `row ${i} has ${cells.length} values but row 0 has ${k}; give one column per reward function (null where it could not score).`);
-      }
-      for (let j = 0; j < k; j++) values[i * k + j] = readReward(cells[j], i, j);
-    } else {
-      values[i] = readReward(row as RewardValue, i, -1);
+    if (row.length !== k) {
+      throw new InvalidInputError('rewards', `row ${i} has ${row.length} values but row 0 has ${k}; give one column per reward function (null where it could not score).`);
     }
+    for (let j = 0; j < k; j++) values[i * k + j] = readReward(row[j] as RewardValue, i, j);
   }
   return { values, n, k };
 }
