@@ -11,4 +11,3 @@ export { OnnxPolicy, MAX_GROUP_SIZE, type OnnxPolicyStats } from './policy/onnx/
 export type { OnnxDevice } from './policy/onnx/device.js';
 export { bundledModelPath, BUNDLED_MODEL_URL_PATH } from './policy/onnx/bundled.js';
 export { resolveSampling, sampleToken, type SampledToken, type SamplingConfig } from './policy/sampling.js';
-export { createRng, type Rng } from './policy/sampling-random.js';

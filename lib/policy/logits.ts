@@ -1,38 +1,23 @@
 /**
- * Log-probability and entropy of one row of logits under softmax(logits / temperature), in
- * float64. Temperature 0 (greedy decoding) is scored at temperature 1, matching the `logprob`
- * that `sampleToken` reports for greedy tokens.
+ * Log-probability and entropy of one row of logits under softmax(logits / temperature): the math
+ * core's `tokenLogProbs` on a view of the row. Temperature 0 (greedy decoding) is scored at
+ * temperature 1, matching the `logprob` that `sampleToken` reports for greedy tokens.
  */
+import { tokenLogProbs } from '../math/logprobs.js';
+
 export interface TokenScore {
   logprob: number;
   entropy: number;
 }
 
-export function scoreToken(
-  logits: ArrayLike<number>,
-  offset: number,
-  vocabSize: number,
-  tokenId: number,
-  temperature: number,
-): TokenScore {
-  const inverseT = temperature > 0 ? 1 / temperature : 1;
-  let max = -Infinity;
-  for (let i = 0; i < vocabSize; i++) max = Math.max(max, logits[offset + i] * inverseT);
-  // With e_i = exp(z_i - max) and S = sum e_i: log p_t = (z_t - max) - log S and
-  // H = -sum p_i log p_i = log S - sum e_i (z_i - max) / S.
-  let total = 0;
-  let weighted = 0;
-  for (let i = 0; i < vocabSize; i++) {
-    const shifted = logits[offset + i] * inverseT - max;
-    const e = Math.exp(shifted);
-    total += e;
-    weighted += e * shifted;
-  }
-  const logTotal = Math.log(total);
-  return {
-    logprob: logits[offset + tokenId] * inverseT - max - logTotal,
-    entropy: logTotal - weighted / total,
-  };
+export function scoreToken(logits: Float32Array, offset: number, vocabSize: number, tokenId: number, temperature: number): TokenScore {
+  const { logps, entropy } = tokenLogProbs({
+    logits: logits.subarray(offset, offset + vocabSize),
+    dims: [1, 1, vocabSize],
+    ids: [tokenId],
+    temperature: temperature > 0 ? temperature : 1,
+  });
+  return { logprob: logps[0], entropy: entropy[0] };
 }
 
 /** float16 bit patterns (as onnxruntime returns them) to float32. */

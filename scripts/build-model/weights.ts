@@ -1,11 +1,11 @@
 /**
  * Deterministic weights. Uniform distributions with the variance of the usual fan-in scaling, drawn
- * in a fixed order from a seeded generator that uses integer arithmetic only, so a seed gives
+ * in a fixed order from the math core's mulberry32 (integer arithmetic only), so a seed gives
  * byte-identical files anywhere. Projection matrices are stored [in, out], as ONNX MatMul reads
  * them. The embedding is scaled so that a tied head yields logits of about unit standard
  * deviation: sampled text is varied but not uniform, and the two end tokens come up now and then.
  */
-import { createRng, type Rng } from '../../lib/policy/sampling-random.js';
+import { mulberry32, type Rng } from '../../lib/math/random.js';
 import type { ModelSpec } from './spec.js';
 
 export interface LayerWeights {
@@ -29,7 +29,7 @@ export interface Weights {
 }
 
 export function initWeights(spec: ModelSpec, vocabSize: number): Weights {
-  const rng = createRng(spec.seed);
+  const rng = mulberry32(spec.seed);
   const { hiddenSize: hidden, intermediateSize: inter, numHeads, numKvHeads, headDim } = spec;
   const residualScale = 1 / Math.sqrt(2 * spec.numLayers);
   const embedTokens = uniform(rng, vocabSize * hidden, 1 / Math.sqrt(hidden));
@@ -53,13 +53,13 @@ export function initWeights(spec: ModelSpec, vocabSize: number): Weights {
 function uniform(rng: Rng, n: number, std: number): Float32Array {
   const a = std * Math.sqrt(3);
   const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = (2 * rng.next() - 1) * a;
+  for (let i = 0; i < n; i++) out[i] = (2 * rng() - 1) * a;
   return out;
 }
 
 /** Norm weights near 1 rather than exactly 1, so a graph that ignored them would be caught. */
 function aroundOne(rng: Rng, n: number): Float32Array {
   const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = 1 + (2 * rng.next() - 1) * 0.1;
+  for (let i = 0; i < n; i++) out[i] = 1 + (2 * rng() - 1) * 0.1;
   return out;
 }

@@ -5,7 +5,7 @@
  * still running. Each row draws from its own seeded stream: the same seed, model and backend give
  * the same group.
  */
-import { createRng } from '../sampling-random.js';
+import { mulberry32 } from '../../math/random.js';
 import type { SamplingConfig } from '../sampling.js';
 import type { GroupResult, TokenEvent } from '../types.js';
 import type { Decoder } from './decoder.js';
@@ -23,7 +23,9 @@ export interface GroupRequest extends StopRules {
 
 export async function sampleGroup(decoder: Decoder, vocabSize: number, prefillWindow: number, request: GroupRequest): Promise<GroupResult> {
   const { promptIds, signal } = request;
-  const rows = Array.from({ length: request.groupSize }, (_, i) => new RowDecoder(i, createRng(request.seed, i), request));
+  // Row r's stream is seeded by the r-th draw from the group seed, so it does not depend on G.
+  const seeds = mulberry32(request.seed);
+  const rows = Array.from({ length: request.groupSize }, (_, i) => new RowDecoder(i, mulberry32(Math.floor(seeds() * 2 ** 32)), request));
   const record = (targets: RowDecoder[], tokens: { tokenId: number; logprob: number; sampledLogprob: number }[]) => {
     targets.forEach((row, i) => {
       row.push(tokens[i]);
@@ -44,7 +46,7 @@ export async function sampleGroup(decoder: Decoder, vocabSize: number, prefillWi
     }
     if (last && !signal?.aborted) {
       const offset = (last.logits.dims[1] - 1) * vocabSize;
-      const first = await decoder.logits.sample(last.logits, rows.map((row) => ({ offset, u: row.rng.next() })), request.sampling);
+      const first = await decoder.logits.sample(last.logits, rows.map((row) => ({ offset, u: row.rng() })), request.sampling);
       record(rows, first);
     }
     last?.logits.dispose();
@@ -55,7 +57,7 @@ export async function sampleGroup(decoder: Decoder, vocabSize: number, prefillWi
       const step = await decoder.forward(running.map((row) => row.lastToken), running.length, 1, kv);
       decoder.kv.dispose(kv);
       kv = step.kv;
-      const picks = running.map((row, i) => ({ offset: i * vocabSize, u: row.rng.next() }));
+      const picks = running.map((row, i) => ({ offset: i * vocabSize, u: row.rng() }));
       const tokens = await decoder.logits.sample(step.logits, picks, request.sampling);
       step.logits.dispose();
       record(running, tokens);

@@ -67,7 +67,7 @@ export class HostLogits implements LogitsOps {
     });
   }
 
-  private row(logits: OrtTensor, offset: number): [ArrayLike<number>, number] {
+  private row(logits: OrtTensor, offset: number): [Float32Array, number] {
     const bytes = logits.type === 'float16' ? 2 : 4;
     this.stats.readbackBytes += this.vocabSize * bytes;
     this.stats.fullRowBytes += this.vocabSize * bytes;

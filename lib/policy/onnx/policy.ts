@@ -3,7 +3,6 @@
  * through the decoder (onnxruntime sessions are not re-entrant, and the WebGPU buffers are shared).
  */
 import { InvalidInputError, WebgrpoError } from '../../errors.js';
-import { randomSeed } from '../sampling-random.js';
 import { resolveSampling } from '../sampling.js';
 import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, ScoreOptions, ScoreResult } from '../types.js';
 import type { Decoder } from './decoder.js';
@@ -75,7 +74,7 @@ export class OnnxPolicy implements Policy {
           groupSize,
           maxNewTokens,
           sampling,
-          seed: seed ?? randomSeed(),
+          seed: seed ?? Math.floor(Math.random() * 2 ** 32), // unseeded calls only
           stop,
           eosIds,
           signal: options.signal,

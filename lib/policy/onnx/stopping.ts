@@ -4,7 +4,7 @@
  * text is cut before it; the tokens stop with the one that completed it), at `maxNewTokens`, or on
  * abort. Nothing sampled after the end is ever recorded.
  */
-import type { Rng } from '../sampling-random.js';
+import type { Rng } from '../../math/random.js';
 import type { SampledToken } from '../sampling.js';
 import type { Completion, FinishReason } from '../types.js';
 
