@@ -50,7 +50,7 @@ function forward(c: LlamaConfig, w: (name: string) => Float32Array, ids: number[
   const nKv = c.num_key_value_heads;
   const S = ids.length;
   const embed = w('model.embed_tokens.weight');
-  let x = ids.map((id) => Float64Array.from(embed.subarray(id * H, (id + 1) * H)));
+  let x: Float64Array[] = ids.map((id) => Float64Array.from(embed.subarray(id * H, (id + 1) * H)));
 
   for (let l = 0; l < c.num_hidden_layers; l++) {
     const p = `model.layers.${l}`;
