@@ -21,7 +21,7 @@ interface OnnxPage {
   repeat(device: Device, options: GenerateGroupOptions, times: number): Promise<Outcome<GpuMemory[]>>;
   gpuMemory(): GpuMemory;
   dispose(device: Device): Promise<Outcome<void>>;
-  kernels(configs: SamplingConfig[]): Promise<Outcome<Array<{ dtype: string; config: SamplingConfig | 'score'; gpu: SampledToken[] & Score[]; cpu: SampledToken[] & Score[] }>>>;
+  kernels(configs: SamplingConfig[]): Promise<Outcome<Array<{ dtype: string; config: SamplingConfig | 'score'; gpu: Array<SampledToken & Score>; cpu: Array<SampledToken & Score> }>>>;
   transformersGenerate(): Promise<Outcome<{ promptLength: number; ids: number[]; text: string }>>;
 }
 interface GpuMemory {
