@@ -63,7 +63,8 @@ export async function loadOnnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPo
   checkAbort();
 
   const progress = trackProgress(options.onProgress);
-  const shared = { local_files_only: location.local, progress_callback: progress };
+  // Without a listener, transformers.js skips its progress bookkeeping altogether.
+  const shared = { local_files_only: location.local, progress_callback: options.onProgress ? progress : undefined };
   const [tokenizerResult, modelResult] = await Promise.allSettled([
     runtime.transformers.AutoTokenizer.from_pretrained(location.id, shared),
     runtime.transformers.AutoModelForCausalLM.from_pretrained(location.id, { ...shared, device: choice.backend, dtype: options.dtype }),
