@@ -70,12 +70,11 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
   };
   const heads = (t: string, count: number): string =>
     g.node('Transpose', [g.node('Reshape', [t, g.int64s([0, 0, count, headDim])])], { perm: [0, 2, 1, 3] });
-  const repeatKv = (t: string): string => {
-    const groups = numHeads / numKvHeads;
-    if (groups === 1) return t;
-    const expanded = g.node('Expand', [g.node('Unsqueeze', [t, g.int64s([2])]), g.int64s([1, 1, groups, 1, 1])]);
-    return g.node('Reshape', [expanded, g.int64s([0, numHeads, -1, headDim])]);
-  };
+  // Grouped-query attention without copying the cache: the query heads that share a key/value head
+  // are consecutive, so [B, heads, S, D] reshapes to [B, kv_heads, groups * S, D] and attends to
+  // that head's keys directly; the bias repeats once per group.
+  const groups = numHeads / numKvHeads;
+  const groupBias = groups === 1 ? bias : g.node('Tile', [bias, g.int64s([1, 1, groups, 1])]);
 
   weights.layers.forEach((layer, i) => {
     const prefix = `model.layers.${i}`;
@@ -88,9 +87,12 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
     const keys = g.node('Concat', [`past_key_values.${i}.key`, k], { axis: 2 }, `present.${i}.key`);
     const values = g.node('Concat', [`past_key_values.${i}.value`, v], { axis: 2 }, `present.${i}.value`);
 
-    const scores = g.node('Mul', [g.node('MatMul', [q, g.node('Transpose', [repeatKv(keys)], { perm: [0, 1, 3, 2] })]), scale]);
-    const probs = g.node('Softmax', [g.node('Add', [scores, bias])], { axis: -1 });
-    const context = g.node('Transpose', [g.node('MatMul', [probs, repeatKv(values)])], { perm: [0, 2, 1, 3] });
+    const grouped = groups === 1 ? q : g.node('Reshape', [q, g.int64s([0, numKvHeads, -1, headDim])]);
+    const scores = g.node('Mul', [g.node('MatMul', [grouped, g.node('Transpose', [keys], { perm: [0, 1, 3, 2] })]), scale]);
+    const probs = g.node('Softmax', [g.node('Add', [scores, groupBias])], { axis: -1 });
+    const attended = g.node('MatMul', [probs, values]);
+    const perHead = groups === 1 ? attended : g.node('Reshape', [attended, g.int64s([0, numHeads, -1, headDim])]);
+    const context = g.node('Transpose', [perHead], { perm: [0, 2, 1, 3] });
     const merged = g.node('Reshape', [context, g.int64s([0, 0, numHeads * headDim])]);
     x = g.node('Add', [x, proj('self_attn.o_proj', layer.o, hidden, merged)]);
 
