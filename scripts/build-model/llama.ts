@@ -24,12 +24,13 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
   const inputIds = g.input('input_ids', DataType.INT64, ['batch_size', 'sequence_length']);
   const attentionMask = g.input('attention_mask', DataType.INT64, ['batch_size', 'total_sequence_length']);
   const positionIds = g.input('position_ids', DataType.INT64, ['batch_size', 'sequence_length']);
+  const logitsToKeep = spec.logitsToKeepInput ? g.input('num_logits_to_keep', DataType.INT64, []) : undefined;
   const kvShape = ['batch_size', numKvHeads, 'past_sequence_length', headDim];
   for (let i = 0; i < numLayers; i++) {
     g.input(`past_key_values.${i}.key`, DataType.FLOAT, kvShape);
     g.input(`past_key_values.${i}.value`, DataType.FLOAT, kvShape);
   }
-  g.output('logits', DataType.FLOAT, ['batch_size', 'sequence_length', vocabSize]);
+  g.output('logits', DataType.FLOAT, ['batch_size', logitsToKeep ? 'logits_length' : 'sequence_length', vocabSize]);
   const presentShape = ['batch_size', numKvHeads, 'total_sequence_length', headDim];
   for (let i = 0; i < numLayers; i++) {
     g.output(`present.${i}.key`, DataType.FLOAT, presentShape);
@@ -103,7 +104,12 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
     x = g.node('Add', [x, proj('mlp.down_proj', layer.down, hidden, act)]);
   });
 
-  const final = rmsNorm(g, x, g.weight('model.norm.weight', weights.finalNorm, [hidden]), spec.rmsNormEps);
+  let final = rmsNorm(g, x, g.weight('model.norm.weight', weights.finalNorm, [hidden]), spec.rmsNormEps);
+  if (logitsToKeep) {
+    // The last k positions; k = 0 gives start -0 = 0, every position.
+    const start = g.node('Neg', [g.node('Unsqueeze', [logitsToKeep, g.int64s([0])])]);
+    final = g.node('Slice', [final, start, g.int64s([Number.MAX_SAFE_INTEGER]), g.int64s([1])]);
+  }
   // Tied: the head reads the embedding matrix transposed (constant-folded by the runtime), so
   // the file stores it once.
   const head = weights.lmHead

@@ -22,6 +22,11 @@ export interface ModelSpec {
   ropeTheta: number;
   rmsNormEps: number;
   maxPositionEmbeddings: number;
+  /**
+   * Add the optional `num_logits_to_keep` input some exports have (0 = every position, k = the
+   * last k), so a loader can skip the LM head for prompt positions it does not need.
+   */
+  logitsToKeepInput?: boolean;
 }
 
 /** Committed to `public/models/webgrpo-tiny/`: about 0.8M parameters, 3 MB. */

@@ -152,7 +152,7 @@ async function assemble(
 async function warmUp(session: OrtSession, runtime: Runtime, kv: KvOps, vocabSize: number): Promise<{ Tensor: OrtTensorClass; logitsType: string }> {
   const probe = new Decoder(session, runtime.Tensor, kv, new HostLogits(vocabSize));
   const past = kv.empty(1);
-  const { logits, kv: present } = await probe.forward([0], 1, 1, past);
+  const { logits, kv: present } = await probe.forward([0], 1, 1, past, true);
   const result = { Tensor: logits.constructor as unknown as OrtTensorClass, logitsType: logits.type };
   logits.dispose();
   kv.dispose(present);
