@@ -41,22 +41,28 @@ export async function run(): Promise<string> {
     await buildModel(BENCH, benchDir);
   }
   const config = JSON.parse(await readFile(`${benchDir}/config.json`, 'utf8')) as Record<string, number>;
-  // G = 8 runs twice (first and last) and reports the faster run: the machine may be shared.
+  // G = 8 runs twice (first and last) and the faster run is reported: the machine may be shared.
   const cases: BenchCase[] = [G, ...SCALING, G].map((groupSize) => ({ groupSize, newTokens: NEW, seed: SEED }));
+  const main: BenchCase[] = [{ groupSize: G, newTokens: NEW, seed: SEED }];
 
-  console.log('  Node: webgrpo, transformers.js…');
-  const node = { ours: await nodeSide('webgrpo', cases), theirs: await nodeSide('transformers.js', cases) };
+  console.log('  Node: peak memory of each implementation alone, then both timed in turns…');
+  const memory = { ours: await nodeChild('memory', 'webgrpo', main), theirs: await nodeChild('memory', 'transformers.js', main) };
+  const timing = (await nodeChild('timing', 'both', cases)) as Record<Measurement['implementation'], Measurement[]>;
+  const node = {
+    ours: { measurements: bestOfMain(timing.webgrpo), peakBytes: memory.ours.peakRssBytes },
+    theirs: { measurements: bestOfMain(timing['transformers.js']), peakBytes: memory.theirs.peakRssBytes },
+  };
 
   const server = await createServer(browserServerConfig);
   await server.listen();
   const address = server.httpServer?.address();
   const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
   try {
-    const main = [G, G].map((groupSize) => ({ groupSize, newTokens: NEW, seed: SEED }));
+    const twice = [G, G].map((groupSize) => ({ groupSize, newTokens: NEW, seed: SEED }));
     console.log('  Chromium WASM: webgrpo, transformers.js…');
     const wasm = {
-      ours: await browserSide(base, 'webgrpo', 'wasm', 'webgrpo-bench', PROMPT, main),
-      theirs: await browserSide(base, 'transformers.js', 'wasm', 'webgrpo-bench', PROMPT, main),
+      ours: await browserSide(base, 'webgrpo', 'wasm', 'webgrpo-bench', PROMPT, twice),
+      theirs: await browserSide(base, 'transformers.js', 'wasm', 'webgrpo-bench', PROMPT, twice),
     };
     const small = [G, G].map((groupSize) => ({ groupSize, newTokens: GPU.newTokens, seed: SEED }));
     console.log('  Chromium WebGPU (SwiftShader): webgrpo, transformers.js…');
@@ -70,12 +76,14 @@ export async function run(): Promise<string> {
   }
 }
 
-async function nodeSide(implementation: Measurement['implementation'], cases: BenchCase[]): Promise<Side> {
+/** Runs scripts/bench/_onnx-node.ts in a fresh Node process and returns what it printed. */
+async function nodeChild(mode: 'memory', implementation: Measurement['implementation'], cases: BenchCase[]): Promise<{ peakRssBytes: number }>;
+async function nodeChild(mode: 'timing', implementation: 'both', cases: BenchCase[]): Promise<unknown>;
+async function nodeChild(mode: string, implementation: string, cases: BenchCase[]): Promise<unknown> {
   const tsx = `${root}node_modules/tsx/dist/cli.mjs`;
-  const args = [tsx, `${root}scripts/bench/_onnx-node.ts`, implementation, benchDir, JSON.stringify({ cases, promptTokens: PROMPT })];
+  const args = [tsx, `${root}scripts/bench/_onnx-node.ts`, mode, implementation, benchDir, JSON.stringify({ cases, promptTokens: PROMPT })];
   const { stdout } = await exec(process.execPath, args, { cwd: root, maxBuffer: 1 << 20 });
-  const { measurements, peakRssBytes } = JSON.parse(stdout.trim().split('\n').pop()!) as { measurements: Measurement[]; peakRssBytes: number };
-  return { measurements: bestOfMain(measurements), peakBytes: peakRssBytes };
+  return JSON.parse(stdout.trim().split('\n').pop()!);
 }
 
 /** One implementation in a fresh Chromium; peak memory = high-water RSS of its renderer and GPU processes. */
@@ -157,9 +165,11 @@ G = ${G} completions of a ${PROMPT}-token prompt, up to ${NEW} new tokens, tempe
 sides. Both sides end with per-token log-probs: webgrpo returns them from sampling; transformers.js
 \`generate()\` returns none, so a forward pass over the generated sequences computes them. **Tokens/s counts
 useful tokens** (each row up to and including its end token; transformers.js keeps sampling rows that
-ended until all have). Prefill = time to the first sampled token. Peak memory: resident set of the
-Node process, or of Chromium's renderer and GPU processes (each implementation in its own process).
-After a warm-up group, G = ${G} runs twice per implementation and the faster run is shown.
+ended until all have). Prefill = time to the first sampled token. After a warm-up group, G = ${G}
+runs twice per implementation and the faster run is shown. In Node both implementations share one
+process and take turns on every case (a busy neighbour slows both alike); peak memory comes from
+separate processes running one implementation each. In Chromium each implementation gets its own
+browser; peak memory is the high-water resident set of its renderer and GPU processes.
 
 | Runtime | Implementation | Prefill | Total | Tokens | Tokens/s | Peak memory | Speed-up |
 | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |
