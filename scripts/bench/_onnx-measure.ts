@@ -6,9 +6,10 @@
  * - transformers.js: `generate()` on G copies of the prompt, then a forward pass over the
  *   generated sequences to get the log-probs, as one has to today.
  *
- * Throughput counts useful tokens only: each row's tokens up to and including its end token.
+ * Throughput counts useful tokens only: each row's tokens up to and including its end token (the
+ * bench model declares no end token, so there every row runs to the token limit on both sides).
  */
-import type { PreTrainedModel, Tensor as TensorType } from '@huggingface/transformers';
+import { random, type PreTrainedModel, type Tensor as TensorType } from '@huggingface/transformers';
 import { tokenLogProbs } from '../../lib/math/logprobs.js';
 import type { OnnxPolicy } from '../../lib/onnx.js';
 
@@ -66,6 +67,7 @@ export async function measureTransformers(
   const start = performance.now();
   let puts = 0;
   let first = 0;
+  random.seed(c.seed); // transformers.js samples with its own (Mersenne Twister) generator
   const ids = new BigInt64Array(G * P);
   for (let r = 0; r < G; r++) for (let t = 0; t < P; t++) ids[r * P + t] = BigInt(promptIds[t]);
   const output = (await model.generate({

@@ -27,6 +27,11 @@ export interface ModelSpec {
    * last k), so a loader can skip the LM head for prompt positions it does not need.
    */
   logitsToKeepInput?: boolean;
+  /**
+   * false: generation_config.json lists no end token, so generation always runs to
+   * max_new_tokens (the benchmark model: both sides then do exactly the same work).
+   */
+  stopsAtEndTokens?: boolean;
 }
 
 /** Committed to `public/models/webgrpo-tiny/`: about 0.8M parameters, 3 MB. */
@@ -59,6 +64,7 @@ export const BENCH: ModelSpec = {
   ropeTheta: 500000,
   rmsNormEps: 1e-5,
   maxPositionEmbeddings: 4096,
+  stopsAtEndTokens: false,
 };
 
 export const PRESETS = { tiny: TINY, bench: BENCH } as const;
