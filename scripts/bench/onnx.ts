@@ -159,12 +159,13 @@ function report(
 
 Bench model (\`npm run build:model -- --size bench\`): Llama architecture, ${params.toFixed(1)}M parameters, ${BENCH.numLayers} layers,
 ${BENCH.numHeads} query / ${BENCH.numKvHeads} key-value heads, vocabulary ${vocab}, fp32, seeded random weights. One group of
-G = ${G} completions of a ${PROMPT}-token prompt, up to ${NEW} new tokens, temperature 1, no filters, the same seed on both
-sides. The bench model declares no end token, so every row generates all ${NEW} tokens on both sides
+G = ${G} completions of a ${PROMPT}-token prompt, ${NEW} new tokens, temperature 1, no filters, the same seed on
+both sides. The bench model declares no end token, so every row generates all ${NEW} tokens on both sides
 (with end tokens, transformers.js would also keep sampling rows that ended until all have). Both
 sides end with per-token log-probs: webgrpo returns them from sampling; transformers.js
-\`generate()\` returns none, so a forward pass over the generated sequences computes them. Prefill = time to the first sampled token. After a warm-up group, G = ${G}
-runs twice per implementation and the faster run is shown. In Node both implementations share one
+\`generate()\` returns none, so a forward pass over the generated sequences computes them.
+Prefill = time to the first sampled token. After a warm-up group, G = ${G} runs twice per
+implementation and the faster run is shown. In Node both implementations share one
 process and take turns on every case (a busy neighbour slows both alike); peak memory comes from
 separate processes running one implementation each. In Chromium each implementation gets its own
 browser; peak memory is the high-water resident set of its renderer and GPU processes.
