@@ -53,3 +53,44 @@ export class AbortError extends WebgrpoError {
 export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
 }
+
+/** A store could not read or write (a failed transaction, a corrupt file, a closed database). */
+export class StoreError extends WebgrpoError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('Store', message, options);
+  }
+}
+
+/**
+ * The storage quota ran out (IndexedDB `QuotaExceededError`, `ENOSPC`/`EDQUOT` on disk). The write
+ * that hit it was rolled back as a whole, so the stored run is intact: free space and resume it.
+ */
+export class StoreQuotaError extends WebgrpoError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('StoreQuota', message, options);
+  }
+}
+
+/** A loop was started on a run that another loop (this page, another tab or process) is running. */
+export class AlreadyRunningError extends WebgrpoError {
+  readonly runId: string;
+
+  constructor(runId: string, message: string, options?: { cause?: unknown }) {
+    super('AlreadyRunning', message, options);
+    this.runId = runId;
+  }
+}
+
+/** Something asked for by id (a run, a step, a recorded output) does not exist. */
+export class NotFoundError extends WebgrpoError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('NotFound', message, options);
+  }
+}
+
+/** Text that should have held structured data (critic output, a JSONL line) could not be parsed. */
+export class ParseError extends WebgrpoError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('Parse', message, options);
+  }
+}
