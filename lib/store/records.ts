@@ -172,6 +172,7 @@ export interface StepRecord {
   skippedOperations: ApplyResult['skipped'];
   library: ExperienceLibrary;
   stats: StepStats;
+  /** Step-level warnings (the batch merge); item warnings stay with their items. */
   warnings: RunWarning[];
   committedAt: string;
 }

@@ -1,9 +1,13 @@
 /**
- * Seeds for everything the loop draws: each (run seed, epoch, item, purpose) gets its own 32-bit
+ * Seeds for everything the loop draws: each (run seed, purpose, epoch, item...) gets its own 32-bit
  * seed, so a resumed run draws exactly what an uninterrupted one would, in any order.
  */
+import { mulberry32 } from '../math/random.js';
 
-/** FNV-1a over the parts' text: a stable 32-bit seed. */
+/**
+ * A stable 32-bit seed from the parts' text: FNV-1a, then murmur3's finaliser so that parts that
+ * differ only at the end (item 3 vs item 4) still give unrelated seeds.
+ */
 export function deriveSeed(...parts: Array<string | number>): number {
   let hash = 0x811c9dc5;
   const text = parts.join('\u0000');
@@ -11,19 +15,12 @@ export function deriveSeed(...parts: Array<string | number>): number {
     hash ^= text.charCodeAt(i);
     hash = Math.imul(hash, 0x01000193);
   }
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x85ebca6b);
+  hash ^= hash >>> 13;
+  hash = Math.imul(hash, 0xc2b2ae35);
+  hash ^= hash >>> 16;
   return hash >>> 0;
-}
-
-/** mulberry32: a small, fast PRNG with a 32-bit state; returns floats in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Fisher-Yates with a seeded PRNG; returns a new array. */
