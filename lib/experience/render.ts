@@ -56,8 +56,9 @@ export function formatExemplar(entry: ExemplarEntry): string {
 }
 
 /**
- * Renders the library under the token budget. When not everything fits, the most recently
- * confirmed lessons (and the best-scoring exemplars) win; what is kept is shown in library order.
+ * Renders the library under the token budget. When not everything fits, lessons go first (they
+ * are short and general), the most recently confirmed first, then exemplars, the best-scoring
+ * first; whatever is kept is shown in library order.
  */
 export function renderExperiences(library: ExperienceLibrary, options: RenderOptions = {}): RenderedExperiences {
   const budget = options.tokenBudget ?? DEFAULT_EXPERIENCE_TOKEN_BUDGET;
