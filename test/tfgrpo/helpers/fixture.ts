@@ -10,6 +10,7 @@ import {
   trainingFreeGrpo,
   type ExperienceLibrary,
   type PolicyRecording,
+  type RunBundle,
   type TrainingFreeEvent,
   type TrainingFreeGrpoOptions,
 } from '../../../lib/index.js';
@@ -34,14 +35,28 @@ export interface Reference {
   library: ExperienceLibrary;
   libraryJson: string;
   events: TrainingFreeEvent[];
+  bundle: RunBundle;
 }
 
 /** Runs the shape uninterrupted on the (recorded) scripted model. */
 export async function recordReference(shape: RunShape, scripted: ScriptedOptions = {}): Promise<Reference> {
   const policy = recordingPolicy(scriptedPolicy(scripted));
-  const run = trainingFreeGrpo({ ...shape, policy, store: new MemoryStore(), runId: 'reference' });
+  const store = new MemoryStore();
+  const run = trainingFreeGrpo({ ...shape, policy, store, runId: 'reference' });
   const events: TrainingFreeEvent[] = [];
   for await (const event of run) events.push(event);
   const result = await run.result();
-  return { recording: policy.recording(), library: result.library, libraryJson: JSON.stringify(result.library), events };
+  return {
+    recording: policy.recording(),
+    library: result.library,
+    libraryJson: JSON.stringify(result.library),
+    events,
+    bundle: await store.readBundle('reference'),
+  };
+}
+
+/** A step record without its commit time (the only field that differs between equal runs). */
+export function timeless<T extends { committedAt: string }>(step: T): Omit<T, 'committedAt'> {
+  const { committedAt: _t, ...rest } = step;
+  return rest;
 }
