@@ -3,7 +3,7 @@
  * critic is asked once to repair it, and if that fails too the caller gets the problem back to
  * record as a warning. Nothing unparsed ever reaches the library.
  */
-import { throwIfAborted } from '../errors.js';
+import { InvalidInputError, throwIfAborted } from '../errors.js';
 import { fillTemplate } from '../experience/render.js';
 import type { ChatMessage, Policy } from '../policy/types.js';
 import type { CriticExchange, TrainingFreeConfig } from '../store/records.js';
@@ -51,8 +51,33 @@ export interface StructuredReply<T> {
   notes?: string[];
 }
 
+/**
+ * A critic call the policy refused as malformed (typically a prompt longer than the model's
+ * context): the reason, so the caller can skip this critic step with a warning instead of failing
+ * the run. Anything else (network, abort) propagates.
+ */
+export function refusal(error: unknown): string | undefined {
+  return error instanceof InvalidInputError ? `the critic model refused the request (${error.message.replace(/\.$/, '')})` : undefined;
+}
+
 /** Asks, parses, and on failure asks once more with a repair prompt. */
 export async function askStructured<T>(
+  ctx: CriticContext,
+  prompt: string,
+  seedParts: Array<string | number>,
+  parse: (text: string) => Parsed<T>,
+  format: string,
+): Promise<StructuredReply<T>> {
+  try {
+    return await exchange(ctx, prompt, seedParts, parse, format);
+  } catch (error) {
+    const problem = refusal(error);
+    if (problem === undefined) throw error;
+    return { exchange: { outputs: [] }, problem: `${problem}.` };
+  }
+}
+
+async function exchange<T>(
   ctx: CriticContext,
   prompt: string,
   seedParts: Array<string | number>,

@@ -12,7 +12,7 @@ import { fillTemplate, formatLesson, promptText, renderExperiences, withExperien
 import type { ExperienceLibrary } from '../experience/types.js';
 import type { Completion, Policy, PromptInput } from '../policy/types.js';
 import type { DatasetItem, ItemResult, RolloutRecord, RunWarning, WarningStage } from '../store/records.js';
-import { askStructured, criticMessages, criticReply, type CriticContext } from './critic.js';
+import { askStructured, criticMessages, criticReply, refusal, type CriticContext } from './critic.js';
 import type { TrainingFreeEvent } from './events.js';
 import type { RewardFunction } from './options.js';
 import { parseLessons, parseOperations } from './parse.js';
@@ -128,13 +128,16 @@ export async function runItem(
 
   // Summaries, one per rollout.
   for (const [row, rollout] of rollouts.entries()) {
-    const text = await criticReply(
-      ctx,
-      criticMessages(config, fillTemplate(config.templates.summary, { task, reference, reward: showReward(rollout.reward), attempt: rollout.text })),
-      ['summary', epoch, index, row],
-    );
-    const summary = text.trim();
-    if (summary === '') await warn('summary', `The critic gave no summary for attempt ${row + 1}; its raw text stands in.`);
+    let summary = '';
+    try {
+      const prompt = fillTemplate(config.templates.summary, { task, reference, reward: showReward(rollout.reward), attempt: rollout.text });
+      summary = (await criticReply(ctx, criticMessages(config, prompt), ['summary', epoch, index, row])).trim();
+      if (summary === '') await warn('summary', `The critic gave no summary for attempt ${row + 1}; its raw text stands in.`);
+    } catch (error) {
+      const problem = refusal(error);
+      if (problem === undefined) throw error;
+      await warn('summary', `No summary for attempt ${row + 1}: ${problem}; its raw text stands in.`);
+    }
     rollout.summary = (summary || rollout.text).slice(0, MAX_SUMMARY);
   }
   await emit({ type: 'summaries', ...ref, summaries: rollouts.map((r) => r.summary ?? '') });
