@@ -59,9 +59,7 @@ export class IdbStore implements Store {
       if (await tx.objectStore('runs').getKey(run.id)) {
         throw new StoreError(`A run with id "${run.id}" exists already; pick another id or resume it.`);
       }
-      const puts: Promise<unknown>[] = [tx.objectStore('runs').add(run)];
-      items.forEach((item, index) => puts.push(tx.objectStore('items').add({ runId: run.id, index, item })));
-      await Promise.all(puts);
+      await requests([() => tx.objectStore('runs').add(run), ...items.map((item, index) => () => tx.objectStore('items').add({ runId: run.id, index, item }))]);
     });
   }
 
@@ -87,12 +85,12 @@ export class IdbStore implements Store {
 
   async deleteRun(runId: string): Promise<void> {
     await this.#write(['runs', 'items', 'steps', 'pending', 'leases'], `delete run "${runId}"`, async (tx) => {
-      await Promise.all([
-        tx.objectStore('runs').delete(runId),
-        tx.objectStore('items').delete(runRange(runId)),
-        tx.objectStore('steps').delete(runRange(runId)),
-        tx.objectStore('pending').delete(runRange(runId)),
-        tx.objectStore('leases').delete(runId),
+      await requests([
+        () => tx.objectStore('runs').delete(runId),
+        () => tx.objectStore('items').delete(runRange(runId)),
+        () => tx.objectStore('steps').delete(runRange(runId)),
+        () => tx.objectStore('pending').delete(runRange(runId)),
+        () => tx.objectStore('leases').delete(runId),
       ]);
     });
   }
@@ -125,10 +123,10 @@ export class IdbStore implements Store {
       if (step.step !== expected) {
         throw new StoreError(`Run "${runId}" expects step ${expected} next, not step ${step.step}; another loop may have committed it.`);
       }
-      await Promise.all([
-        tx.objectStore('steps').add({ ...step, runId }),
-        tx.objectStore('pending').delete(IDBKeyRange.bound([runId], [runId, step.step, []])),
-        tx.objectStore('runs').put({ ...run, updatedAt: step.committedAt }),
+      await requests([
+        () => tx.objectStore('steps').add({ ...step, runId }),
+        () => tx.objectStore('pending').delete(IDBKeyRange.bound([runId], [runId, step.step, []])),
+        () => tx.objectStore('runs').put({ ...run, updatedAt: step.committedAt }),
       ]);
     });
   }
@@ -192,16 +190,15 @@ export class IdbStore implements Store {
       if ((await tx.objectStore('runs').getKey(id)) && !options.replace) {
         throw new StoreError(`A run with id "${id}" exists already; pass { replace: true } to overwrite it.`);
       }
-      await Promise.all([
-        tx.objectStore('items').delete(runRange(id)),
-        tx.objectStore('steps').delete(runRange(id)),
-        tx.objectStore('pending').delete(runRange(id)),
+      await requests([
+        () => tx.objectStore('items').delete(runRange(id)),
+        () => tx.objectStore('steps').delete(runRange(id)),
+        () => tx.objectStore('pending').delete(runRange(id)),
+        () => tx.objectStore('runs').put(bundle.run),
+        ...bundle.items.map((item, index) => () => tx.objectStore('items').add({ runId: id, index, item })),
+        ...bundle.steps.map((step) => () => tx.objectStore('steps').add({ ...step, runId: id })),
+        ...bundle.pending.map((result) => () => tx.objectStore('pending').add({ ...result, runId: id })),
       ]);
-      const puts: Promise<unknown>[] = [tx.objectStore('runs').put(bundle.run)];
-      bundle.items.forEach((item, index) => puts.push(tx.objectStore('items').add({ runId: id, index, item })));
-      for (const step of bundle.steps) puts.push(tx.objectStore('steps').add({ ...step, runId: id }));
-      for (const result of bundle.pending) puts.push(tx.objectStore('pending').add({ ...result, runId: id }));
-      await Promise.all(puts);
     });
   }
 
@@ -290,6 +287,21 @@ export class IdbStore implements Store {
   #checkOpen(): void {
     if (this.#closed) throw new StoreError(`IndexedDB database "${this.#name}" is closed; open a new store.`);
   }
+}
+
+/**
+ * Issues the requests of a transaction in order and awaits them. If one throws as it is made (a
+ * quota or data error), the requests already made are rejected by the abort that follows; they are
+ * marked handled here so that only the first error surfaces.
+ */
+async function requests(issue: Array<() => Promise<unknown>>): Promise<void> {
+  const made: Promise<unknown>[] = [];
+  for (const request of issue) {
+    const promise = request();
+    promise.catch(() => undefined);
+    made.push(promise);
+  }
+  await Promise.all(made);
 }
 
 function runRange(runId: string): IDBKeyRange {
