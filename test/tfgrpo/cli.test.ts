@@ -123,6 +123,23 @@ describe('webgrpo train (in process, scripted model)', () => {
     expect(await run([...args.slice(0, 2), '--reward', 'vibes', '--model', 'm', '--store', join(dir, 'runs')], bad.io)).toBe(2);
   });
 
+  it('never lets model text drive the terminal', async () => {
+    const dir = await tempDir();
+    const inner = scriptedPolicy();
+    const hostile = (): Policy => ({
+      ...inner,
+      generateGroup: async (o) => {
+        const group = await inner.generateGroup(o);
+        group.completions.forEach((c, i) => (c.text = `Sorted: ${'x'.repeat(i * 5)}\u001b[2J\u001b]0;pwned\u0007`));
+        return group;
+      },
+    });
+    const cli = io({ policy: hostile });
+    expect(await run(['--task', 'alphabetise', '--size', '2', '--epochs', '1', '--group', '3', '--mode', 'exemplars', '--model', 'm', '--store', dir], cli.io)).toBe(0);
+    expect(cli.out()).toMatch(/answer: Sorted: ·\[2J·\]0;pwned·/);
+    expect(cli.out()).not.toMatch(/[\u0000-\u0008\u000b-\u001f]/);
+  });
+
   it('refuses to run a run that is running', async () => {
     const dir = await tempDir();
     const { openFileStore } = await import('../../lib/node.js');
