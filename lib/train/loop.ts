@@ -112,7 +112,6 @@ interface DriveSetup {
 async function drive(setup: DriveSetup, emit: Emit, internal: AbortSignal): Promise<TrainingFreeResult> {
   const { store, runId, handles } = setup;
   const signal = handles.signal ? AbortSignal.any([handles.signal, internal]) : internal;
-  throwIfAborted(signal);
   const lock = await store.lockRun(runId);
   let library: ExperienceLibrary | undefined;
   let stepsCompleted = 0;
@@ -147,6 +146,7 @@ async function drive(setup: DriveSetup, emit: Emit, internal: AbortSignal): Prom
     if (stepsCompleted > 0) {
       for (const step of await store.listSteps(runId)) warnings += step.warnings.length + step.items.reduce((n, i) => n + i.warnings.length, 0);
     }
+    throwIfAborted(signal);
     if (run.status !== 'running') await store.setRunStatus(runId, { status: 'running' });
 
     const policy = handles.policy;

@@ -91,6 +91,15 @@ describe('determinism', () => {
   });
 });
 
+describe('concurrency', () => {
+  it('working on three items at once changes nothing in what is learned', async () => {
+    const store = new MemoryStore();
+    const result = await trainingFreeGrpo({ ...standardShape({ concurrency: 3 }), policy: replayPolicy(reference.recording, { delayMs: 2 }), store, runId: 'c3' }).result();
+    expect(JSON.stringify(result.library)).toBe(reference.libraryJson);
+    expect((await store.readBundle('c3')).steps.map(timeless)).toEqual(reference.bundle.steps.map(timeless));
+  });
+});
+
 describe.each(storeKinds)('interrupted and resumed (%s)', (_name, openStore) => {
   it('ends with the same library as the uninterrupted run, with no item done twice or skipped', async () => {
     const store = await openStore();
@@ -332,5 +341,18 @@ describe('options and rewards', () => {
     const generous = trainingFreeGrpo({ ...standardShape({ initialExperiences: ['Sort by first letter.'], experienceTokenBudget: 50, epochs: 1, batchSize: 6 }), policy: inner });
     const starts2 = (await drain(generous)).filter((e) => e.type === 'item-start');
     expect(starts2.every((e) => e.type === 'item-start' && e.experienceIds.includes('G0'))).toBe(true);
+  });
+});
+
+describe('an already aborted signal', () => {
+  it('ends the run at once as aborted, with nothing done', async () => {
+    const store = new MemoryStore();
+    const controller = new AbortController();
+    controller.abort();
+    const run = trainingFreeGrpo({ ...standardShape(), policy: replayPolicy(reference.recording), store, runId: 'pre', signal: controller.signal });
+    const events = await drain(run);
+    expect(events.map((e) => e.type)).toEqual(['run-end']);
+    expect(await run.result()).toMatchObject({ status: 'aborted', stepsCompleted: 0, itemsProcessed: 0 });
+    expect((await store.getRun('pre'))?.status).toBe('aborted');
   });
 });
