@@ -184,7 +184,8 @@ async function drive(setup: DriveSetup, emit: Emit, internal: AbortSignal): Prom
         const reused = finished.get(position);
         const itemResult = reused ?? (await runItem(ctx, plan, position, index, items[index], stepLibrary));
         throwIfAborted(stepSignal);
-        if (!reused) await store.putItemResult(runId, itemResult);
+        if (reused) warnings += reused.warnings.length;
+        else await store.putItemResult(runId, itemResult);
         results[position] = itemResult;
         itemsDone += 1;
         await emit({ type: 'item-end', step, epoch: plan.epoch, item: index, result: itemResult, reused: reused !== undefined, progress: progress(step) });

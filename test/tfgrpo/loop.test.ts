@@ -122,12 +122,17 @@ describe.each(storeKinds)('interrupted and resumed (%s)', (_name, openStore) => 
     expect(reused).toHaveLength(2);
     expect(events2[0]).toMatchObject({ type: 'run-start', resumed: true, progress: { itemsDone: 3 } });
     expect((await store.lastStep('r1'))?.step).toBe(2);
+    // Warnings of reused items count as if they had just happened.
+    const warningsUpToStep2 = reference.events.filter((e) => e.type === 'warning' && e.warning.step <= 2).length;
+    expect(events2.at(-1)).toMatchObject({ type: 'run-end', status: 'aborted', warnings: warningsUpToStep2 });
 
     // 3. Resume to the end.
     const last = resumeTrainingFreeGrpo('r1', { policy: replayPolicy(reference.recording), rewards: shape.rewards, store });
     const events3 = await drain(last);
     const result = await last.result();
+    const referenceEnd = reference.events.at(-1);
     expect(result).toMatchObject({ status: 'completed', epochsCompleted: 2, stepsCompleted: 4, itemsProcessed: 12 });
+    expect(referenceEnd?.type === 'run-end' && referenceEnd.warnings).toBe(result.warnings);
     expect(JSON.stringify(result.library)).toBe(reference.libraryJson);
     expectSameRun(await store.readBundle('r1'), reference.bundle);
     expect((await store.getRun('r1'))?.status).toBe('completed');
