@@ -1,0 +1,67 @@
+/** Small pure helpers over session records: ids, prompt checks, reward tables. */
+import { InvalidInputError } from '../errors.js';
+import type { PromptInput } from '../policy/types.js';
+import type { Reward } from './types.js';
+
+export function completionId(groupId: string, index: number): string {
+  return `${groupId}-${index}`;
+}
+
+/** The group id and index inside a completion id (`<groupId>-<index>`), or undefined if it is not one. */
+export function parseCompletionId(id: string): { groupId: string; index: number } | undefined {
+  const match = /^(.+)-(\d+)$/.exec(id);
+  return match ? { groupId: match[1], index: Number(match[2]) } : undefined;
+}
+
+/** Exactly one of `prompt` or `messages`, copied; a clear error otherwise. */
+export function requirePrompt(input: PromptInput): PromptInput {
+  const hasPrompt = input.prompt !== undefined;
+  const hasMessages = input.messages !== undefined;
+  if (hasPrompt === hasMessages) {
+    throw new InvalidInputError('prompt', 'give exactly one of prompt (raw text) or messages (a chat).');
+  }
+  if (hasPrompt) {
+    if (typeof input.prompt !== 'string') throw new InvalidInputError('prompt', 'must be a string.');
+    return { prompt: input.prompt };
+  }
+  const messages = input.messages;
+  if (!Array.isArray(messages) || messages.length === 0) {
+    throw new InvalidInputError('messages', 'must be a non-empty array of { role, content }.');
+  }
+  messages.forEach((m, i) => {
+    if (m === null || typeof m !== 'object' || !['system', 'user', 'assistant'].includes(m.role) || typeof m.content !== 'string') {
+      throw new InvalidInputError(`messages[${i}]`, 'must be { role: "system" | "user" | "assistant", content: string }.');
+    }
+  });
+  return { messages: messages.map((m) => ({ role: m.role, content: m.content })) };
+}
+
+/** One reward as a row of per-function values; NaN and undefined become null (could not score). */
+export function rewardRow(reward: Reward, at: string): (number | null)[] {
+  const values = Array.isArray(reward) ? (reward as readonly unknown[]) : [reward];
+  if (values.length === 0) throw new InvalidInputError(at, 'is an empty list; give at least one reward value.');
+  return values.map((v, k) => {
+    if (v === null || v === undefined || (typeof v === 'number' && Number.isNaN(v))) return null;
+    if (typeof v !== 'number' || !Number.isFinite(v)) {
+      throw new InvalidInputError(Array.isArray(reward) ? `${at}[${k}]` : at, `must be a finite number or null, got ${String(v)}.`);
+    }
+    return v;
+  });
+}
+
+/**
+ * The N x K table `computeAdvantages` takes: rewarded rows as given, unrewarded rows all null.
+ * Every rewarded row must have the same K (one value per reward function).
+ */
+export function rewardTable(rows: readonly ((number | null)[] | undefined)[]): (number | null)[][] {
+  const k = rows.find((r) => r !== undefined)?.length ?? 1;
+  rows.forEach((r, i) => {
+    if (r !== undefined && r.length !== k) {
+      throw new InvalidInputError(
+        `rewards[${i}]`,
+        `has ${r.length} values but other completions of the group have ${k}; give one value per reward function for every completion.`,
+      );
+    }
+  });
+  return rows.map((r) => r ?? new Array<number | null>(k).fill(null));
+}
