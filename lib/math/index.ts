@@ -1,0 +1,36 @@
+/** The GRPO math core: pure float64 functions, no dependencies, numbers matching TRL. */
+export {
+  computeAdvantages,
+  type AdvantageEstimator,
+  type AdvantageOptions,
+  type AdvantageResult,
+  type RewardAggregation,
+  type RewardTable,
+  type RewardValue,
+  type ScaleRewards,
+} from './advantages.js';
+export { tokenLogProbs, type TokenLogProbs, type TokenLogProbsInput } from './logprobs.js';
+export {
+  grpoLoss,
+  resolveLossConfig,
+  type GrpoLossBatch,
+  type GrpoLossConfig,
+  type GrpoLossMetrics,
+  type GrpoLossResult,
+  type ImportanceSamplingLevel,
+  type LossType,
+  type ResolvedLossConfig,
+} from './loss.js';
+export {
+  GeneratedBatch,
+  GeneratedSequenceBatch,
+  GroupRolloutBatch,
+  GrpoConfig,
+  SequenceRolloutBatch,
+  rolloutLossBatch,
+  type GrpoConfigInit,
+  type PolicyScores,
+} from './batch.js';
+export { logSumExp, mean, nanMean, nanStd, softmax, std } from './stats.js';
+export { mulberry32, randomInt, type Rng } from './random.js';
+export type { Rows } from './validate.js';

@@ -1,0 +1,101 @@
+/**
+ * The published artefact, tested as a user gets it: `npm pack` (which runs `prepare`, i.e. the
+ * library build), install the tarball into an empty folder, and import 'webgrpo' from a plain
+ * Node ESM script. A resolve hook in that script refuses onnxruntime and transformers.js, so the
+ * import fails if the core ever pulls them in.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The environment without the npm_* variables of an enclosing `npm test`, which would point npm at this repo. */
+function cleanEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ONNXRUNTIME_NODE_INSTALL: 'skip' };
+  for (const [key, value] of Object.entries(process.env)) if (!/^npm_/i.test(key)) env[key] = value;
+  return env;
+}
+
+const hooks = `
+const forbidden = /(^|\\/)(onnxruntime-(node|web|common)|@huggingface\\/transformers)(\\/|$)/;
+export async function resolve(specifier, context, next) {
+  if (forbidden.test(specifier)) throw new Error('webgrpo core imported ' + specifier);
+  return next(specifier, context);
+}
+`;
+
+const check = `
+import { register } from 'node:module';
+import assert from 'node:assert/strict';
+register('./hooks.mjs', import.meta.url);
+const w = await import('webgrpo');
+
+const close = (a, b, tol = 1e-12) => assert.ok(Math.abs(a - b) <= tol, a + ' != ' + b);
+const adv = w.computeAdvantages([1, 0, 0, 1], { groupSize: 4 });
+const s = Math.sqrt(1 / 3);
+adv.advantages.forEach((a, i) => close(a, (i === 0 || i === 3 ? 0.5 : -0.5) / (s + 1e-4)));
+
+const loss = w.grpoLoss({ logps: [[-1, -2]], oldLogps: [[-1.3, -2]], advantages: [1], mask: [[1, 1]] }, { lossType: 'grpo' });
+close(loss.loss, -(1.2 + 1) / 2);
+assert.deepEqual(loss.grad, [[0, -0.5]]);
+close(loss.metrics.clipRatioHigh, 0.5);
+
+const lp = w.tokenLogProbs({ logits: new Float32Array([0, 0, 0, 0]), dims: [1, 1, 4], ids: [2] });
+close(lp.logps[0], -Math.log(4));
+close(lp.entropy[0], Math.log(4));
+
+const router = new w.GrpoRouter({ seed: 1 });
+assert.ok(['a', 'b'].includes(router.route('hello', ['a', 'b'])));
+assert.throws(() => w.computeAdvantages([1, 2, 3], { groupSize: 2 }), (e) => e instanceof w.InvalidInputError && e.argument === 'groupSize');
+console.log('webgrpo ok: ' + Object.keys(w).length + ' exports');
+`;
+
+const typesCheck = `
+import { computeAdvantages, grpoLoss, InvalidInputError, type AdvantageResult, type GrpoLossConfig } from 'webgrpo';
+const result: AdvantageResult = computeAdvantages([[1, null], [0, 2]], { groupSize: 2, scaleRewards: 'batch' });
+const config: GrpoLossConfig = { lossType: 'dr_grpo', maxCompletionLength: 8 };
+const grad: number[][] = grpoLoss({ logps: [[-1]], advantages: result.advantages.slice(0, 1), mask: [[1]] }, config).grad;
+const argument: string = new InvalidInputError('x', 'y').argument;
+export { grad, argument };
+`;
+
+describe('npm pack', () => {
+  let dir = '';
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('installs into an empty folder and imports from plain Node without loading a model runtime', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'webgrpo-pack-'));
+    const env = cleanEnv();
+    const packed = await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: root, env, maxBuffer: 16 << 20 });
+    const [{ filename, files }] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as {
+      filename: string;
+      files: { path: string }[];
+    }[];
+    const paths = files.map((f) => f.path);
+    expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/math/loss.d.ts', 'README.md', 'LICENSE']));
+    expect(paths.some((p) => p.startsWith('lib/') || p.startsWith('test/'))).toBe(false);
+
+    const app = join(dir, 'app');
+    await run('mkdir', [app]);
+    await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'pack-check', private: true, type: 'module' }));
+    await run('npm', ['install', join(dir, filename), '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app, env });
+    // The declarations resolve through the exports map: a strict type-check of a consumer file.
+    await writeFile(join(app, 'types.ts'), typesCheck);
+    const tsc = join(root, 'node_modules/typescript/bin/tsc');
+    const flags = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', 'types.ts'];
+    await run(process.execPath, [tsc, ...flags], { cwd: app, env });
+
+    await writeFile(join(app, 'hooks.mjs'), hooks);
+    await writeFile(join(app, 'check.mjs'), check);
+    const { stdout } = await run(process.execPath, ['check.mjs'], { cwd: app, env });
+    expect(stdout).toMatch(/^webgrpo ok: \d+ exports/);
+  }, 240_000);
+});
