@@ -54,8 +54,6 @@ export interface Completion {
 export interface TopLogprob {
   tokenId: number;
   logprob: number;
-  /** The most likely alternatives, as in `Completion.topLogprobs`, when `topLogprobs` was asked for. */
-  topLogprobs?: TopLogprob[];
 }
 
 export interface Usage {
@@ -74,6 +72,8 @@ export interface TokenEvent {
   row: number;
   tokenId: number;
   logprob: number;
+  /** The most likely alternatives, as in `Completion.topLogprobs`, when `topLogprobs` was asked for. */
+  topLogprobs?: TopLogprob[];
 }
 
 export interface GenerateGroupOptions extends PromptInput, SamplingOptions {

@@ -120,7 +120,7 @@ export function createSession(options: SessionOptions): Session {
   if (!inner || typeof inner.generateGroup !== 'function') {
     throw new InvalidInputError('policy', 'must implement the Policy interface (generateGroup).');
   }
-  const store = options.store ?? new MemorySessionStore();
+  const store: SessionStore = options.store ?? new MemorySessionStore();
   const queue = isQueue(options.queue) ? options.queue : createTaskQueue(options.queue);
   const newId = options.newId ?? randomGroupId;
   const now = options.now ?? Date.now;

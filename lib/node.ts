@@ -1,0 +1,2 @@
+/** `webgrpo/node`: Node-only helpers (files). */
+export { jsonlFileSink, writeJsonlFile, type JsonlFileSink } from './export/file.js';
