@@ -36,8 +36,8 @@ export interface AdvantageOptions {
   groupSize: number;
   /** One weight per reward function; default 1 each. */
   weights?: readonly number[];
-  /** Divide by the group's std (default), the batch's std, or not at all. */
-  scaleRewards?: ScaleRewards;
+  /** Divide by the group's std (default), the batch's std, or not at all (TRL's legacy `true` / `false` mean 'group' / 'none'). */
+  scaleRewards?: ScaleRewards | boolean;
   /** Combine functions before normalising (default) or normalise each first (GDPO). */
   aggregation?: RewardAggregation;
   /** Group mean baseline (default) or leave-one-out baseline. */
@@ -79,7 +79,12 @@ export function computeAdvantages(rewards: RewardTable, options: AdvantageOption
     );
   }
   const weights = readWeights(options.weights, k);
-  const scale = oneOf('scaleRewards', options.scaleRewards ?? 'group', ['group', 'batch', 'none'] as const);
+  const scaleOption = options.scaleRewards ?? 'group';
+  const scale = oneOf('scaleRewards', scaleOption === true ? 'group' : scaleOption === false ? 'none' : scaleOption, [
+    'group',
+    'batch',
+    'none',
+  ] as const);
   const aggregation = oneOf('aggregation', options.aggregation ?? 'sum_then_normalize', [
     'sum_then_normalize',
     'normalize_then_sum',
@@ -94,16 +99,16 @@ export function computeAdvantages(rewards: RewardTable, options: AdvantageOption
   const groupMeans = new Array<number>(groups);
   const groupStds = new Array<number>(groups);
   for (let g = 0; g < groups; g++) {
-    const [m, s] = nanMeanStd(combined, g * groupSize, groupSize, 1);
-    groupMeans[g] = m;
-    groupStds[g] = s;
+    groupMeans[g] = stridedNanMean(combined, g * groupSize, groupSize, 1);
+    groupStds[g] = stridedNanStd(combined, g * groupSize, groupSize, 1, groupMeans[g]);
   }
 
   const advantages = new Array<number>(n);
   let zeroStdRows: number;
   if (aggregation === 'normalize_then_sum') {
     const normalized = normalizedSums(values, n, k, weights, groupSize);
-    const [m, s] = nanMeanStd(normalized, 0, n, 1);
+    const m = stridedNanMean(normalized, 0, n, 1);
+    const s = stridedNanStd(normalized, 0, n, 1, m);
     for (let i = 0; i < n; i++) advantages[i] = (normalized[i] - m) / (s + STD_EPS);
     zeroStdRows = isZero(s) ? n : 0;
   } else if (estimator === 'rloo') {
@@ -123,7 +128,7 @@ export function computeAdvantages(rewards: RewardTable, options: AdvantageOption
     }
     zeroStdRows = countZeroGroups(groupStds) * groupSize;
   } else if (scale === 'batch') {
-    const [, s] = nanMeanStd(combined, 0, n, 1);
+    const s = stridedNanStd(combined, 0, n, 1, stridedNanMean(combined, 0, n, 1));
     for (let i = 0; i < n; i++) advantages[i] = (combined[i] - groupMeans[(i / groupSize) | 0]) / (s + STD_EPS);
     zeroStdRows = isZero(s) ? n : 0;
   } else {
@@ -138,7 +143,7 @@ export function computeAdvantages(rewards: RewardTable, options: AdvantageOption
 
   return {
     advantages,
-    rewards: Array.from(combined),
+    rewards: toArray(combined),
     groupMeans,
     groupStds,
     fracRewardZeroStd: zeroStdRows / n,
@@ -156,20 +161,20 @@ function readRewards(rewards: RewardTable): { values: Float64Array; n: number; k
   const k = table ? (rewards[0] as ArrayLike<RewardValue>).length : 1;
   if (k === 0) throw new InvalidInputError('rewards', 'rows are empty; give one column per reward function.');
   const values = new Float64Array(n * k);
+  if (!table) {
+    // A row that is itself an array fails readReward's number check.
+    for (let i = 0; i < n; i++) values[i] = readReward(rewards[i] as RewardValue, i, -1);
+    return { values, n, k };
+  }
   for (let i = 0; i < n; i++) {
     const row = rewards[i];
-    if (table !== isArrayLike(row)) {
+    if (!isArrayLike(row)) {
       throw new InvalidInputError('rewards', `row ${i} is ${describe(row)}; use either numbers or rows of numbers throughout.`);
     }
-    if (table) {
-      const cells = row as ArrayLike<RewardValue>;
-      if (cells.length !== k) {
-        throw new InvalidInputError('rewards', `row ${i} has ${cells.length} values but row 0 has ${k}; give one column per reward function (null where it could not score).`);
-      }
-      for (let j = 0; j < k; j++) values[i * k + j] = readReward(cells[j], i, j);
-    } else {
-      values[i] = readReward(row as RewardValue, i, -1);
+    if (row.length !== k) {
+      throw new InvalidInputError('rewards', `row ${i} has ${row.length} values but row 0 has ${k}; give one column per reward function (null where it could not score).`);
     }
+    for (let j = 0; j < k; j++) values[i * k + j] = readReward(row[j] as RewardValue, i, j);
   }
   return { values, n, k };
 }
@@ -217,7 +222,8 @@ function normalizedSums(values: Float64Array, n: number, k: number, weights: Flo
   const scored = new Uint8Array(n);
   for (let start = 0; start < n; start += groupSize) {
     for (let j = 0; j < k; j++) {
-      const [m, s] = nanMeanStd(values, start * k + j, groupSize, k);
+      const m = stridedNanMean(values, start * k + j, groupSize, k);
+      const s = stridedNanStd(values, start * k + j, groupSize, k, m);
       for (let i = start; i < start + groupSize; i++) {
         const v = values[i * k + j];
         if (v !== v) continue;
@@ -231,8 +237,8 @@ function normalizedSums(values: Float64Array, n: number, k: number, weights: Flo
   return out;
 }
 
-/** NaN-skipping mean and sample std of `count` values read from `start` every `stride`. */
-function nanMeanStd(values: ArrayLike<number>, start: number, count: number, stride: number): [number, number] {
+/** NaN-skipping mean of `count` values read from `start` every `stride`; NaN if all are missing. */
+function stridedNanMean(values: ArrayLike<number>, start: number, count: number, stride: number): number {
   let sum = 0;
   let present = 0;
   for (let i = 0, at = start; i < count; i++, at += stride) {
@@ -242,13 +248,28 @@ function nanMeanStd(values: ArrayLike<number>, start: number, count: number, str
       present++;
     }
   }
-  const m = sum / present;
+  return sum / present;
+}
+
+/** NaN-skipping sample std (N-1) around `mean`, like TRL's nanstd; NaN with fewer than two values. */
+function stridedNanStd(values: ArrayLike<number>, start: number, count: number, stride: number, mean: number): number {
   let squares = 0;
+  let present = 0;
   for (let i = 0, at = start; i < count; i++, at += stride) {
     const v = values[at];
-    if (v === v) squares += (v - m) * (v - m);
+    if (v === v) {
+      squares += (v - mean) * (v - mean);
+      present++;
+    }
   }
-  return [m, present > 1 ? Math.sqrt(squares / (present - 1)) : NaN];
+  return present > 1 ? Math.sqrt(squares / (present - 1)) : NaN;
+}
+
+/** A plain array copy; `Array.from` is several times slower on large typed arrays. */
+function toArray(values: Float64Array): number[] {
+  const out = new Array<number>(values.length);
+  for (let i = 0; i < values.length; i++) out[i] = values[i];
+  return out;
 }
 
 function isZero(std: number): boolean {

@@ -12,8 +12,8 @@ export interface TokenLogProbsInput {
   logits: Float32Array | Float64Array | ArrayLike<number>;
   /** [B, T, V]. */
   dims: readonly [number, number, number] | readonly number[];
-  /** B*T token ids (the token whose probability is read at each position). */
-  ids: ArrayLike<number> | BigInt64Array | BigUint64Array;
+  /** B*T token ids (the token whose probability is read at each position), flat or as B rows of T. */
+  ids: ArrayLike<number> | BigInt64Array | BigUint64Array | readonly ArrayLike<number>[];
   /** Logits are divided by this before the softmax; default 1. */
   temperature?: number;
 }
@@ -29,7 +29,7 @@ export function tokenLogProbs(input: TokenLogProbsInput): TokenLogProbs {
   if (input === null || typeof input !== 'object') {
     throw new InvalidInputError('input', 'must be an object { logits, dims, ids, temperature? }.');
   }
-  const { logits, dims, ids } = input;
+  const { logits, dims } = input;
   if (!isArrayLike(dims) || dims.length !== 3) {
     throw new InvalidInputError('dims', `must be [B, T, V], got ${describe(dims)}.`);
   }
@@ -40,6 +40,7 @@ export function tokenLogProbs(input: TokenLogProbsInput): TokenLogProbs {
   if (!isArrayLike(logits) || logits.length !== rows * v) {
     throw new InvalidInputError('logits', `must hold B*T*V = ${b}*${t}*${v} = ${rows * v} values, got ${describe(logits)}${isArrayLike(logits) ? ` of ${logits.length}` : ''}.`);
   }
+  const ids = flatIds(input.ids, b, t);
   if (!isArrayLike(ids) || ids.length !== rows) {
     throw new InvalidInputError('ids', `must hold B*T = ${rows} token ids, got ${describe(ids)}${isArrayLike(ids) ? ` of ${ids.length}` : ''}.`);
   }
@@ -77,4 +78,16 @@ export function tokenLogProbs(input: TokenLogProbsInput): TokenLogProbs {
     entropy[r] = logZ - weighted / sum;
   }
   return { logps, entropy };
+}
+
+/** Accepts ids as B rows of T by flattening them (one small B*T copy). */
+function flatIds(ids: TokenLogProbsInput['ids'], b: number, t: number): ArrayLike<number> | BigInt64Array | BigUint64Array {
+  if (!isArrayLike(ids) || ids.length === 0 || !isArrayLike(ids[0])) return ids as ArrayLike<number>;
+  const rows = ids as readonly ArrayLike<number>[];
+  if (rows.length !== b || rows.some((row) => !isArrayLike(row) || row.length !== t)) {
+    throw new InvalidInputError('ids', `given as rows, must be ${b} rows of ${t} token ids.`);
+  }
+  const flat = new Array<number>(b * t);
+  for (let i = 0; i < b; i++) for (let j = 0; j < t; j++) flat[i * t + j] = Number(rows[i][j]);
+  return flat;
 }

@@ -134,6 +134,14 @@ export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): Grp
   let high = 0;
   let region = 0;
   let kl = 0;
+  // TRL's clip metrics test the ratio after the delta cap, and the sign of the advantage.
+  const tally = (ratio: number, a: number) => {
+    const isLow = ratio < s.low && a < 0;
+    const isHigh = ratio > s.high && a > 0;
+    if (isLow) low++;
+    if (isHigh) high++;
+    if (isLow || isHigh) region++;
+  };
   const term = new Float64Array(2);
   for (let i = 0; i < b; i++) {
     const lp = logps[i];
@@ -156,9 +164,7 @@ export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): Grp
       loss += w * n * term[0];
       // Each active token moves the mean log-ratio by 1 / n.
       seqSlope = (w * n * term[1]) / Math.max(n, 1);
-      if (ratio < s.low && a < 0) low++;
-      if (ratio > s.high && a > 0) high++;
-      if ((ratio < s.low && a < 0) || (ratio > s.high && a > 0)) region++;
+      tally(ratio, a);
     }
 
     for (let j = 0; j < t; j++) {
@@ -168,11 +174,7 @@ export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): Grp
         const ratio = clippedTerm(lp[j] - op[j], a, s, term);
         loss += w * term[0];
         slope = w * term[1];
-        const isLow = ratio < s.low && a < 0;
-        const isHigh = ratio > s.high && a > 0;
-        if (isLow) low++;
-        if (isHigh) high++;
-        if (isLow || isHigh) region++;
+        tally(ratio, a);
       }
       if (s.beta !== 0) {
         const diff = rp![j] - lp[j];

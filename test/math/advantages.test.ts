@@ -40,6 +40,9 @@ describe('computeAdvantages by hand', () => {
 
   it("'none' only centres, 'batch' divides by the std of the whole batch", () => {
     close(computeAdvantages([1, 0, 4, 2], { groupSize: 2, scaleRewards: 'none' }).advantages, [0.5, -0.5, 1, -1]);
+    // TRL's legacy booleans: true is 'group', false is 'none'.
+    expect(computeAdvantages([1, 0, 4, 2], { groupSize: 2, scaleRewards: false })).toEqual(computeAdvantages([1, 0, 4, 2], { groupSize: 2, scaleRewards: 'none' }));
+    expect(computeAdvantages([1, 0, 4, 2], { groupSize: 2, scaleRewards: true })).toEqual(computeAdvantages([1, 0, 4, 2], { groupSize: 2 }));
     // Batch [1, 0, 4, 2]: mean 7/4, sample variance (0.5625 + 3.0625 + 5.0625 + 0.0625) / 3 = 2.9166...
     const s = Math.sqrt(8.75 / 3);
     close(computeAdvantages([1, 0, 4, 2], { groupSize: 2, scaleRewards: 'batch' }).advantages, [0.5 / (s + 1e-4), -0.5 / (s + 1e-4), 1 / (s + 1e-4), -1 / (s + 1e-4)]);

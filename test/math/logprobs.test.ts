@@ -57,6 +57,8 @@ describe('tokenLogProbs', () => {
     const a = tokenLogProbs({ logits, dims: [2, 1, 2], ids: new BigInt64Array([1n, 0n]) });
     const b = tokenLogProbs({ logits, dims: [2, 1, 2], ids: [1, 0] });
     expect(a).toEqual(b);
+    expect(tokenLogProbs({ logits, dims: [2, 1, 2], ids: [[1], [0]] })).toEqual(b);
+    expectInvalid(() => tokenLogProbs({ logits, dims: [2, 1, 2], ids: [[1, 0]] }), 'ids');
   });
 
   it('rejects bad shapes, ids, temperatures and logits', () => {

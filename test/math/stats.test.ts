@@ -38,12 +38,15 @@ describe('mulberry32', () => {
     const rng = mulberry32(1);
     const buckets = new Array(10).fill(0);
     let sum = 0;
+    let [min, max] = [Infinity, -Infinity];
     for (let i = 0; i < 100_000; i++) {
       const x = rng();
-      expect(x >= 0 && x < 1).toBe(true);
+      [min, max] = [Math.min(min, x), Math.max(max, x)];
       buckets[Math.floor(x * 10)]++;
       sum += x;
     }
+    expect(min).toBeGreaterThanOrEqual(0);
+    expect(max).toBeLessThan(1);
     expect(sum / 100_000).toBeCloseTo(0.5, 2);
     for (const count of buckets) expect(Math.abs(count - 10_000)).toBeLessThan(500);
     const ints = new Set(Array.from({ length: 200 }, () => randomInt(rng, 3)));

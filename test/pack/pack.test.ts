@@ -2,7 +2,7 @@
  * The published artefact, tested as a user gets it: `npm pack` (which runs `prepare`, i.e. the
  * library build), install the tarball into an empty folder, and import 'webgrpo' from a plain
  * Node ESM script. A resolve hook in that script refuses onnxruntime and transformers.js, so the
- * import fails if the core ever pulls them in.
+ * import fails if the core ever pulls them in. The README's example runs there too.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -97,5 +97,15 @@ describe('npm pack', () => {
     await writeFile(join(app, 'check.mjs'), check);
     const { stdout } = await run(process.execPath, ['check.mjs'], { cwd: app, env });
     expect(stdout).toMatch(/^webgrpo ok: \d+ exports/);
+
+    // The README's example runs against the installed package and prints what its comments say.
+    const readme = await readFile(join(root, 'README.md'), 'utf8');
+    const example = /## A tour of the API[\s\S]*?```js\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(example).toBeDefined();
+    const expected = [...example!.matchAll(/\/\/ → (.*)$/gm)].map((m) => m[1].trim());
+    expect(expected.length).toBeGreaterThan(3);
+    await writeFile(join(app, 'example.mjs'), example!);
+    const printed = (await run(process.execPath, ['example.mjs'], { cwd: app, env })).stdout.trim().split('\n');
+    expect(printed).toEqual(expected);
   }, 240_000);
 });
