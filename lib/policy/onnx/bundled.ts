@@ -1,0 +1,18 @@
+/**
+ * The bundled tiny model (public/models/webgrpo-tiny, shipped in the npm package). In Node it is a
+ * folder next to the package's code; browsers load it from the site, where `public/` is served at
+ * the root.
+ */
+
+/** Where a site built with Vite (`public/` at the root) serves the bundled model. */
+export const BUNDLED_MODEL_URL_PATH = '/models/webgrpo-tiny/';
+
+// lib/policy/onnx/ and dist/policy/onnx/ both sit three levels below the package root. Kept in a
+// variable so bundlers do not try to inline the folder as an asset.
+const FROM_HERE = '../../../public/models/webgrpo-tiny/';
+
+/** Node: the absolute path of the bundled model folder, for `loadOnnxPolicy({ model })`. */
+export async function bundledModelPath(): Promise<string> {
+  const { fileURLToPath } = await import('node:url');
+  return fileURLToPath(new URL(FROM_HERE, import.meta.url));
+}

@@ -1,0 +1,214 @@
+/**
+ * `loadOnnxPolicy`: any transformers.js-compatible decoder (the bundled tiny model, SmolLM2,
+ * Qwen2.5, Llama 3.2 from the hub) as a `Policy`. transformers.js provides the tokenizer, the
+ * config, the chat template, the file fetching and caching, and creates the onnxruntime session;
+ * webgrpo drives that session itself (see group.ts and score.ts).
+ */
+import { AbortError, ModelLoadError } from '../../errors.js';
+import { Decoder } from './decoder.js';
+import { chooseDevice, type Backend, type OnnxDevice } from './device.js';
+import { GpuKv, HostKv, type KvLayout, type KvOps } from './kv-cache.js';
+import { resolveModelLocation } from './location.js';
+import { HostLogits, type LogitsOps } from './logits-ops.js';
+import { OnnxPolicy, type OnnxTokenizer } from './policy.js';
+import { loadRuntime, type OrtSession, type OrtTensorClass, type Runtime, type Transformers } from './runtime.js';
+import { WebGpuLogits } from './webgpu-sampler.js';
+import type { GpuDeviceLike } from './webgpu-types.js';
+
+/** Weight formats transformers.js knows (files `onnx/model{_suffix}.onnx`). */
+export type OnnxDtype = 'auto' | 'fp32' | 'fp16' | 'q8' | 'int8' | 'uint8' | 'q4' | 'bnb4' | 'q4f16';
+
+export interface OnnxLoadProgress {
+  /** 'download' while files are fetched or read, 'ready' once the policy can generate. */
+  status: 'download' | 'ready';
+  /** The file the event is about, when it is about one. */
+  file?: string;
+  /** Bytes loaded and expected over all files seen so far (total 0 while unknown). */
+  loaded: number;
+  total: number;
+}
+
+export interface OnnxPolicyOptions {
+  /** A model folder (Node), a same-origin URL or path (browsers), or a Hugging Face hub id. */
+  model: string | URL;
+  /** 'auto' (default): WebGPU when the browser has an adapter, else WASM; Node always uses the CPU. */
+  device?: OnnxDevice;
+  /** Which weight file to load; default: the model config's choice, else transformers.js' default for the device. */
+  dtype?: OnnxDtype;
+  onProgress?: (event: OnnxLoadProgress) => void;
+  signal?: AbortSignal;
+  /**
+   * Browsers: where onnxruntime-web's `.wasm` (and `.mjs`) files are. By default they are loaded
+   * from next to onnxruntime-web's own module, which bundlers such as Vite emit as assets.
+   */
+  wasmPaths?: string | { mjs?: string; wasm?: string };
+}
+
+/** Logits elements one forward pass may produce; longer prompts and scoring batches run in windows. */
+const MAX_LOGITS = 1 << 25;
+
+export async function loadOnnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPolicy> {
+  if (!options || typeof options !== 'object') throw new ModelLoadError('loadOnnxPolicy needs options: { model }.');
+  const { signal } = options;
+  const checkAbort = () => {
+    if (signal?.aborted) throw new AbortError('Loading the model was aborted.', { cause: signal.reason });
+  };
+  checkAbort();
+  const runtime = await loadRuntime();
+  const choice = await chooseDevice(options.device ?? 'auto', runtime.isNode);
+  const location = await resolveModelLocation(options.model, runtime.isNode);
+  const { env } = runtime.transformers;
+  if (location.local) env.allowLocalModels = true;
+  if (!runtime.isNode) configureWasm(runtime.transformers, options.wasmPaths);
+  checkAbort();
+
+  const progress = trackProgress(options.onProgress);
+  const shared = { local_files_only: location.local, progress_callback: progress };
+  const [tokenizerResult, modelResult] = await Promise.allSettled([
+    runtime.transformers.AutoTokenizer.from_pretrained(location.id, shared),
+    runtime.transformers.AutoModelForCausalLM.from_pretrained(location.id, { ...shared, device: choice.backend, dtype: options.dtype }),
+  ]);
+  if (tokenizerResult.status === 'rejected' || modelResult.status === 'rejected') {
+    if (modelResult.status === 'fulfilled') await modelResult.value.dispose();
+    const cause = tokenizerResult.status === 'rejected' ? tokenizerResult.reason : (modelResult as PromiseRejectedResult).reason;
+    throw new ModelLoadError(
+      `Could not load the model from ${location.id}: ${cause instanceof Error ? cause.message : String(cause)}. ` +
+        'A model folder needs config.json, tokenizer.json, tokenizer_config.json and onnx/model.onnx ' +
+        '(or onnx/model_<dtype>.onnx for another dtype); `npm run build:model` rebuilds the bundled one.',
+      { cause },
+    );
+  }
+  const model = modelResult.value;
+  const tokenizer = tokenizerResult.value as unknown as OnnxTokenizer & { eos_token_id?: number };
+  try {
+    checkAbort();
+    const policy = await assemble(runtime, choice.backend, choice.note, location.id, model, tokenizer);
+    options.onProgress?.({ status: 'ready', ...progress.totals() });
+    return policy;
+  } catch (error) {
+    await model.dispose();
+    throw error;
+  }
+}
+
+type LoadedModel = Awaited<ReturnType<Transformers['AutoModelForCausalLM']['from_pretrained']>>;
+
+async function assemble(
+  runtime: Runtime,
+  backend: Backend,
+  note: string | undefined,
+  label: string,
+  model: LoadedModel,
+  tokenizer: OnnxTokenizer & { eos_token_id?: number },
+): Promise<OnnxPolicy> {
+  const config = model.config as unknown as Record<string, unknown>;
+  const session = (model.sessions.model ?? model.sessions.decoder_model_merged) as OrtSession | undefined;
+  if (!session) throw new ModelLoadError(`${label} has no decoder session; webgrpo needs a causal language model.`);
+  const layout = kvLayout(session, config, label);
+  const vocabSize = Number(config.vocab_size);
+  if (!session.inputNames.includes('input_ids') || !session.outputNames.includes('logits') || !(vocabSize > 0)) {
+    throw new ModelLoadError(`${label} is not a decoder with input_ids -> logits and a vocab_size in config.json.`);
+  }
+  const generation = (model as unknown as { generation_config?: Record<string, unknown> | null }).generation_config;
+  const eos = generation?.eos_token_id ?? config.eos_token_id ?? tokenizer.eos_token_id;
+  const eosIds = new Set((Array.isArray(eos) ? eos : [eos]).filter((id): id is number => Number.isInteger(id)));
+
+  let kv: KvOps;
+  let logits: LogitsOps;
+  if (backend === 'webgpu') {
+    const onnxEnv = runtime.transformers.env.backends.onnx as { webgpu?: { device?: Promise<GpuDeviceLike> } };
+    const device = await onnxEnv.webgpu?.device;
+    if (!device) throw new ModelLoadError('onnxruntime-web created no WebGPU device.');
+    kv = new GpuKv(runtime.Tensor, layout, device);
+    const probe = await warmUp(session, runtime, kv, vocabSize);
+    logits = await WebGpuLogits.create(device, probe.Tensor, vocabSize, probe.logitsType === 'float16' ? 'float16' : 'float32');
+  } else {
+    logits = new HostLogits(vocabSize);
+    kv = new HostKv(runtime.Tensor, layout);
+  }
+  const maxLogits = logits instanceof WebGpuLogits ? Math.min(MAX_LOGITS, logits.maxElements()) : MAX_LOGITS;
+  const maxPositions = Number(config.max_position_embeddings) || Infinity;
+  return new OnnxPolicy({
+    info: { model: label, backend, note },
+    tokenizer,
+    decoder: new Decoder(session, runtime.Tensor, kv, logits),
+    vocabSize,
+    eosIds,
+    maxPositions,
+    maxLogits,
+    release: async () => {
+      await model.dispose();
+    },
+  });
+}
+
+/**
+ * One token through the session before the first request. It compiles the WebGPU kernels, and it
+ * yields onnxruntime-web's own Tensor class: onnxruntime-web accepts a pre-allocated output only if
+ * it is `instanceof` that class, while transformers.js makes its tensors from its own copy of
+ * onnxruntime-common. It also tells the logits' element type.
+ */
+async function warmUp(session: OrtSession, runtime: Runtime, kv: KvOps, vocabSize: number): Promise<{ Tensor: OrtTensorClass; logitsType: string }> {
+  const probe = new Decoder(session, runtime.Tensor, kv, new HostLogits(vocabSize));
+  const past = kv.empty(1);
+  const { logits, kv: present } = await probe.forward([0], 1, 1, past);
+  const result = { Tensor: logits.constructor as unknown as OrtTensorClass, logitsType: logits.type };
+  logits.dispose();
+  kv.dispose(present);
+  return result;
+}
+
+/** Past inputs, their present outputs, and the cache's element type and static dims. */
+function kvLayout(session: OrtSession, config: Record<string, unknown>, label: string): KvLayout {
+  const pastNames = session.inputNames.filter((name) => name.startsWith('past_key_values.'));
+  const presentNames = pastNames.map((name) => name.replace('past_key_values.', 'present.'));
+  const missing = presentNames.filter((name) => !session.outputNames.includes(name));
+  if (pastNames.length === 0 || missing.length > 0) {
+    throw new ModelLoadError(`${label} has no key/value cache I/O (past_key_values.* -> present.*); export it with past (Optimum's text-generation-with-past).`);
+  }
+  const meta = session.inputMetadata.find((m) => m.name === pastNames[0]);
+  const shape = meta?.shape ?? [];
+  const heads = Number(config.num_attention_heads);
+  const kvHeads = typeof shape[1] === 'number' ? shape[1] : Number(config.num_key_value_heads ?? heads);
+  const headDim = typeof shape[3] === 'number' ? shape[3] : Number(config.head_dim ?? Number(config.hidden_size) / heads);
+  if (!(kvHeads > 0 && headDim > 0)) throw new ModelLoadError(`${label}: cannot tell the key/value cache shape from the model or its config.`);
+  return { pastNames, presentNames, dtype: meta?.type === 'float16' ? 'float16' : 'float32', kvHeads, headDim };
+}
+
+/**
+ * transformers.js points onnxruntime-web at jsDelivr for its WebAssembly files. An offline-first
+ * app cannot depend on that, so unless told otherwise onnxruntime-web finds them next to its own
+ * module (`new URL('ort-wasm-simd-threaded.asyncify.wasm', import.meta.url)`), which Vite and
+ * webpack turn into an emitted asset and dev servers serve from node_modules.
+ */
+function configureWasm(transformers: Transformers, wasmPaths: OnnxPolicyOptions['wasmPaths']): void {
+  const wasm = (transformers.env.backends.onnx as { wasm?: { wasmPaths?: unknown } }).wasm;
+  if (!wasm) return;
+  if (wasmPaths !== undefined) wasm.wasmPaths = wasmPaths;
+  else if (JSON.stringify(wasm.wasmPaths ?? '').includes('cdn.jsdelivr.net')) wasm.wasmPaths = undefined;
+}
+
+interface ProgressCallback {
+  (info: { status?: string; file?: string; loaded?: number; total?: number }): void;
+  totals(): { loaded: number; total: number };
+}
+
+function trackProgress(onProgress: OnnxPolicyOptions['onProgress']): ProgressCallback {
+  const files = new Map<string, { loaded: number; total: number }>();
+  const totals = () => {
+    let loaded = 0;
+    let total = 0;
+    for (const file of files.values()) {
+      loaded += file.loaded;
+      total += file.total;
+    }
+    return { loaded, total };
+  };
+  const callback = ((info) => {
+    if (info.status !== 'progress' || !info.file) return;
+    files.set(info.file, { loaded: info.loaded ?? 0, total: info.total ?? 0 });
+    onProgress?.({ status: 'download', file: info.file, ...totals() });
+  }) as ProgressCallback;
+  callback.totals = totals;
+  return callback;
+}

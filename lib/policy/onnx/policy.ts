@@ -1,0 +1,171 @@
+/**
+ * The ONNX `Policy`: validates requests, turns prompts into tokens, and runs one request at a time
+ * through the decoder (onnxruntime sessions are not re-entrant, and the WebGPU buffers are shared).
+ */
+import { InvalidInputError, WebgrpoError } from '../../errors.js';
+import { resolveSampling } from '../sampling.js';
+import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, ScoreOptions, ScoreResult } from '../types.js';
+import type { Decoder } from './decoder.js';
+import { sampleGroup } from './group.js';
+import { promptTokenIds, type PromptTokenizer } from './prompt.js';
+import { scoreGroup } from './score.js';
+
+export const MAX_GROUP_SIZE = 64;
+
+export interface OnnxPolicyStats {
+  /** Decoder forward passes run so far: a group costs one prefill pass plus one per step. */
+  forwardPasses: number;
+  /** Bytes of logits read back to the host for sampling and scoring... */
+  readbackBytes: number;
+  /** ...and what reading back every needed row whole would have cost. */
+  fullRowBytes: number;
+  /** Logits rows sampled or scored. */
+  rows: number;
+}
+
+export interface OnnxTokenizer extends PromptTokenizer {
+  decode(ids: number[], options: { skip_special_tokens: boolean }): string;
+}
+
+export interface OnnxPolicyParts {
+  info: PolicyInfo;
+  tokenizer: OnnxTokenizer;
+  decoder: Decoder;
+  vocabSize: number;
+  eosIds: ReadonlySet<number>;
+  /** Longest prompt + completion the model takes; Infinity when the config does not say. */
+  maxPositions: number;
+  /** Upper bound on logits elements one forward pass may produce (bounds prefill and scoring windows). */
+  maxLogits: number;
+  release(): Promise<void>;
+}
+
+export class OnnxPolicy implements Policy {
+  readonly info: PolicyInfo;
+  private tail: Promise<unknown> = Promise.resolve();
+  private disposed = false;
+
+  constructor(private readonly parts: OnnxPolicyParts) {
+    this.info = parts.info;
+  }
+
+  generateGroup(options: GenerateGroupOptions): Promise<GroupResult> {
+    return this.serialize(async () => {
+      const { groupSize, maxNewTokens, seed, stop = [], onToken } = options;
+      if (!(Number.isInteger(groupSize) && groupSize >= 1 && groupSize <= MAX_GROUP_SIZE)) {
+        throw new InvalidInputError('groupSize', `must be an integer from 1 to ${MAX_GROUP_SIZE}, got ${groupSize}.`);
+      }
+      if (!(Number.isInteger(maxNewTokens) && maxNewTokens > 0)) {
+        throw new InvalidInputError('maxNewTokens', `must be a positive integer, got ${maxNewTokens}.`);
+      }
+      if (seed !== undefined && !Number.isSafeInteger(seed)) throw new InvalidInputError('seed', `must be a safe integer, got ${seed}.`);
+      if (!Array.isArray(stop) || stop.some((s) => typeof s !== 'string' || s.length === 0)) {
+        throw new InvalidInputError('stop', 'must be an array of non-empty strings.');
+      }
+      if (onToken !== undefined && typeof onToken !== 'function') throw new InvalidInputError('onToken', 'must be a function.');
+      const sampling = resolveSampling(options);
+      const promptIds = promptTokenIds(this.parts.tokenizer, options);
+      this.checkContext(promptIds.length + maxNewTokens, 'maxNewTokens');
+
+      const { decoder, vocabSize, maxLogits, eosIds, tokenizer } = this.parts;
+      return this.guard(() =>
+        sampleGroup(decoder, vocabSize, Math.max(1, Math.floor(maxLogits / vocabSize)), {
+          promptIds,
+          groupSize,
+          maxNewTokens,
+          sampling,
+          seed: seed ?? Math.floor(Math.random() * 2 ** 32), // unseeded calls only
+          stop,
+          eosIds,
+          signal: options.signal,
+          onToken,
+          decode: (ids) => tokenizer.decode(ids, { skip_special_tokens: true }),
+        }),
+      );
+    });
+  }
+
+  scoreCompletions(options: ScoreOptions): Promise<ScoreResult> {
+    return this.serialize(async () => {
+      const { completions, temperature = 1 } = options;
+      const { vocabSize } = this.parts;
+      if (!Array.isArray(completions) || completions.length === 0) {
+        throw new InvalidInputError('completions', 'must be a non-empty array of token id arrays.');
+      }
+      completions.forEach((tokens, i) => {
+        if (!Array.isArray(tokens) || tokens.some((t) => !Number.isInteger(t) || t < 0 || t >= vocabSize)) {
+          throw new InvalidInputError(`completions[${i}]`, `must be an array of token ids from 0 to ${vocabSize - 1}.`);
+        }
+      });
+      if (!(Number.isFinite(temperature) && temperature >= 0)) {
+        throw new InvalidInputError('temperature', `must be a finite number >= 0, got ${temperature}.`);
+      }
+      const promptIds = promptTokenIds(this.parts.tokenizer, options);
+      this.checkContext(promptIds.length + Math.max(...completions.map((c) => c.length)), 'completions');
+      if (completions.every((c) => c.length === 0)) return { logprobs: completions.map(() => []), entropies: completions.map(() => []) };
+      return this.guard(() =>
+        scoreGroup(this.parts.decoder, vocabSize, this.parts.maxLogits, { promptIds, completions, temperature, signal: options.signal }),
+      );
+    });
+  }
+
+  async encode(text: string): Promise<number[]> {
+    if (typeof text !== 'string') throw new InvalidInputError('text', 'must be a string.');
+    this.checkOpen();
+    return this.parts.tokenizer.encode(text, { add_special_tokens: false });
+  }
+
+  /** Token ids back to text (special tokens skipped). */
+  async decode(tokenIds: number[]): Promise<string> {
+    this.checkOpen();
+    return tokenIds.length === 0 ? '' : this.parts.tokenizer.decode(tokenIds, { skip_special_tokens: true });
+  }
+
+  stats(): OnnxPolicyStats {
+    return { forwardPasses: this.parts.decoder.runs, ...this.parts.decoder.logits.stats };
+  }
+
+  dispose(): Promise<void> {
+    if (this.disposed) return Promise.resolve();
+    this.disposed = true;
+    // Let queued work finish, then free the GPU buffers and the sessions.
+    const done = this.tail.then(async () => {
+      this.parts.decoder.logits.destroy();
+      await this.parts.release();
+    });
+    this.tail = done.catch(() => undefined);
+    return done;
+  }
+
+  /** Queues `task` after the running one; calls made after dispose() are refused. */
+  private serialize<T>(task: () => Promise<T>): Promise<T> {
+    try {
+      this.checkOpen();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const result = this.tail.then(task);
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+
+  private checkOpen(): void {
+    if (this.disposed) throw new InvalidInputError('policy', 'was disposed; load it again with loadOnnxPolicy().');
+  }
+
+  private checkContext(length: number, argument: string): void {
+    if (length > this.parts.maxPositions) {
+      throw new InvalidInputError(argument, `prompt plus completion (${length} tokens) exceeds the model's context of ${this.parts.maxPositions} tokens.`);
+    }
+  }
+
+  /** Runtime failures become typed errors; webgrpo's own errors pass through. */
+  private async guard<T>(task: () => Promise<T>): Promise<T> {
+    try {
+      return await task();
+    } catch (error) {
+      if (error instanceof WebgrpoError) throw error;
+      throw new WebgrpoError('Generation', `The ONNX decoder failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+  }
+}

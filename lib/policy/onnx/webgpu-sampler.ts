@@ -1,0 +1,153 @@
+/**
+ * Logits that stay on the GPU. The decoder writes them into a buffer owned here (IO binding: a
+ * pre-allocated `gpu-buffer` output), the kernels of webgpu-kernels.ts reduce each needed row to
+ * 16 bytes, and only those bytes are mapped back. All buffers are reused from call to call and
+ * destroyed with the policy, so GPU memory does not grow with the number of calls.
+ */
+import type { TokenScore } from '../logits.js';
+import type { SampledToken, SamplingConfig } from '../sampling.js';
+import { newStats, type LogitsOps, type SamplePick, type ScorePick } from './logits-ops.js';
+import type { OrtTensor, OrtTensorClass } from './runtime.js';
+import { sampleKernel, scoreKernel, type LogitsDtype } from './webgpu-kernels.js';
+import { BufferUsage, MapMode, type GpuBufferLike, type GpuComputePipelineLike, type GpuDeviceLike } from './webgpu-types.js';
+
+const RESULT_BYTES = 16;
+const MAX_DISPATCH = 65535;
+
+export class WebGpuLogits implements LogitsOps {
+  readonly stats = newStats();
+  private readonly params: GpuBufferLike;
+  private logits?: GpuBufferLike;
+  private items?: GpuBufferLike;
+  private results?: GpuBufferLike;
+  private staging?: GpuBufferLike;
+  private readonly elementBytes: number;
+
+  /**
+   * `Tensor` must be the class onnxruntime-web itself uses: it recognizes pre-allocated outputs
+   * with `instanceof`.
+   */
+  static async create(device: GpuDeviceLike, Tensor: OrtTensorClass, vocabSize: number, dtype: LogitsDtype): Promise<WebGpuLogits> {
+    device.pushErrorScope('validation');
+    const pipeline = (code: string, label: string) =>
+      device.createComputePipeline({
+        label,
+        layout: 'auto',
+        compute: { module: device.createShaderModule({ code, label }), entryPoint: 'main' },
+      });
+    const pipelines = {
+      sample: pipeline(sampleKernel(dtype), 'webgrpo sample'),
+      score: pipeline(scoreKernel(dtype), 'webgrpo score'),
+    };
+    const error = await device.popErrorScope();
+    if (error) throw new Error(`WebGPU rejected webgrpo's sampling kernels: ${error.message}`);
+    return new WebGpuLogits(device, Tensor, vocabSize, dtype, pipelines);
+  }
+
+  private constructor(
+    private readonly device: GpuDeviceLike,
+    private readonly Tensor: OrtTensorClass,
+    private readonly vocabSize: number,
+    private readonly dtype: LogitsDtype,
+    private readonly pipelines: Record<'sample' | 'score', GpuComputePipelineLike>,
+  ) {
+    this.elementBytes = dtype === 'float16' ? 2 : 4;
+    this.params = device.createBuffer({ size: 32, usage: BufferUsage.UNIFORM | BufferUsage.COPY_DST, label: 'webgrpo params' });
+  }
+
+  /** The largest [rows, length] logits block one buffer may hold. */
+  maxElements(): number {
+    return Math.floor(this.device.limits.maxStorageBufferBindingSize / this.elementBytes);
+  }
+
+  target(rows: number, length: number): OrtTensor {
+    const dims = [rows, length, this.vocabSize];
+    const bytes = align4(rows * length * this.vocabSize * this.elementBytes);
+    this.logits = this.grow(this.logits, bytes, BufferUsage.STORAGE | BufferUsage.COPY_SRC | BufferUsage.COPY_DST, 'webgrpo logits');
+    // No dispose callback: the buffer belongs to this object and is reused by the next call.
+    return this.Tensor.fromGpuBuffer(this.logits, { dataType: this.dtype, dims });
+  }
+
+  async sample(logits: OrtTensor, picks: SamplePick[], config: SamplingConfig): Promise<SampledToken[]> {
+    const greedy = config.temperature === 0;
+    const items = new Uint32Array(picks.length * 2);
+    const floats = new Float32Array(items.buffer);
+    picks.forEach((pick, i) => {
+      items[2 * i] = pick.offset;
+      floats[2 * i + 1] = Math.min(pick.u, 0.99999994); // float32 rounding must not reach 1
+    });
+    const params = new ArrayBuffer(32);
+    new Uint32Array(params, 0, 4).set([this.vocabSize, picks.length, greedy ? 1 : 0, config.topK]);
+    new Float32Array(params, 16, 3).set([greedy ? 1 : 1 / config.temperature, config.topP, config.minP > 0 ? Math.log(config.minP) : 0]);
+    new Uint32Array(params, 28, 1).set([config.minP > 0 ? 1 : 0]);
+    const out = await this.run('sample', logits, items, params, picks.length);
+    const ids = new Uint32Array(out.buffer);
+    return picks.map((_, i) => ({ tokenId: ids[4 * i], logprob: out[4 * i + 1], sampledLogprob: out[4 * i + 2] }));
+  }
+
+  async score(logits: OrtTensor, picks: ScorePick[], temperature: number): Promise<TokenScore[]> {
+    const items = new Uint32Array(picks.length * 2);
+    picks.forEach((pick, i) => items.set([pick.offset, pick.target], 2 * i));
+    const params = new ArrayBuffer(32);
+    new Uint32Array(params, 0, 4).set([this.vocabSize, picks.length, 0, 0]);
+    new Float32Array(params, 16, 3).set([temperature > 0 ? 1 / temperature : 1, 1, 0]);
+    const out = await this.run('score', logits, items, params, picks.length);
+    return picks.map((_, i) => ({ logprob: out[4 * i], entropy: out[4 * i + 1] }));
+  }
+
+  private async run(kind: 'sample' | 'score', logits: OrtTensor, items: Uint32Array, params: ArrayBuffer, count: number): Promise<Float32Array> {
+    const { device } = this;
+    const resultBytes = count * RESULT_BYTES;
+    this.items = this.grow(this.items, items.byteLength, BufferUsage.STORAGE | BufferUsage.COPY_DST, 'webgrpo items');
+    this.results = this.grow(this.results, resultBytes, BufferUsage.STORAGE | BufferUsage.COPY_SRC, 'webgrpo results');
+    this.staging = this.grow(this.staging, resultBytes, BufferUsage.MAP_READ | BufferUsage.COPY_DST, 'webgrpo staging');
+    device.queue.writeBuffer(this.items, 0, items);
+    device.queue.writeBuffer(this.params, 0, params);
+
+    const pipeline = this.pipelines[kind];
+    const bindGroup = device.createBindGroup({
+      layout: pipeline.getBindGroupLayout(0),
+      entries: [
+        { binding: 0, resource: { buffer: logits.gpuBuffer } },
+        { binding: 1, resource: { buffer: this.params } },
+        { binding: 2, resource: { buffer: this.items, size: items.byteLength } },
+        { binding: 3, resource: { buffer: this.results, size: resultBytes } },
+      ],
+    });
+    const encoder = device.createCommandEncoder({ label: `webgrpo ${kind}` });
+    const pass = encoder.beginComputePass();
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindGroup);
+    pass.dispatchWorkgroups(Math.min(count, MAX_DISPATCH), Math.ceil(count / MAX_DISPATCH));
+    pass.end();
+    encoder.copyBufferToBuffer(this.results, 0, this.staging, 0, resultBytes);
+    device.queue.submit([encoder.finish()]);
+
+    await this.staging.mapAsync(MapMode.READ, 0, resultBytes);
+    const out = new Float32Array(this.staging.getMappedRange(0, resultBytes).slice(0));
+    this.staging.unmap();
+    this.stats.readbackBytes += resultBytes;
+    this.stats.fullRowBytes += count * this.vocabSize * this.elementBytes;
+    this.stats.rows += count;
+    return out;
+  }
+
+  /** Reuses `buffer` when it is big enough, otherwise replaces it with one of at least `bytes`. */
+  private grow(buffer: GpuBufferLike | undefined, bytes: number, usage: number, label: string): GpuBufferLike {
+    if (buffer && buffer.size >= bytes) return buffer;
+    buffer?.destroy();
+    // Round up to a power of two so a slowly growing need does not reallocate every call.
+    const rounded = Math.max(256, 2 ** Math.ceil(Math.log2(Math.max(bytes, 4))));
+    const size = Math.max(bytes, Math.min(rounded, this.device.limits.maxStorageBufferBindingSize));
+    return this.device.createBuffer({ size, usage, label });
+  }
+
+  destroy(): void {
+    for (const buffer of [this.params, this.logits, this.items, this.results, this.staging]) buffer?.destroy();
+    this.logits = this.items = this.results = this.staging = undefined;
+  }
+}
+
+function align4(bytes: number): number {
+  return Math.ceil(bytes / 4) * 4;
+}

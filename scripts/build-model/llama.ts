@@ -1,0 +1,120 @@
+/**
+ * The Llama decoder as an ONNX graph with the I/O contract of Hugging Face Optimum's
+ * `text-generation-with-past` export, which transformers.js drives:
+ *
+ *   input_ids, attention_mask, position_ids          int64 [batch_size, *]
+ *   past_key_values.{i}.key|value                    float [batch_size, kv_heads, past_sequence_length, head_dim]
+ *   -> logits                                        float [batch_size, sequence_length, vocab]
+ *   -> present.{i}.key|value                         float [batch_size, kv_heads, total_sequence_length, head_dim]
+ *
+ * The math follows `transformers`' LlamaForCausalLM: RMSNorm, rotary embeddings on rotated halves,
+ * grouped-query attention with a causal and padding mask, SwiGLU MLP. Only plain ONNX ops that
+ * onnxruntime's CPU, WASM and WebGPU execution providers implement are used (no contrib ops).
+ */
+import { DataType, GraphBuilder } from './onnx-graph.js';
+import type { ModelSpec } from './spec.js';
+import type { Weights } from './weights.js';
+
+const FLOAT_MAX = 3.4028234663852886e38;
+
+export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: number): Uint8Array {
+  const g = new GraphBuilder();
+  const { hiddenSize: hidden, numHeads, numKvHeads, headDim, numLayers } = spec;
+
+  const inputIds = g.input('input_ids', DataType.INT64, ['batch_size', 'sequence_length']);
+  const attentionMask = g.input('attention_mask', DataType.INT64, ['batch_size', 'total_sequence_length']);
+  const positionIds = g.input('position_ids', DataType.INT64, ['batch_size', 'sequence_length']);
+  const kvShape = ['batch_size', numKvHeads, 'past_sequence_length', headDim];
+  for (let i = 0; i < numLayers; i++) {
+    g.input(`past_key_values.${i}.key`, DataType.FLOAT, kvShape);
+    g.input(`past_key_values.${i}.value`, DataType.FLOAT, kvShape);
+  }
+  g.output('logits', DataType.FLOAT, ['batch_size', 'sequence_length', vocabSize]);
+  const presentShape = ['batch_size', numKvHeads, 'total_sequence_length', headDim];
+  for (let i = 0; i < numLayers; i++) {
+    g.output(`present.${i}.key`, DataType.FLOAT, presentShape);
+    g.output(`present.${i}.value`, DataType.FLOAT, presentShape);
+  }
+
+  const embed = g.weight('model.embed_tokens.weight', weights.embedTokens, [vocabSize, hidden]);
+  let x = g.node('Gather', [embed, inputIds], { axis: 0 });
+
+  // Rotary tables from the position ids: angle = position * inv_freq, halves repeated.
+  const invFreq = new Float32Array(headDim / 2);
+  for (let i = 0; i < headDim / 2; i++) invFreq[i] = 1 / spec.ropeTheta ** ((2 * i) / headDim);
+  const positions = g.node('Unsqueeze', [g.node('Cast', [positionIds], { to: DataType.FLOAT }), g.int64s([2])]);
+  const freqs = g.node('Mul', [positions, g.weight('rotary.inv_freq', invFreq, [headDim / 2])]);
+  const angles = g.node('Concat', [freqs, freqs], { axis: 2 });
+  const cos = g.node('Unsqueeze', [g.node('Cos', [angles]), g.int64s([1])]); // [B, 1, S, D]
+  const sin = g.node('Unsqueeze', [g.node('Sin', [angles]), g.int64s([1])]);
+
+  // Additive attention bias [B, 1, S, T]: 0 where a query may attend a key, -FLT_MAX elsewhere.
+  // Key j is visible to query i (absolute index past + i) when j <= past + i and mask[j] == 1.
+  const mask = g.node('Cast', [attentionMask], { to: DataType.FLOAT });
+  const totalLength = g.node('Slice', [g.node('Shape', [attentionMask]), g.int64s([1]), g.int64s([2])]);
+  const ones = g.node('ConstantOfShape', [totalLength], { value: { tensor: { dims: [1], dataType: DataType.FLOAT, floatData: [1] } } });
+  const keyIndex = g.node('Sub', [g.node('CumSum', [ones, g.int64s([0], [])]), g.float(1)]); // [T]
+  const queryLength = g.node('Slice', [g.node('Shape', [inputIds]), g.int64s([1]), g.int64s([2])]);
+  const queryIndex = g.node('Slice', [keyIndex, g.node('Neg', [queryLength]), g.int64s([Number.MAX_SAFE_INTEGER]), g.int64s([0])]);
+  const causal = g.node('LessOrEqual', [g.node('Unsqueeze', [keyIndex, g.int64s([0])]), g.node('Unsqueeze', [queryIndex, g.int64s([1])])]);
+  const visible = g.node('Mul', [g.node('Cast', [causal], { to: DataType.FLOAT }), g.node('Unsqueeze', [mask, g.int64s([1, 2])])]);
+  const bias = g.node('Mul', [g.node('Sub', [visible, g.float(1)]), g.float(FLOAT_MAX)]);
+
+  const scale = g.float(1 / Math.sqrt(headDim));
+  const half = headDim / 2;
+  const rotate = (t: string): string => {
+    // rotate_half: concat(-x2, x1) over the last axis, then x * cos + rotate_half(x) * sin.
+    const [x1, x2] = g.nodeN('Split', [t, g.int64s([half, half])], 2, { axis: -1 });
+    const rotated = g.node('Concat', [g.node('Neg', [x2]), x1], { axis: -1 });
+    return g.node('Add', [g.node('Mul', [t, cos]), g.node('Mul', [rotated, sin])]);
+  };
+  const heads = (t: string, count: number): string =>
+    g.node('Transpose', [g.node('Reshape', [t, g.int64s([0, 0, count, headDim])])], { perm: [0, 2, 1, 3] });
+  const repeatKv = (t: string): string => {
+    const groups = numHeads / numKvHeads;
+    if (groups === 1) return t;
+    const expanded = g.node('Expand', [g.node('Unsqueeze', [t, g.int64s([2])]), g.int64s([1, 1, groups, 1, 1])]);
+    return g.node('Reshape', [expanded, g.int64s([0, numHeads, -1, headDim])]);
+  };
+
+  weights.layers.forEach((layer, i) => {
+    const prefix = `model.layers.${i}`;
+    const h = rmsNorm(g, x, g.weight(`${prefix}.input_layernorm.weight`, layer.inputNorm, [hidden]), spec.rmsNormEps);
+    const proj = (name: string, w: Float32Array, outDim: number, input: string) =>
+      g.node('MatMul', [input, g.weight(`${prefix}.${name}.weight`, w, [w.length / outDim, outDim])]);
+    const q = rotate(heads(proj('self_attn.q_proj', layer.q, numHeads * headDim, h), numHeads));
+    const k = rotate(heads(proj('self_attn.k_proj', layer.k, numKvHeads * headDim, h), numKvHeads));
+    const v = heads(proj('self_attn.v_proj', layer.v, numKvHeads * headDim, h), numKvHeads);
+    const keys = g.node('Concat', [`past_key_values.${i}.key`, k], { axis: 2 }, `present.${i}.key`);
+    const values = g.node('Concat', [`past_key_values.${i}.value`, v], { axis: 2 }, `present.${i}.value`);
+
+    const scores = g.node('Mul', [g.node('MatMul', [q, g.node('Transpose', [repeatKv(keys)], { perm: [0, 1, 3, 2] })]), scale]);
+    const probs = g.node('Softmax', [g.node('Add', [scores, bias])], { axis: -1 });
+    const context = g.node('Transpose', [g.node('MatMul', [probs, repeatKv(values)])], { perm: [0, 2, 1, 3] });
+    const merged = g.node('Reshape', [context, g.int64s([0, 0, numHeads * headDim])]);
+    x = g.node('Add', [x, proj('self_attn.o_proj', layer.o, hidden, merged)]);
+
+    const h2 = rmsNorm(g, x, g.weight(`${prefix}.post_attention_layernorm.weight`, layer.postNorm, [hidden]), spec.rmsNormEps);
+    const gate = proj('mlp.gate_proj', layer.gate, spec.intermediateSize, h2);
+    const up = proj('mlp.up_proj', layer.up, spec.intermediateSize, h2);
+    const act = g.node('Mul', [g.node('Mul', [gate, g.node('Sigmoid', [gate])]), up]); // SiLU(gate) * up
+    x = g.node('Add', [x, proj('mlp.down_proj', layer.down, hidden, act)]);
+  });
+
+  const final = rmsNorm(g, x, g.weight('model.norm.weight', weights.finalNorm, [hidden]), spec.rmsNormEps);
+  // Tied: the head reads the embedding matrix transposed (constant-folded by the runtime), so
+  // the file stores it once.
+  const head = weights.lmHead
+    ? g.weight('lm_head.weight', weights.lmHead, [hidden, vocabSize])
+    : g.node('Transpose', [embed], { perm: [1, 0] });
+  g.node('MatMul', [final, head], {}, 'logits');
+
+  return g.encode('llama', `Llama decoder (${numLayers} layers, ${numHeads} heads, ${numKvHeads} kv heads) generated by webgrpo`);
+}
+
+/** LlamaRMSNorm: x / sqrt(mean(x^2) + eps) * weight. */
+function rmsNorm(g: GraphBuilder, x: string, weight: string, eps: number): string {
+  const meanSquare = g.node('ReduceMean', [g.node('Mul', [x, x])], { axes: [-1], keepdims: 1 });
+  const normed = g.node('Div', [x, g.node('Sqrt', [g.node('Add', [meanSquare, g.float(eps)])])]);
+  return g.node('Mul', [normed, weight]);
+}

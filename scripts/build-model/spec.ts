@@ -1,0 +1,70 @@
+import { BASE_VOCAB_SIZE } from './tokenizer.js';
+
+/** The shape of a generated Llama-architecture model; every field ends up in `config.json`. */
+export interface ModelSpec {
+  /** Seed of the weights; the same spec gives byte-identical files. */
+  seed: number;
+  hiddenSize: number;
+  numLayers: number;
+  numHeads: number;
+  /** Key/value heads; fewer than `numHeads` means grouped-query attention. */
+  numKvHeads: number;
+  headDim: number;
+  intermediateSize: number;
+  /** Share the embedding matrix with the LM head (as Llama 3.2 1B and SmolLM2 do). */
+  tieWordEmbeddings: boolean;
+  /**
+   * Vocabulary entries beyond the printable characters, named `<|reserved_N|>` (like Llama 3's
+   * reserved tokens): they decode to their name and never appear when encoding plain text. They
+   * give the benchmark model a realistic output-layer size.
+   */
+  reservedTokens: number;
+  ropeTheta: number;
+  rmsNormEps: number;
+  maxPositionEmbeddings: number;
+}
+
+/** Committed to `public/models/webgrpo-tiny/`: about 0.8M parameters, 3 MB. */
+export const TINY: ModelSpec = {
+  seed: 20250101,
+  hiddenSize: 128,
+  numLayers: 4,
+  numHeads: 4,
+  numKvHeads: 2,
+  headDim: 32,
+  intermediateSize: 352,
+  tieWordEmbeddings: true,
+  reservedTokens: 0,
+  ropeTheta: 10000,
+  rmsNormEps: 1e-5,
+  maxPositionEmbeddings: 2048,
+};
+
+/** Generated on demand into `public/models/webgrpo-bench/` (gitignored): about 28M parameters. */
+export const BENCH: ModelSpec = {
+  seed: 20250102,
+  hiddenSize: 512,
+  numLayers: 8,
+  numHeads: 8,
+  numKvHeads: 2,
+  headDim: 64,
+  intermediateSize: 1536,
+  tieWordEmbeddings: true,
+  reservedTokens: 8192 - BASE_VOCAB_SIZE,
+  ropeTheta: 500000,
+  rmsNormEps: 1e-5,
+  maxPositionEmbeddings: 4096,
+};
+
+export const PRESETS = { tiny: TINY, bench: BENCH } as const;
+export type PresetName = keyof typeof PRESETS;
+
+export function validateSpec(spec: ModelSpec): void {
+  const positive = ['hiddenSize', 'numLayers', 'numHeads', 'numKvHeads', 'headDim', 'intermediateSize', 'maxPositionEmbeddings'] as const;
+  for (const key of positive) {
+    if (!Number.isInteger(spec[key]) || spec[key] <= 0) throw new RangeError(`${key} must be a positive integer, got ${spec[key]}`);
+  }
+  if (spec.numHeads % spec.numKvHeads !== 0) throw new RangeError('numHeads must be a multiple of numKvHeads');
+  if (spec.headDim % 2 !== 0) throw new RangeError('headDim must be even (rotary embeddings rotate pairs)');
+  if (!Number.isInteger(spec.reservedTokens) || spec.reservedTokens < 0) throw new RangeError('reservedTokens must be >= 0');
+}
