@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { basename } from 'node:path';
+import type { OnnxDevice } from '../onnx.js';
 import type { Policy } from '../policy/types.js';
 import { serve } from '../serve/server.js';
 import { closeOnSignals } from '../serve/signals.js';
@@ -22,16 +23,30 @@ Options:
   --served-model-name <id>  model name clients send (default: the folder name or hub id)
   --device <d>              auto | cpu | wasm | webgpu (default auto)
   --feedback-file <path>    append told groups to this JSONL file (TRL format + rewards)
-  --feedback-format <f>     standard | conversational (default standard)
+  --feedback-format <f>     conversational | standard (default conversational)
   --max-tokens <n>          largest max_tokens a request may ask for (default 4096)
   --cors <origin>           allow browser calls from this origin ('*' for any); repeatable
   -h, --help                this help`;
 
-export type PolicyLoader = (model: string, device: string) => Promise<Policy>;
+export type PolicyLoader = (model: string, device: OnnxDevice, log: (line: string) => void) => Promise<Policy>;
 
-async function loadOnnx(model: string, device: string): Promise<Policy> {
+const DEVICES: readonly OnnxDevice[] = ['auto', 'cpu', 'wasm', 'webgpu'];
+
+/** The ONNX runtime loads only here, when a model is served. */
+async function loadOnnx(model: string, device: OnnxDevice, log: (line: string) => void): Promise<Policy> {
   const { loadOnnxPolicy } = await import('../onnx.js');
-  return loadOnnxPolicy({ model, device: device as 'auto' });
+  let reported = -1;
+  return loadOnnxPolicy({
+    model,
+    device,
+    onProgress: ({ status, loaded, total }) => {
+      const percent = total > 0 ? Math.floor((100 * loaded) / total) : 0;
+      if (status === 'download' && percent >= reported + 25) {
+        reported = percent;
+        log(`webgrpo serve: loading ${model}: ${percent}%`);
+      }
+    },
+  });
 }
 
 export async function run(argv: string[], loadPolicy: PolicyLoader = loadOnnx): Promise<number> {
@@ -47,7 +62,7 @@ export async function run(argv: string[], loadPolicy: PolicyLoader = loadOnnx): 
         'served-model-name': { type: 'string' },
         device: { type: 'string', default: 'auto' },
         'feedback-file': { type: 'string' },
-        'feedback-format': { type: 'string', default: 'standard' },
+        'feedback-format': { type: 'string', default: 'conversational' },
         'max-tokens': { type: 'string', default: '4096' },
         cors: { type: 'string', multiple: true },
         help: { type: 'boolean', short: 'h' },
@@ -73,11 +88,13 @@ export async function run(argv: string[], loadPolicy: PolicyLoader = loadOnnx): 
   if (!Number.isInteger(maxTokens) || maxTokens < 1) return fail(`--max-tokens must be a positive integer, got ${values['max-tokens']}.`);
   const format = values['feedback-format'];
   if (format !== 'standard' && format !== 'conversational') return fail(`--feedback-format must be standard or conversational, got ${format}.`);
+  const device = values.device as OnnxDevice;
+  if (!DEVICES.includes(device)) return fail(`--device must be one of ${DEVICES.join(', ')}, got ${values.device}.`);
   const apiKey = values['api-key'] ?? process.env.WEBGRPO_API_KEY;
 
   const log = (line: string) => console.error(line);
   log(`webgrpo serve: loading ${values.model} ...`);
-  const policy = await loadPolicy(values.model, values.device!);
+  const policy = await loadPolicy(values.model, device, log);
   const server = await serve({
     policy,
     host: values.host!,

@@ -6,7 +6,7 @@ import type { JsonlFileSink } from '../export/file.js';
 import type { Session } from '../session/session.js';
 import { ApiError, toApiError } from './api-error.js';
 import { bearerCheck } from './auth.js';
-import { feedback, groupView } from './feedback.js';
+import { feedback, groupView, type FeedbackCheck } from './feedback.js';
 import { respond } from './generate.js';
 import { readJson, sendError, sendJson } from './http.js';
 import { parseChatRequest, parseCompletionRequest, unknownModel, type Limits } from './requests.js';
@@ -70,14 +70,7 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
         POST: async (req, res) => {
           const body = await readJson(req, options.bodyLimit);
           const log = options.feedbackLog;
-          if (log?.format === 'standard' && body !== null && typeof body === 'object' && 'messages' in body && !('group_id' in body)) {
-            throw new ApiError(
-              400,
-              "This server logs feedback in TRL's standard format, which needs a group's rendered prompt; send a new chat group as a `prompt` string, or start the server with the conversational feedback format.",
-              { param: 'messages', code: 'unsupported_parameter' },
-            );
-          }
-          const groups = await feedback(session, body);
+          const groups = await feedback(session, body, log?.format === 'standard' ? standardPromptKnown : undefined);
           if (log) await log.sink.write(toJsonl(groups, { format: log.format, include: LOGGED_COLUMNS }));
           sendJson(res, 200, { object: 'feedback', groups: groups.map(groupView) });
         },
@@ -117,6 +110,16 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
       if (apiError.status >= 500) throw error;
     }
   };
+}
+
+/** TRL's standard format needs a chat group's rendered prompt: refuse (before telling) a group without one. */
+function standardPromptKnown(group: Parameters<FeedbackCheck>[0]): void {
+  if (group.prompt !== undefined || group.promptText !== undefined) return;
+  throw new ApiError(
+    400,
+    `${group.id ? `Group ${group.id}` : 'This new group'} is a chat whose rendered prompt is unknown, and this server logs feedback in TRL's standard format, which needs it; start the server with the conversational feedback format.`,
+    { param: group.id ? 'group_id' : 'messages', code: 'unsupported_parameter' },
+  );
 }
 
 /** The feedback log keeps ids so later tells of the same group (the last line wins) can be matched. */

@@ -17,7 +17,10 @@ import { ApiError, badField } from './api-error.js';
 import { asBody, optionalNumber, optionalString, typeName, type Body } from './fields.js';
 import { parseMessages } from './requests.js';
 
-export async function feedback(session: Session, raw: unknown): Promise<GroupRecord[]> {
+/** Called on every group about to be told (a new one has no id yet); throws to refuse the request. */
+export type FeedbackCheck = (group: Pick<GroupRecord, 'prompt' | 'messages' | 'promptText'> & { id?: string }) => void;
+
+export async function feedback(session: Session, raw: unknown, check: FeedbackCheck = () => undefined): Promise<GroupRecord[]> {
   const body = asBody(raw);
   const groupId = optionalString(body, 'group_id');
   const rewards = body.rewards ?? undefined;
@@ -27,11 +30,13 @@ export async function feedback(session: Session, raw: unknown): Promise<GroupRec
   const messages = body.messages === undefined || body.messages === null ? undefined : parseMessages(body.messages);
 
   if (groupId !== undefined) {
+    check(await session.group(groupId));
     const told = await session.tell({ groupId, ...rewardsField(rewards), ...(completions ? { completions } : {}) });
     return [told.group];
   }
   if (prompt !== undefined || messages !== undefined) {
     if (rewards !== undefined) throw badField('rewards', 'belongs to an existing group: send group_id with it.');
+    check({ ...(prompt !== undefined ? { prompt } : {}), ...(messages ? { messages } : {}) });
     const input: TellInput = {
       ...(prompt !== undefined ? { prompt } : {}),
       ...(messages ? { messages } : {}),
@@ -59,6 +64,7 @@ export async function feedback(session: Session, raw: unknown): Promise<GroupRec
   }
   const groups = await Promise.all([...byGroup.keys()].map((id) => session.group(id)));
   for (const group of groups) {
+    check(group);
     for (const id of Object.keys(byGroup.get(group.id)!)) {
       if (!group.completions.some((c) => c.id === id)) throw badField('rewards', `"${id}" is not a completion of group ${group.id}.`);
     }

@@ -40,7 +40,10 @@ interface ServeCommon {
   maxGroups?: number;
   /** Append every told group to this JSONL file (TRL format plus reward, advantage and ids). */
   feedbackFile?: string;
-  /** Format of the feedback file. Default 'standard'. */
+  /**
+   * Format of the feedback file. Default 'conversational', which can hold every group; 'standard'
+   * needs each chat group's rendered prompt (a policy that decodes exactly) and refuses feedback otherwise.
+   */
   feedbackFormat?: JsonlFormat;
   /** Origins allowed to call from a browser ('*' for any). Default none. */
   corsOrigins?: readonly string[];
@@ -72,13 +75,7 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
       queue: { maxPending: options.maxPending ?? 256 },
     });
   const policy = session.policy;
-  const format = options.feedbackFormat ?? 'standard';
-  if (options.feedbackFile && format === 'standard' && !policy.decode) {
-    throw new InvalidInputError(
-      'feedbackFormat',
-      "'standard' needs the rendered chat prompt, and this policy cannot decode token ids; use 'conversational'.",
-    );
-  }
+  const format = options.feedbackFormat ?? 'conversational';
   if (options.apiKey !== undefined && options.apiKey.trim() === '') throw new InvalidInputError('apiKey', 'must not be empty.');
   const sink = options.feedbackFile ? jsonlFileSink(options.feedbackFile) : undefined;
   const log = options.log ?? (() => undefined);

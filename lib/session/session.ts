@@ -152,10 +152,20 @@ export function createSession(options: SessionOptions): Session {
     return run;
   }
 
+  /**
+   * The text the model saw. For a chat that is the decoded prompt, kept only if it encodes back to
+   * the very same ids: TRL re-tokenises a standard-format prompt, so anything less (a decoder that
+   * drops the template's special tokens, say) would train on a different prompt.
+   */
   async function promptTextOf(input: PromptInput, promptTokenIds: number[]): Promise<string | undefined> {
     if (input.prompt !== undefined) return input.prompt;
     if (!inner.decode || promptTokenIds.length === 0) return undefined;
-    return inner.decode(promptTokenIds, { skipSpecialTokens: false });
+    const text = await inner.decode(promptTokenIds, { skipSpecialTokens: false });
+    if (inner.encode) {
+      const again = await inner.encode(text);
+      if (again.length !== promptTokenIds.length || again.some((id, i) => id !== promptTokenIds[i])) return undefined;
+    }
+    return text;
   }
 
   async function ask(input: AskInput): Promise<AskResult> {

@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serve } from '../../lib/server.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { checkTrlPromptCompletion } from '../export/trl-format.js';
 import { parseSse, post, startToyServer, type ToyServer } from './helpers.js';
@@ -267,7 +268,7 @@ describe('graceful shutdown', () => {
 
   it('lets in-flight requests finish, refuses new ones, and flushes the feedback file', async () => {
     const feedbackFile = join(dir, 'feedback.jsonl');
-    const toy = await startToyServer({ feedbackFile, toy: { stepDelayMs: 3 } });
+    const toy = await startToyServer({ feedbackFile, feedbackFormat: 'standard', toy: { stepDelayMs: 3 } });
     const asked: Json = await (await post(`${toy.url}/chat/completions`, { ...chat, n: 3, seed: 2 })).json();
     await post(`${toy.url}/feedback`, { group_id: asked.id, rewards: [1, 0, 0] });
 
@@ -288,5 +289,25 @@ describe('graceful shutdown', () => {
     expect(lines.columns).toEqual(['advantage', 'completion', 'completion_id', 'group_id', 'prompt', 'reward']);
     expect(lines.rows.map((r) => r.reward)).toEqual([1, 0, 0]);
     expect(lines.rows.map((r) => r.completion)).toEqual(asked.choices.map((c: Json) => c.message.content));
+  });
+
+  it('refuses feedback it could not log faithfully, before telling anything', async () => {
+    const feedbackFile = join(dir, 'standard.jsonl');
+    const toyPolicy = createToyPolicy();
+    // A policy that cannot decode: a chat group's rendered prompt stays unknown.
+    const { decode: _decode, ...withoutDecode } = toyPolicy;
+    const server = await serve({ policy: withoutDecode, port: 0, feedbackFile, feedbackFormat: 'standard' });
+    try {
+      const chatGroup: Json = await (await post(`${server.url}/chat/completions`, { ...chat, n: 2 })).json();
+      const refused = await post(`${server.url}/feedback`, { group_id: chatGroup.id, rewards: [1, 0] });
+      expect(refused.status).toBe(400);
+      expect((await refused.json()).error.message).toMatch(/conversational feedback format/);
+      expect((await (await fetch(`${server.url}/groups/${chatGroup.id}`)).json()).feedback).toBeNull();
+      const textGroup: Json = await (await post(`${server.url}/completions`, { model: 'toy', prompt: 'raw', n: 2, max_tokens: 4 })).json();
+      expect((await post(`${server.url}/feedback`, { group_id: textGroup.id, rewards: [1, 0] })).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+    expect(checkTrlPromptCompletion(await readFile(feedbackFile, 'utf8')).rows.map((r) => r.prompt)).toEqual(['raw', 'raw']);
   });
 });

@@ -48,6 +48,15 @@ describe('createSession: ask', () => {
     expect(group.completions.every((c) => c.tokenIds.length <= 8)).toBe(true);
   });
 
+  it('keeps a chat prompt text only if it encodes back to the ids the model saw', async () => {
+    const toy = createToyPolicy();
+    // A decoder that drops the template's markers, as one that always skips special tokens would.
+    const lossy = { ...toy, decode: async (ids: number[]) => (await toy.decode!(ids)).replace(/<\|\w+\|>/g, '') };
+    const session = createSession({ policy: lossy });
+    const { groupId } = await session.ask({ messages: [{ role: 'user', content: 'hi' }], n: 2, maxNewTokens: 4 });
+    expect((await session.group(groupId)).promptText).toBeUndefined();
+  });
+
   it('rejects bad asks with typed errors before touching the model', async () => {
     const policy = createToyPolicy();
     const session = createSession({ policy });
