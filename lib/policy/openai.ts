@@ -10,10 +10,9 @@
  *   `topK` / `minP` are refused rather than silently ignored.
  * - The API key lives in this closure only: never in `info`, errors or anything serialisable.
  */
-import { InvalidInputError } from '../errors.js';
+import { HttpError, InvalidInputError } from '../errors.js';
 import { postJson, type HttpOptions } from './openai-http.js';
 import type { Completion, FinishReason, GenerateGroupOptions, GroupResult, Policy, TopLogprob } from './types.js';
-import { HttpError } from '../errors.js';
 
 export interface OpenAiPolicyOptions {
   /** Base URL including the version path, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8000/v1`. */

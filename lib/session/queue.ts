@@ -4,6 +4,7 @@
  * here instead of corrupting each other. Waiting work can be cancelled, and the wait is bounded.
  */
 import { AbortError, BusyError, InvalidInputError } from '../errors.js';
+import type { Policy } from '../policy/types.js';
 
 export interface QueueOptions {
   /** Tasks allowed to run at once. Default 1: a local model runs one inference at a time. */
@@ -85,6 +86,46 @@ export function createTaskQueue(options: QueueOptions = {}): TaskQueue {
         waiting.push(waiter);
         signal?.addEventListener('abort', onAbort, { once: true });
       });
+    },
+  };
+}
+
+/** `policy` with its model calls (generation, scoring) waiting in `queue`; tokenizer calls go straight through. */
+export function queuedPolicy(policy: Policy, queue: TaskQueue): Policy {
+  return {
+    info: policy.info,
+    generateGroup: (o) => queue.run(() => policy.generateGroup(o), o.signal),
+    ...(policy.scoreCompletions && { scoreCompletions: (o) => queue.run(() => policy.scoreCompletions!(o), o.signal) }),
+    ...(policy.encode && { encode: (text) => policy.encode!(text) }),
+    ...(policy.decode && { decode: (ids, o) => policy.decode!(ids, o) }),
+    dispose: () => policy.dispose(),
+  };
+}
+
+/** Per-key mutual exclusion: work for one key runs in call order, work for different keys in parallel. */
+export interface KeyedLock {
+  run<T>(key: string, work: () => Promise<T>): Promise<T>;
+  /** Resolves when everything started so far has settled. */
+  idle(): Promise<void>;
+}
+
+export function createKeyedLock(): KeyedLock {
+  const tails = new Map<string, Promise<void>>();
+  return {
+    run<T>(key: string, work: () => Promise<T>): Promise<T> {
+      const result = (tails.get(key) ?? Promise.resolve()).then(work);
+      const tail = result.then(
+        () => undefined,
+        () => undefined,
+      );
+      tails.set(key, tail);
+      void tail.then(() => {
+        if (tails.get(key) === tail) tails.delete(key);
+      });
+      return result;
+    },
+    async idle() {
+      await Promise.all(tails.values());
     },
   };
 }

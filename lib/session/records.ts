@@ -1,7 +1,7 @@
 /** Small pure helpers over session records: ids, prompt checks, reward tables. */
 import { InvalidInputError } from '../errors.js';
-import type { PromptInput } from '../policy/types.js';
-import type { Reward } from './types.js';
+import type { Completion, PromptInput } from '../policy/types.js';
+import type { CompletionRecord, GroupSampling, Reward } from './types.js';
 
 export function completionId(groupId: string, index: number): string {
   return `${groupId}-${index}`;
@@ -64,4 +64,44 @@ export function rewardTable(rows: readonly ((number | null)[] | undefined)[]): (
     }
   });
   return rows.map((r) => r ?? new Array<number | null>(k).fill(null));
+}
+
+export function policyCompletion(groupId: string, index: number, c: Completion): CompletionRecord {
+  return {
+    id: completionId(groupId, index),
+    index,
+    source: 'policy',
+    text: c.text,
+    tokenIds: [...c.tokenIds],
+    logprobs: [...c.logprobs],
+    ...(c.topLogprobs ? { topLogprobs: c.topLogprobs.map((row) => row.map((t) => ({ ...t }))) } : {}),
+    finishReason: c.finishReason,
+  };
+}
+
+const SAMPLING_KEYS = ['temperature', 'topK', 'topP', 'minP', 'seed', 'stop', 'maxNewTokens'] as const;
+
+/** The sampling settings of a group: later sources override earlier ones, undefined never does. */
+export function samplingOf(...sources: (Partial<GroupSampling> | undefined)[]): GroupSampling {
+  const out: Record<string, unknown> = {};
+  for (const source of sources) {
+    for (const key of SAMPLING_KEYS) {
+      const value = source?.[key];
+      if (value !== undefined) out[key] = Array.isArray(value) ? [...value] : value;
+    }
+  }
+  return out as GroupSampling;
+}
+
+export function finiteOrNull(x: number | undefined): number | null {
+  return x !== undefined && Number.isFinite(x) ? x : null;
+}
+
+export function isTokenIds(x: unknown): x is number[] {
+  return Array.isArray(x) && x.every((v) => Number.isInteger(v) && v >= 0);
+}
+
+export function randomGroupId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(8));
+  return 'grp-' + Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }

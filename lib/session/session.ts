@@ -8,7 +8,6 @@
 import { InvalidInputError, NotFoundError } from '../errors.js';
 import { computeAdvantages } from '../math/advantages.js';
 import type {
-  Completion,
   GenerateGroupOptions,
   Policy,
   PromptInput,
@@ -17,14 +16,23 @@ import type {
   Usage,
 } from '../policy/types.js';
 import { MemorySessionStore } from './memory-store.js';
-import { createTaskQueue, type QueueOptions, type TaskQueue } from './queue.js';
-import { completionId, requirePrompt, rewardRow, rewardTable } from './records.js';
+import { createKeyedLock, createTaskQueue, queuedPolicy, type QueueOptions, type TaskQueue } from './queue.js';
+import {
+  completionId,
+  finiteOrNull,
+  isTokenIds,
+  policyCompletion,
+  randomGroupId,
+  requirePrompt,
+  rewardRow,
+  rewardTable,
+  samplingOf,
+} from './records.js';
 import type {
   CompletionRecord,
   GroupAdvantageOptions,
   GroupMeta,
   GroupRecord,
-  GroupSampling,
   Reward,
   SessionStore,
 } from './types.js';
@@ -121,36 +129,13 @@ export function createSession(options: SessionOptions): Session {
     throw new InvalidInputError('policy', 'must implement the Policy interface (generateGroup).');
   }
   const store: SessionStore = options.store ?? new MemorySessionStore();
-  const queue = isQueue(options.queue) ? options.queue : createTaskQueue(options.queue);
+  const queue = options.queue && 'run' in options.queue ? options.queue : createTaskQueue(options.queue);
   const newId = options.newId ?? randomGroupId;
   const now = options.now ?? Date.now;
   const advantageOptions: GroupAdvantageOptions = { ...options.advantages };
-  const locks = new Map<string, Promise<unknown>>();
 
-  const policy: Policy = {
-    info: inner.info,
-    generateGroup: (o) => queue.run(() => inner.generateGroup(o), o.signal),
-    ...(inner.scoreCompletions && {
-      scoreCompletions: (o) => queue.run(() => inner.scoreCompletions!(o), o.signal),
-    }),
-    ...(inner.encode && { encode: (text) => inner.encode!(text) }),
-    ...(inner.decode && { decode: (ids, o) => inner.decode!(ids, o) }),
-    dispose: () => inner.dispose(),
-  };
-
-  /** Runs `fn` after every earlier call for the same group: concurrent tells never lose an update. */
-  function withLock<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    const run = (locks.get(id) ?? Promise.resolve()).then(fn, fn);
-    const tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    locks.set(id, tail);
-    void tail.then(() => {
-      if (locks.get(id) === tail) locks.delete(id);
-    });
-    return run;
-  }
+  const policy = queuedPolicy(inner, queue);
+  const lock = createKeyedLock();
 
   /**
    * The text the model saw. For a chat that is the decoded prompt, kept only if it encodes back to
@@ -173,7 +158,7 @@ export function createSession(options: SessionOptions): Session {
     if (!Number.isInteger(input.n) || input.n < 1) {
       throw new InvalidInputError('n', `must be a positive integer (the group size), got ${String(input.n)}.`);
     }
-    const sampling: GroupSampling = pickSampling({ ...options.defaults, ...definedOnly(input) });
+    const sampling = samplingOf(options.defaults, input);
     sampling.maxNewTokens ??= DEFAULT_MAX_NEW_TOKENS;
     const request: GenerateGroupOptions = {
       ...prompt,
@@ -318,7 +303,7 @@ export function createSession(options: SessionOptions): Session {
     if (input.groupId !== undefined) {
       if (typeof input.groupId !== 'string') throw new InvalidInputError('groupId', 'must be a string.');
       const id = input.groupId;
-      return withLock(id, async () => tellGroup(await requireGroup(id), input));
+      return lock.run(id, async () => tellGroup(await requireGroup(id), input));
     }
     const prompt = requirePrompt(input);
     if (!input.completions?.length) {
@@ -339,7 +324,7 @@ export function createSession(options: SessionOptions): Session {
       completions: [],
       ...(input.meta ? { meta: { ...input.meta } } : {}),
     };
-    return withLock(group.id, () => tellGroup(group, { ...input, rewards: undefined }));
+    return lock.run(group.id, () => tellGroup(group, { ...input, rewards: undefined }));
   }
 
   async function requireGroup(id: string): Promise<GroupRecord> {
@@ -362,52 +347,8 @@ export function createSession(options: SessionOptions): Session {
       return all.filter((g) => (g.feedback !== undefined) === filter.told);
     },
     async flush() {
-      await Promise.all([...locks.values()]);
+      await lock.idle();
       await store.flush?.();
     },
   };
-}
-
-function policyCompletion(groupId: string, index: number, c: Completion): CompletionRecord {
-  return {
-    id: completionId(groupId, index),
-    index,
-    source: 'policy',
-    text: c.text,
-    tokenIds: [...c.tokenIds],
-    logprobs: [...c.logprobs],
-    ...(c.topLogprobs ? { topLogprobs: c.topLogprobs.map((row) => row.map((t) => ({ ...t }))) } : {}),
-    finishReason: c.finishReason,
-  };
-}
-
-const SAMPLING_KEYS = ['temperature', 'topK', 'topP', 'minP', 'seed', 'stop', 'maxNewTokens'] as const;
-
-function pickSampling(source: Partial<Record<(typeof SAMPLING_KEYS)[number], unknown>>): GroupSampling {
-  const out: Record<string, unknown> = {};
-  for (const key of SAMPLING_KEYS) {
-    if (source[key] !== undefined) out[key] = key === 'stop' ? [...(source[key] as string[])] : source[key];
-  }
-  return out as GroupSampling;
-}
-
-function definedOnly<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
-function finiteOrNull(x: number | undefined): number | null {
-  return x !== undefined && Number.isFinite(x) ? x : null;
-}
-
-function isTokenIds(x: unknown): x is number[] {
-  return Array.isArray(x) && x.every((v) => Number.isInteger(v) && v >= 0);
-}
-
-function isQueue(q: TaskQueue | QueueOptions | undefined): q is TaskQueue {
-  return q !== undefined && typeof (q as TaskQueue).run === 'function';
-}
-
-function randomGroupId(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(8));
-  return 'grp-' + Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }
