@@ -10,8 +10,8 @@ import type { CompletionRecord } from '../session/types.js';
 import { toApiError } from './api-error.js';
 import { EventStream, sendJson } from './http.js';
 import { chunk, completionResponse, finishReason, usageChunk, type ResponseContext } from './responses.js';
-import { TokenText, type TokenEntry } from './tokens.js';
 import type { IncrementalDetokenizer } from './detokenize.js';
+import { TokenText, type TokenEntry } from './tokens.js';
 
 export async function respond(res: ServerResponse, ctx: ResponseContext, session: Session, signal: AbortSignal): Promise<void> {
   const { request } = ctx;
@@ -50,8 +50,9 @@ export async function respond(res: ServerResponse, ctx: ResponseContext, session
     if (request.includeUsage) send(usageChunk(ctx, result.usage));
     (stream ?? new EventStream(res)).end();
   } catch (error) {
-    if (!stream) throw error;
-    (stream as EventStream).end(toApiError(error));
+    // After the headers, the error travels as the stream's last event; the caller still logs it.
+    if (stream) (stream as EventStream).end(toApiError(error));
+    throw error;
   }
 }
 
@@ -86,6 +87,7 @@ class ChoiceStream {
   #sentTokens = 0;
   #started = false;
   #chain: Promise<void> = Promise.resolve();
+  #failure: unknown;
 
   constructor(ctx: ResponseContext, index: number, tokenText: TokenText, send: (data: unknown) => void) {
     this.#ctx = ctx;
@@ -97,9 +99,14 @@ class ChoiceStream {
     this.#holdback = Math.max(0, ...this.#stops.map((s) => s.length - 1));
   }
 
-  /** Called synchronously by the policy; the async decode work queues up in order. */
+  /**
+   * Called synchronously by the policy; the async decode work queues up in order. A failure is
+   * kept for `finish` to throw (an unawaited rejection would take the process down).
+   */
   token(event: TokenEvent): void {
-    this.#chain = this.#chain.then(() => this.#onToken(event));
+    this.#chain = this.#chain.then(() => this.#onToken(event)).catch((error: unknown) => {
+      this.#failure ??= error;
+    });
   }
 
   async #onToken(event: TokenEvent): Promise<void> {
@@ -139,6 +146,7 @@ class ChoiceStream {
   /** Sends what the final completion has beyond what was streamed (it is authoritative), then the end. */
   async finish(completion: Completion): Promise<void> {
     await this.#chain;
+    if (this.#failure !== undefined) throw this.#failure;
     const rest = completion.text.slice(this.#sent);
     let entries: TokenEntry[] = [];
     if (this.#ctx.request.logprobs) {

@@ -37,8 +37,4 @@ export class MemorySessionStore implements SessionStore {
   async list(): Promise<GroupRecord[]> {
     return structuredClone([...this.#groups.values()]);
   }
-
-  get size(): number {
-    return this.#groups.size;
-  }
 }

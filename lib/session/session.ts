@@ -330,7 +330,9 @@ export function createSession(options: SessionOptions): Session {
   async function requireGroup(id: string): Promise<GroupRecord> {
     const group = await store.get(id);
     if (!group) {
-      throw new NotFoundError(`No group "${id}" in this session's store; use the groupId that ask returned.`);
+      throw new NotFoundError(
+        `No group "${id}" is stored: use the groupId that ask returned (over HTTP, the response id); old groups may have been evicted.`,
+      );
     }
     return group;
   }

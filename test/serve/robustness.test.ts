@@ -171,6 +171,45 @@ describe('malformed requests', () => {
   });
 });
 
+describe('a failing policy', () => {
+  it('turns its failures into 500s and error events, logs them, and keeps serving', async () => {
+    const toy = createToyPolicy();
+    let decodes = 0;
+    let failNext = false;
+    const flaky = {
+      ...toy,
+      info: toy.info,
+      generateGroup: (o: Parameters<typeof toy.generateGroup>[0]) => (failNext ? Promise.reject(new Error('kernel exploded')) : toy.generateGroup(o)),
+      decode: async (ids: number[]) => {
+        if (++decodes === 7) throw new Error('tokenizer exploded');
+        return toy.decode!(ids);
+      },
+    };
+    const log: string[] = [];
+    const server = await serve({ policy: flaky, port: 0, log: (line) => log.push(line) });
+    try {
+      const streamed = await post(`${server.url}/chat/completions`, { ...chat, max_tokens: 40, seed: 1, stream: true });
+      const events = parseSse(await streamed.text()) as Json[];
+      expect(events.at(-1)).toBe('[DONE]');
+      expect(events.at(-2).error).toMatchObject({ type: 'server_error', code: 'internal_error' });
+      expect(log.some((line) => line.includes('tokenizer exploded'))).toBe(true);
+
+      failNext = true;
+      const failed = await post(`${server.url}/chat/completions`, chat);
+      expect(failed.status).toBe(500);
+      const body: Json = await failed.json();
+      expectOpenAiError(body);
+      expect(body.error.message).not.toContain('kernel exploded');
+      expect(log.some((line) => line.includes('kernel exploded'))).toBe(true);
+
+      failNext = false;
+      expect((await post(`${server.url}/chat/completions`, chat)).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('API key', () => {
   it('requires the bearer token on /v1 when set, but not on /health', async () => {
     const toy = await startToyServer({ apiKey: 'sk-test-123' });
