@@ -65,8 +65,34 @@ const argument: string = new InvalidInputError('x', 'y').argument;
 export { grad, argument };
 `;
 
+const onnxCheck = `
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { bundledModelPath, loadOnnxPolicy } from 'webgrpo/onnx';
+const model = await bundledModelPath();
+if (!existsSync(join(model, 'onnx/model.onnx'))) throw new Error('bundled model missing at ' + model);
+const policy = await loadOnnxPolicy({ model });
+const group = await policy.generateGroup({ prompt: 'Hello', groupSize: 3, maxNewTokens: 8, seed: 1 });
+const scored = await policy.scoreCompletions({ prompt: 'Hello', completions: group.completions.map((c) => c.tokenIds) });
+let maxGap = 0;
+group.completions.forEach((c, i) => c.logprobs.forEach((lp, t) => (maxGap = Math.max(maxGap, Math.abs(lp - scored.logprobs[i][t])))));
+await policy.dispose();
+console.log(JSON.stringify({ model, backend: policy.info.backend, rows: group.completions.length, maxGap }));
+`;
+
+const onnxTypesCheck = `
+import { loadOnnxPolicy, type OnnxPolicyOptions } from 'webgrpo/onnx';
+import type { GroupResult, Policy } from 'webgrpo';
+const options: OnnxPolicyOptions = { model: 'HuggingFaceTB/SmolLM2-135M-Instruct', device: 'auto', dtype: 'q4f16' };
+export async function check(): Promise<GroupResult> {
+  const policy: Policy = await loadOnnxPolicy(options);
+  return policy.generateGroup({ prompt: 'x', groupSize: 2, maxNewTokens: 4, topK: 0, topP: 0.9, minP: 0.05, seed: 1 });
+}
+`;
+
 describe('npm pack', () => {
   let dir = '';
+  let app = '';
   afterAll(async () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
@@ -83,7 +109,7 @@ describe('npm pack', () => {
     expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/math/loss.d.ts', 'README.md', 'LICENSE']));
     expect(paths.some((p) => p.startsWith('lib/') || p.startsWith('test/'))).toBe(false);
 
-    const app = join(dir, 'app');
+    app = join(dir, 'app');
     await run('mkdir', [app]);
     await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'pack-check', private: true, type: 'module' }));
     await run('npm', ['install', join(dir, filename), '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app, env });
@@ -107,5 +133,23 @@ describe('npm pack', () => {
     await writeFile(join(app, 'example.mjs'), example!);
     const printed = (await run(process.execPath, ['example.mjs'], { cwd: app, env })).stdout.trim().split('\n');
     expect(printed).toEqual(expected);
+  }, 240_000);
+
+  it('runs webgrpo/onnx from the installed package in plain Node, on the bundled model, offline', async () => {
+    expect(app, 'runs in the folder the previous test installed into').not.toBe('');
+    const env = cleanEnv();
+    // transformers.js is an optional peer: a user of webgrpo/onnx installs it next to webgrpo.
+    const transformers = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')).devDependencies['@huggingface/transformers'];
+    await run('npm', ['install', `@huggingface/transformers@${transformers}`, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app, env });
+    await writeFile(join(app, 'onnx-types.ts'), onnxTypesCheck);
+    const tsc = join(root, 'node_modules/typescript/bin/tsc');
+    const flags = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--skipLibCheck', 'onnx-types.ts'];
+    await run(process.execPath, [tsc, ...flags], { cwd: app, env });
+    await writeFile(join(app, 'onnx-check.mjs'), onnxCheck);
+    const { stdout } = await run(process.execPath, ['onnx-check.mjs'], { cwd: app, env });
+    const report = JSON.parse(stdout) as { model: string; backend: string; rows: number; maxGap: number };
+    expect(report.model).toBe(join(app, 'node_modules/webgrpo/public/models/webgrpo-tiny'));
+    expect(report).toMatchObject({ backend: 'cpu', rows: 3 });
+    expect(report.maxGap).toBeLessThan(1e-4);
   }, 240_000);
 });

@@ -9,7 +9,7 @@ export const BUNDLED_MODEL_URL_PATH = '/models/webgrpo-tiny/';
 
 // lib/policy/onnx/ and dist/policy/onnx/ both sit three levels below the package root. Kept in a
 // variable so bundlers do not try to inline the folder as an asset.
-const FROM_HERE = '../../../public/models/webgrpo-tiny/';
+const FROM_HERE = '../../../public/models/webgrpo-tiny';
 
 /** Node: the absolute path of the bundled model folder, for `loadOnnxPolicy({ model })`. */
 export async function bundledModelPath(): Promise<string> {
