@@ -13,7 +13,8 @@ export type ErrorCode =
   | 'Parse'
   | 'AlreadyRunning'
   | 'NotFound'
-  | 'Unsupported';
+  | 'Unsupported'
+  | 'Busy';
 
 export class WebgrpoError extends Error {
   readonly code: ErrorCode;
@@ -81,7 +82,7 @@ export class AlreadyRunningError extends WebgrpoError {
   }
 }
 
-/** Something asked for by id (a run, a step, a recorded output) does not exist. */
+/** Nothing is stored under the id that was asked for (a run, a step, a group, a completion). */
 export class NotFoundError extends WebgrpoError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('NotFound', message, options);
@@ -92,5 +93,29 @@ export class NotFoundError extends WebgrpoError {
 export class ParseError extends WebgrpoError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('Parse', message, options);
+  }
+}
+
+/** The backend cannot do what was asked (for example score completions over a hosted API). */
+export class UnsupportedError extends WebgrpoError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('Unsupported', message, options);
+  }
+}
+
+/** An HTTP call failed. `status` is the response status, absent when no response came (network, timeout). */
+export class HttpError extends WebgrpoError {
+  readonly status: number | undefined;
+
+  constructor(status: number | undefined, message: string, options?: { cause?: unknown }) {
+    super('Http', message, options);
+    this.status = status;
+  }
+}
+
+/** Too much work is already waiting (a request queue is full); retry later. */
+export class BusyError extends WebgrpoError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('Busy', message, options);
   }
 }

@@ -17,3 +17,6 @@ export {
   type RecordingPolicy,
   type ReplayOptions,
 } from './policy/recorded.js';
+export * from './session/index.js';
+export * from './export/index.js';
+export * from './worker/index.js';

@@ -5,6 +5,7 @@
  */
 const commands: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
   train: { summary: 'Training-Free GRPO on a task or dataset (experience library, resumable)', load: () => import('./train.js') },
+  serve: { summary: 'serve a model over an OpenAI-compatible API with ask/tell feedback', load: () => import('./serve.js') },
 };
 
 function usage(): string {
