@@ -13,7 +13,8 @@ export type ErrorCode =
   | 'Parse'
   | 'AlreadyRunning'
   | 'NotFound'
-  | 'Unsupported';
+  | 'Unsupported'
+  | 'Busy';
 
 export class WebgrpoError extends Error {
   readonly code: ErrorCode;
@@ -52,4 +53,69 @@ export class AbortError extends WebgrpoError {
 /** Throws an `AbortError` if `signal` has fired; call it between steps of long work. */
 export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
+}
+
+/** A store could not read or write (a failed transaction, a corrupt file, a closed database). */
+export class StoreError extends WebgrpoError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('Store', message, options);
+  }
+}
+
+/**
+ * The storage quota ran out (IndexedDB `QuotaExceededError`, `ENOSPC`/`EDQUOT` on disk). The write
+ * that hit it was rolled back as a whole, so the stored run is intact: free space and resume it.
+ */
+export class StoreQuotaError extends WebgrpoError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('StoreQuota', message, options);
+  }
+}
+
+/** A loop was started on a run that another loop (this page, another tab or process) is running. */
+export class AlreadyRunningError extends WebgrpoError {
+  readonly runId: string;
+
+  constructor(runId: string, message: string, options?: { cause?: unknown }) {
+    super('AlreadyRunning', message, options);
+    this.runId = runId;
+  }
+}
+
+/** Nothing is stored under the id that was asked for (a run, a step, a group, a completion). */
+export class NotFoundError extends WebgrpoError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('NotFound', message, options);
+  }
+}
+
+/** Text that should have held structured data (critic output, a JSONL line) could not be parsed. */
+export class ParseError extends WebgrpoError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('Parse', message, options);
+  }
+}
+
+/** The backend cannot do what was asked (for example score completions over a hosted API). */
+export class UnsupportedError extends WebgrpoError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('Unsupported', message, options);
+  }
+}
+
+/** An HTTP call failed. `status` is the response status, absent when no response came (network, timeout). */
+export class HttpError extends WebgrpoError {
+  readonly status: number | undefined;
+
+  constructor(status: number | undefined, message: string, options?: { cause?: unknown }) {
+    super('Http', message, options);
+    this.status = status;
+  }
+}
+
+/** Too much work is already waiting (a request queue is full); retry later. */
+export class BusyError extends WebgrpoError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('Busy', message, options);
+  }
 }

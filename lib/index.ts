@@ -2,3 +2,21 @@ export * from './errors.js';
 export * from './math/index.js';
 export * from './route/router.js';
 export type * from './policy/types.js';
+export * from './experience/index.js';
+export * from './store/index.js';
+export * from './train/index.js';
+export * from './tasks/index.js';
+export * from './tool/index.js';
+export {
+  recordingPolicy,
+  replayPolicy,
+  requestKey,
+  RECORDING_FORMAT,
+  type PolicyRecording,
+  type RecordedRequest,
+  type RecordingPolicy,
+  type ReplayOptions,
+} from './policy/recorded.js';
+export * from './session/index.js';
+export * from './export/index.js';
+export * from './worker/index.js';

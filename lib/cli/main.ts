@@ -3,7 +3,10 @@
  * `npx webgrpo <command>`: each command lives in its own module, loaded only when asked for,
  * so `webgrpo --help` starts without loading a model runtime.
  */
-const commands: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {};
+const commands: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
+  train: { summary: 'Training-Free GRPO on a task or dataset (experience library, resumable)', load: () => import('./train.js') },
+  serve: { summary: 'serve a model over an OpenAI-compatible API with ask/tell feedback', load: () => import('./serve.js') },
+};
 
 function usage(): string {
   const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(8)} ${c.summary}`);

@@ -34,12 +34,26 @@ export type FinishReason = 'eos' | 'length' | 'stop' | 'abort';
 
 export interface Completion {
   text: string;
+  /** Sampled token ids; empty where the backend does not report them (most hosted APIs). */
   tokenIds: number[];
-  /** log p(token t) under the model's temperature-scaled distribution (TRL's definition). */
+  /**
+   * log p(token t) under the model's temperature-scaled distribution (TRL's definition); empty
+   * where the backend does not report log-probs.
+   */
   logprobs: number[];
   /** log p(token t) under the processed (top-k/top-p/min-p filtered) distribution sampled from. */
   sampledLogprobs?: number[];
   finishReason: FinishReason;
+  /**
+   * Per token, the most likely alternatives under the same distribution as `logprobs`, most likely
+   * first; present when `topLogprobs` was asked for and the backend can report them.
+   */
+  topLogprobs?: TopLogprob[][];
+}
+
+export interface TopLogprob {
+  tokenId: number;
+  logprob: number;
 }
 
 export interface Usage {
@@ -58,6 +72,8 @@ export interface TokenEvent {
   row: number;
   tokenId: number;
   logprob: number;
+  /** The most likely alternatives, as in `Completion.topLogprobs`, when `topLogprobs` was asked for. */
+  topLogprobs?: TopLogprob[];
 }
 
 export interface GenerateGroupOptions extends PromptInput, SamplingOptions {
@@ -65,6 +81,8 @@ export interface GenerateGroupOptions extends PromptInput, SamplingOptions {
   maxNewTokens: number;
   signal?: AbortSignal;
   onToken?: (event: TokenEvent) => void;
+  /** How many most likely alternatives to report per token (`Completion.topLogprobs`); 0 or absent: none. */
+  topLogprobs?: number;
 }
 
 export interface ScoreOptions extends PromptInput {
@@ -97,5 +115,10 @@ export interface Policy {
   scoreCompletions?(options: ScoreOptions): Promise<ScoreResult>;
   /** Token ids of a text, as the policy's tokenizer sees it; absent where unknown. */
   encode?(text: string): Promise<number[]>;
+  /**
+   * Text of token ids as the policy's tokenizer writes it; special tokens (EOS, chat markers) are
+   * skipped unless `skipSpecialTokens` is false. Absent where unknown.
+   */
+  decode?(tokenIds: number[], options?: { skipSpecialTokens?: boolean }): Promise<string>;
   dispose(): Promise<void>;
 }

@@ -8,7 +8,7 @@
  * command, date and machine, so suites can be re-run independently.
  */
 import { readdir, readFile, writeFile } from 'node:fs/promises';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -27,7 +27,9 @@ async function suites(): Promise<string[]> {
 function stamp(suite: string): string {
   const cpu = cpus();
   const date = new Date().toISOString().slice(0, 10);
-  return `_\`npm run bench -- ${suite}\` on ${date}; Node ${process.version}, ${cpu[0]?.model.trim() ?? 'unknown CPU'} (${cpu.length} cores)._`;
+  // The load average says how much other work shared the machine while it was measured.
+  const load = loadavg()[0].toFixed(1);
+  return `_\`npm run bench -- ${suite}\` on ${date}; Node ${process.version}, ${cpu[0]?.model.trim() ?? 'unknown CPU'} (${cpu.length} cores, load ${load} at the end)._`;
 }
 
 /** Replaces (or appends) the marked block of `suite` in the document. */

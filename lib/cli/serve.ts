@@ -1,0 +1,118 @@
+/**
+ * `webgrpo serve --model <dir|id> [--port 8000] [--api-key KEY]`: the OpenAI-compatible server
+ * on a local ONNX model, until SIGINT/SIGTERM (then in-flight requests finish and the feedback
+ * file is flushed before exit).
+ */
+import { parseArgs } from 'node:util';
+import { basename } from 'node:path';
+import type { OnnxDevice } from '../onnx.js';
+import type { Policy } from '../policy/types.js';
+import { serve } from '../serve/server.js';
+import { closeOnSignals } from '../serve/signals.js';
+
+const HELP = `Usage: webgrpo serve --model <dir|hub id> [options]
+
+Serves a model over an OpenAI-compatible API (/v1/chat/completions, /v1/completions,
+/v1/models) plus ask/tell feedback (/v1/feedback, /v1/groups/:id) and /health.
+
+Options:
+  --model <dir|id>          model folder (e.g. public/models/webgrpo-tiny) or hub id (required)
+  --port <n>                port (default 8000; 0 picks a free one)
+  --host <addr>             interface (default 127.0.0.1; 0.0.0.0 exposes it to the network)
+  --api-key <key>           require "Authorization: Bearer <key>" (or set WEBGRPO_API_KEY)
+  --served-model-name <id>  model name clients send (default: the folder name or hub id)
+  --device <d>              auto | cpu | wasm | webgpu (default auto)
+  --feedback-file <path>    append told groups to this JSONL file (TRL format + rewards)
+  --feedback-format <f>     conversational | standard (default conversational)
+  --max-tokens <n>          largest max_tokens a request may ask for (default 4096)
+  --cors <origin>           allow browser calls from this origin ('*' for any); repeatable
+  -h, --help                this help`;
+
+export type PolicyLoader = (model: string, device: OnnxDevice, log: (line: string) => void) => Promise<Policy>;
+
+const DEVICES: readonly OnnxDevice[] = ['auto', 'cpu', 'wasm', 'webgpu'];
+
+/** The ONNX runtime loads only here, when a model is served. */
+async function loadOnnx(model: string, device: OnnxDevice, log: (line: string) => void): Promise<Policy> {
+  const { loadOnnxPolicy } = await import('../onnx.js');
+  let reported = -1;
+  return loadOnnxPolicy({
+    model,
+    device,
+    onProgress: ({ status, loaded, total }) => {
+      const percent = total > 0 ? Math.floor((100 * loaded) / total) : 0;
+      if (status === 'download' && percent >= reported + 25) {
+        reported = percent;
+        log(`webgrpo serve: loading ${model}: ${percent}%`);
+      }
+    },
+  });
+}
+
+export async function run(argv: string[], loadPolicy: PolicyLoader = loadOnnx): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        model: { type: 'string' },
+        port: { type: 'string', default: '8000' },
+        host: { type: 'string', default: '127.0.0.1' },
+        'api-key': { type: 'string' },
+        'served-model-name': { type: 'string' },
+        device: { type: 'string', default: 'auto' },
+        'feedback-file': { type: 'string' },
+        'feedback-format': { type: 'string', default: 'conversational' },
+        'max-tokens': { type: 'string', default: '4096' },
+        cors: { type: 'string', multiple: true },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    }));
+  } catch (error) {
+    console.error(`${(error as Error).message}\n\n${HELP}`);
+    return 2;
+  }
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+  const fail = (message: string) => {
+    console.error(`webgrpo serve: ${message}\n\nRun \`webgrpo serve --help\` for the options.`);
+    return 2;
+  };
+  if (!values.model) return fail('--model is required (a model folder or hub id).');
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) return fail(`--port must be 0..65535, got ${values.port}.`);
+  const maxTokens = Number(values['max-tokens']);
+  if (!Number.isInteger(maxTokens) || maxTokens < 1) return fail(`--max-tokens must be a positive integer, got ${values['max-tokens']}.`);
+  const format = values['feedback-format'];
+  if (format !== 'standard' && format !== 'conversational') return fail(`--feedback-format must be standard or conversational, got ${format}.`);
+  const device = values.device as OnnxDevice;
+  if (!DEVICES.includes(device)) return fail(`--device must be one of ${DEVICES.join(', ')}, got ${values.device}.`);
+  const apiKey = values['api-key'] ?? process.env.WEBGRPO_API_KEY;
+
+  const log = (line: string) => console.error(line);
+  log(`webgrpo serve: loading ${values.model} ...`);
+  const policy = await loadPolicy(values.model, device, log);
+  const server = await serve({
+    policy,
+    host: values.host!,
+    port,
+    ...(apiKey ? { apiKey } : {}),
+    modelId: values['served-model-name'] ?? basename(values.model.replace(/[\\/]+$/, '')),
+    maxTokens,
+    ...(values['feedback-file'] ? { feedbackFile: values['feedback-file'], feedbackFormat: format } : {}),
+    ...(values.cors ? { corsOrigins: values.cors } : {}),
+    log,
+  });
+  console.log(`webgrpo serve: ${policy.info.model} (${policy.info.backend}) at ${server.url}${apiKey ? ' (API key required)' : ''}`);
+  return new Promise<number>((resolve) => {
+    closeOnSignals(server, {
+      log,
+      onClosed: () => {
+        void policy.dispose().finally(() => resolve(process.exitCode === 1 ? 1 : 0));
+      },
+    });
+  });
+}

@@ -1,0 +1,287 @@
+/**
+ * `webgrpo train`: Training-Free GRPO from the command line, on a local ONNX model (the bundled
+ * tiny one by default, offline), with runs kept in a folder so they survive the process: a
+ * progress bar with an ETA, a table per epoch, the final library, `--resume`, `--out`.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { InvalidInputError, WebgrpoError } from '../errors.js';
+import { recordingPolicy, replayPolicy, type RecordingPolicy } from '../policy/recorded.js';
+import type { Policy } from '../policy/types.js';
+import { exportRun } from '../store/bundle.js';
+import { openFileStore, type FileStore } from '../store/file.js';
+import type { LoopMode, RunRecord } from '../store/records.js';
+import { parseDatasetJsonl } from '../tasks/jsonl.js';
+import { builtinTasks, getTask } from '../tasks/index.js';
+import { builtinRewards } from '../tasks/rewards.js';
+import { Progress, table, type ViewIo } from './train-view.js';
+import { resumeTrainingFreeGrpo, trainingFreeGrpo, type TrainingFreeRun } from '../train/loop.js';
+import type { RewardFunction } from '../train/options.js';
+
+/** Where output goes and how models load; tests replace these. */
+export interface TrainIo extends ViewIo {
+  /** Loads `--model` (undefined: the bundled model). */
+  loadModel: (model: string | undefined, device: string, progress: (text: string) => void) => Promise<Policy>;
+  /** Fires on Ctrl-C. */
+  interrupt: AbortSignal;
+}
+
+const HELP = `Usage: webgrpo train [options]
+
+Training-Free GRPO (arXiv 2510.08191): the model's best and worst attempts are compared and
+turned into an experience library that later prompts carry. No weights change.
+
+Model
+  --model <dir|id>       ONNX model folder or Hugging Face id (default: the bundled tiny model)
+  --device <name>        auto | cpu | wasm | webgpu (default auto: the CPU in Node)
+  --replay <file>        answer from a recording instead of a model (offline demos, tests)
+  --record <file>        save every model output of this run to a recording
+
+Data
+  --task <name>          built-in task: ${Object.keys(builtinTasks).join(', ')}
+  --size <n>             items to generate for the task (default: the task's own)
+  --dataset <file>       JSONL, one {"prompt" | "messages", "answer"} per line
+  --reward <names>       rewards for --dataset, comma-separated: ${Object.keys(builtinRewards).join(', ')}
+                         (default exact,similarity)
+
+Loop
+  --mode <mode>          lessons (a critic writes lessons) | exemplars (best outputs kept as
+                         examples). Default lessons; exemplars on the bundled model, whose random
+                         weights cannot write a critique.
+  --epochs <n>           passes over the data (default 3)
+  --group <n>            completions per item (default 5)
+  --batch <n>            items per step; the library is updated once per step (default 4)
+  --concurrency <n>      items worked on at once (default 1)
+  --temperature <t>      rollout temperature (default 0.7)
+  --max-new-tokens <n>   per completion (default 256; 48 on the bundled model)
+  --seed <n>             seed of the data order and all sampling (default 0)
+
+Runs
+  --store <dir>          where runs are kept (default .webgrpo/runs)
+  --run-id <id>          name the new run (default: a random id)
+  --resume <id>          continue an interrupted run from its first unfinished item
+  --out <file>           write the whole run as JSON when it ends
+  --list                 list the stored runs
+  --quiet                no progress bar
+  -h, --help             this text
+`;
+
+const OPTIONS = {
+  model: { type: 'string' },
+  device: { type: 'string', default: 'auto' },
+  replay: { type: 'string' },
+  record: { type: 'string' },
+  task: { type: 'string' },
+  size: { type: 'string' },
+  dataset: { type: 'string' },
+  reward: { type: 'string' },
+  mode: { type: 'string' },
+  epochs: { type: 'string' },
+  group: { type: 'string' },
+  batch: { type: 'string' },
+  concurrency: { type: 'string' },
+  temperature: { type: 'string' },
+  'max-new-tokens': { type: 'string' },
+  seed: { type: 'string' },
+  store: { type: 'string', default: '.webgrpo/runs' },
+  'run-id': { type: 'string' },
+  resume: { type: 'string' },
+  out: { type: 'string' },
+  list: { type: 'boolean', default: false },
+  quiet: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+
+class UsageError extends Error {}
+
+export async function run(argv: string[], io: TrainIo = nodeIo()): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({ args: argv, options: OPTIONS, strict: true, allowPositionals: false }));
+  } catch (error) {
+    io.stderr(`${(error as Error).message}\n\nRun \`webgrpo train --help\` for the options.\n`);
+    return 2;
+  }
+  if (values.help) {
+    io.stdout(HELP);
+    return 0;
+  }
+  try {
+    const store = await openFileStore(resolve(values.store));
+    try {
+      if (values.list) return await listRuns(store, io);
+      return await train(values, store, io);
+    } finally {
+      await store.close();
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr(`${error.message}\n\nRun \`webgrpo train --help\` for the options.\n`);
+      return 2;
+    }
+    io.stderr(`\nError: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+}
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>['values'];
+
+function int(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n)) throw new UsageError(`--${name} expects an integer, got "${value}".`);
+  return n;
+}
+
+function num(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n)) throw new UsageError(`--${name} expects a number, got "${value}".`);
+  return n;
+}
+
+async function train(values: Values, store: FileStore, io: TrainIo): Promise<number> {
+  const bundled = values.model === undefined && values.replay === undefined;
+  const resumed = values.resume !== undefined ? await store.getRun(values.resume) : undefined;
+  if (values.resume !== undefined && !resumed) throw new UsageError(`No run "${values.resume}" in ${store.root}; see \`webgrpo train --list\`.`);
+  if (!resumed && (values.task === undefined) === (values.dataset === undefined)) {
+    throw new UsageError('Give one of --task <name> or --dataset <file.jsonl> (or --resume <id>).');
+  }
+
+  // The model: a recording, the given model, or (resuming) the one the run used.
+  let policy: Policy;
+  if (values.replay !== undefined) {
+    policy = replayPolicy(await readFile(values.replay, 'utf8'));
+  } else {
+    const model = values.model ?? (resumed && resumed.config.policy.backend !== 'recorded' ? resumed.config.policy.model : undefined);
+    policy = await io.loadModel(model, values.device, (text) => io.interactive && !values.quiet && io.stderr(`\r${text}`.padEnd(60)));
+    if (io.interactive && !values.quiet) io.stderr('\r'.padEnd(61) + '\r');
+  }
+  const recorder: RecordingPolicy | undefined = values.record !== undefined ? recordingPolicy(policy) : undefined;
+  const active = recorder ?? policy;
+  io.stderr(`Model: ${policy.info.model} (${policy.info.backend}${policy.info.note ? `; ${policy.info.note}` : ''})\n`);
+
+  let loop: TrainingFreeRun;
+  if (resumed) {
+    loop = resumeTrainingFreeGrpo(resumed.id, { policy: active, rewards: rewardsOf(resumed), store, signal: io.interrupt });
+    io.stderr(`Resuming run ${resumed.id} (${resumed.config.task ?? 'dataset'}, ${resumed.config.mode}).\n`);
+  } else {
+    const mode = (values.mode ?? (bundled ? 'exemplars' : 'lessons')) as LoopMode;
+    if (bundled && values.mode === undefined) {
+      io.stderr('The bundled model has random weights and cannot write critiques: using --mode exemplars (pass --mode lessons to try anyway).\n');
+    }
+    let dataset;
+    let rewards: RewardFunction[];
+    if (values.task !== undefined) {
+      const task = getTask(values.task);
+      dataset = task.dataset({ size: int(values.size, 'size'), seed: int(values.seed, 'seed') });
+      rewards = task.rewards;
+    } else {
+      const path = values.dataset as string;
+      dataset = parseDatasetJsonl(await readFile(path, 'utf8'), path);
+      rewards = (values.reward ?? 'exact,similarity').split(',').map((name) => {
+        const reward = builtinRewards[name.trim()];
+        if (!reward) throw new UsageError(`Unknown reward "${name}"; choose from ${Object.keys(builtinRewards).join(', ')}.`);
+        return reward;
+      });
+    }
+    loop = trainingFreeGrpo({
+      policy: active,
+      dataset,
+      rewards,
+      mode,
+      task: values.task,
+      epochs: int(values.epochs, 'epochs'),
+      groupSize: int(values.group, 'group'),
+      batchSize: int(values.batch, 'batch'),
+      concurrency: int(values.concurrency, 'concurrency'),
+      temperature: num(values.temperature, 'temperature'),
+      maxNewTokens: int(values['max-new-tokens'], 'max-new-tokens') ?? (bundled ? 48 : undefined),
+      seed: int(values.seed, 'seed'),
+      runId: values['run-id'],
+      store,
+      signal: io.interrupt,
+    });
+    io.stderr(`Run ${loop.runId} (${values.task ?? values.dataset}, ${mode}) in ${store.root}\n`);
+  }
+
+  const view = new Progress(io, values.quiet);
+  let status = 'failed';
+  let failure: unknown;
+  try {
+    for await (const event of loop) {
+      view.on(event);
+      if (event.type === 'run-end') status = event.status;
+    }
+  } catch (error) {
+    failure = error;
+  }
+  view.finish();
+
+  if (recorder && values.record !== undefined) await writeFile(values.record, JSON.stringify(recorder.recording()));
+  if (values.out !== undefined && (await store.getRun(loop.runId))) {
+    await writeFile(values.out, `${JSON.stringify(await exportRun(store, loop.runId), null, 2)}\n`);
+    io.stderr(`Wrote the run to ${values.out}\n`);
+  }
+  await policy.dispose();
+
+  if (failure) {
+    if (failure instanceof WebgrpoError && failure.code === 'AlreadyRunning') throw failure;
+    io.stderr(`\nThe run stopped: ${failure instanceof Error ? failure.message : String(failure)}\n`);
+    io.stderr(`What was committed is kept; resume with: webgrpo train --resume ${loop.runId} --store ${values.store}\n`);
+    return 1;
+  }
+  if (status === 'aborted') {
+    io.stderr(`\nInterrupted. Resume with: webgrpo train --resume ${loop.runId} --store ${values.store}\n`);
+    return 130;
+  }
+  return 0;
+}
+
+/** The reward functions of a stored run: its built-in task's, or built-in rewards by name. */
+function rewardsOf(run: RunRecord): RewardFunction[] {
+  if (run.config.task !== undefined && builtinTasks[run.config.task]) return getTask(run.config.task).rewards;
+  return run.config.rewards.map(({ name }) => {
+    const reward = builtinRewards[name];
+    if (!reward) throw new InvalidInputError('rewards', `run "${run.id}" uses the reward "${name}", which is not built in; resume it from your own code.`);
+    return reward;
+  });
+}
+
+async function listRuns(store: FileStore, io: TrainIo): Promise<number> {
+  const runs = await store.listRuns();
+  if (runs.length === 0) {
+    io.stdout(`No runs in ${store.root}.\n`);
+    return 0;
+  }
+  const rows = await Promise.all(
+    runs.map(async (r) => {
+      const last = await store.lastStep(r.id);
+      const total = Math.ceil(r.itemCount / r.config.batchSize) * r.config.epochs;
+      return [r.id, r.status, r.config.task ?? 'dataset', r.config.mode, `${last?.step ?? 0}/${total}`, r.updatedAt.slice(0, 19).replace('T', ' ')];
+    }),
+  );
+  io.stdout(table(['run', 'status', 'task', 'mode', 'steps', 'updated'], rows));
+  return 0;
+}
+
+function nodeIo(): TrainIo {
+  const controller = new AbortController();
+  process.once('SIGINT', () => controller.abort());
+  return {
+    stdout: (text) => process.stdout.write(text),
+    stderr: (text) => process.stderr.write(text),
+    interactive: process.stderr.isTTY === true,
+    interrupt: controller.signal,
+    async loadModel(model, device, progress) {
+      const onnx = await import('../onnx.js');
+      const path = model ?? (await onnx.bundledModelPath());
+      return onnx.loadOnnxPolicy({
+        model: path,
+        device: device as 'auto' | 'cpu' | 'wasm' | 'webgpu',
+        onProgress: (p) => progress(p.status === 'ready' ? 'Model ready.' : `Loading model… ${p.total ? Math.round((p.loaded / p.total) * 100) : 0}%`),
+      });
+    },
+  };
+}

@@ -1,0 +1,136 @@
+/**
+ * Putting the library into a prompt: numbered lines (`[G0] ...`) for lessons and worked examples for
+ * exemplars, under a token budget, inside a template the caller can replace.
+ */
+import type { ChatMessage, PromptInput } from '../policy/types.js';
+import type { ExemplarEntry, ExperienceEntry, ExperienceLibrary } from './types.js';
+
+export const DEFAULT_EXPERIENCE_TOKEN_BUDGET = 512;
+
+/** Our wording. `{{experiences}}` is the rendered library, `{{prompt}}` the task itself. */
+export const DEFAULT_LESSONS_TEMPLATE = [
+  'Lessons learned from earlier attempts at similar tasks. Apply the ones that fit:',
+  '{{experiences}}',
+  '',
+  '{{prompt}}',
+].join('\n');
+
+export const DEFAULT_EXEMPLARS_TEMPLATE = [
+  'Good answers to similar tasks, for reference:',
+  '',
+  '{{experiences}}',
+  '',
+  '{{prompt}}',
+].join('\n');
+
+export interface RenderOptions {
+  /** Most tokens the rendered block may take. Default 512. */
+  tokenBudget?: number;
+  /** Token count of a text; default `estimateTokens` (about four characters per token). */
+  countTokens?: (text: string) => number;
+  /** Leave out the exemplar of this item, so an item never sees its own best answer. */
+  excludeItem?: string;
+}
+
+export interface RenderedExperiences {
+  /** The block for `{{experiences}}`; empty when nothing fits or the library is empty. */
+  text: string;
+  /** Ids included, in the order they appear. */
+  included: string[];
+  /** Ids left out because the budget ran out. */
+  dropped: string[];
+  tokens: number;
+}
+
+/** A tokenizer-free estimate: one token per four characters, rounded up. */
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4);
+}
+
+export function formatLesson(entry: ExperienceEntry): string {
+  return `[${entry.id}] ${entry.text}`;
+}
+
+export function formatExemplar(entry: ExemplarEntry): string {
+  return `[${entry.id}] Task: ${entry.item}\nAnswer: ${entry.output}`;
+}
+
+/**
+ * Renders the library under the token budget. When not everything fits, lessons go first (they
+ * are short and general), the most recently confirmed first, then exemplars, the best-scoring
+ * first; whatever is kept is shown in library order.
+ */
+export function renderExperiences(library: ExperienceLibrary, options: RenderOptions = {}): RenderedExperiences {
+  const budget = options.tokenBudget ?? DEFAULT_EXPERIENCE_TOKEN_BUDGET;
+  const count = options.countTokens ?? estimateTokens;
+  const lessons = library.entries.map((entry, order) => ({ id: entry.id, text: formatLesson(entry), order, entry }));
+  const exemplars = library.exemplars
+    .filter((entry) => entry.item !== options.excludeItem)
+    .map((entry, order) => ({ id: entry.id, text: formatExemplar(entry), order: lessons.length + order, entry }));
+
+  const byPriority = [
+    ...[...lessons].sort((a, b) => b.entry.updatedStep - a.entry.updatedStep || b.entry.createdStep - a.entry.createdStep || a.order - b.order),
+    ...[...exemplars].sort((a, b) => b.entry.score - a.entry.score || b.entry.updatedStep - a.entry.updatedStep || a.order - b.order),
+  ];
+  let tokens = 0;
+  const chosen = new Set<string>();
+  const dropped: string[] = [];
+  for (const candidate of byPriority) {
+    // +1 for the line break that separates it from the next entry.
+    const cost = count(candidate.text) + 1;
+    if (tokens + cost <= budget) {
+      tokens += cost;
+      chosen.add(candidate.id);
+    } else {
+      dropped.push(candidate.id);
+    }
+  }
+  const keptLessons = lessons.filter((l) => chosen.has(l.id));
+  const keptExemplars = exemplars.filter((e) => chosen.has(e.id));
+  const parts: string[] = [];
+  if (keptLessons.length) parts.push(keptLessons.map((l) => l.text).join('\n'));
+  if (keptExemplars.length) parts.push(keptExemplars.map((e) => e.text).join('\n\n'));
+  return {
+    text: parts.join('\n\n'),
+    included: [...keptLessons, ...keptExemplars].map((c) => c.id),
+    dropped,
+    tokens,
+  };
+}
+
+/**
+ * Replaces `{{name}}` placeholders in one pass, so text inserted for one placeholder (model output,
+ * a lesson) is never itself expanded. Unknown placeholders are left as they are.
+ */
+export function fillTemplate(template: string, values: Record<string, string>): string {
+  return template.replace(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g, (whole, name: string) =>
+    Object.prototype.hasOwnProperty.call(values, name) ? values[name] : whole,
+  );
+}
+
+/** The task text of a prompt: the prompt itself, or the content of the last user message. */
+export function promptText(input: PromptInput): string {
+  if (input.prompt !== undefined) return input.prompt;
+  const messages = input.messages ?? [];
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role === 'user') return messages[i].content;
+  return '';
+}
+
+/**
+ * The prompt with the experiences block put in through `template`: applied to the raw prompt, or
+ * to the last user message of a chat. An empty block leaves the prompt untouched (as the paper does
+ * before the first lesson exists).
+ */
+export function withExperiences(input: PromptInput, experiences: string, template: string): PromptInput {
+  if (experiences === '') return input;
+  const wrap = (prompt: string) => fillTemplate(template, { experiences, prompt });
+  if (input.prompt !== undefined) return { prompt: wrap(input.prompt) };
+  const messages: ChatMessage[] = (input.messages ?? []).map((m) => ({ ...m }));
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (messages[i].role === 'user') {
+      messages[i] = { ...messages[i], content: wrap(messages[i].content) };
+      break;
+    }
+  }
+  return { messages };
+}

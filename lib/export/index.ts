@@ -1,0 +1,3 @@
+export { jsonlLines, toJsonl, type ExportCompletion, type ExportGroup, type ExportSource, type JsonlColumn, type JsonlFormat, type ToJsonlOptions } from './jsonl.js';
+export { downloadJsonl, jsonlBlob } from './download.js';
+export { exportEveryEpoch, type EpochExport, type EpochHook, type JsonlSink } from './epoch.js';

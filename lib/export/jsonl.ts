@@ -1,0 +1,146 @@
+/**
+ * JSONL for trainers elsewhere (TRL, verl): one line per completion in TRL's prompt-completion
+ * types, either format:
+ *
+ *   standard        {"prompt": "The sky is", "completion": " blue."}
+ *   conversational  {"prompt": [{"role": "user", "content": "..."}], "completion": [{"role": "assistant", "content": "..."}]}
+ *
+ * Optional extra columns (reward, advantage, group_id, completion_id, logprobs, token_ids) are
+ * named so TRL keeps them apart from its own keys: `datasets` loads them as ordinary columns and
+ * GRPOTrainer hands extra columns to reward functions as keyword arguments. Every line has the
+ * same keys with the same JSON types, as `datasets`' JSON loader (pyarrow) requires.
+ */
+import { InvalidInputError } from '../errors.js';
+import type { ChatMessage } from '../policy/types.js';
+
+export interface ExportCompletion {
+  id?: string;
+  text: string;
+  tokenIds?: readonly number[];
+  logprobs?: readonly number[];
+  /** Combined reward; null when told but unscorable, absent when never told. */
+  reward?: number | null;
+  advantage?: number;
+}
+
+/** One prompt and its completions: a session's `GroupRecord` is one, and so is a training run's group. */
+export interface ExportGroup {
+  id: string;
+  /** Exactly one of `prompt` (raw text) or `messages`. */
+  prompt?: string;
+  messages?: readonly ChatMessage[];
+  /** The rendered prompt (chat template applied), which the standard format needs for chats. */
+  promptText?: string;
+  completions: readonly ExportCompletion[];
+}
+
+/** Groups, or anything that carries them (a run). */
+export type ExportSource = Iterable<ExportGroup> | { readonly groups: Iterable<ExportGroup> };
+
+export type JsonlFormat = 'standard' | 'conversational';
+
+export type JsonlColumn = 'reward' | 'advantage' | 'groupId' | 'completionId' | 'logprobs' | 'tokenIds';
+
+export interface ToJsonlOptions {
+  /** TRL's `standard` (plain strings, the default) or `conversational` (role/content lists). */
+  format?: JsonlFormat;
+  /** Extra columns to add to every line. */
+  include?: readonly JsonlColumn[];
+  /** Skip completions that were never rewarded. Default false. */
+  rewardedOnly?: boolean;
+}
+
+const COLUMN_NAMES: Record<JsonlColumn, string> = {
+  reward: 'reward',
+  advantage: 'advantage',
+  groupId: 'group_id',
+  completionId: 'completion_id',
+  logprobs: 'logprobs',
+  tokenIds: 'token_ids',
+};
+
+/** The lines of `toJsonl`, one at a time and without their newline, for streaming large runs to a file. */
+export function* jsonlLines(source: ExportSource, options: ToJsonlOptions = {}): Generator<string> {
+  const format = options.format ?? 'standard';
+  if (format !== 'standard' && format !== 'conversational') {
+    throw new InvalidInputError('format', `must be 'standard' or 'conversational', got ${String(format)}.`);
+  }
+  const include = options.include ?? [];
+  for (const column of include) {
+    if (!(column in COLUMN_NAMES)) {
+      throw new InvalidInputError('include', `unknown column "${column}"; choose from ${Object.keys(COLUMN_NAMES).join(', ')}.`);
+    }
+  }
+  for (const group of groupsOf(source)) {
+    const prompt = format === 'standard' ? standardPrompt(group) : conversationalPrompt(group);
+    for (const completion of group.completions) {
+      if (options.rewardedOnly && completion.reward === undefined) continue;
+      const line: Record<string, unknown> = {
+        prompt,
+        completion: format === 'standard' ? completion.text : [{ role: 'assistant', content: completion.text }],
+      };
+      for (const column of include) line[COLUMN_NAMES[column]] = columnValue(column, group, completion);
+      yield escapeLineSeparators(JSON.stringify(line));
+    }
+  }
+}
+
+/** Every completion as one JSON line, each ending in a newline; `JSON.parse` reads every line back. */
+export function toJsonl(source: ExportSource, options: ToJsonlOptions = {}): string {
+  let out = '';
+  for (const line of jsonlLines(source, options)) out += line + '\n';
+  return out;
+}
+
+function groupsOf(source: ExportSource): Iterable<ExportGroup> {
+  if (source !== null && typeof source === 'object') {
+    if (Symbol.iterator in source) return source;
+    if ('groups' in source && source.groups !== null && typeof source.groups === 'object' && Symbol.iterator in source.groups) {
+      return source.groups;
+    }
+  }
+  throw new InvalidInputError('source', 'must be an array of groups or an object with a `groups` array.');
+}
+
+function standardPrompt(group: ExportGroup): string {
+  const text = group.prompt ?? group.promptText;
+  if (typeof text !== 'string') {
+    throw new InvalidInputError(
+      'format',
+      `group ${group.id} is a chat whose rendered prompt is unknown (its policy cannot decode); export it with format 'conversational'.`,
+    );
+  }
+  return text;
+}
+
+/** A raw-text prompt becomes one user message; chat prompts are kept as they are. */
+function conversationalPrompt(group: ExportGroup): ChatMessage[] {
+  if (group.messages) return group.messages.map((m) => ({ role: m.role, content: m.content }));
+  if (typeof group.prompt === 'string') return [{ role: 'user', content: group.prompt }];
+  throw new InvalidInputError('source', `group ${group.id} has neither prompt nor messages.`);
+}
+
+function columnValue(column: JsonlColumn, group: ExportGroup, c: ExportCompletion): unknown {
+  switch (column) {
+    case 'reward':
+      return c.reward ?? null;
+    case 'advantage':
+      return c.advantage ?? null;
+    case 'groupId':
+      return group.id;
+    case 'completionId':
+      return c.id ?? null;
+    case 'logprobs':
+      return c.logprobs ? [...c.logprobs] : [];
+    case 'tokenIds':
+      return c.tokenIds ? [...c.tokenIds] : [];
+  }
+}
+
+/**
+ * JSON allows U+2028 and U+2029 raw inside strings, but Python's `str.splitlines` and some JSONL
+ * readers treat them as line breaks; escaped, every record stays on its one line for every reader.
+ */
+function escapeLineSeparators(json: string): string {
+  return json.replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+}

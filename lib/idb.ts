@@ -1,0 +1,6 @@
+/**
+ * `webgrpo/idb`: the IndexedDB run store for browsers. A separate entry so that the core package
+ * stays free of dependencies; this one brings `idb` (about 1 kB).
+ */
+export { openIdbStore, IdbStore, type IdbStoreOptions } from './store/idb.js';
+export { SCHEMA_VERSION as IDB_SCHEMA_VERSION } from './store/idb-schema.js';

@@ -1,0 +1,225 @@
+/**
+ * A `Policy` over any OpenAI-compatible endpoint (hosted APIs, vLLM, SGLang, llama.cpp server,
+ * Ollama, `webgrpo serve`), on plain `fetch`: rollouts on a cluster, the GRPO loop in the tab.
+ *
+ * - Groups use `n`; a server that returns fewer choices is topped up with more calls, and one
+ *   that rejects `n` is asked once per completion from then on (seeds `seed`, `seed + 1`, ...).
+ * - Log-probs are asked for and used when offered; a server that rejects them is asked without.
+ * - With `extensions: true` (vLLM and `webgrpo serve`), `top_k` and `min_p` are sent and token ids
+ *   come back, so `tokenIds` and `topLogprobs` are filled; otherwise `tokenIds` is empty, and
+ *   `topK` / `minP` are refused rather than silently ignored.
+ * - The API key lives in this closure only: never in `info`, errors or anything serialisable.
+ */
+import { HttpError, InvalidInputError } from '../errors.js';
+import { postJson, type HttpOptions } from './openai-http.js';
+import type { Completion, FinishReason, GenerateGroupOptions, GroupResult, Policy, TopLogprob } from './types.js';
+
+export interface OpenAiPolicyOptions {
+  /** Base URL including the version path, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8000/v1`. */
+  baseURL: string;
+  /** Sent as `Authorization: Bearer <apiKey>`; kept in memory only. */
+  apiKey?: string;
+  model: string;
+  /** `chat` (/chat/completions), `completions` (/completions), or by input (default): messages to chat, prompt to completions. */
+  endpoint?: 'auto' | 'chat' | 'completions';
+  /** Send vLLM's extensions (`top_k`, `min_p`, token ids). Default false (plain OpenAI). */
+  extensions?: boolean;
+  /** Ask for log-probs. Default true. */
+  logprobs?: boolean;
+  /** Field for the token limit. Default `max_tokens` (the widest supported); newer OpenAI models want `max_completion_tokens`. */
+  maxTokensField?: 'max_tokens' | 'max_completion_tokens';
+  /** Extra request headers (for example an organisation). */
+  headers?: Record<string, string>;
+  /** Per attempt. Default 120 s. */
+  timeoutMs?: number;
+  /** Retries after the first attempt on 408/409/429/5xx and network errors. Default 3. */
+  maxRetries?: number;
+  /** First backoff; doubles per retry, with jitter. Default 500 ms. */
+  retryDelayMs?: number;
+  /** Longest wait between attempts, `Retry-After` included. Default 30 s. */
+  maxRetryDelayMs?: number;
+  /** Default: the global `fetch`. */
+  fetch?: typeof fetch;
+  /** Jitter source in [0, 1). Default `Math.random`. */
+  random?: () => number;
+}
+
+export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
+  if (typeof options?.baseURL !== 'string' || !/^https?:\/\//.test(options.baseURL)) {
+    throw new InvalidInputError('baseURL', `must be an http(s) URL such as http://127.0.0.1:8000/v1, got ${String(options?.baseURL)}.`);
+  }
+  if (typeof options.model !== 'string' || options.model === '') throw new InvalidInputError('model', 'must name the model to call.');
+  const base = options.baseURL.replace(/\/+$/, '');
+  const extensions = options.extensions ?? false;
+  const http: HttpOptions = {
+    fetch: options.fetch ?? ((input, init) => fetch(input, init)),
+    headers: { ...options.headers, ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}) },
+    timeoutMs: options.timeoutMs ?? 120_000,
+    maxRetries: options.maxRetries ?? 3,
+    retryDelayMs: options.retryDelayMs ?? 500,
+    maxRetryDelayMs: options.maxRetryDelayMs ?? 30_000,
+    random: options.random ?? Math.random,
+  };
+  // What this server turned out to support, learnt from its 400s.
+  let nativeN = true;
+  let logprobs = options.logprobs ?? true;
+
+  async function generateGroup(o: GenerateGroupOptions): Promise<GroupResult> {
+    validate(o, extensions);
+    const chat = options.endpoint === 'chat' || (options.endpoint !== 'completions' && o.messages !== undefined);
+    if (chat && o.messages === undefined) throw new InvalidInputError('messages', 'the chat endpoint needs messages, not a prompt.');
+    if (!chat && o.prompt === undefined) throw new InvalidInputError('prompt', 'the completions endpoint needs a prompt, not messages.');
+    const completions: Completion[] = [];
+    let promptTokens = 0;
+    let completionTokens = 0;
+    let promptTokenIds: number[] = [];
+    for (let call = 0; completions.length < o.groupSize; call++) {
+      const n = nativeN ? o.groupSize - completions.length : 1;
+      const seed = o.seed === undefined ? undefined : o.seed + call;
+      let response: ApiResponse;
+      try {
+        response = (await postJson(`${base}${chat ? '/chat/completions' : '/completions'}`, requestBody(o, chat, n, seed, logprobs), http, o.signal)) as ApiResponse;
+      } catch (error) {
+        const param = error instanceof HttpError && error.status === 400 ? rejectedParam(error) : null;
+        if (param === 'n' && nativeN && n > 1) nativeN = false;
+        else if (param === 'logprobs' && logprobs) logprobs = false;
+        else throw error;
+        call--;
+        continue;
+      }
+      const choices = Array.isArray(response?.choices) ? response.choices : [];
+      if (choices.length === 0) throw new HttpError(200, `The server returned no choices for ${options.model}.`);
+      choices.sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
+      for (const choice of choices.slice(0, o.groupSize - completions.length)) completions.push(toCompletion(choice, chat, o));
+      promptTokens ||= response.usage?.prompt_tokens ?? 0;
+      completionTokens += response.usage?.completion_tokens ?? 0;
+      if (Array.isArray(response.prompt_token_ids)) promptTokenIds = response.prompt_token_ids;
+      if (choices.length < n) nativeN = false;
+    }
+    return { promptTokenIds, completions, usage: { promptTokens, completionTokens } };
+  }
+
+  function requestBody(o: GenerateGroupOptions, chat: boolean, n: number, seed: number | undefined, withLogprobs: boolean) {
+    const body: Record<string, unknown> = { model: options.model, n, [options.maxTokensField ?? 'max_tokens']: o.maxNewTokens };
+    if (chat) body.messages = o.messages;
+    else body.prompt = o.prompt;
+    if (o.temperature !== undefined) body.temperature = o.temperature;
+    if (o.topP !== undefined && o.topP < 1) body.top_p = o.topP;
+    if (seed !== undefined) body.seed = seed;
+    if (o.stop?.length) body.stop = o.stop;
+    const top = o.topLogprobs ?? 0;
+    if (withLogprobs) {
+      if (chat) {
+        body.logprobs = true;
+        if (top > 0) body.top_logprobs = top;
+      } else {
+        body.logprobs = top;
+      }
+    }
+    if (extensions) {
+      if (o.topK) body.top_k = o.topK;
+      if (o.minP) body.min_p = o.minP;
+      body.return_token_ids = true;
+      if (withLogprobs) body.return_tokens_as_token_ids = true;
+    }
+    return body;
+  }
+
+  return {
+    info: { model: options.model, backend: 'http', note: `OpenAI-compatible endpoint ${new URL(base).origin}` },
+    generateGroup,
+    async dispose() {
+      // Nothing is held between calls.
+    },
+  };
+}
+
+function validate(o: GenerateGroupOptions, extensions: boolean): void {
+  if (!Number.isInteger(o.groupSize) || o.groupSize < 1) throw new InvalidInputError('groupSize', `must be a positive integer, got ${o.groupSize}.`);
+  if (!Number.isInteger(o.maxNewTokens) || o.maxNewTokens < 1) {
+    throw new InvalidInputError('maxNewTokens', `must be a positive integer, got ${o.maxNewTokens}.`);
+  }
+  if ((o.prompt === undefined) === (o.messages === undefined)) throw new InvalidInputError('prompt', 'give exactly one of prompt or messages.');
+  if (!extensions && ((o.topK ?? 0) > 0 || (o.minP ?? 0) > 0)) {
+    throw new InvalidInputError(
+      o.topK ? 'topK' : 'minP',
+      'the OpenAI API has no top_k/min_p; set extensions: true for servers that take them (vLLM, webgrpo serve), or leave it unset.',
+    );
+  }
+}
+
+/** Which request field a 400 blames, from its `param` or its message. */
+function rejectedParam(error: HttpError): 'n' | 'logprobs' | null {
+  const cause = error.cause as { param?: string | null; message?: string } | undefined;
+  const param = cause?.param ?? '';
+  const message = cause?.message ?? '';
+  if (param === 'n' || /\bn\b.*(not supported|must be 1|unsupported)|only n\s*=\s*1/i.test(message)) return 'n';
+  if (/logprobs/.test(param) || /logprobs/i.test(message)) return 'logprobs';
+  return null;
+}
+
+interface ApiLogprob {
+  token: string;
+  logprob: number;
+  top_logprobs?: { token: string; logprob: number }[];
+}
+
+interface ApiChoice {
+  index?: number;
+  message?: { content?: string | null };
+  text?: string;
+  finish_reason?: string | null;
+  stop_reason?: string | number | null;
+  token_ids?: number[];
+  logprobs?: {
+    content?: ApiLogprob[] | null;
+    tokens?: string[];
+    token_logprobs?: (number | null)[];
+    top_logprobs?: Record<string, number>[] | null;
+  } | null;
+}
+
+interface ApiResponse {
+  choices?: ApiChoice[];
+  usage?: { prompt_tokens?: number; completion_tokens?: number };
+  prompt_token_ids?: number[];
+}
+
+function toCompletion(choice: ApiChoice, chat: boolean, o: GenerateGroupOptions): Completion {
+  const text = (chat ? choice.message?.content : choice.text) ?? '';
+  let tokens: string[] = [];
+  let logprobs: number[] = [];
+  let alternatives: { token: string; logprob: number }[][] | undefined;
+  if (chat && choice.logprobs?.content) {
+    tokens = choice.logprobs.content.map((t) => t.token);
+    logprobs = choice.logprobs.content.map((t) => t.logprob);
+    alternatives = choice.logprobs.content.map((t) => t.top_logprobs ?? []);
+  } else if (!chat && choice.logprobs?.token_logprobs) {
+    tokens = choice.logprobs.tokens ?? [];
+    logprobs = choice.logprobs.token_logprobs.map((l) => l ?? -Infinity);
+    alternatives = choice.logprobs.top_logprobs?.map((alts) => Object.entries(alts ?? {}).map(([token, logprob]) => ({ token, logprob })));
+  }
+  // With `return_tokens_as_token_ids`, tokens read `token_id:<id>`: the ids of the sampled tokens and alternatives.
+  const parsed = tokens.map(tokenIdOf);
+  const tokenIds = choice.token_ids ?? (parsed.length && parsed.every((id) => id !== null) ? (parsed as number[]) : []);
+  const completion: Completion = { text, tokenIds, logprobs, finishReason: finishReason(choice) };
+  if ((o.topLogprobs ?? 0) > 0 && alternatives) {
+    const top = alternatives.map((alts) => alts.map((a): TopLogprob | null => {
+      const id = tokenIdOf(a.token);
+      return id === null ? null : { tokenId: id, logprob: a.logprob };
+    }));
+    if (top.every((alts) => alts.every((a) => a !== null))) completion.topLogprobs = top as TopLogprob[][];
+  }
+  return completion;
+}
+
+function tokenIdOf(token: string): number | null {
+  const match = /^token_id:(\d+)$/.exec(token);
+  return match ? Number(match[1]) : null;
+}
+
+/** OpenAI says `stop` for both an end-of-sequence token and a stop string; vLLM's `stop_reason` tells them apart. */
+function finishReason(choice: ApiChoice): FinishReason {
+  if (choice.finish_reason === 'length') return 'length';
+  return typeof choice.stop_reason === 'string' ? 'stop' : 'eos';
+}

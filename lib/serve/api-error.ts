@@ -1,0 +1,50 @@
+/**
+ * Errors as OpenAI sends them: a status and `{ "error": { message, type, param, code } }`, so
+ * existing clients raise their usual exception classes (BadRequestError, AuthenticationError...).
+ */
+import { InvalidInputError, WebgrpoError } from '../errors.js';
+
+export type ApiErrorType = 'invalid_request_error' | 'authentication_error' | 'not_found_error' | 'server_error';
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly type: ApiErrorType;
+  readonly param: string | null;
+  readonly errorCode: string | null;
+
+  constructor(status: number, message: string, details: { type?: ApiErrorType; param?: string | null; code?: string | null } = {}) {
+    super(message);
+    this.status = status;
+    this.type = details.type ?? (status >= 500 ? 'server_error' : 'invalid_request_error');
+    this.param = details.param ?? null;
+    this.errorCode = details.code ?? null;
+  }
+
+  toJSON(): { error: { message: string; type: ApiErrorType; param: string | null; code: string | null } } {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.errorCode } };
+  }
+}
+
+/** A 400 for one request field. */
+export function badField(param: string, message: string, code = 'invalid_value'): ApiError {
+  return new ApiError(400, `${param}: ${message}`, { param, code });
+}
+
+/** Maps anything thrown while serving a request to the response a client should see. */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof InvalidInputError) return new ApiError(400, error.message, { param: error.argument, code: 'invalid_value' });
+  if (error instanceof WebgrpoError) {
+    switch (error.code) {
+      case 'NotFound':
+        return new ApiError(404, error.message, { type: 'not_found_error', code: 'not_found' });
+      case 'Unsupported':
+        return new ApiError(400, error.message, { code: 'unsupported' });
+      case 'Busy':
+        return new ApiError(503, error.message, { code: 'overloaded' });
+      default:
+        return new ApiError(500, error.message, { code: error.code });
+    }
+  }
+  return new ApiError(500, 'The server failed while handling the request; see its log.', { code: 'internal_error' });
+}

@@ -1,0 +1,138 @@
+/** Routing of the OpenAI-compatible API onto a session. */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { toJsonl, type JsonlFormat } from '../export/jsonl.js';
+import type { JsonlFileSink } from '../export/file.js';
+import type { Session } from '../session/session.js';
+import { ApiError, toApiError } from './api-error.js';
+import { bearerCheck } from './auth.js';
+import { feedback, groupView, type FeedbackCheck } from './feedback.js';
+import { respond } from './generate.js';
+import { readJson, sendError, sendJson } from './http.js';
+import { parseChatRequest, parseCompletionRequest, unknownModel, type Limits } from './requests.js';
+
+export interface AppOptions {
+  session: Session;
+  modelId: string;
+  apiKey?: string;
+  bodyLimit: number;
+  limits: Limits;
+  corsOrigins: readonly string[];
+  feedbackLog?: { sink: JsonlFileSink; format: JsonlFormat };
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse, params: string[], signal: AbortSignal) => Promise<void>;
+
+interface Route {
+  pattern: RegExp;
+  methods: Record<string, Handler>;
+}
+
+export function createApp(options: AppOptions): (req: IncomingMessage, res: ServerResponse, signal: AbortSignal) => Promise<void> {
+  const { session, modelId, limits } = options;
+  const checkAuth = options.apiKey ? bearerCheck(options.apiKey) : () => undefined;
+  const startedAt = Math.floor(Date.now() / 1000);
+  const model = { id: modelId, object: 'model', created: startedAt, owned_by: 'webgrpo' };
+
+  const generation =
+    (kind: 'chat' | 'text'): Handler =>
+    async (req, res, _params, signal) => {
+      const body = await readJson(req, options.bodyLimit);
+      const request = kind === 'chat' ? parseChatRequest(body, limits) : parseCompletionRequest(body, limits);
+      if (request.model !== modelId) throw unknownModel(request.model, modelId);
+      const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomBytes(12).toString('hex')}`;
+      const promptChars = request.input.prompt?.length ?? 0;
+      await respond(res, { id, created: Math.floor(Date.now() / 1000), model: modelId, request, promptChars }, session, signal);
+    };
+
+  const routes: Route[] = [
+    {
+      pattern: /^\/health$/,
+      methods: {
+        GET: async (_req, res) => sendJson(res, 200, { status: 'ok', model: modelId, queue: session.queue.stats }),
+      },
+    },
+    { pattern: /^\/v1\/models$/, methods: { GET: async (_req, res) => sendJson(res, 200, { object: 'list', data: [model] }) } },
+    {
+      pattern: /^\/v1\/models\/(.+)$/,
+      methods: {
+        GET: async (_req, res, [id]) => {
+          if (id !== modelId) throw unknownModel(id, modelId);
+          sendJson(res, 200, model);
+        },
+      },
+    },
+    { pattern: /^\/v1\/chat\/completions$/, methods: { POST: generation('chat') } },
+    { pattern: /^\/v1\/completions$/, methods: { POST: generation('text') } },
+    {
+      pattern: /^\/v1\/feedback$/,
+      methods: {
+        POST: async (req, res) => {
+          const body = await readJson(req, options.bodyLimit);
+          const log = options.feedbackLog;
+          const groups = await feedback(session, body, log?.format === 'standard' ? standardPromptKnown : undefined);
+          if (log) await log.sink.write(toJsonl(groups, { format: log.format, include: LOGGED_COLUMNS }));
+          sendJson(res, 200, { object: 'feedback', groups: groups.map(groupView) });
+        },
+      },
+    },
+    {
+      pattern: /^\/v1\/groups\/([^/]+)$/,
+      methods: { GET: async (_req, res, [id]) => sendJson(res, 200, groupView(await session.group(decodeURIComponent(id)))) },
+    },
+  ];
+
+  return async (req, res, signal) => {
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
+    const method = req.method ?? 'GET';
+    cors(req, res, options.corsOrigins);
+    try {
+      if (method === 'OPTIONS' && options.corsOrigins.length) {
+        res.writeHead(204).end();
+        return;
+      }
+      const route = routes.find((r) => r.pattern.test(path));
+      if (!route) throw new ApiError(404, `Unknown path ${path}.`, { type: 'not_found_error', code: 'unknown_url' });
+      if (path !== '/health') checkAuth(req);
+      const handler = route.methods[method];
+      if (!handler) {
+        res.setHeader('allow', Object.keys(route.methods).join(', '));
+        throw new ApiError(405, `${method} is not allowed on ${path}; use ${Object.keys(route.methods).join(' or ')}.`, {
+          code: 'method_not_allowed',
+        });
+      }
+      const params = route.pattern.exec(path)!.slice(1);
+      await handler(req, res, params, signal);
+    } catch (error) {
+      const apiError = toApiError(error);
+      if (!res.headersSent) sendError(res, apiError);
+      else if (!res.writableEnded) res.end();
+      if (apiError.status >= 500) throw error;
+    }
+  };
+}
+
+/** TRL's standard format needs a chat group's rendered prompt: refuse (before telling) a group without one. */
+function standardPromptKnown(group: Parameters<FeedbackCheck>[0]): void {
+  if (group.prompt !== undefined || group.promptText !== undefined) return;
+  throw new ApiError(
+    400,
+    `${group.id ? `Group ${group.id}` : 'This new group'} is a chat whose rendered prompt is unknown, and this server logs feedback in TRL's standard format, which needs it; start the server with the conversational feedback format.`,
+    { param: group.id ? 'group_id' : 'messages', code: 'unsupported_parameter' },
+  );
+}
+
+/** The feedback log keeps ids so later tells of the same group (the last line wins) can be matched. */
+const LOGGED_COLUMNS = ['reward', 'advantage', 'groupId', 'completionId'] as const;
+
+function cors(req: IncomingMessage, res: ServerResponse, origins: readonly string[]): void {
+  const origin = req.headers.origin;
+  if (!origin || origins.length === 0) return;
+  if (!origins.includes('*') && !origins.includes(origin)) return;
+  res.setHeader('access-control-allow-origin', origins.includes('*') ? '*' : origin);
+  res.setHeader('vary', 'origin');
+  res.setHeader('access-control-allow-methods', 'GET, POST, OPTIONS');
+  const requested = req.headers['access-control-request-headers'];
+  res.setHeader('access-control-allow-headers', requested ?? 'authorization, content-type');
+  res.setHeader('access-control-max-age', '600');
+}

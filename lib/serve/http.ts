@@ -1,0 +1,71 @@
+/** Small helpers over `node:http`: a bounded JSON body reader and JSON / error / SSE writers. */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ApiError } from './api-error.js';
+
+/** Reads the whole body, refusing (413) past `limit` bytes, and parses it as JSON (400 if it is not). */
+export async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw tooLarge(limit);
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') throw new ApiError(400, 'The request body is empty; send a JSON object.', { code: 'invalid_json' });
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ApiError(400, `The request body is not valid JSON (${(error as Error).message}).`, { code: 'invalid_json' });
+  }
+}
+
+function tooLarge(limit: number): ApiError {
+  return new ApiError(413, `The request body is larger than the server's limit of ${limit} bytes.`, { code: 'request_too_large' });
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(text)),
+    ...headers,
+  });
+  res.end(text);
+}
+
+export function sendError(res: ServerResponse, error: ApiError): void {
+  const headers: Record<string, string> = {};
+  if (error.status === 401) headers['www-authenticate'] = 'Bearer';
+  if (error.status === 503) headers['retry-after'] = '1';
+  if (error.status === 413) headers.connection = 'close';
+  sendJson(res, error.status, error, headers);
+}
+
+/** Server-sent events as OpenAI streams them: `data: <json>` lines, ended by `data: [DONE]`. */
+export class EventStream {
+  readonly #res: ServerResponse;
+
+  constructor(res: ServerResponse) {
+    this.#res = res;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+    });
+    res.flushHeaders();
+  }
+
+  send(data: unknown): void {
+    if (!this.#res.writableEnded) this.#res.write(`data: ${JSON.stringify(data)}\n\n`);
+  }
+
+  /** Ends the stream; an error after the headers went out is sent as an event, as OpenAI does. */
+  end(error?: ApiError): void {
+    if (this.#res.writableEnded) return;
+    if (error) this.send(error);
+    this.#res.end('data: [DONE]\n\n');
+  }
+}

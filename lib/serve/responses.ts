@@ -1,0 +1,143 @@
+/** OpenAI response shapes for chat and text completions, whole and streamed. */
+import type { Completion, FinishReason, Usage } from '../policy/types.js';
+import type { GenerationRequest } from './requests.js';
+import type { TokenEntry } from './tokens.js';
+
+export type OpenAiFinishReason = 'stop' | 'length';
+
+/** OpenAI has one reason for both an end-of-sequence token and a stop string. */
+export function finishReason(reason: FinishReason): OpenAiFinishReason {
+  return reason === 'length' ? 'length' : 'stop';
+}
+
+export interface ResponseContext {
+  id: string;
+  created: number;
+  model: string;
+  request: GenerationRequest;
+  /** Prompt length in characters, where the legacy API's `text_offset` starts. */
+  promptChars: number;
+}
+
+export function usageOf(usage: Usage) {
+  return {
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: usage.completionTokens,
+    total_tokens: usage.promptTokens + usage.completionTokens,
+  };
+}
+
+/** `logprobs` of a chat choice or chunk. */
+export function chatLogprobs(entries: TokenEntry[]) {
+  return { content: entries, refusal: null };
+}
+
+/** `logprobs` of a legacy completion choice or chunk: parallel arrays, alternatives as token -> log-prob. */
+export function textLogprobs(entries: TokenEntry[], top: number, startOffset: number) {
+  let offset = startOffset;
+  const textOffset = entries.map((e) => {
+    const at = offset;
+    offset += e.token.length;
+    return at;
+  });
+  return {
+    tokens: entries.map((e) => e.token),
+    token_logprobs: entries.map((e) => e.logprob),
+    top_logprobs: top > 0 ? entries.map((e) => Object.fromEntries(e.top_logprobs.map((t) => [t.token, t.logprob]))) : null,
+    text_offset: textOffset,
+  };
+}
+
+export function completionResponse(
+  ctx: ResponseContext,
+  completions: Completion[],
+  entries: (TokenEntry[] | null)[],
+  usage: Usage,
+  promptTokenIds: number[],
+) {
+  const { request } = ctx;
+  const ids = request.returnTokenIds;
+  if (request.kind === 'chat') {
+    return {
+      id: ctx.id,
+      object: 'chat.completion',
+      created: ctx.created,
+      model: ctx.model,
+      choices: completions.map((c, index) => ({
+        index,
+        message: { role: 'assistant', content: c.text, refusal: null, annotations: [] },
+        logprobs: entries[index] ? chatLogprobs(entries[index]) : null,
+        finish_reason: finishReason(c.finishReason),
+        ...(ids ? { token_ids: c.tokenIds } : {}),
+      })),
+      usage: usageOf(usage),
+      ...(ids ? { prompt_token_ids: promptTokenIds } : {}),
+    };
+  }
+  return {
+    id: ctx.id,
+    object: 'text_completion',
+    created: ctx.created,
+    model: ctx.model,
+    choices: completions.map((c, index) => ({
+      index,
+      text: c.text,
+      logprobs: entries[index] ? textLogprobs(entries[index], request.topLogprobs, ctx.promptChars) : null,
+      finish_reason: finishReason(c.finishReason),
+      ...(ids ? { token_ids: c.tokenIds } : {}),
+    })),
+    usage: usageOf(usage),
+    ...(ids ? { prompt_token_ids: promptTokenIds } : {}),
+  };
+}
+
+/** One streamed chunk for one choice: new text and its tokens, or the end of the choice. */
+export function chunk(
+  ctx: ResponseContext,
+  index: number,
+  part: { text?: string; role?: boolean; entries?: TokenEntry[]; textOffset?: number; finish?: OpenAiFinishReason },
+) {
+  const { request } = ctx;
+  const logprobs = request.logprobs && part.entries ? part.entries : null;
+  const extra = request.includeUsage ? { usage: null } : {};
+  if (request.kind === 'chat') {
+    const delta: Record<string, string> = {};
+    if (part.role) delta.role = 'assistant';
+    if (part.text !== undefined) delta.content = part.text;
+    return {
+      id: ctx.id,
+      object: 'chat.completion.chunk',
+      created: ctx.created,
+      model: ctx.model,
+      choices: [{ index, delta, logprobs: logprobs ? chatLogprobs(logprobs) : null, finish_reason: part.finish ?? null }],
+      ...extra,
+    };
+  }
+  return {
+    id: ctx.id,
+    object: 'text_completion',
+    created: ctx.created,
+    model: ctx.model,
+    choices: [
+      {
+        index,
+        text: part.text ?? '',
+        logprobs: logprobs ? textLogprobs(logprobs, request.topLogprobs, part.textOffset ?? ctx.promptChars) : null,
+        finish_reason: part.finish ?? null,
+      },
+    ],
+    ...extra,
+  };
+}
+
+/** The last chunk of a stream with `stream_options.include_usage`: no choices, the usage. */
+export function usageChunk(ctx: ResponseContext, usage: Usage) {
+  return {
+    id: ctx.id,
+    object: ctx.request.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion',
+    created: ctx.created,
+    model: ctx.model,
+    choices: [],
+    usage: usageOf(usage),
+  };
+}

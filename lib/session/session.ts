@@ -1,0 +1,356 @@
+/**
+ * Ask/tell (seed 003's grpo_server, as a library): the task code asks for a group of completions,
+ * scores them however it likes, and tells the rewards back; the session turns them into
+ * group-relative advantages with `computeAdvantages` and keeps everything for the critic step,
+ * for export, or for a later look. Any number of tasks may interleave asks and tells on one
+ * policy: model calls wait in one FIFO queue, and every group keeps its own id and completions.
+ */
+import { InvalidInputError, NotFoundError } from '../errors.js';
+import { computeAdvantages } from '../math/advantages.js';
+import type {
+  GenerateGroupOptions,
+  Policy,
+  PromptInput,
+  SamplingOptions,
+  TokenEvent,
+  Usage,
+} from '../policy/types.js';
+import { MemorySessionStore } from './memory-store.js';
+import { createKeyedLock, createTaskQueue, queuedPolicy, type QueueOptions, type TaskQueue } from './queue.js';
+import {
+  completionId,
+  finiteOrNull,
+  isTokenIds,
+  policyCompletion,
+  randomGroupId,
+  requirePrompt,
+  rewardRow,
+  rewardTable,
+  samplingOf,
+} from './records.js';
+import type {
+  CompletionRecord,
+  GroupAdvantageOptions,
+  GroupMeta,
+  GroupRecord,
+  Reward,
+  SessionStore,
+} from './types.js';
+
+export interface SessionOptions {
+  policy: Policy;
+  /** Where groups are kept. Default: a `MemorySessionStore`. */
+  store?: SessionStore;
+  /** `computeAdvantages` options for every tell (weights, scaleRewards, aggregation, estimator). */
+  advantages?: GroupAdvantageOptions;
+  /** Sampling defaults merged under every ask. `maxNewTokens` defaults to 256. */
+  defaults?: SamplingOptions & { maxNewTokens?: number };
+  /**
+   * The queue model calls wait in: one shared with other users of the same policy, or options for
+   * a new one. Default: a new queue running one call at a time.
+   */
+  queue?: TaskQueue | QueueOptions;
+  /** Group ids; default `grp-` and 16 random hex digits. Completion ids are `<groupId>-<index>`. */
+  newId?: () => string;
+  /** Clock for `createdAt` and feedback times (ms since the epoch). */
+  now?: () => number;
+}
+
+export interface AskInput extends PromptInput, SamplingOptions {
+  /** Completions in the group (the G of GRPO). */
+  n: number;
+  /** Id for the new group (default: a fresh one from `newId`); must not be in use. */
+  groupId?: string;
+  maxNewTokens?: number;
+  /** Alternatives to report per token; needs a policy that reports them. */
+  topLogprobs?: number;
+  meta?: GroupMeta;
+  signal?: AbortSignal;
+  onToken?: (event: TokenEvent) => void;
+}
+
+export interface AskResult {
+  groupId: string;
+  completions: CompletionRecord[];
+  promptTokenIds: number[];
+  usage: Usage;
+}
+
+/** A completion the model did not write, told with its reward. Give its text, its token ids, or both. */
+export interface ExternalCompletion {
+  text?: string;
+  tokenIds?: number[];
+  reward: Reward;
+}
+
+export interface TellInput extends PromptInput {
+  /** The group to reward. Omit it (and give `prompt` or `messages`) to tell a group of external completions. */
+  groupId?: string;
+  /**
+   * Rewards for the group's completions: one per completion in index order, or keyed by completion
+   * id (the others keep what they were told before, or stay unrewarded). Telling again replaces.
+   */
+  rewards?: readonly Reward[] | Readonly<Record<string, Reward>>;
+  /** Completions to add to the group; scored with the policy so their log-probs are known. */
+  completions?: readonly ExternalCompletion[];
+  /** Temperature to score a new group of external completions at. Default 1. */
+  temperature?: number;
+  meta?: GroupMeta;
+  signal?: AbortSignal;
+}
+
+export interface TellResult {
+  groupId: string;
+  /** One per completion of the group, in index order. */
+  advantages: number[];
+  /** Combined reward per completion; null where unscorable or not rewarded. */
+  rewards: (number | null)[];
+  group: GroupRecord;
+}
+
+export interface Session {
+  /** The policy, its model calls routed through the session's queue. */
+  readonly policy: Policy;
+  readonly queue: TaskQueue;
+  ask(input: AskInput): Promise<AskResult>;
+  tell(input: TellInput): Promise<TellResult>;
+  /** The group with this id; a `NotFoundError` if the store has none. */
+  group(id: string): Promise<GroupRecord>;
+  /** Stored groups, oldest first; `told` filters on whether rewards came back. */
+  groups(filter?: { told?: boolean }): Promise<GroupRecord[]>;
+  flush(): Promise<void>;
+}
+
+const DEFAULT_MAX_NEW_TOKENS = 256;
+
+export function createSession(options: SessionOptions): Session {
+  const inner = options.policy;
+  if (!inner || typeof inner.generateGroup !== 'function') {
+    throw new InvalidInputError('policy', 'must implement the Policy interface (generateGroup).');
+  }
+  const store: SessionStore = options.store ?? new MemorySessionStore();
+  const queue = options.queue && 'run' in options.queue ? options.queue : createTaskQueue(options.queue);
+  const newId = options.newId ?? randomGroupId;
+  const now = options.now ?? Date.now;
+  const advantageOptions: GroupAdvantageOptions = { ...options.advantages };
+
+  const policy = queuedPolicy(inner, queue);
+  const lock = createKeyedLock();
+
+  /**
+   * The text the model saw. For a chat that is the decoded prompt, kept only if it encodes back to
+   * the very same ids: TRL re-tokenises a standard-format prompt, so anything less (a decoder that
+   * drops the template's special tokens, say) would train on a different prompt.
+   */
+  async function promptTextOf(input: PromptInput, promptTokenIds: number[]): Promise<string | undefined> {
+    if (input.prompt !== undefined) return input.prompt;
+    if (!inner.decode || promptTokenIds.length === 0) return undefined;
+    const text = await inner.decode(promptTokenIds, { skipSpecialTokens: false });
+    if (inner.encode) {
+      const again = await inner.encode(text);
+      if (again.length !== promptTokenIds.length || again.some((id, i) => id !== promptTokenIds[i])) return undefined;
+    }
+    return text;
+  }
+
+  async function ask(input: AskInput): Promise<AskResult> {
+    const prompt = requirePrompt(input);
+    if (!Number.isInteger(input.n) || input.n < 1) {
+      throw new InvalidInputError('n', `must be a positive integer (the group size), got ${String(input.n)}.`);
+    }
+    const sampling = samplingOf(options.defaults, input);
+    sampling.maxNewTokens ??= DEFAULT_MAX_NEW_TOKENS;
+    const request: GenerateGroupOptions = {
+      ...prompt,
+      ...sampling,
+      maxNewTokens: sampling.maxNewTokens,
+      groupSize: input.n,
+      ...(input.topLogprobs ? { topLogprobs: input.topLogprobs } : {}),
+      ...(input.signal ? { signal: input.signal } : {}),
+      ...(input.onToken ? { onToken: input.onToken } : {}),
+    };
+    const id = input.groupId ?? newId();
+    if (typeof id !== 'string' || id === '') throw new InvalidInputError('groupId', 'must be a non-empty string.');
+    if (await store.get(id)) throw new InvalidInputError('groupId', `"${id}" is already in use; leave it out to get a fresh one.`);
+    const result = await policy.generateGroup(request);
+    const group: GroupRecord = {
+      id,
+      createdAt: now(),
+      ...prompt,
+      promptTokenIds: result.promptTokenIds,
+      model: inner.info.model,
+      sampling,
+      completions: result.completions.map((c, index) => policyCompletion(id, index, c)),
+      ...(input.meta ? { meta: { ...input.meta } } : {}),
+    };
+    const promptText = await promptTextOf(prompt, result.promptTokenIds);
+    if (promptText !== undefined) group.promptText = promptText;
+    await store.put(group);
+    return {
+      groupId: id,
+      completions: structuredClone(group.completions),
+      promptTokenIds: [...result.promptTokenIds],
+      usage: { ...result.usage },
+    };
+  }
+
+  /** Tokenises (or decodes) told completions and scores them under the group's prompt. */
+  async function externalCompletions(
+    group: GroupRecord,
+    told: readonly ExternalCompletion[],
+    signal?: AbortSignal,
+  ): Promise<CompletionRecord[]> {
+    const rows = await Promise.all(told.map((c, i) => textAndTokens(c, `completions[${i}]`)));
+    const scorable = rows.filter((r) => r.tokenIds.length > 0);
+    let scored: number[][] = [];
+    if (policy.scoreCompletions && scorable.length > 0) {
+      // The group's sampling temperature, so told and sampled log-probs compare; a greedy group
+      // (temperature 0) is scored under the unscaled distribution.
+      const result = await policy.scoreCompletions({
+        ...requirePrompt(group),
+        completions: scorable.map((r) => r.tokenIds),
+        temperature: group.sampling.temperature || 1,
+        ...(signal ? { signal } : {}),
+      });
+      scored = result.logprobs;
+    }
+    return rows.map((r, i): CompletionRecord => {
+      const index = group.completions.length + i;
+      const logprobs = scored.length > 0 && r.tokenIds.length > 0 ? scored[scorable.indexOf(r)] : [];
+      return { id: completionId(group.id, index), index, source: 'external', text: r.text, tokenIds: r.tokenIds, logprobs };
+    });
+  }
+
+  async function textAndTokens(c: ExternalCompletion, at: string): Promise<{ text: string; tokenIds: number[] }> {
+    if (c === null || typeof c !== 'object') throw new InvalidInputError(at, 'must be an object { text, reward }.');
+    if (c.text !== undefined && typeof c.text !== 'string') throw new InvalidInputError(`${at}.text`, 'must be a string.');
+    if (c.tokenIds !== undefined) {
+      if (!isTokenIds(c.tokenIds)) throw new InvalidInputError(`${at}.tokenIds`, 'must be an array of non-negative integer token ids.');
+      const text = c.text ?? (inner.decode ? await inner.decode(c.tokenIds) : undefined);
+      if (text === undefined) throw new InvalidInputError(`${at}.text`, 'is needed: this policy cannot decode token ids.');
+      return { text, tokenIds: [...c.tokenIds] };
+    }
+    if (c.text === undefined) throw new InvalidInputError(at, 'give its text or its tokenIds.');
+    return { text: c.text, tokenIds: inner.encode ? await inner.encode(c.text) : [] };
+  }
+
+  async function tellGroup(group: GroupRecord, input: TellInput): Promise<TellResult> {
+    const told = new Map<number, (number | null)[]>();
+    if (Array.isArray(input.rewards)) {
+      const rewards = input.rewards as readonly Reward[];
+      if (rewards.length !== group.completions.length) {
+        throw new InvalidInputError(
+          'rewards',
+          `has ${rewards.length} values but group ${group.id} has ${group.completions.length} completions; give one per completion, in order, or key them by completion id.`,
+        );
+      }
+      rewards.forEach((r, i) => told.set(i, rewardRow(r, `rewards[${i}]`)));
+    } else if (input.rewards !== undefined) {
+      if (input.rewards === null || typeof input.rewards !== 'object') {
+        throw new InvalidInputError('rewards', 'must be an array (one per completion) or an object keyed by completion id.');
+      }
+      for (const [key, r] of Object.entries(input.rewards as Record<string, Reward>)) {
+        const index = group.completions.findIndex((c) => c.id === key);
+        if (index < 0) throw new InvalidInputError('rewards', `"${key}" is not a completion of group ${group.id}.`);
+        told.set(index, rewardRow(r, `rewards["${key}"]`));
+      }
+    }
+    const extra = input.completions ?? [];
+    if (!Array.isArray(extra)) throw new InvalidInputError('completions', 'must be an array of { text, reward }.');
+    const extraRows = extra.map((c, i) => rewardRow(c?.reward, `completions[${i}].reward`));
+    if (told.size === 0 && extra.length === 0) {
+      throw new InvalidInputError('rewards', `nothing to tell group ${group.id}: give rewards or completions.`);
+    }
+    const total = group.completions.length + extra.length;
+    if (total < 2) {
+      throw new InvalidInputError(
+        'rewards',
+        `group ${group.id} would have one completion; relative advantages need at least 2: ask with n >= 2 or tell more completions.`,
+      );
+    }
+    // Validate every reward before the (slow) scoring of external completions.
+    const rows = [...group.completions.map((c, i) => told.get(i) ?? c.rewards), ...extraRows];
+    const table = rewardTable(rows);
+    const result = computeAdvantages(table, { ...advantageOptions, groupSize: total });
+    const added = extra.length ? await externalCompletions(group, extra, input.signal) : [];
+    const updated: GroupRecord = {
+      ...group,
+      completions: [...group.completions, ...added].map((c, i) => ({
+        ...c,
+        ...(rows[i] ? { rewards: rows[i] } : {}),
+        reward: finiteOrNull(result.rewards[i]),
+        advantage: result.advantages[i],
+      })),
+      feedback: {
+        at: now(),
+        options: { ...advantageOptions },
+        mean: finiteOrNull(result.groupMeans[0]),
+        std: finiteOrNull(result.groupStds[0]),
+      },
+      ...(input.meta ? { meta: { ...group.meta, ...input.meta } } : {}),
+    };
+    await store.put(updated);
+    return {
+      groupId: updated.id,
+      advantages: [...result.advantages],
+      rewards: updated.completions.map((c) => c.reward ?? null),
+      group: structuredClone(updated),
+    };
+  }
+
+  async function tell(input: TellInput): Promise<TellResult> {
+    if (input === null || typeof input !== 'object') throw new InvalidInputError('tell', 'takes an object { groupId, rewards }.');
+    if (input.groupId !== undefined) {
+      if (typeof input.groupId !== 'string') throw new InvalidInputError('groupId', 'must be a string.');
+      const id = input.groupId;
+      return lock.run(id, async () => tellGroup(await requireGroup(id), input));
+    }
+    const prompt = requirePrompt(input);
+    if (!input.completions?.length) {
+      throw new InvalidInputError('completions', 'are needed to tell a new group; to reward an asked group give its groupId.');
+    }
+    if (input.temperature !== undefined && !(input.temperature >= 0)) {
+      throw new InvalidInputError('temperature', `must be >= 0, got ${input.temperature}.`);
+    }
+    const promptTokenIds = prompt.prompt !== undefined && inner.encode ? await inner.encode(prompt.prompt) : [];
+    const group: GroupRecord = {
+      id: newId(),
+      createdAt: now(),
+      ...prompt,
+      ...(prompt.prompt !== undefined ? { promptText: prompt.prompt } : {}),
+      promptTokenIds,
+      model: inner.info.model,
+      sampling: { temperature: input.temperature ?? 1 },
+      completions: [],
+      ...(input.meta ? { meta: { ...input.meta } } : {}),
+    };
+    return lock.run(group.id, () => tellGroup(group, { ...input, rewards: undefined }));
+  }
+
+  async function requireGroup(id: string): Promise<GroupRecord> {
+    const group = await store.get(id);
+    if (!group) {
+      throw new NotFoundError(
+        `No group "${id}" is stored: use the groupId that ask returned (over HTTP, the response id); old groups may have been evicted.`,
+      );
+    }
+    return group;
+  }
+
+  return {
+    policy,
+    queue,
+    ask,
+    tell,
+    group: requireGroup,
+    async groups(filter = {}) {
+      const all = await store.list();
+      if (filter.told === undefined) return all;
+      return all.filter((g) => (g.feedback !== undefined) === filter.told);
+    },
+    async flush() {
+      await lock.idle();
+      await store.flush?.();
+    },
+  };
+}

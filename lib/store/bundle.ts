@@ -1,0 +1,68 @@
+/**
+ * Export and import of a whole run as one JSON document, validated on the way in. Runs move between
+ * stores this way (the CLI's files to a browser tab and back) and survive schema changes: the
+ * document carries its own format version.
+ */
+import { InvalidInputError } from '../errors.js';
+import type { RunBundle, RunRecord } from './records.js';
+import type { Store } from './types.js';
+import { validateBundle } from './validate.js';
+
+export const RUN_EXPORT_FORMAT = 'webgrpo.run';
+export const RUN_EXPORT_VERSION = 1;
+
+export interface RunExport extends RunBundle {
+  format: typeof RUN_EXPORT_FORMAT;
+  version: number;
+  exportedAt: string;
+}
+
+export async function exportRun(store: Store, runId: string): Promise<RunExport> {
+  const bundle = await store.readBundle(runId);
+  return { format: RUN_EXPORT_FORMAT, version: RUN_EXPORT_VERSION, exportedAt: new Date().toISOString(), ...bundle };
+}
+
+export interface ImportOptions {
+  /** Store it under this id instead of the one in the document. */
+  runId?: string;
+  /** Overwrite a run with the same id. Default false (a clash is an error). */
+  replace?: boolean;
+}
+
+/**
+ * Validates `data` (an object or its JSON text) and stores it in one transaction. The imported run
+ * is marked `aborted` unless it had completed, so it can be resumed here. Returns its record.
+ */
+export async function importRun(store: Store, data: unknown, options: ImportOptions = {}): Promise<RunRecord> {
+  let value = data;
+  if (typeof data === 'string') {
+    try {
+      value = JSON.parse(data);
+    } catch (error) {
+      throw new InvalidInputError('run', `is not valid JSON: ${(error as Error).message}`, { cause: error });
+    }
+  }
+  const document = upgradeExport(value);
+  const bundle = validateBundle(document);
+  if (options.runId !== undefined) bundle.run = { ...bundle.run, id: options.runId };
+  if (bundle.run.status === 'running') bundle.run = { ...bundle.run, status: 'aborted' };
+  await store.writeBundle(bundle, { replace: options.replace });
+  return structuredClone(bundle.run);
+}
+
+/**
+ * Brings an export document of any known version to the current one. Version 1 is the first; a
+ * later format change adds its upgrade step here.
+ */
+function upgradeExport(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) throw new InvalidInputError('run', 'expected an exported run object.');
+  const doc = value as { format?: unknown; version?: unknown };
+  if (doc.format !== RUN_EXPORT_FORMAT) throw new InvalidInputError('run.format', `expected "${RUN_EXPORT_FORMAT}"; is this a webgrpo run export?`);
+  if (typeof doc.version !== 'number' || !Number.isInteger(doc.version) || doc.version < 1) {
+    throw new InvalidInputError('run.version', 'expected a positive integer.');
+  }
+  if (doc.version > RUN_EXPORT_VERSION) {
+    throw new InvalidInputError('run.version', `is ${doc.version}, newer than this webgrpo reads (${RUN_EXPORT_VERSION}); upgrade webgrpo.`);
+  }
+  return value;
+}

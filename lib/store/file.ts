@@ -1,0 +1,373 @@
+/**
+ * `FileStore`: runs kept as JSON files in a folder, for Node (the CLI). Entry point `webgrpo/node`.
+ *
+ *   <root>/store.json                      { format, schemaVersion }
+ *   <root>/runs/<runId>/run.json           the run record
+ *   <root>/runs/<runId>/items.json         its dataset
+ *   <root>/runs/<runId>/steps/000007.json  one committed step (items, operations, library snapshot)
+ *   <root>/runs/<runId>/pending/000008-0002.json   a finished item of the step in progress
+ *   <root>/runs/<runId>/lock               { pid, hostname } of the process running it
+ *
+ * Every file is written to a temporary name, flushed and then renamed (or hard-linked, where it must
+ * not exist yet) into place, so a killed process leaves each file whole or absent. A step is one file,
+ * so `commitStep` is atomic; the run's progress is read from the step files themselves.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { dirname, join } from 'node:path';
+import { link, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
+import { AlreadyRunningError, NotFoundError, StoreError, StoreQuotaError, WebgrpoError } from '../errors.js';
+import { alreadyRunning, byRecentUpdate } from './memory.js';
+import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepRecord } from './records.js';
+import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
+
+const FORMAT = 'webgrpo.file-store';
+
+/** Layout migrations; a new folder runs them all. Append, never edit. */
+const MIGRATIONS: ReadonlyArray<(root: string) => Promise<void>> = [
+  // v1: the runs folder.
+  async (root) => {
+    await mkdir(join(root, 'runs'), { recursive: true });
+  },
+];
+export const FILE_STORE_VERSION = MIGRATIONS.length;
+
+/** Opens (creating or migrating) a store in `root`. */
+export async function openFileStore(root: string): Promise<FileStore> {
+  return guard(`open the run store in ${root}`, async () => {
+    await mkdir(root, { recursive: true });
+    const meta = await readJson<{ format?: string; schemaVersion?: number }>(join(root, 'store.json'));
+    let version = 0;
+    if (meta) {
+      if (meta.format !== FORMAT || typeof meta.schemaVersion !== 'number') {
+        throw new StoreError(`${join(root, 'store.json')} is not a webgrpo run store; choose another folder.`);
+      }
+      version = meta.schemaVersion;
+    } else if ((await readdir(root)).length > 0) {
+      throw new StoreError(`${root} is not empty and has no store.json; choose an empty or new folder for runs.`);
+    }
+    if (version > FILE_STORE_VERSION) {
+      throw new StoreError(`${root} was written by a newer webgrpo (store version ${version}, this one knows ${FILE_STORE_VERSION}); upgrade webgrpo.`);
+    }
+    for (let v = version; v < FILE_STORE_VERSION; v++) await MIGRATIONS[v](root);
+    if (version !== FILE_STORE_VERSION) await writeAtomic(join(root, 'store.json'), { format: FORMAT, schemaVersion: FILE_STORE_VERSION });
+    return new FileStore(root);
+  });
+}
+
+export class FileStore implements Store {
+  readonly kind = 'file';
+  readonly root: string;
+  readonly #held = new Set<string>();
+
+  constructor(root: string) {
+    this.root = root;
+  }
+
+  async createRun(run: RunRecord, items: DatasetItem[]): Promise<void> {
+    const dir = this.#dir(run.id);
+    await guard(`create run "${run.id}"`, async () => {
+      if (await readJson(join(dir, 'run.json'))) throw new StoreError(`A run with id "${run.id}" exists already; pick another id or resume it.`);
+      await this.#writeRunDir(dir, { run, items, steps: [], pending: [] });
+    });
+  }
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    checkRunId(runId);
+    return guard(`read run "${runId}"`, () => readJson<RunRecord>(join(this.#dir(runId), 'run.json')));
+  }
+
+  async listRuns(): Promise<RunRecord[]> {
+    return guard('list runs', async () => {
+      const names = (await readdir(join(this.root, 'runs'))).filter((name) => !name.startsWith('.'));
+      const runs = await Promise.all(names.map((name) => readJson<RunRecord>(join(this.root, 'runs', name, 'run.json'))));
+      return runs.filter((run): run is RunRecord => run !== undefined).sort(byRecentUpdate);
+    });
+  }
+
+  async setRunStatus(runId: string, patch: RunStatusPatch): Promise<void> {
+    const run = await this.#requireRun(runId);
+    const next: RunRecord = { ...run, status: patch.status, updatedAt: new Date().toISOString() };
+    if (patch.error !== undefined) next.error = patch.error;
+    else delete next.error;
+    await guard(`update run "${runId}"`, () => writeAtomic(join(this.#dir(runId), 'run.json'), next));
+  }
+
+  async deleteRun(runId: string): Promise<void> {
+    checkRunId(runId);
+    await guard(`delete run "${runId}"`, async () => {
+      const trash = join(this.root, 'runs', `.trash-${runId}-${randomUUID()}`);
+      try {
+        await rename(this.#dir(runId), trash);
+      } catch (error) {
+        if (codeOf(error) === 'ENOENT') return;
+        throw error;
+      }
+      await rm(trash, { recursive: true, force: true });
+    });
+  }
+
+  async getItems(runId: string): Promise<DatasetItem[]> {
+    await this.#requireRun(runId);
+    return (await guard(`read the dataset of run "${runId}"`, () => readJson<DatasetItem[]>(join(this.#dir(runId), 'items.json')))) ?? [];
+  }
+
+  async putItemResult(runId: string, result: ItemResult): Promise<void> {
+    await this.#requireRun(runId);
+    await guard(`record item ${result.index} of step ${result.step}`, () =>
+      writeAtomic(join(this.#dir(runId), 'pending', `${pad(result.step, 6)}-${pad(result.position, 4)}.json`), result),
+    );
+  }
+
+  async getItemResults(runId: string, step: number): Promise<ItemResult[]> {
+    await this.#requireRun(runId);
+    return guard(`read the items of step ${step}`, async () => {
+      const dir = join(this.#dir(runId), 'pending');
+      const names = (await listJson(dir)).filter((name) => name.startsWith(`${pad(step, 6)}-`)).sort();
+      const results = await Promise.all(names.map((name) => readJson<ItemResult>(join(dir, name))));
+      return results.filter((r): r is ItemResult => r !== undefined);
+    });
+  }
+
+  async commitStep(runId: string, step: StepRecord): Promise<void> {
+    const run = await this.#requireRun(runId);
+    const dir = this.#dir(runId);
+    await guard(`commit step ${step.step}`, async () => {
+      const last = (await this.#stepNumbers(runId)).at(-1) ?? 0;
+      if (step.step !== last + 1) {
+        throw new StoreError(`Run "${runId}" expects step ${last + 1} next, not step ${step.step}; another loop may have committed it.`);
+      }
+      // The commit point: a hard link fails if the step exists, so two loops can never both commit it.
+      try {
+        await writeAtomic(join(dir, 'steps', `${pad(step.step, 6)}.json`), step, { exclusive: true });
+      } catch (error) {
+        if (codeOf(error) !== 'EEXIST') throw error;
+        throw new StoreError(`Step ${step.step} of run "${runId}" was committed by another loop.`, { cause: error });
+      }
+      const pendingDir = join(dir, 'pending');
+      for (const name of await listJson(pendingDir)) {
+        if (Number(name.slice(0, 6)) <= step.step) await rm(join(pendingDir, name), { force: true });
+      }
+      await writeAtomic(join(dir, 'run.json'), { ...run, updatedAt: step.committedAt });
+    });
+  }
+
+  async getStep(runId: string, step: number): Promise<StepRecord | undefined> {
+    checkRunId(runId);
+    return guard(`read step ${step}`, () => readJson<StepRecord>(join(this.#dir(runId), 'steps', `${pad(step, 6)}.json`)));
+  }
+
+  async listSteps(runId: string, range: StepRange = {}): Promise<StepRecord[]> {
+    await this.#requireRun(runId);
+    const numbers = (await this.#stepNumbers(runId)).filter((n) => n >= (range.from ?? 1) && n <= (range.to ?? Infinity));
+    const steps = await Promise.all(numbers.map((n) => this.getStep(runId, n)));
+    return steps.filter((s): s is StepRecord => s !== undefined);
+  }
+
+  async lastStep(runId: string): Promise<StepRecord | undefined> {
+    await this.#requireRun(runId);
+    const last = (await this.#stepNumbers(runId)).at(-1);
+    return last === undefined ? undefined : this.getStep(runId, last);
+  }
+
+  async lockRun(runId: string): Promise<RunLock> {
+    await this.#requireRun(runId);
+    if (this.#held.has(runId)) throw alreadyRunning(runId, 'in this process');
+    const path = join(this.#dir(runId), 'lock');
+    const token = randomUUID();
+    const mine = { pid: process.pid, hostname: hostname(), token, startedAt: new Date().toISOString() };
+    await guard(`lock run "${runId}"`, async () => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await writeAtomic(path, mine, { exclusive: true });
+          return;
+        } catch (error) {
+          if (codeOf(error) !== 'EEXIST') throw error;
+        }
+        const holder = await readJson<{ pid: number; hostname: string }>(path);
+        const stale = holder !== undefined && holder.hostname === hostname() && !processAlive(holder.pid);
+        if ((holder === undefined || stale) && attempt === 0) {
+          // The process that held it is gone (killed mid-run): the lock is ours to take.
+          await rm(path, { force: true });
+          continue;
+        }
+        const where = holder ? `in process ${holder.pid} on ${holder.hostname}` : 'in another process';
+        throw new AlreadyRunningError(
+          runId,
+          `Run "${runId}" is already running ${where}. Wait for it to finish or stop it; if that process is gone, delete ${path}.`,
+        );
+      }
+    });
+    this.#held.add(runId);
+    let held = true;
+    return {
+      runId,
+      release: async () => {
+        if (!held) return;
+        held = false;
+        this.#held.delete(runId);
+        const holder = await readJson<{ token?: string }>(path).catch(() => undefined);
+        if (holder?.token === token) await rm(path, { force: true });
+      },
+    };
+  }
+
+  async readBundle(runId: string): Promise<RunBundle> {
+    const run = await this.#requireRun(runId);
+    const [items, steps] = await Promise.all([this.getItems(runId), this.listSteps(runId)]);
+    const pendingDir = join(this.#dir(runId), 'pending');
+    const pending = await guard('read pending items', async () => {
+      const rows = await Promise.all((await listJson(pendingDir)).sort().map((name) => readJson<ItemResult>(join(pendingDir, name))));
+      return rows.filter((r): r is ItemResult => r !== undefined);
+    });
+    return { run, items, steps, pending };
+  }
+
+  async writeBundle(bundle: RunBundle, options: { replace?: boolean } = {}): Promise<void> {
+    const id = bundle.run.id;
+    if (this.#held.has(id)) throw alreadyRunning(id, 'in this process');
+    const dir = this.#dir(id);
+    await guard(`import run "${id}"`, async () => {
+      const exists = (await readJson(join(dir, 'run.json'))) !== undefined;
+      if (exists && !options.replace) throw new StoreError(`A run with id "${id}" exists already; pass { replace: true } to overwrite it.`);
+      await this.#writeRunDir(dir, bundle, exists);
+    });
+  }
+
+  async close(): Promise<void> {
+    for (const runId of this.#held) await rm(join(this.#dir(runId), 'lock'), { force: true });
+    this.#held.clear();
+  }
+
+  /** Builds a run folder under a temporary name and renames it into place. */
+  async #writeRunDir(dir: string, bundle: RunBundle, replace = false): Promise<void> {
+    const runs = join(this.root, 'runs');
+    const temp = join(runs, `.new-${bundle.run.id}-${randomUUID()}`);
+    try {
+      await mkdir(join(temp, 'steps'), { recursive: true });
+      await mkdir(join(temp, 'pending'), { recursive: true });
+      await writeAtomic(join(temp, 'items.json'), bundle.items);
+      for (const step of bundle.steps) await writeAtomic(join(temp, 'steps', `${pad(step.step, 6)}.json`), step);
+      for (const r of bundle.pending) await writeAtomic(join(temp, 'pending', `${pad(r.step, 6)}-${pad(r.position, 4)}.json`), r);
+      await writeAtomic(join(temp, 'run.json'), bundle.run);
+      if (replace) {
+        const trash = join(runs, `.trash-${bundle.run.id}-${randomUUID()}`);
+        await rename(dir, trash);
+        await rename(temp, dir);
+        await rm(trash, { recursive: true, force: true });
+      } else {
+        await rename(temp, dir);
+      }
+    } catch (error) {
+      await rm(temp, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  async #stepNumbers(runId: string): Promise<number[]> {
+    const names = await listJson(join(this.#dir(runId), 'steps'));
+    return names.map((name) => Number(name.slice(0, -'.json'.length))).filter(Number.isInteger).sort((a, b) => a - b);
+  }
+
+  async #requireRun(runId: string): Promise<RunRecord> {
+    const run = await this.getRun(runId);
+    if (!run) throw new NotFoundError(`No run "${runId}" in ${join(this.root, 'runs')}.`);
+    return run;
+  }
+
+  #dir(runId: string): string {
+    checkRunId(runId);
+    return join(this.root, 'runs', runId);
+  }
+}
+
+/** Run ids become folder names: keep them to a safe alphabet. */
+function checkRunId(runId: string): void {
+  if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/.test(runId)) {
+    throw new StoreError(`Run id "${runId}" cannot be a folder name; use letters, digits, ".", "_" and "-" (at most 128).`);
+  }
+}
+
+/**
+ * Writes JSON to a temporary file, flushes it, then renames it over `path` (or, with `exclusive`,
+ * hard-links it, which fails with EEXIST if `path` exists). Readers see the old file or the new one.
+ */
+async function writeAtomic(path: string, value: unknown, options: { exclusive?: boolean } = {}): Promise<void> {
+  const temp = `${path}.${process.pid}.${randomUUID()}.tmp`;
+  await mkdir(dirname(path), { recursive: true });
+  try {
+    const handle = await open(temp, 'wx');
+    try {
+      await handle.writeFile(JSON.stringify(value));
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    if (options.exclusive) {
+      await link(temp, path);
+      await unlink(temp);
+    } else {
+      await rename(temp, path);
+    }
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
+}
+
+async function readJson<T>(path: string): Promise<T | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    if (codeOf(error) === 'ENOENT' || codeOf(error) === 'ENOTDIR') return undefined;
+    throw error;
+  }
+  try {
+    return JSON.parse(text) as T;
+  } catch (error) {
+    throw new StoreError(`${path} is not valid JSON (was it edited by hand?); restore it or delete the run.`, { cause: error });
+  }
+}
+
+async function listJson(dir: string): Promise<string[]> {
+  try {
+    return (await readdir(dir)).filter((name) => name.endsWith('.json'));
+  } catch (error) {
+    if (codeOf(error) === 'ENOENT') return [];
+    throw error;
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return codeOf(error) === 'EPERM';
+  }
+}
+
+function pad(n: number, width: number): string {
+  return String(n).padStart(width, '0');
+}
+
+function codeOf(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null ? ((error as { code?: unknown }).code as string | undefined) : undefined;
+}
+
+/** Our typed errors pass through; a full disk becomes `StoreQuotaError`; the rest `StoreError`. */
+async function guard<T>(what: string, body: () => Promise<T>): Promise<T> {
+  try {
+    return await body();
+  } catch (error) {
+    if (error instanceof WebgrpoError) throw error;
+    const code = codeOf(error);
+    if (code === 'ENOSPC' || code === 'EDQUOT') {
+      throw new StoreQuotaError(`Could not ${what}: the disk is full (${code}). Nothing of this write was kept; free space and resume.`, {
+        cause: error,
+      });
+    }
+    throw new StoreError(`Could not ${what}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * The IndexedDB schema, as the list of migrations that builds it. A new database runs them all; an
+ * older one runs those above its version, inside the upgrade transaction, so data is carried over
+ * or nothing changes. To change the schema, append a migration; never edit a shipped one.
+ */
+import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
+import type { DatasetItem, ItemResult, RunRecord, StepRecord } from './records.js';
+
+export interface ItemRow {
+  runId: string;
+  index: number;
+  item: DatasetItem;
+}
+export type StepRow = StepRecord & { runId: string };
+export type PendingRow = ItemResult & { runId: string };
+export interface LeaseRow {
+  runId: string;
+  owner: string;
+  /** ms since epoch; the lease is free after this unless its holder renews it. */
+  expiresAt: number;
+}
+
+export interface WebgrpoDB extends DBSchema {
+  runs: { key: string; value: RunRecord };
+  items: { key: [string, number]; value: ItemRow };
+  steps: { key: [string, number]; value: StepRow };
+  pending: { key: [string, number, number]; value: PendingRow };
+  leases: { key: string; value: LeaseRow };
+}
+
+export type UpgradeTx = IDBPTransaction<WebgrpoDB, ArrayLike<StoreNames<WebgrpoDB>>, 'versionchange'>;
+export type Migration = (db: IDBPDatabase<WebgrpoDB>, tx: UpgradeTx) => void;
+
+export const MIGRATIONS: readonly Migration[] = [
+  // v1: runs, their datasets, committed steps and the finished items of the step in progress.
+  (db) => {
+    db.createObjectStore('runs', { keyPath: 'id' });
+    db.createObjectStore('items', { keyPath: ['runId', 'index'] });
+    db.createObjectStore('steps', { keyPath: ['runId', 'step'] });
+    db.createObjectStore('pending', { keyPath: ['runId', 'step', 'position'] });
+  },
+  // v2: heartbeat leases, the cross-tab run lock where the Web Locks API is missing.
+  (db) => {
+    db.createObjectStore('leases', { keyPath: 'runId' });
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Runs the migrations from `oldVersion` up to `newVersion` (an `upgrade` callback for `openDB`). */
+export function migrate(db: IDBPDatabase<WebgrpoDB>, oldVersion: number, newVersion: number, tx: UpgradeTx): void {
+  for (let version = oldVersion; version < newVersion; version++) MIGRATIONS[version](db, tx);
+}

@@ -1,0 +1,343 @@
+/**
+ * `IdbStore`: runs kept in the browser's IndexedDB, through `idb`. Entry point `webgrpo/idb`, so
+ * the core package stays free of dependencies.
+ *
+ * Each method is one IndexedDB transaction; a failed request aborts its transaction, so a write is
+ * all or nothing (a quota failure becomes `StoreQuotaError` with the run untouched). The run lock
+ * uses the Web Locks API where it exists (held by this tab, released by the browser when the tab
+ * closes or crashes) and otherwise a lease row renewed by a heartbeat.
+ */
+import { openDB, type IDBPDatabase, type IDBPTransaction, type StoreNames } from 'idb';
+import { NotFoundError, StoreError, StoreQuotaError, WebgrpoError } from '../errors.js';
+import { migrate, SCHEMA_VERSION, type WebgrpoDB } from './idb-schema.js';
+import { alreadyRunning, byRecentUpdate } from './memory.js';
+import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepRecord } from './records.js';
+import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
+
+export interface IdbStoreOptions {
+  /** Database name. Default `webgrpo`. */
+  name?: string;
+  /** Lease length where Web Locks are missing, in ms; renewed every third of it. Default 10000. */
+  leaseMs?: number;
+}
+
+type Names = StoreNames<WebgrpoDB>;
+type Tx<N extends Names[], M extends IDBTransactionMode> = IDBPTransaction<WebgrpoDB, N, M>;
+
+/** Opens (creating or migrating) the database and returns a store on it. */
+export async function openIdbStore(options: IdbStoreOptions = {}): Promise<IdbStore> {
+  const name = options.name ?? 'webgrpo';
+  let store: IdbStore | undefined;
+  const db = await mapErrors(`open IndexedDB database "${name}"`, () =>
+    openDB<WebgrpoDB>(name, SCHEMA_VERSION, {
+      upgrade: (database, oldVersion, newVersion, tx) => migrate(database, oldVersion, newVersion ?? SCHEMA_VERSION, tx),
+      blocked: () => undefined,
+      // Another tab wants a newer schema: step aside rather than block its upgrade.
+      blocking: () => store?.close(),
+    }),
+  );
+  store = new IdbStore(db, name, options.leaseMs ?? 10_000);
+  return store;
+}
+
+export class IdbStore implements Store {
+  readonly kind = 'indexeddb';
+  readonly #db: IDBPDatabase<WebgrpoDB>;
+  readonly #name: string;
+  readonly #leaseMs: number;
+  readonly #held = new Set<string>();
+  #closed = false;
+
+  constructor(db: IDBPDatabase<WebgrpoDB>, name: string, leaseMs: number) {
+    this.#db = db;
+    this.#name = name;
+    this.#leaseMs = leaseMs;
+  }
+
+  async createRun(run: RunRecord, items: DatasetItem[]): Promise<void> {
+    await this.#write(['runs', 'items'], `create run "${run.id}"`, async (tx) => {
+      if (await tx.objectStore('runs').getKey(run.id)) {
+        throw new StoreError(`A run with id "${run.id}" exists already; pick another id or resume it.`);
+      }
+      await requests([() => tx.objectStore('runs').add(run), ...items.map((item, index) => () => tx.objectStore('items').add({ runId: run.id, index, item }))]);
+    });
+  }
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    return this.#read(['runs'], (tx) => tx.objectStore('runs').get(runId));
+  }
+
+  async listRuns(): Promise<RunRecord[]> {
+    const runs = await this.#read(['runs'], (tx) => tx.objectStore('runs').getAll());
+    return runs.sort(byRecentUpdate);
+  }
+
+  async setRunStatus(runId: string, patch: RunStatusPatch): Promise<void> {
+    await this.#write(['runs'], `update run "${runId}"`, async (tx) => {
+      const run = await tx.objectStore('runs').get(runId);
+      if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
+      const next: RunRecord = { ...run, status: patch.status, updatedAt: new Date().toISOString() };
+      if (patch.error !== undefined) next.error = patch.error;
+      else delete next.error;
+      await tx.objectStore('runs').put(next);
+    });
+  }
+
+  async deleteRun(runId: string): Promise<void> {
+    await this.#write(['runs', 'items', 'steps', 'pending', 'leases'], `delete run "${runId}"`, async (tx) => {
+      await requests([
+        () => tx.objectStore('runs').delete(runId),
+        () => tx.objectStore('items').delete(runRange(runId)),
+        () => tx.objectStore('steps').delete(runRange(runId)),
+        () => tx.objectStore('pending').delete(runRange(runId)),
+        () => tx.objectStore('leases').delete(runId),
+      ]);
+    });
+  }
+
+  async getItems(runId: string): Promise<DatasetItem[]> {
+    await this.#requireRun(runId);
+    const rows = await this.#read(['items'], (tx) => tx.objectStore('items').getAll(runRange(runId)));
+    return rows.map((row) => row.item);
+  }
+
+  async putItemResult(runId: string, result: ItemResult): Promise<void> {
+    await this.#write(['pending'], `record item ${result.index} of step ${result.step}`, async (tx) => {
+      await tx.objectStore('pending').put({ ...result, runId });
+    });
+  }
+
+  async getItemResults(runId: string, step: number): Promise<ItemResult[]> {
+    const rows = await this.#read(['pending'], (tx) =>
+      tx.objectStore('pending').getAll(IDBKeyRange.bound([runId, step], [runId, step, []])),
+    );
+    return rows.map(stripRunId);
+  }
+
+  async commitStep(runId: string, step: StepRecord): Promise<void> {
+    await this.#write(['runs', 'steps', 'pending'], `commit step ${step.step}`, async (tx) => {
+      const run = await tx.objectStore('runs').get(runId);
+      if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
+      const cursor = await tx.objectStore('steps').openCursor(runRange(runId), 'prev');
+      const expected = (cursor ? cursor.value.step : 0) + 1;
+      if (step.step !== expected) {
+        throw new StoreError(`Run "${runId}" expects step ${expected} next, not step ${step.step}; another loop may have committed it.`);
+      }
+      await requests([
+        () => tx.objectStore('steps').add({ ...step, runId }),
+        () => tx.objectStore('pending').delete(IDBKeyRange.bound([runId], [runId, step.step, []])),
+        () => tx.objectStore('runs').put({ ...run, updatedAt: step.committedAt }),
+      ]);
+    });
+  }
+
+  async getStep(runId: string, step: number): Promise<StepRecord | undefined> {
+    const row = await this.#read(['steps'], (tx) => tx.objectStore('steps').get([runId, step]));
+    return row && stripRunId(row);
+  }
+
+  async listSteps(runId: string, range: StepRange = {}): Promise<StepRecord[]> {
+    const from = range.from ?? 0;
+    const upper = range.to === undefined ? [runId, []] : [runId, range.to];
+    const rows = await this.#read(['steps'], (tx) => tx.objectStore('steps').getAll(IDBKeyRange.bound([runId, from], upper)));
+    return rows.map(stripRunId);
+  }
+
+  async lastStep(runId: string): Promise<StepRecord | undefined> {
+    const row = await this.#read(['steps'], async (tx) => (await tx.objectStore('steps').openCursor(runRange(runId), 'prev'))?.value);
+    return row && stripRunId(row);
+  }
+
+  async lockRun(runId: string): Promise<RunLock> {
+    await this.#requireRun(runId);
+    if (this.#held.has(runId)) throw alreadyRunning(runId, 'in this page');
+    this.#held.add(runId);
+    try {
+      const release = webLocks() ? await this.#webLock(runId) : await this.#lease(runId);
+      let held = true;
+      return {
+        runId,
+        release: async () => {
+          if (!held) return;
+          held = false;
+          this.#held.delete(runId);
+          await release();
+        },
+      };
+    } catch (error) {
+      this.#held.delete(runId);
+      throw error;
+    }
+  }
+
+  async readBundle(runId: string): Promise<RunBundle> {
+    return this.#read(['runs', 'items', 'steps', 'pending'], async (tx) => {
+      const run = await tx.objectStore('runs').get(runId);
+      if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
+      const [items, steps, pending] = await Promise.all([
+        tx.objectStore('items').getAll(runRange(runId)),
+        tx.objectStore('steps').getAll(runRange(runId)),
+        tx.objectStore('pending').getAll(runRange(runId)),
+      ]);
+      return { run, items: items.map((row) => row.item), steps: steps.map(stripRunId), pending: pending.map(stripRunId) };
+    });
+  }
+
+  async writeBundle(bundle: RunBundle, options: { replace?: boolean } = {}): Promise<void> {
+    const id = bundle.run.id;
+    if (this.#held.has(id)) throw alreadyRunning(id, 'in this page');
+    await this.#write(['runs', 'items', 'steps', 'pending'], `import run "${id}"`, async (tx) => {
+      if ((await tx.objectStore('runs').getKey(id)) && !options.replace) {
+        throw new StoreError(`A run with id "${id}" exists already; pass { replace: true } to overwrite it.`);
+      }
+      await requests([
+        () => tx.objectStore('items').delete(runRange(id)),
+        () => tx.objectStore('steps').delete(runRange(id)),
+        () => tx.objectStore('pending').delete(runRange(id)),
+        () => tx.objectStore('runs').put(bundle.run),
+        ...bundle.items.map((item, index) => () => tx.objectStore('items').add({ runId: id, index, item })),
+        ...bundle.steps.map((step) => () => tx.objectStore('steps').add({ ...step, runId: id })),
+        ...bundle.pending.map((result) => () => tx.objectStore('pending').add({ ...result, runId: id })),
+      ]);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#db.close();
+  }
+
+  async #webLock(runId: string): Promise<() => Promise<void>> {
+    let unlock!: () => void;
+    const held = new Promise<void>((resolve) => (unlock = resolve));
+    const acquired = await new Promise<boolean>((resolve, reject) => {
+      (webLocks() as LockManager)
+        .request(`webgrpo:${this.#name}:${runId}`, { ifAvailable: true }, async (lock) => {
+          resolve(lock !== null);
+          if (lock) await held;
+        })
+        .catch(reject);
+    });
+    if (!acquired) throw alreadyRunning(runId, 'in another tab or window');
+    return async () => unlock();
+  }
+
+  async #lease(runId: string): Promise<() => Promise<void>> {
+    const owner = crypto.randomUUID();
+    const claim = () =>
+      this.#write(['leases'], `claim run "${runId}"`, async (tx) => {
+        const lease = await tx.objectStore('leases').get(runId);
+        if (lease && lease.owner !== owner && lease.expiresAt > Date.now()) {
+          throw alreadyRunning(runId, `in another tab or process (its lease runs until ${new Date(lease.expiresAt).toISOString()})`);
+        }
+        await tx.objectStore('leases').put({ runId, owner, expiresAt: Date.now() + this.#leaseMs });
+      });
+    await claim();
+    const heartbeat = setInterval(() => {
+      if (this.#closed) return;
+      // A failed renewal (another holder took over an expired lease) surfaces at the next claim.
+      claim().catch(() => undefined);
+    }, this.#leaseMs / 3);
+    (heartbeat as { unref?: () => void }).unref?.();
+    return async () => {
+      clearInterval(heartbeat);
+      if (this.#closed) return;
+      await this.#write(['leases'], `release run "${runId}"`, async (tx) => {
+        const lease = await tx.objectStore('leases').get(runId);
+        if (lease?.owner === owner) await tx.objectStore('leases').delete(runId);
+      });
+    };
+  }
+
+  async #requireRun(runId: string): Promise<void> {
+    if (!(await this.getRun(runId))) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
+  }
+
+  async #read<N extends Names[], T>(names: N, body: (tx: Tx<N, 'readonly'>) => Promise<T>): Promise<T> {
+    this.#checkOpen();
+    return mapErrors('read from IndexedDB', async () => {
+      const tx = this.#db.transaction(names, 'readonly');
+      const [value] = await Promise.all([body(tx), tx.done]);
+      return value;
+    });
+  }
+
+  /** One read-write transaction; any error aborts it, so nothing of it is kept. */
+  async #write<N extends Names[]>(names: N, what: string, body: (tx: Tx<N, 'readwrite'>) => Promise<void>): Promise<void> {
+    this.#checkOpen();
+    await mapErrors(what, async () => {
+      const tx = this.#db.transaction(names, 'readwrite');
+      const done = tx.done;
+      try {
+        await body(tx);
+      } catch (error) {
+        try {
+          tx.abort();
+        } catch {
+          // Already finished or aborted by the failed request itself.
+        }
+        done.catch(() => undefined);
+        throw error;
+      }
+      await done;
+    });
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new StoreError(`IndexedDB database "${this.#name}" is closed; open a new store.`);
+  }
+}
+
+/**
+ * Issues the requests of a transaction in order and awaits them. If one throws as it is made (a
+ * quota or data error), the requests already made are rejected by the abort that follows; they are
+ * marked handled here so that only the first error surfaces.
+ */
+async function requests(issue: Array<() => Promise<unknown>>): Promise<void> {
+  const made: Promise<unknown>[] = [];
+  for (const request of issue) {
+    const promise = request();
+    promise.catch(() => undefined);
+    made.push(promise);
+  }
+  await Promise.all(made);
+}
+
+function runRange(runId: string): IDBKeyRange {
+  return IDBKeyRange.bound([runId], [runId, []]);
+}
+
+function stripRunId<T extends { runId: string }>(row: T): Omit<T, 'runId'> {
+  const { runId: _runId, ...rest } = row;
+  return rest;
+}
+
+function webLocks(): LockManager | undefined {
+  return (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks;
+}
+
+/** Our typed errors pass through; quota failures become `StoreQuotaError`; the rest `StoreError`. */
+async function mapErrors<T>(what: string, body: () => Promise<T>): Promise<T> {
+  try {
+    return await body();
+  } catch (error) {
+    if (isQuotaError(error)) {
+      throw new StoreQuotaError(
+        `Could not ${what}: the browser's storage quota for this site is used up. Nothing of this write was kept; free space (delete old runs) and resume.`,
+        { cause: error },
+      );
+    }
+    if (error instanceof WebgrpoError) throw error;
+    throw new StoreError(`Could not ${what}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+}
+
+function isQuotaError(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const name = (error as { name?: unknown }).name;
+  if (name === 'QuotaExceededError') return true;
+  // Some engines report the abort with the quota error as its cause.
+  const cause = (error as { cause?: unknown }).cause;
+  return cause !== undefined && cause !== error && isQuotaError(cause);
+}

@@ -1,0 +1,187 @@
+/**
+ * What a Training-Free GRPO run stores. Everything here is plain JSON-compatible data, so every
+ * store (memory, IndexedDB, files) and the export format hold exactly the same thing.
+ */
+import type { ApplyResult, ExemplarCandidate, ExperienceLibrary, ExperienceOperation } from '../experience/types.js';
+import type { ChatMessage, FinishReason, PolicyInfo, PromptInput, Usage } from '../policy/types.js';
+
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/** One training problem: a raw prompt or chat messages, and optionally its reference answer. */
+export interface DatasetItem {
+  prompt?: string;
+  messages?: ChatMessage[];
+  /** Ground truth for reward functions (and for the critic when `givenGroundTruth`). */
+  answer?: JsonValue;
+  /** Your own id for the item (kept, shown, never interpreted). */
+  id?: string;
+  /** Anything else your reward functions need. */
+  meta?: { [key: string]: JsonValue };
+}
+
+export type LoopMode = 'lessons' | 'exemplars';
+
+/** Prompt templates; `{{name}}` placeholders, all our own wording unless overridden. */
+export interface PromptTemplates {
+  /** Wraps a task with the library: `{{experiences}}`, `{{prompt}}`. */
+  prompt: string;
+  /** Critic: one rollout's summary. */
+  summary: string;
+  /** Critic: the group critique proposing lessons. */
+  critique: string;
+  /** Critic: the proposed lessons checked against the library, as operations. */
+  groupUpdate: string;
+  /** Critic: all operations of a batch merged into one consistent list. */
+  batchMerge: string;
+  /** Critic: asked once when a reply could not be parsed. */
+  repair: string;
+  /** The critic's system message. */
+  criticSystem: string;
+}
+
+/** The resolved, serialisable options of a run (what `resume` needs besides the callables). */
+export interface TrainingFreeConfig {
+  mode: LoopMode;
+  groupSize: number;
+  epochs: number;
+  batchSize: number;
+  concurrency: number;
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  maxNewTokens: number;
+  criticTemperature: number;
+  criticMaxNewTokens: number;
+  givenGroundTruth: boolean;
+  lessonsPerGroup: number;
+  /** Reward functions by name and weight, in column order. */
+  rewards: Array<{ name: string; weight: number }>;
+  seed: number;
+  shuffle: boolean;
+  experienceTokenBudget: number;
+  maxExperienceLength: number;
+  exemplarThreshold: number;
+  maxExemplars: number;
+  templates: PromptTemplates;
+  policy: PolicyInfo;
+  critic: PolicyInfo;
+  /** Name of the built-in task the dataset came from, if any. */
+  task?: string;
+}
+
+export type RunStatus = 'running' | 'aborted' | 'failed' | 'completed';
+
+export interface RunRecord {
+  id: string;
+  kind: 'training-free';
+  status: RunStatus;
+  /** Why the run failed or stopped, when it did. */
+  error?: string;
+  createdAt: string;
+  updatedAt: string;
+  config: TrainingFreeConfig;
+  initialLibrary: ExperienceLibrary;
+  itemCount: number;
+}
+
+export type WarningStage = 'summary' | 'critique' | 'group-update' | 'batch-merge' | 'reward' | 'exemplar';
+
+/** Something the loop skipped or repaired instead of failing: kept with the step and emitted. */
+export interface RunWarning {
+  step: number;
+  /** Dataset index of the item, for item-level warnings. */
+  item?: number;
+  stage: WarningStage;
+  message: string;
+}
+
+export interface RolloutRecord {
+  text: string;
+  tokenIds: number[];
+  logprobs: number[];
+  finishReason: FinishReason;
+  /** One column per reward function; null where it could not score. */
+  rewards: Array<number | null>;
+  /** Weighted sum of the scorable columns; null when no function could score. */
+  reward: number | null;
+  advantage: number;
+  /** The critic's summary of this rollout (lessons mode, groups with spread). */
+  summary?: string;
+}
+
+/** One critic exchange: every raw reply (untrusted text, kept for audit) and what was used. */
+export interface CriticExchange<T> {
+  outputs: string[];
+  /** The parsed result; absent when both tries failed (a warning says why). */
+  parsed?: T;
+}
+
+export interface GroupStats {
+  scorable: number;
+  mean: number | null;
+  std: number | null;
+  /** max - min of the scorable rewards (0 with fewer than two). */
+  spread: number;
+}
+
+/** Everything one dataset item produced in one step. */
+export interface ItemResult {
+  step: number;
+  epoch: number;
+  /** Index into the run's dataset. */
+  index: number;
+  /** Position in the step's batch. */
+  position: number;
+  /** The prompt as the policy saw it, experiences included. */
+  prompt: PromptInput;
+  /** Library ids put into the prompt. */
+  experienceIds: string[];
+  rollouts: RolloutRecord[];
+  usage: Usage;
+  stats: GroupStats;
+  /** Why the critic did not look at this group, when it did not. */
+  skipped?: 'zero-spread' | 'no-rewards';
+  critique?: CriticExchange<string[]>;
+  groupUpdate?: CriticExchange<ExperienceOperation[]>;
+  exemplar?: ExemplarCandidate;
+  warnings: RunWarning[];
+}
+
+export interface StepStats {
+  groups: number;
+  zeroSpreadGroups: number;
+  rollouts: number;
+  scorable: number;
+  meanReward: number | null;
+  stdReward: number | null;
+}
+
+/** One committed step (one batch): its items, the batch update and the library after it. */
+export interface StepRecord {
+  /** 1-based; the library before step 1 is the run's `initialLibrary`. */
+  step: number;
+  epoch: number;
+  batch: number;
+  items: ItemResult[];
+  /** Lessons mode: the batch merge exchange (absent when no group proposed anything). */
+  merge?: CriticExchange<ExperienceOperation[]>;
+  /** The operations handed to `applyOperations` (or the exemplar candidates' outcome). */
+  proposed: ExperienceOperation[];
+  applied: ApplyResult['applied'];
+  skippedOperations: ApplyResult['skipped'];
+  library: ExperienceLibrary;
+  stats: StepStats;
+  /** Step-level warnings (the batch merge); item warnings stay with their items. */
+  warnings: RunWarning[];
+  committedAt: string;
+}
+
+/** A whole run: what `exportRun` writes and `importRun` reads. */
+export interface RunBundle {
+  run: RunRecord;
+  items: DatasetItem[];
+  steps: StepRecord[];
+  /** Finished items of the step in progress (not yet committed as a step). */
+  pending: ItemResult[];
+}

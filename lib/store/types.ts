@@ -1,0 +1,80 @@
+/**
+ * The `Store` interface: where runs live. Three implementations keep the same data with the same
+ * guarantees: `MemoryStore` (core), `IdbStore` (`webgrpo/idb`, the browser) and `FileStore`
+ * (`webgrpo/node`, the CLI).
+ *
+ * Guarantees every implementation gives:
+ *  - each write is atomic: a crash or a closed tab leaves either all of it or none of it;
+ *  - `commitStep` is the step's one transaction: the step record (items, operations, library
+ *    snapshot) lands together with the removal of that step's pending item results;
+ *  - a quota failure throws `StoreQuotaError` and rolls the write back, so the run stays as it was;
+ *  - reads return copies: mutating them never changes what is stored.
+ */
+import type { DatasetItem, ItemResult, RunBundle, RunRecord, RunStatus, StepRecord } from './records.js';
+
+export interface RunLock {
+  readonly runId: string;
+  /** Lets another loop run this run. Idempotent. */
+  release(): Promise<void>;
+}
+
+export interface RunStatusPatch {
+  status: RunStatus;
+  error?: string;
+}
+
+export interface StepRange {
+  /** First step (inclusive). */
+  from?: number;
+  /** Last step (inclusive). */
+  to?: number;
+}
+
+export interface Store {
+  /** `memory`, `indexeddb` or `file`. */
+  readonly kind: string;
+
+  /** Stores a new run and its dataset. Throws `StoreError` if the id is taken. */
+  createRun(run: RunRecord, items: DatasetItem[]): Promise<void>;
+  getRun(runId: string): Promise<RunRecord | undefined>;
+  /** Every run, most recently updated first. */
+  listRuns(): Promise<RunRecord[]>;
+  /** Sets a run's status (and `updatedAt`). Throws `NotFoundError` for an unknown run. */
+  setRunStatus(runId: string, patch: RunStatusPatch): Promise<void>;
+  /** Removes a run and everything stored with it. */
+  deleteRun(runId: string): Promise<void>;
+
+  getItems(runId: string): Promise<DatasetItem[]>;
+
+  /** Records one finished item of a step in progress, so a resume does not redo it. */
+  putItemResult(runId: string, result: ItemResult): Promise<void>;
+  /** Finished items of a step that is not committed yet, by batch position. */
+  getItemResults(runId: string, step: number): Promise<ItemResult[]>;
+
+  /**
+   * Commits a step in one transaction. Throws `StoreError` if the step exists already or is not
+   * the one after the last committed step (another loop got there first).
+   */
+  commitStep(runId: string, step: StepRecord): Promise<void>;
+  getStep(runId: string, step: number): Promise<StepRecord | undefined>;
+  listSteps(runId: string, range?: StepRange): Promise<StepRecord[]>;
+  /** The last committed step, or undefined before the first. */
+  lastStep(runId: string): Promise<StepRecord | undefined>;
+
+  /**
+   * Claims the run for one loop. Throws `AlreadyRunningError` while another loop holds it: in
+   * this store, another tab (IndexedDB, through Web Locks or a heartbeat lease), or another live
+   * process (files, through a lock file naming its pid).
+   */
+  lockRun(runId: string): Promise<RunLock>;
+
+  /** The whole run, for export. Throws `NotFoundError` for an unknown run. */
+  readBundle(runId: string): Promise<RunBundle>;
+  /**
+   * Writes a whole run in one transaction (import). Throws `StoreError` if the id is taken,
+   * unless `replace` is set (then the old run is replaced atomically).
+   */
+  writeBundle(bundle: RunBundle, options?: { replace?: boolean }): Promise<void>;
+
+  close(): Promise<void>;
+}

@@ -1,0 +1,195 @@
+/**
+ * Structural checks for everything that enters a store from outside (datasets, imported runs).
+ * Errors are `InvalidInputError`s whose `argument` is the path to the bad field
+ * (`steps[3].items[0].rollouts[2].logprobs`).
+ */
+import { InvalidInputError } from '../errors.js';
+import { validateLibrary } from '../experience/normalize.js';
+import type { DatasetItem, ItemResult, JsonValue, RunBundle, RunRecord, StepRecord, TrainingFreeConfig } from './records.js';
+
+type Obj = Record<string, unknown>;
+
+function fail(at: string, message: string): never {
+  throw new InvalidInputError(at, message);
+}
+function obj(value: unknown, at: string): Obj {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) fail(at, 'expected an object.');
+  return value as Obj;
+}
+function arr(value: unknown, at: string): unknown[] {
+  if (!Array.isArray(value)) fail(at, 'expected an array.');
+  return value;
+}
+function str(value: unknown, at: string): string {
+  if (typeof value !== 'string') fail(at, 'expected a string.');
+  return value;
+}
+function num(value: unknown, at: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) fail(at, 'expected a finite number.');
+  return value;
+}
+function int(value: unknown, at: string, min = 0): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) fail(at, `expected an integer >= ${min}.`);
+  return value;
+}
+function bool(value: unknown, at: string): boolean {
+  if (typeof value !== 'boolean') fail(at, 'expected true or false.');
+  return value;
+}
+function oneOf<T extends string>(value: unknown, options: readonly T[], at: string): T {
+  if (!options.includes(value as T)) fail(at, `expected one of ${options.map((o) => `"${o}"`).join(', ')}.`);
+  return value as T;
+}
+function nullableNum(value: unknown, at: string): void {
+  if (value !== null) num(value, at);
+}
+
+function isJson(value: unknown, depth = 0): value is JsonValue {
+  if (depth > 64) return false;
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (Array.isArray(value)) return value.every((v) => isJson(v, depth + 1));
+  if (typeof value === 'object') {
+    const proto = Object.getPrototypeOf(value);
+    return (proto === Object.prototype || proto === null) && Object.values(value).every((v) => isJson(v, depth + 1));
+  }
+  return false;
+}
+
+/** A dataset item: exactly one of a non-empty `prompt` or `messages` with a user turn; JSON fields. */
+export function validateDatasetItem(value: unknown, at: string): DatasetItem {
+  const item = obj(value, at);
+  const hasPrompt = item.prompt !== undefined;
+  const hasMessages = item.messages !== undefined;
+  if (hasPrompt === hasMessages) fail(at, 'give exactly one of "prompt" (a string) or "messages" (chat turns).');
+  if (hasPrompt && (typeof item.prompt !== 'string' || item.prompt.trim() === '')) fail(`${at}.prompt`, 'expected a non-empty string.');
+  if (hasMessages) {
+    const messages = arr(item.messages, `${at}.messages`);
+    messages.forEach((m, i) => {
+      const message = obj(m, `${at}.messages[${i}]`);
+      oneOf(message.role, ['system', 'user', 'assistant'] as const, `${at}.messages[${i}].role`);
+      str(message.content, `${at}.messages[${i}].content`);
+    });
+    if (!messages.some((m) => (m as Obj).role === 'user')) fail(`${at}.messages`, 'needs at least one user message.');
+  }
+  if (item.answer !== undefined && !isJson(item.answer)) fail(`${at}.answer`, 'must be JSON data (strings, numbers, arrays, plain objects).');
+  if (item.id !== undefined) str(item.id, `${at}.id`);
+  if (item.meta !== undefined && !(isJson(item.meta) && typeof item.meta === 'object' && !Array.isArray(item.meta))) {
+    fail(`${at}.meta`, 'must be a plain object of JSON data.');
+  }
+  const out: DatasetItem = {};
+  if (hasPrompt) out.prompt = item.prompt as string;
+  if (hasMessages) out.messages = (item.messages as Obj[]).map((m) => ({ role: m.role as 'user', content: m.content as string }));
+  if (item.answer !== undefined) out.answer = structuredClone(item.answer as JsonValue);
+  if (item.id !== undefined) out.id = item.id as string;
+  if (item.meta !== undefined) out.meta = structuredClone(item.meta as Record<string, JsonValue>);
+  return out;
+}
+
+export function validateDataset(value: unknown, argument = 'dataset'): DatasetItem[] {
+  const items = arr(value, argument);
+  if (items.length === 0) fail(argument, 'is empty; give at least one item.');
+  return items.map((item, i) => validateDatasetItem(item, `${argument}[${i}]`));
+}
+
+function validateConfig(value: unknown, at: string): TrainingFreeConfig {
+  const c = obj(value, at);
+  oneOf(c.mode, ['lessons', 'exemplars'] as const, `${at}.mode`);
+  for (const key of ['groupSize', 'epochs', 'batchSize', 'concurrency', 'maxNewTokens', 'criticMaxNewTokens'] as const) int(c[key], `${at}.${key}`, 1);
+  for (const key of ['lessonsPerGroup', 'topK', 'seed', 'experienceTokenBudget', 'maxExperienceLength', 'maxExemplars'] as const) int(c[key], `${at}.${key}`);
+  for (const key of ['temperature', 'topP', 'minP', 'criticTemperature', 'exemplarThreshold'] as const) num(c[key], `${at}.${key}`);
+  bool(c.givenGroundTruth, `${at}.givenGroundTruth`);
+  bool(c.shuffle, `${at}.shuffle`);
+  arr(c.rewards, `${at}.rewards`).forEach((r, i) => {
+    const reward = obj(r, `${at}.rewards[${i}]`);
+    str(reward.name, `${at}.rewards[${i}].name`);
+    num(reward.weight, `${at}.rewards[${i}].weight`);
+  });
+  const templates = obj(c.templates, `${at}.templates`);
+  for (const key of ['prompt', 'summary', 'critique', 'groupUpdate', 'batchMerge', 'repair', 'criticSystem'] as const) {
+    str(templates[key], `${at}.templates.${key}`);
+  }
+  for (const key of ['policy', 'critic'] as const) {
+    const info = obj(c[key], `${at}.${key}`);
+    str(info.model, `${at}.${key}.model`);
+    str(info.backend, `${at}.${key}.backend`);
+  }
+  if (c.task !== undefined) str(c.task, `${at}.task`);
+  return c as unknown as TrainingFreeConfig;
+}
+
+function validateRun(value: unknown, at: string): RunRecord {
+  const run = obj(value, at);
+  str(run.id, `${at}.id`);
+  oneOf(run.kind, ['training-free'] as const, `${at}.kind`);
+  oneOf(run.status, ['running', 'aborted', 'failed', 'completed'] as const, `${at}.status`);
+  if (run.error !== undefined) str(run.error, `${at}.error`);
+  str(run.createdAt, `${at}.createdAt`);
+  str(run.updatedAt, `${at}.updatedAt`);
+  validateConfig(run.config, `${at}.config`);
+  validateLibrary(run.initialLibrary, `${at}.initialLibrary`);
+  int(run.itemCount, `${at}.itemCount`, 1);
+  return run as unknown as RunRecord;
+}
+
+function validateItemResult(value: unknown, at: string, itemCount: number): ItemResult {
+  const r = obj(value, at);
+  int(r.step, `${at}.step`, 1);
+  int(r.epoch, `${at}.epoch`, 1);
+  if (int(r.index, `${at}.index`) >= itemCount) fail(`${at}.index`, `is not below the dataset size ${itemCount}.`);
+  int(r.position, `${at}.position`);
+  obj(r.prompt, `${at}.prompt`);
+  arr(r.experienceIds, `${at}.experienceIds`).forEach((id, i) => str(id, `${at}.experienceIds[${i}]`));
+  arr(r.rollouts, `${at}.rollouts`).forEach((value, i) => {
+    const p = `${at}.rollouts[${i}]`;
+    const rollout = obj(value, p);
+    str(rollout.text, `${p}.text`);
+    arr(rollout.tokenIds, `${p}.tokenIds`).forEach((t, j) => int(t, `${p}.tokenIds[${j}]`));
+    arr(rollout.logprobs, `${p}.logprobs`).forEach((l, j) => num(l, `${p}.logprobs[${j}]`));
+    oneOf(rollout.finishReason, ['eos', 'length', 'stop', 'abort'] as const, `${p}.finishReason`);
+    arr(rollout.rewards, `${p}.rewards`).forEach((v, j) => nullableNum(v, `${p}.rewards[${j}]`));
+    nullableNum(rollout.reward, `${p}.reward`);
+    num(rollout.advantage, `${p}.advantage`);
+    if (rollout.summary !== undefined) str(rollout.summary, `${p}.summary`);
+  });
+  const stats = obj(r.stats, `${at}.stats`);
+  int(stats.scorable, `${at}.stats.scorable`);
+  num(stats.spread, `${at}.stats.spread`);
+  arr(r.warnings, `${at}.warnings`);
+  return r as unknown as ItemResult;
+}
+
+function validateStep(value: unknown, at: string, itemCount: number): StepRecord {
+  const s = obj(value, at);
+  int(s.step, `${at}.step`, 1);
+  int(s.epoch, `${at}.epoch`, 1);
+  int(s.batch, `${at}.batch`, 1);
+  arr(s.items, `${at}.items`).forEach((item, i) => validateItemResult(item, `${at}.items[${i}]`, itemCount));
+  arr(s.proposed, `${at}.proposed`);
+  arr(s.applied, `${at}.applied`);
+  arr(s.skippedOperations, `${at}.skippedOperations`);
+  validateLibrary(s.library, `${at}.library`);
+  obj(s.stats, `${at}.stats`);
+  arr(s.warnings, `${at}.warnings`);
+  str(s.committedAt, `${at}.committedAt`);
+  return s as unknown as StepRecord;
+}
+
+/** Checks a whole run (an import) and that its parts agree: step numbers, item indices, counts. */
+export function validateBundle(value: unknown, at = 'run'): RunBundle {
+  const b = obj(value, at);
+  const run = validateRun(b.run, `${at}.run`);
+  const items = validateDataset(b.items, `${at}.items`);
+  if (items.length !== run.itemCount) fail(`${at}.items`, `has ${items.length} items but the run says ${run.itemCount}.`);
+  const steps = arr(b.steps, `${at}.steps`).map((step, i) => {
+    const record = validateStep(step, `${at}.steps[${i}]`, items.length);
+    if (record.step !== i + 1) fail(`${at}.steps[${i}].step`, `expected ${i + 1}: steps must be consecutive from 1.`);
+    return record;
+  });
+  const pending = arr(b.pending ?? [], `${at}.pending`).map((result, i) => {
+    const record = validateItemResult(result, `${at}.pending[${i}]`, items.length);
+    if (record.step !== steps.length + 1) fail(`${at}.pending[${i}].step`, `expected ${steps.length + 1}, the step after the last committed one.`);
+    return record;
+  });
+  return { run, items, steps, pending };
+}

@@ -1,0 +1,29 @@
+import { InvalidInputError } from '../errors.js';
+import { alphabetise } from './alphabetise.js';
+import { arithmetic } from './arithmetic.js';
+import { jsonFormat } from './json-format.js';
+import { keywords } from './keywords.js';
+import type { Task } from './types.js';
+
+export type { Task, DatasetOptions } from './types.js';
+export { alphabetise, alphabetiseAnswer } from './alphabetise.js';
+export { arithmetic } from './arithmetic.js';
+export { jsonFormat } from './json-format.js';
+export { keywords } from './keywords.js';
+export { builtinRewards } from './rewards.js';
+export { editDistance, similarity } from './text.js';
+
+/** The built-in tasks by name. */
+export const builtinTasks: Readonly<Record<string, Task>> = Object.freeze({
+  [alphabetise.name]: alphabetise,
+  [arithmetic.name]: arithmetic,
+  [jsonFormat.name]: jsonFormat,
+  [keywords.name]: keywords,
+});
+
+export function getTask(name: string): Task {
+  const task = builtinTasks[name];
+  if (!task) throw new InvalidInputError('task', `unknown task "${name}"; choose one of ${Object.keys(builtinTasks).join(', ')}.`);
+  return task;
+}
+export { parseDatasetJsonl } from './jsonl.js';

@@ -1,0 +1,251 @@
+/**
+ * `createGrpoTool`: the Training-Free GRPO loop behind seed 000's duplex frame protocol, so a
+ * harness that speaks frames can train without knowing the loop's API.
+ *
+ * In (sink): TOOL_CALL (start a run; `dataset`, `groupSize`, `epochs` override the options), TICK,
+ * CANCEL, ABORT, DESCRIBE. Out (source): TOOL_RESULT (`{ experiences, epochs, itemsProcessed }`, or
+ * `{ experiences, failed: true }`), ERROR (`Already running`, bad arguments, a failed run),
+ * DESCRIPTION. The library carries over from one TOOL_CALL to the next.
+ */
+import { InvalidInputError } from '../errors.js';
+import { normalizeExperienceLibrary } from '../experience/normalize.js';
+import type { ExemplarEntry, ExperienceEntry, ExperienceLibrary } from '../experience/types.js';
+import type { Policy } from '../policy/types.js';
+import { MemoryStore } from '../store/memory.js';
+import type { DatasetItem, LoopMode } from '../store/records.js';
+import type { Store } from '../store/types.js';
+import { builtinRewards } from '../tasks/rewards.js';
+import { trainingFreeGrpo } from '../train/loop.js';
+import type { RewardFunction, TrainingFreeGrpoOptions } from '../train/options.js';
+
+export interface Frame {
+  type: string;
+  content?: unknown;
+}
+
+export interface FrameWriter {
+  write(frame: Frame): void;
+}
+
+/** Output frames; written to every piped writer, buffered until the first pipe. */
+export interface FrameSource {
+  pipe<W extends FrameWriter>(writer: W): W;
+}
+
+export type ToolLoopOptions = Omit<
+  TrainingFreeGrpoOptions,
+  'policy' | 'critic' | 'dataset' | 'rewards' | 'groupSize' | 'epochs' | 'initialExperiences' | 'mode' | 'store' | 'signal' | 'runId'
+>;
+
+export interface GrpoToolOptions {
+  policy: Policy;
+  /** Default: the policy. */
+  critic?: Policy;
+  /** Items: `{ prompt | messages, answer? }`, plain strings, or seed 000's `{ task, expected }`. */
+  dataset?: unknown[];
+  /** Default: `exact` and `similarity` against each item's answer. */
+  rewards?: RewardFunction[];
+  /** Completions per item. Default 4 (seed 000). */
+  groupSize?: number;
+  /** Passes over the dataset. Default 1 (seed 000). */
+  epochs?: number;
+  /** Starting library, normalised with `normalizeExperienceLibrary` (seed 000's `{ item, output, score }` too). */
+  initialExperiences?: unknown;
+  /** Default `lessons`; `exemplars` keeps best outputs instead (no critic). */
+  mode?: LoopMode;
+  /** Where runs are kept. Default: a `MemoryStore`, closed by `close()`. */
+  store?: Store;
+  /**
+   * `free` (default): a run goes on by itself. `tick`: after each step the run waits for a TICK
+   * frame, so a harness that ticks sets the pace.
+   */
+  pace?: 'free' | 'tick';
+  /** Any other loop option (temperature, batchSize, templates...). */
+  loop?: ToolLoopOptions;
+}
+
+export type ExperienceRecord = ExperienceEntry | ExemplarEntry;
+
+export interface GrpoTool {
+  source: FrameSource;
+  sink: FrameWriter;
+  _toolName: 'grpo';
+  /** The current library: lessons, then exemplars (copies). */
+  getExperiences(): ExperienceRecord[];
+  /** Stops any run and closes the store the tool created. */
+  close(): Promise<void>;
+}
+
+const SCHEMA = {
+  type: 'object',
+  properties: {
+    dataset: { type: 'array', description: 'Items to train on: { prompt | messages, answer? }, strings, or { task, expected }.' },
+    groupSize: { type: 'integer', minimum: 2, description: 'Completions sampled per item.' },
+    epochs: { type: 'integer', minimum: 1, description: 'Passes over the dataset.' },
+  },
+};
+
+/** Seed 000 allows strings and `{ task, expected }` items; ours are `{ prompt | messages, answer? }`. */
+export function toDatasetItem(value: unknown, at: string): DatasetItem {
+  if (typeof value === 'string') return { prompt: value };
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidInputError(at, 'expected a string or an object.');
+  const record = value as Record<string, unknown>;
+  if ('prompt' in record || 'messages' in record) return record as DatasetItem;
+  const prompt = record.task ?? record.question ?? record.input;
+  if (typeof prompt !== 'string') throw new InvalidInputError(at, 'expected "prompt", "messages", or seed 000\'s "task" text.');
+  const answer = record.expected ?? record.answer;
+  return answer === undefined ? { prompt } : { prompt, answer: answer as DatasetItem['answer'] };
+}
+
+export function createGrpoTool(options: GrpoToolOptions): GrpoTool {
+  if (!options?.policy) throw new InvalidInputError('policy', 'createGrpoTool needs a policy.');
+  const store = options.store ?? new MemoryStore();
+  const ownsStore = options.store === undefined;
+  const writers: FrameWriter[] = [];
+  const buffered: Frame[] = [];
+  let library: ExperienceLibrary = normalizeExperienceLibrary(options.initialExperiences);
+  let current: { controller: AbortController; cancel: () => void; tick: () => void } | undefined;
+  let closed = false;
+
+  const emit = (frame: Frame) => {
+    if (writers.length === 0) buffered.push(frame);
+    else for (const writer of writers) writer.write(frame);
+  };
+  const error = (message: string) => emit({ type: 'ERROR', content: { message } });
+
+  function start(args: { dataset: DatasetItem[]; groupSize: number; epochs: number }): void {
+    const controller = new AbortController();
+    // Built here so that bad arguments (a malformed item, a bad option) are an ERROR, not a failed run.
+    const run = trainingFreeGrpo({
+      ...options.loop,
+      policy: options.policy,
+      critic: options.critic,
+      dataset: args.dataset,
+      rewards: options.rewards ?? [builtinRewards.exact, builtinRewards.similarity],
+      groupSize: args.groupSize,
+      epochs: args.epochs,
+      mode: options.mode,
+      initialExperiences: library,
+      store,
+      signal: controller.signal,
+    });
+    let cancelled = false;
+    let wake: (() => void) | undefined;
+    const self = {
+      controller,
+      cancel: () => {
+        cancelled = true;
+        wake?.();
+      },
+      tick: () => wake?.(),
+    };
+    current = self;
+    const stillCurrent = () => current === self;
+
+    void (async () => {
+      try {
+        let outcome: { epochs: number; items: number; status: string } | undefined;
+        for await (const event of run) {
+          if (event.type === 'step-end') {
+            library = event.library;
+            if (cancelled) break;
+            if (options.pace === 'tick') {
+              await new Promise<void>((resolve) => (wake = resolve));
+              wake = undefined;
+              if (cancelled) break;
+            }
+          }
+          if (event.type === 'run-end') outcome = { epochs: event.epochsCompleted, items: event.itemsProcessed, status: event.status };
+        }
+        if (stillCurrent() && outcome?.status === 'completed') {
+          emit({ type: 'TOOL_RESULT', content: { experiences: experiences(library), epochs: outcome.epochs, itemsProcessed: outcome.items } });
+        }
+      } catch (failure) {
+        if (stillCurrent() && !controller.signal.aborted) {
+          error(failure instanceof Error ? failure.message : String(failure));
+          emit({ type: 'TOOL_RESULT', content: { experiences: experiences(library), failed: true } });
+        }
+      } finally {
+        if (stillCurrent()) current = undefined;
+      }
+    })();
+  }
+
+  function parseArgs(content: unknown): { dataset: DatasetItem[]; groupSize: number; epochs: number } {
+    const args = content === undefined || content === null ? {} : content;
+    if (typeof args !== 'object' || Array.isArray(args)) throw new InvalidInputError('content', 'TOOL_CALL content must be an object.');
+    const { dataset = options.dataset, groupSize = options.groupSize ?? 4, epochs = options.epochs ?? 1 } = args as Record<string, unknown>;
+    if (!Array.isArray(dataset) || dataset.length === 0) throw new InvalidInputError('dataset', 'give a non-empty array of items (in the options or the TOOL_CALL).');
+    if (typeof groupSize !== 'number' || !Number.isInteger(groupSize) || groupSize < 2) throw new InvalidInputError('groupSize', 'expected an integer >= 2.');
+    if (typeof epochs !== 'number' || !Number.isInteger(epochs) || epochs < 1) throw new InvalidInputError('epochs', 'expected an integer >= 1.');
+    return { dataset: dataset.map((item, i) => toDatasetItem(item, `dataset[${i}]`)), groupSize, epochs };
+  }
+
+  const sink: FrameWriter = {
+    write(frame: Frame) {
+      if (closed) return error('The grpo tool is closed.');
+      if (typeof frame !== 'object' || frame === null || typeof frame.type !== 'string') return error('A frame is an object with a string "type".');
+      switch (frame.type) {
+        case 'TOOL_CALL': {
+          if (current) return error('Already running');
+          try {
+            start(parseArgs(frame.content));
+          } catch (failure) {
+            error((failure as Error).message);
+          }
+          return;
+        }
+        case 'TICK':
+          current?.tick();
+          return;
+        case 'CANCEL':
+          // Finish the step in progress (it is committed), then stop; a later TOOL_CALL may start at once.
+          current?.cancel();
+          current = undefined;
+          return;
+        case 'ABORT':
+          current?.controller.abort();
+          current?.cancel();
+          current = undefined;
+          return;
+        case 'DESCRIBE':
+          emit({
+            type: 'DESCRIPTION',
+            content: {
+              name: 'grpo',
+              description: 'Training-Free GRPO: improves a policy through an experience library instead of its weights.',
+              capabilities: ['write', 'execute'],
+              schema: SCHEMA,
+            },
+          });
+          return;
+        default:
+          return error(`Unknown frame type "${frame.type}"; expected TOOL_CALL, TICK, CANCEL, ABORT or DESCRIBE.`);
+      }
+    },
+  };
+
+  return {
+    source: {
+      pipe(writer) {
+        writers.push(writer);
+        for (const frame of buffered.splice(0)) writer.write(frame);
+        return writer;
+      },
+    },
+    sink,
+    _toolName: 'grpo',
+    getExperiences: () => experiences(library),
+    async close() {
+      closed = true;
+      current?.controller.abort();
+      current?.cancel();
+      current = undefined;
+      if (ownsStore) await store.close();
+    },
+  };
+}
+
+function experiences(library: ExperienceLibrary): ExperienceRecord[] {
+  return structuredClone([...library.entries, ...library.exemplars]);
+}

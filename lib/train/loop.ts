@@ -1,0 +1,332 @@
+/**
+ * `trainingFreeGrpo`: the Training-Free GRPO loop (arXiv 2510.08191). Per step (one batch of
+ * items): roll out a group per item with the current library, reward, compute advantages, let the
+ * critic summarise, critique and propose operations per group, merge the batch's operations, apply
+ * them, and commit the step with a library snapshot in one store transaction.
+ *
+ * The run is an async iterable of events and advances as it is iterated. Finished items are stored
+ * as they finish, so `resumeTrainingFreeGrpo(runId)` continues from the first unfinished item: a
+ * run killed mid-step and resumed ends with the same library, byte for byte, as an uninterrupted
+ * run given the same model outputs.
+ */
+import { AbortError, InvalidInputError, throwIfAborted } from '../errors.js';
+import { normalizeExperienceLibrary } from '../experience/normalize.js';
+import { estimateTokens, formatExemplar, formatLesson } from '../experience/render.js';
+import type { ExperienceLibrary } from '../experience/types.js';
+import type { Policy } from '../policy/types.js';
+import { MemoryStore } from '../store/memory.js';
+import type { ItemResult, RunRecord, RunWarning } from '../store/records.js';
+import type { Store } from '../store/types.js';
+import { validateDataset } from '../store/validate.js';
+import { EventChannel, type Progress, type TrainingFreeEvent } from './events.js';
+import { runItem, type ItemContext } from './item.js';
+import {
+  checkRunId,
+  matchRewards,
+  resolveConfig,
+  validateHandles,
+  type LoopHandles,
+  type RewardFunction,
+  type TrainingFreeGrpoOptions,
+} from './options.js';
+import { Schedule } from './schedule.js';
+import { epochStats } from './stats.js';
+import { finishStep } from './step.js';
+
+export interface TrainingFreeResult {
+  runId: string;
+  status: 'completed' | 'aborted';
+  library: ExperienceLibrary;
+  epochsCompleted: number;
+  stepsCompleted: number;
+  /** Items finished over the whole run (each epoch counts every item again). */
+  itemsProcessed: number;
+  warnings: number;
+}
+
+/** A run in progress: iterate it for events (once), or await `result()` to run it to the end. */
+export interface TrainingFreeRun extends AsyncIterable<TrainingFreeEvent> {
+  readonly runId: string;
+  /**
+   * Runs the loop to its end (iterating the events if nobody else does) and resolves with the final
+   * library; an aborted run resolves with status `aborted`, a failed one rejects.
+   */
+  result(): Promise<TrainingFreeResult>;
+}
+
+export interface ResumeOptions extends LoopHandles {
+  /** The store that holds the run. */
+  store: Store;
+}
+
+/** Starts a new run. Options are validated here, synchronously; the loop starts when iterated. */
+export function trainingFreeGrpo(options: TrainingFreeGrpoOptions): TrainingFreeRun {
+  if (!options || typeof options !== 'object') throw new InvalidInputError('options', 'expected an options object.');
+  const config = resolveConfig(options);
+  const dataset = validateDataset(options.dataset);
+  const initialLibrary = normalizeExperienceLibrary(options.initialExperiences, { maxLength: config.maxExperienceLength });
+  const runId = options.runId !== undefined ? checkRunId(options.runId) : crypto.randomUUID();
+  const store = options.store ?? new MemoryStore();
+  return new LoopRun(runId, async (emit, signal) => {
+    const now = new Date().toISOString();
+    const run: RunRecord = {
+      id: runId,
+      kind: 'training-free',
+      status: 'running',
+      createdAt: now,
+      updatedAt: now,
+      config,
+      initialLibrary,
+      itemCount: dataset.length,
+    };
+    await store.createRun(run, dataset);
+    return drive({ store, runId, handles: options, rewards: options.rewards, resumed: false }, emit, signal);
+  });
+}
+
+/**
+ * Continues a stored run from its first unfinished item. The configuration comes from the store;
+ * pass the same policy, critic and reward functions (matched by name) as when it started.
+ */
+export function resumeTrainingFreeGrpo(runId: string, options: ResumeOptions): TrainingFreeRun {
+  if (!options || typeof options !== 'object' || !options.store) throw new InvalidInputError('store', 'pass the store that holds the run.');
+  validateHandles(options);
+  return new LoopRun(runId, async (emit, signal) => {
+    const run = await options.store.getRun(runId);
+    if (!run) throw new InvalidInputError('runId', `no run "${runId}" in this ${options.store.kind} store.`);
+    const rewards = matchRewards(run.config, options.rewards);
+    return drive({ store: options.store, runId, handles: options, rewards, resumed: true }, emit, signal);
+  });
+}
+
+type Emit = (event: TrainingFreeEvent) => Promise<void>;
+
+interface DriveSetup {
+  store: Store;
+  runId: string;
+  handles: LoopHandles;
+  rewards: RewardFunction[];
+  resumed: boolean;
+}
+
+async function drive(setup: DriveSetup, emit: Emit, internal: AbortSignal): Promise<TrainingFreeResult> {
+  const { store, runId, handles } = setup;
+  const signal = handles.signal ? AbortSignal.any([handles.signal, internal]) : internal;
+  const lock = await store.lockRun(runId);
+  let library: ExperienceLibrary | undefined;
+  let stepsCompleted = 0;
+  let itemsDone = 0;
+  let warnings = 0;
+  let schedule: Schedule | undefined;
+  const progress = (step: number): Progress => ({
+    step,
+    totalSteps: schedule?.totalSteps ?? 0,
+    epoch: schedule ? schedule.plan(Math.max(1, Math.min(step, schedule.totalSteps))).epoch : 1,
+    epochs: schedule?.epochs ?? 0,
+    itemsDone,
+    totalItems: schedule?.totalItems ?? 0,
+  });
+  const tally = () => ({
+    library: library as ExperienceLibrary,
+    epochsCompleted: schedule ? Math.floor(stepsCompleted / schedule.stepsPerEpoch) : 0,
+    stepsCompleted,
+    itemsProcessed: itemsDone,
+    warnings,
+  });
+
+  try {
+    const run = (await store.getRun(runId)) as RunRecord;
+    const { config } = run;
+    const items = await store.getItems(runId);
+    schedule = new Schedule(config, items.length);
+    const last = await store.lastStep(runId);
+    library = last?.library ?? run.initialLibrary;
+    stepsCompleted = last?.step ?? 0;
+    itemsDone = stepsCompleted < schedule.totalSteps ? schedule.plan(stepsCompleted + 1).itemsBefore : schedule.totalItems;
+    if (stepsCompleted > 0) {
+      for (const step of await store.listSteps(runId)) warnings += step.warnings.length + step.items.reduce((n, i) => n + i.warnings.length, 0);
+    }
+    throwIfAborted(signal);
+    if (run.status !== 'running') await store.setRunStatus(runId, { status: 'running' });
+
+    const policy = handles.policy;
+    const tokens = tokenCounter(handles.countTokens, policy);
+    const warn = async (warning: RunWarning) => {
+      warnings += 1;
+      await emit({ type: 'warning', warning });
+    };
+    await emit({ type: 'run-start', runId, resumed: setup.resumed, config, library, progress: progress(stepsCompleted + 1) });
+
+    for (let step = stepsCompleted + 1; step <= schedule.totalSteps; step++) {
+      const plan = schedule.plan(step);
+      const stepLibrary = library;
+      await tokens.prepare(stepLibrary);
+      await emit({ type: 'step-start', step, epoch: plan.epoch, batch: plan.batch, items: plan.indices, library: stepLibrary, progress: progress(step) });
+
+      const finished = new Map((await store.getItemResults(runId, step)).map((r) => [r.position, r]));
+      const stepAbort = new AbortController();
+      const stepSignal = AbortSignal.any([signal, stepAbort.signal]);
+      const ctx: ItemContext = {
+        policy,
+        critic: handles.critic ?? policy,
+        config,
+        signal: stepSignal,
+        rewards: setup.rewards,
+        countTokens: tokens.count,
+        emit: async (event) => {
+          if (event.type === 'warning') warnings += 1;
+          await emit(event);
+        },
+      };
+      const results: ItemResult[] = new Array(plan.indices.length);
+      await eachConcurrently(plan.indices.length, config.concurrency, stepAbort, async (position) => {
+        const index = plan.indices[position];
+        const reused = finished.get(position);
+        const itemResult = reused ?? (await runItem(ctx, plan, position, index, items[index], stepLibrary));
+        throwIfAborted(stepSignal);
+        if (reused) warnings += reused.warnings.length;
+        else await store.putItemResult(runId, itemResult);
+        results[position] = itemResult;
+        itemsDone += 1;
+        await emit({ type: 'item-end', step, epoch: plan.epoch, item: index, result: itemResult, reused: reused !== undefined, progress: progress(step) });
+      });
+      throwIfAborted(signal);
+
+      const record = await finishStep({ critic: ctx.critic, config, signal }, plan, results, stepLibrary, warn);
+      throwIfAborted(signal);
+      await store.commitStep(runId, record);
+      library = record.library;
+      stepsCompleted = step;
+      await emit({
+        type: 'operations',
+        step,
+        epoch: plan.epoch,
+        ...(record.merge ? { merge: record.merge } : {}),
+        proposed: record.proposed,
+        applied: record.applied,
+        skipped: record.skippedOperations,
+        library,
+      });
+      await emit({ type: 'step-end', step, epoch: plan.epoch, batch: plan.batch, stats: record.stats, library, progress: progress(step) });
+      if (plan.lastOfEpoch) {
+        const steps = await store.listSteps(runId, { from: step - plan.batch + 1, to: step });
+        await emit({ type: 'epoch-end', epoch: plan.epoch, stats: epochStats(plan.epoch, steps, library), library, progress: progress(step) });
+      }
+    }
+
+    await store.setRunStatus(runId, { status: 'completed' });
+    await emit({ type: 'run-end', runId, status: 'completed', ...tally(), progress: progress(stepsCompleted) });
+    return { runId, status: 'completed', ...tally() };
+  } catch (error) {
+    const aborted = signal.aborted || error instanceof AbortError;
+    const message = error instanceof Error ? error.message : String(error);
+    // Best effort: when the store itself failed (a full quota), its last good state stands.
+    await store.setRunStatus(runId, aborted ? { status: 'aborted' } : { status: 'failed', error: message }).catch(() => undefined);
+    if (library !== undefined) {
+      await emit({
+        type: 'run-end',
+        runId,
+        status: aborted ? 'aborted' : 'failed',
+        ...tally(),
+        ...(aborted ? {} : { error: message }),
+        progress: progress(stepsCompleted),
+      });
+    }
+    if (aborted && library !== undefined) return { runId, status: 'aborted', ...tally() };
+    throw error;
+  } finally {
+    await lock.release();
+  }
+}
+
+/**
+ * Runs `task(0..n-1)` on up to `limit` at once, in order of start. On the first failure the others
+ * are aborted through `abort`, every task is awaited (none outlives the step), and the failure is
+ * rethrown.
+ */
+async function eachConcurrently(n: number, limit: number, abort: AbortController, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  const worker = async () => {
+    while (next < n && !failure) {
+      const i = next++;
+      try {
+        await task(i);
+      } catch (error) {
+        failure ??= { error };
+        abort.abort(error);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, n) }, worker));
+  if (failure) throw failure.error;
+}
+
+/**
+ * Counts tokens of library entries with the policy's own tokenizer where it has one (looked up
+ * before each step, since `encode` is async), else with the character estimate.
+ */
+function tokenCounter(custom: ((text: string) => number) | undefined, policy: Policy) {
+  const cache = new Map<string, number>();
+  return {
+    count: custom ?? ((text: string) => cache.get(text) ?? estimateTokens(text)),
+    async prepare(library: ExperienceLibrary): Promise<void> {
+      if (custom || !policy.encode) return;
+      const texts = [...library.entries.map(formatLesson), ...library.exemplars.map(formatExemplar)];
+      for (const text of texts) if (!cache.has(text)) cache.set(text, (await policy.encode(text)).length);
+    },
+  };
+}
+
+class LoopRun implements TrainingFreeRun {
+  readonly runId: string;
+  readonly #channel = new EventChannel<TrainingFreeEvent>();
+  readonly #internal = new AbortController();
+  readonly #body: (emit: Emit, signal: AbortSignal) => Promise<TrainingFreeResult>;
+  #started: Promise<TrainingFreeResult> | undefined;
+  #iterated = false;
+
+  constructor(runId: string, body: (emit: Emit, signal: AbortSignal) => Promise<TrainingFreeResult>) {
+    this.runId = runId;
+    this.#body = body;
+  }
+
+  #start(): Promise<TrainingFreeResult> {
+    this.#started ??= this.#body((event) => this.#channel.push(event), this.#internal.signal).then(
+      (result) => {
+        this.#channel.end();
+        return result;
+      },
+      (error: unknown) => {
+        this.#channel.end({ error });
+        throw error;
+      },
+    );
+    return this.#started;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<TrainingFreeEvent> {
+    if (this.#iterated) throw new InvalidInputError('run', 'the events of a run can be iterated only once; use result() to wait for the end.');
+    this.#iterated = true;
+    return {
+      next: () => {
+        this.#start().catch(() => undefined);
+        return this.#channel.next();
+      },
+      // The consumer stopped listening (break, throw): stop the loop and let it release the run.
+      return: async () => {
+        this.#internal.abort(new AbortError('The event consumer stopped iterating.'));
+        this.#channel.close();
+        await this.#started?.catch(() => undefined);
+        return { value: undefined, done: true };
+      },
+    };
+  }
+
+  async result(): Promise<TrainingFreeResult> {
+    if (!this.#iterated) {
+      for await (const event of this) void event;
+    }
+    return this.#start();
+  }
+}
