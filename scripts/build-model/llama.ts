@@ -51,15 +51,16 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
 
   // Additive attention bias [B, 1, S, T]: 0 where a query may attend a key, -FLT_MAX elsewhere.
   // Key j is visible to query i (absolute index past + i) when j <= past + i and mask[j] == 1.
+  // The indices come from a cumulative sum over ones made from the mask (ConstantOfShape has no
+  // WebGPU kernel).
   const mask = g.node('Cast', [attentionMask], { to: DataType.FLOAT });
-  const totalLength = g.node('Slice', [g.node('Shape', [attentionMask]), g.int64s([1]), g.int64s([2])]);
-  const ones = g.node('ConstantOfShape', [totalLength], { value: { tensor: { dims: [1], dataType: DataType.FLOAT, floatData: [1] } } });
-  const keyIndex = g.node('Sub', [g.node('CumSum', [ones, g.int64s([0], [])]), g.float(1)]); // [T]
+  const ones = g.node('Add', [g.node('Mul', [mask, g.float(0)]), g.float(1)]);
+  const keyIndex = g.node('Sub', [g.node('CumSum', [ones, g.int64s([1], [])]), g.float(1)]); // [B, T]
   const queryLength = g.node('Slice', [g.node('Shape', [inputIds]), g.int64s([1]), g.int64s([2])]);
-  const queryIndex = g.node('Slice', [keyIndex, g.node('Neg', [queryLength]), g.int64s([Number.MAX_SAFE_INTEGER]), g.int64s([0])]);
-  const causal = g.node('LessOrEqual', [g.node('Unsqueeze', [keyIndex, g.int64s([0])]), g.node('Unsqueeze', [queryIndex, g.int64s([1])])]);
-  const visible = g.node('Mul', [g.node('Cast', [causal], { to: DataType.FLOAT }), g.node('Unsqueeze', [mask, g.int64s([1, 2])])]);
-  const bias = g.node('Mul', [g.node('Sub', [visible, g.float(1)]), g.float(FLOAT_MAX)]);
+  const queryIndex = g.node('Slice', [keyIndex, g.node('Neg', [queryLength]), g.int64s([Number.MAX_SAFE_INTEGER]), g.int64s([1])]); // [B, S]
+  const causal = g.node('LessOrEqual', [g.node('Unsqueeze', [keyIndex, g.int64s([1])]), g.node('Unsqueeze', [queryIndex, g.int64s([2])])]);
+  const visible = g.node('Mul', [g.node('Cast', [causal], { to: DataType.FLOAT }), g.node('Unsqueeze', [mask, g.int64s([1])])]);
+  const bias = g.node('Unsqueeze', [g.node('Mul', [g.node('Sub', [visible, g.float(1)]), g.float(FLOAT_MAX)]), g.int64s([1])]);
 
   const scale = g.float(1 / Math.sqrt(headDim));
   const half = headDim / 2;
