@@ -168,9 +168,9 @@ both sides. The bench model declares no end token, so every row generates all ${
 sides end with per-token log-probs: webgrpo returns them from sampling; transformers.js
 \`generate()\` returns none, so a forward pass over the generated sequences computes them.
 Prefill = time to the first sampled token. After a warm-up group, G = ${G} runs three times (Node)
-or twice (Chromium) per implementation, other sizes twice, and the fastest run is shown. In Node both implementations share one
-process and take turns on every case (a busy neighbour slows both alike); peak memory comes from
-separate processes running one implementation each. In Chromium each implementation gets its own
+or twice (Chromium) per implementation, other sizes twice, and the fastest run is shown. In Node
+both implementations share one process and take turns on every case (a busy neighbour slows both
+alike); peak memory comes from separate processes running one implementation each. In Chromium each implementation gets its own
 browser; peak memory is the high-water resident set of its renderer and GPU processes.
 
 | Runtime | Implementation | Prefill | Total | Tokens | Tokens/s | Peak memory | Speed-up |
