@@ -106,7 +106,9 @@ async function assemble(
   const session = (model.sessions.model ?? model.sessions.decoder_model_merged) as OrtSession | undefined;
   if (!session) throw new ModelLoadError(`${label} has no decoder session; webgrpo needs a causal language model.`);
   const layout = kvLayout(session, config, label);
-  const vocabSize = Number(config.vocab_size);
+  // The logits' own last dimension when the graph states it (some exports pad the vocabulary).
+  const logitsDim = session.outputMetadata?.find((m) => m.name === 'logits')?.shape?.[2];
+  const vocabSize = typeof logitsDim === 'number' ? logitsDim : Number(config.vocab_size);
   if (!session.inputNames.includes('input_ids') || !session.outputNames.includes('logits') || !(vocabSize > 0)) {
     throw new ModelLoadError(`${label} is not a decoder with input_ids -> logits and a vocab_size in config.json.`);
   }
