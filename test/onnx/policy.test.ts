@@ -225,6 +225,13 @@ describe('group sampling', () => {
     expect(ids).toHaveLength(7);
     expect(await tiny.decode(ids)).toBe('abc 123');
   });
+
+  it('keeps special tokens when asked, so a rendered chat prompt decodes to text that encodes back to it', async () => {
+    const { promptTokenIds } = await tiny.generateGroup({ messages: [{ role: 'user', content: 'hi' }], groupSize: 1, maxNewTokens: 1 });
+    const rendered = await tiny.decode(promptTokenIds, { skipSpecialTokens: false });
+    expect(rendered.length).toBeGreaterThan((await tiny.decode(promptTokenIds)).length);
+    expect(await tiny.encode(rendered)).toEqual(promptTokenIds);
+  });
 });
 
 describe('bad input', () => {
