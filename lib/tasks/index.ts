@@ -1,6 +1,7 @@
 import { InvalidInputError } from '../errors.js';
 import { alphabetise } from './alphabetise.js';
 import { arithmetic } from './arithmetic.js';
+import { digits, shout } from './characters.js';
 import { jsonFormat } from './json-format.js';
 import { keywords } from './keywords.js';
 import type { Task } from './types.js';
@@ -8,6 +9,7 @@ import type { Task } from './types.js';
 export type { Task, DatasetOptions } from './types.js';
 export { alphabetise, alphabetiseAnswer } from './alphabetise.js';
 export { arithmetic } from './arithmetic.js';
+export { characterShare, digits, shout } from './characters.js';
 export { jsonFormat } from './json-format.js';
 export { keywords } from './keywords.js';
 export { builtinRewards } from './rewards.js';
@@ -19,6 +21,8 @@ export const builtinTasks: Readonly<Record<string, Task>> = Object.freeze({
   [arithmetic.name]: arithmetic,
   [jsonFormat.name]: jsonFormat,
   [keywords.name]: keywords,
+  [digits.name]: digits,
+  [shout.name]: shout,
 });
 
 export function getTask(name: string): Task {

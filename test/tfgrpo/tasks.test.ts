@@ -26,7 +26,7 @@ const byName = (rewards: RewardFunction[], name: string) => rewards.find((r) => 
 
 describe('built-in tasks', () => {
   it('generate small, valid, seeded datasets', () => {
-    expect(Object.keys(builtinTasks)).toEqual(['alphabetise', 'arithmetic', 'json-format', 'keywords']);
+    expect(Object.keys(builtinTasks)).toEqual(['alphabetise', 'arithmetic', 'json-format', 'keywords', 'digits', 'shout']);
     for (const task of Object.values(builtinTasks)) {
       const items = task.dataset({ seed: 3 });
       expect(validateDataset(items)).toEqual(items);

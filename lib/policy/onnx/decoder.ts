@@ -10,6 +10,8 @@ import type { OrtSession, OrtTensor, OrtTensorClass } from './runtime.js';
 
 export interface ForwardResult {
   logits: OrtTensor;
+  /** The final hidden state, [rows, length, hidden] like the logits, when the session exposes it. */
+  hidden?: OrtTensor;
   kv: KvState;
 }
 
@@ -22,6 +24,8 @@ export class Decoder {
     private readonly Tensor: OrtTensorClass,
     readonly kv: KvOps,
     readonly logits: LogitsOps,
+    /** Name of the hidden-state output (hidden-state.ts), when the graph was rewritten to expose it. */
+    readonly hiddenName?: string,
   ) {}
 
   /**
@@ -59,8 +63,15 @@ export class Decoder {
     this.runs++;
     // Outputs nobody reads (for example attention weights of some exports) are released at once.
     for (const [name, tensor] of Object.entries(outputs)) {
-      if (name !== 'logits' && !this.kv.layout.presentNames.includes(name)) tensor.dispose();
+      if (name !== 'logits' && name !== this.hiddenName && !this.kv.layout.presentNames.includes(name)) tensor.dispose();
     }
-    return { logits: outputs.logits, kv: this.kv.fromOutputs(outputs, rows, total) };
+    const hidden = this.hiddenName === undefined ? undefined : outputs[this.hiddenName];
+    return { logits: outputs.logits, ...(hidden ? { hidden } : {}), kv: this.kv.fromOutputs(outputs, rows, total) };
   }
+}
+
+/** Frees a forward pass's logits and hidden state (its cache lives on). */
+export function release(result: ForwardResult | undefined): void {
+  result?.logits.dispose();
+  result?.hidden?.dispose();
 }

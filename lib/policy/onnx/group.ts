@@ -8,7 +8,7 @@
 import { mulberry32 } from '../../math/random.js';
 import type { SamplingConfig } from '../sampling.js';
 import type { GroupResult, TokenEvent } from '../types.js';
-import type { Decoder } from './decoder.js';
+import { release, type Decoder } from './decoder.js';
 import type { KvState } from './kv-cache.js';
 import { RowDecoder, type StopRules } from './stopping.js';
 
@@ -39,17 +39,17 @@ export async function sampleGroup(decoder: Decoder, vocabSize: number, prefillWi
     let last: Awaited<ReturnType<Decoder['forward']>> | undefined;
     for (let start = 0; start < promptIds.length && !signal?.aborted; start += prefillWindow) {
       const chunk = promptIds.slice(start, start + prefillWindow);
-      last?.logits.dispose();
+      release(last);
       last = await decoder.forward(chunk, 1, chunk.length, kv, true);
       decoder.kv.dispose(kv);
       kv = last.kv;
     }
     if (last && !signal?.aborted) {
       const offset = (last.logits.dims[1] - 1) * vocabSize;
-      const first = await decoder.logits.sample(last.logits, rows.map((row) => ({ offset, u: row.rng() })), request.sampling);
+      const first = await decoder.logits.sample(last.logits, rows.map((row) => ({ offset, u: row.rng() })), request.sampling, last.hidden);
       record(rows, first);
     }
-    last?.logits.dispose();
+    release(last);
 
     let running = rows.filter((row) => row.running);
     kv = replace(decoder, kv, running.map(() => 0)); // one cache row per running completion
@@ -58,8 +58,8 @@ export async function sampleGroup(decoder: Decoder, vocabSize: number, prefillWi
       decoder.kv.dispose(kv);
       kv = step.kv;
       const picks = running.map((row, i) => ({ offset: i * vocabSize, u: row.rng() }));
-      const tokens = await decoder.logits.sample(step.logits, picks, request.sampling);
-      step.logits.dispose();
+      const tokens = await decoder.logits.sample(step.logits, picks, request.sampling, step.hidden);
+      release(step);
       record(running, tokens);
 
       const keep = running.flatMap((row, i) => (row.running ? [i] : []));

@@ -8,7 +8,8 @@ import { AbortError, ModelLoadError } from '../../errors.js';
 import { Decoder } from './decoder.js';
 import { chooseDevice, type Backend, type OnnxDevice } from './device.js';
 import { GpuKv, HostKv, type KvLayout, type KvOps } from './kv-cache.js';
-import { resolveModelLocation } from './location.js';
+import { rebuildWithHiddenState } from './hidden-session.js';
+import { resolveModelLocation, type ModelLocation } from './location.js';
 import { HostLogits, type LogitsOps } from './logits-ops.js';
 import { OnnxPolicy, type OnnxTokenizer } from './policy.js';
 import { loadRuntime, type OrtSession, type OrtTensorClass, type Runtime, type Transformers } from './runtime.js';
@@ -42,6 +43,12 @@ export interface OnnxPolicyOptions {
    * from next to onnxruntime-web's own module, which bundlers such as Vite emit as assets.
    */
   wasmPaths?: string | { mjs?: string; wasm?: string };
+  /**
+   * Also output the final hidden state (the LM head's input), which a trainable adapter on the
+   * head needs (`webgrpo/grad`). The graph is rewritten once at load and its session built again,
+   * so loading takes about twice as long; memory does not double. Default false.
+   */
+  hiddenState?: boolean;
 }
 
 /** Logits elements one forward pass may produce; longer prompts and scoring batches run in windows. */
@@ -83,7 +90,7 @@ export async function loadOnnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPo
   const tokenizer = tokenizerResult.value as unknown as OnnxTokenizer & { eos_token_id?: number };
   try {
     checkAbort();
-    const policy = await assemble(runtime, choice.backend, choice.note, location.id, model, tokenizer);
+    const policy = await assemble(runtime, choice.backend, choice.note, location, model, tokenizer, options.hiddenState === true);
     options.onProgress?.({ status: 'ready', ...progress.totals() });
     return policy;
   } catch (error) {
@@ -98,13 +105,23 @@ async function assemble(
   runtime: Runtime,
   backend: Backend,
   note: string | undefined,
-  label: string,
+  location: ModelLocation,
   model: LoadedModel,
   tokenizer: OnnxTokenizer & { eos_token_id?: number },
+  withHidden: boolean,
 ): Promise<OnnxPolicy> {
+  const label = location.id;
   const config = model.config as unknown as Record<string, unknown>;
-  const session = (model.sessions.model ?? model.sessions.decoder_model_merged) as OrtSession | undefined;
+  const sessionName = model.sessions.model ? 'model' : 'decoder_model_merged';
+  let session = model.sessions[sessionName] as OrtSession | undefined;
   if (!session) throw new ModelLoadError(`${label} has no decoder session; webgrpo needs a causal language model.`);
+  let hidden: string | undefined;
+  if (withHidden) {
+    if (!(Number(config.hidden_size) > 0)) throw new ModelLoadError(`${label}: config.json states no hidden_size, which an adapter on the head needs.`);
+    ({ session, hidden } = await rebuildWithHiddenState(runtime.transformers, location, model.config, backend, session, runtime.isNode));
+    // The model object owns its sessions: disposing it releases the rebuilt one.
+    model.sessions[sessionName] = session as never;
+  }
   const layout = kvLayout(session, config, label);
   // The logits' own last dimension when the graph states it (some exports pad the vocabulary).
   const logitsDim = session.outputMetadata?.find((m) => m.name === 'logits')?.shape?.[2];
@@ -118,9 +135,10 @@ async function assemble(
 
   let kv: KvOps;
   let logits: LogitsOps;
+  let device: GpuDeviceLike | undefined;
   if (backend === 'webgpu') {
     const onnxEnv = runtime.transformers.env.backends.onnx as { webgpu?: { device?: Promise<GpuDeviceLike> } };
-    const device = await onnxEnv.webgpu?.device;
+    device = await onnxEnv.webgpu?.device;
     if (!device) throw new ModelLoadError('onnxruntime-web created no WebGPU device.');
     kv = new GpuKv(runtime.Tensor, layout, device);
     const probe = await warmUp(session, runtime, kv, vocabSize);
@@ -134,11 +152,12 @@ async function assemble(
   return new OnnxPolicy({
     info: { model: label, backend, note },
     tokenizer,
-    decoder: new Decoder(session, runtime.Tensor, kv, logits),
+    decoder: new Decoder(session, runtime.Tensor, kv, logits, hidden),
     vocabSize,
     eosIds,
     maxPositions,
     maxLogits,
+    ...(hidden !== undefined ? { hiddenSize: Number(config.hidden_size), device } : {}),
     release: async () => {
       await model.dispose();
     },

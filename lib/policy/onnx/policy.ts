@@ -7,8 +7,10 @@ import { resolveSampling } from '../sampling.js';
 import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, ScoreOptions, ScoreResult } from '../types.js';
 import type { Decoder } from './decoder.js';
 import { sampleGroup } from './group.js';
+import { TrainableHead } from './head.js';
 import { promptTokenIds, type PromptTokenizer } from './prompt.js';
 import { scoreGroup } from './score.js';
+import type { GpuDeviceLike } from './webgpu-types.js';
 
 export const MAX_GROUP_SIZE = 64;
 
@@ -37,16 +39,38 @@ export interface OnnxPolicyParts {
   maxPositions: number;
   /** Upper bound on logits elements one forward pass may produce (bounds prefill and scoring windows). */
   maxLogits: number;
+  /** Width of the final hidden state, when the decoder exposes it (`hiddenState: true`). */
+  hiddenSize?: number;
+  /** The WebGPU device holding the logits; undefined when they are in host memory. */
+  device?: GpuDeviceLike;
   release(): Promise<void>;
 }
 
 export class OnnxPolicy implements Policy {
   readonly info: PolicyInfo;
+  /**
+   * The LM head's adapter and the frozen model's per-token states (`webgrpo/grad`); present when
+   * the policy was loaded with `hiddenState: true`.
+   */
+  readonly head: TrainableHead | undefined;
   private tail: Promise<unknown> = Promise.resolve();
   private disposed = false;
 
   constructor(private readonly parts: OnnxPolicyParts) {
     this.info = parts.info;
+    const { decoder, vocabSize, hiddenSize, maxLogits, device, tokenizer } = parts;
+    this.head =
+      decoder.hiddenName !== undefined && hiddenSize !== undefined
+        ? new TrainableHead({
+            decoder,
+            vocabSize,
+            hiddenSize,
+            maxLogits,
+            device,
+            schedule: (task) => this.serialize(() => this.guard(task)),
+            promptIds: (input) => promptTokenIds(tokenizer, input),
+          })
+        : undefined;
   }
 
   generateGroup(options: GenerateGroupOptions): Promise<GroupResult> {

@@ -4,10 +4,14 @@
  * [rows, window, vocab] logits would be too large). Shorter completions are padded at the end with
  * their own last token; a causal decoder never lets a position see later ones, so the padding
  * cannot change any scored position, and no attention mask games are needed.
+ *
+ * `forEachScoreWindow` is the walk itself: it hands every forward pass's logits (and hidden state)
+ * with the rows that predict completion tokens to a visitor. Scoring is one visitor; the gradient
+ * trainer's collection of the frozen model's per-token states (lib/grad) is another.
  */
 import { AbortError } from '../../errors.js';
 import type { ScoreResult } from '../types.js';
-import type { Decoder } from './decoder.js';
+import { release, type Decoder, type ForwardResult } from './decoder.js';
 import type { KvState } from './kv-cache.js';
 import type { ScorePick } from './logits-ops.js';
 
@@ -18,10 +22,39 @@ export interface ScoreRequest {
   signal?: AbortSignal;
 }
 
+/** One forward pass's output and the completion tokens its rows predict. */
+export interface ScoreWindow {
+  logits: ForwardResult['logits'];
+  hidden: ForwardResult['hidden'];
+  /** Row offsets into the logits and the token each predicts. */
+  picks: ScorePick[];
+  /** For each pick: [completion index, token index]. */
+  slots: Array<[number, number]>;
+}
+
 export async function scoreGroup(decoder: Decoder, vocabSize: number, maxLogits: number, request: ScoreRequest): Promise<ScoreResult> {
-  const { promptIds, completions, temperature, signal } = request;
+  const { completions, temperature } = request;
   const logprobs = completions.map((c) => new Array<number>(c.length));
   const entropies = completions.map((c) => new Array<number>(c.length));
+  await forEachScoreWindow(decoder, vocabSize, maxLogits, request, async (window) => {
+    const scores = await decoder.logits.score(window.logits, window.picks, temperature, window.hidden);
+    window.slots.forEach(([i, t], k) => {
+      logprobs[i][t] = scores[k].logprob;
+      entropies[i][t] = scores[k].entropy;
+    });
+  });
+  return { logprobs, entropies };
+}
+
+/** Runs the model over prompt + completions; `visit` sees each window before its tensors are freed. */
+export async function forEachScoreWindow(
+  decoder: Decoder,
+  vocabSize: number,
+  maxLogits: number,
+  request: ScoreRequest,
+  visit: (window: ScoreWindow) => Promise<void>,
+): Promise<void> {
+  const { promptIds, completions, signal } = request;
   const checkAbort = () => {
     if (signal?.aborted) throw new AbortError('scoreCompletions was aborted.', { cause: signal.reason });
   };
@@ -30,28 +63,31 @@ export async function scoreGroup(decoder: Decoder, vocabSize: number, maxLogits:
   try {
     // Prompt: its last position predicts every completion's first token.
     const prefillWindow = Math.max(1, Math.floor(maxLogits / vocabSize));
-    let lastLogits: Awaited<ReturnType<Decoder['forward']>>['logits'] | undefined;
+    let last: ForwardResult | undefined;
     for (let start = 0; start < promptIds.length; start += prefillWindow) {
       checkAbort();
       const chunk = promptIds.slice(start, start + prefillWindow);
-      lastLogits?.dispose();
-      const result = await decoder.forward(chunk, 1, chunk.length, kv, true);
+      release(last);
+      last = await decoder.forward(chunk, 1, chunk.length, kv, true);
       decoder.kv.dispose(kv);
-      kv = result.kv;
-      lastLogits = result.logits;
+      kv = last.kv;
     }
-    const promptOffset = (lastLogits!.dims[1] - 1) * vocabSize;
+    const promptOffset = (last!.logits.dims[1] - 1) * vocabSize;
     const firsts = completions.flatMap((c, i) => (c.length > 0 ? [i] : []));
-    const firstScores = await decoder.logits.score(lastLogits!, firsts.map((i) => ({ offset: promptOffset, target: completions[i][0] })), temperature);
-    lastLogits!.dispose();
-    firsts.forEach((i, k) => {
-      logprobs[i][0] = firstScores[k].logprob;
-      entropies[i][0] = firstScores[k].entropy;
-    });
+    try {
+      await visit({
+        logits: last!.logits,
+        hidden: last!.hidden,
+        picks: firsts.map((i) => ({ offset: promptOffset, target: completions[i][0] })),
+        slots: firsts.map((i) => [i, 0]),
+      });
+    } finally {
+      release(last);
+    }
 
     // Completions with more than one token: feed tokens 0..n-2, score tokens 1..n-1.
     const rows = completions.flatMap((c, i) => (c.length > 1 ? [i] : []));
-    if (rows.length === 0) return { logprobs, entropies };
+    if (rows.length === 0) return;
     const gathered = decoder.kv.gather(kv, rows.map(() => 0));
     decoder.kv.dispose(kv);
     kv = gathered;
@@ -77,14 +113,12 @@ export async function scoreGroup(decoder: Decoder, vocabSize: number, maxLogits:
       const result = await decoder.forward(tokens, rows.length, width, kv);
       decoder.kv.dispose(kv);
       kv = result.kv;
-      const scores = await decoder.logits.score(result.logits, picks, temperature);
-      result.logits.dispose();
-      slots.forEach(([i, t], k) => {
-        logprobs[i][t] = scores[k].logprob;
-        entropies[i][t] = scores[k].entropy;
-      });
+      try {
+        await visit({ logits: result.logits, hidden: result.hidden, picks, slots });
+      } finally {
+        release(result);
+      }
     }
-    return { logprobs, entropies };
   } finally {
     decoder.kv.dispose(kv);
   }

@@ -8,6 +8,7 @@ import type { TokenScore } from '../logits.js';
 import type { SampledToken, SamplingConfig } from '../sampling.js';
 import { newStats, type LogitsOps, type SamplePick, type ScorePick } from './logits-ops.js';
 import type { OrtTensor, OrtTensorClass } from './runtime.js';
+import { GpuAdapterApplier, type GpuHeadAdapter } from './webgpu-adapter.js';
 import { sampleKernel, scoreKernel, type LogitsDtype } from './webgpu-kernels.js';
 import { BufferUsage, MapMode, type GpuBufferLike, type GpuComputePipelineLike, type GpuDeviceLike } from './webgpu-types.js';
 
@@ -16,7 +17,11 @@ const MAX_DISPATCH = 65535;
 
 export class WebGpuLogits implements LogitsOps {
   readonly stats = newStats();
+  adapter: GpuHeadAdapter | undefined;
   private readonly params: GpuBufferLike;
+  private applier?: GpuAdapterApplier;
+  /** Rows of the current logits buffer the adapter was applied to (in place, so once each). */
+  private readonly adaptedRows = new Set<number>();
   private logits?: GpuBufferLike;
   private items?: GpuBufferLike;
   private results?: GpuBufferLike;
@@ -64,11 +69,12 @@ export class WebGpuLogits implements LogitsOps {
     const dims = [rows, length, this.vocabSize];
     const bytes = align4(rows * length * this.vocabSize * this.elementBytes);
     this.logits = this.grow(this.logits, bytes, BufferUsage.STORAGE | BufferUsage.COPY_SRC | BufferUsage.COPY_DST, 'webgrpo logits');
+    this.adaptedRows.clear(); // the decoder writes fresh logits into it
     // No dispose callback: the buffer belongs to this object and is reused by the next call.
     return this.Tensor.fromGpuBuffer(this.logits, { dataType: this.dtype, dims });
   }
 
-  async sample(logits: OrtTensor, picks: SamplePick[], config: SamplingConfig): Promise<SampledToken[]> {
+  async sample(logits: OrtTensor, picks: SamplePick[], config: SamplingConfig, hidden?: OrtTensor): Promise<SampledToken[]> {
     const greedy = config.temperature === 0;
     const items = new Uint32Array(picks.length * 2);
     const floats = new Float32Array(items.buffer);
@@ -80,22 +86,41 @@ export class WebGpuLogits implements LogitsOps {
     new Uint32Array(params, 0, 4).set([this.vocabSize, picks.length, greedy ? 1 : 0, config.topK]);
     new Float32Array(params, 16, 3).set([greedy ? 1 : 1 / config.temperature, config.topP, config.minP > 0 ? Math.log(config.minP) : 0]);
     new Uint32Array(params, 28, 1).set([config.minP > 0 ? 1 : 0]);
-    const out = await this.run('sample', logits, items, params, picks.length);
+    const out = await this.run('sample', logits, items, params, picks.length, this.adapterRows(picks, hidden));
     const ids = new Uint32Array(out.buffer);
     return picks.map((_, i) => ({ tokenId: ids[4 * i], logprob: out[4 * i + 1], sampledLogprob: out[4 * i + 2] }));
   }
 
-  async score(logits: OrtTensor, picks: ScorePick[], temperature: number): Promise<TokenScore[]> {
+  async score(logits: OrtTensor, picks: ScorePick[], temperature: number, hidden?: OrtTensor): Promise<TokenScore[]> {
     const items = new Uint32Array(picks.length * 2);
     picks.forEach((pick, i) => items.set([pick.offset, pick.target], 2 * i));
     const params = new ArrayBuffer(32);
     new Uint32Array(params, 0, 4).set([this.vocabSize, picks.length, 0, 0]);
     new Float32Array(params, 16, 3).set([temperature > 0 ? 1 / temperature : 1, 1, 0]);
-    const out = await this.run('score', logits, items, params, picks.length);
+    const out = await this.run('score', logits, items, params, picks.length, this.adapterRows(picks, hidden));
     return picks.map((_, i) => ({ logprob: out[4 * i], entropy: out[4 * i + 1] }));
   }
 
-  private async run(kind: 'sample' | 'score', logits: OrtTensor, items: Uint32Array, params: ArrayBuffer, count: number): Promise<Float32Array> {
+  /** The picked rows still to adapt, as (logits offset, hidden offset) pairs, with the hidden state. */
+  private adapterRows(picks: ReadonlyArray<{ offset: number }>, hidden: OrtTensor | undefined): AdapterRows | undefined {
+    if (!this.adapter || !hidden) return undefined;
+    const rows: Array<[number, number]> = [];
+    for (const { offset } of picks) {
+      if (this.adaptedRows.has(offset)) continue;
+      this.adaptedRows.add(offset);
+      rows.push([offset, (offset / this.vocabSize) * this.adapter.hiddenSize]);
+    }
+    return rows.length ? { adapter: this.adapter, hidden, rows } : undefined;
+  }
+
+  private async run(
+    kind: 'sample' | 'score',
+    logits: OrtTensor,
+    items: Uint32Array,
+    params: ArrayBuffer,
+    count: number,
+    adapt?: AdapterRows,
+  ): Promise<Float32Array> {
     const { device } = this;
     const resultBytes = count * RESULT_BYTES;
     this.items = this.grow(this.items, items.byteLength, BufferUsage.STORAGE | BufferUsage.COPY_DST, 'webgrpo items');
@@ -115,6 +140,11 @@ export class WebGpuLogits implements LogitsOps {
       ],
     });
     const encoder = device.createCommandEncoder({ label: `webgrpo ${kind}` });
+    if (adapt) {
+      this.applier ??= new GpuAdapterApplier(device);
+      const hiddenType = adapt.hidden.type === 'float16' ? 'float16' : 'float32';
+      this.applier.encode(encoder, adapt.adapter, { buffer: logits.gpuBuffer, dtype: this.dtype }, { buffer: adapt.hidden.gpuBuffer, dtype: hiddenType }, adapt.rows);
+    }
     const pass = encoder.beginComputePass();
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindGroup);
@@ -143,9 +173,17 @@ export class WebGpuLogits implements LogitsOps {
   }
 
   destroy(): void {
+    this.applier?.destroy();
+    this.applier = undefined;
     for (const buffer of [this.params, this.logits, this.items, this.results, this.staging]) buffer?.destroy();
     this.logits = this.items = this.results = this.staging = undefined;
   }
+}
+
+interface AdapterRows {
+  adapter: GpuHeadAdapter;
+  hidden: OrtTensor;
+  rows: Array<[number, number]>;
 }
 
 function align4(bytes: number): number {

@@ -1,0 +1,49 @@
+/**
+ * Groups of sampled completions and their rewards as the trainer's `GroupRolloutBatch`: completion
+ * tokens padded to one length, the mask marking real tokens, the sampling log-probs as the old
+ * log-probs, and the rewards (one per completion, or one row per completion of K functions).
+ */
+import { InvalidInputError } from '../errors.js';
+import { GeneratedBatch, GeneratedSequenceBatch, GroupRolloutBatch, SequenceRolloutBatch } from '../math/batch.js';
+import type { RewardValue } from '../math/advantages.js';
+
+export interface RolloutCompletion {
+  tokenIds: readonly number[];
+  logprobs: readonly number[];
+}
+
+export interface RolloutGroup {
+  completions: readonly RolloutCompletion[];
+  /** One reward per completion, or per completion one per reward function; null: could not score. */
+  rewards: ReadonlyArray<RewardValue | readonly RewardValue[]>;
+}
+
+export function groupRolloutBatch(groups: readonly RolloutGroup[]): GroupRolloutBatch {
+  if (!Array.isArray(groups) || groups.length === 0) throw new InvalidInputError('groups', 'must be a non-empty array of rollout groups.');
+  const groupSize = groups[0].completions.length;
+  const rows = groups.flatMap((group, g) => {
+    if (group.completions.length !== groupSize || group.rewards.length !== groupSize) {
+      throw new InvalidInputError(`groups[${g}]`, `must hold ${groupSize} completions and as many rewards, like the first group.`);
+    }
+    return group.completions.map((c: RolloutCompletion, i: number) => {
+      if (c.logprobs.length !== c.tokenIds.length) {
+        throw new InvalidInputError(`groups[${g}].completions[${i}]`, 'needs one log-prob per token (a backend that reports log-probs).');
+      }
+      return { tokens: c.tokenIds, logprobs: c.logprobs, reward: group.rewards[i] };
+    });
+  });
+  // Rows are padded to at least one position so an all-empty group still forms a batch.
+  const width = Math.max(1, ...rows.map((row) => row.tokens.length));
+  const pad = <T>(values: readonly T[], fill: T) => [...values, ...new Array<T>(width - values.length).fill(fill)];
+  const rewards = rows.map((row) => (Array.isArray(row.reward) ? [...row.reward] : (row.reward as RewardValue)));
+  return new GroupRolloutBatch({
+    rollout: new SequenceRolloutBatch({
+      sequenceBatch: new GeneratedSequenceBatch({
+        generation: new GeneratedBatch({ outputs: rows.map((row) => pad(row.tokens, 0)), rewards: rewards as never }),
+        responseMask: rows.map((row) => pad(row.tokens.map(() => 1), 0)),
+      }),
+      oldLogProbs: rows.map((row) => pad(row.logprobs, 0)),
+    }),
+    groupSize,
+  });
+}

@@ -1,0 +1,247 @@
+/**
+ * `GrpoTrainer`: gradient GRPO on an adapter over a frozen ONNX model's LM head, in the shape of
+ * the JAX trainer of seed 002:
+ *
+ *   const trainer = new GrpoTrainer(policy, { lr: 0.02 }, new GrpoConfig({ numGenerations: 8 }));
+ *   const { loss, metrics } = await trainer.trainStep(groupRolloutBatch, prompts);
+ *
+ * The policy is the model being trained: its `generateGroup` samples from the adapted logits, and
+ * the reference (for the KL term) is the base model, the same forward pass with the adapter off.
+ * One `trainStep` is one optimizer update; calling it again with the same batch is another
+ * optimisation iteration on it (TRL's `num_iterations`): the old log-probs stay the batch's, the
+ * frozen model is not run again, only the adapter's part is recomputed.
+ */
+import { InvalidInputError } from '../errors.js';
+import type { AdvantageOptions } from '../math/advantages.js';
+import { GroupRolloutBatch, GrpoConfig, type GrpoConfigInit } from '../math/batch.js';
+import type { GrpoLossConfig } from '../math/loss.js';
+import { nanMean, nanStd } from '../math/stats.js';
+import type { OnnxPolicy } from '../policy/onnx/policy.js';
+import type { TrainableHead } from '../policy/onnx/head.js';
+import type { Policy, PromptInput } from '../policy/types.js';
+import { createAdapterWeights, resolveShape, type AdapterInit, type AdapterShape } from './adapter.js';
+import type { AdapterState, HeadEngine, TokenStats } from './engine.js';
+import { HostEngine } from './host-engine.js';
+import { grpoObjective, tokenLayout, type TokenLayout } from './objective.js';
+import { clipFactor, resolveOptimizer, type OptimizerOptions, type ResolvedOptimizer } from './optimizer.js';
+import { WebGpuEngine } from './webgpu/engine.js';
+
+export interface TrainerOptions {
+  /** Options of `grpoLoss` that `GrpoConfig` does not carry, or overrides of it (lossType, delta...). */
+  loss?: GrpoLossConfig;
+  /** How rewards become advantages (scaling, estimator, reward weights); groups come from the batch. */
+  advantages?: Omit<AdvantageOptions, 'groupSize'>;
+  /**
+   * The KL reference: 'base' (default) is the frozen model without the adapter, from the same
+   * forward pass; any other policy that can score completions is asked once per batch.
+   */
+  reference?: 'base' | Policy;
+  /** The rollouts' sampling temperature: log-probs are of softmax(z / T), as in TRL. Default 1. */
+  temperature?: number;
+  /** Shape and seed of a new adapter (rank 8, scale 1 by default). */
+  adapter?: AdapterInit;
+}
+
+export interface TrainStepMetrics {
+  /** The loss before this update. */
+  loss: number;
+  /** Mean k3 KL to the reference over active tokens (present when beta is not 0). */
+  kl?: number;
+  /** Mean entropy of the adapted policy over active tokens. */
+  entropy: number;
+  clipRatioLow: number;
+  clipRatioHigh: number;
+  clipRatioRegion: number;
+  /** Over the batch's scorable completions. */
+  rewardMean: number;
+  rewardStd: number;
+  /** Share of completions in groups whose rewards did not differ (TRL's frac_reward_zero_std). */
+  fracRewardZeroStd: number;
+  advantageMean: number;
+  advantageStd: number;
+  advantageMin: number;
+  advantageMax: number;
+  /** Global gradient norm before clipping. */
+  gradNorm: number;
+  /** The factor clipping multiplied the gradient by (1: not clipped). */
+  clipCoef: number;
+  /** Completion tokens counted by the loss. */
+  tokens: number;
+  /** Optimizer updates so far, this one included. */
+  step: number;
+  learningRate: number;
+}
+
+export interface TrainStepResult {
+  loss: number;
+  metrics: TrainStepMetrics;
+}
+
+type Trainable = OnnxPolicy | TrainableHead;
+
+export class GrpoTrainer {
+  readonly config: GrpoConfig;
+  readonly optimizer: ResolvedOptimizer;
+  readonly shape: AdapterShape;
+  readonly temperature: number;
+  readonly #head: TrainableHead;
+  readonly #engine: HeadEngine;
+  readonly #loss: GrpoLossConfig;
+  readonly #advantages: Omit<AdvantageOptions, 'groupSize'>;
+  readonly #reference: 'base' | Policy;
+  /** The batch whose frozen-model states the engine holds. */
+  #states?: { batch: GroupRolloutBatch; prompts: string; layout: TokenLayout; refLogps?: Float64Array };
+  #disposed = false;
+
+  constructor(policy: Trainable, optimizer: OptimizerOptions = {}, config: GrpoConfig | GrpoConfigInit = {}, options: TrainerOptions = {}) {
+    const head = 'head' in policy ? policy.head : policy;
+    if (!head) {
+      throw new InvalidInputError('policy', 'has no trainable head; load it with loadOnnxPolicy({ model, hiddenState: true }).');
+    }
+    this.#head = head;
+    this.config = config instanceof GrpoConfig ? config : new GrpoConfig(config);
+    this.optimizer = resolveOptimizer(optimizer);
+    this.#loss = { ...this.config.toLossConfig(), ...options.loss };
+    this.#advantages = options.advantages ?? {};
+    this.#reference = options.reference ?? 'base';
+    if (this.#reference !== 'base' && typeof this.#reference?.scoreCompletions !== 'function') {
+      throw new InvalidInputError('reference', "must be 'base' or a policy with scoreCompletions.");
+    }
+    this.temperature = options.temperature ?? 1;
+    if (!(Number.isFinite(this.temperature) && this.temperature > 0)) {
+      throw new InvalidInputError('temperature', `must be a finite number > 0 (the rollouts' sampling temperature), got ${this.temperature}.`);
+    }
+    this.shape = resolveShape(head.hiddenSize, head.vocabSize, options.adapter);
+    const weights = createAdapterWeights(this.shape, options.adapter?.seed);
+    // The arithmetic runs where the policy's logits are: next to them on WebGPU, else on the CPU.
+    this.#engine = head.kind === 'gpu' ? new WebGpuEngine(head.device!, weights) : new HostEngine(weights);
+    head.setAdapter(this.#engine.binding());
+  }
+
+  /** Where the arithmetic runs: 'gpu' (WGSL kernels on the policy's device) or 'host' (CPU). */
+  get engine(): 'gpu' | 'host' {
+    return this.#engine.kind;
+  }
+
+  /**
+   * One optimizer update on a grouped rollout batch. `prompts` holds one prompt per group (the
+   * batch's rows carry completion tokens only). Resolves with the loss before the update.
+   */
+  async trainStep(batch: GroupRolloutBatch, prompts: PromptInput[], options: { signal?: AbortSignal } = {}): Promise<TrainStepResult> {
+    this.#checkOpen();
+    if (!(batch instanceof GroupRolloutBatch)) throw new InvalidInputError('batch', 'must be a GroupRolloutBatch.');
+    if (batch.groupSize !== this.config.numGenerations) {
+      throw new InvalidInputError('batch', `has groups of ${batch.groupSize}, but the config's numGenerations is ${this.config.numGenerations}.`);
+    }
+    if (!Array.isArray(prompts) || prompts.length !== batch.numGroups) {
+      throw new InvalidInputError('prompts', `must hold one prompt per group (${batch.numGroups}), got ${Array.isArray(prompts) ? prompts.length : typeof prompts}.`);
+    }
+    const states = await this.#collect(batch, prompts, options.signal);
+    const stats = await this.#engine.forward(states.layout.targets, this.temperature);
+    const withReference: TokenStats = states.refLogps ? { ...stats, refLogps: states.refLogps } : stats;
+    const objective = grpoObjective(batch, states.layout, withReference, this.#loss, this.#advantages);
+    const gradNorm = await this.#engine.backward(states.layout.targets, objective.dLogp, objective.dEntropy, this.temperature);
+    const clip = clipFactor(gradNorm, this.optimizer.maxGradNorm);
+    await this.#engine.step(this.optimizer, clip);
+
+    const { advantages, rewards, fracRewardZeroStd } = objective.advantages;
+    const entropy = objective.metrics.entropy ?? 0;
+    const metrics: TrainStepMetrics = {
+      loss: objective.loss,
+      ...(objective.metrics.kl !== undefined ? { kl: objective.metrics.kl } : {}),
+      entropy,
+      clipRatioLow: objective.metrics.clipRatioLow,
+      clipRatioHigh: objective.metrics.clipRatioHigh,
+      clipRatioRegion: objective.metrics.clipRatioRegion,
+      rewardMean: nanMean(rewards),
+      rewardStd: nanStd(rewards),
+      fracRewardZeroStd,
+      advantageMean: nanMean(advantages),
+      advantageStd: nanStd(advantages),
+      advantageMin: Math.min(...advantages),
+      advantageMax: Math.max(...advantages),
+      gradNorm,
+      clipCoef: clip,
+      tokens: objective.activeTokens,
+      step: this.#engine.updates,
+      learningRate: this.optimizer.lr,
+    };
+    return { loss: objective.loss, metrics };
+  }
+
+  /** The adapter's weights and the optimizer's state (host copies). */
+  state(): Promise<AdapterState> {
+    this.#checkOpen();
+    return this.#engine.read();
+  }
+
+  /** Continues from a saved state (weights, moments, step count) of an adapter of the same shape. */
+  load(state: AdapterState): void {
+    this.#checkOpen();
+    const { hiddenSize: d, vocabSize: v, rank: r } = this.shape;
+    const sizes: Array<[string, ArrayLike<number>, number]> = [
+      ['a', state?.a, d * r],
+      ['b', state?.b, r * v],
+      ['m.a', state?.m?.a, d * r],
+      ['m.b', state?.m?.b, r * v],
+      ['v.a', state?.v?.a, d * r],
+      ['v.b', state?.v?.b, r * v],
+    ];
+    for (const [name, values, size] of sizes) {
+      if (!(values instanceof Float32Array) || values.length !== size) throw new InvalidInputError(`state.${name}`, `must be a Float32Array of ${size} values.`);
+    }
+    if (!Number.isInteger(state.step) || state.step < 0) throw new InvalidInputError('state.step', 'must be an integer >= 0.');
+    this.#engine.load(state);
+  }
+
+  /** Takes the adapter off the policy (it samples from the base model again) and frees the engine. */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    if (this.#head.adapter === this.#engine.binding()) this.#head.setAdapter(undefined);
+    this.#engine.dispose();
+    this.#states = undefined;
+  }
+
+  /** Runs the frozen model over the batch once; later iterations on the same batch reuse its states. */
+  async #collect(batch: GroupRolloutBatch, prompts: PromptInput[], signal: AbortSignal | undefined) {
+    const key = JSON.stringify(prompts);
+    if (this.#states?.batch === batch && this.#states.prompts === key) return this.#states;
+    this.#states = undefined;
+    const layout = tokenLayout(batch);
+    this.#engine.resetStates(layout.count);
+    const g = batch.groupSize;
+    for (let group = 0; group < batch.numGroups; group++) {
+      const rows = Array.from({ length: g }, (_, i) => group * g + i);
+      const prompt = promptOf(prompts[group], group);
+      await this.#head.collect({ ...prompt, completions: rows.map((row) => layout.completions[row]), signal }, (window) =>
+        this.#engine.writeWindow(window, window.slots.map(([i, t]) => layout.offsets[rows[i]] + t)),
+      );
+    }
+    let refLogps: Float64Array | undefined;
+    if (this.#reference !== 'base' && this.#loss.beta !== 0) {
+      refLogps = new Float64Array(layout.count);
+      for (let group = 0; group < batch.numGroups; group++) {
+        const rows = Array.from({ length: g }, (_, i) => group * g + i);
+        const scored = await this.#reference.scoreCompletions!({
+          ...promptOf(prompts[group], group),
+          completions: rows.map((row) => layout.completions[row]),
+          temperature: this.temperature,
+          signal,
+        });
+        rows.forEach((row, i) => refLogps!.set(scored.logprobs[i], layout.offsets[row]));
+      }
+    }
+    this.#states = { batch, prompts: key, layout, ...(refLogps ? { refLogps } : {}) };
+    return this.#states;
+  }
+
+  #checkOpen(): void {
+    if (this.#disposed) throw new InvalidInputError('trainer', 'was disposed; create a new GrpoTrainer.');
+  }
+}
+
+function promptOf(prompt: PromptInput, group: number): PromptInput {
+  if (!prompt || typeof prompt !== 'object') throw new InvalidInputError(`prompts[${group}]`, 'must be { prompt } or { messages }.');
+  return prompt.messages !== undefined ? { messages: prompt.messages } : { prompt: prompt.prompt };
+}
