@@ -20,3 +20,14 @@ export {
 export * from './session/index.js';
 export * from './export/index.js';
 export * from './worker/index.js';
+export {
+  ADAPTER_FORMAT,
+  ADAPTER_VERSION,
+  readAdapterFile,
+  readCheckpoint,
+  writeAdapterFile,
+  writeCheckpoint,
+  type AdapterCheckpoint,
+  type AdapterFile,
+} from './grad/format.js';
+export type { HeadAdapterWeights } from './policy/head-adapter.js';

@@ -165,7 +165,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
   let loop: TrainingFreeRun;
   if (resumed) {
     loop = resumeTrainingFreeGrpo(resumed.id, { policy: active, rewards: rewardsOf(resumed), store, signal: io.interrupt });
-    io.stderr(`Resuming run ${resumed.id} (${resumed.config.task ?? 'dataset'}, ${resumed.config.mode}).\n`);
+    io.stderr(`Resuming run ${resumed.id} (${resumed.config.task ?? 'dataset'}, ${modeOf(resumed)}).\n`);
   } else {
     const mode = (values.mode ?? (bundled ? 'exemplars' : 'lessons')) as LoopMode;
     if (bundled && values.mode === undefined) {
@@ -240,6 +240,11 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
 }
 
 /** The reward functions of a stored run: its built-in task's, or built-in rewards by name. */
+/** A training-free run's mode, or "gradient" for gradient runs. */
+function modeOf(run: RunRecord): string {
+  return run.kind === 'gradient' ? 'gradient' : run.config.mode;
+}
+
 function rewardsOf(run: RunRecord): RewardFunction[] {
   if (run.config.task !== undefined && builtinTasks[run.config.task]) return getTask(run.config.task).rewards;
   return run.config.rewards.map(({ name }) => {
@@ -259,7 +264,7 @@ async function listRuns(store: FileStore, io: TrainIo): Promise<number> {
     runs.map(async (r) => {
       const last = await store.lastStep(r.id);
       const total = Math.ceil(r.itemCount / r.config.batchSize) * r.config.epochs;
-      return [r.id, r.status, r.config.task ?? 'dataset', r.config.mode, `${last?.step ?? 0}/${total}`, r.updatedAt.slice(0, 19).replace('T', ' ')];
+      return [r.id, r.status, r.config.task ?? 'dataset', modeOf(r), `${last?.step ?? 0}/${total}`, r.updatedAt.slice(0, 19).replace('T', ' ')];
     }),
   );
   io.stdout(table(['run', 'status', 'task', 'mode', 'steps', 'updated'], rows));

@@ -30,10 +30,10 @@ export interface TokenStats {
 export interface AdapterState {
   a: Float32Array;
   b: Float32Array;
-  /** AdamW's first and second moments and its step count. */
+  /** AdamW's first and second moments and its update count. */
   m: { a: Float32Array; b: Float32Array };
   v: { a: Float32Array; b: Float32Array };
-  step: number;
+  updates: number;
 }
 
 export interface HeadEngine {

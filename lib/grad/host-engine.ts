@@ -50,6 +50,10 @@ export class HostEngine implements HeadEngine {
   resetStates(count: number): void {
     const { vocabSize: v, hiddenSize: d } = this.shape;
     this.count = count;
+    if (count === 0) {
+      this.z = new Float32Array(0);
+      this.h = new Float32Array(0);
+    }
     if (this.z.length < count * v) this.z = new Float32Array(count * v);
     if (this.h.length < count * d) this.h = new Float32Array(count * d);
   }
@@ -153,7 +157,7 @@ export class HostEngine implements HeadEngine {
 
   async read(): Promise<AdapterState> {
     const copy = (x: { a: Float32Array; b: Float32Array }) => ({ a: x.a.slice(), b: x.b.slice() });
-    return { a: this.weights.a.slice(), b: this.weights.b.slice(), m: copy(this.m), v: copy(this.v), step: this.t };
+    return { a: this.weights.a.slice(), b: this.weights.b.slice(), m: copy(this.m), v: copy(this.v), updates: this.t };
   }
 
   load(state: AdapterState): void {
@@ -163,12 +167,11 @@ export class HostEngine implements HeadEngine {
     this.m.b.set(state.m.b);
     this.v.a.set(state.v.a);
     this.v.b.set(state.v.b);
-    this.t = state.step;
+    this.t = state.updates;
   }
 
   dispose(): void {
-    this.z = new Float32Array(0);
-    this.h = new Float32Array(0);
+    this.resetStates(0);
   }
 }
 

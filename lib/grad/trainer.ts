@@ -18,12 +18,15 @@ import type { GrpoLossConfig } from '../math/loss.js';
 import { nanMean, nanStd } from '../math/stats.js';
 import type { OnnxPolicy } from '../policy/onnx/policy.js';
 import type { TrainableHead } from '../policy/onnx/head.js';
+import type { HeadAdapterWeights } from '../policy/head-adapter.js';
 import type { Policy, PromptInput } from '../policy/types.js';
 import { createAdapterWeights, resolveShape, type AdapterInit, type AdapterShape } from './adapter.js';
 import type { AdapterState, HeadEngine, TokenStats } from './engine.js';
 import { HostEngine } from './host-engine.js';
+import { writeAdapterFile, type AdapterFile } from './format.js';
 import { grpoObjective, tokenLayout, type TokenLayout } from './objective.js';
 import { clipFactor, resolveOptimizer, type OptimizerOptions, type ResolvedOptimizer } from './optimizer.js';
+import type { TrainStepMetrics } from './metrics.js';
 import { WebGpuEngine } from './webgpu/engine.js';
 
 export interface TrainerOptions {
@@ -38,38 +41,11 @@ export interface TrainerOptions {
   reference?: 'base' | Policy;
   /** The rollouts' sampling temperature: log-probs are of softmax(z / T), as in TRL. Default 1. */
   temperature?: number;
-  /** Shape and seed of a new adapter (rank 8, scale 1 by default). */
-  adapter?: AdapterInit;
-}
-
-export interface TrainStepMetrics {
-  /** The loss before this update. */
-  loss: number;
-  /** Mean k3 KL to the reference over active tokens (present when beta is not 0). */
-  kl?: number;
-  /** Mean entropy of the adapted policy over active tokens. */
-  entropy: number;
-  clipRatioLow: number;
-  clipRatioHigh: number;
-  clipRatioRegion: number;
-  /** Over the batch's scorable completions. */
-  rewardMean: number;
-  rewardStd: number;
-  /** Share of completions in groups whose rewards did not differ (TRL's frac_reward_zero_std). */
-  fracRewardZeroStd: number;
-  advantageMean: number;
-  advantageStd: number;
-  advantageMin: number;
-  advantageMax: number;
-  /** Global gradient norm before clipping. */
-  gradNorm: number;
-  /** The factor clipping multiplied the gradient by (1: not clipped). */
-  clipCoef: number;
-  /** Completion tokens counted by the loss. */
-  tokens: number;
-  /** Optimizer updates so far, this one included. */
-  step: number;
-  learningRate: number;
+  /**
+   * A new adapter's shape and seed (rank 8, scale 1 by default), or the weights to start from (a
+   * trained adapter, e.g. `readAdapterFile(file)`), whose shape must fit the policy.
+   */
+  adapter?: AdapterInit | HeadAdapterWeights;
 }
 
 export interface TrainStepResult {
@@ -85,6 +61,8 @@ export class GrpoTrainer {
   readonly shape: AdapterShape;
   readonly temperature: number;
   readonly #head: TrainableHead;
+  /** The base model's id, recorded in exported adapters. */
+  readonly #model: string | undefined;
   readonly #engine: HeadEngine;
   readonly #loss: GrpoLossConfig;
   readonly #advantages: Omit<AdvantageOptions, 'groupSize'>;
@@ -99,6 +77,7 @@ export class GrpoTrainer {
       throw new InvalidInputError('policy', 'has no trainable head; load it with loadOnnxPolicy({ model, hiddenState: true }).');
     }
     this.#head = head;
+    this.#model = 'info' in policy ? policy.info.model : undefined;
     this.config = config instanceof GrpoConfig ? config : new GrpoConfig(config);
     this.optimizer = resolveOptimizer(optimizer);
     this.#loss = { ...this.config.toLossConfig(), ...options.loss };
@@ -111,8 +90,12 @@ export class GrpoTrainer {
     if (!(Number.isFinite(this.temperature) && this.temperature > 0)) {
       throw new InvalidInputError('temperature', `must be a finite number > 0 (the rollouts' sampling temperature), got ${this.temperature}.`);
     }
-    this.shape = resolveShape(head.hiddenSize, head.vocabSize, options.adapter);
-    const weights = createAdapterWeights(this.shape, options.adapter?.seed);
+    const initial = options.adapter && 'a' in options.adapter ? options.adapter : undefined;
+    this.shape = resolveShape(head.hiddenSize, head.vocabSize, initial ? { rank: initial.rank, scale: initial.scale } : (options.adapter as AdapterInit | undefined));
+    if (initial && (initial.hiddenSize !== head.hiddenSize || initial.vocabSize !== head.vocabSize)) {
+      throw new InvalidInputError('adapter', `was trained for hidden size ${initial.hiddenSize} and vocabulary ${initial.vocabSize}; this model has ${head.hiddenSize} and ${head.vocabSize}.`);
+    }
+    const weights = initial ?? createAdapterWeights(this.shape, (options.adapter as AdapterInit | undefined)?.seed);
     // The arithmetic runs where the policy's logits are: next to them on WebGPU, else on the CPU.
     this.#engine = head.kind === 'gpu' ? new WebGpuEngine(head.device!, weights) : new HostEngine(weights);
     head.setAdapter(this.#engine.binding());
@@ -169,6 +152,18 @@ export class GrpoTrainer {
     return { loss: objective.loss, metrics };
   }
 
+  /** The trained adapter as an adapter file (format.ts), to save, share or load again. */
+  async exportAdapter(): Promise<AdapterFile> {
+    const state = await this.state();
+    return writeAdapterFile({ ...this.shape, a: state.a, b: state.b }, { model: this.#model, updates: state.updates });
+  }
+
+  /** Frees the frozen model's kept states (the next trainStep runs the model again); the adapter stays. */
+  releaseStates(): void {
+    this.#states = undefined;
+    this.#engine.resetStates(0);
+  }
+
   /** The adapter's weights and the optimizer's state (host copies). */
   state(): Promise<AdapterState> {
     this.#checkOpen();
@@ -190,7 +185,7 @@ export class GrpoTrainer {
     for (const [name, values, size] of sizes) {
       if (!(values instanceof Float32Array) || values.length !== size) throw new InvalidInputError(`state.${name}`, `must be a Float32Array of ${size} values.`);
     }
-    if (!Number.isInteger(state.step) || state.step < 0) throw new InvalidInputError('state.step', 'must be an integer >= 0.');
+    if (!Number.isInteger(state.updates) || state.updates < 0) throw new InvalidInputError('state.updates', 'must be an integer >= 0.');
     this.#engine.load(state);
   }
 

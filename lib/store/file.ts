@@ -6,11 +6,14 @@
  *   <root>/runs/<runId>/items.json         its dataset
  *   <root>/runs/<runId>/steps/000007.json  one committed step (items, operations, library snapshot)
  *   <root>/runs/<runId>/pending/000008-0002.json   a finished item of the step in progress
+ *   <root>/runs/<runId>/adapters/000007.json      gradient runs: the adapter checkpoint of step 7
  *   <root>/runs/<runId>/lock               { pid, hostname } of the process running it
  *
  * Every file is written to a temporary name, flushed and then renamed (or hard-linked, where it must
  * not exist yet) into place, so a killed process leaves each file whole or absent. A step is one file,
- * so `commitStep` is atomic; the run's progress is read from the step files themselves.
+ * so `commitStep` is atomic; the run's progress is read from the step files themselves. A gradient
+ * step's adapter checkpoint is written before its step file and read by the last step's number, so
+ * a checkpoint without its step (a crash in between) is never read, and is replaced on the retry.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -18,7 +21,8 @@ import { dirname, join } from 'node:path';
 import { link, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
 import { AlreadyRunningError, NotFoundError, StoreError, StoreQuotaError, WebgrpoError } from '../errors.js';
 import { alreadyRunning, byRecentUpdate } from './memory.js';
-import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepRecord } from './records.js';
+import type { AdapterCheckpoint } from '../grad/format.js';
+import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
 import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
 
 const FORMAT = 'webgrpo.file-store';
@@ -129,7 +133,7 @@ export class FileStore implements Store {
     });
   }
 
-  async commitStep(runId: string, step: StepRecord): Promise<void> {
+  async commitStep(runId: string, step: StepRecord, extras: StepExtras = {}): Promise<void> {
     const run = await this.#requireRun(runId);
     const dir = this.#dir(runId);
     await guard(`commit step ${step.step}`, async () => {
@@ -137,12 +141,20 @@ export class FileStore implements Store {
       if (step.step !== last + 1) {
         throw new StoreError(`Run "${runId}" expects step ${last + 1} next, not step ${step.step}; another loop may have committed it.`);
       }
+      const adapterPath = join(dir, 'adapters', `${pad(step.step, 6)}.json`);
+      if (extras.adapter) await writeAtomic(adapterPath, extras.adapter);
       // The commit point: a hard link fails if the step exists, so two loops can never both commit it.
       try {
         await writeAtomic(join(dir, 'steps', `${pad(step.step, 6)}.json`), step, { exclusive: true });
       } catch (error) {
         if (codeOf(error) !== 'EEXIST') throw error;
         throw new StoreError(`Step ${step.step} of run "${runId}" was committed by another loop.`, { cause: error });
+      }
+      if (extras.adapter) {
+        // Only the latest checkpoint is kept.
+        for (const name of await listJson(join(dir, 'adapters'))) {
+          if (Number(name.slice(0, 6)) < step.step) await rm(join(dir, 'adapters', name), { force: true });
+        }
       }
       const pendingDir = join(dir, 'pending');
       for (const name of await listJson(pendingDir)) {
@@ -168,6 +180,13 @@ export class FileStore implements Store {
     await this.#requireRun(runId);
     const last = (await this.#stepNumbers(runId)).at(-1);
     return last === undefined ? undefined : this.getStep(runId, last);
+  }
+
+  async getAdapter(runId: string): Promise<AdapterCheckpoint | undefined> {
+    await this.#requireRun(runId);
+    const last = (await this.#stepNumbers(runId)).at(-1);
+    if (last === undefined) return undefined;
+    return guard(`read the adapter of run "${runId}"`, () => readJson<AdapterCheckpoint>(join(this.#dir(runId), 'adapters', `${pad(last, 6)}.json`)));
   }
 
   async lockRun(runId: string): Promise<RunLock> {
@@ -214,13 +233,13 @@ export class FileStore implements Store {
 
   async readBundle(runId: string): Promise<RunBundle> {
     const run = await this.#requireRun(runId);
-    const [items, steps] = await Promise.all([this.getItems(runId), this.listSteps(runId)]);
+    const [items, steps, adapter] = await Promise.all([this.getItems(runId), this.listSteps(runId), this.getAdapter(runId)]);
     const pendingDir = join(this.#dir(runId), 'pending');
     const pending = await guard('read pending items', async () => {
       const rows = await Promise.all((await listJson(pendingDir)).sort().map((name) => readJson<ItemResult>(join(pendingDir, name))));
       return rows.filter((r): r is ItemResult => r !== undefined);
     });
-    return { run, items, steps, pending };
+    return { run, items, steps, pending, ...(adapter ? { adapter } : {}) };
   }
 
   async writeBundle(bundle: RunBundle, options: { replace?: boolean } = {}): Promise<void> {
@@ -249,6 +268,7 @@ export class FileStore implements Store {
       await writeAtomic(join(temp, 'items.json'), bundle.items);
       for (const step of bundle.steps) await writeAtomic(join(temp, 'steps', `${pad(step.step, 6)}.json`), step);
       for (const r of bundle.pending) await writeAtomic(join(temp, 'pending', `${pad(r.step, 6)}-${pad(r.position, 4)}.json`), r);
+      if (bundle.adapter) await writeAtomic(join(temp, 'adapters', `${pad(bundle.adapter.step, 6)}.json`), bundle.adapter);
       await writeAtomic(join(temp, 'run.json'), bundle.run);
       if (replace) {
         const trash = join(runs, `.trash-${bundle.run.id}-${randomUUID()}`);

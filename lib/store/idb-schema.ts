@@ -4,6 +4,7 @@
  * or nothing changes. To change the schema, append a migration; never edit a shipped one.
  */
 import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
+import type { AdapterCheckpoint } from '../grad/format.js';
 import type { DatasetItem, ItemResult, RunRecord, StepRecord } from './records.js';
 
 export interface ItemRow {
@@ -13,6 +14,7 @@ export interface ItemRow {
 }
 export type StepRow = StepRecord & { runId: string };
 export type PendingRow = ItemResult & { runId: string };
+export type AdapterRow = AdapterCheckpoint & { runId: string };
 export interface LeaseRow {
   runId: string;
   owner: string;
@@ -26,6 +28,7 @@ export interface WebgrpoDB extends DBSchema {
   steps: { key: [string, number]; value: StepRow };
   pending: { key: [string, number, number]; value: PendingRow };
   leases: { key: string; value: LeaseRow };
+  adapters: { key: string; value: AdapterRow };
 }
 
 export type UpgradeTx = IDBPTransaction<WebgrpoDB, ArrayLike<StoreNames<WebgrpoDB>>, 'versionchange'>;
@@ -42,6 +45,10 @@ export const MIGRATIONS: readonly Migration[] = [
   // v2: heartbeat leases, the cross-tab run lock where the Web Locks API is missing.
   (db) => {
     db.createObjectStore('leases', { keyPath: 'runId' });
+  },
+  // v3: the adapter checkpoint of each gradient run (the latest; replaced at every step commit).
+  (db) => {
+    db.createObjectStore('adapters', { keyPath: 'runId' });
   },
 ];
 

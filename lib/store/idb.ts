@@ -11,7 +11,8 @@ import { openDB, type IDBPDatabase, type IDBPTransaction, type StoreNames } from
 import { NotFoundError, StoreError, StoreQuotaError, WebgrpoError } from '../errors.js';
 import { migrate, SCHEMA_VERSION, type WebgrpoDB } from './idb-schema.js';
 import { alreadyRunning, byRecentUpdate } from './memory.js';
-import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepRecord } from './records.js';
+import type { AdapterCheckpoint } from '../grad/format.js';
+import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
 import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
 
 export interface IdbStoreOptions {
@@ -84,13 +85,14 @@ export class IdbStore implements Store {
   }
 
   async deleteRun(runId: string): Promise<void> {
-    await this.#write(['runs', 'items', 'steps', 'pending', 'leases'], `delete run "${runId}"`, async (tx) => {
+    await this.#write(['runs', 'items', 'steps', 'pending', 'leases', 'adapters'], `delete run "${runId}"`, async (tx) => {
       await requests([
         () => tx.objectStore('runs').delete(runId),
         () => tx.objectStore('items').delete(runRange(runId)),
         () => tx.objectStore('steps').delete(runRange(runId)),
         () => tx.objectStore('pending').delete(runRange(runId)),
         () => tx.objectStore('leases').delete(runId),
+        () => tx.objectStore('adapters').delete(runId),
       ]);
     });
   }
@@ -114,8 +116,8 @@ export class IdbStore implements Store {
     return rows.map(stripRunId);
   }
 
-  async commitStep(runId: string, step: StepRecord): Promise<void> {
-    await this.#write(['runs', 'steps', 'pending'], `commit step ${step.step}`, async (tx) => {
+  async commitStep(runId: string, step: StepRecord, extras: StepExtras = {}): Promise<void> {
+    await this.#write(['runs', 'steps', 'pending', 'adapters'], `commit step ${step.step}`, async (tx) => {
       const run = await tx.objectStore('runs').get(runId);
       if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
       const cursor = await tx.objectStore('steps').openCursor(runRange(runId), 'prev');
@@ -127,6 +129,7 @@ export class IdbStore implements Store {
         () => tx.objectStore('steps').add({ ...step, runId }),
         () => tx.objectStore('pending').delete(IDBKeyRange.bound([runId], [runId, step.step, []])),
         () => tx.objectStore('runs').put({ ...run, updatedAt: step.committedAt }),
+        ...(extras.adapter ? [() => tx.objectStore('adapters').put({ ...extras.adapter!, runId })] : []),
       ]);
     });
   }
@@ -145,6 +148,11 @@ export class IdbStore implements Store {
 
   async lastStep(runId: string): Promise<StepRecord | undefined> {
     const row = await this.#read(['steps'], async (tx) => (await tx.objectStore('steps').openCursor(runRange(runId), 'prev'))?.value);
+    return row && stripRunId(row);
+  }
+
+  async getAdapter(runId: string): Promise<AdapterCheckpoint | undefined> {
+    const row = await this.#read(['adapters'], (tx) => tx.objectStore('adapters').get(runId));
     return row && stripRunId(row);
   }
 
@@ -171,22 +179,25 @@ export class IdbStore implements Store {
   }
 
   async readBundle(runId: string): Promise<RunBundle> {
-    return this.#read(['runs', 'items', 'steps', 'pending'], async (tx) => {
+    return this.#read(['runs', 'items', 'steps', 'pending', 'adapters'], async (tx) => {
       const run = await tx.objectStore('runs').get(runId);
       if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
-      const [items, steps, pending] = await Promise.all([
+      const [items, steps, pending, adapter] = await Promise.all([
         tx.objectStore('items').getAll(runRange(runId)),
         tx.objectStore('steps').getAll(runRange(runId)),
         tx.objectStore('pending').getAll(runRange(runId)),
+        tx.objectStore('adapters').get(runId),
       ]);
-      return { run, items: items.map((row) => row.item), steps: steps.map(stripRunId), pending: pending.map(stripRunId) };
+      const bundle: RunBundle = { run, items: items.map((row) => row.item), steps: steps.map(stripRunId), pending: pending.map(stripRunId) };
+      if (adapter) bundle.adapter = stripRunId(adapter);
+      return bundle;
     });
   }
 
   async writeBundle(bundle: RunBundle, options: { replace?: boolean } = {}): Promise<void> {
     const id = bundle.run.id;
     if (this.#held.has(id)) throw alreadyRunning(id, 'in this page');
-    await this.#write(['runs', 'items', 'steps', 'pending'], `import run "${id}"`, async (tx) => {
+    await this.#write(['runs', 'items', 'steps', 'pending', 'adapters'], `import run "${id}"`, async (tx) => {
       if ((await tx.objectStore('runs').getKey(id)) && !options.replace) {
         throw new StoreError(`A run with id "${id}" exists already; pass { replace: true } to overwrite it.`);
       }
@@ -194,6 +205,8 @@ export class IdbStore implements Store {
         () => tx.objectStore('items').delete(runRange(id)),
         () => tx.objectStore('steps').delete(runRange(id)),
         () => tx.objectStore('pending').delete(runRange(id)),
+        () => tx.objectStore('adapters').delete(id),
+        ...(bundle.adapter ? [() => tx.objectStore('adapters').put({ ...bundle.adapter!, runId: id })] : []),
         () => tx.objectStore('runs').put(bundle.run),
         ...bundle.items.map((item, index) => () => tx.objectStore('items').add({ runId: id, index, item })),
         ...bundle.steps.map((step) => () => tx.objectStore('steps').add({ ...step, runId: id })),

@@ -3,7 +3,8 @@
  * are tested against. Values are cloned in and out, so it behaves like a persistent store.
  */
 import { AlreadyRunningError, NotFoundError, StoreError } from '../errors.js';
-import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepRecord } from './records.js';
+import type { AdapterCheckpoint } from '../grad/format.js';
+import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
 import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
 
 interface RunData {
@@ -11,6 +12,7 @@ interface RunData {
   items: DatasetItem[];
   steps: StepRecord[];
   pending: Map<string, ItemResult>;
+  adapter?: AdapterCheckpoint;
 }
 
 const clone = <T>(value: T): T => structuredClone(value);
@@ -58,13 +60,14 @@ export class MemoryStore implements Store {
     return clone(results.sort((a, b) => a.position - b.position));
   }
 
-  async commitStep(runId: string, step: StepRecord): Promise<void> {
+  async commitStep(runId: string, step: StepRecord, extras: StepExtras = {}): Promise<void> {
     const data = this.#data(runId);
     const expected = data.steps.length + 1;
     if (step.step !== expected) {
       throw new StoreError(`Run "${runId}" expects step ${expected} next, not step ${step.step}; another loop may have committed it.`);
     }
     data.steps.push(clone(step));
+    if (extras.adapter) data.adapter = clone(extras.adapter);
     for (const [key, result] of data.pending) if (result.step <= step.step) data.pending.delete(key);
     data.run = { ...data.run, updatedAt: step.committedAt };
   }
@@ -85,6 +88,11 @@ export class MemoryStore implements Store {
     return steps.length ? clone(steps[steps.length - 1]) : undefined;
   }
 
+  async getAdapter(runId: string): Promise<AdapterCheckpoint | undefined> {
+    const adapter = this.#data(runId).adapter;
+    return adapter && clone(adapter);
+  }
+
   async lockRun(runId: string): Promise<RunLock> {
     this.#data(runId);
     if (this.#locks.has(runId)) throw alreadyRunning(runId, 'in this page or process');
@@ -101,7 +109,7 @@ export class MemoryStore implements Store {
 
   async readBundle(runId: string): Promise<RunBundle> {
     const data = this.#data(runId);
-    return clone({ run: data.run, items: data.items, steps: data.steps, pending: [...data.pending.values()] });
+    return clone({ run: data.run, items: data.items, steps: data.steps, pending: [...data.pending.values()], ...(data.adapter ? { adapter: data.adapter } : {}) });
   }
 
   async writeBundle(bundle: RunBundle, options: { replace?: boolean } = {}): Promise<void> {
@@ -114,6 +122,7 @@ export class MemoryStore implements Store {
       items: copy.items,
       steps: copy.steps,
       pending: new Map(copy.pending.map((r) => [`${r.step}:${r.position}`, r])),
+      ...(copy.adapter ? { adapter: copy.adapter } : {}),
     });
   }
 

@@ -3,6 +3,9 @@
  * store (memory, IndexedDB, files) and the export format hold exactly the same thing.
  */
 import type { ApplyResult, ExemplarCandidate, ExperienceLibrary, ExperienceOperation } from '../experience/types.js';
+import type { AdapterCheckpoint } from '../grad/format.js';
+import type { TrainStepMetrics } from '../grad/metrics.js';
+import type { ImportanceSamplingLevel, LossType } from '../math/loss.js';
 import type { ChatMessage, FinishReason, PolicyInfo, PromptInput, Usage } from '../policy/types.js';
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -70,20 +73,69 @@ export interface TrainingFreeConfig {
   task?: string;
 }
 
+/** The resolved, serialisable options of a gradient GRPO run (`gradientGrpo`). */
+export interface GradientConfig {
+  /** Completions per item (the GRPO group, `numGenerations`). */
+  groupSize: number;
+  epochs: number;
+  /** Items (groups) per step: one generation batch. */
+  batchSize: number;
+  /** Optimizer updates per generation batch (TRL's num_iterations). */
+  numIterations: number;
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  maxNewTokens: number;
+  rewards: Array<{ name: string; weight: number }>;
+  seed: number;
+  shuffle: boolean;
+  /** The clipped objective: GrpoConfig's fields and the grpoLoss options. */
+  loss: {
+    lossType: LossType;
+    clipParam: number;
+    epsilonHigh?: number;
+    delta?: number;
+    beta: number;
+    entropyCoeff: number;
+    importanceSamplingLevel: ImportanceSamplingLevel;
+    maxCompletionLength?: number;
+    scaleRewards: 'group' | 'batch' | 'none';
+  };
+  optimizer: { lr: number; beta1: number; beta2: number; eps: number; weightDecay: number; maxGradNorm: number };
+  /** The adapter on the LM head: z' = z + scale (h A) B. */
+  adapter: { rank: number; scale: number; seed: number; hiddenSize: number; vocabSize: number };
+  policy: PolicyInfo;
+  /** Name of the built-in task the dataset came from, if any. */
+  task?: string;
+}
+
 export type RunStatus = 'running' | 'aborted' | 'failed' | 'completed';
 
-export interface RunRecord {
+interface RunRecordBase {
   id: string;
-  kind: 'training-free';
   status: RunStatus;
   /** Why the run failed or stopped, when it did. */
   error?: string;
   createdAt: string;
   updatedAt: string;
-  config: TrainingFreeConfig;
+  /** The experience library the run starts from (always empty for gradient runs). */
   initialLibrary: ExperienceLibrary;
   itemCount: number;
 }
+
+export interface TrainingFreeRunRecord extends RunRecordBase {
+  kind: 'training-free';
+  config: TrainingFreeConfig;
+}
+
+export interface GradientRunRecord extends RunRecordBase {
+  kind: 'gradient';
+  config: GradientConfig;
+}
+
+/** A stored run; `kind` tells which loop runs it (and the shape of its config). */
+export type RunRecord = TrainingFreeRunRecord | GradientRunRecord;
 
 export type WarningStage = 'summary' | 'critique' | 'group-update' | 'batch-merge' | 'reward' | 'exemplar';
 
@@ -175,6 +227,14 @@ export interface StepRecord {
   /** Step-level warnings (the batch merge); item warnings stay with their items. */
   warnings: RunWarning[];
   committedAt: string;
+  /** Gradient runs: the metrics of each optimizer update of the step, in order. */
+  training?: TrainStepMetrics[];
+}
+
+/** Store-side extras of a step commit, written in the same transaction. */
+export interface StepExtras {
+  /** Gradient runs: the adapter and optimizer after the step (the store keeps the latest). */
+  adapter?: AdapterCheckpoint;
 }
 
 /** A whole run: what `exportRun` writes and `importRun` reads. */
@@ -184,4 +244,6 @@ export interface RunBundle {
   steps: StepRecord[];
   /** Finished items of the step in progress (not yet committed as a step). */
   pending: ItemResult[];
+  /** Gradient runs: the adapter checkpoint of the last committed step. */
+  adapter?: AdapterCheckpoint;
 }

@@ -10,7 +10,8 @@
  *  - a quota failure throws `StoreQuotaError` and rolls the write back, so the run stays as it was;
  *  - reads return copies: mutating them never changes what is stored.
  */
-import type { DatasetItem, ItemResult, RunBundle, RunRecord, RunStatus, StepRecord } from './records.js';
+import type { AdapterCheckpoint } from '../grad/format.js';
+import type { DatasetItem, ItemResult, RunBundle, RunRecord, RunStatus, StepExtras, StepRecord } from './records.js';
 
 export interface RunLock {
   readonly runId: string;
@@ -53,13 +54,16 @@ export interface Store {
 
   /**
    * Commits a step in one transaction. Throws `StoreError` if the step exists already or is not
-   * the one after the last committed step (another loop got there first).
+   * the one after the last committed step (another loop got there first). `extras.adapter` (gradient
+   * runs) replaces the run's adapter checkpoint in the same transaction.
    */
-  commitStep(runId: string, step: StepRecord): Promise<void>;
+  commitStep(runId: string, step: StepRecord, extras?: StepExtras): Promise<void>;
   getStep(runId: string, step: number): Promise<StepRecord | undefined>;
   listSteps(runId: string, range?: StepRange): Promise<StepRecord[]>;
   /** The last committed step, or undefined before the first. */
   lastStep(runId: string): Promise<StepRecord | undefined>;
+  /** Gradient runs: the adapter checkpoint committed with the last step, or undefined before the first. */
+  getAdapter(runId: string): Promise<AdapterCheckpoint | undefined>;
 
   /**
    * Claims the run for one loop. Throws `AlreadyRunningError` while another loop holds it: in

@@ -5,7 +5,8 @@
  */
 import { InvalidInputError } from '../errors.js';
 import { validateLibrary } from '../experience/normalize.js';
-import type { DatasetItem, ItemResult, JsonValue, RunBundle, RunRecord, StepRecord, TrainingFreeConfig } from './records.js';
+import { readCheckpoint } from '../grad/format.js';
+import type { DatasetItem, GradientConfig, ItemResult, JsonValue, RunBundle, RunRecord, StepRecord, TrainingFreeConfig } from './records.js';
 
 type Obj = Record<string, unknown>;
 
@@ -118,15 +119,48 @@ function validateConfig(value: unknown, at: string): TrainingFreeConfig {
   return c as unknown as TrainingFreeConfig;
 }
 
+function validateGradientConfig(value: unknown, at: string): GradientConfig {
+  const c = obj(value, at);
+  for (const key of ['groupSize', 'epochs', 'batchSize', 'numIterations', 'maxNewTokens'] as const) int(c[key], `${at}.${key}`, 1);
+  for (const key of ['topK', 'seed'] as const) int(c[key], `${at}.${key}`);
+  for (const key of ['temperature', 'topP', 'minP'] as const) num(c[key], `${at}.${key}`);
+  bool(c.shuffle, `${at}.shuffle`);
+  arr(c.rewards, `${at}.rewards`).forEach((r, i) => {
+    const reward = obj(r, `${at}.rewards[${i}]`);
+    str(reward.name, `${at}.rewards[${i}].name`);
+    num(reward.weight, `${at}.rewards[${i}].weight`);
+  });
+  const loss = obj(c.loss, `${at}.loss`);
+  oneOf(loss.lossType, ['grpo', 'bnpo', 'dr_grpo', 'dapo'] as const, `${at}.loss.lossType`);
+  oneOf(loss.importanceSamplingLevel, ['token', 'sequence'] as const, `${at}.loss.importanceSamplingLevel`);
+  oneOf(loss.scaleRewards, ['group', 'batch', 'none'] as const, `${at}.loss.scaleRewards`);
+  for (const key of ['clipParam', 'beta', 'entropyCoeff'] as const) num(loss[key], `${at}.loss.${key}`);
+  for (const key of ['epsilonHigh', 'delta'] as const) if (loss[key] !== undefined) num(loss[key], `${at}.loss.${key}`);
+  if (loss.maxCompletionLength !== undefined) int(loss.maxCompletionLength, `${at}.loss.maxCompletionLength`, 1);
+  const optimizer = obj(c.optimizer, `${at}.optimizer`);
+  for (const key of ['lr', 'beta1', 'beta2', 'eps', 'weightDecay'] as const) num(optimizer[key], `${at}.optimizer.${key}`);
+  if (typeof optimizer.maxGradNorm !== 'number' || !(optimizer.maxGradNorm >= 0)) fail(`${at}.optimizer.maxGradNorm`, 'expected a number >= 0.');
+  const adapter = obj(c.adapter, `${at}.adapter`);
+  for (const key of ['rank', 'hiddenSize', 'vocabSize'] as const) int(adapter[key], `${at}.adapter.${key}`, 1);
+  int(adapter.seed, `${at}.adapter.seed`);
+  num(adapter.scale, `${at}.adapter.scale`);
+  const info = obj(c.policy, `${at}.policy`);
+  str(info.model, `${at}.policy.model`);
+  str(info.backend, `${at}.policy.backend`);
+  if (c.task !== undefined) str(c.task, `${at}.task`);
+  return c as unknown as GradientConfig;
+}
+
 function validateRun(value: unknown, at: string): RunRecord {
   const run = obj(value, at);
   str(run.id, `${at}.id`);
-  oneOf(run.kind, ['training-free'] as const, `${at}.kind`);
+  const kind = oneOf(run.kind, ['training-free', 'gradient'] as const, `${at}.kind`);
   oneOf(run.status, ['running', 'aborted', 'failed', 'completed'] as const, `${at}.status`);
   if (run.error !== undefined) str(run.error, `${at}.error`);
   str(run.createdAt, `${at}.createdAt`);
   str(run.updatedAt, `${at}.updatedAt`);
-  validateConfig(run.config, `${at}.config`);
+  if (kind === 'gradient') validateGradientConfig(run.config, `${at}.config`);
+  else validateConfig(run.config, `${at}.config`);
   validateLibrary(run.initialLibrary, `${at}.initialLibrary`);
   int(run.itemCount, `${at}.itemCount`, 1);
   return run as unknown as RunRecord;
@@ -172,6 +206,13 @@ function validateStep(value: unknown, at: string, itemCount: number): StepRecord
   obj(s.stats, `${at}.stats`);
   arr(s.warnings, `${at}.warnings`);
   str(s.committedAt, `${at}.committedAt`);
+  if (s.training !== undefined) {
+    arr(s.training, `${at}.training`).forEach((m, i) => {
+      const metrics = obj(m, `${at}.training[${i}]`);
+      for (const key of ['loss', 'gradNorm', 'entropy'] as const) num(metrics[key], `${at}.training[${i}].${key}`);
+      int(metrics.step, `${at}.training[${i}].step`, 1);
+    });
+  }
   return s as unknown as StepRecord;
 }
 
@@ -191,5 +232,12 @@ export function validateBundle(value: unknown, at = 'run'): RunBundle {
     if (record.step !== steps.length + 1) fail(`${at}.pending[${i}].step`, `expected ${steps.length + 1}, the step after the last committed one.`);
     return record;
   });
-  return { run, items, steps, pending };
+  const bundle: RunBundle = { run, items, steps, pending };
+  if (b.adapter !== undefined) {
+    if (run.kind !== 'gradient') fail(`${at}.adapter`, 'only gradient runs carry an adapter.');
+    const { step } = readCheckpoint(b.adapter, `${at}.adapter`);
+    if (step !== steps.length) fail(`${at}.adapter.step`, `is ${step}; the checkpoint must be the last committed step's (${steps.length}).`);
+    bundle.adapter = b.adapter as RunBundle['adapter'];
+  }
+  return bundle;
 }

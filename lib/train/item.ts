@@ -77,7 +77,7 @@ export async function runItem(
   await emit({ type: 'rollouts', ...ref, completions: group.completions, usage: group.usage });
 
   // 3. Rewards, and advantages relative to the group.
-  const table = await scoreGroup(ctx.rewards, group.completions, item, prompt, index);
+  const table = await rewardTable(ctx.rewards, group.completions, item, prompt, index);
   const weights = config.rewards.map((r) => r.weight);
   const advantage = computeAdvantages(table, { groupSize: config.groupSize, weights });
   const combined = advantage.rewards.map((r) => (Number.isNaN(r) ? null : r));
@@ -178,7 +178,8 @@ export async function runItem(
   return result;
 }
 
-async function scoreGroup(
+/** Every reward function on every completion of a group: one row of K (finite or null) per completion. */
+export async function rewardTable(
   rewards: RewardFunction[],
   completions: Completion[],
   item: DatasetItem,

@@ -18,7 +18,7 @@ import { MemoryStore } from '../store/memory.js';
 import type { ItemResult, RunRecord, RunWarning } from '../store/records.js';
 import type { Store } from '../store/types.js';
 import { validateDataset } from '../store/validate.js';
-import { EventChannel, type Progress, type TrainingFreeEvent } from './events.js';
+import type { Progress, TrainingFreeEvent } from './events.js';
 import { runItem, type ItemContext } from './item.js';
 import {
   checkRunId,
@@ -29,6 +29,7 @@ import {
   type RewardFunction,
   type TrainingFreeGrpoOptions,
 } from './options.js';
+import { LoopRun, type Run } from './run.js';
 import { Schedule } from './schedule.js';
 import { epochStats } from './stats.js';
 import { finishStep } from './step.js';
@@ -44,15 +45,11 @@ export interface TrainingFreeResult {
   warnings: number;
 }
 
-/** A run in progress: iterate it for events (once), or await `result()` to run it to the end. */
-export interface TrainingFreeRun extends AsyncIterable<TrainingFreeEvent> {
-  readonly runId: string;
-  /**
-   * Runs the loop to its end (iterating the events if nobody else does) and resolves with the final
-   * library; an aborted run resolves with status `aborted`, a failed one rejects.
-   */
-  result(): Promise<TrainingFreeResult>;
-}
+/**
+ * A run in progress: iterate it for events (once), or await `result()` to run it to the end (an
+ * aborted run resolves with status `aborted`, a failed one rejects).
+ */
+export type TrainingFreeRun = Run<TrainingFreeEvent, TrainingFreeResult>;
 
 export interface ResumeOptions extends LoopHandles {
   /** The store that holds the run. */
@@ -94,6 +91,7 @@ export function resumeTrainingFreeGrpo(runId: string, options: ResumeOptions): T
   return new LoopRun(runId, async (emit, signal) => {
     const run = await options.store.getRun(runId);
     if (!run) throw new InvalidInputError('runId', `no run "${runId}" in this ${options.store.kind} store.`);
+    if (run.kind !== 'training-free') throw new InvalidInputError('runId', `"${runId}" is a ${run.kind} run; resume it with its own loop (resumeGradientGrpo from webgrpo/grad).`);
     const rewards = matchRewards(run.config, options.rewards);
     return drive({ store: options.store, runId, handles: options, rewards, resumed: true }, emit, signal);
   });
@@ -136,6 +134,7 @@ async function drive(setup: DriveSetup, emit: Emit, internal: AbortSignal): Prom
 
   try {
     const run = (await store.getRun(runId)) as RunRecord;
+    if (run.kind !== 'training-free') throw new InvalidInputError('runId', `"${runId}" is a ${run.kind} run, not a training-free one.`);
     const { config } = run;
     const items = await store.getItems(runId);
     schedule = new Schedule(config, items.length);
@@ -276,57 +275,4 @@ function tokenCounter(custom: ((text: string) => number) | undefined, policy: Po
       for (const text of texts) if (!cache.has(text)) cache.set(text, (await policy.encode(text)).length);
     },
   };
-}
-
-class LoopRun implements TrainingFreeRun {
-  readonly runId: string;
-  readonly #channel = new EventChannel<TrainingFreeEvent>();
-  readonly #internal = new AbortController();
-  readonly #body: (emit: Emit, signal: AbortSignal) => Promise<TrainingFreeResult>;
-  #started: Promise<TrainingFreeResult> | undefined;
-  #iterated = false;
-
-  constructor(runId: string, body: (emit: Emit, signal: AbortSignal) => Promise<TrainingFreeResult>) {
-    this.runId = runId;
-    this.#body = body;
-  }
-
-  #start(): Promise<TrainingFreeResult> {
-    this.#started ??= this.#body((event) => this.#channel.push(event), this.#internal.signal).then(
-      (result) => {
-        this.#channel.end();
-        return result;
-      },
-      (error: unknown) => {
-        this.#channel.end({ error });
-        throw error;
-      },
-    );
-    return this.#started;
-  }
-
-  [Symbol.asyncIterator](): AsyncIterator<TrainingFreeEvent> {
-    if (this.#iterated) throw new InvalidInputError('run', 'the events of a run can be iterated only once; use result() to wait for the end.');
-    this.#iterated = true;
-    return {
-      next: () => {
-        this.#start().catch(() => undefined);
-        return this.#channel.next();
-      },
-      // The consumer stopped listening (break, throw): stop the loop and let it release the run.
-      return: async () => {
-        this.#internal.abort(new AbortError('The event consumer stopped iterating.'));
-        this.#channel.close();
-        await this.#started?.catch(() => undefined);
-        return { value: undefined, done: true };
-      },
-    };
-  }
-
-  async result(): Promise<TrainingFreeResult> {
-    if (!this.#iterated) {
-      for await (const event of this) void event;
-    }
-    return this.#start();
-  }
 }

@@ -206,7 +206,7 @@ export function resolveConfig(options: TrainingFreeGrpoOptions): TrainingFreeCon
  * The reward functions of a resumed run, in the stored column order. The names must be the same
  * as when the run started (their weights come from the stored run).
  */
-export function matchRewards(config: TrainingFreeConfig, rewards: RewardFunction[]): RewardFunction[] {
+export function matchRewards(config: Pick<TrainingFreeConfig, 'rewards'>, rewards: RewardFunction[]): RewardFunction[] {
   const byName = new Map(rewards.map((r) => [r.name, r]));
   const stored = config.rewards.map((r) => r.name);
   const missing = stored.filter((name) => !byName.has(name));

@@ -93,6 +93,7 @@ export class WebGpuEngine implements HeadEngine {
   resetStates(count: number): void {
     this.#count = count;
     this.#entropies = undefined;
+    if (count === 0) this.#freeChunks();
     const needed = Math.ceil(count / this.#chunkTokens);
     const { hiddenSize: d, vocabSize: v, rank: r } = this.shape;
     while (this.#chunks.length < needed) {
@@ -254,7 +255,7 @@ export class WebGpuEngine implements HeadEngine {
 
   async read(): Promise<AdapterState> {
     const [a, b, ma, mb, va, vb] = await this.#readArrays([this.#adapter.a, this.#adapter.b, this.#m.a, this.#m.b, this.#v.a, this.#v.b]);
-    return { a, b, m: { a: ma, b: mb }, v: { a: va, b: vb }, step: this.#t };
+    return { a, b, m: { a: ma, b: mb }, v: { a: va, b: vb }, updates: this.#t };
   }
 
   load(state: AdapterState): void {
@@ -265,16 +266,20 @@ export class WebGpuEngine implements HeadEngine {
     q.writeBuffer(this.#m.b, 0, state.m.b);
     q.writeBuffer(this.#v.a, 0, state.v.a);
     q.writeBuffer(this.#v.b, 0, state.v.b);
-    this.#t = state.step;
+    this.#t = state.updates;
     this.#entropies = undefined;
   }
 
   dispose(): void {
+    this.#freeChunks();
+    for (const buffer of [this.#adapter.a, this.#adapter.b, this.#m.a, this.#m.b, this.#v.a, this.#v.b, this.#grad.a, this.#grad.b, this.#scalar]) buffer.destroy();
+  }
+
+  #freeChunks(): void {
     for (const chunk of this.#chunks) {
       for (const buffer of [chunk.z, chunk.h, chunk.targets, chunk.u, chunk.du, chunk.stats, chunk.norms, chunk.coefs, chunk.params]) buffer.destroy();
     }
     this.#chunks = [];
-    for (const buffer of [this.#adapter.a, this.#adapter.b, this.#m.a, this.#m.b, this.#v.a, this.#v.b, this.#grad.a, this.#grad.b, this.#scalar]) buffer.destroy();
   }
 
   #live(): Chunk[] {

@@ -1,0 +1,24 @@
+/**
+ * `webgrpo/grad`: gradient GRPO in the browser. A low-rank adapter on the LM head of a frozen ONNX
+ * model (z' = z + s (h A) B) is trained with the clipped GRPO loss and its exact gradient, on
+ * WebGPU (WGSL kernels next to the logits) or the CPU.
+ *
+ *   const policy = await loadOnnxPolicy({ model, hiddenState: true });             // webgrpo/onnx
+ *   const run = gradientGrpo({ policy, dataset: digits.dataset(), rewards: digits.rewards });
+ *   for await (const event of run) if (event.type === 'train') console.log(event.metrics.loss);
+ *
+ * or, step by step in the shape of the seed trainer:
+ *
+ *   const trainer = new GrpoTrainer(policy, { lr: 0.02 }, new GrpoConfig({ numGenerations: 8 }));
+ *   const { loss, metrics } = await trainer.trainStep(groupRolloutBatch(groups), prompts);
+ */
+export { GrpoTrainer, type TrainerOptions, type TrainStepResult } from './grad/trainer.js';
+export type { TrainStepMetrics } from './grad/metrics.js';
+export { gradientGrpo, resumeGradientGrpo, gradientEpochStats, type GradientRun, type GradientResult } from './grad/loop.js';
+export { GRADIENT_DEFAULTS, type GradientGrpoOptions, type GradientHandles, type GradientLossOptions } from './grad/options.js';
+export type { GradientEvent, GradientEventType, GradientEpochStats } from './grad/events.js';
+export { groupRolloutBatch, type RolloutGroup, type RolloutCompletion } from './grad/rollouts.js';
+export { attachAdapter, type AttachedAdapter } from './grad/attach.js';
+export { OPTIMIZER_DEFAULTS, type OptimizerOptions } from './grad/optimizer.js';
+export { ADAPTER_DEFAULTS, type AdapterInit, type AdapterShape } from './grad/adapter.js';
+export type { AdapterState } from './grad/engine.js';
