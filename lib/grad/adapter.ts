@@ -17,13 +17,13 @@ export interface AdapterShape {
 export interface AdapterInit {
   /** Rank r of the update; default 8. */
   rank?: number;
-  /** s in z' = z + s (h A) B; default 1. */
+  /** s in z' = z + s (h A) B; default 2. */
   scale?: number;
   /** Seed of A's draw; default 0. */
   seed?: number;
 }
 
-export const ADAPTER_DEFAULTS = { rank: 8, scale: 1, seed: 0 } as const;
+export const ADAPTER_DEFAULTS = { rank: 8, scale: 2, seed: 0 } as const;
 
 /** Largest rank accepted (the WebGPU kernels keep u = hA in workgroup memory). */
 export const MAX_RANK = 64;

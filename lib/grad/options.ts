@@ -65,7 +65,7 @@ export interface GradientGrpoOptions extends GradientHandles {
   shuffle?: boolean;
   loss?: GradientLossOptions;
   optimizer?: OptimizerOptions;
-  /** The adapter's rank (default 8) and scale (default 1). */
+  /** The adapter's rank (default 8) and scale (default 2). */
   adapter?: Omit<AdapterInit, 'seed'>;
   /** Start from a trained adapter (an adapter file, or its JSON text) instead of a fresh one. */
   initialAdapter?: AdapterFile | string;

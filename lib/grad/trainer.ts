@@ -42,7 +42,7 @@ export interface TrainerOptions {
   /** The rollouts' sampling temperature: log-probs are of softmax(z / T), as in TRL. Default 1. */
   temperature?: number;
   /**
-   * A new adapter's shape and seed (rank 8, scale 1 by default), or the weights to start from (a
+   * A new adapter's shape and seed (rank 8, scale 2 by default), or the weights to start from (a
    * trained adapter, e.g. `readAdapterFile(file)`), whose shape must fit the policy.
    */
   adapter?: AdapterInit | HeadAdapterWeights;

@@ -14,5 +14,6 @@ export const browserServerConfig: InlineConfig = {
   logLevel: 'warn',
   server: { host: '127.0.0.1', port: 0, strictPort: false, fs: { allow: [root] } },
   // Test pages load dependencies on demand; pre-bundling discovered late would reload the page.
-  optimizeDeps: { noDiscovery: true, include: [] },
+  // onnx-proto is CommonJS (the hidden-state rewrite of webgrpo/onnx), so it is converted up front.
+  optimizeDeps: { noDiscovery: true, include: ['onnx-proto'] },
 };

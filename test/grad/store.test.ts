@@ -79,7 +79,7 @@ describe.each(stores)('%s store', (_, open) => {
       expect(state.m).toEqual(live.m);
       expect(state.v).toEqual(live.v);
       expect(state.updates).toBe(3);
-      expect(weights).toMatchObject({ hiddenSize: 128, vocabSize: 102, rank: 8, scale: 1 });
+      expect(weights).toMatchObject({ hiddenSize: 128, vocabSize: 102, rank: 8, scale: 2 });
       // Training moved B away from zero.
       expect(state.b.some((x) => x !== 0)).toBe(true);
       // Steps carry their updates' metrics.
