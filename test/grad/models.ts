@@ -14,6 +14,8 @@ import { buildOtherModel, TINY_DIR } from '../onnx/fixtures.js';
 
 const { onnx } = onnxProto;
 type Model = onnxProto.onnx.ModelProto;
+type Graph = onnxProto.onnx.GraphProto;
+type Tensor = onnxProto.onnx.TensorProto;
 
 export { TINY_DIR, buildOtherModel };
 
@@ -36,7 +38,7 @@ export interface HeadWeights {
 
 export async function tiedHead(dir: string): Promise<HeadWeights> {
   const model = await readModel(dir);
-  const embed = model.graph!.initializer.find((t) => t.name === 'model.embed_tokens.weight')!;
+  const embed = (model.graph as Graph).initializer.find((t) => t.name === 'model.embed_tokens.weight') as Tensor;
   const [vocab, hidden] = embed.dims.map(Number);
   const e = floats(embed);
   const w = new Float32Array(hidden * vocab);
@@ -46,7 +48,7 @@ export async function tiedHead(dir: string): Promise<HeadWeights> {
 
 export async function untiedHead(dir: string): Promise<HeadWeights> {
   const model = await readModel(dir);
-  const head = model.graph!.initializer.find((t) => t.name === 'lm_head.weight')!;
+  const head = (model.graph as Graph).initializer.find((t) => t.name === 'lm_head.weight') as Tensor;
   const [hidden, vocab] = head.dims.map(Number);
   return { hidden, vocab, w: floats(head) };
 }
@@ -59,7 +61,7 @@ const BLOCK = 32;
  */
 export async function makeOptimumShaped(dir: string): Promise<HeadWeights> {
   const model = await readModel(dir);
-  const graph = model.graph!;
+  const graph = model.graph as Graph;
   const { hidden, vocab, w } = await untiedHead(dir);
   const blocks = Math.ceil(hidden / BLOCK);
 
@@ -83,8 +85,8 @@ export async function makeOptimumShaped(dir: string): Promise<HeadWeights> {
     }
   }
 
-  const head = graph.node.findIndex((node) => node.output[0] === 'logits');
-  const input = graph.node[head].input[0];
+  const head = graph.node.findIndex((node) => node.output?.[0] === 'logits');
+  const input = graph.node[head].input![0];
   graph.initializer = graph.initializer.filter((t) => t.name !== 'lm_head.weight');
   graph.initializer.push(
     { name: 'lm_head.qweight', dims: [vocab, blocks, BLOCK / 2], dataType: onnx.TensorProto.DataType.UINT8, rawData: packed },
