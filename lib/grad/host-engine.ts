@@ -99,6 +99,7 @@ export class HostEngine implements HeadEngine {
     const { a: gA, b: gB } = this.grad;
     const { b } = this.weights;
     const { u, du, row } = this;
+    const dz = this.acc; // free between adaptedRow calls
     const invT = 1 / temperature;
     gA.fill(0);
     gB.fill(0);
@@ -110,19 +111,23 @@ export class HostEngine implements HeadEngine {
       adapterInput(this.h, t * d, this.weights, u);
       adaptedRow(this.z, t * v, u, this.weights, this.acc, row);
       rowStats(row, 0, v, invT, targets[t], stats);
-      du.fill(0);
       for (let j = 0; j < v; j++) {
         const logp = (row[j] - stats.max) * invT - stats.logZ;
         const p = Math.exp(logp);
         // 0 * -Infinity would be NaN for masked-out vocabulary entries (p = 0): they add nothing.
-        let dz = p === 0 ? 0 : -p * (g + c * (logp + stats.entropy));
-        if (j === targets[t]) dz += g;
-        dz *= invT;
-        if (dz === 0) continue;
-        for (let k = 0; k < r; k++) {
-          gB[k * v + j] += u[k] * dz;
-          du[k] += dz * b[k * v + j];
+        dz[j] = invT * (p === 0 ? 0 : -p * (g + c * (logp + stats.entropy)));
+      }
+      dz[targets[t]] += invT * g;
+      // One contiguous pass over B's row k and dB's row k per rank component.
+      for (let k = 0; k < r; k++) {
+        const uk = u[k];
+        const base = k * v;
+        let sum = 0;
+        for (let j = 0; j < v; j++) {
+          gB[base + j] += uk * dz[j];
+          sum += dz[j] * b[base + j];
         }
+        du[k] = sum;
       }
       const h0 = t * d;
       for (let i = 0; i < d; i++) {

@@ -1,0 +1,127 @@
+/**
+ * Gradient GRPO's train step, WebGPU against the CPU path, side by side in one run:
+ *
+ * 1. The adapter's update (forward with the adapted and reference log-probs, backward to dA and dB,
+ *    AdamW) on the bench model's shapes (hidden 512, vocabulary 8192, rank 8) for a generation
+ *    batch of 2 groups x 8 completions x 64 tokens: the CPU engine in Node and in Chromium, the
+ *    WGSL engine in Chromium's WebGPU (SwiftShader).
+ * 2. Whole train steps on a real batch of the bench model (Node CPU, Chromium WASM): the first
+ *    update on a batch runs the frozen model over prompt + completions, further ones (TRL's
+ *    num_iterations) reuse its states; on WebGPU the bundled tiny model, as SwiftShader takes
+ *    seconds per forward pass of the bench model.
+ */
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Page } from 'playwright-core';
+import { createServer } from 'vite';
+import { createAdapterWeights } from '../../lib/grad/adapter.js';
+import { HostEngine } from '../../lib/grad/host-engine.js';
+import { loadOnnxPolicy } from '../../lib/onnx.js';
+import { browserServerConfig } from '../../test/browser/server-config.js';
+import { BENCH, buildModel } from '../build-model/index.js';
+import { measureEngine, measureTrainStep, type EnginePhases, type StepTiming } from './_grad-measure.js';
+import { ms } from './_measure.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const benchDir = `${root}public/models/webgrpo-bench`;
+const RANK = 8;
+const TOKENS = 2 * 8 * 64;
+const REPEATS = 3;
+const STEP = { groups: 2, groupSize: 8, newTokens: 64, prompt: 'Answer with digits only, please: what is six times seven?', repeats: REPEATS };
+/** SwiftShader: the tiny model and shorter completions. */
+const GPU_STEP = { ...STEP, newTokens: 16 };
+
+export async function run(): Promise<string> {
+  console.log('  building the bench model (npm run build:model -- --size bench)…');
+  await buildModel(BENCH, benchDir);
+  const config = JSON.parse(await readFile(`${benchDir}/config.json`, 'utf8')) as Record<string, number>;
+  const shape = { hiddenSize: config.hidden_size, vocabSize: config.vocab_size, rank: RANK, scale: 2 };
+
+  console.log('  Node: CPU engine, then whole train steps…');
+  const rssBefore = process.memoryUsage().rss;
+  const nodeEngine = await measureEngine(new HostEngine(createAdapterWeights(shape, 1)), TOKENS, REPEATS);
+  const policy = await loadOnnxPolicy({ model: benchDir, hiddenState: true });
+  const nodeStep = await measureTrainStep(policy, STEP);
+  await policy.dispose();
+  const nodeRss = process.memoryUsage().rss - rssBefore;
+
+  const server = await createServer(browserServerConfig);
+  await server.listen();
+  const address = server.httpServer?.address();
+  const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--enable-unsafe-webgpu', '--disable-background-networking'],
+  });
+  try {
+    const page = await browser.newPage();
+    await page.goto(`${base}/scripts/bench/pages/grad.html`);
+    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true, null, { timeout: 120_000 });
+    console.log('  Chromium: CPU engine, WGSL engine (SwiftShader)…');
+    const browserCpu = await call<EnginePhases>(page, 'engine', 'cpu', shape, TOKENS, REPEATS);
+    const browserGpu = await call<EnginePhases & { gpuPeakBytes: number }>(page, 'engine', 'webgpu', shape, TOKENS, REPEATS);
+    console.log('  Chromium: whole train steps on WASM (bench model) and WebGPU (tiny model)…');
+    const wasmStep = await call<StepTiming>(page, 'trainStep', 'wasm', '/models/webgrpo-bench', STEP);
+    const gpuStep = await call<StepTiming>(page, 'trainStep', 'webgpu', '/models/webgrpo-tiny', GPU_STEP);
+    return report(shape, { nodeEngine, browserCpu, browserGpu }, { nodeStep, wasmStep, gpuStep }, nodeRss);
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+}
+
+async function call<T>(page: Page, name: string, ...args: unknown[]): Promise<T> {
+  return (await page.evaluate(
+    ([n, a]) => (window as unknown as { bench: Record<string, (...x: unknown[]) => Promise<unknown>> }).bench[n as string](...(a as unknown[])),
+    [name, args] as const,
+  )) as T;
+}
+
+function report(
+  shape: { hiddenSize: number; vocabSize: number; rank: number },
+  engines: { nodeEngine: EnginePhases; browserCpu: EnginePhases; browserGpu: EnginePhases & { gpuPeakBytes: number } },
+  steps: { nodeStep: StepTiming; wasmStep: StepTiming; gpuStep: StepTiming },
+  nodeRss: number,
+): string {
+  const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+  const { nodeEngine, browserCpu, browserGpu } = engines;
+  const engineRow = (runtime: string, e: EnginePhases, memory: string, reference: EnginePhases) =>
+    `| ${runtime} | ${ms(e.forwardMs)} ms | ${ms(e.backwardMs)} ms | ${ms(e.stepMs)} ms | **${ms(e.totalMs)} ms** | ${(reference.totalMs / e.totalMs).toFixed(2)}x | ${memory} |`;
+  const stepRow = (runtime: string, model: string, s: StepTiming) => `| ${runtime} | ${model} | ${s.tokens} | ${ms(s.firstMs)} ms | ${ms(s.againMs)} ms |`;
+  const adapterBytes = (shape.hiddenSize * shape.rank + shape.rank * shape.vocabSize) * 4;
+  return `## grad: gradient GRPO train step, WebGPU against the CPU path
+
+The adapter's update on the bench model's shapes (hidden ${shape.hiddenSize}, vocabulary ${shape.vocabSize}, rank ${shape.rank}) for
+one generation batch of 2 groups x 8 completions x 64 tokens = ${TOKENS} tokens, with random token states
+(the frozen model's logits and hidden states, which a train step keeps: ${mib(nodeEngine.stateBytes)}). Forward = adapted
+and reference log-probs and entropies of every token; backward = dA, dB and the gradient norm;
+AdamW = clipping and the update, timed until the new weights can be read back. Medians of ${REPEATS} after a
+warm-up. "Chromium, CPU engine" is the same TypeScript as in Node, running in the page (the path
+of a policy on WebAssembly).
+
+| Runtime | Forward | Backward | AdamW | Adapter update | vs Node CPU | Memory |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: |
+${engineRow('Node, CPU engine', nodeEngine, `${mib(nodeEngine.stateBytes)} states + ${mib(adapterBytes * 4)} weights, moments, gradients`, nodeEngine)}
+${engineRow('Chromium, CPU engine', browserCpu, 'as Node', nodeEngine)}
+${engineRow('Chromium, WebGPU (SwiftShader), WGSL engine', browserGpu, `${mib(browserGpu.gpuPeakBytes)} GPU buffers at peak`, nodeEngine)}
+
+SwiftShader is Chromium's software WebGPU: the WGSL kernels run on the CPU cores (here the same
+two as the CPU engine, through an emulation layer), so this row shows the kernels work at these
+shapes and what they cost without a GPU; on a real GPU the same dispatches run in parallel across
+thousands of lanes.
+
+Whole train steps on a real batch (the bench model's own completions, G = 8, ${STEP.newTokens} new tokens, 2 groups).
+The first update on a batch runs the frozen model over prompt + completions (once: its states are
+kept) and then the adapter's update; a further update on the same batch (TRL's num_iterations) is
+the adapter's part only.
+
+| Runtime | Model | Tokens | First update on a batch | Further update |
+| --- | --- | ---: | ---: | ---: |
+${stepRow('Node, CPU', 'bench', steps.nodeStep)}
+${stepRow('Chromium, WASM', 'bench', steps.wasmStep)}
+${stepRow('Chromium, WebGPU (SwiftShader)', `tiny, ${GPU_STEP.newTokens} new tokens`, steps.gpuStep)}
+
+Node's resident memory grew by ${mib(nodeRss)} over the Node part (bench model loaded twice by then, with its
+hidden state exposed, plus the batch's states).`;
+}
