@@ -7,6 +7,8 @@ export default defineConfig({
   publicDir: '../public',
   base: './',
   plugins: [svelte()],
+  // The model worker imports transformers.js lazily; ES workers keep its code-split chunks.
+  worker: { format: 'es' },
   build: {
     outDir: '../build/site',
     emptyOutDir: true,
