@@ -34,10 +34,10 @@ function axis(label: string | undefined, extra: Partial<uPlot.Axis> = {}): uPlot
   };
 }
 
-/** Step numbers on the x axis: whole numbers only, padded so one step still shows. */
-function stepAxis(): { scale: uPlot.Scale; axis: uPlot.Axis } {
+/** Steps 1..total of the whole run on the x axis, so a live run fills the chart from the left. */
+function stepAxis(total: number): { scale: uPlot.Scale; axis: uPlot.Axis } {
   return {
-    scale: { time: false, range: (_u, min, max) => [Math.floor(min) - 0.5, Math.ceil(max) + 0.5] },
+    scale: { time: false, range: [0.5, Math.max(1, total) + 0.5] },
     axis: axis('step', { size: 30, labelSize: 14, labelGap: 0, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500], values: (_u, ticks) => ticks.map((t) => (Number.isInteger(t) ? String(t) : '')) }),
   };
 }
@@ -51,8 +51,8 @@ const base = (): Pick<uPlot.Options, 'legend' | 'cursor' | 'padding'> => ({
 const points = (color: string, size = 7): uPlot.Series.Points => ({ show: true, size, stroke: color, fill: color });
 
 /** Mean reward per step, with a band of ±1 standard deviation across all completions of the step. */
-export function rewardChart(s: StepSeries): { options: Omit<uPlot.Options, 'width' | 'height'>; data: uPlot.AlignedData } {
-  const x = stepAxis();
+export function rewardChart(s: StepSeries, totalSteps: number): { options: Omit<uPlot.Options, 'width' | 'height'>; data: uPlot.AlignedData } {
+  const x = stepAxis(totalSteps);
   return {
     options: {
       ...base(),
@@ -73,8 +73,8 @@ export function rewardChart(s: StepSeries): { options: Omit<uPlot.Options, 'widt
 const bars = (size = 0.55) => uPlot.paths.bars!({ size: [size, 42], gap: 2 });
 
 /** Share of groups whose completions all got the same reward: no signal to learn from. */
-export function zeroSpreadChart(s: StepSeries) {
-  const x = stepAxis();
+export function zeroSpreadChart(s: StepSeries, totalSteps: number) {
+  const x = stepAxis(totalSteps);
   return {
     options: {
       ...base(),
@@ -87,8 +87,8 @@ export function zeroSpreadChart(s: StepSeries) {
 }
 
 /** Library size after each step. */
-export function libraryChart(s: StepSeries) {
-  const x = stepAxis();
+export function libraryChart(s: StepSeries, totalSteps: number) {
+  const x = stepAxis(totalSteps);
   return {
     options: {
       ...base(),
@@ -101,8 +101,8 @@ export function libraryChart(s: StepSeries) {
 }
 
 /** Operations per step, stacked: added (bottom), updated, deleted (top). */
-export function operationsChart(s: StepSeries) {
-  const x = stepAxis();
+export function operationsChart(s: StepSeries, totalSteps: number) {
+  const x = stepAxis(totalSteps);
   const au = s.added.map((a, i) => a + s.updated[i]);
   const all = au.map((v, i) => v + s.deleted[i]);
   const layer = (color: string) => ({ stroke: color, fill: color, paths: bars(), points: { show: false } });

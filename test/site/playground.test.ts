@@ -161,9 +161,10 @@ describe('the playground', () => {
   it('resumes a run interrupted by a reload', async () => {
     await configure(page, { prompts: 4, epochs: 1 });
     await page.getByRole('button', { name: 'Start run' }).click();
-    await page.locator('article.group').first().waitFor({ timeout: 60_000 });
+    await expect.poll(() => header().getByRole('status').textContent(), { timeout: 60_000 }).toMatch(/^\s*[1-3] \/ 4 groups/);
     await page.reload();
     await expect.poll(() => statusChip().textContent(), { timeout: 30_000 }).toBe('interrupted');
+    expect(await header().getByRole('status').textContent()).toMatch(/^\s*[1-3] \/ 4 groups/);
     await shoot('4-interrupted');
     await configure(page, { prompts: 4, epochs: 1 }); // the device choice is not stored
     await page.getByRole('button', { name: 'Resume run' }).click();
