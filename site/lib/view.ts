@@ -94,7 +94,9 @@ export function formatNumber(x: number | null | undefined, digits = 2): string {
 }
 
 export function formatSigned(x: number, digits = 2): string {
-  return Number.isFinite(x) ? `${x > 0 ? '+' : x < 0 ? '−' : '±'}${Math.abs(x).toFixed(digits)}` : '–';
+  if (!Number.isFinite(x)) return '–';
+  const shown = Math.abs(x).toFixed(digits);
+  return Number(shown) === 0 ? shown : `${x > 0 ? '+' : '−'}${shown}`;
 }
 
 export type DisplayStatus = 'running' | 'paused' | 'interrupted' | 'cancelled' | 'failed' | 'completed';

@@ -14,6 +14,8 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { build, preview, type PreviewServer } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
+import { bundledModelPath, loadOnnxPolicy } from '../../lib/onnx.js';
+import { serve } from '../../lib/server.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const artifacts = join(root, 'test-artifacts', 'site');
@@ -29,6 +31,7 @@ const errors: string[] = [];
 async function shoot(name: string): Promise<void> {
   for (const width of [1280, 375]) {
     await page.setViewportSize({ width, height: width === 1280 ? 900 : 800 });
+    await page.evaluate(() => window.scrollTo(0, 0));
     await page.waitForTimeout(150); // charts resize on the next frame
     await page.screenshot({ path: join(artifacts, `${name}-${width}.png`), fullPage: true });
   }
@@ -171,6 +174,42 @@ describe('the playground', () => {
     await expect.poll(() => statusChip().textContent(), { timeout: 120_000 }).toBe('completed');
     expect(await header().getByRole('status').textContent()).toContain('4 / 4 groups');
     expect(await page.locator('section[aria-labelledby="runs-title"] li').count()).toBe(3);
+  });
+
+  it('says plainly that a hub model needs the network when the browser is offline', async () => {
+    await context.setOffline(true);
+    try {
+      await page.getByLabel('Model', { exact: true }).selectOption({ label: 'SmolLM2-135M-Instruct' });
+      await page.getByRole('button', { name: /Load model|Reload model/ }).click();
+      await expect.poll(() => page.locator('section[aria-labelledby="model-title"] [role="alert"]').textContent()).toMatch(/offline.*bundled webgrpo-tiny model works offline/);
+    } finally {
+      await context.setOffline(false);
+    }
+  });
+
+  it('trains through an OpenAI-compatible endpoint and never stores its key', async () => {
+    const policy = await loadOnnxPolicy({ model: await bundledModelPath() });
+    const api = await serve({ policy, port: 0, modelId: 'webgrpo-tiny', apiKey: 'sk-test-not-stored', corsOrigins: [new URL(baseURL).origin] });
+    try {
+      await page.getByLabel('Model', { exact: true }).selectOption({ label: 'OpenAI-compatible endpoint…' });
+      await page.getByLabel('Base URL').fill(api.url);
+      await page.getByLabel('Model name').fill('webgrpo-tiny');
+      await page.getByLabel('API key').fill('sk-test-not-stored');
+      await page.getByLabel('Prompts', { exact: true }).fill('2');
+      await page.getByLabel('Epochs', { exact: true }).fill('1');
+      await page.getByLabel('Max tokens', { exact: true }).fill('12');
+      await page.getByRole('button', { name: 'Start run' }).click();
+      // The previous run (completed) is in view until this one starts.
+      await expect.poll(() => header().locator('p.hint').first().textContent(), { timeout: 30_000 }).toContain('webgrpo-tiny on http');
+      await expect.poll(() => statusChip().textContent(), { timeout: 60_000 }).toBe('completed');
+      const [full] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Full run (JSON)' }).click()]);
+      const text = await readFile((await full.path()) as string, 'utf8');
+      expect(JSON.parse(text).steps).toHaveLength(1);
+      expect(text).not.toContain('sk-test-not-stored');
+    } finally {
+      await api.close();
+      await policy.dispose();
+    }
   });
 
   it('logged no console errors', () => {
