@@ -210,6 +210,8 @@ export class Playground {
         batchSize: s.batchSize,
         temperature: s.temperature,
         maxNewTokens: s.maxNewTokens,
+        // A critic reply is a few sentences of JSON; the library's 512 is slow on small local models.
+        criticMaxNewTokens: Math.min(512, Math.max(128, 4 * s.maxNewTokens)),
         seed: s.seed,
         ...(task ? { task: task.name } : {}),
       });
@@ -312,11 +314,20 @@ export class Playground {
         live.stage = `Scoring the group of prompt #${event.item + 1}`;
         await this.#decodeGroup(live.runId, event.step, event.item, event.completions);
         break;
+      case 'advantages': {
+        const lessons = this.bundle?.run.config.mode === 'lessons';
+        live.stage = event.zeroSpread
+          ? `Prompt #${event.item + 1}: every completion scored the same, nothing to learn`
+          : lessons
+            ? `The critic is summarising each completion of prompt #${event.item + 1}`
+            : `Prompt #${event.item + 1}: keeping its best completion if it beats the group mean`;
+        break;
+      }
       case 'summaries':
-        live.stage = `The critic summarised prompt #${event.item + 1}`;
+        live.stage = `The critic is comparing better and worse completions of prompt #${event.item + 1}`;
         break;
       case 'critique':
-        live.stage = `The critic compared the group of prompt #${event.item + 1}`;
+        live.stage = `The critic is checking its lessons for prompt #${event.item + 1} against the library`;
         break;
       case 'item-end':
         if (this.bundle?.run.id === live.runId && !event.reused) this.bundle = { ...this.bundle, pending: [...this.bundle.pending, event.result] };
