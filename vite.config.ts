@@ -13,6 +13,13 @@ export default defineConfig({
     outDir: '../build/site',
     emptyOutDir: true,
     target: 'es2022',
+    rollupOptions: {
+      // The ONNX backend imports node: modules only on its Node path; the browser build never runs it.
+      onLog(level, log, handler) {
+        if (/"node:\w+" has been externalized for browser compatibility/.test(log.message)) return;
+        handler(level, log);
+      },
+    },
   },
   preview: { host: '127.0.0.1', port: 5173 },
   server: { host: '127.0.0.1' },

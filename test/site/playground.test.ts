@@ -73,7 +73,8 @@ afterAll(async () => {
   if (outDir) await rm(outDir, { recursive: true, force: true });
 });
 
-describe('the playground', () => {
+// Generous limits: the two cores are shared, and a loaded machine slows the model several times.
+describe('the playground', { timeout: 240_000 }, () => {
   it('explains itself before any run, and loads no model runtime up front', async () => {
     const requests: string[] = [];
     page.on('request', (r) => requests.push(r.url()));
@@ -210,6 +211,15 @@ describe('the playground', () => {
       await api.close();
       await policy.dispose();
     }
+  });
+
+  it('deletes a run only on a second click', async () => {
+    const runs = page.locator('section[aria-labelledby="runs-title"] li');
+    const before = await runs.count();
+    await page.getByRole('button', { name: 'Delete run' }).click();
+    expect(await runs.count()).toBe(before);
+    await page.getByRole('button', { name: 'Click again to delete' }).click();
+    await expect.poll(() => runs.count()).toBe(before - 1);
   });
 
   it('logged no console errors', () => {
