@@ -59,8 +59,8 @@ export function isFiltering(config: SamplingConfig, vocabSize: number): boolean 
 }
 
 /**
- * Samples from `logits[offset .. offset + vocabSize)`. `scratch` (length >= vocabSize) avoids an
- * allocation per call; pass the same one for every row.
+ * Samples from `logits[offset .. offset + vocabSize)`. `scratch` (length >= 2 * vocabSize) avoids
+ * allocations per call; pass the same one for every row.
  */
 export function sampleToken(
   logits: ArrayLike<number>,
@@ -68,11 +68,12 @@ export function sampleToken(
   vocabSize: number,
   config: SamplingConfig,
   u: number,
-  scratch: Float64Array = new Float64Array(vocabSize),
+  scratch: Float64Array = new Float64Array(2 * vocabSize),
 ): SampledToken {
   if (config.temperature === 0) return greedy(logits, offset, vocabSize);
   const inverseT = 1 / config.temperature;
-  const z = scratch;
+  const z = scratch.subarray(0, vocabSize);
+  const e = scratch.subarray(vocabSize, 2 * vocabSize); // exp(z - max), computed once
   let max = -Infinity;
   for (let i = 0; i < vocabSize; i++) {
     const value = logits[offset + i] * inverseT;
@@ -80,14 +81,14 @@ export function sampleToken(
     if (value > max) max = value;
   }
   let total = 0;
-  for (let i = 0; i < vocabSize; i++) total += Math.exp(z[i] - max);
+  for (let i = 0; i < vocabSize; i++) total += e[i] = Math.exp(z[i] - max);
   const logTotal = Math.log(total);
 
   const theta = keepThreshold(z, vocabSize, max, config);
   let kept = total;
   if (theta > -Infinity) {
     kept = 0;
-    for (let i = 0; i < vocabSize; i++) if (z[i] >= theta) kept += Math.exp(z[i] - max);
+    for (let i = 0; i < vocabSize; i++) if (z[i] >= theta) kept += e[i];
   }
 
   // Inverse CDF in vocabulary order over the kept tokens.
@@ -96,7 +97,7 @@ export function sampleToken(
   let tokenId = -1;
   for (let i = 0; i < vocabSize; i++) {
     if (z[i] < theta) continue;
-    cumulative += Math.exp(z[i] - max);
+    cumulative += e[i];
     tokenId = i;
     if (cumulative > target) break;
   }

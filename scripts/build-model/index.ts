@@ -31,7 +31,7 @@ export async function buildModel(spec: ModelSpec, dir: string): Promise<BuiltMod
 
   const files: Record<string, string | Uint8Array> = {
     'config.json': json(configJson(spec, vocab.length)),
-    'generation_config.json': json({ bos_token_id: BOS_ID, eos_token_id: EOS_IDS, pad_token_id: PAD_ID }),
+    'generation_config.json': json({ bos_token_id: BOS_ID, eos_token_id: spec.stopsAtEndTokens === false ? [] : EOS_IDS, pad_token_id: PAD_ID }),
     'tokenizer.json': json(tokenizerJson(vocab)),
     'tokenizer_config.json': json(tokenizerConfigJson(vocab, spec.maxPositionEmbeddings)),
     'onnx/model.onnx': onnx,

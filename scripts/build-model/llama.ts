@@ -24,12 +24,13 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
   const inputIds = g.input('input_ids', DataType.INT64, ['batch_size', 'sequence_length']);
   const attentionMask = g.input('attention_mask', DataType.INT64, ['batch_size', 'total_sequence_length']);
   const positionIds = g.input('position_ids', DataType.INT64, ['batch_size', 'sequence_length']);
+  const logitsToKeep = spec.logitsToKeepInput ? g.input('num_logits_to_keep', DataType.INT64, []) : undefined;
   const kvShape = ['batch_size', numKvHeads, 'past_sequence_length', headDim];
   for (let i = 0; i < numLayers; i++) {
     g.input(`past_key_values.${i}.key`, DataType.FLOAT, kvShape);
     g.input(`past_key_values.${i}.value`, DataType.FLOAT, kvShape);
   }
-  g.output('logits', DataType.FLOAT, ['batch_size', 'sequence_length', vocabSize]);
+  g.output('logits', DataType.FLOAT, ['batch_size', logitsToKeep ? 'logits_length' : 'sequence_length', vocabSize]);
   const presentShape = ['batch_size', numKvHeads, 'total_sequence_length', headDim];
   for (let i = 0; i < numLayers; i++) {
     g.output(`present.${i}.key`, DataType.FLOAT, presentShape);
@@ -50,15 +51,16 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
 
   // Additive attention bias [B, 1, S, T]: 0 where a query may attend a key, -FLT_MAX elsewhere.
   // Key j is visible to query i (absolute index past + i) when j <= past + i and mask[j] == 1.
+  // The indices come from a cumulative sum over ones made from the mask (ConstantOfShape has no
+  // WebGPU kernel).
   const mask = g.node('Cast', [attentionMask], { to: DataType.FLOAT });
-  const totalLength = g.node('Slice', [g.node('Shape', [attentionMask]), g.int64s([1]), g.int64s([2])]);
-  const ones = g.node('ConstantOfShape', [totalLength], { value: { tensor: { dims: [1], dataType: DataType.FLOAT, floatData: [1] } } });
-  const keyIndex = g.node('Sub', [g.node('CumSum', [ones, g.int64s([0], [])]), g.float(1)]); // [T]
+  const ones = g.node('Add', [g.node('Mul', [mask, g.float(0)]), g.float(1)]);
+  const keyIndex = g.node('Sub', [g.node('CumSum', [ones, g.int64s([1], [])]), g.float(1)]); // [B, T]
   const queryLength = g.node('Slice', [g.node('Shape', [inputIds]), g.int64s([1]), g.int64s([2])]);
-  const queryIndex = g.node('Slice', [keyIndex, g.node('Neg', [queryLength]), g.int64s([Number.MAX_SAFE_INTEGER]), g.int64s([0])]);
-  const causal = g.node('LessOrEqual', [g.node('Unsqueeze', [keyIndex, g.int64s([0])]), g.node('Unsqueeze', [queryIndex, g.int64s([1])])]);
-  const visible = g.node('Mul', [g.node('Cast', [causal], { to: DataType.FLOAT }), g.node('Unsqueeze', [mask, g.int64s([1, 2])])]);
-  const bias = g.node('Mul', [g.node('Sub', [visible, g.float(1)]), g.float(FLOAT_MAX)]);
+  const queryIndex = g.node('Slice', [keyIndex, g.node('Neg', [queryLength]), g.int64s([Number.MAX_SAFE_INTEGER]), g.int64s([1])]); // [B, S]
+  const causal = g.node('LessOrEqual', [g.node('Unsqueeze', [keyIndex, g.int64s([1])]), g.node('Unsqueeze', [queryIndex, g.int64s([2])])]);
+  const visible = g.node('Mul', [g.node('Cast', [causal], { to: DataType.FLOAT }), g.node('Unsqueeze', [mask, g.int64s([1])])]);
+  const bias = g.node('Unsqueeze', [g.node('Mul', [g.node('Sub', [visible, g.float(1)]), g.float(FLOAT_MAX)]), g.int64s([1])]);
 
   const scale = g.float(1 / Math.sqrt(headDim));
   const half = headDim / 2;
@@ -70,12 +72,11 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
   };
   const heads = (t: string, count: number): string =>
     g.node('Transpose', [g.node('Reshape', [t, g.int64s([0, 0, count, headDim])])], { perm: [0, 2, 1, 3] });
-  const repeatKv = (t: string): string => {
-    const groups = numHeads / numKvHeads;
-    if (groups === 1) return t;
-    const expanded = g.node('Expand', [g.node('Unsqueeze', [t, g.int64s([2])]), g.int64s([1, 1, groups, 1, 1])]);
-    return g.node('Reshape', [expanded, g.int64s([0, numHeads, -1, headDim])]);
-  };
+  // Grouped-query attention without copying the cache: the query heads that share a key/value head
+  // are consecutive, so [B, heads, S, D] reshapes to [B, kv_heads, groups * S, D] and attends to
+  // that head's keys directly; the bias repeats once per group.
+  const groups = numHeads / numKvHeads;
+  const groupBias = groups === 1 ? bias : g.node('Tile', [bias, g.int64s([1, 1, groups, 1])]);
 
   weights.layers.forEach((layer, i) => {
     const prefix = `model.layers.${i}`;
@@ -88,9 +89,12 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
     const keys = g.node('Concat', [`past_key_values.${i}.key`, k], { axis: 2 }, `present.${i}.key`);
     const values = g.node('Concat', [`past_key_values.${i}.value`, v], { axis: 2 }, `present.${i}.value`);
 
-    const scores = g.node('Mul', [g.node('MatMul', [q, g.node('Transpose', [repeatKv(keys)], { perm: [0, 1, 3, 2] })]), scale]);
-    const probs = g.node('Softmax', [g.node('Add', [scores, bias])], { axis: -1 });
-    const context = g.node('Transpose', [g.node('MatMul', [probs, repeatKv(values)])], { perm: [0, 2, 1, 3] });
+    const grouped = groups === 1 ? q : g.node('Reshape', [q, g.int64s([0, numKvHeads, -1, headDim])]);
+    const scores = g.node('Mul', [g.node('MatMul', [grouped, g.node('Transpose', [keys], { perm: [0, 1, 3, 2] })]), scale]);
+    const probs = g.node('Softmax', [g.node('Add', [scores, groupBias])], { axis: -1 });
+    const attended = g.node('MatMul', [probs, values]);
+    const perHead = groups === 1 ? attended : g.node('Reshape', [attended, g.int64s([0, numHeads, -1, headDim])]);
+    const context = g.node('Transpose', [perHead], { perm: [0, 2, 1, 3] });
     const merged = g.node('Reshape', [context, g.int64s([0, 0, numHeads * headDim])]);
     x = g.node('Add', [x, proj('self_attn.o_proj', layer.o, hidden, merged)]);
 
@@ -101,7 +105,12 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
     x = g.node('Add', [x, proj('mlp.down_proj', layer.down, hidden, act)]);
   });
 
-  const final = rmsNorm(g, x, g.weight('model.norm.weight', weights.finalNorm, [hidden]), spec.rmsNormEps);
+  let final = rmsNorm(g, x, g.weight('model.norm.weight', weights.finalNorm, [hidden]), spec.rmsNormEps);
+  if (logitsToKeep) {
+    // The last k positions; k = 0 gives start -0 = 0, every position.
+    const start = g.node('Neg', [g.node('Unsqueeze', [logitsToKeep, g.int64s([0])])]);
+    final = g.node('Slice', [final, start, g.int64s([Number.MAX_SAFE_INTEGER]), g.int64s([1])]);
+  }
   // Tied: the head reads the embedding matrix transposed (constant-folded by the runtime), so
   // the file stores it once.
   const head = weights.lmHead

@@ -22,6 +22,16 @@ export interface ModelSpec {
   ropeTheta: number;
   rmsNormEps: number;
   maxPositionEmbeddings: number;
+  /**
+   * Add the optional `num_logits_to_keep` input some exports have (0 = every position, k = the
+   * last k), so a loader can skip the LM head for prompt positions it does not need.
+   */
+  logitsToKeepInput?: boolean;
+  /**
+   * false: generation_config.json lists no end token, so generation always runs to
+   * max_new_tokens (the benchmark model: both sides then do exactly the same work).
+   */
+  stopsAtEndTokens?: boolean;
 }
 
 /** Committed to `public/models/webgrpo-tiny/`: about 0.8M parameters, 3 MB. */
@@ -54,6 +64,7 @@ export const BENCH: ModelSpec = {
   ropeTheta: 500000,
   rmsNormEps: 1e-5,
   maxPositionEmbeddings: 4096,
+  stopsAtEndTokens: false,
 };
 
 export const PRESETS = { tiny: TINY, bench: BENCH } as const;

@@ -9,7 +9,8 @@ export const TINY_DIR = fileURLToPath(new URL('../../public/models/webgrpo-tiny'
 
 /**
  * Not the bundled shape in any respect: multi-query attention (6 query heads share 1 kv head),
- * 3 layers, head dim 16, an untied LM head, a larger vocabulary and another rotary base.
+ * 3 layers, head dim 16, an untied LM head, a larger vocabulary, another rotary base, and the
+ * optional `num_logits_to_keep` input.
  */
 export const OTHER: ModelSpec = {
   seed: 99,
@@ -24,6 +25,7 @@ export const OTHER: ModelSpec = {
   ropeTheta: 50000,
   rmsNormEps: 1e-6,
   maxPositionEmbeddings: 512,
+  logitsToKeepInput: true,
 };
 
 export async function buildOtherModel(): Promise<string> {

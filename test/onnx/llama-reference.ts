@@ -48,7 +48,6 @@ function forward(c: LlamaConfig, w: (name: string) => Float32Array, ids: number[
   const D = c.head_dim;
   const nH = c.num_attention_heads;
   const nKv = c.num_key_value_heads;
-  const S = ids.length;
   const embed = w('model.embed_tokens.weight');
   let x: Float64Array[] = ids.map((id) => Float64Array.from(embed.subarray(id * H, (id + 1) * H)));
 

@@ -81,14 +81,21 @@ describe.each([
         .filter(([name]) => name.startsWith('present'))
         .map(([name, tensor]) => [name.replace('present', 'past_key_values'), tensor]),
     );
-    const session = (model as unknown as { sessions: { model: { run(feeds: object): Promise<Record<string, { data: Float32Array }>> } } }).sessions.model;
-    const tail = await session.run({
-      input_ids: int64(ids.slice(8), [1, 4]).ort_tensor,
-      attention_mask: int64(new Array(12).fill(1), [1, 12]).ort_tensor,
-      position_ids: int64([8, 9, 10, 11], [1, 4]).ort_tensor,
-      ...Object.fromEntries(Object.entries(past).map(([name, t]) => [name, (t as Tensor).ort_tensor])),
-    });
-    expect(maxDiff(expected.slice(8), tail.logits.data)).toBeLessThan(2e-4);
+    const session = (model as unknown as { sessions: { model: { inputNames: string[]; run(feeds: object): Promise<Record<string, { data: Float32Array }>> } } }).sessions.model;
+    const step = (keep: number) =>
+      session.run({
+        input_ids: int64(ids.slice(8), [1, 4]).ort_tensor,
+        attention_mask: int64(new Array(12).fill(1), [1, 12]).ort_tensor,
+        position_ids: int64([8, 9, 10, 11], [1, 4]).ort_tensor,
+        ...(session.inputNames.includes('num_logits_to_keep') ? { num_logits_to_keep: new Tensor('int64', BigInt64Array.of(BigInt(keep)), []).ort_tensor } : {}),
+        ...Object.fromEntries(Object.entries(past).map(([name, t]) => [name, (t as Tensor).ort_tensor])),
+      });
+    expect(maxDiff(expected.slice(8), (await step(0)).logits.data)).toBeLessThan(2e-4);
+    if (session.inputNames.includes('num_logits_to_keep')) {
+      const last = (await step(1)).logits.data;
+      expect(last).toHaveLength(V);
+      expect(maxDiff(expected.slice(11), last)).toBeLessThan(2e-4);
+    }
     await model.dispose();
   });
 

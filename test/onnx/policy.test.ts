@@ -71,6 +71,27 @@ describe.each([
     }
   });
 
+  it('gives the same group for the same seed, another for another seed', async () => {
+    const policy = policyOf();
+    const options = { prompt: 'Seeded', groupSize: 4, maxNewTokens: 12, topP: 0.95 };
+    const a = await policy.generateGroup({ ...options, seed: 11 });
+    const b = await policy.generateGroup({ ...options, seed: 11 });
+    const c = await policy.generateGroup({ ...options, seed: 12 });
+    expect(b).toEqual(a);
+    expect(c.completions.map((x) => x.tokenIds)).not.toEqual(a.completions.map((x) => x.tokenIds));
+    // Rows draw from their own streams: a row is the same in a larger group.
+    const larger = await policy.generateGroup({ ...options, seed: 11, groupSize: 6 });
+    expect(larger.completions[2].tokenIds).toEqual(a.completions[2].tokenIds);
+  });
+
+  it('prefills the prompt once and then runs one pass per step for the whole group', async () => {
+    const policy = policyOf();
+    const before = policy.stats().forwardPasses;
+    const group = await policy.generateGroup({ prompt: 'A prompt of some length, prefilled once.', groupSize: 8, maxNewTokens: 10, seed: 1 });
+    const longest = Math.max(...group.completions.map((c) => c.tokenIds.length));
+    expect(policy.stats().forwardPasses - before).toBe(1 + (longest - 1));
+  });
+
   it('decodes greedily exactly as transformers.js generate() does, token for token', async () => {
     const policy = policyOf();
     const reference = await AutoModelForCausalLM.from_pretrained(policy.info.model);
@@ -99,25 +120,6 @@ describe.each([
 });
 
 describe('group sampling', () => {
-  it('gives the same group for the same seed, another for another seed', async () => {
-    const options = { prompt: 'Seeded', groupSize: 4, maxNewTokens: 12, topP: 0.95 };
-    const a = await tiny.generateGroup({ ...options, seed: 11 });
-    const b = await tiny.generateGroup({ ...options, seed: 11 });
-    const c = await tiny.generateGroup({ ...options, seed: 12 });
-    expect(b).toEqual(a);
-    expect(c.completions.map((x) => x.tokenIds)).not.toEqual(a.completions.map((x) => x.tokenIds));
-    // Rows draw from their own streams: a row is the same in a larger group.
-    const larger = await tiny.generateGroup({ ...options, seed: 11, groupSize: 6 });
-    expect(larger.completions[2].tokenIds).toEqual(a.completions[2].tokenIds);
-  });
-
-  it('prefills the prompt once and then runs one pass per step for the whole group', async () => {
-    const before = tiny.stats().forwardPasses;
-    const group = await tiny.generateGroup({ prompt: 'A prompt of some length, prefilled once.', groupSize: 8, maxNewTokens: 10, seed: 1 });
-    const longest = Math.max(...group.completions.map((c) => c.tokenIds.length));
-    expect(tiny.stats().forwardPasses - before).toBe(1 + (longest - 1));
-  });
-
   it('stops each row at its own end token and returns nothing after it', async () => {
     const group = await tiny.generateGroup({ prompt: 'Stop', groupSize: 24, maxNewTokens: 40, seed: 2 });
     const reasons = new Set(group.completions.map((c) => c.finishReason));
@@ -222,6 +224,13 @@ describe('group sampling', () => {
     const ids = await tiny.encode('abc 123');
     expect(ids).toHaveLength(7);
     expect(await tiny.decode(ids)).toBe('abc 123');
+  });
+
+  it('keeps special tokens when asked, so a rendered chat prompt decodes to text that encodes back to it', async () => {
+    const { promptTokenIds } = await tiny.generateGroup({ messages: [{ role: 'user', content: 'hi' }], groupSize: 1, maxNewTokens: 1 });
+    const rendered = await tiny.decode(promptTokenIds, { skipSpecialTokens: false });
+    expect(rendered.length).toBeGreaterThan((await tiny.decode(promptTokenIds)).length);
+    expect(await tiny.encode(rendered)).toEqual(promptTokenIds);
   });
 });
 

@@ -26,9 +26,10 @@ export class Decoder {
 
   /**
    * Runs `tokens` (rows x length, row-major) after `past` and returns the logits and the grown
-   * cache. `past` stays valid; the caller disposes it.
+   * cache. `past` stays valid; the caller disposes it. With `lastOnly`, models that take
+   * `num_logits_to_keep` compute logits for the last position only (logits.dims[1] is then 1).
    */
-  async forward(tokens: ArrayLike<number>, rows: number, length: number, past: KvState): Promise<ForwardResult> {
+  async forward(tokens: ArrayLike<number>, rows: number, length: number, past: KvState, lastOnly = false): Promise<ForwardResult> {
     const total = past.length + length;
     const inputIds = new BigInt64Array(rows * length);
     for (let i = 0; i < inputIds.length; i++) inputIds[i] = BigInt(tokens[i]);
@@ -39,6 +40,8 @@ export class Decoder {
       input_ids: new this.Tensor('int64', inputIds, [rows, length]),
       attention_mask: new this.Tensor('int64', new BigInt64Array(rows * total).fill(1n), [rows, total]),
       position_ids: new this.Tensor('int64', positions, [rows, length]),
+      // 0 keeps every position.
+      num_logits_to_keep: new this.Tensor('int64', BigInt64Array.of(lastOnly ? 1n : 0n), []),
       ...past.tensors,
     };
     const feeds: Record<string, OrtTensor> = {};
@@ -47,7 +50,8 @@ export class Decoder {
       if (!tensor) throw new Error(`The decoder expects an input "${name}" that webgrpo does not know how to fill.`);
       feeds[name] = tensor;
     }
-    const target = this.logits.target(rows, length);
+    const trimmed = lastOnly && this.session.inputNames.includes('num_logits_to_keep');
+    const target = this.logits.target(rows, trimmed ? 1 : length);
     const fetches: Record<string, OrtTensor | null> | undefined = target
       ? Object.fromEntries(this.session.outputNames.map((name) => [name, name === 'logits' ? target : null]))
       : undefined;

@@ -40,7 +40,7 @@ export async function sampleGroup(decoder: Decoder, vocabSize: number, prefillWi
     for (let start = 0; start < promptIds.length && !signal?.aborted; start += prefillWindow) {
       const chunk = promptIds.slice(start, start + prefillWindow);
       last?.logits.dispose();
-      last = await decoder.forward(chunk, 1, chunk.length, kv);
+      last = await decoder.forward(chunk, 1, chunk.length, kv, true);
       decoder.kv.dispose(kv);
       kv = last.kv;
     }

@@ -63,7 +63,8 @@ export async function loadOnnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPo
   checkAbort();
 
   const progress = trackProgress(options.onProgress);
-  const shared = { local_files_only: location.local, progress_callback: progress };
+  // Without a listener, transformers.js skips its progress bookkeeping altogether.
+  const shared = { local_files_only: location.local, progress_callback: options.onProgress ? progress : undefined };
   const [tokenizerResult, modelResult] = await Promise.allSettled([
     runtime.transformers.AutoTokenizer.from_pretrained(location.id, shared),
     runtime.transformers.AutoModelForCausalLM.from_pretrained(location.id, { ...shared, device: choice.backend, dtype: options.dtype }),
@@ -105,7 +106,9 @@ async function assemble(
   const session = (model.sessions.model ?? model.sessions.decoder_model_merged) as OrtSession | undefined;
   if (!session) throw new ModelLoadError(`${label} has no decoder session; webgrpo needs a causal language model.`);
   const layout = kvLayout(session, config, label);
-  const vocabSize = Number(config.vocab_size);
+  // The logits' own last dimension when the graph states it (some exports pad the vocabulary).
+  const logitsDim = session.outputMetadata?.find((m) => m.name === 'logits')?.shape?.[2];
+  const vocabSize = typeof logitsDim === 'number' ? logitsDim : Number(config.vocab_size);
   if (!session.inputNames.includes('input_ids') || !session.outputNames.includes('logits') || !(vocabSize > 0)) {
     throw new ModelLoadError(`${label} is not a decoder with input_ids -> logits and a vocab_size in config.json.`);
   }
@@ -151,7 +154,7 @@ async function assemble(
 async function warmUp(session: OrtSession, runtime: Runtime, kv: KvOps, vocabSize: number): Promise<{ Tensor: OrtTensorClass; logitsType: string }> {
   const probe = new Decoder(session, runtime.Tensor, kv, new HostLogits(vocabSize));
   const past = kv.empty(1);
-  const { logits, kv: present } = await probe.forward([0], 1, 1, past);
+  const { logits, kv: present } = await probe.forward([0], 1, 1, past, true);
   const result = { Tensor: logits.constructor as unknown as OrtTensorClass, logitsType: logits.type };
   logits.dispose();
   kv.dispose(present);

@@ -46,7 +46,7 @@ export class HostLogits implements LogitsOps {
   private readonly scratch: Float64Array;
 
   constructor(private readonly vocabSize: number) {
-    this.scratch = new Float64Array(vocabSize);
+    this.scratch = new Float64Array(2 * vocabSize);
   }
 
   target(): undefined {

@@ -115,10 +115,11 @@ export class OnnxPolicy implements Policy {
     return this.parts.tokenizer.encode(text, { add_special_tokens: false });
   }
 
-  /** Token ids back to text (special tokens skipped). */
-  async decode(tokenIds: number[]): Promise<string> {
+  /** Token ids back to text; special tokens are skipped unless `skipSpecialTokens` is false. */
+  async decode(tokenIds: number[], options?: { skipSpecialTokens?: boolean }): Promise<string> {
     this.checkOpen();
-    return tokenIds.length === 0 ? '' : this.parts.tokenizer.decode(tokenIds, { skip_special_tokens: true });
+    const skip = options?.skipSpecialTokens ?? true;
+    return tokenIds.length === 0 ? '' : this.parts.tokenizer.decode(tokenIds, { skip_special_tokens: skip });
   }
 
   stats(): OnnxPolicyStats {

@@ -38,6 +38,7 @@ export interface OrtSession {
   readonly inputNames: readonly string[];
   readonly outputNames: readonly string[];
   readonly inputMetadata: readonly OrtValueMetadata[];
+  readonly outputMetadata?: readonly OrtValueMetadata[];
   run(feeds: Record<string, OrtTensor>, fetches?: Record<string, OrtTensor | null>): Promise<Record<string, OrtTensor>>;
 }
 

@@ -35,7 +35,7 @@ export async function scoreGroup(decoder: Decoder, vocabSize: number, maxLogits:
       checkAbort();
       const chunk = promptIds.slice(start, start + prefillWindow);
       lastLogits?.dispose();
-      const result = await decoder.forward(chunk, 1, chunk.length, kv);
+      const result = await decoder.forward(chunk, 1, chunk.length, kv, true);
       decoder.kv.dispose(kv);
       kv = result.kv;
       lastLogits = result.logits;
