@@ -5,7 +5,7 @@
  * page's thread. An OpenAI-compatible endpoint is plain `fetch`, so it runs on the page; its key
  * lives in that policy's closure only.
  */
-import { createWorkerPolicy, type Policy } from '../../lib/index.js';
+import { AbortError, createWorkerPolicy, type Policy } from '../../lib/index.js';
 import type { OnnxDevice, OnnxDtype, OnnxLoadProgress } from '../../lib/onnx.js';
 
 export interface OnnxModel {
@@ -83,16 +83,29 @@ export async function loadOnnxModel(
   signal?: AbortSignal,
 ): Promise<Policy> {
   const worker = new Worker(new URL('../policy.worker.ts', import.meta.url), { type: 'module', name: `webgrpo ${model.id}` });
+  // Cancelling ends the worker, and with it any download in flight.
+  const cancelled = new Promise<never>((_, reject) => {
+    signal?.addEventListener(
+      'abort',
+      () => {
+        worker.terminate();
+        reject(new AbortError(`Loading ${model.label} was cancelled.`));
+      },
+      { once: true },
+    );
+  });
   try {
-    return await createWorkerPolicy(worker, {
+    const loading = createWorkerPolicy(worker, {
       init: onnxInit(model, device, webgpu),
       onProgress: (p) => {
         const { loaded, total, file } = p as OnnxLoadProgress;
         onProgress({ loaded, total, ...(file ? { file } : {}) });
       },
-      ...(signal ? { signal } : {}),
     });
+    return await Promise.race([loading, cancelled]);
   } catch (error) {
+    if (error instanceof AbortError) throw error;
+    worker.terminate();
     throw new Error(explainLoadFailure(model, error));
   }
 }

@@ -9,18 +9,17 @@ import {
   builtinTasks,
   importRun,
   type ItemResult,
-  type Policy,
   type RunBundle,
   type RunRecord,
   type Store,
   type TrainingFreeEvent,
 } from '../../lib/index.js';
-import type { OnnxDevice } from '../../lib/onnx.js';
 import { probeDevice, type DeviceReport } from './device.js';
 import { EtaClock } from './eta.js';
 import { download, fileStem, libraryJson, runJson, runJsonl } from './export.js';
 import { methodOf, METHODS } from './methods.js';
-import { bundledModelPath, ENDPOINT_ID, loadEndpoint, loadOnnxModel, ONNX_MODELS, type EndpointSettings, type LoadProgress } from './models.js';
+import { ModelSlot } from './model-slot.svelte.js';
+import { bundledModelPath, ENDPOINT_ID, ONNX_MODELS } from './models.js';
 import { PieceStore } from './piece-store.js';
 import { Runner } from './runner.js';
 import { readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
@@ -40,8 +39,6 @@ export interface Setup {
   maxNewTokens: number;
   seed: number;
 }
-
-export type ModelStatus = 'idle' | 'loading' | 'ready' | 'error';
 
 export interface LiveRun {
   runId: string;
@@ -67,16 +64,7 @@ export class Playground {
   fatal = $state<string | null>(null);
   device = $state<DeviceReport | null>(null);
 
-  // Model
-  modelId = $state(ONNX_MODELS[0].id);
-  deviceChoice = $state<OnnxDevice>('auto');
-  endpoint = $state<EndpointSettings>({ baseURL: 'http://127.0.0.1:8000/v1', model: '', apiKey: '' });
-  modelStatus = $state<ModelStatus>('idle');
-  modelProgress = $state<LoadProgress | null>(null);
-  modelError = $state<string | null>(null);
-  policy = $state.raw<Policy | null>(null);
-  #loadedKey: string | null = null;
-  #loadAbort: AbortController | null = null;
+  readonly model = new ModelSlot();
 
   // Setup
   setup = $state<Setup>({ task: 'alphabetise', reward: 'similarity', method: 'exemplars', items: 4, groupSize: 4, epochs: 2, batchSize: 2, temperature: 0.7, maxNewTokens: 48, seed: 0 });
@@ -96,7 +84,6 @@ export class Playground {
   #eta = new EtaClock();
 
   readonly shownStep = $derived(this.bundle ? (this.viewStep ?? lastStepShown(this.bundle)) : 0);
-  readonly modelLabel = $derived(this.modelId === ENDPOINT_ID ? `${this.endpoint.model || 'endpoint'} (OpenAI-compatible)` : (ONNX_MODELS.find((m) => m.id === this.modelId)?.label ?? this.modelId));
 
   async init(): Promise<void> {
     try {
@@ -108,55 +95,6 @@ export class Playground {
       this.fatal = `This browser could not open IndexedDB, where runs are kept: ${(error as Error).message}`;
     }
     this.ready = true;
-  }
-
-  // ---- model ----
-
-  #modelKey(): string {
-    return this.modelId === ENDPOINT_ID ? `${ENDPOINT_ID}:${this.endpoint.baseURL}:${this.endpoint.model}` : `${this.modelId}:${this.deviceChoice}`;
-  }
-
-  /** Loads the chosen model unless it is the one loaded. */
-  async ensureModel(): Promise<Policy> {
-    const key = this.#modelKey();
-    if (this.policy && this.#loadedKey === key) return this.policy;
-    await this.unloadModel();
-    this.modelStatus = 'loading';
-    this.modelError = null;
-    this.modelProgress = null;
-    const abort = (this.#loadAbort = new AbortController());
-    try {
-      let policy: Policy;
-      if (this.modelId === ENDPOINT_ID) {
-        policy = await loadEndpoint(this.endpoint);
-      } else {
-        const model = ONNX_MODELS.find((m) => m.id === this.modelId) ?? ONNX_MODELS[0];
-        if (model.source === 'hub' && !navigator.onLine) throw new Error(`${model.label} needs a download and this browser is offline. The bundled webgrpo-tiny model works offline.`);
-        policy = await loadOnnxModel(model, this.deviceChoice, this.device?.webgpu ?? false, (p) => (this.modelProgress = p), abort.signal);
-      }
-      this.policy = policy;
-      this.#loadedKey = key;
-      this.modelStatus = 'ready';
-      return policy;
-    } catch (error) {
-      this.modelStatus = 'error';
-      this.modelError = error instanceof Error ? error.message : String(error);
-      throw error;
-    } finally {
-      this.#loadAbort = null;
-    }
-  }
-
-  cancelLoad(): void {
-    this.#loadAbort?.abort();
-  }
-
-  async unloadModel(): Promise<void> {
-    const policy = this.policy;
-    this.policy = null;
-    this.#loadedKey = null;
-    this.modelStatus = 'idle';
-    await policy?.dispose().catch(() => undefined);
   }
 
   // ---- task ----
@@ -193,7 +131,7 @@ export class Playground {
     if (!this.store || this.live) return;
     this.runError = null;
     try {
-      const policy = await this.ensureModel();
+      const policy = await this.model.ensure(this.device);
       const s = this.setup;
       const task = s.task === 'upload' ? null : builtinTasks[s.task];
       const dataset = task ? task.dataset({ size: s.items, seed: s.seed }) : (this.upload?.items ?? []).slice(0, s.items);
@@ -229,7 +167,7 @@ export class Playground {
       const record = await this.store.getRun(runId);
       if (!record) throw new Error('That run is no longer stored.');
       this.#chooseModelOf(record);
-      const policy = await this.ensureModel();
+      const policy = await this.model.ensure(this.device);
       const runner = new Runner();
       const method = METHODS.find((m) => m.id === record.config.mode) ?? methodOf(record.config.mode);
       await this.#drive(method.resume(runId, { policy, rewards: rewardsOf(record.config), store: this.store, signal: runner.controller.signal }), runner);
@@ -242,7 +180,7 @@ export class Playground {
   #chooseModelOf(record: RunRecord): void {
     const used = record.config.policy;
     if (used.backend === 'http') {
-      if (this.modelId !== ENDPOINT_ID || this.endpoint.model !== used.model) {
+      if (this.model.id !== ENDPOINT_ID || this.model.endpoint.model !== used.model) {
         throw new Error(`This run used the endpoint model "${used.model}": choose "OpenAI-compatible endpoint", enter its URL and key, then resume.`);
       }
       return;
@@ -250,7 +188,7 @@ export class Playground {
     const path = (p: string) => p.replace(/\/+$/, '');
     const model = ONNX_MODELS.find((m) => (m.source === 'bundled' ? path(bundledModelPath()) === path(used.model) : m.hubId === used.model));
     if (!model) throw new Error(`This run used the model "${used.model}", which the playground does not offer.`);
-    this.modelId = model.id;
+    this.model.id = model.id;
   }
 
   async #drive(run: ReturnType<ReturnType<typeof methodOf>['start']>, runner: Runner): Promise<void> {
@@ -354,7 +292,7 @@ export class Playground {
 
   /** Token pieces of a fresh group, kept for later views (after a reload too). */
   async #decodeGroup(runId: string, step: number, item: number, completions: ReadonlyArray<{ tokenIds: number[]; logprobs: number[]; text: string }>): Promise<void> {
-    const policy = this.policy;
+    const policy = this.model.policy;
     if (!policy?.decode || completions.some((c) => c.tokenIds.length !== c.logprobs.length)) return;
     const decode = (ids: number[]) => policy.decode!(ids);
     const pieces = await Promise.all(completions.map((c) => (c.tokenIds.length ? tokenPieces(decode, c.tokenIds, c.logprobs) : plainPieces(c.text))));
@@ -372,7 +310,8 @@ export class Playground {
       return;
     }
     const used = this.bundle?.run.config.policy.model;
-    if (this.policy?.decode && used && this.policy.info.model === used) {
+    const policy = this.model.policy;
+    if (policy?.decode && used && policy.info.model === used) {
       await this.#decodeGroup(runId, result.step, result.index, result.rollouts);
     }
   }
