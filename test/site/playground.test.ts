@@ -177,6 +177,27 @@ describe('the playground', { timeout: 240_000 }, () => {
     expect(await page.locator('section[aria-labelledby="runs-title"] li').count()).toBe(3);
   });
 
+  it('trains on an uploaded JSONL dataset with a chosen reward, and names a bad line', async () => {
+    await page.getByLabel('Device', { exact: true }).selectOption('wasm');
+    await page.getByLabel('Task', { exact: true }).selectOption('upload');
+    const file = page.getByLabel('JSONL file');
+    await file.setInputFiles({ name: 'bad.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from('{"prompt": "2+2=", "answer": "4"}\n{oops\n') });
+    await expect.poll(() => page.locator('section[aria-labelledby="setup-title"] [role="alert"]').textContent()).toContain('bad.jsonl line 2');
+    expect(await page.getByRole('button', { name: 'Start run' }).isDisabled()).toBe(true);
+    const items = ['Say hi.', 'Say yes.'].map((prompt, i) => JSON.stringify({ prompt, answer: ['hi', 'yes'][i] })).join('\n');
+    await file.setInputFiles({ name: 'mine.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(items) });
+    await expect.poll(() => page.locator('section[aria-labelledby="setup-title"]').textContent()).toContain('mine.jsonl: 2 items');
+    await page.getByLabel('Reward', { exact: true }).selectOption('similarity');
+    await page.getByLabel('Prompts', { exact: true }).fill('2');
+    await page.getByLabel('Epochs', { exact: true }).fill('1');
+    await page.getByLabel('Max tokens', { exact: true }).fill('12');
+    await page.getByRole('button', { name: 'Start run' }).click();
+    await expect.poll(() => header().locator('h2').textContent(), { timeout: 30_000 }).toContain('dataset');
+    await expect.poll(() => statusChip().textContent(), { timeout: 120_000 }).toBe('completed');
+    expect(await header().locator('p.hint').first().textContent()).toContain('rewards similarity×1');
+    await page.getByLabel('Task', { exact: true }).selectOption('alphabetise');
+  });
+
   it('says plainly that a hub model needs the network when the browser is offline', async () => {
     await context.setOffline(true);
     try {
