@@ -17,7 +17,7 @@ import {
 import { probeDevice, type DeviceReport } from './device.js';
 import { EtaClock } from './eta.js';
 import { download, fileStem, libraryJson, runJson, runJsonl } from './export.js';
-import { methodOf, METHODS } from './methods.js';
+import { methodOf } from './methods.js';
 import { ModelSlot } from './model-slot.svelte.js';
 import { bundledModelPath, ENDPOINT_ID, ONNX_MODELS } from './models.js';
 import { PieceStore } from './piece-store.js';
@@ -169,8 +169,7 @@ export class Playground {
       this.#chooseModelOf(record);
       const policy = await this.model.ensure(this.device);
       const runner = new Runner();
-      const method = METHODS.find((m) => m.id === record.config.mode) ?? methodOf(record.config.mode);
-      await this.#drive(method.resume(runId, { policy, rewards: rewardsOf(record.config), store: this.store, signal: runner.controller.signal }), runner);
+      await this.#drive(methodOf(record.config.mode).resume(runId, { policy, rewards: rewardsOf(record.config), store: this.store, signal: runner.controller.signal }), runner);
     } catch (error) {
       this.runError = error instanceof Error ? error.message : String(error);
     }
