@@ -9,6 +9,7 @@ import {
   builtinTasks,
   importRun,
   type ItemResult,
+  type Policy,
   type RunBundle,
   type RunRecord,
   type Store,
@@ -22,6 +23,7 @@ import { ModelSlot } from './model-slot.svelte.js';
 import { bundledModelPath, ENDPOINT_ID, ONNX_MODELS } from './models.js';
 import { PieceStore } from './piece-store.js';
 import { Runner } from './runner.js';
+import { streamingPolicy, type GroupStream } from './streaming.js';
 import { readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
 import { plainPieces, tokenPieces, type TokenPiece } from './tokens.js';
 import { lastStepShown, libraryAfter } from './view.js';
@@ -79,11 +81,16 @@ export class Playground {
   viewStep = $state<number | null>(null);
   live = $state<LiveRun | null>(null);
   runError = $state<string | null>(null);
+  /** The group or critic reply being written, and the prompt it is for. */
+  stream = $state.raw<(GroupStream & { item: number }) | null>(null);
+  #streamItem = 0;
   pieces = new SvelteMap<string, TokenPiece[][]>();
   #runner: Runner | null = null;
   #eta = new EtaClock();
 
-  readonly shownStep = $derived(this.bundle ? (this.viewStep ?? lastStepShown(this.bundle)) : 0);
+  /** The last step with something to show: committed, finished groups, or (live here) being written. */
+  readonly lastStep = $derived(this.bundle ? Math.max(lastStepShown(this.bundle), this.live?.runId === this.bundle.run.id ? this.live.step : 0) : 0);
+  readonly shownStep = $derived(this.viewStep ?? this.lastStep);
 
   async init(): Promise<void> {
     try {
@@ -131,7 +138,7 @@ export class Playground {
     if (!this.store || this.live) return;
     this.runError = null;
     try {
-      const policy = await this.model.ensure(this.device);
+      const policy = this.#watched(await this.model.ensure(this.device));
       const s = this.setup;
       const task = s.task === 'upload' ? null : builtinTasks[s.task];
       const dataset = task ? task.dataset({ size: s.items, seed: s.seed }) : (this.upload?.items ?? []).slice(0, s.items);
@@ -167,12 +174,16 @@ export class Playground {
       const record = await this.store.getRun(runId);
       if (!record) throw new Error('That run is no longer stored.');
       this.#chooseModelOf(record);
-      const policy = await this.model.ensure(this.device);
+      const policy = this.#watched(await this.model.ensure(this.device));
       const runner = new Runner();
       await this.#drive(methodOf(record.config.mode).resume(runId, { policy, rewards: rewardsOf(record.config), store: this.store, signal: runner.controller.signal }), runner);
     } catch (error) {
       this.runError = error instanceof Error ? error.message : String(error);
     }
+  }
+
+  #watched(policy: Policy): Policy {
+    return streamingPolicy(policy, (stream) => (this.stream = stream ? { ...stream, item: this.#streamItem } : null));
   }
 
   /** Points the model picker at the model a stored run used. */
@@ -201,6 +212,7 @@ export class Playground {
     } finally {
       this.#runner = null;
       this.live = null;
+      this.stream = null;
       await this.refreshRuns();
       if (this.selectedId === run.runId && this.store) this.bundle = await this.store.readBundle(run.runId).catch(() => this.bundle);
     }
@@ -245,6 +257,7 @@ export class Playground {
         live.stage = `Step ${event.step}: ${event.items.length} prompt${event.items.length === 1 ? '' : 's'}`;
         break;
       case 'item-start':
+        this.#streamItem = event.item;
         live.stage = `Sampling a group of ${this.bundle?.run.config.groupSize ?? ''} completions for prompt #${event.item + 1}`;
         break;
       case 'rollouts':

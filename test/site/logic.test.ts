@@ -12,6 +12,7 @@ import { runGroups, runJsonl, libraryJson } from '../../site/lib/export.js';
 import { tokenShade, SHADE_LEGEND } from '../../site/lib/shading.js';
 import { tokenPieces } from '../../site/lib/tokens.js';
 import { rewardsOf } from '../../site/lib/tasks.js';
+import { streamingPolicy, type GroupStream } from '../../site/lib/streaming.js';
 import { displayStatus, epochRows, groupsAt, lastStepShown, libraryAfter, stepSeries, totalSteps } from '../../site/lib/view.js';
 
 let bundle: RunBundle;
@@ -169,5 +170,23 @@ describe('small helpers', () => {
     const alpha = (lp: number) => Number(/, ([\d.]+)\)$/.exec(tokenShade(lp))?.[1] ?? 0);
     expect(alpha(Math.log(0.01))).toBeGreaterThan(alpha(Math.log(0.5)));
     expect(SHADE_LEGEND.map((s) => s.label)).toEqual(['90%', '50%', '10%', '1%', '0.1%']);
+  });
+});
+
+describe('streaming policy', () => {
+  it('shows each row growing, then the same group the policy alone returns', async () => {
+    const updates: Array<GroupStream | null> = [];
+    const policy = streamingPolicy(createToyPolicy({ stepDelayMs: 2 }), (s) => updates.push(s), 5);
+    const options = { prompt: 'Sort: pear apple', groupSize: 3, maxNewTokens: 24, temperature: 1, seed: 7 };
+    const streamed = await policy.generateGroup(options);
+    expect(streamed).toEqual(await createToyPolicy().generateGroup(options));
+    expect(updates[0]).toEqual({ kind: 'group', rows: ['', '', ''], tokens: [0, 0, 0] });
+    expect(updates[updates.length - 1]).toBeNull();
+    const growing = updates.slice(1, -1) as GroupStream[];
+    expect(growing.length).toBeGreaterThan(1);
+    for (const update of growing) {
+      update.rows.forEach((text, row) => expect(streamed.completions[row].text.startsWith(text)).toBe(true));
+    }
+    expect(policy.info).toEqual(createToyPolicy().info);
   });
 });
