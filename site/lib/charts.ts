@@ -34,11 +34,43 @@ function axis(label: string | undefined, extra: Partial<uPlot.Axis> = {}): uPlot
   };
 }
 
-/** Steps 1..total of the whole run on the x axis, so a live run fills the chart from the left. */
-function stepAxis(total: number): { scale: uPlot.Scale; axis: uPlot.Axis } {
+/** How a run's steps fall into epochs (the x axis of the run charts). */
+export interface StepLayout {
+  totalSteps: number;
+  stepsPerEpoch: number;
+}
+
+/**
+ * Steps 1..total of the whole run on the x axis, so a live run fills the chart from the left;
+ * every other epoch is shaded and each is labelled, when there is more than one.
+ */
+function stepAxis({ totalSteps, stepsPerEpoch }: StepLayout): { scale: uPlot.Scale; axis: uPlot.Axis; hooks: uPlot.Hooks.Arrays } {
+  const epochs = Math.ceil(totalSteps / stepsPerEpoch);
+  const shadeEpochs = (u: uPlot) => {
+    if (epochs < 2) return;
+    const { ctx } = u;
+    const { top, height } = u.bbox;
+    ctx.save();
+    ctx.font = `${Math.round(11 * uPlot.pxRatio)}px system-ui, sans-serif`;
+    ctx.textBaseline = 'top';
+    for (let e = 0; e < epochs; e++) {
+      const left = u.valToPos(e * stepsPerEpoch + 0.5, 'x', true);
+      const right = u.valToPos(Math.min(totalSteps, (e + 1) * stepsPerEpoch) + 0.5, 'x', true);
+      if (e % 2 === 1) {
+        ctx.fillStyle = 'rgba(100, 116, 139, 0.07)';
+        ctx.fillRect(left, top, right - left, height);
+      }
+      if (right - left > 48 * uPlot.pxRatio) {
+        ctx.fillStyle = COLORS.axis;
+        ctx.fillText(`epoch ${e + 1}`, left + 4 * uPlot.pxRatio, top + 2 * uPlot.pxRatio);
+      }
+    }
+    ctx.restore();
+  };
   return {
-    scale: { time: false, range: [0.5, Math.max(1, total) + 0.5] },
+    scale: { time: false, range: [0.5, Math.max(1, totalSteps) + 0.5] },
     axis: axis('step', { size: 30, labelSize: 14, labelGap: 0, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500], values: (_u, ticks) => ticks.map((t) => (Number.isInteger(t) ? String(t) : '')) }),
+    hooks: { drawClear: [shadeEpochs] },
   };
 }
 
@@ -51,11 +83,12 @@ const base = (): Pick<uPlot.Options, 'legend' | 'cursor' | 'padding'> => ({
 const points = (color: string, size = 7): uPlot.Series.Points => ({ show: true, size, stroke: color, fill: color });
 
 /** Mean reward per step, with a band of ±1 standard deviation across all completions of the step. */
-export function rewardChart(s: StepSeries, totalSteps: number): { options: Omit<uPlot.Options, 'width' | 'height'>; data: uPlot.AlignedData } {
-  const x = stepAxis(totalSteps);
+export function rewardChart(s: StepSeries, layout: StepLayout): { options: Omit<uPlot.Options, 'width' | 'height'>; data: uPlot.AlignedData } {
+  const x = stepAxis(layout);
   return {
     options: {
       ...base(),
+      hooks: x.hooks,
       scales: { x: x.scale, y: { range: (_u, min, max) => [Math.min(0, min), Math.max(max, min + 0.1)] } },
       axes: [x.axis, axis('reward')],
       series: [
@@ -73,11 +106,12 @@ export function rewardChart(s: StepSeries, totalSteps: number): { options: Omit<
 const bars = (size = 0.55) => uPlot.paths.bars!({ size: [size, 42], gap: 2 });
 
 /** Share of groups whose completions all got the same reward: no signal to learn from. */
-export function zeroSpreadChart(s: StepSeries, totalSteps: number) {
-  const x = stepAxis(totalSteps);
+export function zeroSpreadChart(s: StepSeries, layout: StepLayout) {
+  const x = stepAxis(layout);
   return {
     options: {
       ...base(),
+      hooks: x.hooks,
       scales: { x: x.scale, y: { range: [0, 1] as uPlot.Range.MinMax } },
       axes: [x.axis, axis('zero-spread groups', { values: (_u: uPlot, t: number[]) => t.map((v) => `${Math.round(v * 100)}%`) })],
       series: [{}, { stroke: COLORS.zero, fill: 'rgba(100, 116, 139, 0.35)', paths: bars(), points: { show: false } }],
@@ -87,11 +121,12 @@ export function zeroSpreadChart(s: StepSeries, totalSteps: number) {
 }
 
 /** Library size after each step. */
-export function libraryChart(s: StepSeries, totalSteps: number) {
-  const x = stepAxis(totalSteps);
+export function libraryChart(s: StepSeries, layout: StepLayout) {
+  const x = stepAxis(layout);
   return {
     options: {
       ...base(),
+      hooks: x.hooks,
       scales: { x: x.scale, y: { range: (_u: uPlot, _min: number, max: number) => [0, Math.max(4, Math.ceil(max * 1.15))] as uPlot.Range.MinMax } },
       axes: [x.axis, axis('entries', { incrs: [1, 2, 5, 10, 20, 50] })],
       series: [{}, { stroke: COLORS.library, width: 2, fill: 'rgba(15, 118, 110, 0.10)', points: points(COLORS.library) }],
@@ -101,14 +136,15 @@ export function libraryChart(s: StepSeries, totalSteps: number) {
 }
 
 /** Operations per step, stacked: added (bottom), updated, deleted (top). */
-export function operationsChart(s: StepSeries, totalSteps: number) {
-  const x = stepAxis(totalSteps);
+export function operationsChart(s: StepSeries, layout: StepLayout) {
+  const x = stepAxis(layout);
   const au = s.added.map((a, i) => a + s.updated[i]);
   const all = au.map((v, i) => v + s.deleted[i]);
   const layer = (color: string) => ({ stroke: color, fill: color, paths: bars(), points: { show: false } });
   return {
     options: {
       ...base(),
+      hooks: x.hooks,
       scales: { x: x.scale, y: { range: (_u: uPlot, _min: number, max: number) => [0, Math.max(2, Math.ceil(max * 1.15))] as uPlot.Range.MinMax } },
       axes: [x.axis, axis('operations', { incrs: [1, 2, 5, 10, 20, 50] })],
       // Drawn in order, each over the last: the totals first, so the layers read as a stack.
