@@ -37,7 +37,7 @@ interface ServeCommon {
   maxN?: number;
   /** Generations allowed to wait for the model; more get a 503 (clients retry). Default 256. */
   maxPending?: number;
-  /** Groups kept in memory when the server makes its own session; the oldest go first. Default 10000. */
+  /** Groups kept in memory when the server makes its own session without a `store`; the oldest go first. Default 10000. */
   maxGroups?: number;
   /** Append every told group to this JSONL file (TRL format plus reward, advantage and ids). */
   feedbackFile?: string;

@@ -121,6 +121,7 @@ export async function runItem(
     result.skipped = 'zero-spread';
     return result;
   }
+  // The critic's work (critique.ts): summaries, a group critique, a group update.
   const reference = item.answer !== undefined ? answerText(item.answer) : undefined;
   const critiqued = await critiqueGroup(ctx, { task, ...(reference !== undefined ? { reference } : {}), rollouts }, library, [epoch, index], {
     warn,
