@@ -4,6 +4,7 @@
  * or nothing changes. To change the schema, append a migration; never edit a shipped one.
  */
 import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
+import type { GroupRecord } from '../session/types.js';
 import type { DatasetItem, ItemResult, RunRecord, StepRecord } from './records.js';
 
 export interface ItemRow {
@@ -26,6 +27,8 @@ export interface WebgrpoDB extends DBSchema {
   steps: { key: [string, number]; value: StepRow };
   pending: { key: [string, number, number]; value: PendingRow };
   leases: { key: string; value: LeaseRow };
+  /** Ask/tell session groups (`openIdbSessionStore`); `created` lists them oldest first. */
+  groups: { key: string; value: GroupRecord; indexes: { created: [number, string] } };
 }
 
 export type UpgradeTx = IDBPTransaction<WebgrpoDB, ArrayLike<StoreNames<WebgrpoDB>>, 'versionchange'>;
@@ -42,6 +45,10 @@ export const MIGRATIONS: readonly Migration[] = [
   // v2: heartbeat leases, the cross-tab run lock where the Web Locks API is missing.
   (db) => {
     db.createObjectStore('leases', { keyPath: 'runId' });
+  },
+  // v3: the groups of ask/tell sessions, beside the runs.
+  (db) => {
+    db.createObjectStore('groups', { keyPath: 'id' }).createIndex('created', ['createdAt', 'id']);
   },
 ];
 
