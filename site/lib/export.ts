@@ -2,25 +2,9 @@
  * A run as files: training data (TRL's prompt-completion JSONL, one line per completion with its
  * reward, advantage and group), the library (JSON), or the whole run (webgrpo's run export).
  */
-import { exportRun, toJsonl, type ExportGroup, type ExperienceLibrary, type RunBundle, type Store } from '../../lib/index.js';
+import { exportRun, runGroups, toJsonl, type ExperienceLibrary, type RunBundle, type Store } from '../../lib/index.js';
 
-/** Every finished group of a run as export groups; the prompt is the one the model saw (library included). */
-export function runGroups(bundle: RunBundle): ExportGroup[] {
-  const items = [...bundle.steps.flatMap((s) => s.items), ...bundle.pending];
-  return items.map((result) => ({
-    id: `${bundle.run.id}:${result.step}:${result.index}`,
-    ...(result.prompt.messages ? { messages: result.prompt.messages } : { prompt: result.prompt.prompt ?? '' }),
-    completions: result.rollouts.map((r, row) => ({
-      id: `${bundle.run.id}:${result.step}:${result.index}:${row}`,
-      text: r.text,
-      tokenIds: r.tokenIds,
-      logprobs: r.logprobs,
-      reward: r.reward,
-      advantage: r.advantage,
-    })),
-  }));
-}
-
+/** Every finished group (the prompt as the model saw it, library included), one line per completion. */
 export function runJsonl(bundle: RunBundle): string {
   const groups = runGroups(bundle);
   const chat = groups.some((g) => g.messages);

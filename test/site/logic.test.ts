@@ -4,11 +4,11 @@
  * the UI reads it, then derived into what the panels draw and the files the user exports.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { alphabetise, MemoryStore, trainingFreeGrpo, type RunBundle } from '../../lib/index.js';
+import { alphabetise, MemoryStore, runGroups, trainingFreeGrpo, type RunBundle } from '../../lib/index.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { countDiff, diffLibraries } from '../../site/lib/diff.js';
 import { EtaClock, formatDuration } from '../../site/lib/eta.js';
-import { runGroups, runJsonl, libraryJson } from '../../site/lib/export.js';
+import { runJsonl, libraryJson } from '../../site/lib/export.js';
 import { tokenShade, SHADE_LEGEND } from '../../site/lib/shading.js';
 import { tokenPieces } from '../../site/lib/tokens.js';
 import { rewardsOf } from '../../site/lib/tasks.js';
