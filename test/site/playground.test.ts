@@ -112,6 +112,11 @@ describe('the playground', { timeout: 240_000 }, () => {
     await page.getByRole('slider', { name: 'Step in view' }).fill('1');
     await expect.poll(() => page.locator('#library-title').textContent()).toContain('after step 1');
     await page.getByRole('slider', { name: 'Step in view' }).fill('2');
+    // Step 2's prompts carry step 1's exemplars: what training-free GRPO changes is the prompt.
+    const seen = page.locator('article.group details.seen').first();
+    await seen.locator('summary').click();
+    expect(await seen.locator('summary').textContent()).toMatch(/with library entries E\d/);
+    expect(await seen.locator('pre').first().textContent()).toContain('Sorted:');
     await shoot('3-done');
   });
 
