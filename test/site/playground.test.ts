@@ -168,17 +168,17 @@ describe('the playground', { timeout: 240_000 }, () => {
   });
 
   it('resumes a run interrupted by a reload', async () => {
-    await configure(page, { prompts: 4, epochs: 1 });
+    await configure(page, { prompts: 8, epochs: 1 });
     await page.getByRole('button', { name: 'Start run' }).click();
-    await expect.poll(() => header().getByRole('status').textContent(), { timeout: 60_000 }).toMatch(/^\s*[1-3] \/ 4 groups/);
-    await page.reload();
+    await expect.poll(() => header().getByRole('status').textContent(), { timeout: 60_000 }).toMatch(/^\s*[12] \/ 8 groups/);
+    await page.reload(); // six or more groups to go: the run is still going when the page goes
     await expect.poll(() => statusChip().textContent(), { timeout: 30_000 }).toBe('interrupted');
-    expect(await header().getByRole('status').textContent()).toMatch(/^\s*[1-3] \/ 4 groups/);
+    expect(await header().getByRole('status').textContent()).toMatch(/^\s*[1-7] \/ 8 groups/);
     await shoot('4-interrupted');
-    await configure(page, { prompts: 4, epochs: 1 }); // the device choice is not stored
+    await configure(page, { prompts: 8, epochs: 1 }); // the device choice is not stored
     await page.getByRole('button', { name: 'Resume run' }).click();
     await expect.poll(() => statusChip().textContent(), { timeout: 120_000 }).toBe('completed');
-    expect(await header().getByRole('status').textContent()).toContain('4 / 4 groups');
+    expect(await header().getByRole('status').textContent()).toContain('8 / 8 groups');
     expect(await page.locator('section[aria-labelledby="runs-title"] li').count()).toBe(3);
   });
 
