@@ -6,7 +6,7 @@
 import type { Policy } from '../../lib/index.js';
 import type { OnnxDevice } from '../../lib/onnx.js';
 import type { DeviceReport } from './device.js';
-import { ENDPOINT_ID, loadEndpoint, loadOnnxModel, ONNX_MODELS, type EndpointSettings, type LoadProgress } from './models.js';
+import { ENDPOINT_ID, hubModelCached, loadEndpoint, loadOnnxModel, ONNX_MODELS, type EndpointSettings, type LoadProgress } from './models.js';
 
 export type ModelStatus = 'idle' | 'loading' | 'ready' | 'error';
 
@@ -43,8 +43,8 @@ export class ModelSlot {
       if (!model) {
         policy = await loadEndpoint(this.endpoint);
       } else {
-        if (model.source === 'hub' && !navigator.onLine) {
-          throw new Error(`${model.label} needs a download and this browser is offline. The bundled webgrpo-tiny model works offline.`);
+        if (model.source === 'hub' && !navigator.onLine && !(await hubModelCached(model))) {
+          throw new Error(`${model.label} is downloaded on first use, and this browser is offline. The bundled webgrpo-tiny model works offline.`);
         }
         policy = await loadOnnxModel(model, this.device, report?.webgpu ?? false, (p) => (this.progress = p), abort.signal);
       }

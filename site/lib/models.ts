@@ -119,6 +119,21 @@ export async function loadEndpoint(settings: EndpointSettings): Promise<Policy> 
   });
 }
 
+/**
+ * Whether transformers.js has a hub model in the browser's Cache Storage (it keys files by their
+ * hub URL), so it can load offline. Only the config is checked; a partial download fails later
+ * with its own message.
+ */
+export async function hubModelCached(model: OnnxModel): Promise<boolean> {
+  if (model.source !== 'hub' || typeof caches === 'undefined') return false;
+  try {
+    const cache = await caches.open('transformers-cache');
+    return (await cache.match(`https://huggingface.co/${model.hubId}/resolve/main/config.json`)) !== undefined;
+  } catch {
+    return false;
+  }
+}
+
 /** A load failure in words a newcomer can act on; offline hub loads say so plainly. */
 export function explainLoadFailure(model: OnnxModel, error: unknown, online: boolean = navigator.onLine): string {
   const message = error instanceof Error ? error.message : String(error);

@@ -208,7 +208,7 @@ describe('the playground', { timeout: 240_000 }, () => {
     try {
       await page.getByLabel('Model', { exact: true }).selectOption({ label: 'SmolLM2-135M-Instruct' });
       await page.getByRole('button', { name: /Load model|Reload model/ }).click();
-      await expect.poll(() => page.locator('section[aria-labelledby="model-title"] [role="alert"]').textContent()).toMatch(/offline.*bundled webgrpo-tiny model works offline/);
+      await expect.poll(() => page.locator('section[aria-labelledby="model-title"] [role="alert"]').textContent()).toMatch(/downloaded on first use, and this browser is offline.*bundled webgrpo-tiny model works offline/);
     } finally {
       await context.setOffline(false);
     }
