@@ -6,11 +6,23 @@ export default defineConfig({
   root: 'site',
   publicDir: '../public',
   base: './',
-  plugins: [svelte()],
+  // Svelte's defaults suit the site; `configFile: false` skips looking for a svelte.config.js.
+  plugins: [svelte({ configFile: false })],
+  // The model worker imports transformers.js lazily; ES workers keep its code-split chunks.
+  worker: { format: 'es' },
   build: {
     outDir: '../build/site',
     emptyOutDir: true,
     target: 'es2022',
+    rollupOptions: {
+      // The worker's transformers.js transform is slow by design; a timing report on every build is noise.
+      checks: { pluginTimings: false },
+      // The ONNX backend imports node: modules only on its Node path; the browser build never runs it.
+      onLog(level, log, handler) {
+        if (/"node:\w+" has been externalized for browser compatibility/.test(log.message)) return;
+        handler(level, log);
+      },
+    },
   },
   preview: { host: '127.0.0.1', port: 5173 },
   server: { host: '127.0.0.1' },

@@ -4,11 +4,12 @@
  * file is flushed before exit).
  */
 import { parseArgs } from 'node:util';
-import { basename } from 'node:path';
+import { basename, resolve } from 'node:path';
 import type { OnnxDevice } from '../onnx.js';
 import type { Policy } from '../policy/types.js';
 import { serve } from '../serve/server.js';
 import { closeOnSignals } from '../serve/signals.js';
+import { openFileSessionStore } from '../store/file-groups.js';
 
 const HELP = `Usage: webgrpo serve --model <dir|hub id> [options]
 
@@ -22,6 +23,8 @@ Options:
   --api-key <key>           require "Authorization: Bearer <key>" (or set WEBGRPO_API_KEY)
   --served-model-name <id>  model name clients send (default: the folder name or hub id)
   --device <d>              auto | cpu | wasm | webgpu (default auto)
+  --store <dir>             keep groups and their feedback in this folder, so they survive a
+                            restart (the folder webgrpo train keeps runs in works too)
   --feedback-file <path>    append told groups to this JSONL file (TRL format + rewards)
   --feedback-format <f>     conversational | standard (default conversational)
   --max-tokens <n>          largest max_tokens a request may ask for (default 4096)
@@ -61,6 +64,7 @@ export async function run(argv: string[], loadPolicy: PolicyLoader = loadOnnx): 
         'api-key': { type: 'string' },
         'served-model-name': { type: 'string' },
         device: { type: 'string', default: 'auto' },
+        store: { type: 'string' },
         'feedback-file': { type: 'string' },
         'feedback-format': { type: 'string', default: 'conversational' },
         'max-tokens': { type: 'string', default: '4096' },
@@ -93,6 +97,8 @@ export async function run(argv: string[], loadPolicy: PolicyLoader = loadOnnx): 
   const apiKey = values['api-key'] ?? process.env.WEBGRPO_API_KEY;
 
   const log = (line: string) => console.error(line);
+  // Opened before the model loads, so a bad folder fails fast.
+  const store = values.store !== undefined ? await openFileSessionStore(resolve(values.store)) : undefined;
   log(`webgrpo serve: loading ${values.model} ...`);
   const policy = await loadPolicy(values.model, device, log);
   const server = await serve({
@@ -102,10 +108,12 @@ export async function run(argv: string[], loadPolicy: PolicyLoader = loadOnnx): 
     ...(apiKey ? { apiKey } : {}),
     modelId: values['served-model-name'] ?? basename(values.model.replace(/[\\/]+$/, '')),
     maxTokens,
+    ...(store ? { store } : {}),
     ...(values['feedback-file'] ? { feedbackFile: values['feedback-file'], feedbackFormat: format } : {}),
     ...(values.cors ? { corsOrigins: values.cors } : {}),
     log,
   });
+  if (store) log(`webgrpo serve: groups and feedback are kept in ${store.root}`);
   console.log(`webgrpo serve: ${policy.info.model} (${policy.info.backend}) at ${server.url}${apiKey ? ' (API key required)' : ''}`);
   return new Promise<number>((resolve) => {
     closeOnSignals(server, {

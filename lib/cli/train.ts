@@ -7,11 +7,14 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InvalidInputError, WebgrpoError } from '../errors.js';
+import { exportEveryEpoch, type EpochHook } from '../export/epoch.js';
+import { jsonlFileSink, type JsonlFileSink } from '../export/file.js';
+import type { JsonlFormat } from '../export/jsonl.js';
 import { recordingPolicy, replayPolicy, type RecordingPolicy } from '../policy/recorded.js';
 import type { Policy } from '../policy/types.js';
 import { exportRun } from '../store/bundle.js';
 import { openFileStore, type FileStore } from '../store/file.js';
-import type { LoopMode, RunRecord } from '../store/records.js';
+import type { DatasetItem, LoopMode, RunRecord } from '../store/records.js';
 import { parseDatasetJsonl } from '../tasks/jsonl.js';
 import { builtinTasks, getTask } from '../tasks/index.js';
 import { builtinRewards } from '../tasks/rewards.js';
@@ -62,6 +65,11 @@ Runs
   --run-id <id>          name the new run (default: a random id)
   --resume <id>          continue an interrupted run from its first unfinished item
   --out <file>           write the whole run as JSON when it ends
+  --export-jsonl <file>  after every epoch, append its completions to this JSONL file as TRL
+                         training data (one line per completion, with reward, advantage,
+                         group_id and completion_id); a resumed run appends the epochs it finishes
+  --export-format <f>    conversational (default; role/content lists, any dataset) | standard
+                         (plain strings; needs a dataset of raw "prompt" items)
   --list                 list the stored runs
   --quiet                no progress bar
   -h, --help             this text
@@ -88,6 +96,8 @@ const OPTIONS = {
   'run-id': { type: 'string' },
   resume: { type: 'string' },
   out: { type: 'string' },
+  'export-jsonl': { type: 'string' },
+  'export-format': { type: 'string', default: 'conversational' },
   list: { type: 'boolean', default: false },
   quiet: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
@@ -162,9 +172,14 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
   const active = recorder ?? policy;
   io.stderr(`Model: ${policy.info.model} (${policy.info.backend}${policy.info.note ? `; ${policy.info.note}` : ''})\n`);
 
+  const format = values['export-format'];
+  if (format !== 'standard' && format !== 'conversational') throw new UsageError(`--export-format must be standard or conversational, got "${format}".`);
+  let exported: EpochExportFile | undefined;
+
   let loop: TrainingFreeRun;
   if (resumed) {
-    loop = resumeTrainingFreeGrpo(resumed.id, { policy: active, rewards: rewardsOf(resumed), store, signal: io.interrupt });
+    if (values['export-jsonl'] !== undefined) exported = epochExportFile(values['export-jsonl'], format, await store.getItems(resumed.id));
+    loop = resumeTrainingFreeGrpo(resumed.id, { policy: active, rewards: rewardsOf(resumed), store, signal: io.interrupt, onEpoch: exported?.hook });
     io.stderr(`Resuming run ${resumed.id} (${resumed.config.task ?? 'dataset'}, ${modeOf(resumed)}).\n`);
   } else {
     const mode = (values.mode ?? (bundled ? 'exemplars' : 'lessons')) as LoopMode;
@@ -186,6 +201,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
         return reward;
       });
     }
+    if (values['export-jsonl'] !== undefined) exported = epochExportFile(values['export-jsonl'], format, dataset);
     loop = trainingFreeGrpo({
       policy: active,
       dataset,
@@ -202,6 +218,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
       runId: values['run-id'],
       store,
       signal: io.interrupt,
+      onEpoch: exported?.hook,
     });
     io.stderr(`Run ${loop.runId} (${values.task ?? values.dataset}, ${mode}) in ${store.root}\n`);
   }
@@ -218,6 +235,10 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
     failure = error;
   }
   view.finish();
+  if (exported) {
+    await exported.sink.flush();
+    if (exported.lines() > 0) io.stderr(`Appended ${exported.lines()} lines of training data to ${exported.sink.path}\n`);
+  }
 
   if (recorder && values.record !== undefined) await writeFile(values.record, JSON.stringify(recorder.recording()));
   if (values.out !== undefined && (await store.getRun(loop.runId))) {
@@ -237,6 +258,37 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
     return 130;
   }
   return 0;
+}
+
+/** Columns every exported line carries besides prompt and completion. */
+const EXPORT_COLUMNS = ['reward', 'advantage', 'groupId', 'completionId'] as const;
+
+interface EpochExportFile {
+  sink: JsonlFileSink;
+  hook: EpochHook;
+  /** Lines appended so far. */
+  lines(): number;
+}
+
+/**
+ * `--export-jsonl`: each finished epoch's completions appended to `path`. The format is checked
+ * against the dataset up front, so a run never fails at its first epoch's end over it.
+ */
+function epochExportFile(path: string, format: JsonlFormat, dataset: readonly DatasetItem[]): EpochExportFile {
+  if (format === 'standard' && dataset.some((item) => item.messages !== undefined)) {
+    throw new UsageError('--export-format standard needs raw "prompt" items, and this dataset has chat messages; use --export-format conversational.');
+  }
+  const sink = jsonlFileSink(resolve(path));
+  const append = exportEveryEpoch(sink, { format, include: EXPORT_COLUMNS });
+  let lines = 0;
+  return {
+    sink,
+    lines: () => lines,
+    hook: async (epoch) => {
+      await append(epoch);
+      lines += epoch.groups.reduce((n, group) => n + group.completions.length, 0);
+    },
+  };
 }
 
 /** The reward functions of a stored run: its built-in task's, or built-in rewards by name. */

@@ -11,7 +11,7 @@ export interface JsonlSink {
 }
 
 export interface EpochExport {
-  /** 0-based epoch index. */
+  /** The epoch that finished, counted from 1 as the training loop's events count it. */
   epoch: number;
   groups: readonly ExportGroup[];
 }

@@ -12,6 +12,8 @@
  */
 import { InvalidInputError } from '../errors.js';
 import type { ChatMessage } from '../policy/types.js';
+import type { RunBundle } from '../store/records.js';
+import { isRunBundle, runGroups } from './run.js';
 
 export interface ExportCompletion {
   id?: string;
@@ -34,8 +36,11 @@ export interface ExportGroup {
   completions: readonly ExportCompletion[];
 }
 
-/** Groups, or anything that carries them (a run). */
-export type ExportSource = Iterable<ExportGroup> | { readonly groups: Iterable<ExportGroup> };
+/**
+ * Groups, anything that carries them, or a stored training run (`exportRun`, `store.readBundle`):
+ * a run's groups are its item results, see `runGroups`.
+ */
+export type ExportSource = Iterable<ExportGroup> | { readonly groups: Iterable<ExportGroup> } | RunBundle;
 
 export type JsonlFormat = 'standard' | 'conversational';
 
@@ -95,11 +100,12 @@ export function toJsonl(source: ExportSource, options: ToJsonlOptions = {}): str
 function groupsOf(source: ExportSource): Iterable<ExportGroup> {
   if (source !== null && typeof source === 'object') {
     if (Symbol.iterator in source) return source;
+    if (isRunBundle(source)) return runGroups(source);
     if ('groups' in source && source.groups !== null && typeof source.groups === 'object' && Symbol.iterator in source.groups) {
       return source.groups;
     }
   }
-  throw new InvalidInputError('source', 'must be an array of groups or an object with a `groups` array.');
+  throw new InvalidInputError('source', 'must be an array of groups, an object with a `groups` array, or a stored run.');
 }
 
 function standardPrompt(group: ExportGroup): string {

@@ -42,6 +42,8 @@ export function toApiError(error: unknown): ApiError {
         return new ApiError(400, error.message, { code: 'unsupported' });
       case 'Busy':
         return new ApiError(503, error.message, { code: 'overloaded' });
+      case 'StoreQuota':
+        return new ApiError(507, error.message, { code: 'insufficient_storage' });
       default:
         return new ApiError(500, error.message, { code: error.code });
     }

@@ -13,6 +13,7 @@ import type { JsonlFormat } from '../export/jsonl.js';
 import type { Policy } from '../policy/types.js';
 import { MemorySessionStore } from '../session/memory-store.js';
 import { createSession, type Session } from '../session/session.js';
+import type { SessionStore } from '../session/types.js';
 import { ApiError } from './api-error.js';
 import { createApp } from './app.js';
 import { sendError } from './http.js';
@@ -36,7 +37,7 @@ interface ServeCommon {
   maxN?: number;
   /** Generations allowed to wait for the model; more get a 503 (clients retry). Default 256. */
   maxPending?: number;
-  /** Groups kept in memory when the server makes its own session; the oldest go first. Default 10000. */
+  /** Groups kept in memory when the server makes its own session without a `store`; the oldest go first. Default 10000. */
   maxGroups?: number;
   /** Append every told group to this JSONL file (TRL format plus reward, advantage and ids). */
   feedbackFile?: string;
@@ -53,8 +54,24 @@ interface ServeCommon {
   log?: (line: string) => void;
 }
 
-/** Serve a policy (a session with a bounded memory store is made for it), or an existing session. */
-export type ServeOptions = ServeCommon & ({ policy: Policy; session?: undefined } | { session: Session; policy?: undefined });
+/**
+ * Serve a policy (a session is made for it, keeping its groups in `store`, by default a bounded
+ * memory store), or an existing session.
+ */
+export type ServeOptions = ServeCommon &
+  (
+    | {
+        policy: Policy;
+        /**
+         * Where the session keeps groups and their feedback. Default: memory, the oldest dropped past
+         * `maxGroups`. A persistent store (`openFileSessionStore` from `webgrpo/node`) keeps them
+         * across restarts.
+         */
+        store?: SessionStore;
+        session?: undefined;
+      }
+    | { session: Session; policy?: undefined; store?: undefined }
+  );
 
 export interface WebgrpoServer {
   /** Base URL of the API, e.g. `http://127.0.0.1:8000/v1` (what OpenAI clients take as baseURL). */
@@ -71,7 +88,7 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
     options.session ??
     createSession({
       policy: options.policy!,
-      store: new MemorySessionStore({ maxGroups: options.maxGroups ?? 10_000 }),
+      store: options.store ?? new MemorySessionStore({ maxGroups: options.maxGroups ?? 10_000 }),
       queue: { maxPending: options.maxPending ?? 256 },
     });
   const policy = session.policy;

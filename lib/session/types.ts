@@ -79,10 +79,11 @@ export interface GroupRecord {
 }
 
 /**
- * Where a session keeps its groups: the seam for persistence. The default keeps them in memory; a
- * persistent backend (the IndexedDB or file `Store`) implements the same calls. The session never
- * mutates an object after putting it, and treats what `get` and `list` return as its own to change,
- * so those must be copies.
+ * Where a session keeps its groups: the seam for persistence. The default keeps them in memory;
+ * `openIdbSessionStore` (`webgrpo/idb`) and `openFileSessionStore` (`webgrpo/node`) keep them beside
+ * the training runs, so they survive a reload or a restart. The session never mutates an object
+ * after putting it, and treats what `get` and `list` return as its own to change, so those must be
+ * copies.
  */
 export interface SessionStore {
   /** Inserts or replaces the group with `group.id`. */

@@ -8,6 +8,7 @@
  *   <root>/runs/<runId>/pending/000008-0002.json   a finished item of the step in progress
  *   <root>/runs/<runId>/adapters/000007.json      gradient runs: the adapter checkpoint of step 7
  *   <root>/runs/<runId>/lock               { pid, hostname } of the process running it
+ *   <root>/groups/<groupId>.json           an ask/tell session's group (`openFileSessionStore`)
  *
  * Every file is written to a temporary name, flushed and then renamed (or hard-linked, where it must
  * not exist yet) into place, so a killed process leaves each file whole or absent. A step is one file,
@@ -17,9 +18,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { dirname, join } from 'node:path';
-import { link, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
-import { AlreadyRunningError, NotFoundError, StoreError, StoreQuotaError, WebgrpoError } from '../errors.js';
+import { join } from 'node:path';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { AlreadyRunningError, NotFoundError, StoreError } from '../errors.js';
+import { codeOf, guard, listJson, readJson, writeAtomic } from './file-io.js';
 import { alreadyRunning, byRecentUpdate } from './memory.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
@@ -38,7 +40,16 @@ export const FILE_STORE_VERSION = MIGRATIONS.length;
 
 /** Opens (creating or migrating) a store in `root`. */
 export async function openFileStore(root: string): Promise<FileStore> {
-  return guard(`open the run store in ${root}`, async () => {
+  await openStoreFolder(root);
+  return new FileStore(root);
+}
+
+/**
+ * Creates `root` as a store folder, or checks that it is one and brings its layout up to date. The
+ * run store and the session store (`openFileSessionStore`) share the folder.
+ */
+export async function openStoreFolder(root: string): Promise<void> {
+  await guard(`open the store in ${root}`, async () => {
     await mkdir(root, { recursive: true });
     const meta = await readJson<{ format?: string; schemaVersion?: number }>(join(root, 'store.json'));
     let version = 0;
@@ -55,7 +66,6 @@ export async function openFileStore(root: string): Promise<FileStore> {
     }
     for (let v = version; v < FILE_STORE_VERSION; v++) await MIGRATIONS[v](root);
     if (version !== FILE_STORE_VERSION) await writeAtomic(join(root, 'store.json'), { format: FORMAT, schemaVersion: FILE_STORE_VERSION });
-    return new FileStore(root);
   });
 }
 
@@ -308,57 +318,6 @@ function checkRunId(runId: string): void {
   }
 }
 
-/**
- * Writes JSON to a temporary file, flushes it, then renames it over `path` (or, with `exclusive`,
- * hard-links it, which fails with EEXIST if `path` exists). Readers see the old file or the new one.
- */
-async function writeAtomic(path: string, value: unknown, options: { exclusive?: boolean } = {}): Promise<void> {
-  const temp = `${path}.${process.pid}.${randomUUID()}.tmp`;
-  await mkdir(dirname(path), { recursive: true });
-  try {
-    const handle = await open(temp, 'wx');
-    try {
-      await handle.writeFile(JSON.stringify(value));
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    if (options.exclusive) {
-      await link(temp, path);
-      await unlink(temp);
-    } else {
-      await rename(temp, path);
-    }
-  } catch (error) {
-    await rm(temp, { force: true });
-    throw error;
-  }
-}
-
-async function readJson<T>(path: string): Promise<T | undefined> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    if (codeOf(error) === 'ENOENT' || codeOf(error) === 'ENOTDIR') return undefined;
-    throw error;
-  }
-  try {
-    return JSON.parse(text) as T;
-  } catch (error) {
-    throw new StoreError(`${path} is not valid JSON (was it edited by hand?); restore it or delete the run.`, { cause: error });
-  }
-}
-
-async function listJson(dir: string): Promise<string[]> {
-  try {
-    return (await readdir(dir)).filter((name) => name.endsWith('.json'));
-  } catch (error) {
-    if (codeOf(error) === 'ENOENT') return [];
-    throw error;
-  }
-}
-
 function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -370,24 +329,4 @@ function processAlive(pid: number): boolean {
 
 function pad(n: number, width: number): string {
   return String(n).padStart(width, '0');
-}
-
-function codeOf(error: unknown): string | undefined {
-  return typeof error === 'object' && error !== null ? ((error as { code?: unknown }).code as string | undefined) : undefined;
-}
-
-/** Our typed errors pass through; a full disk becomes `StoreQuotaError`; the rest `StoreError`. */
-async function guard<T>(what: string, body: () => Promise<T>): Promise<T> {
-  try {
-    return await body();
-  } catch (error) {
-    if (error instanceof WebgrpoError) throw error;
-    const code = codeOf(error);
-    if (code === 'ENOSPC' || code === 'EDQUOT') {
-      throw new StoreQuotaError(`Could not ${what}: the disk is full (${code}). Nothing of this write was kept; free space and resume.`, {
-        cause: error,
-      });
-    }
-    throw new StoreError(`Could not ${what}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-  }
 }

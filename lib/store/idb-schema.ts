@@ -5,6 +5,7 @@
  */
 import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
 import type { AdapterCheckpoint } from '../grad/format.js';
+import type { GroupRecord } from '../session/types.js';
 import type { DatasetItem, ItemResult, RunRecord, StepRecord } from './records.js';
 
 export interface ItemRow {
@@ -28,6 +29,8 @@ export interface WebgrpoDB extends DBSchema {
   steps: { key: [string, number]; value: StepRow };
   pending: { key: [string, number, number]; value: PendingRow };
   leases: { key: string; value: LeaseRow };
+  /** Ask/tell session groups (`openIdbSessionStore`); `created` lists them oldest first. */
+  groups: { key: string; value: GroupRecord; indexes: { created: [number, string] } };
   adapters: { key: string; value: AdapterRow };
 }
 
@@ -46,7 +49,11 @@ export const MIGRATIONS: readonly Migration[] = [
   (db) => {
     db.createObjectStore('leases', { keyPath: 'runId' });
   },
-  // v3: the adapter checkpoint of each gradient run (the latest; replaced at every step commit).
+  // v3: the groups of ask/tell sessions, beside the runs.
+  (db) => {
+    db.createObjectStore('groups', { keyPath: 'id' }).createIndex('created', ['createdAt', 'id']);
+  },
+  // v4: the adapter checkpoint of each gradient run (the latest; replaced at every step commit).
   (db) => {
     db.createObjectStore('adapters', { keyPath: 'runId' });
   },

@@ -29,16 +29,23 @@ type Tx<N extends Names[], M extends IDBTransactionMode> = IDBPTransaction<Webgr
 export async function openIdbStore(options: IdbStoreOptions = {}): Promise<IdbStore> {
   const name = options.name ?? 'webgrpo';
   let store: IdbStore | undefined;
-  const db = await mapErrors(`open IndexedDB database "${name}"`, () =>
+  const db = await openWebgrpoDatabase(name, () => store?.close());
+  store = new IdbStore(db, name, options.leaseMs ?? 10_000);
+  return store;
+}
+
+/**
+ * Opens the database `name`, creating or migrating it to the current schema. `onBlocking` runs when
+ * another tab wants a newer schema: close the connection then, rather than block its upgrade.
+ */
+export async function openWebgrpoDatabase(name: string, onBlocking: () => void): Promise<IDBPDatabase<WebgrpoDB>> {
+  return mapErrors(`open IndexedDB database "${name}"`, () =>
     openDB<WebgrpoDB>(name, SCHEMA_VERSION, {
       upgrade: (database, oldVersion, newVersion, tx) => migrate(database, oldVersion, newVersion ?? SCHEMA_VERSION, tx),
       blocked: () => undefined,
-      // Another tab wants a newer schema: step aside rather than block its upgrade.
-      blocking: () => store?.close(),
+      blocking: onBlocking,
     }),
   );
-  store = new IdbStore(db, name, options.leaseMs ?? 10_000);
-  return store;
 }
 
 export class IdbStore implements Store {
@@ -330,14 +337,17 @@ function webLocks(): LockManager | undefined {
   return (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks;
 }
 
-/** Our typed errors pass through; quota failures become `StoreQuotaError`; the rest `StoreError`. */
-async function mapErrors<T>(what: string, body: () => Promise<T>): Promise<T> {
+/**
+ * Our typed errors pass through; quota failures become `StoreQuotaError`; the rest `StoreError`.
+ * `remedy` ends the quota message.
+ */
+export async function mapErrors<T>(what: string, body: () => Promise<T>, remedy = 'free space (delete old runs) and resume'): Promise<T> {
   try {
     return await body();
   } catch (error) {
     if (isQuotaError(error)) {
       throw new StoreQuotaError(
-        `Could not ${what}: the browser's storage quota for this site is used up. Nothing of this write was kept; free space (delete old runs) and resume.`,
+        `Could not ${what}: the browser's storage quota for this site is used up. Nothing of this write was kept; ${remedy}.`,
         { cause: error },
       );
     }

@@ -10,9 +10,15 @@ import type { CriticExchange, TrainingFreeConfig } from '../store/records.js';
 import type { Parsed } from './parse.js';
 import { deriveSeed } from './random.js';
 
+/** The settings the critic's work depends on (a run's config has them all). */
+export type CriticConfig = Pick<
+  TrainingFreeConfig,
+  'templates' | 'criticTemperature' | 'criticMaxNewTokens' | 'seed' | 'givenGroundTruth' | 'lessonsPerGroup' | 'maxExperienceLength'
+>;
+
 export interface CriticContext {
   critic: Policy;
-  config: TrainingFreeConfig;
+  config: CriticConfig;
   signal: AbortSignal;
 }
 
@@ -36,7 +42,7 @@ export async function criticReply(ctx: CriticContext, messages: ChatMessage[], s
   return text.length > MAX_CRITIC_REPLY ? text.slice(0, MAX_CRITIC_REPLY) : text;
 }
 
-export function criticMessages(config: TrainingFreeConfig, prompt: string): ChatMessage[] {
+export function criticMessages(config: CriticConfig, prompt: string): ChatMessage[] {
   return [
     { role: 'system', content: config.templates.criticSystem },
     { role: 'user', content: prompt },

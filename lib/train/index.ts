@@ -4,3 +4,4 @@ export type { TrainingFreeEvent, TrainingFreeEventType, EpochStats, Progress } f
 export { defaultTemplates } from './prompts.js';
 export { epochStats, stepStats, groupStats } from './stats.js';
 export { extractJson, parseLessons, parseOperations, type Parsed } from './parse.js';
+export { learnFromGroups, type LearnFromGroupsOptions, type LearnResult, type LearnedGroup, type LearnWarning } from './learn.js';

@@ -7,27 +7,25 @@
 import { throwIfAborted, WebgrpoError, InvalidInputError } from '../errors.js';
 import { computeAdvantages } from '../math/advantages.js';
 import { selectExemplar } from '../experience/exemplars.js';
-import { cleanContent } from '../experience/operations.js';
-import { fillTemplate, formatLesson, promptText, renderExperiences, withExperiences } from '../experience/render.js';
+import { promptText, renderExperiences, withExperiences } from '../experience/render.js';
 import type { ExperienceLibrary } from '../experience/types.js';
 import type { Completion, Policy, PromptInput } from '../policy/types.js';
-import type { DatasetItem, ItemResult, RolloutRecord, RunWarning, WarningStage } from '../store/records.js';
-import { askStructured, criticMessages, criticReply, refusal, type CriticContext } from './critic.js';
+import type { DatasetItem, ItemResult, RolloutRecord, RunWarning, TrainingFreeConfig, WarningStage } from '../store/records.js';
+import type { CriticContext } from './critic.js';
+import { critiqueGroup } from './critique.js';
 import type { TrainingFreeEvent } from './events.js';
 import type { RewardFunction } from './options.js';
-import { parseLessons, parseOperations } from './parse.js';
 import { deriveSeed } from './random.js';
 import type { StepPlan } from './schedule.js';
 import { groupStats } from './stats.js';
 
 export interface ItemContext extends CriticContext {
+  config: TrainingFreeConfig;
   policy: Policy;
   rewards: RewardFunction[];
   countTokens: (text: string) => number;
   emit: (event: TrainingFreeEvent) => Promise<void>;
 }
-
-const MAX_SUMMARY = 1500;
 
 export async function runItem(
   ctx: ItemContext,
@@ -123,58 +121,15 @@ export async function runItem(
     result.skipped = 'zero-spread';
     return result;
   }
-  const reference = config.givenGroundTruth && item.answer !== undefined ? answerText(item.answer) : '(not given)';
-  const showReward = (r: number | null) => (!config.givenGroundTruth ? '(not given)' : r === null ? '(could not be scored)' : formatNumber(r));
-
-  // Summaries, one per rollout.
-  for (const [row, rollout] of rollouts.entries()) {
-    let summary = '';
-    try {
-      const prompt = fillTemplate(config.templates.summary, { task, reference, reward: showReward(rollout.reward), attempt: rollout.text });
-      summary = (await criticReply(ctx, criticMessages(config, prompt), ['summary', epoch, index, row])).trim();
-      if (summary === '') await warn('summary', `The critic gave no summary for attempt ${row + 1}; its raw text stands in.`);
-    } catch (error) {
-      const problem = refusal(error);
-      if (problem === undefined) throw error;
-      await warn('summary', `No summary for attempt ${row + 1}: ${problem}; its raw text stands in.`);
-    }
-    rollout.summary = (summary || rollout.text).slice(0, MAX_SUMMARY);
-  }
-  await emit({ type: 'summaries', ...ref, summaries: rollouts.map((r) => r.summary ?? '') });
-
-  // Group critique: what separates the better attempts from the worse, as at most N lessons.
-  const libraryText = library.entries.length ? library.entries.map(formatLesson).join('\n') : '(none yet)';
-  const attempts = rollouts.map((r, row) => `Attempt ${row + 1} (reward ${showReward(r.reward)}):\n${r.summary}`).join('\n\n');
-  const critique = await askStructured(
-    ctx,
-    fillTemplate(config.templates.critique, { task, reference, attempts, experiences: libraryText, max_lessons: String(config.lessonsPerGroup) }),
-    ['critique', epoch, index],
-    parseLessons,
-    'the lessons as a JSON array of strings inside <lessons></lessons> tags',
-  );
-  if (critique.problem) await warn('critique', `Critique skipped: ${critique.problem}`);
-  let lessons = (critique.exchange.parsed ?? []).map((l) => cleanContent(l, config.maxExperienceLength).text).filter((l) => l !== '');
-  if (lessons.length > config.lessonsPerGroup) {
-    await warn('critique', `The critique proposed ${lessons.length} lessons; only the first ${config.lessonsPerGroup} are kept.`);
-    lessons = lessons.slice(0, config.lessonsPerGroup);
-  }
-  if (critique.exchange.parsed) critique.exchange.parsed = lessons;
-  result.critique = critique.exchange;
-  await emit({ type: 'critique', ...ref, exchange: critique.exchange });
-  if (lessons.length === 0) return result;
-
-  // Group update: the lessons checked against the library, as operations.
-  const update = await askStructured(
-    ctx,
-    fillTemplate(config.templates.groupUpdate, { experiences: libraryText, lessons: lessons.map((l, i) => `${i + 1}. ${l}`).join('\n') }),
-    ['group-update', epoch, index],
-    parseOperations,
-    'a JSON array of operations inside <operations></operations> tags',
-  );
-  if (update.problem) await warn('group-update', `Group update skipped: ${update.problem}`);
-  for (const note of update.notes ?? []) await warn('group-update', note);
-  result.groupUpdate = update.exchange;
-  await emit({ type: 'group-update', ...ref, exchange: update.exchange });
+  // The critic's work (critique.ts): summaries, a group critique, a group update.
+  const reference = item.answer !== undefined ? answerText(item.answer) : undefined;
+  const critiqued = await critiqueGroup(ctx, { task, ...(reference !== undefined ? { reference } : {}), rollouts }, library, [epoch, index], {
+    warn,
+    emit: (event) => emit({ ...event, ...ref }),
+  });
+  critiqued.summaries.forEach((summary, row) => (rollouts[row].summary = summary));
+  result.critique = critiqued.critique;
+  if (critiqued.groupUpdate) result.groupUpdate = critiqued.groupUpdate;
   return result;
 }
 
@@ -206,9 +161,4 @@ export async function rewardTable(
 
 function answerText(answer: unknown): string {
   return typeof answer === 'string' ? answer : JSON.stringify(answer);
-}
-
-/** Rewards as the critic reads them: at most four decimals, no float noise. */
-function formatNumber(value: number): string {
-  return String(Number(value.toFixed(4)));
 }

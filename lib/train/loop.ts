@@ -13,6 +13,7 @@ import { AbortError, InvalidInputError, throwIfAborted } from '../errors.js';
 import { normalizeExperienceLibrary } from '../experience/normalize.js';
 import { estimateTokens, formatExemplar, formatLesson } from '../experience/render.js';
 import type { ExperienceLibrary } from '../experience/types.js';
+import { itemResultGroup } from '../export/run.js';
 import type { Policy } from '../policy/types.js';
 import { MemoryStore } from '../store/memory.js';
 import type { ItemResult, RunRecord, RunWarning } from '../store/records.js';
@@ -208,7 +209,9 @@ async function drive(setup: DriveSetup, emit: Emit, internal: AbortSignal): Prom
       });
       await emit({ type: 'step-end', step, epoch: plan.epoch, batch: plan.batch, stats: record.stats, library, progress: progress(step) });
       if (plan.lastOfEpoch) {
+        // Read back from the store, so an epoch finished after a resume includes its earlier steps.
         const steps = await store.listSteps(runId, { from: step - plan.batch + 1, to: step });
+        if (handles.onEpoch) await handles.onEpoch({ epoch: plan.epoch, groups: steps.flatMap((s) => s.items.map((r) => itemResultGroup(runId, r))) });
         await emit({ type: 'epoch-end', epoch: plan.epoch, stats: epochStats(plan.epoch, steps, library), library, progress: progress(step) });
       }
     }

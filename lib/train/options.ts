@@ -7,6 +7,7 @@ import { InvalidInputError } from '../errors.js';
 import { DEFAULT_EXPERIENCE_TOKEN_BUDGET } from '../experience/render.js';
 import { DEFAULT_MAX_EXPERIENCE_LENGTH } from '../experience/operations.js';
 import { DEFAULT_MAX_EXEMPLARS } from '../experience/exemplars.js';
+import type { EpochHook } from '../export/epoch.js';
 import type { Completion, Policy, PromptInput } from '../policy/types.js';
 import type { DatasetItem, LoopMode, PromptTemplates, TrainingFreeConfig } from '../store/records.js';
 import type { Store } from '../store/types.js';
@@ -48,6 +49,13 @@ export interface LoopHandles {
   signal?: AbortSignal;
   /** Token counter for the experience budget. Default: the policy's tokenizer, else an estimate. */
   countTokens?: (text: string) => number;
+  /**
+   * Called once per finished epoch, after its last step is committed, with every group of that
+   * epoch as export groups (`itemResultGroup`): `exportEveryEpoch(jsonlFileSink(path))` appends
+   * them as TRL-ready JSONL while training goes on (seed 004). An epoch that finishes after a resume
+   * still hands over all its groups, those done before the resume included.
+   */
+  onEpoch?: EpochHook;
 }
 
 export interface TrainingFreeGrpoOptions extends LoopHandles {
@@ -122,13 +130,13 @@ export const DEFAULTS = {
   maxExemplars: DEFAULT_MAX_EXEMPLARS,
 };
 
-function integer(value: number | undefined, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+export function integer(value: number | undefined, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const v = value ?? fallback;
   if (!Number.isInteger(v) || v < min || v > max) throw new InvalidInputError(name, `expected an integer from ${min} to ${max}, got ${v}.`);
   return v;
 }
 
-function real(value: number | undefined, name: string, fallback: number, min: number, max: number): number {
+export function real(value: number | undefined, name: string, fallback: number, min: number, max: number): number {
   const v = value ?? fallback;
   if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) throw new InvalidInputError(name, `expected a number from ${min} to ${max}, got ${v}.`);
   return v;
@@ -140,6 +148,9 @@ export function validateHandles(handles: LoopHandles): void {
   }
   if (handles.critic !== undefined && typeof handles.critic.generateGroup !== 'function') {
     throw new InvalidInputError('critic', 'expected a Policy (an object with generateGroup).');
+  }
+  if (handles.onEpoch !== undefined && typeof handles.onEpoch !== 'function') {
+    throw new InvalidInputError('onEpoch', 'expected a function (for example exportEveryEpoch(sink)).');
   }
   if (!Array.isArray(handles.rewards) || handles.rewards.length === 0) {
     throw new InvalidInputError('rewards', 'give at least one reward function ({ name, score }).');
@@ -154,13 +165,10 @@ export function validateHandles(handles: LoopHandles): void {
   });
 }
 
-/** Validates the options and resolves every default. */
-export function resolveConfig(options: TrainingFreeGrpoOptions): TrainingFreeConfig {
-  validateHandles(options);
-  const mode = options.mode ?? DEFAULTS.mode;
-  if (mode !== 'lessons' && mode !== 'exemplars') throw new InvalidInputError('mode', `expected "lessons" or "exemplars", got "${String(mode)}".`);
+/** Our templates for `mode` with the caller's replacements, each checked for its placeholders. */
+export function resolveTemplates(mode: LoopMode, overrides: Partial<PromptTemplates> | undefined): PromptTemplates {
   const templates: PromptTemplates = { ...defaultTemplates(mode) };
-  for (const [key, value] of Object.entries(options.templates ?? {}) as Array<[keyof PromptTemplates, unknown]>) {
+  for (const [key, value] of Object.entries(overrides ?? {}) as Array<[keyof PromptTemplates, unknown]>) {
     if (!(key in REQUIRED_PLACEHOLDERS)) throw new InvalidInputError(`templates.${key}`, 'is not a template name.');
     if (value === undefined) continue;
     if (typeof value !== 'string') throw new InvalidInputError(`templates.${key}`, 'expected a string.');
@@ -169,6 +177,15 @@ export function resolveConfig(options: TrainingFreeGrpoOptions): TrainingFreeCon
     }
     templates[key] = value;
   }
+  return templates;
+}
+
+/** Validates the options and resolves every default. */
+export function resolveConfig(options: TrainingFreeGrpoOptions): TrainingFreeConfig {
+  validateHandles(options);
+  const mode = options.mode ?? DEFAULTS.mode;
+  if (mode !== 'lessons' && mode !== 'exemplars') throw new InvalidInputError('mode', `expected "lessons" or "exemplars", got "${String(mode)}".`);
+  const templates = resolveTemplates(mode, options.templates);
   const critic = options.critic ?? options.policy;
   const config: TrainingFreeConfig = {
     mode,

@@ -4,17 +4,15 @@
  * exemplar mode, the groups' best outputs added. Returns the record `commitStep` stores.
  */
 import { applyExemplars } from '../experience/exemplars.js';
-import { applyOperations } from '../experience/operations.js';
-import { fillTemplate, formatLesson } from '../experience/render.js';
 import type { ApplyResult, ExemplarCandidate, ExperienceLibrary, ExperienceOperation } from '../experience/types.js';
-import type { CriticExchange, ItemResult, RunWarning, StepRecord } from '../store/records.js';
-import { askStructured, type CriticContext } from './critic.js';
-import { parseOperations } from './parse.js';
+import type { CriticExchange, ItemResult, RunWarning, StepRecord, TrainingFreeConfig } from '../store/records.js';
+import type { CriticContext } from './critic.js';
+import { mergeAndApply } from './critique.js';
 import type { StepPlan } from './schedule.js';
 import { stepStats } from './stats.js';
 
 export async function finishStep(
-  ctx: CriticContext,
+  ctx: CriticContext & { config: TrainingFreeConfig },
   plan: StepPlan,
   items: ItemResult[],
   library: ExperienceLibrary,
@@ -31,27 +29,11 @@ export async function finishStep(
     const candidates = items.map((item) => item.exemplar).filter((c): c is ExemplarCandidate => c !== undefined);
     outcome = applyExemplars(library, candidates, { step, maxExemplars: config.maxExemplars });
   } else {
-    const fromGroups = items.flatMap((item) => item.groupUpdate?.parsed ?? []).filter((op) => op.operation !== 'NONE');
-    if (fromGroups.length > 0) {
-      const experiences = library.entries.length ? library.entries.map(formatLesson).join('\n') : '(empty)';
-      const reply = await askStructured(
-        ctx,
-        fillTemplate(config.templates.batchMerge, { experiences, operations: JSON.stringify(fromGroups, null, 2) }),
-        ['batch-merge', step],
-        parseOperations,
-        'a JSON array of operations inside <operations></operations> tags',
-      );
-      merge = reply.exchange;
-      for (const note of reply.notes ?? []) warnings.push({ step, stage: 'batch-merge', message: note });
-      if (reply.exchange.parsed) {
-        proposed = reply.exchange.parsed;
-      } else {
-        // The groups' own operations are valid already; applying them is better than losing the step's lessons.
-        warnings.push({ step, stage: 'batch-merge', message: `Batch merge skipped (${reply.problem}); the groups' operations were applied as proposed.` });
-        proposed = fromGroups;
-      }
-    }
-    outcome = applyOperations(library, proposed, { step, maxLength: config.maxExperienceLength });
+    const batch = await mergeAndApply(ctx, items.flatMap((item) => item.groupUpdate?.parsed ?? []), library, step);
+    merge = batch.merge;
+    proposed = batch.proposed;
+    outcome = batch;
+    for (const message of batch.notes) warnings.push({ step, stage: 'batch-merge', message });
   }
   for (const warning of warnings) await warn(warning);
 

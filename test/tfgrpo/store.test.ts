@@ -234,7 +234,7 @@ describe('IndexedDB specifics', () => {
     await store.close();
     const raw = await openDB(name);
     expect(raw.version).toBe(MIGRATIONS.length);
-    expect([...raw.objectStoreNames].sort()).toEqual(['adapters', 'items', 'leases', 'pending', 'runs', 'steps']);
+    expect([...raw.objectStoreNames].sort()).toEqual(['adapters', 'groups', 'items', 'leases', 'pending', 'runs', 'steps']);
     raw.close();
   });
 

@@ -1,0 +1,96 @@
+/**
+ * `IdbSessionStore`: an ask/tell session's groups in the browser's IndexedDB, in the same database
+ * as the runs (object store `groups`, schema version 3). Each `put` is one transaction, so a group
+ * is stored whole or not at all; a full quota is a `StoreQuotaError` that leaves the group as it was.
+ */
+import type { IDBPDatabase } from 'idb';
+import { StoreError } from '../errors.js';
+import type { GroupRecord, SessionStore } from '../session/types.js';
+import type { WebgrpoDB } from './idb-schema.js';
+import { mapErrors, openWebgrpoDatabase } from './idb.js';
+
+export interface IdbSessionStoreOptions {
+  /** Database name. Default `webgrpo` (the run store's). */
+  name?: string;
+}
+
+/** Opens (creating or migrating) the database and returns its group store. */
+export async function openIdbSessionStore(options: IdbSessionStoreOptions = {}): Promise<IdbSessionStore> {
+  const name = options.name ?? 'webgrpo';
+  let store: IdbSessionStore | undefined;
+  const db = await openWebgrpoDatabase(name, () => void store?.close());
+  store = new IdbSessionStore(db, name);
+  return store;
+}
+
+const REMEDY = 'free space (delete old runs or groups) and try again';
+
+export class IdbSessionStore implements SessionStore {
+  readonly #db: IDBPDatabase<WebgrpoDB>;
+  readonly #name: string;
+  readonly #writes = new Set<Promise<unknown>>();
+  #closed = false;
+
+  constructor(db: IDBPDatabase<WebgrpoDB>, name: string) {
+    this.#db = db;
+    this.#name = name;
+  }
+
+  async put(group: GroupRecord): Promise<void> {
+    this.#checkOpen();
+    const write = mapErrors(
+      `store group "${group.id}"`,
+      async () => {
+        const tx = this.#db.transaction('groups', 'readwrite');
+        const done = tx.done;
+        done.catch(() => undefined);
+        try {
+          await tx.store.put(group);
+        } catch (error) {
+          // A request that throws as it is made (quota, data errors): nothing of it may stay.
+          try {
+            tx.abort();
+          } catch {
+            // Already aborted by the failed request itself.
+          }
+          throw error;
+        }
+        await done;
+      },
+      REMEDY,
+    );
+    this.#writes.add(write);
+    try {
+      await write;
+    } finally {
+      this.#writes.delete(write);
+    }
+  }
+
+  async get(id: string): Promise<GroupRecord | undefined> {
+    this.#checkOpen();
+    return mapErrors(`read group "${id}"`, () => this.#db.get('groups', id));
+  }
+
+  /** Every group, oldest first (by `createdAt`, then id). */
+  async list(): Promise<GroupRecord[]> {
+    this.#checkOpen();
+    return mapErrors('list the stored groups', () => this.#db.getAllFromIndex('groups', 'created'));
+  }
+
+  /** Resolves when every `put` started so far has committed (each has, once it resolves). */
+  async flush(): Promise<void> {
+    await Promise.allSettled([...this.#writes]);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.flush();
+    this.#db.close();
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new StoreError(`IndexedDB database "${this.#name}" is closed; open a new session store.`);
+  }
+}

@@ -1,0 +1,215 @@
+/**
+ * uPlot options for the playground's charts: the per-step run charts and the per-group
+ * reward/advantage plot. Colours match the CSS tokens; legends are drawn in HTML by the components.
+ */
+import uPlot from 'uplot';
+import type { StepSeries } from './view.js';
+
+export const COLORS = {
+  accent: '#4f46e5',
+  accentBand: 'rgba(79, 70, 229, 0.14)',
+  zero: '#64748b',
+  library: '#0f766e',
+  added: '#16a34a',
+  updated: '#d97706',
+  deleted: '#dc2626',
+  pos: '#15803d',
+  neg: '#c2410c',
+  flat: '#64748b',
+  grid: '#eceef2',
+  axis: '#5b6576',
+};
+
+const font = '12px system-ui, sans-serif';
+
+function axis(label: string | undefined, extra: Partial<uPlot.Axis> = {}): uPlot.Axis {
+  return {
+    stroke: COLORS.axis,
+    font,
+    labelFont: font,
+    grid: { stroke: COLORS.grid, width: 1 },
+    ticks: { stroke: COLORS.grid, width: 1, size: 4 },
+    ...(label ? { label, labelSize: 18 } : {}),
+    ...extra,
+  };
+}
+
+/** How a run's steps fall into epochs (the x axis of the run charts). */
+export interface StepLayout {
+  totalSteps: number;
+  stepsPerEpoch: number;
+}
+
+/**
+ * Steps 1..total of the whole run on the x axis, so a live run fills the chart from the left;
+ * every other epoch is shaded and each is labelled, when there is more than one.
+ */
+function stepAxis({ totalSteps, stepsPerEpoch }: StepLayout): { scale: uPlot.Scale; axis: uPlot.Axis; hooks: uPlot.Hooks.Arrays } {
+  const epochs = Math.ceil(totalSteps / stepsPerEpoch);
+  const shadeEpochs = (u: uPlot) => {
+    if (epochs < 2) return;
+    const { ctx } = u;
+    const { top, height } = u.bbox;
+    ctx.save();
+    ctx.font = `${Math.round(11 * uPlot.pxRatio)}px system-ui, sans-serif`;
+    ctx.textBaseline = 'top';
+    for (let e = 0; e < epochs; e++) {
+      const left = u.valToPos(e * stepsPerEpoch + 0.5, 'x', true);
+      const right = u.valToPos(Math.min(totalSteps, (e + 1) * stepsPerEpoch) + 0.5, 'x', true);
+      if (e % 2 === 1) {
+        ctx.fillStyle = 'rgba(100, 116, 139, 0.07)';
+        ctx.fillRect(left, top, right - left, height);
+      }
+      if (right - left > 48 * uPlot.pxRatio) {
+        ctx.fillStyle = COLORS.axis;
+        ctx.fillText(`epoch ${e + 1}`, left + 4 * uPlot.pxRatio, top + 2 * uPlot.pxRatio);
+      }
+    }
+    ctx.restore();
+  };
+  return {
+    scale: { time: false, range: [0.5, Math.max(1, totalSteps) + 0.5] },
+    axis: axis('step', { size: 30, labelSize: 14, labelGap: 0, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500], values: (_u, ticks) => ticks.map((t) => (Number.isInteger(t) ? String(t) : '')) }),
+    hooks: { drawClear: [shadeEpochs] },
+  };
+}
+
+const base = (): Pick<uPlot.Options, 'legend' | 'cursor' | 'padding'> => ({
+  legend: { show: false },
+  cursor: { show: false },
+  padding: [10, 12, 0, 0],
+});
+
+const points = (color: string, size = 7): uPlot.Series.Points => ({ show: true, size, stroke: color, fill: color });
+
+/** Mean reward per step, with a band of ±1 standard deviation across all completions of the step. */
+export function rewardChart(s: StepSeries, layout: StepLayout): { options: Omit<uPlot.Options, 'width' | 'height'>; data: uPlot.AlignedData } {
+  const x = stepAxis(layout);
+  return {
+    options: {
+      ...base(),
+      hooks: x.hooks,
+      scales: { x: x.scale, y: { range: (_u, min, max) => [Math.min(0, min), Math.max(max, min + 0.1)] } },
+      axes: [x.axis, axis('reward')],
+      series: [
+        {},
+        { stroke: 'transparent', points: { show: false } },
+        { stroke: 'transparent', points: { show: false } },
+        { stroke: COLORS.accent, width: 2, points: points(COLORS.accent) },
+      ],
+      bands: [{ series: [1, 2], fill: COLORS.accentBand }],
+    },
+    data: [s.step, s.high, s.low, s.mean],
+  };
+}
+
+const bars = (size = 0.55) => uPlot.paths.bars!({ size: [size, 42], gap: 2 });
+
+/** Share of groups whose completions all got the same reward: no signal to learn from. */
+export function zeroSpreadChart(s: StepSeries, layout: StepLayout) {
+  const x = stepAxis(layout);
+  return {
+    options: {
+      ...base(),
+      hooks: x.hooks,
+      scales: { x: x.scale, y: { range: [0, 1] as uPlot.Range.MinMax } },
+      axes: [x.axis, axis('zero-spread groups', { values: (_u: uPlot, t: number[]) => t.map((v) => `${Math.round(v * 100)}%`) })],
+      series: [{}, { stroke: COLORS.zero, fill: 'rgba(100, 116, 139, 0.35)', paths: bars(), points: { show: false } }],
+    } satisfies Omit<uPlot.Options, 'width' | 'height'>,
+    data: [s.step, s.zeroSpread] as uPlot.AlignedData,
+  };
+}
+
+/** Library size after each step. */
+export function libraryChart(s: StepSeries, layout: StepLayout) {
+  const x = stepAxis(layout);
+  return {
+    options: {
+      ...base(),
+      hooks: x.hooks,
+      scales: { x: x.scale, y: { range: (_u: uPlot, _min: number, max: number) => [0, Math.max(4, Math.ceil(max * 1.15))] as uPlot.Range.MinMax } },
+      axes: [x.axis, axis('entries', { incrs: [1, 2, 5, 10, 20, 50] })],
+      series: [{}, { stroke: COLORS.library, width: 2, fill: 'rgba(15, 118, 110, 0.10)', points: points(COLORS.library) }],
+    } satisfies Omit<uPlot.Options, 'width' | 'height'>,
+    data: [s.step, s.librarySize] as uPlot.AlignedData,
+  };
+}
+
+/** Operations per step, stacked: added (bottom), updated, deleted (top). */
+export function operationsChart(s: StepSeries, layout: StepLayout) {
+  const x = stepAxis(layout);
+  const au = s.added.map((a, i) => a + s.updated[i]);
+  const all = au.map((v, i) => v + s.deleted[i]);
+  const layer = (color: string) => ({ stroke: color, fill: color, paths: bars(), points: { show: false } });
+  return {
+    options: {
+      ...base(),
+      hooks: x.hooks,
+      scales: { x: x.scale, y: { range: (_u: uPlot, _min: number, max: number) => [0, Math.max(2, Math.ceil(max * 1.15))] as uPlot.Range.MinMax } },
+      axes: [x.axis, axis('operations', { incrs: [1, 2, 5, 10, 20, 50] })],
+      // Drawn in order, each over the last: the totals first, so the layers read as a stack.
+      series: [{}, layer(COLORS.deleted), layer(COLORS.updated), layer(COLORS.added)],
+    } satisfies Omit<uPlot.Options, 'width' | 'height'>,
+    data: [s.step, all, au, s.added] as uPlot.AlignedData,
+  };
+}
+
+/**
+ * One group: each completion's reward (x) against its advantage (y). The dashed line is the group
+ * mean: completions right of it have positive advantage. Rows with no reward are left out.
+ */
+export function groupChart(rewards: ReadonlyArray<number | null>, advantages: readonly number[], mean: number | null) {
+  const rows = rewards
+    .map((r, i) => ({ r, a: advantages[i] }))
+    .filter((row): row is { r: number; a: number } => row.r !== null && Number.isFinite(row.r))
+    .sort((p, q) => p.r - q.r);
+  const pick = (test: (a: number) => boolean) => rows.map((row) => (test(row.a) ? row.a : null));
+  const maxAbs = Math.max(1.2, ...rows.map((row) => Math.abs(row.a))) * 1.2;
+  // Advantages are relative to the group, so the x axis spans the group's rewards, not 0..1.
+  const lo = rows.length ? rows[0].r : 0;
+  const hi = rows.length ? rows[rows.length - 1].r : 1;
+  const pad = Math.max(hi - lo, 0.02 * Math.max(1, Math.abs(hi))) * 0.2;
+  const markLine = (u: uPlot, axis: 'x' | 'y', value: number, dash: number[]) => {
+    const ctx = u.ctx;
+    const { left, top, width, height } = u.bbox;
+    const at = u.valToPos(value, axis, true);
+    ctx.save();
+    ctx.strokeStyle = COLORS.axis;
+    ctx.lineWidth = uPlot.pxRatio;
+    ctx.setLineDash(dash.map((d) => d * uPlot.pxRatio));
+    ctx.beginPath();
+    if (axis === 'x') {
+      ctx.moveTo(at, top);
+      ctx.lineTo(at, top + height);
+    } else {
+      ctx.moveTo(left, at);
+      ctx.lineTo(left + width, at);
+    }
+    ctx.stroke();
+    ctx.restore();
+  };
+  const options: Omit<uPlot.Options, 'width' | 'height'> = {
+    ...base(),
+    scales: { x: { time: false, range: [lo - pad, hi + pad] }, y: { range: [-maxAbs, maxAbs] } },
+    axes: [
+      axis('reward', { size: 30, labelSize: 14, labelGap: 0 }),
+      axis('advantage', { space: 18, incrs: [0.5, 1, 2, 5, 10], values: (_u, t) => t.map((v) => (v > 0 ? `+${v}` : String(v))) }),
+    ],
+    series: [
+      {},
+      { stroke: COLORS.pos, paths: () => null, points: points(COLORS.pos, 11) },
+      { stroke: COLORS.neg, paths: () => null, points: points(COLORS.neg, 11) },
+      { stroke: COLORS.flat, paths: () => null, points: points(COLORS.flat, 11) },
+    ],
+    hooks: {
+      drawAxes: [
+        (u) => {
+          markLine(u, 'y', 0, []);
+          if (mean !== null) markLine(u, 'x', mean, [4, 3]);
+        },
+      ],
+    },
+  };
+  const data: uPlot.AlignedData = [rows.map((row) => row.r), pick((a) => a > 1e-9), pick((a) => a < -1e-9), pick((a) => Math.abs(a) <= 1e-9)];
+  return { options, data };
+}

@@ -1,0 +1,37 @@
+/**
+ * A run as files: training data (TRL's prompt-completion JSONL, one line per completion with its
+ * reward, advantage and group), the library (JSON), or the whole run (webgrpo's run export).
+ */
+import { exportRun, runGroups, toJsonl, type ExperienceLibrary, type RunBundle, type Store } from '../../lib/index.js';
+
+/** Every finished group (the prompt as the model saw it, library included), one line per completion. */
+export function runJsonl(bundle: RunBundle): string {
+  const groups = runGroups(bundle);
+  const chat = groups.some((g) => g.messages);
+  return toJsonl(groups, { format: chat ? 'conversational' : 'standard', include: ['reward', 'advantage', 'groupId'] });
+}
+
+export function libraryJson(library: ExperienceLibrary, runId: string, step: number): string {
+  return `${JSON.stringify({ format: 'webgrpo.library', runId, step, library }, null, 2)}\n`;
+}
+
+export async function runJson(store: Store, runId: string): Promise<string> {
+  return `${JSON.stringify(await exportRun(store, runId), null, 2)}\n`;
+}
+
+/** Saves text as a file through the browser's download. */
+export function download(text: string, filename: string, type: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = filename;
+  link.rel = 'noopener';
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+export function fileStem(bundle: RunBundle): string {
+  return `webgrpo-${bundle.run.config.task ?? 'dataset'}-${bundle.run.id.slice(0, 8)}`;
+}

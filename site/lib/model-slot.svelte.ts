@@ -1,0 +1,76 @@
+/**
+ * The model picker's state: which model and device are chosen, the endpoint settings (the key in
+ * memory only), and the one loaded policy with its load progress and error. Loading the same
+ * choice twice reuses the policy; a new choice disposes the old one (ending its worker).
+ */
+import type { Policy } from '../../lib/index.js';
+import type { OnnxDevice } from '../../lib/onnx.js';
+import type { DeviceReport } from './device.js';
+import { ENDPOINT_ID, hubModelCached, loadEndpoint, loadOnnxModel, ONNX_MODELS, type EndpointSettings, type LoadProgress } from './models.js';
+
+export type ModelStatus = 'idle' | 'loading' | 'ready' | 'error';
+
+export class ModelSlot {
+  id = $state(ONNX_MODELS[0].id);
+  device = $state<OnnxDevice>('auto');
+  endpoint = $state<EndpointSettings>({ baseURL: 'http://127.0.0.1:8000/v1', model: '', apiKey: '' });
+  status = $state<ModelStatus>('idle');
+  progress = $state<LoadProgress | null>(null);
+  error = $state<string | null>(null);
+  policy = $state.raw<Policy | null>(null);
+  #loadedKey: string | null = null;
+  #abort: AbortController | null = null;
+
+  /** The ONNX model chosen, or undefined for the endpoint. */
+  readonly onnx = $derived(ONNX_MODELS.find((m) => m.id === this.id));
+
+  #key(): string {
+    return this.id === ENDPOINT_ID ? `${ENDPOINT_ID}:${this.endpoint.baseURL}:${this.endpoint.model}` : `${this.id}:${this.device}`;
+  }
+
+  /** Loads the chosen model unless it is the one loaded. `report` tells whether WebGPU is there. */
+  async ensure(report: DeviceReport | null): Promise<Policy> {
+    const key = this.#key();
+    if (this.policy && this.#loadedKey === key) return this.policy;
+    await this.unload();
+    this.status = 'loading';
+    this.error = null;
+    this.progress = null;
+    const abort = (this.#abort = new AbortController());
+    try {
+      let policy: Policy;
+      const model = this.onnx;
+      if (!model) {
+        policy = await loadEndpoint(this.endpoint);
+      } else {
+        if (model.source === 'hub' && !navigator.onLine && !(await hubModelCached(model))) {
+          throw new Error(`${model.label} is downloaded on first use, and this browser is offline. The bundled webgrpo-tiny model works offline.`);
+        }
+        policy = await loadOnnxModel(model, this.device, report?.webgpu ?? false, (p) => (this.progress = p), abort.signal);
+      }
+      this.policy = policy;
+      this.#loadedKey = key;
+      this.status = 'ready';
+      return policy;
+    } catch (error) {
+      const cancelled = abort.signal.aborted;
+      this.status = cancelled ? 'idle' : 'error';
+      this.error = cancelled ? null : error instanceof Error ? error.message : String(error);
+      throw error;
+    } finally {
+      this.#abort = null;
+    }
+  }
+
+  cancel(): void {
+    this.#abort?.abort();
+  }
+
+  async unload(): Promise<void> {
+    const policy = this.policy;
+    this.policy = null;
+    this.#loadedKey = null;
+    this.status = 'idle';
+    await policy?.dispose().catch(() => undefined);
+  }
+}

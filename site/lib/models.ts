@@ -1,0 +1,149 @@
+/**
+ * The models the playground offers and how each becomes a `Policy`. ONNX models (the bundled tiny
+ * one, hub models) load in a Web Worker through `createWorkerPolicy`, so transformers.js and
+ * onnxruntime-web are fetched only when a model is chosen and every forward pass runs off the
+ * page's thread. An OpenAI-compatible endpoint is plain `fetch`, so it runs on the page; its key
+ * lives in that policy's closure only.
+ */
+import { AbortError, createWorkerPolicy, type Policy } from '../../lib/index.js';
+import type { OnnxDevice, OnnxDtype, OnnxLoadProgress } from '../../lib/onnx.js';
+
+export interface OnnxModel {
+  id: string;
+  label: string;
+  /** A same-origin path (bundled) or a Hugging Face hub id. */
+  source: 'bundled' | 'hub';
+  /** Hub id for `source: 'hub'`. */
+  hubId?: string;
+  detail: string;
+}
+
+export const ONNX_MODELS: readonly OnnxModel[] = [
+  {
+    id: 'tiny',
+    label: 'webgrpo-tiny (bundled, offline)',
+    source: 'bundled',
+    detail: 'A 0.8M-parameter model with random weights that ships with the site: it shows every mechanic offline, but writes gibberish.',
+  },
+  {
+    id: 'smollm2-135m',
+    label: 'SmolLM2-135M-Instruct',
+    source: 'hub',
+    hubId: 'HuggingFaceTB/SmolLM2-135M-Instruct',
+    detail: 'Downloaded once from the Hugging Face hub (4-bit), then cached by the browser. Follows simple instructions.',
+  },
+  {
+    id: 'smollm2-360m',
+    label: 'SmolLM2-360M-Instruct',
+    source: 'hub',
+    hubId: 'HuggingFaceTB/SmolLM2-360M-Instruct',
+    detail: 'Downloaded once from the Hugging Face hub (4-bit), then cached. Noticeably better than 135M.',
+  },
+  {
+    id: 'qwen2.5-0.5b',
+    label: 'Qwen2.5-0.5B-Instruct',
+    source: 'hub',
+    hubId: 'onnx-community/Qwen2.5-0.5B-Instruct',
+    detail: 'Downloaded once from the Hugging Face hub (4-bit), then cached. The smallest model here that can write lessons as a critic.',
+  },
+];
+
+export const ENDPOINT_ID = 'endpoint';
+
+export interface EndpointSettings {
+  baseURL: string;
+  model: string;
+  /** In memory only: never stored, never exported. */
+  apiKey: string;
+}
+
+/** The bundled model's path on this site (absolute, since the worker resolves against its own URL). */
+export function bundledModelPath(base: string = document.baseURI): string {
+  return new URL('./models/webgrpo-tiny/', base).pathname;
+}
+
+/** What `loadOnnxPolicy` gets for a catalog model. 4-bit weights with fp16 math on WebGPU, 4-bit on WASM. */
+export function onnxInit(model: OnnxModel, device: OnnxDevice, webgpu: boolean): { model: string; device: OnnxDevice; dtype?: OnnxDtype } {
+  if (model.source === 'bundled') return { model: bundledModelPath(), device };
+  const gpu = device === 'webgpu' || (device === 'auto' && webgpu);
+  return { model: model.hubId as string, device, dtype: gpu ? 'q4f16' : 'q4' };
+}
+
+export interface LoadProgress {
+  loaded: number;
+  total: number;
+  file?: string;
+}
+
+export async function loadOnnxModel(
+  model: OnnxModel,
+  device: OnnxDevice,
+  webgpu: boolean,
+  onProgress: (progress: LoadProgress) => void,
+  signal?: AbortSignal,
+): Promise<Policy> {
+  const worker = new Worker(new URL('../policy.worker.ts', import.meta.url), { type: 'module', name: `webgrpo ${model.id}` });
+  // Cancelling ends the worker, and with it any download in flight.
+  const cancelled = new Promise<never>((_, reject) => {
+    signal?.addEventListener(
+      'abort',
+      () => {
+        worker.terminate();
+        reject(new AbortError(`Loading ${model.label} was cancelled.`));
+      },
+      { once: true },
+    );
+  });
+  try {
+    const loading = createWorkerPolicy(worker, {
+      init: onnxInit(model, device, webgpu),
+      onProgress: (p) => {
+        const { loaded, total, file } = p as OnnxLoadProgress;
+        onProgress({ loaded, total, ...(file ? { file } : {}) });
+      },
+    });
+    return await Promise.race([loading, cancelled]);
+  } catch (error) {
+    if (error instanceof AbortError) throw error;
+    worker.terminate();
+    throw new Error(explainLoadFailure(model, error));
+  }
+}
+
+export async function loadEndpoint(settings: EndpointSettings): Promise<Policy> {
+  const { openAiPolicy } = await import('../../lib/openai.js');
+  return openAiPolicy({
+    baseURL: settings.baseURL.trim(),
+    model: settings.model.trim(),
+    ...(settings.apiKey ? { apiKey: settings.apiKey } : {}),
+  });
+}
+
+/**
+ * Whether transformers.js has a hub model in the browser's Cache Storage (it keys files by their
+ * hub URL), so it can load offline. Only the config is checked; a partial download fails later
+ * with its own message.
+ */
+export async function hubModelCached(model: OnnxModel): Promise<boolean> {
+  if (model.source !== 'hub' || typeof caches === 'undefined') return false;
+  try {
+    const cache = await caches.open('transformers-cache');
+    return (await cache.match(`https://huggingface.co/${model.hubId}/resolve/main/config.json`)) !== undefined;
+  } catch {
+    return false;
+  }
+}
+
+/** A load failure in words a newcomer can act on; offline hub loads say so plainly. */
+export function explainLoadFailure(model: OnnxModel, error: unknown, online: boolean = navigator.onLine): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (model.source === 'hub' && (!online || /fetch|network|Failed to/i.test(message))) {
+    return (
+      `${model.label} could not be downloaded from the Hugging Face hub` +
+      (online ? '' : ': this browser is offline') +
+      '. Hub models need the network the first time (later they load from the browser cache). ' +
+      'The bundled webgrpo-tiny model always works offline.'
+    );
+  }
+  return `${model.label} could not be loaded: ${message}`;
+}

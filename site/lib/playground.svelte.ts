@@ -1,0 +1,373 @@
+/**
+ * The playground's state and actions. Components read this and call its methods; it calls the
+ * library (stores, tasks, methods, policies) and keeps what the panels draw: the stored runs, the
+ * selected run's data (live while it runs in this tab), the model, and the setup form.
+ */
+import { SvelteMap } from 'svelte/reactivity';
+import {
+  builtinRewards,
+  builtinTasks,
+  importRun,
+  type ItemResult,
+  type Policy,
+  type RunBundle,
+  type RunRecord,
+  type Store,
+  type TrainingFreeEvent,
+} from '../../lib/index.js';
+import { probeDevice, type DeviceReport } from './device.js';
+import { EtaClock } from './eta.js';
+import { download, fileStem, libraryJson, runJson, runJsonl } from './export.js';
+import { methodOf } from './methods.js';
+import { ModelSlot } from './model-slot.svelte.js';
+import { bundledModelPath, ENDPOINT_ID, ONNX_MODELS } from './models.js';
+import { PieceStore } from './piece-store.js';
+import { Runner } from './runner.js';
+import { streamingPolicy, type GroupStream } from './streaming.js';
+import { readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
+import { plainPieces, tokenPieces, type TokenPiece } from './tokens.js';
+import { lastStepShown, libraryAfter } from './view.js';
+
+export interface Setup {
+  /** A built-in task name, or `upload`. */
+  task: string;
+  reward: string;
+  method: string;
+  items: number;
+  groupSize: number;
+  epochs: number;
+  batchSize: number;
+  temperature: number;
+  maxNewTokens: number;
+  seed: number;
+}
+
+export interface LiveRun {
+  runId: string;
+  paused: boolean;
+  /** What the loop is doing, in words. */
+  stage: string;
+  itemsDone: number;
+  totalItems: number;
+  step: number;
+  totalSteps: number;
+  epoch: number;
+  epochs: number;
+  etaMs: number | null;
+  warnings: number;
+}
+
+const pieceKey = (runId: string, step: number, item: number) => `${runId}:${step}:${item}`;
+
+export class Playground {
+  store: Store | null = null;
+  #pieces: PieceStore | null = null;
+  ready = $state(false);
+  fatal = $state<string | null>(null);
+  device = $state<DeviceReport | null>(null);
+
+  readonly model = new ModelSlot();
+
+  // Setup
+  setup = $state<Setup>({ task: 'alphabetise', reward: 'similarity', method: 'exemplars', items: 4, groupSize: 4, epochs: 2, batchSize: 2, temperature: 0.7, maxNewTokens: 48, seed: 0 });
+  upload = $state.raw<UploadedDataset | null>(null);
+  uploadError = $state<string | null>(null);
+
+  // Runs
+  runs = $state.raw<RunRecord[]>([]);
+  selectedId = $state<string | null>(null);
+  bundle = $state.raw<RunBundle | null>(null);
+  /** The step in view; null follows the latest. */
+  viewStep = $state<number | null>(null);
+  live = $state<LiveRun | null>(null);
+  runError = $state<string | null>(null);
+  /** The group or critic reply being written, and the prompt it is for. */
+  stream = $state.raw<(GroupStream & { item: number }) | null>(null);
+  #streamItem = 0;
+  pieces = new SvelteMap<string, TokenPiece[][]>();
+  #runner: Runner | null = null;
+  #eta = new EtaClock();
+
+  /** The last step with something to show: committed, finished groups, or (live here) being written. */
+  readonly lastStep = $derived(this.bundle ? Math.max(lastStepShown(this.bundle), this.live?.runId === this.bundle.run.id ? this.live.step : 0) : 0);
+  readonly shownStep = $derived(this.viewStep ?? this.lastStep);
+
+  async init(): Promise<void> {
+    try {
+      const { openIdbStore } = await import('../../lib/idb.js');
+      [this.store, this.#pieces, this.device] = await Promise.all([openIdbStore(), PieceStore.open(), probeDevice()]);
+      await this.refreshRuns();
+      if (this.runs[0]) await this.select(this.runs[0].id);
+    } catch (error) {
+      this.fatal = `This browser could not open IndexedDB, where runs are kept: ${(error as Error).message}`;
+    }
+    this.ready = true;
+  }
+
+  // ---- task ----
+
+  async chooseFile(file: File): Promise<void> {
+    this.uploadError = null;
+    try {
+      this.upload = await readDatasetFile(file);
+      this.setup.task = 'upload';
+    } catch (error) {
+      this.upload = null;
+      this.uploadError = (error as Error).message;
+    }
+  }
+
+  // ---- runs ----
+
+  async refreshRuns(): Promise<void> {
+    if (this.store) this.runs = await this.store.listRuns();
+  }
+
+  async select(runId: string | null): Promise<void> {
+    this.selectedId = runId;
+    this.viewStep = null;
+    this.runError = null;
+    this.bundle = runId && this.store ? await this.store.readBundle(runId) : null;
+  }
+
+  get running(): boolean {
+    return this.live !== null;
+  }
+
+  async start(): Promise<void> {
+    if (!this.store || this.live) return;
+    this.runError = null;
+    try {
+      const policy = this.#watched(await this.model.ensure(this.device));
+      const s = this.setup;
+      const task = s.task === 'upload' ? null : builtinTasks[s.task];
+      const dataset = task ? task.dataset({ size: s.items, seed: s.seed }) : (this.upload?.items ?? []).slice(0, s.items);
+      const rewards = task ? task.rewards : [builtinRewards[s.reward]];
+      const runner = new Runner();
+      const run = methodOf(s.method).start({
+        policy,
+        dataset,
+        rewards,
+        store: this.store,
+        signal: runner.controller.signal,
+        groupSize: s.groupSize,
+        epochs: s.epochs,
+        batchSize: s.batchSize,
+        temperature: s.temperature,
+        maxNewTokens: s.maxNewTokens,
+        // A critic reply is a few sentences of JSON; the library's 512 is slow on small local models.
+        criticMaxNewTokens: Math.min(512, Math.max(128, 4 * s.maxNewTokens)),
+        seed: s.seed,
+        ...(task ? { task: task.name } : {}),
+      });
+      await this.#drive(run, runner);
+    } catch (error) {
+      this.runError = error instanceof Error ? error.message : String(error);
+    }
+  }
+
+  /** Continues an interrupted or cancelled run with the model it was started with. */
+  async resumeRun(runId: string): Promise<void> {
+    if (!this.store || this.live) return;
+    this.runError = null;
+    try {
+      const record = await this.store.getRun(runId);
+      if (!record) throw new Error('That run is no longer stored.');
+      if (record.kind !== 'training-free') throw new Error('This is a gradient run (webgrpo/grad); the playground resumes training-free runs.');
+      this.#chooseModelOf(record);
+      const policy = this.#watched(await this.model.ensure(this.device));
+      const runner = new Runner();
+      await this.#drive(methodOf(record.config.mode).resume(runId, { policy, rewards: rewardsOf(record.config), store: this.store, signal: runner.controller.signal }), runner);
+    } catch (error) {
+      this.runError = error instanceof Error ? error.message : String(error);
+    }
+  }
+
+  #watched(policy: Policy): Policy {
+    return streamingPolicy(policy, (stream) => (this.stream = stream ? { ...stream, item: this.#streamItem } : null));
+  }
+
+  /** Points the model picker at the model a stored run used. */
+  #chooseModelOf(record: RunRecord): void {
+    const used = record.config.policy;
+    if (used.backend === 'http') {
+      if (this.model.id !== ENDPOINT_ID || this.model.endpoint.model !== used.model) {
+        throw new Error(`This run used the endpoint model "${used.model}": choose "OpenAI-compatible endpoint", enter its URL and key, then resume.`);
+      }
+      return;
+    }
+    const path = (p: string) => p.replace(/\/+$/, '');
+    const model = ONNX_MODELS.find((m) => (m.source === 'bundled' ? path(bundledModelPath()) === path(used.model) : m.hubId === used.model));
+    if (!model) throw new Error(`This run used the model "${used.model}", which the playground does not offer.`);
+    this.model.id = model.id;
+  }
+
+  async #drive(run: ReturnType<ReturnType<typeof methodOf>['start']>, runner: Runner): Promise<void> {
+    this.#runner = runner;
+    this.#eta = new EtaClock();
+    this.live = { runId: run.runId, paused: false, stage: 'Starting…', itemsDone: 0, totalItems: 0, step: 0, totalSteps: 0, epoch: 0, epochs: 0, etaMs: null, warnings: 0 };
+    try {
+      await runner.drive(run, { onEvent: (event) => this.#onEvent(event) });
+    } catch (error) {
+      this.runError = `The run stopped: ${error instanceof Error ? error.message : String(error)}`;
+    } finally {
+      this.#runner = null;
+      this.live = null;
+      this.stream = null;
+      await this.refreshRuns();
+      if (this.selectedId === run.runId && this.store) this.bundle = await this.store.readBundle(run.runId).catch(() => this.bundle);
+    }
+  }
+
+  pause(): void {
+    this.#runner?.pause();
+    this.#eta.pause(performance.now());
+    if (this.live) this.live.paused = true;
+  }
+
+  resume(): void {
+    if (!this.live) return;
+    this.#eta.start(this.live.itemsDone, performance.now());
+    this.live.paused = false;
+    this.#runner?.resume();
+  }
+
+  cancel(): void {
+    if (this.live) this.live.stage = 'Cancelling after the current group…';
+    this.#runner?.cancel();
+  }
+
+  async #onEvent(event: TrainingFreeEvent): Promise<void> {
+    const live = this.live;
+    if (!live || !this.store) return;
+    const now = performance.now();
+    if ('progress' in event) {
+      const p = event.progress;
+      Object.assign(live, { itemsDone: p.itemsDone, totalItems: p.totalItems, step: p.step, totalSteps: p.totalSteps, epoch: p.epoch, epochs: p.epochs });
+      this.#eta.update(p.itemsDone);
+      live.etaMs = this.#eta.remainingMs(p.totalItems, now);
+    }
+    switch (event.type) {
+      case 'run-start':
+        this.#eta.start(event.progress.itemsDone, now);
+        await this.refreshRuns();
+        await this.select(event.runId);
+        live.stage = event.resumed ? 'Resumed' : 'Started';
+        break;
+      case 'step-start':
+        live.stage = `Step ${event.step}: ${event.items.length} prompt${event.items.length === 1 ? '' : 's'}`;
+        break;
+      case 'item-start':
+        this.#streamItem = event.item;
+        live.stage = `Sampling a group of ${this.bundle?.run.config.groupSize ?? ''} completions for prompt #${event.item + 1}`;
+        break;
+      case 'rollouts':
+        live.stage = `Scoring the group of prompt #${event.item + 1}`;
+        await this.#decodeGroup(live.runId, event.step, event.item, event.completions);
+        break;
+      case 'advantages': {
+        const lessons = this.bundle?.run.kind === 'training-free' && this.bundle.run.config.mode === 'lessons';
+        live.stage = event.zeroSpread
+          ? `Prompt #${event.item + 1}: every completion scored the same, nothing to learn`
+          : lessons
+            ? `The critic is summarising each completion of prompt #${event.item + 1}`
+            : `Prompt #${event.item + 1}: keeping its best completion if it beats the group mean`;
+        break;
+      }
+      case 'summaries':
+        live.stage = `The critic is comparing better and worse completions of prompt #${event.item + 1}`;
+        break;
+      case 'critique':
+        live.stage = `The critic is checking its lessons for prompt #${event.item + 1} against the library`;
+        break;
+      case 'item-end':
+        if (this.bundle?.run.id === live.runId && !event.reused) this.bundle = { ...this.bundle, pending: [...this.bundle.pending, event.result] };
+        break;
+      case 'operations':
+        live.stage = `Updating the library after step ${event.step}`;
+        break;
+      case 'step-end': {
+        const record = await this.store.getStep(live.runId, event.step);
+        const b = this.bundle;
+        if (record && b?.run.id === live.runId) {
+          this.bundle = { ...b, steps: [...b.steps.filter((s) => s.step !== record.step), record], pending: b.pending.filter((r) => r.step !== record.step) };
+        }
+        break;
+      }
+      case 'warning':
+        live.warnings += 1;
+        break;
+      case 'run-end':
+        live.stage = event.status;
+        break;
+    }
+  }
+
+  /** Token pieces of a fresh group, kept for later views (after a reload too). */
+  async #decodeGroup(runId: string, step: number, item: number, completions: ReadonlyArray<{ tokenIds: number[]; logprobs: number[]; text: string }>): Promise<void> {
+    const policy = this.model.policy;
+    if (!policy?.decode || completions.some((c) => c.tokenIds.length !== c.logprobs.length)) return;
+    const decode = (ids: number[]) => policy.decode!(ids);
+    const pieces = await Promise.all(completions.map((c) => (c.tokenIds.length ? tokenPieces(decode, c.tokenIds, c.logprobs) : plainPieces(c.text))));
+    this.pieces.set(pieceKey(runId, step, item), pieces);
+    await this.#pieces?.put(runId, step, item, pieces).catch(() => undefined);
+  }
+
+  /** The pieces of a stored group, from the cache, the piece store, or (same model loaded) decoded now. */
+  async ensurePieces(runId: string, result: ItemResult): Promise<void> {
+    const key = pieceKey(runId, result.step, result.index);
+    if (this.pieces.has(key)) return;
+    const stored = await this.#pieces?.get(runId, result.step, result.index).catch(() => undefined);
+    if (stored) {
+      this.pieces.set(key, stored);
+      return;
+    }
+    const used = this.bundle?.run.config.policy.model;
+    const policy = this.model.policy;
+    if (policy?.decode && used && policy.info.model === used) {
+      await this.#decodeGroup(runId, result.step, result.index, result.rollouts);
+    }
+  }
+
+  piecesOf(runId: string, result: ItemResult): TokenPiece[][] | undefined {
+    return this.pieces.get(pieceKey(runId, result.step, result.index));
+  }
+
+  async deleteRun(runId: string): Promise<void> {
+    if (!this.store || this.live?.runId === runId) return;
+    await this.store.deleteRun(runId);
+    await this.#pieces?.deleteRun(runId);
+    await this.refreshRuns();
+    if (this.selectedId === runId) await this.select(this.runs[0]?.id ?? null);
+  }
+
+  async importFile(file: File): Promise<void> {
+    if (!this.store) return;
+    this.runError = null;
+    try {
+      const record = await importRun(this.store, await file.text());
+      await this.refreshRuns();
+      await this.select(record.id);
+    } catch (error) {
+      this.runError = `Could not import ${file.name}: ${(error as Error).message}`;
+    }
+  }
+
+  // ---- export ----
+
+  exportJsonl(): void {
+    if (this.bundle) download(runJsonl(this.bundle), `${fileStem(this.bundle)}.jsonl`, 'application/jsonl');
+  }
+
+  exportLibrary(): void {
+    if (!this.bundle) return;
+    const step = this.shownStep;
+    download(libraryJson(libraryAfter(this.bundle, step), this.bundle.run.id, step), `${fileStem(this.bundle)}-library-step${step}.json`, 'application/json');
+  }
+
+  async exportRun(): Promise<void> {
+    if (this.bundle && this.store) download(await runJson(this.store, this.bundle.run.id), `${fileStem(this.bundle)}-run.json`, 'application/json');
+  }
+}
+
+export const app = new Playground();

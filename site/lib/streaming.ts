@@ -1,0 +1,52 @@
+/**
+ * A policy whose groups can be watched while they are written: token events are collected per
+ * row and the rows' text decoded at most every `intervalMs`, so the page shows the group growing
+ * (a hub model on WebAssembly can take a minute per group). Everything else passes through
+ * unchanged, so the run stores the same policy info and produces the same rollouts.
+ */
+import type { GenerateGroupOptions, GroupResult, Policy } from '../../lib/index.js';
+
+export interface GroupStream {
+  /** `group`: rollouts (two or more rows); `critic`: a single critic reply. */
+  kind: 'group' | 'critic';
+  rows: string[];
+  tokens: number[];
+}
+
+export function streamingPolicy(policy: Policy, onUpdate: (stream: GroupStream | null) => void, intervalMs = 150): Policy {
+  const decode = policy.decode?.bind(policy);
+  async function generateGroup(options: GenerateGroupOptions): Promise<GroupResult> {
+    if (!decode || options.onToken) return policy.generateGroup(options);
+    const kind = options.groupSize > 1 ? 'group' : 'critic';
+    const ids: number[][] = Array.from({ length: options.groupSize }, () => []);
+    let done = false;
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    const flush = async () => {
+      timer = null;
+      const rows = await Promise.all(ids.map((row) => decode([...row])));
+      if (!done) onUpdate({ kind, rows, tokens: ids.map((row) => row.length) });
+    };
+    onUpdate({ kind, rows: ids.map(() => ''), tokens: ids.map(() => 0) });
+    try {
+      return await policy.generateGroup({
+        ...options,
+        onToken: (event) => {
+          ids[event.row]?.push(event.tokenId);
+          timer ??= setTimeout(() => void flush().catch(() => undefined), intervalMs);
+        },
+      });
+    } finally {
+      done = true;
+      if (timer) clearTimeout(timer);
+      onUpdate(null);
+    }
+  }
+  return {
+    info: policy.info,
+    generateGroup,
+    ...(policy.scoreCompletions ? { scoreCompletions: policy.scoreCompletions.bind(policy) } : {}),
+    ...(policy.encode ? { encode: policy.encode.bind(policy) } : {}),
+    ...(decode ? { decode } : {}),
+    dispose: () => policy.dispose(),
+  };
+}

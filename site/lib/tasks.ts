@@ -1,0 +1,49 @@
+/**
+ * Where a run's items and rewards come from: a built-in task (its own generator and verifiable
+ * rewards), or a JSONL file the user uploads, scored by a reward they pick.
+ */
+import {
+  builtinRewards,
+  builtinTasks,
+  InvalidInputError,
+  parseDatasetJsonl,
+  type DatasetItem,
+  type RewardFunction,
+  type TrainingFreeConfig,
+} from '../../lib/index.js';
+
+export interface UploadedDataset {
+  fileName: string;
+  items: DatasetItem[];
+}
+
+export const BUILTIN_TASKS = Object.values(builtinTasks);
+
+/** Rewards offered for uploaded datasets, with what each checks. */
+export const UPLOAD_REWARDS: ReadonlyArray<{ name: string; label: string }> = [
+  { name: 'similarity', label: 'similarity: edit-distance closeness to the answer (0 to 1)' },
+  { name: 'exact', label: 'exact: 1 if the reply equals the answer' },
+  { name: 'contains', label: 'contains: 1 if the reply contains the answer' },
+  { name: 'number', label: 'number: 1 if the last number equals the answer' },
+  { name: 'json', label: 'json: 1 if the reply is valid JSON (no answer needed)' },
+];
+
+export async function readDatasetFile(file: File): Promise<UploadedDataset> {
+  return { fileName: file.name, items: parseDatasetJsonl(await file.text(), file.name) };
+}
+
+/** The reward functions a stored run was started with (matched by name on resume). */
+export function rewardsOf(config: Pick<TrainingFreeConfig, 'task' | 'rewards'>): RewardFunction[] {
+  if (config.task && builtinTasks[config.task]) return builtinTasks[config.task].rewards;
+  return config.rewards.map(({ name, weight }) => {
+    const reward = builtinRewards[name];
+    if (!reward) throw new InvalidInputError('rewards', `this run uses a reward "${name}" the playground does not know.`);
+    return { ...reward, weight };
+  });
+}
+
+/** A one-line label of a prompt (its last user message). */
+export function promptLabel(item: { prompt?: string; messages?: ReadonlyArray<{ role: string; content: string }> }): string {
+  const text = item.prompt ?? [...(item.messages ?? [])].reverse().find((m) => m.role === 'user')?.content ?? '';
+  return text.replace(/\s+/g, ' ').trim();
+}

@@ -1,0 +1,55 @@
+/**
+ * Session groups in the real IndexedDB of headless Chromium (test/browser/pages/session-store.html):
+ * they survive a reopened database, a database of the previous schema is migrated with its runs
+ * kept, and a full quota is a StoreQuotaError that leaves the stored group as it was.
+ */
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { computeAdvantages, type GroupRecord } from '../../lib/index.js';
+import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
+
+interface Told {
+  groupId: string;
+  group: GroupRecord;
+  advantages: number[];
+}
+interface SessionsWindow {
+  sessions: {
+    askAndTell(name: string, rewards: number[]): Promise<Told>;
+    reopen(name: string, groupId: string): Promise<{ group: GroupRecord; ids: string[] }>;
+    migrate(name: string): Promise<{ version: number; stores: string[]; run: { id: string } | undefined; groupId: string }>;
+    quota(name: string, groupId: string): Promise<{ error?: { code: string; message: string }; kept: GroupRecord }>;
+  };
+  ready?: boolean;
+}
+
+let session: BrowserSession;
+let page: Page;
+beforeAll(async () => {
+  session = await launchBrowser();
+  page = await session.open('/test/browser/pages/session-store.html');
+  await page.waitForFunction(() => (window as unknown as SessionsWindow).ready === true);
+});
+afterAll(() => session?.close());
+
+describe('session groups in headless Chromium (real IndexedDB)', () => {
+  it('survive reopening the database, are migrated from schema v2, and a full quota loses nothing', async () => {
+    const told = await page.evaluate(() => (window as unknown as SessionsWindow).sessions.askAndTell('sessions', [1, 0, 0.5]));
+    expect(told.advantages).toEqual(computeAdvantages([1, 0, 0.5], { groupSize: 3 }).advantages);
+    const reopened = await page.evaluate(([id]) => (window as unknown as SessionsWindow).sessions.reopen('sessions', id), [told.groupId] as const);
+    expect(reopened.group).toEqual(told.group);
+    expect(reopened.group.feedback?.mean).toBe(0.5);
+    expect(reopened.ids).toEqual([told.groupId]);
+
+    const migrated = await page.evaluate(() => (window as unknown as SessionsWindow).sessions.migrate('legacy'));
+    expect(migrated.version).toBe(3);
+    expect(migrated.stores).toEqual(['groups', 'items', 'leases', 'pending', 'runs', 'steps']);
+    expect(migrated.run?.id).toBe('old');
+
+    const quota = await page.evaluate(([id]) => (window as unknown as SessionsWindow).sessions.quota('sessions', id), [told.groupId] as const);
+    expect(quota.error?.code).toBe('StoreQuota');
+    expect(quota.error?.message).toMatch(/storage quota/);
+    expect(quota.kept).toEqual(told.group);
+    expect(session.errors).toEqual([]);
+  });
+});

@@ -1,0 +1,192 @@
+/**
+ * The playground's plain modules on a real run: a Training-Free GRPO run of the toy policy (a
+ * deterministic character-level model) on the alphabetise task in a MemoryStore, read back as
+ * the UI reads it, then derived into what the panels draw and the files the user exports.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { alphabetise, MemoryStore, runGroups, trainingFreeGrpo, type RunBundle } from '../../lib/index.js';
+import { createToyPolicy } from '../fixtures/toy-policy.js';
+import { countDiff, diffLibraries } from '../../site/lib/diff.js';
+import { EtaClock, formatDuration } from '../../site/lib/eta.js';
+import { runJsonl, libraryJson } from '../../site/lib/export.js';
+import { tokenShade, SHADE_LEGEND } from '../../site/lib/shading.js';
+import { tokenPieces } from '../../site/lib/tokens.js';
+import { rewardsOf } from '../../site/lib/tasks.js';
+import { streamingPolicy, type GroupStream } from '../../site/lib/streaming.js';
+import { displayStatus, epochRows, groupsAt, lastStepShown, libraryAfter, stepSeries, totalSteps } from '../../site/lib/view.js';
+
+let bundle: RunBundle;
+
+beforeAll(async () => {
+  const store = new MemoryStore();
+  const run = trainingFreeGrpo({
+    policy: createToyPolicy(),
+    dataset: alphabetise.dataset({ size: 3 }),
+    rewards: alphabetise.rewards,
+    mode: 'exemplars',
+    task: 'alphabetise',
+    store,
+    groupSize: 3,
+    epochs: 2,
+    batchSize: 2,
+    maxNewTokens: 12,
+  });
+  await run.result();
+  bundle = await store.readBundle(run.runId);
+});
+
+describe('run view', () => {
+  it('lays out steps and epochs as the loop scheduled them', () => {
+    // 3 items in batches of 2: steps of 2 and 1 item, twice.
+    expect(totalSteps(bundle)).toBe(4);
+    expect(lastStepShown(bundle)).toBe(4);
+    expect(groupsAt(bundle, 2).map((g) => g.position)).toEqual([0]);
+    const rows = epochRows(bundle);
+    expect(rows.map((r) => [r.epoch, r.groups, r.partial])).toEqual([
+      [1, 3, false],
+      [2, 3, false],
+    ]);
+    expect(rows[1].librarySize).toBe(bundle.steps[3].library.exemplars.length);
+  });
+
+  it('gives the charts one point per committed step, with the band around the mean', () => {
+    const s = stepSeries(bundle);
+    expect(s.step).toEqual([1, 2, 3, 4]);
+    for (let i = 0; i < 4; i++) {
+      const { meanReward, stdReward } = bundle.steps[i].stats;
+      expect(s.mean[i]).toBe(meanReward);
+      expect(s.high[i]! - s.low[i]!).toBeCloseTo(2 * (stdReward ?? 0), 12);
+      expect(s.librarySize[i]).toBe(bundle.steps[i].library.exemplars.length + bundle.steps[i].library.entries.length);
+      expect(s.added[i]).toBe(bundle.steps[i].applied.filter((a) => a.operation === 'ADD').length);
+    }
+  });
+
+  it('shows a stored run that no loop drives as interrupted', () => {
+    const running = { ...bundle.run, status: 'running' as const };
+    expect(displayStatus(running, null)).toBe('interrupted');
+    expect(displayStatus(running, { runId: bundle.run.id, paused: true })).toBe('paused');
+    expect(displayStatus({ ...bundle.run, status: 'aborted' }, null)).toBe('cancelled');
+  });
+
+  it('resumes with the rewards the run was started with', () => {
+    expect(rewardsOf(bundle.run.config).map((r) => r.name)).toEqual(['exact', 'format', 'similarity']);
+    const upload = { ...bundle.run.config, task: undefined, rewards: [{ name: 'similarity', weight: 2 }] };
+    expect(rewardsOf(upload).map((r) => [r.name, r.weight])).toEqual([['similarity', 2]]);
+    expect(() => rewardsOf({ ...upload, rewards: [{ name: 'mine', weight: 1 }] })).toThrow(/does not know/);
+  });
+});
+
+describe('library diff', () => {
+  it('marks what a step added, updated and deleted', () => {
+    const before = { nextId: 3, entries: [{ id: 'G0', text: 'a', createdStep: 0, updatedStep: 0 }, { id: 'G1', text: 'b', createdStep: 0, updatedStep: 0 }], exemplars: [] };
+    const after = { nextId: 4, entries: [{ id: 'G1', text: 'b2', createdStep: 0, updatedStep: 1 }, { id: 'G3', text: 'c', createdStep: 1, updatedStep: 1 }], exemplars: [] };
+    const rows = diffLibraries(before, after);
+    expect(rows.map((r) => [r.id, r.status, r.previous])).toEqual([
+      ['G1', 'updated', 'b'],
+      ['G3', 'added', undefined],
+      ['G0', 'deleted', 'a'],
+    ]);
+    expect(countDiff(rows)).toEqual({ added: 1, updated: 1, deleted: 1 });
+  });
+
+  it('agrees with the operations the run applied', () => {
+    for (const step of bundle.steps) {
+      const counts = countDiff(diffLibraries(libraryAfter(bundle, step.step - 1), libraryAfter(bundle, step.step)));
+      const applied = (kind: string) => step.applied.filter((a) => a.operation === kind).length;
+      expect(counts.added).toBe(applied('ADD'));
+      expect(counts.deleted).toBe(applied('DELETE'));
+    }
+  });
+});
+
+describe('export', () => {
+  it('writes one TRL conversational line per completion, with reward, advantage and group', () => {
+    const lines = runJsonl(bundle).trimEnd().split('\n').map((line) => JSON.parse(line));
+    expect(lines).toHaveLength(2 * 3 * 3);
+    const first = bundle.steps[0].items[0];
+    expect(lines[0]).toEqual({
+      prompt: first.prompt.messages,
+      completion: [{ role: 'assistant', content: first.rollouts[0].text }],
+      reward: first.rollouts[0].reward,
+      advantage: first.rollouts[0].advantage,
+      group_id: `${bundle.run.id}:1:${first.index}`,
+    });
+    expect(new Set(lines.map((l) => l.group_id)).size).toBe(6);
+  });
+
+  it('includes the finished items of a step in progress', () => {
+    const partial = { ...bundle, steps: bundle.steps.slice(0, 1), pending: bundle.steps[1].items };
+    expect(runGroups(partial)).toHaveLength(3);
+  });
+
+  it('writes the library as JSON that names its run and step', () => {
+    const doc = JSON.parse(libraryJson(libraryAfter(bundle, 2), bundle.run.id, 2));
+    expect(doc).toMatchObject({ format: 'webgrpo.library', runId: bundle.run.id, step: 2 });
+    expect(doc.library).toEqual(bundle.steps[1].library);
+  });
+});
+
+describe('token pieces', () => {
+  const vocab = ['Hel', 'lo', ' wor', 'ld'];
+  const charDecode = async (ids: number[]) => ids.map((id) => vocab[id]).join('');
+
+  it('decodes token by token when that rebuilds the text', async () => {
+    const pieces = await tokenPieces(charDecode, [0, 1, 2, 3], [-0.1, -0.2, -0.3, -0.4]);
+    expect(pieces.map((p) => p.text)).toEqual(['Hel', 'lo', ' wor', 'ld']);
+    expect(pieces.map((p) => p.logprob)).toEqual([-0.1, -0.2, -0.3, -0.4]);
+  });
+
+  it('keeps the bytes of one character together (byte-level BPE)', async () => {
+    // "é" is two UTF-8 bytes, one token each; alone, each decodes to U+FFFD.
+    const bytes = [0x61, 0xc3, 0xa9, 0x62];
+    const decode = async (ids: number[]) => new TextDecoder().decode(new Uint8Array(ids.map((i) => bytes[i])));
+    const pieces = await tokenPieces(decode, [0, 1, 2, 3], [-1, -2, -3, -4]);
+    expect(pieces.map((p) => p.text)).toEqual(['a', 'é', 'b']);
+    expect(pieces.map((p) => [p.logprob, p.tokens])).toEqual([
+      [-1, 1],
+      [-5, 2],
+      [-4, 1],
+    ]);
+  });
+});
+
+describe('small helpers', () => {
+  it('estimates time left from items done while running, not while paused', () => {
+    const eta = new EtaClock();
+    eta.start(4, 0); // a resumed run found 4 items done
+    expect(eta.remainingMs(10, 1000)).toBeNull();
+    eta.update(6);
+    eta.pause(2000); // 2 items in 2 s
+    expect(eta.remainingMs(10, 60_000)).toBe(4000);
+    eta.start(6, 60_000);
+    eta.update(8);
+    expect(eta.remainingMs(10, 62_000)).toBe(2000);
+    expect(formatDuration(200_000)).toBe('3 min 20 s');
+  });
+
+  it('shades unlikely tokens more, and leaves likely ones plain', () => {
+    expect(tokenShade(0)).toBe('transparent');
+    expect(tokenShade(Number.NaN)).toBe('transparent');
+    const alpha = (lp: number) => Number(/, ([\d.]+)\)$/.exec(tokenShade(lp))?.[1] ?? 0);
+    expect(alpha(Math.log(0.01))).toBeGreaterThan(alpha(Math.log(0.5)));
+    expect(SHADE_LEGEND.map((s) => s.label)).toEqual(['90%', '50%', '10%', '1%', '0.1%']);
+  });
+});
+
+describe('streaming policy', () => {
+  it('shows each row growing, then the same group the policy alone returns', async () => {
+    const updates: Array<GroupStream | null> = [];
+    const policy = streamingPolicy(createToyPolicy({ stepDelayMs: 2 }), (s) => updates.push(s), 5);
+    const options = { prompt: 'Sort: pear apple', groupSize: 3, maxNewTokens: 24, temperature: 1, seed: 7 };
+    const streamed = await policy.generateGroup(options);
+    expect(streamed).toEqual(await createToyPolicy().generateGroup(options));
+    expect(updates[0]).toEqual({ kind: 'group', rows: ['', '', ''], tokens: [0, 0, 0] });
+    expect(updates[updates.length - 1]).toBeNull();
+    const growing = updates.slice(1, -1) as GroupStream[];
+    expect(growing.length).toBeGreaterThan(1);
+    for (const update of growing) {
+      update.rows.forEach((text, row) => expect(streamed.completions[row].text.startsWith(text)).toBe(true));
+    }
+    expect(policy.info).toEqual(createToyPolicy().info);
+  });
+});

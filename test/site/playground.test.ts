@@ -1,0 +1,254 @@
+/**
+ * The playground as a newcomer meets it: the production build (what `npm start` serves) in real
+ * headless Chromium. One epoch of a built-in task on the bundled tiny model (WebAssembly: the
+ * harness's WebGPU is a CPU emulation, much slower), the curves and the library filling in, a
+ * reload that finds everything still there, exports that parse, pause / resume / cancel, and a run
+ * interrupted by a reload and resumed. Screenshots of the main views at 1280 and 375 px go to
+ * test-artifacts/site/ (not committed).
+ */
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { BrowserContext, Page } from 'playwright-core';
+import { build, preview, type PreviewServer } from 'vite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
+import { bundledModelPath, loadOnnxPolicy } from '../../lib/onnx.js';
+import { serve } from '../../lib/server.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const artifacts = join(root, 'test-artifacts', 'site');
+
+let outDir: string;
+let server: PreviewServer;
+let baseURL: string;
+let session: BrowserSession;
+let context: BrowserContext;
+let page: Page;
+const errors: string[] = [];
+
+async function shoot(name: string): Promise<void> {
+  for (const width of [1280, 375]) {
+    await page.setViewportSize({ width, height: width === 1280 ? 900 : 800 });
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.waitForTimeout(150); // charts resize on the next frame
+    await page.screenshot({ path: join(artifacts, `${name}-${width}.png`), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
+
+/** A small, quick run: the tiny model writes 16 characters per completion. */
+async function configure(p: Page, { prompts, epochs }: { prompts: number; epochs: number }): Promise<void> {
+  await p.getByLabel('Device', { exact: true }).selectOption('wasm');
+  await p.getByLabel('Task', { exact: true }).selectOption('alphabetise');
+  await p.getByLabel('Prompts', { exact: true }).fill(String(prompts));
+  await p.getByLabel('Group size', { exact: true }).fill('3');
+  await p.getByLabel('Epochs', { exact: true }).fill(String(epochs));
+  await p.getByLabel('Batch', { exact: true }).fill('2');
+  await p.getByLabel('Max tokens', { exact: true }).fill('16');
+}
+
+const header = () => page.locator('section[aria-labelledby="run-title"]');
+const statusChip = () => header().locator('h2 .chip');
+
+beforeAll(async () => {
+  await mkdir(artifacts, { recursive: true });
+  outDir = await mkdtemp(join(tmpdir(), 'webgrpo-site-'));
+  await build({ configFile: join(root, 'vite.config.ts'), logLevel: 'error', build: { outDir, emptyOutDir: true } });
+  server = await preview({ configFile: join(root, 'vite.config.ts'), logLevel: 'error', build: { outDir }, preview: { host: '127.0.0.1', port: 0, strictPort: false } });
+  baseURL = server.resolvedUrls?.local[0] ?? '';
+  session = await launchBrowser();
+  context = await session.browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  context.on('console', (msg) => {
+    if (msg.type() === 'error') errors.push(msg.text());
+  });
+  context.on('weberror', (error) => errors.push(String(error.error())));
+  page = await context.newPage();
+}, 180_000);
+
+afterAll(async () => {
+  await session?.close();
+  await server?.close();
+  if (outDir) await rm(outDir, { recursive: true, force: true });
+});
+
+// Generous limits: the two cores are shared, and a loaded machine slows the model several times.
+describe('the playground', { timeout: 240_000 }, () => {
+  it('explains itself before any run, and loads no model runtime up front', async () => {
+    const requests: string[] = [];
+    page.on('request', (r) => requests.push(r.url()));
+    await page.goto(baseURL);
+    await expect.poll(() => page.getByRole('heading', { name: 'No run yet' }).isVisible()).toBe(true);
+    await expect.poll(() => page.locator('header .device').textContent()).toMatch(/WebGPU|WebAssembly/);
+    // The advantage demo computes with the library: rewards 1, 0, .5, 1 give +0.78, −1.31, −0.26, +0.78.
+    expect(await page.locator('.demo .adv').allTextContents()).toEqual(['+0.78', '−1.31', '−0.26', '+0.78']);
+    expect(requests.filter((url) => /transformers|ort-wasm|onnx/i.test(url))).toEqual([]);
+    await shoot('1-empty');
+    page.removeAllListeners('request');
+  });
+
+  it('runs one epoch on the bundled model and shows groups, curves and the library', async () => {
+    await configure(page, { prompts: 4, epochs: 1 });
+    await page.getByRole('button', { name: 'Start run' }).click();
+    await page.locator('article.group').first().waitFor({ timeout: 60_000 });
+    await shoot('2-live');
+    await expect.poll(() => statusChip().textContent(), { timeout: 120_000 }).toBe('completed');
+
+    expect(await header().getByRole('status').textContent()).toContain('4 / 4 groups');
+    expect(await page.locator('section[aria-labelledby="charts-title"] canvas').count()).toBeGreaterThanOrEqual(4);
+    expect(await page.locator('section[aria-labelledby="charts-title"] tbody tr').count()).toBe(1);
+    // Step 2 of 2 is in view: two groups of three completions, shaded token by token.
+    expect(await page.locator('article.group').count()).toBe(2);
+    expect(await page.locator('article.group .completions > li').count()).toBe(6);
+    expect(await page.locator('article.group .tok').count()).toBeGreaterThan(20);
+    // A random model still has reward spread (partial credit), so exemplars enter the library.
+    const entries = page.locator('section[aria-labelledby="library-title"] li');
+    expect(await entries.count()).toBeGreaterThan(0);
+    const librarySize = await page.locator('section[aria-labelledby="charts-title"] tbody td').nth(3).textContent();
+    expect(Number(librarySize)).toBe(await entries.count());
+
+    // The step slider brings back step 1 and its library.
+    await page.getByRole('slider', { name: 'Step in view' }).fill('1');
+    await expect.poll(() => page.locator('#library-title').textContent()).toContain('after step 1');
+    await page.getByRole('slider', { name: 'Step in view' }).fill('2');
+    // Step 2's prompts carry step 1's exemplars: what training-free GRPO changes is the prompt.
+    const seen = page.locator('article.group details.seen').first();
+    await seen.locator('summary').click();
+    expect(await seen.locator('summary').textContent()).toMatch(/with library entries E\d/);
+    expect(await seen.locator('pre').first().textContent()).toContain('Sorted:');
+    await shoot('3-done');
+  });
+
+  it('finds the run, its curves and its library after a reload, and exports it', async () => {
+    const libraryBefore = await page.locator('section[aria-labelledby="library-title"] li').allTextContents();
+    await page.reload();
+    await expect.poll(() => statusChip().textContent(), { timeout: 30_000 }).toBe('completed');
+    expect(await page.locator('section[aria-labelledby="runs-title"] li').count()).toBe(1);
+    expect(await page.locator('section[aria-labelledby="charts-title"] canvas').count()).toBeGreaterThanOrEqual(4);
+    expect(await page.locator('section[aria-labelledby="library-title"] li').allTextContents()).toEqual(libraryBefore);
+    // Token pieces were kept with the run: shading needs no model after a reload.
+    await expect.poll(() => page.locator('article.group .tok').count()).toBeGreaterThan(20);
+
+    const [jsonl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Training data (JSONL)' }).click()]);
+    expect(jsonl.suggestedFilename()).toMatch(/^webgrpo-alphabetise-.*\.jsonl$/);
+    const lines = (await readFile((await jsonl.path()) as string, 'utf8')).trimEnd().split('\n').map((line) => JSON.parse(line));
+    expect(lines).toHaveLength(4 * 3);
+    for (const line of lines) {
+      expect(line.prompt[0].role).toBe('user');
+      expect(line.completion[0].role).toBe('assistant');
+      expect(typeof line.reward).toBe('number');
+      expect(Number.isFinite(line.advantage)).toBe(true);
+    }
+
+    const [full] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Full run (JSON)' }).click()]);
+    const run = JSON.parse(await readFile((await full.path()) as string, 'utf8'));
+    expect(run).toMatchObject({ format: 'webgrpo.run', run: { status: 'completed' } });
+    expect(run.steps).toHaveLength(2);
+  });
+
+  it('pauses, resumes, cancels, and resumes a cancelled run to the end', async () => {
+    await configure(page, { prompts: 4, epochs: 2 });
+    await page.getByRole('button', { name: 'Start run' }).click();
+    await expect.poll(() => statusChip().textContent(), { timeout: 30_000 }).toBe('running');
+    await page.getByRole('button', { name: 'Pause' }).click();
+    expect(await statusChip().textContent()).toBe('paused');
+    const progress = header().getByRole('status');
+    await page.waitForTimeout(1500); // the group being written finishes; then nothing moves
+    const held = await progress.textContent();
+    await page.waitForTimeout(1500);
+    expect(await progress.textContent()).toBe(held);
+    await page.getByRole('button', { name: 'Resume', exact: true }).click();
+    await expect.poll(() => progress.textContent(), { timeout: 30_000 }).not.toBe(held);
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await expect.poll(() => statusChip().textContent(), { timeout: 30_000 }).toBe('cancelled');
+    await page.getByRole('button', { name: 'Resume run' }).click();
+    await expect.poll(() => statusChip().textContent(), { timeout: 120_000 }).toBe('completed');
+    expect(await progress.textContent()).toContain('8 / 8 groups');
+  });
+
+  it('resumes a run interrupted by a reload', async () => {
+    await configure(page, { prompts: 8, epochs: 1 });
+    await page.getByRole('button', { name: 'Start run' }).click();
+    await expect.poll(() => header().getByRole('status').textContent(), { timeout: 60_000 }).toMatch(/^\s*[12] \/ 8 groups/);
+    await page.reload(); // six or more groups to go: the run is still going when the page goes
+    await expect.poll(() => statusChip().textContent(), { timeout: 30_000 }).toBe('interrupted');
+    expect(await header().getByRole('status').textContent()).toMatch(/^\s*[1-7] \/ 8 groups/);
+    await shoot('4-interrupted');
+    await configure(page, { prompts: 8, epochs: 1 }); // the device choice is not stored
+    await page.getByRole('button', { name: 'Resume run' }).click();
+    await expect.poll(() => statusChip().textContent(), { timeout: 120_000 }).toBe('completed');
+    expect(await header().getByRole('status').textContent()).toContain('8 / 8 groups');
+    expect(await page.locator('section[aria-labelledby="runs-title"] li').count()).toBe(3);
+  });
+
+  it('trains on an uploaded JSONL dataset with a chosen reward, and names a bad line', async () => {
+    await page.getByLabel('Device', { exact: true }).selectOption('wasm');
+    await page.getByLabel('Task', { exact: true }).selectOption('upload');
+    const file = page.getByLabel('JSONL file');
+    await file.setInputFiles({ name: 'bad.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from('{"prompt": "2+2=", "answer": "4"}\n{oops\n') });
+    await expect.poll(() => page.locator('section[aria-labelledby="setup-title"] [role="alert"]').textContent()).toContain('bad.jsonl line 2');
+    expect(await page.getByRole('button', { name: 'Start run' }).isDisabled()).toBe(true);
+    const items = ['Say hi.', 'Say yes.'].map((prompt, i) => JSON.stringify({ prompt, answer: ['hi', 'yes'][i] })).join('\n');
+    await file.setInputFiles({ name: 'mine.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(items) });
+    await expect.poll(() => page.locator('section[aria-labelledby="setup-title"]').textContent()).toContain('mine.jsonl: 2 items');
+    await page.getByLabel('Reward', { exact: true }).selectOption('similarity');
+    await page.getByLabel('Prompts', { exact: true }).fill('2');
+    await page.getByLabel('Epochs', { exact: true }).fill('1');
+    await page.getByLabel('Max tokens', { exact: true }).fill('12');
+    await page.getByRole('button', { name: 'Start run' }).click();
+    await expect.poll(() => header().locator('h2').textContent(), { timeout: 30_000 }).toContain('dataset');
+    await expect.poll(() => statusChip().textContent(), { timeout: 120_000 }).toBe('completed');
+    expect(await header().locator('p.hint').first().textContent()).toContain('rewards similarity×1');
+    await page.getByLabel('Task', { exact: true }).selectOption('alphabetise');
+  });
+
+  it('says plainly that a hub model needs the network when the browser is offline', async () => {
+    await context.setOffline(true);
+    try {
+      await page.getByLabel('Model', { exact: true }).selectOption({ label: 'SmolLM2-135M-Instruct' });
+      await page.getByRole('button', { name: /Load model|Reload model/ }).click();
+      await expect.poll(() => page.locator('section[aria-labelledby="model-title"] [role="alert"]').textContent()).toMatch(/downloaded on first use, and this browser is offline.*bundled webgrpo-tiny model works offline/);
+    } finally {
+      await context.setOffline(false);
+    }
+  });
+
+  it('trains through an OpenAI-compatible endpoint and never stores its key', async () => {
+    const policy = await loadOnnxPolicy({ model: await bundledModelPath() });
+    const api = await serve({ policy, port: 0, modelId: 'webgrpo-tiny', apiKey: 'sk-test-not-stored', corsOrigins: [new URL(baseURL).origin] });
+    try {
+      await page.getByLabel('Model', { exact: true }).selectOption({ label: 'OpenAI-compatible endpoint…' });
+      await page.getByLabel('Base URL').fill(api.url);
+      await page.getByLabel('Model name').fill('webgrpo-tiny');
+      await page.getByLabel('API key').fill('sk-test-not-stored');
+      await page.getByLabel('Prompts', { exact: true }).fill('2');
+      await page.getByLabel('Epochs', { exact: true }).fill('1');
+      await page.getByLabel('Max tokens', { exact: true }).fill('12');
+      await page.getByRole('button', { name: 'Start run' }).click();
+      // The previous run (completed) is in view until this one starts.
+      await expect.poll(() => header().locator('p.hint').first().textContent(), { timeout: 30_000 }).toContain('webgrpo-tiny on http');
+      await expect.poll(() => statusChip().textContent(), { timeout: 60_000 }).toBe('completed');
+      const [full] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Full run (JSON)' }).click()]);
+      const text = await readFile((await full.path()) as string, 'utf8');
+      expect(JSON.parse(text).steps).toHaveLength(1);
+      expect(text).not.toContain('sk-test-not-stored');
+    } finally {
+      await api.close();
+      await policy.dispose();
+    }
+  });
+
+  it('deletes a run only on a second click', async () => {
+    const runs = page.locator('section[aria-labelledby="runs-title"] li');
+    const before = await runs.count();
+    await page.getByRole('button', { name: 'Delete run' }).click();
+    expect(await runs.count()).toBe(before);
+    await page.getByRole('button', { name: 'Click again to delete' }).click();
+    await expect.poll(() => runs.count()).toBe(before - 1);
+  });
+
+  it('logged no console errors', () => {
+    expect(errors).toEqual([]);
+  });
+});
