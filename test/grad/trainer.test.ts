@@ -1,0 +1,122 @@
+/**
+ * GrpoTrainer on the bundled model (CPU engine): the reference is the base model from the same
+ * forward pass, equal to scoring with a separate base policy; further updates on a batch reuse the
+ * frozen model's states (no forward pass) while the old log-probs stay the batch's; the adapter
+ * starts at zero (B = 0: the first update's adapted log-probs are the base model's); bad input
+ * fails with typed errors.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GrpoTrainer, groupRolloutBatch } from '../../lib/grad.js';
+import { GrpoConfig, InvalidInputError } from '../../lib/index.js';
+import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
+import type { PromptInput } from '../../lib/policy/types.js';
+
+let policy: OnnxPolicy;
+let base: OnnxPolicy;
+let batch: ReturnType<typeof groupRolloutBatch>;
+const prompts: PromptInput[] = [{ prompt: 'Answer with digits only.' }, { messages: [{ role: 'user', content: 'Reply in CAPITALS.' }] }];
+
+beforeAll(async () => {
+  const model = await bundledModelPath();
+  [policy, base] = await Promise.all([loadOnnxPolicy({ model, hiddenState: true }), loadOnnxPolicy({ model })]);
+  const groups = [];
+  for (const [i, prompt] of prompts.entries()) {
+    const group = await base.generateGroup({ ...prompt, groupSize: 4, maxNewTokens: 10, seed: i, temperature: 0.9 });
+    groups.push({ completions: group.completions, rewards: [0.2, 0.9, 0.5, 0.1] });
+  }
+  batch = groupRolloutBatch(groups);
+});
+afterAll(async () => {
+  await Promise.all([policy?.dispose(), base?.dispose()]);
+});
+
+const config = new GrpoConfig({ numGenerations: 4, beta: 0.05, entropyCoeff: 0.01 });
+
+describe('GrpoTrainer', () => {
+  it('starts at the base model: the first update sees ratio 1 and zero KL', async () => {
+    const trainer = new GrpoTrainer(policy, {}, config, { temperature: 0.9 });
+    try {
+      const { loss, metrics } = await trainer.trainStep(batch, prompts);
+      expect(metrics.kl).toBeCloseTo(0, 12);
+      expect(metrics.clipRatioRegion).toBe(0);
+      expect(loss).toBeCloseTo(metrics.loss, 15);
+      expect(metrics.tokens).toBe(batch.rollout.responseMask.flat().filter(Boolean).length);
+      expect(metrics.gradNorm).toBeGreaterThan(0);
+      expect(metrics.step).toBe(1);
+    } finally {
+      trainer.dispose();
+    }
+  });
+
+  it('reuses the frozen model\'s states on the same batch and keeps its old log-probs', async () => {
+    const trainer = new GrpoTrainer(policy, { lr: 0.05 }, config, { temperature: 0.9 });
+    try {
+      await trainer.trainStep(batch, prompts);
+      const passes = policy.stats().forwardPasses;
+      const second = await trainer.trainStep(batch, prompts);
+      expect(policy.stats().forwardPasses).toBe(passes);
+      // The adapter moved, the old log-probs did not: ratios leave 1, the KL grows from 0.
+      expect(second.metrics.kl).toBeGreaterThan(1e-6);
+      expect(second.metrics.step).toBe(2);
+      // A new batch object (even with the same content) runs the model again.
+      await trainer.trainStep(groupRolloutBatch([0, 1].map((g) => ({ completions: batch.rollout.sequences.slice(4 * g, 4 * g + 4).map(() => ({ tokenIds: [7, 8], logprobs: [-4, -4] })), rewards: [0, 1, 0, 1] }))), prompts);
+      expect(policy.stats().forwardPasses).toBeGreaterThan(passes);
+    } finally {
+      trainer.dispose();
+    }
+  });
+
+  it('a separate reference policy (the base model) gives the same KL as the built-in reference', async () => {
+    const run = async (reference: 'base' | OnnxPolicy) => {
+      const trainer = new GrpoTrainer(policy, { lr: 0.05 }, config, { temperature: 0.9, reference, adapter: { seed: 4 } });
+      try {
+        await trainer.trainStep(batch, prompts);
+        return (await trainer.trainStep(batch, prompts)).metrics;
+      } finally {
+        trainer.dispose();
+      }
+    };
+    const builtIn = await run('base');
+    const separate = await run(base);
+    expect(builtIn.kl).toBeGreaterThan(0);
+    expect(separate.kl).toBeCloseTo(builtIn.kl!, 9);
+    expect(separate.loss).toBeCloseTo(builtIn.loss, 9);
+  });
+
+  it('restores a saved state exactly, and takes its adapter off the policy when disposed', async () => {
+    const a = new GrpoTrainer(policy, {}, config);
+    await a.trainStep(batch, prompts);
+    const state = await a.state();
+    const exported = await a.exportAdapter();
+    a.dispose();
+    expect(policy.head!.adapter).toBeUndefined();
+    const b = new GrpoTrainer(policy, {}, config);
+    try {
+      b.load(state);
+      expect(await b.state()).toEqual(state);
+      expect((await b.exportAdapter()).b).toBe(exported.b);
+      expect(() => b.load({ ...state, a: new Float32Array(3) })).toThrow(/state\.a/);
+    } finally {
+      b.dispose();
+    }
+  });
+
+  it('refuses what it cannot train, with typed errors', async () => {
+    expect(() => new GrpoTrainer(base, {}, config)).toThrow(/hiddenState: true/);
+    expect(() => new GrpoTrainer(policy, { maxGradNorm: -1 }, config)).toThrow(InvalidInputError);
+    expect(() => new GrpoTrainer(policy, {}, config, { temperature: 0 })).toThrow(/temperature/);
+    expect(() => new GrpoTrainer(policy, {}, config, { reference: {} as never })).toThrow(/reference/);
+    const trainer = new GrpoTrainer(policy, {}, config);
+    try {
+      await expect(trainer.trainStep(batch, prompts.slice(0, 1))).rejects.toThrow(/one prompt per group/);
+      const other = new GrpoTrainer(policy, {}, { numGenerations: 2 });
+      await expect(other.trainStep(batch, prompts)).rejects.toThrow(/numGenerations/);
+      other.dispose();
+      const aborted = AbortSignal.abort();
+      await expect(trainer.trainStep(groupRolloutBatch([{ completions: batch.rollout.sequences.slice(0, 4).map(() => ({ tokenIds: [9], logprobs: [-4] })), rewards: [0, 1, 0, 1] }, { completions: batch.rollout.sequences.slice(0, 4).map(() => ({ tokenIds: [9], logprobs: [-4] })), rewards: [0, 1, 0, 1] }]), prompts, { signal: aborted })).rejects.toThrow(/aborted/);
+    } finally {
+      trainer.dispose();
+    }
+    await expect(trainer.trainStep(batch, prompts)).rejects.toThrow(/disposed/);
+  });
+});
