@@ -9,6 +9,7 @@
  * and with u = s (h A):  dB += u^T dz',  du = dz' B^T,  dA += s h^T du.
  * Every token is done in turn with O(V) scratch.
  */
+import { UnsupportedError } from '../errors.js';
 import { halfToFloat } from '../policy/logits.js';
 import { adaptedRow, adapterInput, type HeadAdapterWeights } from '../policy/head-adapter.js';
 import type { HostHeadAdapter } from '../policy/onnx/webgpu-adapter.js';
@@ -61,7 +62,7 @@ export class HostEngine implements HeadEngine {
   async writeWindow(window: ScoreWindow, slots: ArrayLike<number>): Promise<void> {
     const { vocabSize: v, hiddenSize: d } = this.shape;
     const { logits, hidden } = window;
-    if (!hidden) throw new Error('The window has no hidden state; load the policy with hiddenState: true.');
+    if (!hidden) throw new UnsupportedError('The model window has no hidden state; load the policy with hiddenState: true.');
     window.picks.forEach(({ offset }, k) => {
       const slot = slots[k];
       const flatRow = offset / v;

@@ -5,7 +5,7 @@
  * sampler applies, and per step only the per-token statistics (16 bytes a token) and the gradient
  * norm are read back.
  */
-import { UnsupportedError, WebgrpoError } from '../../errors.js';
+import { UnsupportedError } from '../../errors.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
 import type { ScoreWindow } from '../../policy/onnx/score.js';
 import type { GpuHeadAdapter } from '../../policy/onnx/webgpu-adapter.js';
@@ -21,6 +21,8 @@ const MAX_CHUNK_TOKENS = 4096;
 const STORAGE = BufferUsage.STORAGE | BufferUsage.COPY_SRC | BufferUsage.COPY_DST;
 
 interface Chunk {
+  /** Tokens its buffers hold; `count` of them are in use. */
+  capacity: number;
   count: number;
   z: GpuBufferLike;
   h: GpuBufferLike;
@@ -76,7 +78,7 @@ export class WebGpuEngine implements HeadEngine {
       adamw: pipeline(ADAMW_KERNEL, 'webgrpo grad adamw'),
     };
     this.#ready = device.popErrorScope().then((error) => {
-      if (error) throw new WebgrpoError('Unsupported', `WebGPU rejected webgrpo's training kernels: ${error.message}`);
+      if (error) throw new UnsupportedError(`WebGPU rejected webgrpo's training kernels: ${error.message}`);
     });
     const buffer = (floats: number, label: string, data?: Float32Array) => {
       const b = device.createBuffer({ size: Math.max(16, floats * 4), usage: STORAGE, label });
@@ -96,11 +98,17 @@ export class WebGpuEngine implements HeadEngine {
     if (count === 0) this.#freeChunks();
     const needed = Math.ceil(count / this.#chunkTokens);
     const { hiddenSize: d, vocabSize: v, rank: r } = this.shape;
-    while (this.#chunks.length < needed) {
-      const c = this.#chunkTokens;
+    for (let i = 0; i < needed; i++) {
+      const want = Math.min(this.#chunkTokens, count - i * this.#chunkTokens);
+      const old = this.#chunks[i];
+      if (old && old.capacity >= want) continue;
+      if (old) this.#destroyChunk(old);
+      // Room rounded up to 64 tokens, so slightly larger batches reuse the buffers.
+      const c = Math.min(this.#chunkTokens, Math.ceil(want / 64) * 64);
       const device = this.#device;
       const make = (bytes: number, label: string) => device.createBuffer({ size: Math.max(16, bytes), usage: STORAGE, label: `webgrpo ${label}` });
-      this.#chunks.push({
+      this.#chunks[i] = {
+        capacity: c,
         count: 0,
         z: make(c * v * 4, 'states z'),
         h: make(c * d * 4, 'states h'),
@@ -111,7 +119,7 @@ export class WebGpuEngine implements HeadEngine {
         norms: make(c * 16, 'token norms'),
         coefs: make(c * 16, 'token coefs'),
         params: device.createBuffer({ size: 32, usage: BufferUsage.UNIFORM | BufferUsage.COPY_DST, label: 'webgrpo chunk params' }),
-      });
+      };
     }
     this.#chunks.forEach((chunk, i) => (chunk.count = Math.max(0, Math.min(this.#chunkTokens, count - i * this.#chunkTokens))));
   }
@@ -119,7 +127,7 @@ export class WebGpuEngine implements HeadEngine {
   async writeWindow(window: ScoreWindow, slots: ArrayLike<number>): Promise<void> {
     await this.#ready;
     const { logits, hidden } = window;
-    if (!hidden) throw new Error('The window has no hidden state; load the policy with hiddenState: true.');
+    if (!hidden) throw new UnsupportedError('The model window has no hidden state; load the policy with hiddenState: true.');
     const logitsType: LogitsDtype = logits.type === 'float16' ? 'float16' : 'float32';
     const hiddenType: LogitsDtype = hidden.type === 'float16' ? 'float16' : 'float32';
     const key = `${logitsType}/${hiddenType}`;
@@ -276,10 +284,12 @@ export class WebGpuEngine implements HeadEngine {
   }
 
   #freeChunks(): void {
-    for (const chunk of this.#chunks) {
-      for (const buffer of [chunk.z, chunk.h, chunk.targets, chunk.u, chunk.du, chunk.stats, chunk.norms, chunk.coefs, chunk.params]) buffer.destroy();
-    }
+    for (const chunk of this.#chunks) this.#destroyChunk(chunk);
     this.#chunks = [];
+  }
+
+  #destroyChunk(chunk: Chunk): void {
+    for (const buffer of [chunk.z, chunk.h, chunk.targets, chunk.u, chunk.du, chunk.stats, chunk.norms, chunk.coefs, chunk.params]) buffer.destroy();
   }
 
   #live(): Chunk[] {

@@ -35,8 +35,8 @@ const GRAPH_OUTPUT = 12;
 const GRAPH_VALUE_INFO = 13;
 const LENGTH_DELIMITED = 2;
 
-/** Ops between the head and `logits` that keep h's information on one path. */
-const PASS_THROUGH = new Set(['Cast', 'Identity', 'Reshape', 'Squeeze', 'Unsqueeze', 'Flatten', 'Mul', 'Div', 'Add', 'Sub', 'Tanh', 'Softcap']);
+/** Ops exports put between the head and `logits`: casts, reshapes, scaling, bias, soft-capping. */
+const PASS_THROUGH = new Set(['Cast', 'Identity', 'Reshape', 'Squeeze', 'Unsqueeze', 'Flatten', 'Mul', 'Div', 'Add', 'Sub', 'Tanh']);
 const PROJECTIONS = new Set(['MatMul', 'Gemm', 'FusedMatMul', 'MatMulNBits']);
 
 export async function exposeHiddenState(model: Uint8Array, logitsName = 'logits'): Promise<HiddenStateGraph> {

@@ -4,6 +4,7 @@
  * 16 bytes, and only those bytes are mapped back. All buffers are reused from call to call and
  * destroyed with the policy, so GPU memory does not grow with the number of calls.
  */
+import { UnsupportedError } from '../../errors.js';
 import type { TokenScore } from '../logits.js';
 import type { SampledToken, SamplingConfig } from '../sampling.js';
 import { newStats, type LogitsOps, type SamplePick, type ScorePick } from './logits-ops.js';
@@ -17,7 +18,7 @@ const MAX_DISPATCH = 65535;
 
 export class WebGpuLogits implements LogitsOps {
   readonly stats = newStats();
-  adapter: GpuHeadAdapter | undefined;
+  #adapter: GpuHeadAdapter | undefined;
   private readonly params: GpuBufferLike;
   private applier?: GpuAdapterApplier;
   /** Rows of the current logits buffer the adapter was applied to (in place, so once each). */
@@ -58,6 +59,18 @@ export class WebGpuLogits implements LogitsOps {
   ) {
     this.elementBytes = dtype === 'float16' ? 2 : 4;
     this.params = device.createBuffer({ size: 32, usage: BufferUsage.UNIFORM | BufferUsage.COPY_DST, label: 'webgrpo params' });
+  }
+
+  get adapter(): GpuHeadAdapter | undefined {
+    return this.#adapter;
+  }
+
+  set adapter(adapter: GpuHeadAdapter | undefined) {
+    // The in-place update writes float16 logits two at a time, within one row.
+    if (adapter && this.dtype === 'float16' && this.vocabSize % 2 === 1) {
+      throw new UnsupportedError(`An adapter on float16 logits needs an even vocabulary; this model has ${this.vocabSize}.`);
+    }
+    this.#adapter = adapter;
   }
 
   /** The largest [rows, length] logits block one buffer may hold. */
@@ -103,14 +116,15 @@ export class WebGpuLogits implements LogitsOps {
 
   /** The picked rows still to adapt, as (logits offset, hidden offset) pairs, with the hidden state. */
   private adapterRows(picks: ReadonlyArray<{ offset: number }>, hidden: OrtTensor | undefined): AdapterRows | undefined {
-    if (!this.adapter || !hidden) return undefined;
+    const adapter = this.#adapter;
+    if (!adapter || !hidden) return undefined;
     const rows: Array<[number, number]> = [];
     for (const { offset } of picks) {
       if (this.adaptedRows.has(offset)) continue;
       this.adaptedRows.add(offset);
-      rows.push([offset, (offset / this.vocabSize) * this.adapter.hiddenSize]);
+      rows.push([offset, (offset / this.vocabSize) * adapter.hiddenSize]);
     }
-    return rows.length ? { adapter: this.adapter, hidden, rows } : undefined;
+    return rows.length ? { adapter, hidden, rows } : undefined;
   }
 
   private async run(
