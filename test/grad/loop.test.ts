@@ -41,21 +41,24 @@ function options(task: Task, seed: number, extra: Partial<GradientGrpoOptions> =
 
 const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 
-// Two tasks, two seeds each: the default settings learn without a lucky seed. Another pair runs
-// with WEBGRPO_GRAD_TASK=<built-in task> WEBGRPO_GRAD_SEED=<n> npx vitest run test/grad/loop.test.ts
-const cases: Array<[string, Task, number]> = [
-  ['digits', digits, 1],
-  ['digits', digits, 7],
-  ['shout', shout, 2],
-  ['shout', shout, 11],
+// Two token-level tasks, two seeds each: the default settings learn without a lucky seed (the
+// mean reward of the last 3 of 12 steps is 0.3 above the first 3's and above 0.6). Any other task
+// and seed run with WEBGRPO_GRAD_TASK=<built-in task> WEBGRPO_GRAD_SEED=<n>, held to a gain of
+// 0.1 of the rewards' total weight: the random character-level model learns token-level rewards
+// (digits, shout, and keywords' one_sentence), not exact answers (arithmetic, json-format).
+const cases: Array<[string, number, Task, { gain: number; end: number }]> = [
+  ['digits', 1, digits, { gain: 0.3, end: 0.6 }],
+  ['digits', 7, digits, { gain: 0.3, end: 0.6 }],
+  ['shout', 2, shout, { gain: 0.3, end: 0.6 }],
+  ['shout', 11, shout, { gain: 0.3, end: 0.6 }],
 ];
 if (process.env.WEBGRPO_GRAD_TASK) {
   const task = getTask(process.env.WEBGRPO_GRAD_TASK);
-  cases.push([task.name, task, Number(process.env.WEBGRPO_GRAD_SEED ?? 0)]);
+  cases.push([task.name, Number(process.env.WEBGRPO_GRAD_SEED ?? 0), task, { gain: 0.1, end: 0 }]);
 }
 
 describe('learning on the bundled model', () => {
-  it.each(cases)('%s with seed %i: mean reward after 12 steps clearly above the start', async (_, task, seed) => {
+  it.each(cases)('%s with seed %i: mean reward after 12 steps clearly above the start', async (_, seed, task, bar) => {
     const run = gradientGrpo(options(task, seed));
     const rewards: number[] = [];
     const losses: number[] = [];
@@ -68,8 +71,9 @@ describe('learning on the bundled model', () => {
     expect(rewards).toHaveLength(12);
     const start = mean(rewards.slice(0, 3));
     const end = mean(rewards.slice(-3));
-    expect(end - start, `rewards ${rewards.map((r) => r.toFixed(2)).join(' ')}`).toBeGreaterThan(0.3);
-    expect(end).toBeGreaterThan(0.6);
+    const total = task.rewards.reduce((sum, r) => sum + (r.weight ?? 1), 0);
+    expect(end - start, `rewards ${rewards.map((r) => r.toFixed(2)).join(' ')}`).toBeGreaterThan(bar.gain * total);
+    expect(end).toBeGreaterThan(bar.end * total);
     expect(losses.every(Number.isFinite)).toBe(true);
   });
 });
