@@ -1,6 +1,6 @@
 /**
  * `IdbSessionStore`: an ask/tell session's groups in the browser's IndexedDB, in the same database
- * as the runs (object store `groups`, schema version 3). Each `put` is one transaction, so a group
+ * as the runs (object store `groups`, added in schema version 3). Each `put` is one transaction, so a group
  * is stored whole or not at all; a full quota is a `StoreQuotaError` that leaves the group as it was.
  */
 import type { IDBPDatabase } from 'idb';

@@ -42,8 +42,8 @@ describe('session groups in headless Chromium (real IndexedDB)', () => {
     expect(reopened.ids).toEqual([told.groupId]);
 
     const migrated = await page.evaluate(() => (window as unknown as SessionsWindow).sessions.migrate('legacy'));
-    expect(migrated.version).toBe(3);
-    expect(migrated.stores).toEqual(['groups', 'items', 'leases', 'pending', 'runs', 'steps']);
+    expect(migrated.version).toBe(4);
+    expect(migrated.stores).toEqual(['adapters', 'groups', 'items', 'leases', 'pending', 'runs', 'steps']);
     expect(migrated.run?.id).toBe('old');
 
     const quota = await page.evaluate(([id]) => (window as unknown as SessionsWindow).sessions.quota('sessions', id), [told.groupId] as const);

@@ -133,8 +133,8 @@ describe('IndexedDB session store', () => {
     await runs.close();
     await groups.close();
     const raw = await openDB(name);
-    expect(raw.version).toBe(3);
-    expect([...raw.objectStoreNames].sort()).toEqual(['groups', 'items', 'leases', 'pending', 'runs', 'steps']);
+    expect(raw.version).toBe(MIGRATIONS.length);
+    expect([...raw.objectStoreNames].sort()).toEqual(['adapters', 'groups', 'items', 'leases', 'pending', 'runs', 'steps']);
     raw.close();
   });
 
