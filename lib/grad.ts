@@ -21,4 +21,4 @@ export { groupRolloutBatch, type RolloutGroup, type RolloutCompletion } from './
 export { attachAdapter, type AttachedAdapter } from './grad/attach.js';
 export { OPTIMIZER_DEFAULTS, type OptimizerOptions } from './grad/optimizer.js';
 export { ADAPTER_DEFAULTS, type AdapterInit, type AdapterShape } from './grad/adapter.js';
-export type { AdapterState } from './grad/engine.js';
+export type { AdapterState } from './grad/state.js';

@@ -16,6 +16,9 @@ import type { HeadAdapterBinding } from '../policy/onnx/webgpu-adapter.js';
 import type { ScoreWindow } from '../policy/onnx/score.js';
 import type { AdapterShape } from './adapter.js';
 import type { ResolvedOptimizer } from './optimizer.js';
+import type { AdapterState } from './state.js';
+
+export type { AdapterState } from './state.js';
 
 export interface TokenStats {
   /** log p'(y) under the adapted model (softmax(z'/T)), per token. */
@@ -24,16 +27,6 @@ export interface TokenStats {
   entropies: Float64Array;
   /** log p(y) under the base model (softmax(z/T)): the reference. */
   refLogps: Float64Array;
-}
-
-/** Adapter weights with the optimizer's state, as host copies. */
-export interface AdapterState {
-  a: Float32Array;
-  b: Float32Array;
-  /** AdamW's first and second moments and its update count. */
-  m: { a: Float32Array; b: Float32Array };
-  v: { a: Float32Array; b: Float32Array };
-  updates: number;
 }
 
 export interface HeadEngine {

@@ -19,7 +19,7 @@
 import { InvalidInputError } from '../errors.js';
 import type { HeadAdapterWeights } from '../policy/head-adapter.js';
 import { MAX_RANK } from './adapter.js';
-import type { AdapterState } from './engine.js';
+import type { AdapterState } from './state.js';
 
 export const ADAPTER_FORMAT = 'webgrpo.adapter';
 export const ADAPTER_VERSION = 1;

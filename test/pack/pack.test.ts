@@ -77,12 +77,23 @@ const scored = await policy.scoreCompletions({ prompt: 'Hello', completions: gro
 let maxGap = 0;
 group.completions.forEach((c, i) => c.logprobs.forEach((lp, t) => (maxGap = Math.max(maxGap, Math.abs(lp - scored.logprobs[i][t])))));
 await policy.dispose();
-console.log(JSON.stringify({ model, backend: policy.info.backend, rows: group.completions.length, maxGap }));
+// webgrpo/grad: two gradient steps on the same model, its graph rewritten at load (onnx-proto).
+const { gradientGrpo } = await import('webgrpo/grad');
+const { digits } = await import('webgrpo');
+const trainable = await loadOnnxPolicy({ model, hiddenState: true });
+const trained = await gradientGrpo({ policy: trainable, dataset: digits.dataset({ size: 4 }), rewards: digits.rewards, groupSize: 4, batchSize: 2, maxNewTokens: 6 }).result();
+await trainable.dispose();
+console.log(JSON.stringify({ model, backend: policy.info.backend, rows: group.completions.length, maxGap, steps: trained.stepsCompleted, adapter: trained.adapter.format }));
 `;
 
 const onnxTypesCheck = `
 import { loadOnnxPolicy, type OnnxPolicyOptions } from 'webgrpo/onnx';
+import { GrpoTrainer, type TrainStepMetrics } from 'webgrpo/grad';
 import type { GroupResult, Policy } from 'webgrpo';
+export async function train(): Promise<TrainStepMetrics['loss']> {
+  const trainer = new GrpoTrainer(await loadOnnxPolicy({ model: 'x', hiddenState: true }), { lr: 0.01 }, { numGenerations: 4 });
+  return trainer.config.beta;
+}
 const options: OnnxPolicyOptions = { model: 'HuggingFaceTB/SmolLM2-135M-Instruct', device: 'auto', dtype: 'q4f16' };
 export async function check(): Promise<GroupResult> {
   const policy: Policy = await loadOnnxPolicy(options);
@@ -147,9 +158,9 @@ describe('npm pack', () => {
     await run(process.execPath, [tsc, ...flags], { cwd: app, env });
     await writeFile(join(app, 'onnx-check.mjs'), onnxCheck);
     const { stdout } = await run(process.execPath, ['onnx-check.mjs'], { cwd: app, env });
-    const report = JSON.parse(stdout) as { model: string; backend: string; rows: number; maxGap: number };
+    const report = JSON.parse(stdout) as { model: string; backend: string; rows: number; maxGap: number; steps: number; adapter: string };
     expect(report.model).toBe(join(app, 'node_modules/webgrpo/public/models/webgrpo-tiny'));
-    expect(report).toMatchObject({ backend: 'cpu', rows: 3 });
+    expect(report).toMatchObject({ backend: 'cpu', rows: 3, steps: 2, adapter: 'webgrpo.adapter' });
     expect(report.maxGap).toBeLessThan(1e-4);
   }, 240_000);
 });
