@@ -10,7 +10,7 @@ import type { OnnxPolicy } from '../policy/onnx/policy.js';
 import type { DatasetItem, GradientConfig } from '../store/records.js';
 import type { Store } from '../store/types.js';
 import { validateHandles, type RewardFunction } from '../train/options.js';
-import { ADAPTER_DEFAULTS, resolveShape, type AdapterInit } from './adapter.js';
+import { resolveShape, type AdapterInit } from './adapter.js';
 import type { AdapterFile } from './format.js';
 import { resolveOptimizer, type OptimizerOptions } from './optimizer.js';
 
@@ -158,7 +158,8 @@ export function resolveGradientConfig(options: GradientGrpoOptions): GradientCon
       scaleRewards,
     },
     optimizer: resolveOptimizer(options.optimizer),
-    adapter: { rank: shape.rank, scale: shape.scale, seed: seed ?? ADAPTER_DEFAULTS.seed, hiddenSize: shape.hiddenSize, vocabSize: shape.vocabSize },
+    // A new adapter's A is drawn from the run's seed.
+    adapter: { rank: shape.rank, scale: shape.scale, seed, hiddenSize: shape.hiddenSize, vocabSize: shape.vocabSize },
     policy: { ...options.policy.info },
   };
   if (typeof config.shuffle !== 'boolean') throw new InvalidInputError('shuffle', 'expected true or false.');
