@@ -18,12 +18,12 @@ import { createAdapterWeights } from '../../lib/grad/adapter.js';
 import { HostEngine } from '../../lib/grad/host-engine.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { browserServerConfig } from '../../test/browser/server-config.js';
-import { BENCH, buildModel } from '../build-model/index.js';
+import { BENCH, BENCH_MODEL_URL, buildModel, MODEL_DIRS } from '../build-model/index.js';
 import { measureEngine, measureTrainStep, type EnginePhases, type StepTiming } from './_grad-measure.js';
 import { ms } from './_measure.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const benchDir = `${root}public/models/webgrpo-bench`;
+const benchDir = MODEL_DIRS.bench;
 const RANK = 8;
 const TOKENS = 2 * 8 * 64;
 const REPEATS = 3;
@@ -62,7 +62,7 @@ export async function run(): Promise<string> {
     const browserCpu = await call<EnginePhases>(page, 'engine', 'cpu', shape, TOKENS, REPEATS);
     const browserGpu = await call<EnginePhases & { gpuPeakBytes: number }>(page, 'engine', 'webgpu', shape, TOKENS, REPEATS);
     console.log('  Chromium: whole train steps on WASM (bench model) and WebGPU (tiny model)…');
-    const wasmStep = await call<StepTiming>(page, 'trainStep', 'wasm', '/models/webgrpo-bench', STEP);
+    const wasmStep = await call<StepTiming>(page, 'trainStep', 'wasm', BENCH_MODEL_URL, STEP);
     const gpuStep = await call<StepTiming>(page, 'trainStep', 'webgpu', '/models/webgrpo-tiny', GPU_STEP);
     return report(shape, { nodeEngine, browserCpu, browserGpu }, { nodeStep, wasmStep, gpuStep }, nodeRss);
   } finally {

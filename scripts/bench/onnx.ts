@@ -11,13 +11,13 @@ import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 import { createServer } from 'vite';
 import { browserServerConfig } from '../../test/browser/server-config.js';
-import { BENCH, buildModel } from '../build-model/index.js';
+import { BENCH, BENCH_MODEL_URL, buildModel, MODEL_DIRS } from '../build-model/index.js';
 import { ms } from './_measure.js';
 import type { BenchCase, Measurement } from './_onnx-measure.js';
 
 const exec = promisify(execFile);
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const benchDir = `${root}public/models/webgrpo-bench`;
+const benchDir = MODEL_DIRS.bench;
 
 const PROMPT = 256;
 const NEW = 64;
@@ -25,7 +25,7 @@ const G = 8;
 const SCALING = [1, 4, 16];
 const SEED = 1;
 /** SwiftShader runs WebGPU on the CPU (about 8 s per decode step of the bench model): a smaller setting. */
-const GPU = { model: 'webgrpo-tiny', prompt: 64, newTokens: 16 };
+const GPU = { model: '/models/webgrpo-tiny', prompt: 64, newTokens: 16 };
 
 interface Side {
   measurements: Measurement[];
@@ -60,8 +60,8 @@ export async function run(): Promise<string> {
     const twice = [G, G].map((groupSize) => ({ groupSize, newTokens: NEW, seed: SEED }));
     console.log('  Chromium WASM: webgrpo, transformers.js…');
     const wasm = {
-      ours: await browserSide(base, 'webgrpo', 'wasm', 'webgrpo-bench', PROMPT, twice),
-      theirs: await browserSide(base, 'transformers.js', 'wasm', 'webgrpo-bench', PROMPT, twice),
+      ours: await browserSide(base, 'webgrpo', 'wasm', BENCH_MODEL_URL, PROMPT, twice),
+      theirs: await browserSide(base, 'transformers.js', 'wasm', BENCH_MODEL_URL, PROMPT, twice),
     };
     const small = [G, G].map((groupSize) => ({ groupSize, newTokens: GPU.newTokens, seed: SEED }));
     console.log('  Chromium WebGPU (SwiftShader): webgrpo, transformers.js…');
@@ -90,7 +90,7 @@ async function browserSide(
   base: string,
   implementation: Measurement['implementation'],
   device: 'wasm' | 'webgpu',
-  model: string,
+  modelUrl: string,
   promptTokens: number,
   cases: BenchCase[],
 ): Promise<Side> {
@@ -106,7 +106,7 @@ async function browserSide(
     const warmup: BenchCase = { groupSize: 2, newTokens: 2, seed: 0 };
     const result = (await page.evaluate(
       ([i, d, m, p, c]) => (window as unknown as { bench: (...a: unknown[]) => Promise<unknown> }).bench(i, d, m, p, c),
-      [implementation, device, `/models/${model}`, promptTokens, [warmup, ...cases]] as const,
+      [implementation, device, modelUrl, promptTokens, [warmup, ...cases]] as const,
     )) as { measurements: Measurement[]; transfer?: Side['transfer'] };
     const cdp = await browser.newBrowserCDPSession();
     const { processInfo } = (await cdp.send('SystemInfo.getProcessInfo')) as { processInfo: Array<{ type: string; id: number }> };

@@ -19,7 +19,7 @@ import { gzipSync } from 'node:zlib';
 import { chromium, type Page } from 'playwright-core';
 import { build, createServer, preview } from 'vite';
 import { browserServerConfig } from '../../test/browser/server-config.js';
-import { buildModel, PRESETS } from '../build-model/index.js';
+import { BENCH_MODEL_URL, buildModel, MODEL_DIRS, PRESETS } from '../build-model/index.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -68,13 +68,12 @@ type Phases = { load: Blocking; generate: Blocking };
 /** The bundled model, and the 28M-parameter bench model (made on demand, gitignored), closer to a real one. */
 const MODELS = [
   { label: 'webgrpo-tiny (0.8M)', path: '/models/webgrpo-tiny/', groups: 5, tokens: 64 },
-  { label: 'webgrpo-bench (28M)', path: '/models/webgrpo-bench/', groups: 2, tokens: 32 },
+  { label: 'webgrpo-bench (28M)', path: `${BENCH_MODEL_URL}/`, groups: 2, tokens: 32 },
 ];
 type Measured = Array<{ label: string; groups: number; tokens: number; page: Phases; worker: Phases }>;
 
 async function responsiveness(launch: () => ReturnType<typeof chromium.launch>): Promise<Measured> {
-  const benchModel = join(root, 'public/models/webgrpo-bench');
-  if (!existsSync(join(benchModel, 'onnx/model.onnx'))) await buildModel(PRESETS.bench, benchModel);
+  if (!existsSync(join(MODEL_DIRS.bench, 'onnx/model.onnx'))) await buildModel(PRESETS.bench, MODEL_DIRS.bench);
   const server = await createServer(browserServerConfig);
   await server.listen();
   const address = server.httpServer?.address();

@@ -9,12 +9,27 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { buildLlamaGraph } from './llama.js';
-import { validateSpec, type ModelSpec } from './spec.js';
+import { validateSpec, type ModelSpec, type PresetName } from './spec.js';
 import { BOS_ID, EOS_IDS, PAD_ID, tokenizerConfigJson, tokenizerJson, vocabulary } from './tokenizer.js';
 import { initWeights } from './weights.js';
 
 export { BENCH, PRESETS, TINY, type ModelSpec, type PresetName } from './spec.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+/**
+ * Where each preset is written by default. The tiny model lives in `public/` (committed, served by
+ * the playground); the bench model goes to the gitignored `build/models/`, outside `public/`, so the
+ * playground's build never copies its 113 MB. The Vite server of tests and benchmarks serves the repo
+ * root, so browsers load it from `BENCH_MODEL_URL`.
+ */
+export const MODEL_DIRS: Record<PresetName, string> = {
+  tiny: join(root, 'public/models/webgrpo-tiny'),
+  bench: join(root, 'build/models/webgrpo-bench'),
+};
+export const BENCH_MODEL_URL = '/build/models/webgrpo-bench';
 
 export interface BuiltModel {
   dir: string;

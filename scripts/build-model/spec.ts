@@ -50,7 +50,7 @@ export const TINY: ModelSpec = {
   maxPositionEmbeddings: 2048,
 };
 
-/** Generated on demand into `public/models/webgrpo-bench/` (gitignored): about 28M parameters. */
+/** Generated on demand into `build/models/webgrpo-bench/` (gitignored): about 28M parameters. */
 export const BENCH: ModelSpec = {
   seed: 20250102,
   hiddenSize: 512,
