@@ -5,9 +5,9 @@
  * optimizer update with its metrics (loss, KL, entropy, clip ratios, rewards, advantages, gradient
  * norm), and the step's metrics in `step-end`.
  */
-import type { Completion, PromptInput, Usage } from '../policy/types.js';
-import type { GradientConfig, GroupStats, ItemResult, StepStats } from '../store/records.js';
-import type { Progress } from '../train/events.js';
+import type { PromptInput } from '../policy/types.js';
+import type { GradientConfig, ItemResult, StepStats } from '../store/records.js';
+import type { Progress, RolloutEvent } from '../train/events.js';
 import type { TrainStepMetrics } from './metrics.js';
 
 interface StepRef {
@@ -37,9 +37,7 @@ export type GradientEvent =
   | { type: 'run-start'; runId: string; resumed: boolean; config: GradientConfig; progress: Progress }
   | (StepRef & { type: 'step-start'; batch: number; items: number[]; progress: Progress })
   | (ItemRef & { type: 'item-start'; position: number; prompt: PromptInput })
-  | (ItemRef & { type: 'rollouts'; completions: Completion[]; usage: Usage })
-  | (ItemRef & { type: 'rewards'; rewards: Array<Array<number | null>>; combined: Array<number | null> })
-  | (ItemRef & { type: 'advantages'; advantages: number[]; stats: GroupStats; zeroSpread: boolean })
+  | RolloutEvent
   | (ItemRef & { type: 'item-end'; result: ItemResult; reused: boolean; progress: Progress })
   /** One optimizer update (`iteration` of `iterations` on this step's batch). */
   | (StepRef & { type: 'train'; iteration: number; iterations: number; metrics: TrainStepMetrics })

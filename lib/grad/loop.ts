@@ -17,7 +17,7 @@ import { validateDataset } from '../store/validate.js';
 import type { Progress } from '../train/events.js';
 import { checkRunId, matchRewards, type RewardFunction } from '../train/options.js';
 import { LoopRun, type Run } from '../train/run.js';
-import { Schedule } from '../train/schedule.js';
+import { progressAt, Schedule } from '../train/schedule.js';
 import { stepStats } from '../train/stats.js';
 import { readAdapterFile, readCheckpoint, writeCheckpoint, type AdapterFile } from './format.js';
 import type { GradientEpochStats, GradientEvent } from './events.js';
@@ -127,14 +127,7 @@ async function drive(setup: DriveSetup, emit: (event: GradientEvent) => Promise<
   let itemsDone = 0;
   let started = false;
   let schedule: Schedule | undefined;
-  const progress = (step: number): Progress => ({
-    step,
-    totalSteps: schedule?.totalSteps ?? 0,
-    epoch: schedule ? schedule.plan(Math.max(1, Math.min(step, schedule.totalSteps))).epoch : 1,
-    epochs: schedule?.epochs ?? 0,
-    itemsDone,
-    totalItems: schedule?.totalItems ?? 0,
-  });
+  const progress = (step: number): Progress => progressAt(schedule, step, itemsDone);
   const tally = () => ({
     epochsCompleted: schedule ? Math.floor(stepsCompleted / schedule.stepsPerEpoch) : 0,
     stepsCompleted,

@@ -46,13 +46,17 @@ interface ItemRef extends StepRef {
   item: number;
 }
 
+/** The per-group events every loop emits (`rolloutGroup`): the completions, their rewards, their advantages. */
+export type RolloutEvent =
+  | (ItemRef & { type: 'rollouts'; completions: Completion[]; usage: Usage })
+  | (ItemRef & { type: 'rewards'; rewards: Array<Array<number | null>>; combined: Array<number | null> })
+  | (ItemRef & { type: 'advantages'; advantages: number[]; stats: GroupStats; zeroSpread: boolean });
+
 export type TrainingFreeEvent =
   | { type: 'run-start'; runId: string; resumed: boolean; config: TrainingFreeConfig; library: ExperienceLibrary; progress: Progress }
   | (StepRef & { type: 'step-start'; batch: number; items: number[]; library: ExperienceLibrary; progress: Progress })
   | (ItemRef & { type: 'item-start'; position: number; prompt: PromptInput; experienceIds: string[] })
-  | (ItemRef & { type: 'rollouts'; completions: Completion[]; usage: Usage })
-  | (ItemRef & { type: 'rewards'; rewards: Array<Array<number | null>>; combined: Array<number | null> })
-  | (ItemRef & { type: 'advantages'; advantages: number[]; stats: GroupStats; zeroSpread: boolean })
+  | RolloutEvent
   | (ItemRef & { type: 'summaries'; summaries: string[] })
   | (ItemRef & { type: 'critique'; exchange: CriticExchange<string[]> })
   | (ItemRef & { type: 'group-update'; exchange: CriticExchange<ExperienceOperation[]> })

@@ -31,7 +31,7 @@ import {
   type TrainingFreeGrpoOptions,
 } from './options.js';
 import { LoopRun, type Run } from './run.js';
-import { Schedule } from './schedule.js';
+import { progressAt, Schedule } from './schedule.js';
 import { epochStats } from './stats.js';
 import { finishStep } from './step.js';
 
@@ -117,14 +117,7 @@ async function drive(setup: DriveSetup, emit: Emit, internal: AbortSignal): Prom
   let itemsDone = 0;
   let warnings = 0;
   let schedule: Schedule | undefined;
-  const progress = (step: number): Progress => ({
-    step,
-    totalSteps: schedule?.totalSteps ?? 0,
-    epoch: schedule ? schedule.plan(Math.max(1, Math.min(step, schedule.totalSteps))).epoch : 1,
-    epochs: schedule?.epochs ?? 0,
-    itemsDone,
-    totalItems: schedule?.totalItems ?? 0,
-  });
+  const progress = (step: number): Progress => progressAt(schedule, step, itemsDone);
   const tally = () => ({
     library: library as ExperienceLibrary,
     epochsCompleted: schedule ? Math.floor(stepsCompleted / schedule.stepsPerEpoch) : 0,

@@ -5,6 +5,7 @@
  * config, so a resumed run walks exactly the same schedule.
  */
 import type { TrainingFreeConfig } from '../store/records.js';
+import type { Progress } from './events.js';
 import { deriveSeed, seededShuffle } from './random.js';
 
 export interface StepPlan {
@@ -63,4 +64,16 @@ export class Schedule {
       lastOfEpoch: batch === this.stepsPerEpoch,
     };
   }
+}
+
+/** Where a run stands at `step`; before the schedule is known (the run not read yet), all zeros. */
+export function progressAt(schedule: Schedule | undefined, step: number, itemsDone: number): Progress {
+  return {
+    step,
+    totalSteps: schedule?.totalSteps ?? 0,
+    epoch: schedule ? schedule.plan(Math.max(1, Math.min(step, schedule.totalSteps))).epoch : 1,
+    epochs: schedule?.epochs ?? 0,
+    itemsDone,
+    totalItems: schedule?.totalItems ?? 0,
+  };
 }

@@ -11,7 +11,6 @@
  *    seconds per forward pass of the bench model.
  */
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import { chromium, type Page } from 'playwright-core';
 import { createServer } from 'vite';
 import { createAdapterWeights } from '../../lib/grad/adapter.js';
@@ -22,7 +21,6 @@ import { BENCH, BENCH_MODEL_URL, buildModel, MODEL_DIRS } from '../build-model/i
 import { measureEngine, measureTrainStep, type EnginePhases, type StepTiming } from './_grad-measure.js';
 import { ms } from './_measure.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const benchDir = MODEL_DIRS.bench;
 const RANK = 8;
 const TOKENS = 2 * 8 * 64;
