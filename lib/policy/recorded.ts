@@ -9,23 +9,12 @@
  * uninterrupted run was.
  */
 import { AbortError, InvalidInputError, NotFoundError, throwIfAborted } from '../errors.js';
-import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo } from './types.js';
+import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, PromptInput, SamplingOptions } from './types.js';
 
 export const RECORDING_FORMAT = 'webgrpo.recording';
 
 /** The parts of a request that decide its output. */
-export interface RecordedRequest {
-  prompt?: string;
-  messages?: GenerateGroupOptions['messages'];
-  groupSize: number;
-  maxNewTokens: number;
-  temperature?: number;
-  topK?: number;
-  topP?: number;
-  minP?: number;
-  seed?: number;
-  stop?: string[];
-}
+export type RecordedRequest = PromptInput & SamplingOptions & Pick<GenerateGroupOptions, 'groupSize' | 'maxNewTokens'>;
 
 export interface PolicyRecording {
   format: typeof RECORDING_FORMAT;

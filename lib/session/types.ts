@@ -4,7 +4,7 @@
  * unchanged.
  */
 import type { AdvantageOptions, RewardValue } from '../math/advantages.js';
-import type { ChatMessage, FinishReason, TopLogprob } from '../policy/types.js';
+import type { ChatMessage, FinishReason, SamplingOptions, TopLogprob } from '../policy/types.js';
 
 /** A completion's reward: one value, or one per reward function; null where a function could not score it. */
 export type Reward = RewardValue | readonly RewardValue[];
@@ -37,13 +37,8 @@ export interface CompletionRecord {
   advantage?: number;
 }
 
-export interface GroupSampling {
-  temperature?: number;
-  topK?: number;
-  topP?: number;
-  minP?: number;
-  seed?: number;
-  stop?: string[];
+/** The sampling settings a group was asked with. */
+export interface GroupSampling extends SamplingOptions {
   maxNewTokens?: number;
 }
 
