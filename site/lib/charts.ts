@@ -3,6 +3,7 @@
  * reward/advantage plot. Colours match the CSS tokens; legends are drawn in HTML by the components.
  */
 import uPlot from 'uplot';
+import type { AdapterPoint, UpdateSeries } from './adapter-view.js';
 import type { StepSeries } from './view.js';
 
 export const COLORS = {
@@ -18,6 +19,11 @@ export const COLORS = {
   flat: '#64748b',
   grid: '#eceef2',
   axis: '#5b6576',
+  loss: '#4f46e5',
+  kl: '#0f766e',
+  entropy: '#7c3aed',
+  gradNorm: '#b45309',
+  adapter: '#0e7490',
 };
 
 const font = '12px system-ui, sans-serif';
@@ -61,8 +67,14 @@ function stepAxis({ totalSteps, stepsPerEpoch }: StepLayout): { scale: uPlot.Sca
         ctx.fillRect(left, top, right - left, height);
       }
       if (right - left > 48 * uPlot.pxRatio) {
+        // On a light backing, so a grid line at the top of the plot does not strike the label through.
+        const label = `epoch ${e + 1}`;
+        const x = left + 4 * uPlot.pxRatio;
+        const y = top + 2 * uPlot.pxRatio;
+        ctx.fillStyle = e % 2 === 1 ? 'rgba(243, 244, 246, 0.9)' : 'rgba(255, 255, 255, 0.9)';
+        ctx.fillRect(x - 2 * uPlot.pxRatio, y - uPlot.pxRatio, ctx.measureText(label).width + 4 * uPlot.pxRatio, 13 * uPlot.pxRatio);
         ctx.fillStyle = COLORS.axis;
-        ctx.fillText(`epoch ${e + 1}`, left + 4 * uPlot.pxRatio, top + 2 * uPlot.pxRatio);
+        ctx.fillText(label, x, y);
       }
     }
     ctx.restore();
@@ -151,6 +163,92 @@ export function operationsChart(s: StepSeries, layout: StepLayout) {
       series: [{}, layer(COLORS.deleted), layer(COLORS.updated), layer(COLORS.added)],
     } satisfies Omit<uPlot.Options, 'width' | 'height'>,
     data: [s.step, all, au, s.added] as uPlot.AlignedData,
+  };
+}
+
+/** A horizontal dashed line at `value` (a limit, or zero), drawn under the series. */
+function markLevel(value: number): uPlot.Hooks.Arrays {
+  return {
+    drawAxes: [
+      (u) => {
+        const { ctx } = u;
+        const { left, width } = u.bbox;
+        const at = u.valToPos(value, 'y', true);
+        ctx.save();
+        ctx.strokeStyle = COLORS.axis;
+        ctx.lineWidth = uPlot.pxRatio;
+        ctx.setLineDash([4 * uPlot.pxRatio, 3 * uPlot.pxRatio]);
+        ctx.beginPath();
+        ctx.moveTo(left, at);
+        ctx.lineTo(left + width, at);
+        ctx.stroke();
+        ctx.restore();
+      },
+    ],
+  };
+}
+
+/** Small values read better as 0.0012 than as 1.2e-3; big ones need no decimals. */
+const compact = (_u: uPlot, ticks: number[]) => ticks.map((v) => (v === 0 ? '0' : Math.abs(v) >= 100 ? v.toFixed(0) : String(Number(v.toPrecision(2)))));
+
+/**
+ * One metric of the optimizer updates (loss, KL, entropy, gradient norm), one point per update.
+ * `level`: a dashed reference line (zero loss, the clipping threshold of the gradient norm).
+ */
+export function updateChart(x: number[], y: Array<number | null>, layout: StepLayout, options: { label: string; color: string; level?: number; fromZero?: boolean }) {
+  const xs = stepAxis(layout);
+  const { level, fromZero = false } = options;
+  const hooks: uPlot.Hooks.Arrays = { ...xs.hooks, ...(level !== undefined ? markLevel(level) : {}) };
+  return {
+    options: {
+      ...base(),
+      hooks,
+      scales: {
+        x: xs.scale,
+        y: {
+          range: (_u: uPlot, min: number, max: number): uPlot.Range.MinMax => {
+            const lo = Math.min(fromZero ? 0 : min, level ?? min);
+            const hi = Math.max(max, level ?? max);
+            const pad = (hi - lo || Math.abs(hi) || 1) * 0.12;
+            return [fromZero && lo >= 0 ? 0 : lo - pad, hi + pad];
+          },
+        },
+      },
+      axes: [xs.axis, axis(options.label, { values: compact })],
+      series: [{}, { stroke: options.color, width: 2, points: points(options.color, 5) }],
+    } satisfies Omit<uPlot.Options, 'width' | 'height'>,
+    data: [x, y] as uPlot.AlignedData,
+  };
+}
+
+/** The shares of tokens whose probability ratio was clipped (low, high) and either, in a step's later updates. */
+export function clipChart(s: UpdateSeries, layout: StepLayout) {
+  const xs = stepAxis(layout);
+  const line = (color: string, dash?: number[]) => ({ stroke: color, width: 2, spanGaps: true, ...(dash ? { dash } : {}), points: points(color, 4) });
+  return {
+    options: {
+      ...base(),
+      hooks: xs.hooks,
+      scales: { x: xs.scale, y: { range: (_u: uPlot, _min: number, max: number) => [0, Math.max(0.05, max * 1.15)] as uPlot.Range.MinMax } },
+      axes: [xs.axis, axis('clipped tokens', { values: (_u: uPlot, t: number[]) => t.map((v) => `${Number((v * 100).toPrecision(2))}%`) })],
+      series: [{}, line(COLORS.accent), line(COLORS.neg, [5, 3]), line(COLORS.library, [2, 3])],
+    } satisfies Omit<uPlot.Options, 'width' | 'height'>,
+    data: [s.x, s.clipRegion, s.clipLow, s.clipHigh] as uPlot.AlignedData,
+  };
+}
+
+/** The norm of the adapter's B after each step: how far training has moved the head from the base model. */
+export function adapterChart(trace: readonly AdapterPoint[], layout: StepLayout) {
+  const xs = stepAxis(layout);
+  return {
+    options: {
+      ...base(),
+      hooks: xs.hooks,
+      scales: { x: xs.scale, y: { range: (_u: uPlot, _min: number, max: number) => [0, Math.max(0.01, max * 1.15)] as uPlot.Range.MinMax } },
+      axes: [xs.axis, axis(undefined, { values: compact, size: 40 })],
+      series: [{}, { stroke: COLORS.adapter, width: 2, fill: 'rgba(14, 116, 144, 0.10)', points: points(COLORS.adapter, 6) }],
+    } satisfies Omit<uPlot.Options, 'width' | 'height'>,
+    data: [trace.map((p) => p.step), trace.map((p) => p.normB)] as uPlot.AlignedData,
   };
 }
 

@@ -1,8 +1,9 @@
 /**
  * A run as files: training data (TRL's prompt-completion JSONL, one line per completion with its
- * reward, advantage and group), the library (JSON), or the whole run (webgrpo's run export).
+ * reward, advantage and group), the library or the adapter (JSON), or the whole run (webgrpo's
+ * run export).
  */
-import { exportRun, runGroups, toJsonl, type ExperienceLibrary, type RunBundle, type Store } from '../../lib/index.js';
+import { exportRun, runGroups, toJsonl, type AdapterCheckpoint, type ExperienceLibrary, type RunBundle, type Store } from '../../lib/index.js';
 
 /** Every finished group (the prompt as the model saw it, library included), one line per completion. */
 export function runJsonl(bundle: RunBundle): string {
@@ -34,4 +35,9 @@ export function download(text: string, filename: string, type: string): void {
 
 export function fileStem(bundle: RunBundle): string {
   return `webgrpo-${bundle.run.config.task ?? 'dataset'}-${bundle.run.id.slice(0, 8)}`;
+}
+
+/** A gradient run's adapter (its last checkpoint's), as the adapter file `readAdapterFile` and `attachAdapter` take. */
+export function adapterJson(checkpoint: AdapterCheckpoint): string {
+  return `${JSON.stringify(checkpoint.adapter, null, 2)}\n`;
 }

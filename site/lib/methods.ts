@@ -1,15 +1,50 @@
 /**
  * How a run improves its policy. Each method is one entry: its label and explanation for the
- * picker, and how it starts and resumes a run. A new method (gradient GRPO) is one more entry.
+ * picker, the settings it suggests, and how it starts and resumes a run. Training-free runs loop on
+ * the page around the model in its worker; gradient runs loop in the worker, next to the model
+ * they train (gradient-protocol.ts), and the page holds them as the same stream of events.
  */
 import {
   resumeTrainingFreeGrpo,
   trainingFreeGrpo,
+  type DatasetItem,
   type LoopMode,
-  type TrainingFreeGrpoOptions,
-  type TrainingFreeRun,
-  type ResumeOptions,
+  type Policy,
+  type RewardFunction,
+  type Store,
+  type TrainingFreeEvent,
 } from '../../lib/index.js';
+import type { GradientEvent } from '../../lib/grad.js';
+import { workerGradientRun } from './gradient-client.js';
+import type { RewardSpec } from './gradient-protocol.js';
+import type { Setup } from './setup.js';
+import type { GroupStream } from './streaming.js';
+
+export type PlaygroundEvent = TrainingFreeEvent | GradientEvent;
+
+/** A run as the page drives it: its events, pulled one at a time. */
+export interface PlaygroundRun extends AsyncIterable<PlaygroundEvent> {
+  readonly runId: string;
+}
+
+export interface RunContext {
+  /** The model, its groups watched while they are written. */
+  policy: Policy;
+  /** The model's worker, when it was loaded trainable (where gradient runs loop). */
+  trainer: Worker | null;
+  store: Store;
+  signal: AbortSignal;
+  /** The run's reward functions (the stored run's, on resume) and the task they come from. */
+  rewards: RewardFunction[];
+  task?: string;
+  /** The group being written in the worker (gradient runs). */
+  onStream(stream: GroupStream | null): void;
+}
+
+export interface StartContext extends RunContext {
+  dataset: DatasetItem[];
+  setup: Setup;
+}
 
 export interface Method {
   id: string;
@@ -18,15 +53,47 @@ export interface Method {
   summary: string;
   /** True when the model must also write critiques (small models cannot). */
   needsCritic: boolean;
-  start(options: Omit<TrainingFreeGrpoOptions, 'mode'>): TrainingFreeRun;
-  resume(runId: string, options: ResumeOptions): TrainingFreeRun;
+  /** True when the method trains an adapter: it needs a local ONNX model loaded with its hidden state. */
+  trainsAdapter: boolean;
+  /** Settings that suit it on the bundled model, applied when it is picked. */
+  defaults: Partial<Omit<Setup, 'task' | 'method'>>;
+  /** Tasks it can learn on the bundled model; picking it moves a built-in task to the first. */
+  tasks?: readonly string[];
+  start(context: StartContext): PlaygroundRun;
+  resume(runId: string, context: RunContext): PlaygroundRun;
 }
 
 function trainingFree(mode: LoopMode): Pick<Method, 'start' | 'resume'> {
   return {
-    start: (options) => trainingFreeGrpo({ ...options, mode }),
-    resume: (runId, options) => resumeTrainingFreeGrpo(runId, options),
+    start: ({ policy, store, signal, rewards, task, dataset, setup: s }) =>
+      trainingFreeGrpo({
+        mode,
+        policy,
+        dataset,
+        rewards,
+        store,
+        signal,
+        groupSize: s.groupSize,
+        epochs: s.epochs,
+        batchSize: s.batchSize,
+        temperature: s.temperature,
+        maxNewTokens: s.maxNewTokens,
+        // A critic reply is a few sentences of JSON; the library's 512 is slow on small local models.
+        criticMaxNewTokens: Math.min(512, Math.max(128, 4 * s.maxNewTokens)),
+        seed: s.seed,
+        ...(task ? { task } : {}),
+      }),
+    resume: (runId, { policy, rewards, store, signal }) => resumeTrainingFreeGrpo(runId, { policy, rewards, store, signal }),
   };
+}
+
+const TRAINING_FREE_DEFAULTS = { items: 4, groupSize: 4, epochs: 2, batchSize: 2, temperature: 0.7, maxNewTokens: 48 };
+
+const specs = (rewards: RewardFunction[]): RewardSpec[] => rewards.map((r) => ({ name: r.name, weight: r.weight ?? 1 }));
+
+function worker(context: RunContext): Worker {
+  if (!context.trainer) throw new Error('Gradient runs need the model loaded for training (with its hidden state); load it again.');
+  return context.trainer;
 }
 
 export const METHODS: readonly Method[] = [
@@ -35,6 +102,8 @@ export const METHODS: readonly Method[] = [
     label: 'Training-free: exemplars',
     summary: 'When a group’s best answer beats the group mean, it is kept as a worked example and shown in later prompts. No critic, so it works with any model.',
     needsCritic: false,
+    trainsAdapter: false,
+    defaults: TRAINING_FREE_DEFAULTS,
     ...trainingFree('exemplars'),
   },
   {
@@ -42,7 +111,38 @@ export const METHODS: readonly Method[] = [
     label: 'Training-free: lessons',
     summary: 'The Training-Free GRPO paper: the model compares better and worse answers of each group and writes short lessons into the library. Needs a model that can write JSON.',
     needsCritic: true,
+    trainsAdapter: false,
+    defaults: TRAINING_FREE_DEFAULTS,
     ...trainingFree('lessons'),
+  },
+  {
+    id: 'gradient',
+    label: 'Gradient (adapter)',
+    summary: 'Classic GRPO: the advantages weight a clipped policy-gradient loss, and each step updates a small low-rank adapter on the model’s output layer, right here on WebGPU or the CPU.',
+    needsCritic: false,
+    trainsAdapter: true,
+    // What test/grad learns with: groups of 8, 16 tokens, two groups per step, AdamW at 0.02. Two
+    // updates per step: the second sees the ratio to the sampling policy move, so clipping shows.
+    defaults: { items: 8, groupSize: 8, epochs: 3, batchSize: 2, temperature: 1, maxNewTokens: 16, lr: 0.02, rank: 8, iterations: 2 },
+    tasks: ['digits', 'shout'],
+    start: (context) => {
+      const { dataset, task, rewards, setup: s } = context;
+      const settings = {
+        groupSize: s.groupSize,
+        epochs: s.epochs,
+        batchSize: s.batchSize,
+        numIterations: s.iterations,
+        temperature: s.temperature,
+        maxNewTokens: s.maxNewTokens,
+        seed: s.seed,
+        optimizer: { lr: s.lr },
+        adapter: { rank: s.rank },
+      };
+      const request = { kind: 'start' as const, runId: crypto.randomUUID(), dataset, rewards: specs(rewards), settings, ...(task ? { task } : {}) };
+      return workerGradientRun(worker(context), request, context);
+    },
+    resume: (runId, context) =>
+      workerGradientRun(worker(context), { kind: 'resume', runId, rewards: specs(context.rewards), ...(context.task ? { task: context.task } : {}) }, context),
   },
 ];
 

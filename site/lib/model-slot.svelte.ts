@@ -1,7 +1,8 @@
 /**
  * The model picker's state: which model and device are chosen, the endpoint settings (the key in
  * memory only), and the one loaded policy with its load progress and error. Loading the same
- * choice twice reuses the policy; a new choice disposes the old one (ending its worker).
+ * choice twice reuses the policy; a new choice disposes the old one (ending its worker). A model
+ * loaded for gradient runs (trainable: with its hidden state) serves training-free runs too.
  */
 import type { Policy } from '../../lib/index.js';
 import type { OnnxDevice } from '../../lib/onnx.js';
@@ -18,6 +19,8 @@ export class ModelSlot {
   progress = $state<LoadProgress | null>(null);
   error = $state<string | null>(null);
   policy = $state.raw<Policy | null>(null);
+  /** The worker of the loaded ONNX model, when it was loaded trainable (gradient runs are started there). */
+  trainer = $state.raw<Worker | null>(null);
   #loadedKey: string | null = null;
   #abort: AbortController | null = null;
 
@@ -28,10 +31,13 @@ export class ModelSlot {
     return this.id === ENDPOINT_ID ? `${ENDPOINT_ID}:${this.endpoint.baseURL}:${this.endpoint.model}` : `${this.id}:${this.device}`;
   }
 
-  /** Loads the chosen model unless it is the one loaded. `report` tells whether WebGPU is there. */
-  async ensure(report: DeviceReport | null): Promise<Policy> {
+  /**
+   * Loads the chosen model unless it is the one loaded. `report` tells whether WebGPU is there;
+   * `trainable` asks for an ONNX model with a trainable head, run in its worker.
+   */
+  async ensure(report: DeviceReport | null, { trainable = false }: { trainable?: boolean } = {}): Promise<Policy> {
     const key = this.#key();
-    if (this.policy && this.#loadedKey === key) return this.policy;
+    if (this.policy && this.#loadedKey === key && (!trainable || this.trainer)) return this.policy;
     await this.unload();
     this.status = 'loading';
     this.error = null;
@@ -41,12 +47,15 @@ export class ModelSlot {
       let policy: Policy;
       const model = this.onnx;
       if (!model) {
+        if (trainable) throw new Error('Gradient GRPO trains an adapter on a local ONNX model: choose the bundled model or a hub model.');
         policy = await loadEndpoint(this.endpoint);
       } else {
         if (model.source === 'hub' && !navigator.onLine && !(await hubModelCached(model))) {
           throw new Error(`${model.label} is downloaded on first use, and this browser is offline. The bundled webgrpo-tiny model works offline.`);
         }
-        policy = await loadOnnxModel(model, this.device, report?.webgpu ?? false, (p) => (this.progress = p), abort.signal);
+        const loaded = await loadOnnxModel(model, { device: this.device, webgpu: report?.webgpu ?? false, trainable, onProgress: (p) => (this.progress = p), signal: abort.signal });
+        policy = loaded.policy;
+        this.trainer = trainable ? loaded.worker : null;
       }
       this.policy = policy;
       this.#loadedKey = key;
@@ -69,6 +78,7 @@ export class ModelSlot {
   async unload(): Promise<void> {
     const policy = this.policy;
     this.policy = null;
+    this.trainer = null;
     this.#loadedKey = null;
     this.status = 'idle';
     await policy?.dispose().catch(() => undefined);

@@ -62,11 +62,20 @@ export function bundledModelPath(base: string = document.baseURI): string {
   return new URL('./models/webgrpo-tiny/', base).pathname;
 }
 
+export interface OnnxInit {
+  model: string;
+  device: OnnxDevice;
+  dtype?: OnnxDtype;
+  /** For gradient runs: the graph also returns the final hidden state, and the policy gets a trainable head. */
+  hiddenState?: boolean;
+}
+
 /** What `loadOnnxPolicy` gets for a catalog model. 4-bit weights with fp16 math on WebGPU, 4-bit on WASM. */
-export function onnxInit(model: OnnxModel, device: OnnxDevice, webgpu: boolean): { model: string; device: OnnxDevice; dtype?: OnnxDtype } {
-  if (model.source === 'bundled') return { model: bundledModelPath(), device };
+export function onnxInit(model: OnnxModel, device: OnnxDevice, webgpu: boolean, trainable = false): OnnxInit {
+  const extra = trainable ? { hiddenState: true } : {};
+  if (model.source === 'bundled') return { model: bundledModelPath(), device, ...extra };
   const gpu = device === 'webgpu' || (device === 'auto' && webgpu);
-  return { model: model.hubId as string, device, dtype: gpu ? 'q4f16' : 'q4' };
+  return { model: model.hubId as string, device, dtype: gpu ? 'q4f16' : 'q4', ...extra };
 }
 
 export interface LoadProgress {
@@ -75,13 +84,17 @@ export interface LoadProgress {
   file?: string;
 }
 
+/** A model loaded in its worker; gradient runs are started in that worker (gradient-client.ts). */
+export interface WorkerModel {
+  policy: Policy;
+  worker: Worker;
+}
+
 export async function loadOnnxModel(
   model: OnnxModel,
-  device: OnnxDevice,
-  webgpu: boolean,
-  onProgress: (progress: LoadProgress) => void,
-  signal?: AbortSignal,
-): Promise<Policy> {
+  options: { device: OnnxDevice; webgpu: boolean; trainable: boolean; onProgress: (progress: LoadProgress) => void; signal?: AbortSignal },
+): Promise<WorkerModel> {
+  const { device, webgpu, trainable, onProgress, signal } = options;
   const worker = new Worker(new URL('../policy.worker.ts', import.meta.url), { type: 'module', name: `webgrpo ${model.id}` });
   // Cancelling ends the worker, and with it any download in flight.
   const cancelled = new Promise<never>((_, reject) => {
@@ -96,13 +109,13 @@ export async function loadOnnxModel(
   });
   try {
     const loading = createWorkerPolicy(worker, {
-      init: onnxInit(model, device, webgpu),
+      init: onnxInit(model, device, webgpu, trainable),
       onProgress: (p) => {
         const { loaded, total, file } = p as OnnxLoadProgress;
         onProgress({ loaded, total, ...(file ? { file } : {}) });
       },
     });
-    return await Promise.race([loading, cancelled]);
+    return { policy: await Promise.race([loading, cancelled]), worker };
   } catch (error) {
     if (error instanceof AbortError) throw error;
     worker.terminate();

@@ -1,7 +1,7 @@
 /**
  * The playground's state and actions. Components read this and call its methods; it calls the
  * library (stores, tasks, methods, policies) and keeps what the panels draw: the stored runs, the
- * selected run's data (live while it runs in this tab), the model, and the setup form.
+ * selected run's data (live while it runs from this tab), the model, and the setup form.
  */
 import { SvelteMap } from 'svelte/reactivity';
 import {
@@ -13,34 +13,21 @@ import {
   type RunBundle,
   type RunRecord,
   type Store,
-  type TrainingFreeEvent,
 } from '../../lib/index.js';
+import { adapterPoint, adapterTrace, type AdapterPoint } from './adapter-view.js';
 import { probeDevice, type DeviceReport } from './device.js';
 import { EtaClock } from './eta.js';
-import { download, fileStem, libraryJson, runJson, runJsonl } from './export.js';
-import { methodOf } from './methods.js';
+import { adapterJson, download, fileStem, libraryJson, runJson, runJsonl } from './export.js';
+import { methodOf, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
 import { ModelSlot } from './model-slot.svelte.js';
 import { bundledModelPath, ENDPOINT_ID, ONNX_MODELS } from './models.js';
-import { PieceStore } from './piece-store.js';
 import { Runner } from './runner.js';
+import { INITIAL_SETUP, type Setup } from './setup.js';
 import { streamingPolicy, type GroupStream } from './streaming.js';
 import { readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
 import { plainPieces, tokenPieces, type TokenPiece } from './tokens.js';
 import { lastStepShown, libraryAfter } from './view.js';
-
-export interface Setup {
-  /** A built-in task name, or `upload`. */
-  task: string;
-  reward: string;
-  method: string;
-  items: number;
-  groupSize: number;
-  epochs: number;
-  batchSize: number;
-  temperature: number;
-  maxNewTokens: number;
-  seed: number;
-}
+import { ViewStore } from './view-store.js';
 
 export interface LiveRun {
   runId: string;
@@ -61,7 +48,7 @@ const pieceKey = (runId: string, step: number, item: number) => `${runId}:${step
 
 export class Playground {
   store: Store | null = null;
-  #pieces: PieceStore | null = null;
+  #views: ViewStore | null = null;
   ready = $state(false);
   fatal = $state<string | null>(null);
   device = $state<DeviceReport | null>(null);
@@ -69,7 +56,7 @@ export class Playground {
   readonly model = new ModelSlot();
 
   // Setup
-  setup = $state<Setup>({ task: 'alphabetise', reward: 'similarity', method: 'exemplars', items: 4, groupSize: 4, epochs: 2, batchSize: 2, temperature: 0.7, maxNewTokens: 48, seed: 0 });
+  setup = $state<Setup>({ ...INITIAL_SETUP });
   upload = $state.raw<UploadedDataset | null>(null);
   uploadError = $state<string | null>(null);
 
@@ -85,6 +72,8 @@ export class Playground {
   stream = $state.raw<(GroupStream & { item: number }) | null>(null);
   #streamItem = 0;
   pieces = new SvelteMap<string, TokenPiece[][]>();
+  /** Gradient runs: the adapter after each step (recorded here as steps commit, and the stored checkpoint). */
+  adapterPoints = $state.raw<AdapterPoint[]>([]);
   #runner: Runner | null = null;
   #eta = new EtaClock();
 
@@ -95,7 +84,7 @@ export class Playground {
   async init(): Promise<void> {
     try {
       const { openIdbStore } = await import('../../lib/idb.js');
-      [this.store, this.#pieces, this.device] = await Promise.all([openIdbStore(), PieceStore.open(), probeDevice()]);
+      [this.store, this.#views, this.device] = await Promise.all([openIdbStore(), ViewStore.open(), probeDevice()]);
       await this.refreshRuns();
       if (this.runs[0]) await this.select(this.runs[0].id);
     } catch (error) {
@@ -104,7 +93,19 @@ export class Playground {
     this.ready = true;
   }
 
-  // ---- task ----
+  // ---- setup ----
+
+  /** Picks a method and the settings it suggests (a built-in task it cannot learn moves to one it can). */
+  chooseMethod(id: string): void {
+    const method = methodOf(id);
+    Object.assign(this.setup, method.defaults, { method: method.id });
+    if (method.tasks && this.setup.task !== 'upload' && !method.tasks.includes(this.setup.task)) this.setup.task = method.tasks[0];
+  }
+
+  /** Loads the chosen model, ready for the chosen method. */
+  loadModel(): Promise<Policy> {
+    return this.model.ensure(this.device, { trainable: methodOf(this.setup.method).trainsAdapter });
+  }
 
   async chooseFile(file: File): Promise<void> {
     this.uploadError = null;
@@ -127,7 +128,29 @@ export class Playground {
     this.selectedId = runId;
     this.viewStep = null;
     this.runError = null;
-    this.bundle = runId && this.store ? await this.store.readBundle(runId) : null;
+    const bundle = runId && this.store ? await this.store.readBundle(runId) : null;
+    this.adapterPoints = bundle?.run.kind === 'gradient' ? await this.#adapterPoints(bundle) : [];
+    this.bundle = bundle;
+  }
+
+  /** Reads the selected run again (its step in view stays). */
+  async #reload(runId: string): Promise<void> {
+    const bundle = await this.store?.readBundle(runId).catch(() => null);
+    if (!bundle || this.selectedId !== runId) return;
+    this.adapterPoints = bundle.run.kind === 'gradient' ? await this.#adapterPoints(bundle) : [];
+    this.bundle = bundle;
+  }
+
+  /** The adapter after each step this browser recorded, and after the stored checkpoint's step. */
+  async #adapterPoints(bundle: RunBundle): Promise<AdapterPoint[]> {
+    const recorded = (await this.#views?.adapterTrace(bundle.run.id).catch(() => undefined)) ?? [];
+    let latest: AdapterPoint | null = null;
+    try {
+      latest = bundle.adapter ? adapterPoint(bundle.adapter) : null;
+    } catch {
+      // An imported run's damaged checkpoint: the recorded points still draw.
+    }
+    return adapterTrace(recorded, latest);
   }
 
   get running(): boolean {
@@ -138,29 +161,14 @@ export class Playground {
     if (!this.store || this.live) return;
     this.runError = null;
     try {
-      const policy = this.#watched(await this.model.ensure(this.device));
-      const s = this.setup;
+      const s = { ...this.setup };
+      const method = methodOf(s.method);
       const task = s.task === 'upload' ? null : builtinTasks[s.task];
       const dataset = task ? task.dataset({ size: s.items, seed: s.seed }) : (this.upload?.items ?? []).slice(0, s.items);
       const rewards = task ? task.rewards : [builtinRewards[s.reward]];
       const runner = new Runner();
-      const run = methodOf(s.method).start({
-        policy,
-        dataset,
-        rewards,
-        store: this.store,
-        signal: runner.controller.signal,
-        groupSize: s.groupSize,
-        epochs: s.epochs,
-        batchSize: s.batchSize,
-        temperature: s.temperature,
-        maxNewTokens: s.maxNewTokens,
-        // A critic reply is a few sentences of JSON; the library's 512 is slow on small local models.
-        criticMaxNewTokens: Math.min(512, Math.max(128, 4 * s.maxNewTokens)),
-        seed: s.seed,
-        ...(task ? { task: task.name } : {}),
-      });
-      await this.#drive(run, runner);
+      const context = await this.#context(runner, method.trainsAdapter, rewards, task?.name);
+      await this.#drive(method.start({ ...context, dataset, setup: s }), runner);
     } catch (error) {
       this.runError = error instanceof Error ? error.message : String(error);
     }
@@ -173,18 +181,21 @@ export class Playground {
     try {
       const record = await this.store.getRun(runId);
       if (!record) throw new Error('That run is no longer stored.');
-      if (record.kind !== 'training-free') throw new Error('This is a gradient run (webgrpo/grad); the playground resumes training-free runs.');
       this.#chooseModelOf(record);
-      const policy = this.#watched(await this.model.ensure(this.device));
+      const method = methodOf(record.kind === 'gradient' ? 'gradient' : record.config.mode);
       const runner = new Runner();
-      await this.#drive(methodOf(record.config.mode).resume(runId, { policy, rewards: rewardsOf(record.config), store: this.store, signal: runner.controller.signal }), runner);
+      const context = await this.#context(runner, method.trainsAdapter, rewardsOf(record.config), record.config.task);
+      await this.#drive(method.resume(runId, context), runner);
     } catch (error) {
       this.runError = error instanceof Error ? error.message : String(error);
     }
   }
 
-  #watched(policy: Policy): Policy {
-    return streamingPolicy(policy, (stream) => (this.stream = stream ? { ...stream, item: this.#streamItem } : null));
+  /** The model (loaded for the method), the store, and where the group being written is shown. */
+  async #context(runner: Runner, trainable: boolean, rewards: RunContext['rewards'], task: string | undefined): Promise<RunContext> {
+    const onStream = (stream: GroupStream | null) => (this.stream = stream ? { ...stream, item: this.#streamItem } : null);
+    const policy = streamingPolicy(await this.model.ensure(this.device, { trainable }), onStream);
+    return { policy, trainer: this.model.trainer, store: this.store!, signal: runner.controller.signal, rewards, ...(task ? { task } : {}), onStream };
   }
 
   /** Points the model picker at the model a stored run used. */
@@ -202,12 +213,12 @@ export class Playground {
     this.model.id = model.id;
   }
 
-  async #drive(run: ReturnType<ReturnType<typeof methodOf>['start']>, runner: Runner): Promise<void> {
+  async #drive(run: PlaygroundRun, runner: Runner): Promise<void> {
     this.#runner = runner;
     this.#eta = new EtaClock();
     this.live = { runId: run.runId, paused: false, stage: 'Starting…', itemsDone: 0, totalItems: 0, step: 0, totalSteps: 0, epoch: 0, epochs: 0, etaMs: null, warnings: 0 };
     try {
-      await runner.drive(run, { onEvent: (event) => this.#onEvent(event) });
+      await runner.drive<PlaygroundEvent>(run, { onEvent: (event) => this.#onEvent(event) });
     } catch (error) {
       this.runError = `The run stopped: ${error instanceof Error ? error.message : String(error)}`;
     } finally {
@@ -215,7 +226,7 @@ export class Playground {
       this.live = null;
       this.stream = null;
       await this.refreshRuns();
-      if (this.selectedId === run.runId && this.store) this.bundle = await this.store.readBundle(run.runId).catch(() => this.bundle);
+      if (this.selectedId === run.runId) await this.#reload(run.runId);
     }
   }
 
@@ -237,7 +248,7 @@ export class Playground {
     this.#runner?.cancel();
   }
 
-  async #onEvent(event: TrainingFreeEvent): Promise<void> {
+  async #onEvent(event: PlaygroundEvent): Promise<void> {
     const live = this.live;
     if (!live || !this.store) return;
     const now = performance.now();
@@ -266,12 +277,14 @@ export class Playground {
         await this.#decodeGroup(live.runId, event.step, event.item, event.completions);
         break;
       case 'advantages': {
-        const lessons = this.bundle?.run.kind === 'training-free' && this.bundle.run.config.mode === 'lessons';
+        const run = this.bundle?.run;
         live.stage = event.zeroSpread
           ? `Prompt #${event.item + 1}: every completion scored the same, nothing to learn`
-          : lessons
-            ? `The critic is summarising each completion of prompt #${event.item + 1}`
-            : `Prompt #${event.item + 1}: keeping its best completion if it beats the group mean`;
+          : run?.kind === 'gradient'
+            ? `Prompt #${event.item + 1}: advantages ready; the adapter is updated once the step’s groups are in`
+            : run?.config.mode === 'lessons'
+              ? `The critic is summarising each completion of prompt #${event.item + 1}`
+              : `Prompt #${event.item + 1}: keeping its best completion if it beats the group mean`;
         break;
       }
       case 'summaries':
@@ -286,11 +299,25 @@ export class Playground {
       case 'operations':
         live.stage = `Updating the library after step ${event.step}`;
         break;
+      case 'train': {
+        const { loss, kl } = event.metrics;
+        live.stage = `Step ${event.step}: adapter update ${event.iteration} of ${event.iterations} (loss ${loss.toFixed(4)}${kl === undefined ? '' : `, KL ${kl.toFixed(4)}`})`;
+        break;
+      }
       case 'step-end': {
-        const record = await this.store.getStep(live.runId, event.step);
+        const gradient = 'training' in event;
+        const [record, checkpoint] = await Promise.all([this.store.getStep(live.runId, event.step), gradient ? this.store.getAdapter(live.runId) : undefined]);
+        const point = checkpoint ? adapterPoint(checkpoint) : null;
+        if (point) await this.#views?.putAdapterPoint(live.runId, point).catch(() => undefined);
         const b = this.bundle;
         if (record && b?.run.id === live.runId) {
-          this.bundle = { ...b, steps: [...b.steps.filter((s) => s.step !== record.step), record], pending: b.pending.filter((r) => r.step !== record.step) };
+          if (point) this.adapterPoints = adapterTrace(this.adapterPoints, point);
+          this.bundle = {
+            ...b,
+            steps: [...b.steps.filter((s) => s.step !== record.step), record],
+            pending: b.pending.filter((r) => r.step !== record.step),
+            ...(checkpoint ? { adapter: checkpoint } : {}),
+          };
         }
         break;
       }
@@ -310,14 +337,14 @@ export class Playground {
     const decode = (ids: number[]) => policy.decode!(ids);
     const pieces = await Promise.all(completions.map((c) => (c.tokenIds.length ? tokenPieces(decode, c.tokenIds, c.logprobs) : plainPieces(c.text))));
     this.pieces.set(pieceKey(runId, step, item), pieces);
-    await this.#pieces?.put(runId, step, item, pieces).catch(() => undefined);
+    await this.#views?.putPieces(runId, step, item, pieces).catch(() => undefined);
   }
 
   /** The pieces of a stored group, from the cache, the piece store, or (same model loaded) decoded now. */
   async ensurePieces(runId: string, result: ItemResult): Promise<void> {
     const key = pieceKey(runId, result.step, result.index);
     if (this.pieces.has(key)) return;
-    const stored = await this.#pieces?.get(runId, result.step, result.index).catch(() => undefined);
+    const stored = await this.#views?.getPieces(runId, result.step, result.index).catch(() => undefined);
     if (stored) {
       this.pieces.set(key, stored);
       return;
@@ -336,7 +363,7 @@ export class Playground {
   async deleteRun(runId: string): Promise<void> {
     if (!this.store || this.live?.runId === runId) return;
     await this.store.deleteRun(runId);
-    await this.#pieces?.deleteRun(runId);
+    await this.#views?.deleteRun(runId);
     await this.refreshRuns();
     if (this.selectedId === runId) await this.select(this.runs[0]?.id ?? null);
   }
@@ -357,6 +384,12 @@ export class Playground {
 
   exportJsonl(): void {
     if (this.bundle) download(runJsonl(this.bundle), `${fileStem(this.bundle)}.jsonl`, 'application/jsonl');
+  }
+
+  /** The adapter of a gradient run's last committed step, as an adapter file. */
+  exportAdapter(): void {
+    const checkpoint = this.bundle?.adapter;
+    if (this.bundle && checkpoint) download(adapterJson(checkpoint), `${fileStem(this.bundle)}-adapter-step${checkpoint.step}.json`, 'application/json');
   }
 
   exportLibrary(): void {

@@ -1,12 +1,11 @@
 /**
- * Drives one run in this tab. The loop advances only as its events are taken, so pausing is simply
- * not taking the next one: the model finishes the group it is writing and the loop waits there.
- * Cancelling aborts the run's signal; the store keeps it resumable from its first unfinished item.
+ * Drives one run from this tab (a loop on the page, or one in the model's worker). The loop
+ * advances only as its events are taken, so pausing is simply not taking the next one: the model
+ * finishes the group it is writing and the loop waits there. Cancelling aborts the run's signal;
+ * the store keeps it resumable from its first unfinished item.
  */
-import type { TrainingFreeEvent, TrainingFreeRun } from '../../lib/index.js';
-
-export interface RunnerHandlers {
-  onEvent(event: TrainingFreeEvent): Promise<void> | void;
+export interface RunnerHandlers<E> {
+  onEvent(event: E): Promise<void> | void;
 }
 
 export class Runner {
@@ -18,7 +17,7 @@ export class Runner {
   }
 
   /** Consumes the run's events until it ends; rejects when the run fails. */
-  async drive(run: TrainingFreeRun, handlers: RunnerHandlers): Promise<void> {
+  async drive<E>(run: AsyncIterable<E>, handlers: RunnerHandlers<E>): Promise<void> {
     for await (const event of run) {
       await handlers.onEvent(event);
       while (this.#gate) await this.#gate.promise;

@@ -1,8 +1,8 @@
 /**
- * A policy whose groups can be watched while they are written: token events are collected per
- * row and the rows' text decoded at most every `intervalMs`, so the page shows the group growing
- * (a hub model on WebAssembly can take a minute per group). Everything else passes through
- * unchanged, so the run stores the same policy info and produces the same rollouts.
+ * Groups that can be watched while they are written: token events are collected per row and the
+ * rows' text decoded at most every `intervalMs`, so the page shows the group growing (a hub model
+ * on WebAssembly can take a minute per group). Everything else passes through unchanged, so the
+ * run stores the same policy info and produces the same rollouts.
  */
 import type { GenerateGroupOptions, GroupResult, Policy } from '../../lib/index.js';
 
@@ -13,10 +13,13 @@ export interface GroupStream {
   tokens: number[];
 }
 
-export function streamingPolicy(policy: Policy, onUpdate: (stream: GroupStream | null) => void, intervalMs = 150): Policy {
-  const decode = policy.decode?.bind(policy);
-  async function generateGroup(options: GenerateGroupOptions): Promise<GroupResult> {
-    if (!decode || options.onToken) return policy.generateGroup(options);
+type Generate = (options: GenerateGroupOptions) => Promise<GroupResult>;
+type Decode = (tokenIds: number[]) => Promise<string> | string;
+
+/** `generate`, reporting each group's rows as they grow (then null when the group is done). */
+export function watchedGenerate(generate: Generate, decode: Decode, onUpdate: (stream: GroupStream | null) => void, intervalMs = 150): Generate {
+  return async (options) => {
+    if (options.onToken) return generate(options);
     const kind = options.groupSize > 1 ? 'group' : 'critic';
     const ids: number[][] = Array.from({ length: options.groupSize }, () => []);
     let done = false;
@@ -28,7 +31,7 @@ export function streamingPolicy(policy: Policy, onUpdate: (stream: GroupStream |
     };
     onUpdate({ kind, rows: ids.map(() => ''), tokens: ids.map(() => 0) });
     try {
-      return await policy.generateGroup({
+      return await generate({
         ...options,
         onToken: (event) => {
           ids[event.row]?.push(event.tokenId);
@@ -40,10 +43,16 @@ export function streamingPolicy(policy: Policy, onUpdate: (stream: GroupStream |
       if (timer) clearTimeout(timer);
       onUpdate(null);
     }
-  }
+  };
+}
+
+/** A policy whose groups are watched (unchanged when it cannot decode, so has nothing to show). */
+export function streamingPolicy(policy: Policy, onUpdate: (stream: GroupStream | null) => void, intervalMs = 150): Policy {
+  const decode = policy.decode?.bind(policy);
+  const generate = policy.generateGroup.bind(policy);
   return {
     info: policy.info,
-    generateGroup,
+    generateGroup: decode ? watchedGenerate(generate, decode, onUpdate, intervalMs) : generate,
     ...(policy.scoreCompletions ? { scoreCompletions: policy.scoreCompletions.bind(policy) } : {}),
     ...(policy.encode ? { encode: policy.encode.bind(policy) } : {}),
     ...(decode ? { decode } : {}),

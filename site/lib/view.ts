@@ -3,6 +3,7 @@
  * steps and the finished items of the step in progress). Pure functions of plain data.
  */
 import { emptyLibrary, epochStats, type EpochStats, type ExperienceLibrary, type ItemResult, type RunBundle, type RunRecord } from '../../lib/index.js';
+import type { TrainStepMetrics } from '../../lib/grad.js';
 
 /** Steps in one epoch (the loop's schedule: the dataset in batches). */
 export function stepsPerEpoch(bundle: RunBundle): number {
@@ -13,14 +14,21 @@ export function totalSteps(bundle: RunBundle): number {
   return stepsPerEpoch(bundle) * bundle.run.config.epochs;
 }
 
-/** Per epoch with at least one committed step; `partial` while the epoch is not finished. */
-export function epochRows(bundle: RunBundle): Array<EpochStats & { partial: boolean }> {
+/**
+ * Per epoch with at least one committed step; `partial` while the epoch is not finished.
+ * `lastUpdate`: gradient runs, the epoch's last optimizer update.
+ */
+export function epochRows(bundle: RunBundle): Array<EpochStats & { partial: boolean; lastUpdate?: TrainStepMetrics }> {
   const byEpoch = new Map<number, RunBundle['steps']>();
   for (const step of bundle.steps) byEpoch.set(step.epoch, [...(byEpoch.get(step.epoch) ?? []), step]);
-  return [...byEpoch].map(([epoch, steps]) => ({
-    ...epochStats(epoch, steps, steps[steps.length - 1].library),
-    partial: steps.length < stepsPerEpoch(bundle),
-  }));
+  return [...byEpoch].map(([epoch, steps]) => {
+    const lastUpdate = steps[steps.length - 1].training?.at(-1);
+    return {
+      ...epochStats(epoch, steps, steps[steps.length - 1].library),
+      partial: steps.length < stepsPerEpoch(bundle),
+      ...(lastUpdate ? { lastUpdate } : {}),
+    };
+  });
 }
 
 /** Columns for the step charts (x: step number); null where a step had nothing scorable. */

@@ -239,6 +239,65 @@ describe('the playground', { timeout: 240_000 }, () => {
     }
   });
 
+  it('trains an adapter with gradient GRPO in the worker, survives a reload mid-run, and exports the adapter', async () => {
+    await page.goto(baseURL); // a fresh page: the bundled model, nothing loaded
+    await page.getByLabel('Device', { exact: true }).selectOption('wasm');
+    await page.getByRole('radio', { name: /Gradient \(adapter\)/ }).check();
+    // The method brings the settings it learns with on the bundled model (test/grad's).
+    expect(await page.getByLabel('Task', { exact: true }).inputValue()).toBe('digits');
+    expect(await page.getByLabel('Group size', { exact: true }).inputValue()).toBe('8');
+    expect(await page.getByLabel('Updates per step', { exact: true }).inputValue()).toBe('2');
+    await page.getByRole('button', { name: 'Start run' }).click();
+
+    // Two steps in (of 12): the training curves and the adapter panel have data; the run goes on.
+    const progress = header().getByRole('status');
+    await expect.poll(() => progress.textContent(), { timeout: 90_000 }).toMatch(/^\s*([4-9]|1\d) \/ 24 groups/);
+    const charts = page.locator('section[aria-labelledby="charts-title"]');
+    const adapter = page.locator('section[aria-labelledby="adapter-title"]');
+    expect(await charts.locator('figcaption strong').allTextContents()).toEqual(['Mean reward', 'Loss', 'KL to the base model', 'Entropy', 'Gradient norm', 'Clipped tokens']);
+    expect(await charts.locator('canvas').count()).toBe(6);
+    await expect.poll(() => adapter.locator('h3').textContent()).toMatch(/Adapter after step \d+/);
+    expect(await adapter.locator('canvas').count()).toBe(1);
+    await shoot('5-gradient-live');
+    await page.reload();
+    await expect.poll(() => statusChip().textContent(), { timeout: 30_000 }).toBe('interrupted');
+    expect(await header().locator('h2').textContent()).toContain('digits · gradient');
+    expect(await progress.textContent()).toMatch(/^\s*([1-9]|1\d|2[0-3]) \/ 24 groups/);
+
+    await page.getByLabel('Device', { exact: true }).selectOption('wasm'); // the device choice is not stored
+    await page.getByRole('button', { name: 'Resume run' }).click();
+    await expect.poll(() => statusChip().textContent(), { timeout: 180_000 }).toBe('completed');
+    expect(await progress.textContent()).toContain('24 / 24 groups');
+    expect(await charts.locator('tbody tr').count()).toBe(3);
+    expect(await adapter.locator('h3').textContent()).toBe('Adapter after step 12');
+    expect(await adapter.locator('tbody tr').count()).toBe(2); // the two updates of step 12
+    const normB = Number(await adapter.locator('dt:text-is("‖B‖") + dd').textContent());
+    expect(normB).toBeGreaterThan(0);
+    await shoot('6-gradient-done');
+
+    // The groups: the mean reward of the last step is clearly above the first's.
+    const [jsonl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Training data (JSONL)' }).click()]);
+    expect(jsonl.suggestedFilename()).toMatch(/^webgrpo-digits-.*\.jsonl$/);
+    const lines = (await readFile((await jsonl.path()) as string, 'utf8')).trimEnd().split('\n').map((line) => JSON.parse(line));
+    expect(lines).toHaveLength(24 * 8);
+    const meanOfStep = (step: number) => {
+      const rewards = lines.filter((l) => l.group_id.split(':')[1] === String(step)).map((l) => l.reward as number);
+      expect(rewards).toHaveLength(16);
+      return rewards.reduce((a, b) => a + b, 0) / rewards.length;
+    };
+    expect(meanOfStep(12), `step 1: ${meanOfStep(1)}`).toBeGreaterThan(meanOfStep(1) + 0.3);
+
+    // The adapter file: the checkpoint of step 12, whose B is the one the panel measures.
+    const [file] = await Promise.all([page.waitForEvent('download'), adapter.getByRole('button', { name: 'Download adapter (JSON)' }).click()]);
+    expect(file.suggestedFilename()).toMatch(/^webgrpo-digits-.*-adapter-step12\.json$/);
+    const saved = JSON.parse(await readFile((await file.path()) as string, 'utf8'));
+    expect(saved).toMatchObject({ format: 'webgrpo.adapter', version: 1, target: 'lm_head', rank: 8, scale: 2, updates: 24 });
+    const b = new Float32Array(new Uint8Array(Buffer.from(saved.b, 'base64')).buffer);
+    expect(b).toHaveLength(saved.rank * saved.vocabSize);
+    expect(Math.hypot(...b)).toBeCloseTo(normB, 3);
+    await page.getByRole('radio', { name: /exemplars/ }).check();
+  });
+
   it('deletes a run only on a second click', async () => {
     const runs = page.locator('section[aria-labelledby="runs-title"] li');
     const before = await runs.count();
