@@ -95,7 +95,13 @@ const base = (): Pick<uPlot.Options, 'legend' | 'cursor' | 'padding'> => ({
 const points = (color: string, size = 7): uPlot.Series.Points => ({ show: true, size, stroke: color, fill: color });
 
 /** Mean reward per step, with a band of ±1 standard deviation across all completions of the step. */
-export function rewardChart(s: StepSeries, layout: StepLayout): { options: Omit<uPlot.Options, 'width' | 'height'>; data: uPlot.AlignedData } {
+/** What `Chart.svelte` draws: uPlot's options (it sizes the chart) and the columns. */
+export interface Plot {
+  options: Omit<uPlot.Options, 'width' | 'height'>;
+  data: uPlot.AlignedData;
+}
+
+export function rewardChart(s: StepSeries, layout: StepLayout): Plot {
   const x = stepAxis(layout);
   return {
     options: {
