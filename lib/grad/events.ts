@@ -7,7 +7,7 @@
  */
 import type { PromptInput } from '../policy/types.js';
 import type { GradientConfig, ItemResult, StepStats } from '../store/records.js';
-import type { Progress, RolloutEvent } from '../train/events.js';
+import type { Progress, RolloutEvent, RunEnd } from '../train/events.js';
 import type { TrainStepMetrics } from './metrics.js';
 
 interface StepRef {
@@ -43,15 +43,6 @@ export type GradientEvent =
   | (StepRef & { type: 'train'; iteration: number; iterations: number; metrics: TrainStepMetrics })
   | (StepRef & { type: 'step-end'; batch: number; stats: StepStats; training: TrainStepMetrics[]; progress: Progress })
   | { type: 'epoch-end'; epoch: number; stats: GradientEpochStats; progress: Progress }
-  | {
-      type: 'run-end';
-      runId: string;
-      status: 'completed' | 'aborted' | 'failed';
-      epochsCompleted: number;
-      itemsProcessed: number;
-      stepsCompleted: number;
-      error?: string;
-      progress: Progress;
-    };
+  | RunEnd;
 
 export type GradientEventType = GradientEvent['type'];

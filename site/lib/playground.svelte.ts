@@ -8,6 +8,7 @@ import {
   builtinRewards,
   builtinTasks,
   importRun,
+  runMethod,
   type ItemResult,
   type Policy,
   type RunBundle,
@@ -182,7 +183,7 @@ export class Playground {
       const record = await this.store.getRun(runId);
       if (!record) throw new Error('That run is no longer stored.');
       this.#chooseModelOf(record);
-      const method = methodOf(record.kind === 'gradient' ? 'gradient' : record.config.mode);
+      const method = methodOf(runMethod(record));
       const runner = new Runner();
       const context = await this.#context(runner, method.trainsAdapter, rewardsOf(record.config), record.config.task);
       await this.#drive(method.resume(runId, context), runner);
@@ -282,7 +283,7 @@ export class Playground {
           ? `Prompt #${event.item + 1}: every completion scored the same, nothing to learn`
           : run?.kind === 'gradient'
             ? `Prompt #${event.item + 1}: advantages ready; the adapter is updated once the step’s groups are in`
-            : run?.config.mode === 'lessons'
+            : run && runMethod(run) === 'lessons'
               ? `The critic is summarising each completion of prompt #${event.item + 1}`
               : `Prompt #${event.item + 1}: keeping its best completion if it beats the group mean`;
         break;

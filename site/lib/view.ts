@@ -2,7 +2,7 @@
  * What the panels draw, derived from a stored run (a `RunBundle`: its record, dataset, committed
  * steps and the finished items of the step in progress). Pure functions of plain data.
  */
-import { emptyLibrary, epochStats, type EpochStats, type ExperienceLibrary, type ItemResult, type RunBundle, type RunRecord } from '../../lib/index.js';
+import { emptyLibrary, epochStats, runMethod, type EpochStats, type ExperienceLibrary, type ItemResult, type RunBundle, type RunRecord } from '../../lib/index.js';
 import type { TrainStepMetrics } from '../../lib/grad.js';
 
 /** Steps in one epoch (the loop's schedule: the dataset in batches). */
@@ -131,5 +131,5 @@ export function modelName(model: string): string {
 }
 
 export function runTitle(run: RunRecord): string {
-  return `${run.config.task ?? 'dataset'} · ${run.kind === 'gradient' ? 'gradient' : run.config.mode}`;
+  return `${run.config.task ?? 'dataset'} · ${runMethod(run)}`;
 }
