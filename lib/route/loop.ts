@@ -105,6 +105,7 @@ async function drive(setup: DriveSetup, emit: (event: RouterEvent) => Promise<vo
     stepsCompleted,
     itemsProcessed: itemsDone,
   });
+  // Only called once the run has started, when the router exists.
   const outcome = (status: 'completed' | 'aborted'): RouterResult => ({
     runId,
     status,
@@ -123,6 +124,7 @@ async function drive(setup: DriveSetup, emit: (event: RouterEvent) => Promise<vo
     const last = await store.lastStep(runId);
     stepsCompleted = last?.step ?? 0;
     itemsDone = stepsCompleted < schedule.totalSteps ? schedule.plan(stepsCompleted + 1).itemsBefore : schedule.totalItems;
+    // The router draws from `draw`, which routeItem reseeds per item (ctx.reseed).
     let draw: Rng = mulberry32(config.seed);
     const seeded = { rng: () => draw() };
     router = last?.routing ? GrpoRouter.fromJSON(last.routing.state, seeded) : new GrpoRouter({ ...config.router, ...seeded });

@@ -5,6 +5,9 @@
  * stores' export and import.
  */
 import 'fake-indexeddb/auto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   exportRun,
@@ -13,6 +16,7 @@ import {
   MemoryStore,
   mulberry32,
   resumeRouterGrpo,
+  resumeTrainingFreeGrpo,
   routerGrpo,
   toJsonl,
   validateBundle,
@@ -26,6 +30,7 @@ import {
   type RouterRun,
 } from '../../lib/index.js';
 import { openIdbStore } from '../../lib/idb.js';
+import { openFileStore } from '../../lib/node.js';
 import { bundledModelPath, loadOnnxPolicy } from '../../lib/onnx.js';
 
 const SHOW_WORK = 'Show your work.';
@@ -161,6 +166,8 @@ describe('routerGrpo', () => {
     const resumed = await again.result();
     expect(resumed.router).toEqual(reference.router);
     expect(resumed.probabilities).toEqual(reference.probabilities);
+    // The other loops refuse a router run, and say which loop resumes it.
+    await expect(resumeTrainingFreeGrpo('resumed', { policy: armSensitivePolicy(), rewards, store }).result()).rejects.toThrow(/router run; resume it with resumeRouterGrpo/);
   });
 
   it('rejects bad arms with InvalidInputError', () => {
@@ -175,23 +182,27 @@ describe('routerGrpo', () => {
     expect(() => routerGrpo({ ...options(), router: { minSamples: -1 } })).toThrow(InvalidInputError);
   });
 
-  it('keeps the routing through export and import (memory and IndexedDB), and exports JSONL', async () => {
+  it('keeps the routing through export and import (memory, IndexedDB, files), and exports JSONL', async () => {
     const store = new MemoryStore();
     await routerGrpo({ ...options(store), epochs: 2 }).result();
     const exported = JSON.parse(JSON.stringify(await exportRun(store, 'route')));
-    const idb = await openIdbStore({ name: `router-${crypto.randomUUID()}` });
+    const dir = await mkdtemp(join(tmpdir(), 'webgrpo-router-'));
+    const stores = [await openIdbStore({ name: `router-${crypto.randomUUID()}` }), await openFileStore(dir)];
     try {
-      await importRun(idb, exported);
-      const back = await exportRun(idb, 'route');
-      expect(back.run).toEqual(exported.run);
-      expect(back.steps).toEqual(exported.steps);
-      expect(back.steps.at(-1)!.routing!.state.totalUpdates).toBe(4);
-      expect(back.steps[0].items[0].rollouts.every((r) => ARMS.some((a) => a.id === r.arm))).toBe(true);
-      // Resume works from the imported copy (the run is complete: nothing left to do).
-      const done = await resumeRouterGrpo('route', { policy: armSensitivePolicy(), rewards, store: idb }).result();
-      expect(done.router).toEqual(back.steps.at(-1)!.routing!.state);
+      for (const target of stores) {
+        await importRun(target, exported);
+        const back = await exportRun(target, 'route');
+        expect(back.run).toEqual(exported.run);
+        expect(back.steps).toEqual(exported.steps);
+        expect(back.steps.at(-1)!.routing!.state.totalUpdates).toBe(4);
+        expect(back.steps[0].items[0].rollouts.every((r) => ARMS.some((a) => a.id === r.arm))).toBe(true);
+        // Resume works from the imported copy (the run is complete: nothing left to do).
+        const done = await resumeRouterGrpo('route', { policy: armSensitivePolicy(), rewards, store: target }).result();
+        expect(done.router).toEqual(back.steps.at(-1)!.routing!.state);
+      }
     } finally {
-      await idb.close();
+      for (const target of stores) await target.close();
+      await rm(dir, { recursive: true, force: true });
     }
     const lines = toJsonl(exported).trim().split('\n').map((line) => JSON.parse(line));
     expect(lines.length).toBeGreaterThan(0);
