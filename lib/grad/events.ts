@@ -7,17 +7,8 @@
  */
 import type { PromptInput } from '../policy/types.js';
 import type { GradientConfig, ItemResult, StepStats } from '../store/records.js';
-import type { Progress, RolloutEvent, RunEnd } from '../train/events.js';
+import type { ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../train/events.js';
 import type { TrainStepMetrics } from './metrics.js';
-
-interface StepRef {
-  step: number;
-  epoch: number;
-}
-interface ItemRef extends StepRef {
-  /** Dataset index. */
-  item: number;
-}
 
 export interface GradientEpochStats {
   epoch: number;

@@ -6,16 +6,7 @@
  */
 import type { PromptInput } from '../policy/types.js';
 import type { ItemResult, RouterConfig, StepRouting, StepStats } from '../store/records.js';
-import type { Progress, RolloutEvent, RunEnd } from '../train/events.js';
-
-interface StepRef {
-  step: number;
-  epoch: number;
-}
-interface ItemRef extends StepRef {
-  /** Dataset index. */
-  item: number;
-}
+import type { ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../train/events.js';
 
 export type RouterEvent =
   | { type: 'run-start'; runId: string; resumed: boolean; config: RouterConfig; progress: Progress }

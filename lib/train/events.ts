@@ -37,11 +37,12 @@ export interface EpochStats {
   warnings: number;
 }
 
-interface StepRef {
+/** Where an event happened: its step and epoch (every loop's events share these). */
+export interface StepRef {
   step: number;
   epoch: number;
 }
-interface ItemRef extends StepRef {
+export interface ItemRef extends StepRef {
   /** Dataset index. */
   item: number;
 }
