@@ -5,13 +5,14 @@
  * order and scored as one group (the rewards see the item's own prompt), and each rollout records
  * its arm.
  */
-import { mapPromptText, promptText } from '../experience/render.js';
+import { promptText } from '../experience/render.js';
 import type { Completion, Policy, PromptInput } from '../policy/types.js';
-import type { DatasetItem, ItemResult, RouterArm, RouterConfig } from '../store/records.js';
+import type { DatasetItem, ItemResult, RouterConfig } from '../store/records.js';
 import type { RewardFunction } from '../train/options.js';
 import { deriveSeed } from '../train/random.js';
 import { promptOf, sampleGroup, scoreGroup } from '../train/rollout.js';
 import type { StepPlan } from '../train/schedule.js';
+import { armPrompt } from './arm.js';
 import type { RouterEvent } from './events.js';
 import { deriveQueryClass } from './query-class.js';
 import type { GrpoRouter } from './router.js';
@@ -30,12 +31,6 @@ export interface RouterItemContext {
 /** The class the router learns an item under. */
 export function queryClassOf(prompt: PromptInput): string {
   return deriveQueryClass(promptText(prompt));
-}
-
-/** The prompt an arm sends: the item's, with the arm's instruction on a new line after the task. */
-export function armPrompt(prompt: PromptInput, arm: RouterArm): PromptInput {
-  const { instruction } = arm;
-  return instruction ? mapPromptText(prompt, (text) => `${text}\n${instruction}`) : prompt;
 }
 
 export async function routeItem(ctx: RouterItemContext, plan: StepPlan, position: number, index: number, item: DatasetItem): Promise<ItemResult> {

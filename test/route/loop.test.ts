@@ -28,6 +28,7 @@ import {
   type RouterArm,
   type RouterEvent,
   type RouterRun,
+  type RunBundle,
 } from '../../lib/index.js';
 import { openIdbStore } from '../../lib/idb.js';
 import { openFileStore } from '../../lib/node.js';
@@ -204,8 +205,16 @@ describe('routerGrpo', () => {
       for (const target of stores) await target.close();
       await rm(dir, { recursive: true, force: true });
     }
-    const lines = toJsonl(exported).trim().split('\n').map((line) => JSON.parse(line));
-    expect(lines.length).toBeGreaterThan(0);
+    // JSONL: every completion once, under its item's group id, with the prompt its arm sampled from.
+    const lines = toJsonl(exported, { include: ['groupId', 'completionId'] }).trim().split('\n').map((line) => JSON.parse(line));
+    const rollouts = (exported as RunBundle).steps.flatMap((s) => s.items.flatMap((i) => i.rollouts.map((r, row) => ({ ...r, id: `route:${s.step}:${i.index}:${row}`, prompt: i.prompt.prompt }))));
+    expect(lines).toHaveLength(rollouts.length);
+    for (const r of rollouts) {
+      const line = lines.find((l) => l.completion_id === r.id);
+      expect(line.group_id).toBe(r.id.split(':').slice(0, 3).join(':'));
+      expect(line.prompt).toBe(r.arm === 'work' ? `${r.prompt}\n${SHOW_WORK}` : r.prompt);
+    }
+    expect(new Set(lines.map((l) => l.prompt)).size).toBeGreaterThan(dataset.length);
 
     // Validation is strict about the routing: an unknown arm, a missing state, routing on a gradient step.
     const withArm = structuredClone(exported);
