@@ -1,6 +1,6 @@
 export * from './errors.js';
 export * from './math/index.js';
-export * from './route/router.js';
+export * from './route/index.js';
 export type * from './policy/types.js';
 export * from './experience/index.js';
 export * from './store/index.js';

@@ -14,6 +14,7 @@ import { recordingPolicy, replayPolicy, type RecordingPolicy } from '../policy/r
 import type { Policy } from '../policy/types.js';
 import { exportRun } from '../store/bundle.js';
 import { openFileStore, type FileStore } from '../store/file.js';
+import { runMethod } from '../store/method.js';
 import type { DatasetItem, LoopMode, RunRecord } from '../store/records.js';
 import { parseDatasetJsonl } from '../tasks/jsonl.js';
 import { builtinTasks, getTask } from '../tasks/index.js';
@@ -180,7 +181,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
   if (resumed) {
     if (values['export-jsonl'] !== undefined) exported = epochExportFile(values['export-jsonl'], format, await store.getItems(resumed.id));
     loop = resumeTrainingFreeGrpo(resumed.id, { policy: active, rewards: rewardsOf(resumed), store, signal: io.interrupt, onEpoch: exported?.hook });
-    io.stderr(`Resuming run ${resumed.id} (${resumed.config.task ?? 'dataset'}, ${modeOf(resumed)}).\n`);
+    io.stderr(`Resuming run ${resumed.id} (${resumed.config.task ?? 'dataset'}, ${runMethod(resumed)}).\n`);
   } else {
     const mode = (values.mode ?? (bundled ? 'exemplars' : 'lessons')) as LoopMode;
     if (bundled && values.mode === undefined) {
@@ -292,11 +293,6 @@ function epochExportFile(path: string, format: JsonlFormat, dataset: readonly Da
 }
 
 /** The reward functions of a stored run: its built-in task's, or built-in rewards by name. */
-/** A training-free run's mode, or "gradient" for gradient runs. */
-function modeOf(run: RunRecord): string {
-  return run.kind === 'gradient' ? 'gradient' : run.config.mode;
-}
-
 function rewardsOf(run: RunRecord): RewardFunction[] {
   if (run.config.task !== undefined && builtinTasks[run.config.task]) return getTask(run.config.task).rewards;
   return run.config.rewards.map(({ name }) => {
@@ -316,7 +312,7 @@ async function listRuns(store: FileStore, io: TrainIo): Promise<number> {
     runs.map(async (r) => {
       const last = await store.lastStep(r.id);
       const total = Math.ceil(r.itemCount / r.config.batchSize) * r.config.epochs;
-      return [r.id, r.status, r.config.task ?? 'dataset', modeOf(r), `${last?.step ?? 0}/${total}`, r.updatedAt.slice(0, 19).replace('T', ' ')];
+      return [r.id, r.status, r.config.task ?? 'dataset', runMethod(r), `${last?.step ?? 0}/${total}`, r.updatedAt.slice(0, 19).replace('T', ' ')];
     }),
   );
   io.stdout(table(['run', 'status', 'task', 'mode', 'steps', 'updated'], rows));

@@ -123,12 +123,16 @@ export function promptText(input: PromptInput): string {
  */
 export function withExperiences(input: PromptInput, experiences: string, template: string): PromptInput {
   if (experiences === '') return input;
-  const wrap = (prompt: string) => fillTemplate(template, { experiences, prompt });
-  if (input.prompt !== undefined) return { prompt: wrap(input.prompt) };
+  return mapPromptText(input, (prompt) => fillTemplate(template, { experiences, prompt }));
+}
+
+/** The prompt with `map` applied to its task text: the raw prompt, or the last user message. */
+export function mapPromptText(input: PromptInput, map: (text: string) => string): PromptInput {
+  if (input.prompt !== undefined) return { prompt: map(input.prompt) };
   const messages: ChatMessage[] = (input.messages ?? []).map((m) => ({ ...m }));
   for (let i = messages.length - 1; i >= 0; i--) {
     if (messages[i].role === 'user') {
-      messages[i] = { ...messages[i], content: wrap(messages[i].content) };
+      messages[i] = { ...messages[i], content: map(messages[i].content) };
       break;
     }
   }

@@ -7,17 +7,8 @@
  */
 import type { PromptInput } from '../policy/types.js';
 import type { GradientConfig, ItemResult, StepStats } from '../store/records.js';
-import type { Progress, RolloutEvent } from '../train/events.js';
+import type { ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../train/events.js';
 import type { TrainStepMetrics } from './metrics.js';
-
-interface StepRef {
-  step: number;
-  epoch: number;
-}
-interface ItemRef extends StepRef {
-  /** Dataset index. */
-  item: number;
-}
 
 export interface GradientEpochStats {
   epoch: number;
@@ -43,15 +34,6 @@ export type GradientEvent =
   | (StepRef & { type: 'train'; iteration: number; iterations: number; metrics: TrainStepMetrics })
   | (StepRef & { type: 'step-end'; batch: number; stats: StepStats; training: TrainStepMetrics[]; progress: Progress })
   | { type: 'epoch-end'; epoch: number; stats: GradientEpochStats; progress: Progress }
-  | {
-      type: 'run-end';
-      runId: string;
-      status: 'completed' | 'aborted' | 'failed';
-      epochsCompleted: number;
-      itemsProcessed: number;
-      stepsCompleted: number;
-      error?: string;
-      progress: Progress;
-    };
+  | RunEnd;
 
 export type GradientEventType = GradientEvent['type'];

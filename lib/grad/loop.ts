@@ -9,16 +9,18 @@
  * unfinished item with the adapter of the last committed step: given the same seeds, a resumed run
  * ends where an uninterrupted one does.
  */
-import { AbortError, InvalidInputError, throwIfAborted } from '../errors.js';
+import { InvalidInputError, throwIfAborted } from '../errors.js';
 import { MemoryStore } from '../store/memory.js';
-import type { GradientConfig, GradientRunRecord, ItemResult, StepRecord } from '../store/records.js';
+import type { GradientConfig, StepRecord } from '../store/records.js';
 import type { Store } from '../store/types.js';
 import { validateDataset } from '../store/validate.js';
 import type { Progress } from '../train/events.js';
 import { checkRunId, matchRewards, type RewardFunction } from '../train/options.js';
-import { LoopRun, type Run } from '../train/run.js';
+import { runBatchItems } from '../train/batch-items.js';
+import { LoopRun, newRunRecord, stopRun, storedRun, type Run, type RunStop } from '../train/run.js';
 import { progressAt, Schedule } from '../train/schedule.js';
 import { stepStats } from '../train/stats.js';
+import { libraryFreeStep } from '../train/step.js';
 import { readAdapterFile, readCheckpoint, writeCheckpoint, type AdapterFile } from './format.js';
 import type { GradientEpochStats, GradientEvent } from './events.js';
 import { rolloutItem } from './item.js';
@@ -45,9 +47,6 @@ export interface GradientResult {
 /** A run in progress: iterate it for events (once), or await `result()`. */
 export type GradientRun = Run<GradientEvent, GradientResult>;
 
-/** Gradient runs keep no experiences; their records carry the empty library. */
-const EMPTY_LIBRARY = { nextId: 0, entries: [], exemplars: [] };
-
 /** Starts a new run. Options are validated here, synchronously; the loop starts when iterated. */
 export function gradientGrpo(options: GradientGrpoOptions): GradientRun {
   if (!options || typeof options !== 'object') throw new InvalidInputError('options', 'expected an options object.');
@@ -57,17 +56,7 @@ export function gradientGrpo(options: GradientGrpoOptions): GradientRun {
   const runId = options.runId !== undefined ? checkRunId(options.runId) : crypto.randomUUID();
   const store = options.store ?? new MemoryStore();
   return new LoopRun(runId, async (emit, signal) => {
-    const now = new Date().toISOString();
-    const run: GradientRunRecord = {
-      id: runId,
-      kind: 'gradient',
-      status: 'running',
-      createdAt: now,
-      updatedAt: now,
-      config,
-      initialLibrary: EMPTY_LIBRARY,
-      itemCount: dataset.length,
-    };
+    const run = newRunRecord('gradient', runId, config, dataset.length);
     await store.createRun(run, dataset);
     const trainer = createTrainer(options, config);
     if (initial) trainer.load({ a: initial.a, b: initial.b, m: zerosLike(initial), v: zerosLike(initial), updates: 0 });
@@ -83,9 +72,7 @@ export function resumeGradientGrpo(runId: string, options: GradientHandles & { s
   if (!options || typeof options !== 'object' || !options.store) throw new InvalidInputError('store', 'pass the store that holds the run.');
   validateGradientHandles(options);
   return new LoopRun(runId, async (emit, signal) => {
-    const run = await options.store.getRun(runId);
-    if (!run) throw new InvalidInputError('runId', `no run "${runId}" in this ${options.store.kind} store.`);
-    if (run.kind !== 'gradient') throw new InvalidInputError('runId', `"${runId}" is a ${run.kind} run; resume it with resumeTrainingFreeGrpo.`);
+    const run = await storedRun(options.store, runId, 'gradient');
     const rewards = matchRewards(run.config, options.rewards);
     const trainer = createTrainer(options, run.config);
     const checkpoint = await options.store.getAdapter(runId);
@@ -152,18 +139,10 @@ async function drive(setup: DriveSetup, emit: (event: GradientEvent) => Promise<
       const plan = schedule.plan(step);
       await emit({ type: 'step-start', step, epoch: plan.epoch, batch: plan.batch, items: plan.indices, progress: progress(step) });
 
-      // Rollouts, one item at a time (the policy runs one request at a time anyway).
-      const finished = new Map((await store.getItemResults(runId, step)).map((r) => [r.position, r]));
-      const results: ItemResult[] = [];
-      for (const [position, index] of plan.indices.entries()) {
-        const reused = finished.get(position);
-        const result = reused ?? (await rolloutItem(ctx, plan, position, index, items[index]));
-        throwIfAborted(signal);
-        if (!reused) await store.putItemResult(runId, result);
-        results.push(result);
+      const results = await runBatchItems(store, runId, plan, signal, (position, index) => rolloutItem(ctx, plan, position, index, items[index]), async (result, reused) => {
         itemsDone += 1;
-        await emit({ type: 'item-end', step, epoch: plan.epoch, item: index, result, reused: reused !== undefined, progress: progress(step) });
-      }
+        await emit({ type: 'item-end', step, epoch: plan.epoch, item: result.index, result, reused, progress: progress(step) });
+      });
 
       // Updates on the step's groups; the old log-probs are the rollouts' own.
       const batch = groupRolloutBatch(results.map((r) => ({ completions: r.rollouts, rewards: r.rollouts.map((x) => x.rewards) })));
@@ -178,20 +157,7 @@ async function drive(setup: DriveSetup, emit: (event: GradientEvent) => Promise<
       trainer.releaseStates();
       throwIfAborted(signal);
 
-      const record: StepRecord = {
-        step,
-        epoch: plan.epoch,
-        batch: plan.batch,
-        items: results,
-        proposed: [],
-        applied: [],
-        skippedOperations: [],
-        library: EMPTY_LIBRARY,
-        stats: stepStats(results),
-        warnings: [],
-        committedAt: new Date().toISOString(),
-        training,
-      };
+      const record = libraryFreeStep(plan, results, { training });
       const checkpoint = writeCheckpoint(await trainer.state(), trainer.shape, step, handles.policy.info.model);
       await store.commitStep(runId, record, { adapter: checkpoint });
       stepsCompleted = step;
@@ -207,14 +173,8 @@ async function drive(setup: DriveSetup, emit: (event: GradientEvent) => Promise<
     return { runId, status: 'completed', ...tally(), adapter: await trainer.exportAdapter(), trainer };
   } catch (error) {
     trainer.releaseStates();
-    const aborted = signal.aborted || error instanceof AbortError;
-    const message = error instanceof Error ? error.message : String(error);
-    // Best effort: when the store itself failed (a full quota), its last good state stands.
-    await store.setRunStatus(runId, aborted ? { status: 'aborted' } : { status: 'failed', error: message }).catch(() => undefined);
-    if (started) {
-      await emit({ type: 'run-end', runId, status: aborted ? 'aborted' : 'failed', ...tally(), ...(aborted ? {} : { error: message }), progress: progress(stepsCompleted) });
-    }
-    if (aborted && started) return { runId, status: 'aborted', ...tally(), adapter: await trainer.exportAdapter(), trainer };
+    const announce = started ? (end: RunStop) => emit({ type: 'run-end', runId, ...end, ...tally(), progress: progress(stepsCompleted) }) : undefined;
+    if ((await stopRun(store, runId, error, signal, announce)) && started) return { runId, status: 'aborted', ...tally(), adapter: await trainer.exportAdapter(), trainer };
     trainer.dispose();
     throw error;
   } finally {

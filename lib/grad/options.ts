@@ -9,7 +9,7 @@ import type { ImportanceSamplingLevel, LossType } from '../math/loss.js';
 import type { OnnxPolicy } from '../policy/onnx/policy.js';
 import type { DatasetItem, GradientConfig } from '../store/records.js';
 import type { Store } from '../store/types.js';
-import { validateHandles, type RewardFunction } from '../train/options.js';
+import { GROUP_SAMPLING_DEFAULTS, validateHandles, type GroupSamplingOptions, type RewardFunction } from '../train/options.js';
 import { resolveShape, type AdapterInit } from './adapter.js';
 import type { AdapterFile } from './format.js';
 import { resolveOptimizer, type OptimizerOptions } from './optimizer.js';
@@ -42,7 +42,7 @@ export interface GradientLossOptions {
   scaleRewards?: 'group' | 'batch' | 'none';
 }
 
-export interface GradientGrpoOptions extends GradientHandles {
+export interface GradientGrpoOptions extends GradientHandles, GroupSamplingOptions {
   dataset: DatasetItem[];
   /** Completions per item; default 8. */
   groupSize?: number;
@@ -54,15 +54,8 @@ export interface GradientGrpoOptions extends GradientHandles {
   numIterations?: number;
   /** Sampling temperature (log-probs are of softmax(z / T)); default 1. */
   temperature?: number;
-  topK?: number;
-  topP?: number;
-  minP?: number;
-  /** Default 32. */
-  maxNewTokens?: number;
   /** Seed of the epoch order, every sampling call and a new adapter's A; default 0. */
   seed?: number;
-  /** Shuffle the dataset each epoch (seeded); default true. */
-  shuffle?: boolean;
   loss?: GradientLossOptions;
   optimizer?: OptimizerOptions;
   /** The adapter's rank (default 8) and scale (default 2). */
@@ -81,12 +74,8 @@ export const GRADIENT_DEFAULTS = {
   batchSize: 2,
   numIterations: 1,
   temperature: 1,
-  topK: 0,
-  topP: 1,
-  minP: 0,
-  maxNewTokens: 32,
   seed: 0,
-  shuffle: true,
+  ...GROUP_SAMPLING_DEFAULTS,
   scaleRewards: 'group' as const,
 };
 

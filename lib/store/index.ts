@@ -4,3 +4,4 @@ export { MemoryStore } from './memory.js';
 export { exportRun, importRun, RUN_EXPORT_FORMAT, RUN_EXPORT_VERSION, type RunExport, type ImportOptions } from './bundle.js';
 export { validateDataset, validateDatasetItem, validateBundle } from './validate.js';
 export { libraryAt } from './history.js';
+export { runMethod, type RunMethod } from './method.js';

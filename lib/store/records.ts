@@ -7,6 +7,7 @@ import type { AdapterCheckpoint } from '../grad/format.js';
 import type { TrainStepMetrics } from '../grad/metrics.js';
 import type { ImportanceSamplingLevel, LossType } from '../math/loss.js';
 import type { ChatMessage, FinishReason, PolicyInfo, PromptInput, Usage } from '../policy/types.js';
+import type { GrpoRouterState, RouterUpdateStats } from '../route/router.js';
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
@@ -73,23 +74,34 @@ export interface TrainingFreeConfig {
   task?: string;
 }
 
-/** The resolved, serialisable options of a gradient GRPO run (`gradientGrpo`). */
-export interface GradientConfig {
-  /** Completions per item (the GRPO group, `numGenerations`). */
+/**
+ * What the gradient and router runs' configs share: the groups and their schedule, the sampling
+ * settings, the rewards, the seed and the policy.
+ */
+export interface LoopConfig {
+  /** Completions per item (the GRPO group). */
   groupSize: number;
   epochs: number;
-  /** Items (groups) per step: one generation batch. */
+  /** Items (groups) per step. */
   batchSize: number;
-  /** Optimizer updates per generation batch (TRL's num_iterations). */
-  numIterations: number;
   temperature: number;
   topK: number;
   topP: number;
   minP: number;
   maxNewTokens: number;
+  /** Reward functions by name and weight, in column order. */
   rewards: Array<{ name: string; weight: number }>;
   seed: number;
   shuffle: boolean;
+  policy: PolicyInfo;
+  /** Name of the built-in task the dataset came from, if any. */
+  task?: string;
+}
+
+/** The resolved, serialisable options of a gradient GRPO run (`gradientGrpo`); `groupSize` is TRL's `numGenerations`. */
+export interface GradientConfig extends LoopConfig {
+  /** Optimizer updates per generation batch (TRL's num_iterations). */
+  numIterations: number;
   /** The clipped objective: GrpoConfig's fields and the grpoLoss options. */
   loss: {
     lossType: LossType;
@@ -105,9 +117,25 @@ export interface GradientConfig {
   optimizer: { lr: number; beta1: number; beta2: number; eps: number; weightDecay: number; maxGradNorm: number };
   /** The adapter on the LM head: z' = z + scale (h A) B. */
   adapter: { rank: number; scale: number; seed: number; hiddenSize: number; vocabSize: number };
-  policy: PolicyInfo;
-  /** Name of the built-in task the dataset came from, if any. */
-  task?: string;
+}
+
+/** One arm a router run chooses between: a prompt or sampling variant of the one policy. */
+export interface RouterArm {
+  /** Stable id (the router's "model" name); unique within a run. */
+  id: string;
+  /** What a person reads. */
+  label: string;
+  /** Appended to the item's prompt (its last user message) on a new line. */
+  instruction?: string;
+  /** Multiplies the run's sampling temperature; default 1. */
+  temperatureScale?: number;
+}
+
+/** The resolved, serialisable options of a router run (`routerGrpo`); each completion of a group is routed on its own. */
+export interface RouterConfig extends LoopConfig {
+  arms: RouterArm[];
+  /** `GrpoRouter`'s options. */
+  router: { learningRate: number; minSamples: number; temperature: number };
 }
 
 export type RunStatus = 'running' | 'aborted' | 'failed' | 'completed';
@@ -119,7 +147,7 @@ interface RunRecordBase {
   error?: string;
   createdAt: string;
   updatedAt: string;
-  /** The experience library the run starts from (always empty for gradient runs). */
+  /** The experience library the run starts from (always empty for gradient and router runs). */
   initialLibrary: ExperienceLibrary;
   itemCount: number;
 }
@@ -134,8 +162,13 @@ export interface GradientRunRecord extends RunRecordBase {
   config: GradientConfig;
 }
 
+export interface RouterRunRecord extends RunRecordBase {
+  kind: 'router';
+  config: RouterConfig;
+}
+
 /** A stored run; `kind` tells which loop runs it (and the shape of its config). */
-export type RunRecord = TrainingFreeRunRecord | GradientRunRecord;
+export type RunRecord = TrainingFreeRunRecord | GradientRunRecord | RouterRunRecord;
 
 export type WarningStage = 'summary' | 'critique' | 'group-update' | 'batch-merge' | 'reward' | 'exemplar';
 
@@ -160,6 +193,8 @@ export interface RolloutRecord {
   advantage: number;
   /** The critic's summary of this rollout (lessons mode, groups with spread). */
   summary?: string;
+  /** Router runs: the id of the arm this completion was routed to. */
+  arm?: string;
 }
 
 /** One critic exchange: every raw reply (untrusted text, kept for audit) and what was used. */
@@ -229,6 +264,16 @@ export interface StepRecord {
   committedAt: string;
   /** Gradient runs: the metrics of each optimizer update of the step, in order. */
   training?: TrainStepMetrics[];
+  /** Router runs: the router after the step's update. */
+  routing?: StepRouting;
+}
+
+/** The router after a step: its state (what a resume restores), what it would route to, the update. */
+export interface StepRouting {
+  state: GrpoRouterState;
+  /** `probabilities[queryClass][armId]`, for every query class seen so far. */
+  probabilities: Record<string, Record<string, number>>;
+  stats: RouterUpdateStats;
 }
 
 /** Store-side extras of a step commit, written in the same transaction. */

@@ -6,7 +6,8 @@
 import { InvalidInputError } from '../errors.js';
 import { validateLibrary } from '../experience/normalize.js';
 import { readCheckpoint } from '../grad/format.js';
-import type { DatasetItem, GradientConfig, ItemResult, JsonValue, RunBundle, RunRecord, StepRecord, TrainingFreeConfig } from './records.js';
+import { GrpoRouter, type GrpoRouterState } from '../route/router.js';
+import type { DatasetItem, GradientConfig, ItemResult, JsonValue, RouterArm, RouterConfig, RunBundle, RunRecord, StepRecord, TrainingFreeConfig } from './records.js';
 
 type Obj = Record<string, unknown>;
 
@@ -101,35 +102,20 @@ function validateConfig(value: unknown, at: string): TrainingFreeConfig {
   for (const key of ['temperature', 'topP', 'minP', 'criticTemperature', 'exemplarThreshold'] as const) num(c[key], `${at}.${key}`);
   bool(c.givenGroundTruth, `${at}.givenGroundTruth`);
   bool(c.shuffle, `${at}.shuffle`);
-  arr(c.rewards, `${at}.rewards`).forEach((r, i) => {
-    const reward = obj(r, `${at}.rewards[${i}]`);
-    str(reward.name, `${at}.rewards[${i}].name`);
-    num(reward.weight, `${at}.rewards[${i}].weight`);
-  });
   const templates = obj(c.templates, `${at}.templates`);
   for (const key of ['prompt', 'summary', 'critique', 'groupUpdate', 'batchMerge', 'repair', 'criticSystem'] as const) {
     str(templates[key], `${at}.templates.${key}`);
   }
-  for (const key of ['policy', 'critic'] as const) {
-    const info = obj(c[key], `${at}.${key}`);
-    str(info.model, `${at}.${key}.model`);
-    str(info.backend, `${at}.${key}.backend`);
-  }
-  if (c.task !== undefined) str(c.task, `${at}.task`);
+  validateRewardsAndPolicy(c, at);
+  const critic = obj(c.critic, `${at}.critic`);
+  str(critic.model, `${at}.critic.model`);
+  str(critic.backend, `${at}.critic.backend`);
   return c as unknown as TrainingFreeConfig;
 }
 
 function validateGradientConfig(value: unknown, at: string): GradientConfig {
-  const c = obj(value, at);
-  for (const key of ['groupSize', 'epochs', 'batchSize', 'numIterations', 'maxNewTokens'] as const) int(c[key], `${at}.${key}`, 1);
-  for (const key of ['topK', 'seed'] as const) int(c[key], `${at}.${key}`);
-  for (const key of ['temperature', 'topP', 'minP'] as const) num(c[key], `${at}.${key}`);
-  bool(c.shuffle, `${at}.shuffle`);
-  arr(c.rewards, `${at}.rewards`).forEach((r, i) => {
-    const reward = obj(r, `${at}.rewards[${i}]`);
-    str(reward.name, `${at}.rewards[${i}].name`);
-    num(reward.weight, `${at}.rewards[${i}].weight`);
-  });
+  const c = validateLoopConfig(value, at);
+  int(c.numIterations, `${at}.numIterations`, 1);
   const loss = obj(c.loss, `${at}.loss`);
   oneOf(loss.lossType, ['grpo', 'bnpo', 'dr_grpo', 'dapo'] as const, `${at}.loss.lossType`);
   oneOf(loss.importanceSamplingLevel, ['token', 'sequence'] as const, `${at}.loss.importanceSamplingLevel`);
@@ -144,29 +130,89 @@ function validateGradientConfig(value: unknown, at: string): GradientConfig {
   for (const key of ['rank', 'hiddenSize', 'vocabSize'] as const) int(adapter[key], `${at}.adapter.${key}`, 1);
   int(adapter.seed, `${at}.adapter.seed`);
   num(adapter.scale, `${at}.adapter.scale`);
+  return c as unknown as GradientConfig;
+}
+
+/**
+ * A router run's arms: at least two, unique non-empty ids, labels, an optional instruction and an
+ * optional temperature scale above 0 (up to 10). Returns clean copies.
+ */
+export function validateArms(value: unknown, at = 'arms'): RouterArm[] {
+  const arms = arr(value, at);
+  if (arms.length < 2) fail(at, `has ${arms.length} arm${arms.length === 1 ? '' : 's'}; a router needs at least two to choose between.`);
+  const ids = new Set<string>();
+  return arms.map((value, i) => {
+    const a = obj(value, `${at}[${i}]`);
+    const id = str(a.id, `${at}[${i}].id`);
+    if (id.trim() === '') fail(`${at}[${i}].id`, 'expected a non-empty string.');
+    if (ids.has(id)) fail(`${at}[${i}].id`, `"${id}" is used by an earlier arm; give each arm its own id.`);
+    ids.add(id);
+    const arm: RouterArm = { id, label: str(a.label, `${at}[${i}].label`) };
+    if (a.instruction !== undefined) arm.instruction = str(a.instruction, `${at}[${i}].instruction`);
+    if (a.temperatureScale !== undefined) {
+      const scale = a.temperatureScale;
+      if (typeof scale !== 'number' || !Number.isFinite(scale) || scale <= 0 || scale > 10) {
+        fail(`${at}[${i}].temperatureScale`, `expected a number above 0 up to 10, got ${String(scale)}.`);
+      }
+      arm.temperatureScale = scale;
+    }
+    return arm;
+  });
+}
+
+function validateRouterConfig(value: unknown, at: string): RouterConfig {
+  const c = validateLoopConfig(value, at);
+  validateArms(c.arms, `${at}.arms`);
+  const router = obj(c.router, `${at}.router`);
+  for (const key of ['learningRate', 'temperature'] as const) num(router[key], `${at}.router.${key}`);
+  int(router.minSamples, `${at}.router.minSamples`);
+  return c as unknown as RouterConfig;
+}
+
+/** The fields of `LoopConfig` (gradient and router runs): groups, schedule, sampling, rewards, policy. */
+function validateLoopConfig(value: unknown, at: string): Obj {
+  const c = obj(value, at);
+  for (const key of ['groupSize', 'epochs', 'batchSize', 'maxNewTokens'] as const) int(c[key], `${at}.${key}`, 1);
+  for (const key of ['topK', 'seed'] as const) int(c[key], `${at}.${key}`);
+  for (const key of ['temperature', 'topP', 'minP'] as const) num(c[key], `${at}.${key}`);
+  bool(c.shuffle, `${at}.shuffle`);
+  validateRewardsAndPolicy(c, at);
+  return c;
+}
+
+/** The fields every kind's config has: the reward columns, the policy, the task's name. */
+function validateRewardsAndPolicy(c: Obj, at: string): void {
+  arr(c.rewards, `${at}.rewards`).forEach((r, i) => {
+    const reward = obj(r, `${at}.rewards[${i}]`);
+    str(reward.name, `${at}.rewards[${i}].name`);
+    num(reward.weight, `${at}.rewards[${i}].weight`);
+  });
   const info = obj(c.policy, `${at}.policy`);
   str(info.model, `${at}.policy.model`);
   str(info.backend, `${at}.policy.backend`);
   if (c.task !== undefined) str(c.task, `${at}.task`);
-  return c as unknown as GradientConfig;
 }
 
 function validateRun(value: unknown, at: string): RunRecord {
   const run = obj(value, at);
   str(run.id, `${at}.id`);
-  const kind = oneOf(run.kind, ['training-free', 'gradient'] as const, `${at}.kind`);
+  const kind = oneOf(run.kind, ['training-free', 'gradient', 'router'] as const, `${at}.kind`);
   oneOf(run.status, ['running', 'aborted', 'failed', 'completed'] as const, `${at}.status`);
   if (run.error !== undefined) str(run.error, `${at}.error`);
   str(run.createdAt, `${at}.createdAt`);
   str(run.updatedAt, `${at}.updatedAt`);
   if (kind === 'gradient') validateGradientConfig(run.config, `${at}.config`);
+  else if (kind === 'router') validateRouterConfig(run.config, `${at}.config`);
   else validateConfig(run.config, `${at}.config`);
   validateLibrary(run.initialLibrary, `${at}.initialLibrary`);
   int(run.itemCount, `${at}.itemCount`, 1);
   return run as unknown as RunRecord;
 }
 
-function validateItemResult(value: unknown, at: string, itemCount: number): ItemResult {
+/** The arm ids of a router run (rollouts must name one of them), or undefined for other kinds (they name none). */
+type ArmIds = ReadonlySet<string> | undefined;
+
+function validateItemResult(value: unknown, at: string, itemCount: number, arms: ArmIds): ItemResult {
   const r = obj(value, at);
   int(r.step, `${at}.step`, 1);
   int(r.epoch, `${at}.epoch`, 1);
@@ -185,6 +231,8 @@ function validateItemResult(value: unknown, at: string, itemCount: number): Item
     nullableNum(rollout.reward, `${p}.reward`);
     num(rollout.advantage, `${p}.advantage`);
     if (rollout.summary !== undefined) str(rollout.summary, `${p}.summary`);
+    if (arms && !arms.has(str(rollout.arm, `${p}.arm`))) fail(`${p}.arm`, `expected the id of one of the run's arms, got "${String(rollout.arm)}".`);
+    if (!arms && rollout.arm !== undefined) fail(`${p}.arm`, 'only router runs route completions to arms.');
   });
   const stats = obj(r.stats, `${at}.stats`);
   int(stats.scorable, `${at}.stats.scorable`);
@@ -193,12 +241,12 @@ function validateItemResult(value: unknown, at: string, itemCount: number): Item
   return r as unknown as ItemResult;
 }
 
-function validateStep(value: unknown, at: string, itemCount: number): StepRecord {
+function validateStep(value: unknown, at: string, itemCount: number, arms: ArmIds): StepRecord {
   const s = obj(value, at);
   int(s.step, `${at}.step`, 1);
   int(s.epoch, `${at}.epoch`, 1);
   int(s.batch, `${at}.batch`, 1);
-  arr(s.items, `${at}.items`).forEach((item, i) => validateItemResult(item, `${at}.items[${i}]`, itemCount));
+  arr(s.items, `${at}.items`).forEach((item, i) => validateItemResult(item, `${at}.items[${i}]`, itemCount, arms));
   arr(s.proposed, `${at}.proposed`);
   arr(s.applied, `${at}.applied`);
   arr(s.skippedOperations, `${at}.skippedOperations`);
@@ -213,7 +261,27 @@ function validateStep(value: unknown, at: string, itemCount: number): StepRecord
       int(metrics.step, `${at}.training[${i}].step`, 1);
     });
   }
+  if (arms) validateRouting(s.routing, `${at}.routing`, arms);
+  else if (s.routing !== undefined) fail(`${at}.routing`, 'only router runs carry a router state.');
   return s as unknown as StepRecord;
+}
+
+function validateRouting(value: unknown, at: string, arms: ReadonlySet<string>): void {
+  const routing = obj(value, at);
+  try {
+    // fromJSON checks the state's shape itself; the cast only satisfies its signature.
+    GrpoRouter.fromJSON(routing.state as GrpoRouterState);
+  } catch (error) {
+    fail(`${at}.state`, error instanceof Error ? error.message : String(error));
+  }
+  for (const [queryClass, byArm] of Object.entries(obj(routing.probabilities, `${at}.probabilities`))) {
+    const p = `${at}.probabilities.${queryClass}`;
+    for (const [arm, probability] of Object.entries(obj(byArm, p))) {
+      if (!arms.has(arm)) fail(`${p}.${arm}`, 'is not one of the run\'s arms.');
+      num(probability, `${p}.${arm}`);
+    }
+  }
+  bool(obj(routing.stats, `${at}.stats`).updated, `${at}.stats.updated`);
 }
 
 /** Checks a whole run (an import) and that its parts agree: step numbers, item indices, counts. */
@@ -222,13 +290,14 @@ export function validateBundle(value: unknown, at = 'run'): RunBundle {
   const run = validateRun(b.run, `${at}.run`);
   const items = validateDataset(b.items, `${at}.items`);
   if (items.length !== run.itemCount) fail(`${at}.items`, `has ${items.length} items but the run says ${run.itemCount}.`);
+  const arms = run.kind === 'router' ? new Set(run.config.arms.map((a) => a.id)) : undefined;
   const steps = arr(b.steps, `${at}.steps`).map((step, i) => {
-    const record = validateStep(step, `${at}.steps[${i}]`, items.length);
+    const record = validateStep(step, `${at}.steps[${i}]`, items.length, arms);
     if (record.step !== i + 1) fail(`${at}.steps[${i}].step`, `expected ${i + 1}: steps must be consecutive from 1.`);
     return record;
   });
   const pending = arr(b.pending ?? [], `${at}.pending`).map((result, i) => {
-    const record = validateItemResult(result, `${at}.pending[${i}]`, items.length);
+    const record = validateItemResult(result, `${at}.pending[${i}]`, items.length, arms);
     if (record.step !== steps.length + 1) fail(`${at}.pending[${i}].step`, `expected ${steps.length + 1}, the step after the last committed one.`);
     return record;
   });

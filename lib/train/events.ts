@@ -37,13 +37,26 @@ export interface EpochStats {
   warnings: number;
 }
 
-interface StepRef {
+/** Where an event happened: its step and epoch (every loop's events share these). */
+export interface StepRef {
   step: number;
   epoch: number;
 }
-interface ItemRef extends StepRef {
+export interface ItemRef extends StepRef {
   /** Dataset index. */
   item: number;
+}
+
+/** How every loop's run ends (the training-free loop adds its library and warning count). */
+export interface RunEnd {
+  type: 'run-end';
+  runId: string;
+  status: 'completed' | 'aborted' | 'failed';
+  epochsCompleted: number;
+  itemsProcessed: number;
+  stepsCompleted: number;
+  error?: string;
+  progress: Progress;
 }
 
 /** The per-group events every loop emits (`rolloutGroup`): the completions, their rewards, their advantages. */
@@ -72,18 +85,7 @@ export type TrainingFreeEvent =
     })
   | (StepRef & { type: 'step-end'; batch: number; stats: StepStats; library: ExperienceLibrary; progress: Progress })
   | { type: 'epoch-end'; epoch: number; stats: EpochStats; library: ExperienceLibrary; progress: Progress }
-  | {
-      type: 'run-end';
-      runId: string;
-      status: 'completed' | 'aborted' | 'failed';
-      library: ExperienceLibrary;
-      epochsCompleted: number;
-      itemsProcessed: number;
-      stepsCompleted: number;
-      warnings: number;
-      error?: string;
-      progress: Progress;
-    };
+  | (RunEnd & { library: ExperienceLibrary; warnings: number });
 
 export type TrainingFreeEventType = TrainingFreeEvent['type'];
 

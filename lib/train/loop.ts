@@ -9,7 +9,7 @@
  * run killed mid-step and resumed ends with the same library, byte for byte, as an uninterrupted
  * run given the same model outputs.
  */
-import { AbortError, InvalidInputError, throwIfAborted } from '../errors.js';
+import { InvalidInputError, throwIfAborted } from '../errors.js';
 import { normalizeExperienceLibrary } from '../experience/normalize.js';
 import { estimateTokens, formatExemplar, formatLesson } from '../experience/render.js';
 import type { ExperienceLibrary } from '../experience/types.js';
@@ -30,7 +30,7 @@ import {
   type RewardFunction,
   type TrainingFreeGrpoOptions,
 } from './options.js';
-import { LoopRun, type Run } from './run.js';
+import { LoopRun, newRunRecord, stopRun, storedRun, type Run, type RunStop } from './run.js';
 import { progressAt, Schedule } from './schedule.js';
 import { epochStats } from './stats.js';
 import { finishStep } from './step.js';
@@ -66,17 +66,7 @@ export function trainingFreeGrpo(options: TrainingFreeGrpoOptions): TrainingFree
   const runId = options.runId !== undefined ? checkRunId(options.runId) : crypto.randomUUID();
   const store = options.store ?? new MemoryStore();
   return new LoopRun(runId, async (emit, signal) => {
-    const now = new Date().toISOString();
-    const run: RunRecord = {
-      id: runId,
-      kind: 'training-free',
-      status: 'running',
-      createdAt: now,
-      updatedAt: now,
-      config,
-      initialLibrary,
-      itemCount: dataset.length,
-    };
+    const run = newRunRecord('training-free', runId, config, dataset.length, initialLibrary);
     await store.createRun(run, dataset);
     return drive({ store, runId, handles: options, rewards: options.rewards, resumed: false }, emit, signal);
   });
@@ -90,9 +80,7 @@ export function resumeTrainingFreeGrpo(runId: string, options: ResumeOptions): T
   if (!options || typeof options !== 'object' || !options.store) throw new InvalidInputError('store', 'pass the store that holds the run.');
   validateHandles(options);
   return new LoopRun(runId, async (emit, signal) => {
-    const run = await options.store.getRun(runId);
-    if (!run) throw new InvalidInputError('runId', `no run "${runId}" in this ${options.store.kind} store.`);
-    if (run.kind !== 'training-free') throw new InvalidInputError('runId', `"${runId}" is a ${run.kind} run; resume it with its own loop (resumeGradientGrpo from webgrpo/grad).`);
+    const run = await storedRun(options.store, runId, 'training-free');
     const rewards = matchRewards(run.config, options.rewards);
     return drive({ store: options.store, runId, handles: options, rewards, resumed: true }, emit, signal);
   });
@@ -213,21 +201,10 @@ async function drive(setup: DriveSetup, emit: Emit, internal: AbortSignal): Prom
     await emit({ type: 'run-end', runId, status: 'completed', ...tally(), progress: progress(stepsCompleted) });
     return { runId, status: 'completed', ...tally() };
   } catch (error) {
-    const aborted = signal.aborted || error instanceof AbortError;
-    const message = error instanceof Error ? error.message : String(error);
-    // Best effort: when the store itself failed (a full quota), its last good state stands.
-    await store.setRunStatus(runId, aborted ? { status: 'aborted' } : { status: 'failed', error: message }).catch(() => undefined);
-    if (library !== undefined) {
-      await emit({
-        type: 'run-end',
-        runId,
-        status: aborted ? 'aborted' : 'failed',
-        ...tally(),
-        ...(aborted ? {} : { error: message }),
-        progress: progress(stepsCompleted),
-      });
-    }
-    if (aborted && library !== undefined) return { runId, status: 'aborted', ...tally() };
+    // The run has started once its library is known.
+    const started = library !== undefined;
+    const announce = started ? (end: RunStop) => emit({ type: 'run-end', runId, ...end, ...tally(), progress: progress(stepsCompleted) }) : undefined;
+    if ((await stopRun(store, runId, error, signal, announce)) && started) return { runId, status: 'aborted', ...tally() };
     throw error;
   } finally {
     await lock.release();

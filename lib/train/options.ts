@@ -58,6 +58,20 @@ export interface LoopHandles {
   onEpoch?: EpochHook;
 }
 
+/** Sampling settings the gradient and router loops take alike (each documents its own temperature and seed). */
+export interface GroupSamplingOptions {
+  topK?: number;
+  topP?: number;
+  minP?: number;
+  /** Default 32. */
+  maxNewTokens?: number;
+  /** Shuffle the dataset each epoch (seeded); default true. */
+  shuffle?: boolean;
+}
+
+/** Defaults of `GroupSamplingOptions`: no top-k, top-p or min-p filtering, 32 tokens, shuffled. */
+export const GROUP_SAMPLING_DEFAULTS = { topK: 0, topP: 1, minP: 0, maxNewTokens: 32, shuffle: true };
+
 export interface TrainingFreeGrpoOptions extends LoopHandles {
   dataset: DatasetItem[];
   /** `lessons` (the paper: a critic writes lessons) or `exemplars` (best outputs as examples). Default `lessons`. */

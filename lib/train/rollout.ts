@@ -2,7 +2,8 @@
  * What every GRPO loop does first with a dataset item: sample a group from the policy, score each
  * completion with every reward function, and turn the rewards into advantages relative to the
  * group, emitting the events a UI draws. The training-free loop then hands the group to its critic;
- * the gradient loop hands it to the trainer.
+ * the gradient loop hands it to the trainer. The router loop samples one group in parts (one
+ * `sampleGroup` per arm) and scores the reassembled group with `scoreGroup`.
  */
 import { InvalidInputError, throwIfAborted, WebgrpoError } from '../errors.js';
 import { computeAdvantages, type ScaleRewards } from '../math/advantages.js';
@@ -53,22 +54,58 @@ export async function rolloutGroup(
   prompt: PromptInput,
   scaleRewards: ScaleRewards = 'group',
 ): Promise<GroupRollout> {
-  const { policy, signal, emit } = ctx;
+  const seed = deriveSeed(config.seed, 'rollout', ref.epoch, ref.item);
+  const group = await sampleGroup(ctx.policy, prompt, config, { count: config.groupSize, temperature: config.temperature, seed }, ctx.signal);
+  return scoreGroup(ctx, config, ref, item, prompt, group, scaleRewards);
+}
+
+/** What one `generateGroup` call draws: how many completions, at which temperature, from which seed. */
+export interface Draw {
+  count: number;
+  temperature: number;
+  seed: number;
+}
+
+/** One `generateGroup` call with a run's other sampling settings, checked to return `draw.count` completions. */
+export async function sampleGroup(
+  policy: Policy,
+  prompt: PromptInput,
+  config: RolloutSettings,
+  { count, temperature, seed }: Draw,
+  signal: AbortSignal,
+): Promise<{ completions: Completion[]; usage: Usage }> {
   const group = await policy.generateGroup({
     ...prompt,
-    groupSize: config.groupSize,
+    groupSize: count,
     maxNewTokens: config.maxNewTokens,
-    temperature: config.temperature,
+    temperature,
     topK: config.topK,
     topP: config.topP,
     minP: config.minP,
-    seed: deriveSeed(config.seed, 'rollout', ref.epoch, ref.item),
+    seed,
     signal,
   });
   throwIfAborted(signal);
-  if (group.completions.length !== config.groupSize) {
-    throw new WebgrpoError('Generation', `The policy returned ${group.completions.length} completions for a group of ${config.groupSize}.`);
+  if (group.completions.length !== count) {
+    throw new WebgrpoError('Generation', `The policy returned ${group.completions.length} completions for a group of ${count}.`);
   }
+  return { completions: group.completions, usage: group.usage };
+}
+
+/**
+ * A sampled group's rewards and advantages, with the events a UI draws. `prompt` is what the
+ * reward functions see as the item's prompt.
+ */
+export async function scoreGroup(
+  ctx: RolloutContext,
+  config: RolloutSettings,
+  ref: { step: number; epoch: number; item: number },
+  item: DatasetItem,
+  prompt: PromptInput,
+  group: { completions: Completion[]; usage: Usage },
+  scaleRewards: ScaleRewards = 'group',
+): Promise<GroupRollout> {
+  const { emit } = ctx;
   await emit({ type: 'rollouts', ...ref, completions: group.completions, usage: group.usage });
 
   const table = await rewardTable(ctx.rewards, group.completions, item, prompt, ref.item);

@@ -4,6 +4,9 @@
  * or `result()` to run it to the end. Shared by the training-free and gradient loops.
  */
 import { AbortError, InvalidInputError } from '../errors.js';
+import { emptyLibrary, type ExperienceLibrary } from '../experience/types.js';
+import type { RunRecord } from '../store/records.js';
+import type { Store } from '../store/types.js';
 import { EventChannel } from './events.js';
 
 export interface Run<E, R> extends AsyncIterable<E> {
@@ -63,4 +66,56 @@ export class LoopRun<E, R> implements Run<E, R> {
     }
     return this.#start();
   }
+}
+
+type RunOf<K extends RunRecord['kind']> = Extract<RunRecord, { kind: K }>;
+
+/** A new run's record as a loop stores it: running, created now, from `initialLibrary` (empty by default). */
+export function newRunRecord<K extends RunRecord['kind']>(
+  kind: K,
+  id: string,
+  config: RunOf<K>['config'],
+  itemCount: number,
+  initialLibrary: ExperienceLibrary = emptyLibrary(),
+): RunOf<K> {
+  const now = new Date().toISOString();
+  return { id, kind, status: 'running', createdAt: now, updatedAt: now, config, initialLibrary, itemCount } as RunOf<K>;
+}
+
+/** The function that resumes each kind of run. */
+const RESUMED_BY: Record<RunRecord['kind'], string> = {
+  'training-free': 'resumeTrainingFreeGrpo',
+  gradient: 'resumeGradientGrpo (webgrpo/grad)',
+  router: 'resumeRouterGrpo',
+};
+
+/** The stored run a resume continues, checked to exist and to be of the resuming loop's kind. */
+export async function storedRun<K extends RunRecord['kind']>(store: Store, runId: string, kind: K): Promise<RunOf<K>> {
+  const run = await store.getRun(runId);
+  if (!run) throw new InvalidInputError('runId', `no run "${runId}" in this ${store.kind} store.`);
+  if (run.kind !== kind) throw new InvalidInputError('runId', `"${runId}" is a ${run.kind} run; resume it with ${RESUMED_BY[run.kind]}.`);
+  return run as RunOf<K>;
+}
+
+/** How a run stopped short: cancelled, or failed with a message. */
+export type RunStop = { status: 'aborted' } | { status: 'failed'; error: string };
+
+/**
+ * What every loop does when its drive throws: store the run as aborted (the signal fired) or
+ * failed (best effort: when the store itself failed, a full quota, its last good state stands),
+ * and announce the end when the run had started (`announce` absent before that). Returns whether
+ * it was an abort, which a started loop resolves with; anything else is rethrown.
+ */
+export async function stopRun(
+  store: Store,
+  runId: string,
+  error: unknown,
+  signal: AbortSignal,
+  announce: ((end: RunStop) => Promise<void>) | undefined,
+): Promise<boolean> {
+  const aborted = signal.aborted || error instanceof AbortError;
+  const end: RunStop = aborted ? { status: 'aborted' } : { status: 'failed', error: error instanceof Error ? error.message : String(error) };
+  await store.setRunStatus(runId, end).catch(() => undefined);
+  await announce?.(end);
+  return aborted;
 }

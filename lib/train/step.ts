@@ -2,9 +2,10 @@
  * The end of a step: every group's proposed operations merged into one list by the critic (the
  * paper's batch update), applied to the library under the deterministic batch rules; or, in
  * exemplar mode, the groups' best outputs added. Returns the record `commitStep` stores.
+ * `libraryFreeStep` is the record of the loops that keep no library (gradient, router).
  */
 import { applyExemplars } from '../experience/exemplars.js';
-import type { ApplyResult, ExemplarCandidate, ExperienceLibrary, ExperienceOperation } from '../experience/types.js';
+import { emptyLibrary, type ApplyResult, type ExemplarCandidate, type ExperienceLibrary, type ExperienceOperation } from '../experience/types.js';
 import type { CriticExchange, ItemResult, RunWarning, StepRecord, TrainingFreeConfig } from '../store/records.js';
 import type { CriticContext } from './critic.js';
 import { mergeAndApply } from './critique.js';
@@ -50,5 +51,23 @@ export async function finishStep(
     stats: stepStats(items),
     warnings,
     committedAt: new Date().toISOString(),
+  };
+}
+
+/** A committed step of a loop that keeps no library: its groups, their stats, and what the loop learned (`training`, `routing`). */
+export function libraryFreeStep(plan: StepPlan, items: ItemResult[], learned: Pick<StepRecord, 'training' | 'routing'>): StepRecord {
+  return {
+    step: plan.step,
+    epoch: plan.epoch,
+    batch: plan.batch,
+    items,
+    proposed: [],
+    applied: [],
+    skippedOperations: [],
+    library: emptyLibrary(),
+    stats: stepStats(items),
+    warnings: [],
+    committedAt: new Date().toISOString(),
+    ...learned,
   };
 }

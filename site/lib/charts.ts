@@ -4,6 +4,7 @@
  */
 import uPlot from 'uplot';
 import type { AdapterPoint, UpdateSeries } from './adapter-view.js';
+import type { ClassSeries } from './router-view.js';
 import type { StepSeries } from './view.js';
 
 export const COLORS = {
@@ -316,4 +317,19 @@ export function groupChart(rewards: ReadonlyArray<number | null>, advantages: re
   };
   const data: uPlot.AlignedData = [rows.map((row) => row.r), pick((a) => a > 1e-9), pick((a) => a < -1e-9), pick((a) => Math.abs(a) <= 1e-9)];
   return { options, data };
+}
+
+/** One query class: each arm's routing probability after each step, one line per arm in `colors`' order. */
+export function routingChart(s: ClassSeries, colors: readonly string[], layout: StepLayout) {
+  const xs = stepAxis(layout);
+  return {
+    options: {
+      ...base(),
+      hooks: xs.hooks,
+      scales: { x: xs.scale, y: { range: [0, 1] as uPlot.Range.MinMax } },
+      axes: [xs.axis, axis('probability', { values: (_u: uPlot, t: number[]) => t.map((v) => `${Math.round(v * 100)}%`) })],
+      series: [{}, ...s.probabilities.map((_, i) => ({ stroke: colors[i], width: 2, points: points(colors[i], 5) }))],
+    } satisfies Omit<uPlot.Options, 'width' | 'height'>,
+    data: [s.step, ...s.probabilities] as uPlot.AlignedData,
+  };
 }

@@ -2,25 +2,30 @@
  * How a run improves its policy. Each method is one entry: its label and explanation for the
  * picker, the settings it suggests, and how it starts and resumes a run. Training-free runs loop on
  * the page around the model in its worker; gradient runs loop in the worker, next to the model
- * they train (gradient-protocol.ts), and the page holds them as the same stream of events.
+ * they train (gradient-protocol.ts), and the page holds them as the same stream of events. Router
+ * runs loop on the page like training-free ones.
  */
 import {
+  resumeRouterGrpo,
   resumeTrainingFreeGrpo,
+  routerGrpo,
   trainingFreeGrpo,
   type DatasetItem,
   type LoopMode,
   type Policy,
   type RewardFunction,
+  type RouterEvent,
   type Store,
   type TrainingFreeEvent,
 } from '../../lib/index.js';
 import type { GradientEvent } from '../../lib/grad.js';
+import { PLAYGROUND_ARMS } from './arms.js';
 import { workerGradientRun } from './gradient-client.js';
 import type { RewardSpec } from './gradient-protocol.js';
 import type { Setup } from './setup.js';
 import type { GroupStream } from './streaming.js';
 
-export type PlaygroundEvent = TrainingFreeEvent | GradientEvent;
+export type PlaygroundEvent = TrainingFreeEvent | GradientEvent | RouterEvent;
 
 /** A run as the page drives it: its events, pulled one at a time. */
 export interface PlaygroundRun extends AsyncIterable<PlaygroundEvent> {
@@ -143,6 +148,33 @@ export const METHODS: readonly Method[] = [
     },
     resume: (runId, context) =>
       workerGradientRun(worker(context), { kind: 'resume', runId, rewards: specs(context.rewards), ...(context.task ? { task: context.task } : {}) }, context),
+  },
+  {
+    id: 'router',
+    label: 'Router (which prompt variant)',
+    summary: 'Each completion is written by one of a few variants of the prompt or temperature (as asked, terse, cool, hot). A small GRPO router learns, per kind of question, which variant earns the most reward. No weights change.',
+    needsCritic: false,
+    trainsAdapter: false,
+    // Many small groups: the router learns from every completion, and needs a few per class before it routes.
+    defaults: { items: 6, groupSize: 4, epochs: 3, batchSize: 2, temperature: 1, maxNewTokens: 24, routerLr: 0.1, minSamples: 5 },
+    start: ({ policy, store, signal, rewards, task, dataset, setup: s }) =>
+      routerGrpo({
+        policy,
+        dataset,
+        rewards,
+        store,
+        signal,
+        arms: [...PLAYGROUND_ARMS],
+        groupSize: s.groupSize,
+        epochs: s.epochs,
+        batchSize: s.batchSize,
+        temperature: s.temperature,
+        maxNewTokens: s.maxNewTokens,
+        seed: s.seed,
+        router: { learningRate: s.routerLr, minSamples: s.minSamples },
+        ...(task ? { task } : {}),
+      }),
+    resume: (runId, { policy, rewards, store, signal }) => resumeRouterGrpo(runId, { policy, rewards, store, signal }),
   },
 ];
 

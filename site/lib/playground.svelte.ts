@@ -8,6 +8,7 @@ import {
   builtinRewards,
   builtinTasks,
   importRun,
+  runMethod,
   type ItemResult,
   type Policy,
   type RunBundle,
@@ -182,7 +183,7 @@ export class Playground {
       const record = await this.store.getRun(runId);
       if (!record) throw new Error('That run is no longer stored.');
       this.#chooseModelOf(record);
-      const method = methodOf(record.kind === 'gradient' ? 'gradient' : record.config.mode);
+      const method = methodOf(runMethod(record));
       const runner = new Runner();
       const context = await this.#context(runner, method.trainsAdapter, rewardsOf(record.config), record.config.task);
       await this.#drive(method.resume(runId, context), runner);
@@ -276,17 +277,12 @@ export class Playground {
         live.stage = `Scoring the group of prompt #${event.item + 1}`;
         await this.#decodeGroup(live.runId, event.step, event.item, event.completions);
         break;
-      case 'advantages': {
-        const run = this.bundle?.run;
-        live.stage = event.zeroSpread
-          ? `Prompt #${event.item + 1}: every completion scored the same, nothing to learn`
-          : run?.kind === 'gradient'
-            ? `Prompt #${event.item + 1}: advantages ready; the adapter is updated once the step’s groups are in`
-            : run?.config.mode === 'lessons'
-              ? `The critic is summarising each completion of prompt #${event.item + 1}`
-              : `Prompt #${event.item + 1}: keeping its best completion if it beats the group mean`;
+      case 'routed':
+        live.stage = `Prompt #${event.item + 1} (${event.queryClass}): sampling ${event.arms.length} completions across ${new Set(event.arms).size} variant${new Set(event.arms).size === 1 ? '' : 's'}`;
         break;
-      }
+      case 'advantages':
+        live.stage = this.#afterAdvantages(event.item, event.zeroSpread);
+        break;
       case 'summaries':
         live.stage = `The critic is comparing better and worse completions of prompt #${event.item + 1}`;
         break;
@@ -327,6 +323,22 @@ export class Playground {
       case 'run-end':
         live.stage = event.status;
         break;
+    }
+  }
+
+  /** What the loop does with a group once its advantages are known, in words. */
+  #afterAdvantages(item: number, zeroSpread: boolean): string {
+    const run = this.bundle?.run;
+    // The router learns across the step's groups of a query class, so a flat group still counts.
+    if (run?.kind === 'router') return `Prompt #${item + 1}: rewards handed to the router; it updates once the step’s groups are in`;
+    if (zeroSpread) return `Prompt #${item + 1}: every completion scored the same, nothing to learn`;
+    switch (run ? runMethod(run) : 'exemplars') {
+      case 'gradient':
+        return `Prompt #${item + 1}: advantages ready; the adapter is updated once the step’s groups are in`;
+      case 'lessons':
+        return `The critic is summarising each completion of prompt #${item + 1}`;
+      default:
+        return `Prompt #${item + 1}: keeping its best completion if it beats the group mean`;
     }
   }
 

@@ -16,6 +16,9 @@ export interface Setup {
   lr: number;
   rank: number;
   iterations: number;
+  /** Router runs: the router's learning rate and the samples a query class needs before its weights are used. */
+  routerLr: number;
+  minSamples: number;
 }
 
 export const INITIAL_SETUP: Setup = {
@@ -32,4 +35,6 @@ export const INITIAL_SETUP: Setup = {
   lr: 0.02,
   rank: 8,
   iterations: 1,
+  routerLr: 0.1,
+  minSamples: 5,
 };

@@ -2,7 +2,7 @@
  * What the panels draw, derived from a stored run (a `RunBundle`: its record, dataset, committed
  * steps and the finished items of the step in progress). Pure functions of plain data.
  */
-import { emptyLibrary, epochStats, type EpochStats, type ExperienceLibrary, type ItemResult, type RunBundle, type RunRecord } from '../../lib/index.js';
+import { emptyLibrary, epochStats, runMethod, type EpochStats, type ExperienceLibrary, type ItemResult, type RunBundle, type RunRecord, type StepRouting } from '../../lib/index.js';
 import type { TrainStepMetrics } from '../../lib/grad.js';
 
 /** Steps in one epoch (the loop's schedule: the dataset in batches). */
@@ -16,17 +16,20 @@ export function totalSteps(bundle: RunBundle): number {
 
 /**
  * Per epoch with at least one committed step; `partial` while the epoch is not finished.
- * `lastUpdate`: gradient runs, the epoch's last optimizer update.
+ * `lastUpdate`: gradient runs, the epoch's last optimizer update. `routing`: router runs, the
+ * router after the epoch's last step.
  */
-export function epochRows(bundle: RunBundle): Array<EpochStats & { partial: boolean; lastUpdate?: TrainStepMetrics }> {
+export function epochRows(bundle: RunBundle): Array<EpochStats & { partial: boolean; lastUpdate?: TrainStepMetrics; routing?: StepRouting }> {
   const byEpoch = new Map<number, RunBundle['steps']>();
   for (const step of bundle.steps) byEpoch.set(step.epoch, [...(byEpoch.get(step.epoch) ?? []), step]);
   return [...byEpoch].map(([epoch, steps]) => {
-    const lastUpdate = steps[steps.length - 1].training?.at(-1);
+    const last = steps[steps.length - 1];
+    const lastUpdate = last.training?.at(-1);
     return {
-      ...epochStats(epoch, steps, steps[steps.length - 1].library),
+      ...epochStats(epoch, steps, last.library),
       partial: steps.length < stepsPerEpoch(bundle),
       ...(lastUpdate ? { lastUpdate } : {}),
+      ...(last.routing ? { routing: last.routing } : {}),
     };
   });
 }
@@ -131,5 +134,5 @@ export function modelName(model: string): string {
 }
 
 export function runTitle(run: RunRecord): string {
-  return `${run.config.task ?? 'dataset'} · ${run.kind === 'gradient' ? 'gradient' : run.config.mode}`;
+  return `${run.config.task ?? 'dataset'} · ${runMethod(run)}`;
 }

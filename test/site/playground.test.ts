@@ -3,7 +3,7 @@
  * headless Chromium. One epoch of a built-in task on the bundled tiny model (WebAssembly: the
  * harness's WebGPU is a CPU emulation, much slower), the curves and the library filling in, a
  * reload that finds everything still there, exports that parse, pause / resume / cancel, and a run
- * interrupted by a reload and resumed. Screenshots of the main views at 1280 and 375 px go to
+ * interrupted by a reload and resumed; a gradient run and a router run. Screenshots of the main views at 1280 and 375 px go to
  * test-artifacts/site/ (not committed).
  */
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -296,6 +296,43 @@ describe('the playground', { timeout: 240_000 }, () => {
     expect(b).toHaveLength(saved.rank * saved.vocabSize);
     expect(Math.hypot(...b)).toBeCloseTo(normB, 3);
     await page.getByRole('radio', { name: /exemplars/ }).check();
+  });
+
+  it('routes between prompt variants with the router method, and keeps the routing after a reload', async () => {
+    await page.goto(baseURL);
+    await page.getByRole('radio', { name: /Router/ }).check();
+    await configure(page, { prompts: 2, epochs: 2 });
+    await page.getByLabel('Samples before routing', { exact: true }).fill('3');
+    await page.getByRole('button', { name: 'Start run' }).click();
+    // The last run (gradient) is in view until this one starts.
+    await expect.poll(() => header().locator('h2').textContent(), { timeout: 60_000 }).toContain('alphabetise · router');
+    await expect.poll(() => statusChip().textContent(), { timeout: 120_000 }).toBe('completed');
+
+    // The curves: mean reward, then one routing chart per query class the router has seen.
+    const charts = page.locator('section[aria-labelledby="charts-title"]');
+    const titles = await charts.locator('figcaption strong').allTextContents();
+    expect(titles[0]).toBe('Mean reward');
+    expect(titles.slice(1).length).toBeGreaterThan(0);
+    for (const title of titles.slice(1)) expect(title).toMatch(/^Routing: \w+$/);
+    expect(await charts.locator('canvas').count()).toBe(titles.length);
+    expect(await charts.locator('tbody tr').count()).toBe(2);
+    // Step 2 in view: two groups of three, each completion with its variant.
+    expect(await page.locator('article.group .chip.arm').count()).toBe(6);
+    const router = page.locator('section[aria-labelledby="router-title"]');
+    expect(await router.locator('h3').textContent()).toBe('Router after step 2');
+    const rows = await router.locator('tbody tr').allTextContents();
+    expect(rows.length).toBeGreaterThan(0);
+    await shoot('7-router');
+
+    await page.reload();
+    await expect.poll(() => statusChip().textContent(), { timeout: 30_000 }).toBe('completed');
+    expect(await charts.locator('figcaption strong').allTextContents()).toEqual(titles);
+    expect(await router.locator('tbody tr').allTextContents()).toEqual(rows);
+
+    const [jsonl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Training data (JSONL)' }).click()]);
+    const lines = (await readFile((await jsonl.path()) as string, 'utf8')).trimEnd().split('\n').map((line) => JSON.parse(line));
+    expect(lines).toHaveLength(2 * 2 * 3);
+    for (const line of lines) expect(typeof line.reward).toBe('number');
   });
 
   it('deletes a run only on a second click', async () => {

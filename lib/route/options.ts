@@ -1,0 +1,83 @@
+/**
+ * Options of `routerGrpo`, their defaults, and their validation into the serialisable
+ * `RouterConfig` stored with the run. The defaults suit the bundled tiny model: small groups,
+ * short completions, a router that starts using its weights after a few samples per class.
+ */
+import { InvalidInputError } from '../errors.js';
+import type { Policy } from '../policy/types.js';
+import type { DatasetItem, RouterArm, RouterConfig } from '../store/records.js';
+import type { Store } from '../store/types.js';
+import { validateArms } from '../store/validate.js';
+import { GROUP_SAMPLING_DEFAULTS, integer, real, validateHandles, type GroupSamplingOptions, type RewardFunction } from '../train/options.js';
+import { GrpoRouter } from './router.js';
+
+export interface RouterHandles {
+  /** Samples every arm's completions (the arms are prompt and sampling variants of it). */
+  policy: Policy;
+  /** Reward functions, in the order of the run's reward columns. */
+  rewards: RewardFunction[];
+  /** Where the run is kept. Default: a new `MemoryStore` (lost with the page). */
+  store?: Store;
+  /** Cancels within one step; the run stays resumable from its first unfinished item. */
+  signal?: AbortSignal;
+}
+
+export interface RouterGrpoOptions extends RouterHandles, GroupSamplingOptions {
+  dataset: DatasetItem[];
+  /** What the router chooses between: at least two, with unique ids. */
+  arms: RouterArm[];
+  /** Completions per item, each routed on its own; default 4. */
+  groupSize?: number;
+  /** Passes over the dataset; default 1. */
+  epochs?: number;
+  /** Items per step; the router is updated once per step. Default 2. */
+  batchSize?: number;
+  /** The run's sampling temperature (each arm may scale it); default 1. */
+  temperature?: number;
+  /** Seed of the epoch order, every routing choice and every sampling call; default 0. */
+  seed?: number;
+  /** `GrpoRouter`'s options; its defaults (learning rate 0.1, 5 samples, temperature 1). */
+  router?: { learningRate?: number; minSamples?: number; temperature?: number };
+  /** Name of the built-in task the dataset came from (recorded with the run). */
+  task?: string;
+  /** Id of the new run. Default: a random UUID. */
+  runId?: string;
+}
+
+export const ROUTER_DEFAULTS = {
+  groupSize: 4,
+  epochs: 1,
+  batchSize: 2,
+  temperature: 1,
+  seed: 0,
+  ...GROUP_SAMPLING_DEFAULTS,
+};
+
+export function resolveRouterConfig(options: RouterGrpoOptions): RouterConfig {
+  validateHandles(options);
+  const d = ROUTER_DEFAULTS;
+  // GrpoRouter validates its options the way the loop will use them.
+  const router = new GrpoRouter(options.router ?? {});
+  const temperature = real(options.temperature, 'temperature', d.temperature, 0, 100);
+  const topP = real(options.topP, 'topP', d.topP, 0, 1);
+  if (topP === 0) throw new InvalidInputError('topP', 'expected a number above 0 up to 1, got 0.');
+  const config: RouterConfig = {
+    arms: validateArms(options.arms),
+    router: { learningRate: router.learningRate, minSamples: router.minSamples, temperature: router.temperature },
+    groupSize: integer(options.groupSize, 'groupSize', d.groupSize, 1, 64),
+    epochs: integer(options.epochs, 'epochs', d.epochs, 1, 10_000),
+    batchSize: integer(options.batchSize, 'batchSize', d.batchSize, 1),
+    temperature,
+    topK: integer(options.topK, 'topK', d.topK, 0),
+    topP,
+    minP: real(options.minP, 'minP', d.minP, 0, 1),
+    maxNewTokens: integer(options.maxNewTokens, 'maxNewTokens', d.maxNewTokens, 1),
+    rewards: options.rewards.map((r) => ({ name: r.name, weight: r.weight ?? 1 })),
+    seed: integer(options.seed, 'seed', d.seed, 0, 2 ** 32 - 1),
+    shuffle: options.shuffle ?? d.shuffle,
+    policy: { ...options.policy.info },
+  };
+  if (typeof config.shuffle !== 'boolean') throw new InvalidInputError('shuffle', 'expected true or false.');
+  if (options.task !== undefined) config.task = options.task;
+  return config;
+}

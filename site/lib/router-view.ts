@@ -1,0 +1,79 @@
+/**
+ * What the router panels draw, from a stored router run: each query class's arm probabilities over
+ * the committed steps (the routing charts), and the router after a step as a table of query class ×
+ * arm (weight, probability, rewarded completions so far). Pure functions of plain data.
+ */
+import { queryClassOf, type RouterConfig, type RunBundle, type StepRouting } from '../../lib/index.js';
+
+/** One query class's probability per arm after each committed step (null before the class was seen). */
+export interface ClassSeries {
+  queryClass: string;
+  step: number[];
+  /** By arm, in the run's arm order. */
+  probabilities: Array<Array<number | null>>;
+}
+
+/** The query classes the router knows after the last committed step, in order of first appearance. */
+function classesOf(bundle: RunBundle): string[] {
+  const seen = new Set<string>();
+  for (const step of bundle.steps) for (const queryClass of Object.keys(step.routing?.probabilities ?? {})) seen.add(queryClass);
+  return [...seen];
+}
+
+export function routingSeries(bundle: RunBundle, config: RouterConfig): ClassSeries[] {
+  const step = bundle.steps.map((s) => s.step);
+  return classesOf(bundle).map((queryClass) => ({
+    queryClass,
+    step,
+    probabilities: config.arms.map((arm) => bundle.steps.map((s) => s.routing?.probabilities[queryClass]?.[arm.id] ?? null)),
+  }));
+}
+
+export interface RouterCell {
+  weight: number;
+  probability: number;
+  /** Rewarded completions this arm wrote for this class, up to the step. */
+  samples: number;
+}
+
+export interface RouterRow {
+  queryClass: string;
+  /** Rewarded completions of the class up to the step (the router routes by weight from `minSamples`). */
+  samples: number;
+  /** By arm, in the run's arm order. */
+  cells: RouterCell[];
+}
+
+/** The router after committed step `step` (the latest one before it when `step` is in progress), or null before the first. */
+export function routerAfter(bundle: RunBundle, config: RouterConfig, step: number): { step: number; rows: RouterRow[] } | null {
+  const committed = bundle.steps.filter((s) => s.step <= step && s.routing);
+  const last = committed.at(-1);
+  if (!last?.routing) return null;
+  const { state, probabilities } = last.routing;
+  const counts = new Map<string, number>();
+  const key = (queryClass: string, arm: string) => `${queryClass}\u0000${arm}`;
+  for (const s of committed) {
+    for (const result of s.items) {
+      const queryClass = queryClassOf(result.prompt);
+      for (const r of result.rollouts) if (r.reward !== null && r.arm) counts.set(key(queryClass, r.arm), (counts.get(key(queryClass, r.arm)) ?? 0) + 1);
+    }
+  }
+  const rows = Object.keys(probabilities).map((queryClass) => ({
+    queryClass,
+    samples: state.sampleCounts[queryClass] ?? 0,
+    cells: config.arms.map((arm) => ({
+      weight: state.weights[arm.id]?.[queryClass] ?? 0,
+      probability: probabilities[queryClass][arm.id] ?? 0,
+      samples: counts.get(key(queryClass, arm.id)) ?? 0,
+    })),
+  }));
+  return { step: last.step, rows };
+}
+
+/** Each query class's most likely arm after a step, as "class: label 62%". */
+export function favouriteArms(routing: StepRouting, config: RouterConfig): string[] {
+  return Object.entries(routing.probabilities).map(([queryClass, byArm]) => {
+    const best = config.arms.reduce((a, b) => ((byArm[b.id] ?? 0) > (byArm[a.id] ?? 0) ? b : a));
+    return `${queryClass}: ${best.label} ${Math.round((byArm[best.id] ?? 0) * 100)}%`;
+  });
+}
