@@ -15,9 +15,9 @@ import type { GradientConfig, StepRecord } from '../store/records.js';
 import type { Store } from '../store/types.js';
 import { validateDataset } from '../store/validate.js';
 import type { Progress } from '../train/events.js';
-import { checkRunId, matchRewards, type RewardFunction } from '../train/options.js';
+import { checkRunId, type RewardFunction } from '../train/options.js';
 import { runBatchItems } from '../train/batch-items.js';
-import { LoopRun, newRunRecord, stopRun, storedRun, type Run, type RunStop } from '../train/run.js';
+import { LoopRun, newRunRecord, resumeStoredRun, stopRun, type Run, type RunStop } from '../train/run.js';
 import { progressAt, Schedule } from '../train/schedule.js';
 import { stepStats } from '../train/stats.js';
 import { libraryFreeStep } from '../train/step.js';
@@ -69,11 +69,7 @@ export function gradientGrpo(options: GradientGrpoOptions): GradientRun {
  * state of its last committed step. Pass the same policy (model) and reward functions (by name).
  */
 export function resumeGradientGrpo(runId: string, options: GradientHandles & { store: Store }): GradientRun {
-  if (!options || typeof options !== 'object' || !options.store) throw new InvalidInputError('store', 'pass the store that holds the run.');
-  validateGradientHandles(options);
-  return new LoopRun(runId, async (emit, signal) => {
-    const run = await storedRun(options.store, runId, 'gradient');
-    const rewards = matchRewards(run.config, options.rewards);
+  return resumeStoredRun(runId, 'gradient', options, validateGradientHandles, async (run, rewards, emit: (event: GradientEvent) => Promise<void>, signal) => {
     const trainer = createTrainer(options, run.config);
     const checkpoint = await options.store.getAdapter(runId);
     if (checkpoint) trainer.load(readCheckpoint(checkpoint).state);

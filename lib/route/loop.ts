@@ -17,9 +17,9 @@ import type { StepRouting } from '../store/records.js';
 import type { Store } from '../store/types.js';
 import { validateDataset } from '../store/validate.js';
 import type { Progress } from '../train/events.js';
-import { checkRunId, matchRewards, validateHandles, type RewardFunction } from '../train/options.js';
+import { checkRunId, validateHandles, type RewardFunction } from '../train/options.js';
 import { runBatchItems } from '../train/batch-items.js';
-import { LoopRun, newRunRecord, stopRun, storedRun, type Run, type RunStop } from '../train/run.js';
+import { LoopRun, newRunRecord, resumeStoredRun, stopRun, type Run, type RunStop } from '../train/run.js';
 import { progressAt, Schedule } from '../train/schedule.js';
 import { libraryFreeStep } from '../train/step.js';
 import type { RouterEvent } from './events.js';
@@ -61,13 +61,9 @@ export function routerGrpo(options: RouterGrpoOptions): RouterRun {
  * committed step. Pass the same policy (model) and reward functions (by name).
  */
 export function resumeRouterGrpo(runId: string, options: RouterHandles & { store: Store }): RouterRun {
-  if (!options || typeof options !== 'object' || !options.store) throw new InvalidInputError('store', 'pass the store that holds the run.');
-  validateHandles(options);
-  return new LoopRun(runId, async (emit, signal) => {
-    const run = await storedRun(options.store, runId, 'router');
-    const rewards = matchRewards(run.config, options.rewards);
-    return drive({ store: options.store, runId, handles: options, rewards, resumed: true }, emit, signal);
-  });
+  return resumeStoredRun(runId, 'router', options, validateHandles, (_run, rewards, emit: (event: RouterEvent) => Promise<void>, signal) =>
+    drive({ store: options.store, runId, handles: options, rewards, resumed: true }, emit, signal),
+  );
 }
 
 interface DriveSetup {

@@ -23,14 +23,13 @@ import type { Progress, TrainingFreeEvent } from './events.js';
 import { runItem, type ItemContext } from './item.js';
 import {
   checkRunId,
-  matchRewards,
   resolveConfig,
   validateHandles,
   type LoopHandles,
   type RewardFunction,
   type TrainingFreeGrpoOptions,
 } from './options.js';
-import { LoopRun, newRunRecord, stopRun, storedRun, type Run, type RunStop } from './run.js';
+import { LoopRun, newRunRecord, resumeStoredRun, stopRun, type Run, type RunStop } from './run.js';
 import { progressAt, Schedule } from './schedule.js';
 import { epochStats } from './stats.js';
 import { finishStep } from './step.js';
@@ -77,13 +76,9 @@ export function trainingFreeGrpo(options: TrainingFreeGrpoOptions): TrainingFree
  * pass the same policy, critic and reward functions (matched by name) as when it started.
  */
 export function resumeTrainingFreeGrpo(runId: string, options: ResumeOptions): TrainingFreeRun {
-  if (!options || typeof options !== 'object' || !options.store) throw new InvalidInputError('store', 'pass the store that holds the run.');
-  validateHandles(options);
-  return new LoopRun(runId, async (emit, signal) => {
-    const run = await storedRun(options.store, runId, 'training-free');
-    const rewards = matchRewards(run.config, options.rewards);
-    return drive({ store: options.store, runId, handles: options, rewards, resumed: true }, emit, signal);
-  });
+  return resumeStoredRun(runId, 'training-free', options, validateHandles, (_run, rewards, emit: Emit, signal) =>
+    drive({ store: options.store, runId, handles: options, rewards, resumed: true }, emit, signal),
+  );
 }
 
 type Emit = (event: TrainingFreeEvent) => Promise<void>;

@@ -3,14 +3,13 @@
  * library (stores, tasks, methods, policies) and keeps what the panels draw: the stored runs, the
  * selected run's data (live while it runs from this tab), the model, and the setup form.
  */
-import { SvelteMap } from 'svelte/reactivity';
 import {
   builtinRewards,
   builtinTasks,
   importRun,
   runMethod,
-  type ItemResult,
   type Policy,
+  type ItemResult,
   type RunBundle,
   type RunRecord,
   type Store,
@@ -24,9 +23,10 @@ import { ModelSlot } from './model-slot.svelte.js';
 import { bundledModelPath, ENDPOINT_ID, ONNX_MODELS } from './models.js';
 import { Runner } from './runner.js';
 import { INITIAL_SETUP, type Setup } from './setup.js';
+import { stageAfter } from './live-stage.js';
 import { streamingPolicy, type GroupStream } from './streaming.js';
 import { readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
-import { plainPieces, tokenPieces, type TokenPiece } from './tokens.js';
+import { TokenShading } from './token-shading.svelte.js';
 import { lastStepShown, libraryAfter } from './view.js';
 import { ViewStore } from './view-store.js';
 
@@ -44,8 +44,6 @@ export interface LiveRun {
   etaMs: number | null;
   warnings: number;
 }
-
-const pieceKey = (runId: string, step: number, item: number) => `${runId}:${step}:${item}`;
 
 export class Playground {
   store: Store | null = null;
@@ -72,7 +70,8 @@ export class Playground {
   /** The group or critic reply being written, and the prompt it is for. */
   stream = $state.raw<(GroupStream & { item: number }) | null>(null);
   #streamItem = 0;
-  pieces = new SvelteMap<string, TokenPiece[][]>();
+  /** The token-shaded text of the groups in view. */
+  readonly pieces = new TokenShading(() => this.model.policy, () => this.#views);
   /** Gradient runs: the adapter after each step (recorded here as steps commit, and the stored checkpoint). */
   adapterPoints = $state.raw<AdapterPoint[]>([]);
   #runner: Runner | null = null;
@@ -259,47 +258,22 @@ export class Playground {
       this.#eta.update(p.itemsDone);
       live.etaMs = this.#eta.remainingMs(p.totalItems, now);
     }
+    live.stage = stageAfter(event, this.bundle?.run) ?? live.stage;
     switch (event.type) {
       case 'run-start':
         this.#eta.start(event.progress.itemsDone, now);
         await this.refreshRuns();
         await this.select(event.runId);
-        live.stage = event.resumed ? 'Resumed' : 'Started';
-        break;
-      case 'step-start':
-        live.stage = `Step ${event.step}: ${event.items.length} prompt${event.items.length === 1 ? '' : 's'}`;
         break;
       case 'item-start':
         this.#streamItem = event.item;
-        live.stage = `Sampling a group of ${this.bundle?.run.config.groupSize ?? ''} completions for prompt #${event.item + 1}`;
         break;
       case 'rollouts':
-        live.stage = `Scoring the group of prompt #${event.item + 1}`;
-        await this.#decodeGroup(live.runId, event.step, event.item, event.completions);
-        break;
-      case 'routed':
-        live.stage = `Prompt #${event.item + 1} (${event.queryClass}): sampling ${event.arms.length} completions across ${new Set(event.arms).size} variant${new Set(event.arms).size === 1 ? '' : 's'}`;
-        break;
-      case 'advantages':
-        live.stage = this.#afterAdvantages(event.item, event.zeroSpread);
-        break;
-      case 'summaries':
-        live.stage = `The critic is comparing better and worse completions of prompt #${event.item + 1}`;
-        break;
-      case 'critique':
-        live.stage = `The critic is checking its lessons for prompt #${event.item + 1} against the library`;
+        await this.pieces.record(live.runId, event.step, event.item, event.completions);
         break;
       case 'item-end':
         if (this.bundle?.run.id === live.runId && !event.reused) this.bundle = { ...this.bundle, pending: [...this.bundle.pending, event.result] };
         break;
-      case 'operations':
-        live.stage = `Updating the library after step ${event.step}`;
-        break;
-      case 'train': {
-        const { loss, kl } = event.metrics;
-        live.stage = `Step ${event.step}: adapter update ${event.iteration} of ${event.iterations} (loss ${loss.toFixed(4)}${kl === undefined ? '' : `, KL ${kl.toFixed(4)}`})`;
-        break;
-      }
       case 'step-end': {
         const gradient = 'training' in event;
         const [record, checkpoint] = await Promise.all([this.store.getStep(live.runId, event.step), gradient ? this.store.getAdapter(live.runId) : undefined]);
@@ -320,56 +294,12 @@ export class Playground {
       case 'warning':
         live.warnings += 1;
         break;
-      case 'run-end':
-        live.stage = event.status;
-        break;
     }
   }
 
-  /** What the loop does with a group once its advantages are known, in words. */
-  #afterAdvantages(item: number, zeroSpread: boolean): string {
-    const run = this.bundle?.run;
-    // The router learns across the step's groups of a query class, so a flat group still counts.
-    if (run?.kind === 'router') return `Prompt #${item + 1}: rewards handed to the router; it updates once the step’s groups are in`;
-    if (zeroSpread) return `Prompt #${item + 1}: every completion scored the same, nothing to learn`;
-    switch (run ? runMethod(run) : 'exemplars') {
-      case 'gradient':
-        return `Prompt #${item + 1}: advantages ready; the adapter is updated once the step’s groups are in`;
-      case 'lessons':
-        return `The critic is summarising each completion of prompt #${item + 1}`;
-      default:
-        return `Prompt #${item + 1}: keeping its best completion if it beats the group mean`;
-    }
-  }
-
-  /** Token pieces of a fresh group, kept for later views (after a reload too). */
-  async #decodeGroup(runId: string, step: number, item: number, completions: ReadonlyArray<{ tokenIds: number[]; logprobs: number[]; text: string }>): Promise<void> {
-    const policy = this.model.policy;
-    if (!policy?.decode || completions.some((c) => c.tokenIds.length !== c.logprobs.length)) return;
-    const decode = (ids: number[]) => policy.decode!(ids);
-    const pieces = await Promise.all(completions.map((c) => (c.tokenIds.length ? tokenPieces(decode, c.tokenIds, c.logprobs) : plainPieces(c.text))));
-    this.pieces.set(pieceKey(runId, step, item), pieces);
-    await this.#views?.putPieces(runId, step, item, pieces).catch(() => undefined);
-  }
-
-  /** The pieces of a stored group, from the cache, the piece store, or (same model loaded) decoded now. */
-  async ensurePieces(runId: string, result: ItemResult): Promise<void> {
-    const key = pieceKey(runId, result.step, result.index);
-    if (this.pieces.has(key)) return;
-    const stored = await this.#views?.getPieces(runId, result.step, result.index).catch(() => undefined);
-    if (stored) {
-      this.pieces.set(key, stored);
-      return;
-    }
-    const used = this.bundle?.run.config.policy.model;
-    const policy = this.model.policy;
-    if (policy?.decode && used && policy.info.model === used) {
-      await this.#decodeGroup(runId, result.step, result.index, result.rollouts);
-    }
-  }
-
-  piecesOf(runId: string, result: ItemResult): TokenPiece[][] | undefined {
-    return this.pieces.get(pieceKey(runId, result.step, result.index));
+  /** The pieces of a stored group of the selected run (see TokenShading.ensure). */
+  ensurePieces(runId: string, result: ItemResult): Promise<void> {
+    return this.pieces.ensure(runId, result, this.bundle?.run.config.policy.model);
   }
 
   async deleteRun(runId: string): Promise<void> {

@@ -1,0 +1,55 @@
+/**
+ * What a running loop is doing, in words, from its latest event: the line under the progress bar.
+ * Pure: the run's record says which method is running (and the group size a prompt is sampled with).
+ */
+import { runMethod, type RunRecord } from '../../lib/index.js';
+import type { PlaygroundEvent } from './methods.js';
+
+/** The stage after `event`, or null when the event does not change it. */
+export function stageAfter(event: PlaygroundEvent, run: RunRecord | undefined): string | null {
+  switch (event.type) {
+    case 'run-start':
+      return event.resumed ? 'Resumed' : 'Started';
+    case 'step-start':
+      return `Step ${event.step}: ${event.items.length} prompt${event.items.length === 1 ? '' : 's'}`;
+    case 'item-start':
+      return `Sampling a group of ${run?.config.groupSize ?? ''} completions for prompt #${event.item + 1}`;
+    case 'rollouts':
+      return `Scoring the group of prompt #${event.item + 1}`;
+    case 'routed': {
+      const variants = new Set(event.arms).size;
+      return `Prompt #${event.item + 1} (${event.queryClass}): sampling ${event.arms.length} completions across ${variants} variant${variants === 1 ? '' : 's'}`;
+    }
+    case 'advantages':
+      return afterAdvantages(event.item, event.zeroSpread, run);
+    case 'summaries':
+      return `The critic is comparing better and worse completions of prompt #${event.item + 1}`;
+    case 'critique':
+      return `The critic is checking its lessons for prompt #${event.item + 1} against the library`;
+    case 'operations':
+      return `Updating the library after step ${event.step}`;
+    case 'train': {
+      const { loss, kl } = event.metrics;
+      return `Step ${event.step}: adapter update ${event.iteration} of ${event.iterations} (loss ${loss.toFixed(4)}${kl === undefined ? '' : `, KL ${kl.toFixed(4)}`})`;
+    }
+    case 'run-end':
+      return event.status;
+    default:
+      return null;
+  }
+}
+
+/** What the loop does with a group once its advantages are known. */
+function afterAdvantages(item: number, zeroSpread: boolean, run: RunRecord | undefined): string {
+  // The router learns across the step's groups of a query class, so a flat group still counts.
+  if (run?.kind === 'router') return `Prompt #${item + 1}: rewards handed to the router; it updates once the step’s groups are in`;
+  if (zeroSpread) return `Prompt #${item + 1}: every completion scored the same, nothing to learn`;
+  switch (run ? runMethod(run) : 'exemplars') {
+    case 'gradient':
+      return `Prompt #${item + 1}: advantages ready; the adapter is updated once the step’s groups are in`;
+    case 'lessons':
+      return `The critic is summarising each completion of prompt #${item + 1}`;
+    default:
+      return `Prompt #${item + 1}: keeping its best completion if it beats the group mean`;
+  }
+}
