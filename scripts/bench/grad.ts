@@ -11,11 +11,12 @@
  *    seconds per forward pass of the bench model.
  */
 import { readFile } from 'node:fs/promises';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { createServer } from 'vite';
 import { createAdapterWeights } from '../../lib/grad/adapter.js';
 import { HostEngine } from '../../lib/grad/host-engine.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
+import { launchChromium } from '../../test/browser/launch.js';
 import { browserServerConfig } from '../../test/browser/server-config.js';
 import { BENCH, BENCH_MODEL_URL, buildModel, MODEL_DIRS } from '../build-model/index.js';
 import { measureEngine, measureTrainStep, type EnginePhases, type StepTiming } from './_grad-measure.js';
@@ -47,11 +48,7 @@ export async function run(): Promise<string> {
   await server.listen();
   const address = server.httpServer?.address();
   const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--enable-unsafe-webgpu', '--disable-background-networking'],
-  });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage();
     await page.goto(`${base}/scripts/bench/pages/grad.html`);

@@ -8,8 +8,8 @@ import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { chromium } from 'playwright-core';
 import { createServer } from 'vite';
+import { launchChromium } from '../../test/browser/launch.js';
 import { browserServerConfig } from '../../test/browser/server-config.js';
 import { BENCH, BENCH_MODEL_URL, buildModel, MODEL_DIRS } from '../build-model/index.js';
 import { ms } from './_measure.js';
@@ -94,11 +94,7 @@ async function browserSide(
   promptTokens: number,
   cases: BenchCase[],
 ): Promise<Side> {
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--enable-unsafe-webgpu', '--disable-background-networking'],
-  });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage();
     await page.goto(`${base}/scripts/bench/pages/onnx.html`);

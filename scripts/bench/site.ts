@@ -16,8 +16,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { build, createServer, preview } from 'vite';
+import { launchChromium } from '../../test/browser/launch.js';
 import { browserServerConfig } from '../../test/browser/server-config.js';
 import { BENCH_MODEL_URL, buildModel, MODEL_DIRS, PRESETS } from '../build-model/index.js';
 
@@ -72,7 +73,7 @@ const MODELS = [
 ];
 type Measured = Array<{ label: string; groups: number; tokens: number; page: Phases; worker: Phases }>;
 
-async function responsiveness(launch: () => ReturnType<typeof chromium.launch>): Promise<Measured> {
+async function responsiveness(launch: () => Promise<Browser>): Promise<Measured> {
   if (!existsSync(join(MODEL_DIRS.bench, 'onnx/model.onnx'))) await buildModel(PRESETS.bench, MODEL_DIRS.bench);
   const server = await createServer(browserServerConfig);
   await server.listen();
@@ -125,7 +126,8 @@ export async function run(): Promise<string> {
     await build({ configFile: config, logLevel: 'error', build: { outDir, emptyOutDir: true } });
     const server = await preview({ configFile: config, logLevel: 'error', build: { outDir }, preview: { host: '127.0.0.1', port: 0, strictPort: false } });
     const url = server.resolvedUrls?.local[0] as string;
-    const launch = () => chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--headless=new', '--no-sandbox', '--disable-gpu'] });
+    // No WebGPU adapter: the page's 'auto' device is WASM, the runtime the table measures.
+    const launch = () => launchChromium({ webgpu: false });
     const browser = await launch();
     try {
       const page = await browser.newPage();

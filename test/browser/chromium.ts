@@ -1,21 +1,6 @@
-import { existsSync } from 'node:fs';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { inject } from 'vitest';
-
-/** Debian's Chromium; never a downloaded browser. Override with CHROMIUM_PATH. */
-const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-
-const flags = [
-  '--headless=new',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  // Gives navigator.gpu a SwiftShader (CPU) adapter, so WebGPU code paths run for real.
-  '--enable-unsafe-webgpu',
-];
+import { launchChromium } from './launch.js';
 
 export interface BrowserSession {
   browser: Browser;
@@ -26,13 +11,7 @@ export interface BrowserSession {
 }
 
 export async function launchBrowser(): Promise<BrowserSession> {
-  if (!existsSync(executablePath)) {
-    throw new Error(
-      `Chromium not found at ${executablePath}. Install it with \`apt-get install -y chromium\` ` +
-        'or set CHROMIUM_PATH.',
-    );
-  }
-  const browser = await chromium.launch({ executablePath, args: flags, headless: true });
+  const browser = await launchChromium();
   const baseURL = inject('browserBaseURL');
   const errors: string[] = [];
   return {
