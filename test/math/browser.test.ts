@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { computeAdvantages, GrpoRouter, grpoLoss, mulberry32, tokenLogProbs } from '../../lib/index.js';
 import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
+import { expectNear } from '../fixtures/near.js';
 
 describe('math core in headless Chromium', () => {
   let session: BrowserSession;
@@ -9,7 +10,9 @@ describe('math core in headless Chromium', () => {
   });
   afterAll(() => session?.close());
 
-  it('gives the same numbers as in Node, bit for bit', async () => {
+  // Chromium and Node round Math.exp / Math.log differently in the last bit, so the float64 results
+  // agree to a relative 1e-12 (test/fixtures/near.ts), not bit for bit; the routes are choices and match exactly.
+  it('gives the same numbers as in Node, to a relative 1e-12', async () => {
     const rng = mulberry32(21);
     const [b, t, v] = [4, 5, 33];
     const input = {
@@ -33,7 +36,7 @@ describe('math core in headless Chromium', () => {
 
     const router = new GrpoRouter({ seed: 3, minSamples: 0 });
     const lp = tokenLogProbs({ logits: new Float32Array(input.logits), dims: input.dims, ids: input.ids });
-    expect(got).toEqual({
+    expectNear(got, {
       advantages: computeAdvantages(input.rewards, { groupSize: 4 }),
       loss: grpoLoss(input.batch, input.config),
       logprobs: { logps: Array.from(lp.logps), entropy: Array.from(lp.entropy) },
