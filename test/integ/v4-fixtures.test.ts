@@ -58,6 +58,7 @@ function armPolicy(): Policy {
       });
       return { promptTokenIds: [1], completions, usage: { promptTokens: options.groupSize, completionTokens: options.groupSize } };
     },
+    async dispose() {},
   };
 }
 
