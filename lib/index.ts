@@ -4,7 +4,7 @@ export * from './route/index.js';
 export type * from './policy/types.js';
 export * from './experience/index.js';
 export * from './store/index.js';
-export * from './train/index.js';
+export * from './methods/training-free/index.js';
 export * from './tasks/index.js';
 export * from './tool/index.js';
 export {

@@ -15,8 +15,8 @@ import { MemoryStore } from '../store/memory.js';
 import type { DatasetItem, LoopMode } from '../store/records.js';
 import type { Store } from '../store/types.js';
 import { builtinRewards } from '../tasks/rewards.js';
-import { trainingFreeGrpo } from '../train/loop.js';
-import type { RewardFunction, TrainingFreeGrpoOptions } from '../train/options.js';
+import { trainingFreeGrpo } from '../methods/training-free/loop.js';
+import type { RewardFunction, TrainingFreeGrpoOptions } from '../methods/training-free/options.js';
 
 export interface Frame {
   type: string;

@@ -4,9 +4,9 @@
  * arm every completion went to, and the item's query class), and the router after each step in
  * `step-end`.
  */
-import type { PromptInput } from '../policy/types.js';
-import type { ItemResult, RouterConfig, StepRouting, StepStats } from '../store/records.js';
-import type { ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../train/events.js';
+import type { PromptInput } from '../../policy/types.js';
+import type { ItemResult, RouterConfig, StepRouting, StepStats } from '../../store/records.js';
+import type { ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 
 export type RouterEvent =
   | { type: 'run-start'; runId: string; resumed: boolean; config: RouterConfig; progress: Progress }

@@ -4,17 +4,17 @@
  * critique proposing lessons, a group update against the library) or, in exemplar mode, the
  * group's best output. The result is plain data; the step applies it.
  */
-import { selectExemplar } from '../experience/exemplars.js';
-import { promptText, renderExperiences, withExperiences } from '../experience/render.js';
-import type { ExperienceLibrary } from '../experience/types.js';
-import type { Policy } from '../policy/types.js';
-import type { DatasetItem, ItemResult, RunWarning, TrainingFreeConfig, WarningStage } from '../store/records.js';
+import { selectExemplar } from '../../experience/exemplars.js';
+import { promptText, renderExperiences, withExperiences } from '../../experience/render.js';
+import type { ExperienceLibrary } from '../../experience/types.js';
+import type { Policy } from '../../policy/types.js';
+import type { DatasetItem, ItemResult, RunWarning, TrainingFreeConfig, WarningStage } from '../../store/records.js';
 import type { CriticContext } from './critic.js';
 import { critiqueGroup } from './critique.js';
-import type { TrainingFreeEvent } from './events.js';
+import type { TrainingFreeEvent } from '../../run/events.js';
 import type { RewardFunction } from './options.js';
-import { promptOf, rolloutGroup } from './rollout.js';
-import type { StepPlan } from './schedule.js';
+import { promptOf, rolloutGroup } from '../../run/rollout.js';
+import type { StepPlan } from '../../run/schedule.js';
 
 export interface ItemContext extends CriticContext {
   config: TrainingFreeConfig;

@@ -10,22 +10,22 @@
  * to it again). Each item's routing draws from its own seed, so a resumed run ends with the same
  * router as an uninterrupted one.
  */
-import { InvalidInputError, throwIfAborted } from '../errors.js';
-import { mulberry32, type Rng } from '../math/random.js';
-import { MemoryStore } from '../store/memory.js';
-import type { StepRouting } from '../store/records.js';
-import type { Store } from '../store/types.js';
-import { validateDataset } from '../store/validate.js';
-import type { Progress } from '../train/events.js';
-import { checkRunId, validateHandles, type RewardFunction } from '../train/options.js';
-import { runBatchItems } from '../train/batch-items.js';
-import { LoopRun, newRunRecord, resumeStoredRun, stopRun, type Run, type RunStop } from '../train/run.js';
-import { progressAt, Schedule } from '../train/schedule.js';
-import { libraryFreeStep } from '../train/step.js';
+import { InvalidInputError, throwIfAborted } from '../../errors.js';
+import { mulberry32, type Rng } from '../../math/random.js';
+import { MemoryStore } from '../../store/memory.js';
+import type { StepRouting } from '../../store/records.js';
+import type { Store } from '../../store/types.js';
+import { validateDataset } from '../../store/validate.js';
+import type { Progress } from '../../run/events.js';
+import { checkRunId, validateHandles, type RewardFunction } from '../training-free/options.js';
+import { runBatchItems } from '../../run/driver.js';
+import { LoopRun, newRunRecord, resumeStoredRun, stopRun, type Run, type RunStop } from '../../run/run.js';
+import { progressAt, Schedule } from '../../run/schedule.js';
+import { libraryFreeStep } from '../training-free/step.js';
 import type { RouterEvent } from './events.js';
 import { observe, routeItem } from './item.js';
 import { resolveRouterConfig, type RouterGrpoOptions, type RouterHandles } from './options.js';
-import { GrpoRouter, type GrpoRouterState } from './router.js';
+import { GrpoRouter, type GrpoRouterState } from '../../route/router.js';
 
 export interface RouterResult {
   runId: string;

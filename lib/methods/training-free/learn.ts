@@ -9,17 +9,17 @@
  *   const groups = await session.groups({ told: true });
  *   const { library } = await learnFromGroups({ critic: session.policy, groups, library });
  */
-import { InvalidInputError, throwIfAborted } from '../errors.js';
-import { normalizeExperienceLibrary } from '../experience/normalize.js';
-import { promptText } from '../experience/render.js';
-import type { AppliedOperation, ExperienceLibrary, ExperienceOperation, SkippedOperation } from '../experience/types.js';
-import type { Policy } from '../policy/types.js';
-import type { GroupRecord } from '../session/types.js';
-import type { CriticExchange, PromptTemplates, WarningStage } from '../store/records.js';
+import { InvalidInputError, throwIfAborted } from '../../errors.js';
+import { normalizeExperienceLibrary } from '../../experience/normalize.js';
+import { promptText } from '../../experience/render.js';
+import type { AppliedOperation, ExperienceLibrary, ExperienceOperation, SkippedOperation } from '../../experience/types.js';
+import type { Policy } from '../../policy/types.js';
+import type { GroupRecord } from '../../session/types.js';
+import type { CriticExchange, PromptTemplates, WarningStage } from '../../store/records.js';
 import type { CriticConfig, CriticContext } from './critic.js';
 import { critiqueGroup, mergeAndApply } from './critique.js';
 import { DEFAULTS, integer, real, resolveTemplates } from './options.js';
-import { groupStats } from './stats.js';
+import { groupStats } from '../../run/stats.js';
 
 export interface LearnFromGroupsOptions {
   /** Writes the summaries, critiques and operations (a session's `policy` shares its queue). */

@@ -5,10 +5,10 @@
  * optimizer update with its metrics (loss, KL, entropy, clip ratios, rewards, advantages, gradient
  * norm), and the step's metrics in `step-end`.
  */
-import type { PromptInput } from '../policy/types.js';
-import type { GradientConfig, ItemResult, StepStats } from '../store/records.js';
-import type { ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../train/events.js';
-import type { TrainStepMetrics } from './metrics.js';
+import type { PromptInput } from '../../policy/types.js';
+import type { GradientConfig, ItemResult, StepStats } from '../../store/records.js';
+import type { ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
+import type { TrainStepMetrics } from '../../grad/metrics.js';
 
 export interface GradientEpochStats {
   epoch: number;

@@ -4,13 +4,13 @@
  * exemplar mode, the groups' best outputs added. Returns the record `commitStep` stores.
  * `libraryFreeStep` is the record of the loops that keep no library (gradient, router).
  */
-import { applyExemplars } from '../experience/exemplars.js';
-import { emptyLibrary, type ApplyResult, type ExemplarCandidate, type ExperienceLibrary, type ExperienceOperation } from '../experience/types.js';
-import type { CriticExchange, ItemResult, RunWarning, StepRecord, TrainingFreeConfig } from '../store/records.js';
+import { applyExemplars } from '../../experience/exemplars.js';
+import { emptyLibrary, type ApplyResult, type ExemplarCandidate, type ExperienceLibrary, type ExperienceOperation } from '../../experience/types.js';
+import type { CriticExchange, ItemResult, RunWarning, StepRecord, TrainingFreeConfig } from '../../store/records.js';
 import type { CriticContext } from './critic.js';
 import { mergeAndApply } from './critique.js';
-import type { StepPlan } from './schedule.js';
-import { stepStats } from './stats.js';
+import type { StepPlan } from '../../run/schedule.js';
+import { stepStats } from '../../run/stats.js';
 
 export async function finishStep(
   ctx: CriticContext & { config: TrainingFreeConfig },

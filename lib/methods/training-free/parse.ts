@@ -4,8 +4,8 @@
  * balanced array or object; reasoning blocks (`<think>...</think>`) are ignored. Every failure is a
  * reason string, never an exception: the caller decides whether to ask again or skip.
  */
-import { normalizeOperations } from '../experience/operations.js';
-import type { ExperienceOperation } from '../experience/types.js';
+import { normalizeOperations } from '../../experience/operations.js';
+import type { ExperienceOperation } from '../../experience/types.js';
 
 /** `notes`: parts of an otherwise usable reply that were dropped (kept as warnings). */
 export type Parsed<T> = { ok: true; value: T; notes?: string[] } | { ok: false; problem: string };

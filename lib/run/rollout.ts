@@ -10,7 +10,7 @@ import { computeAdvantages, type ScaleRewards } from '../math/advantages.js';
 import type { Completion, Policy, PromptInput, Usage } from '../policy/types.js';
 import type { DatasetItem, GroupStats, RolloutRecord } from '../store/records.js';
 import type { RolloutEvent } from './events.js';
-import type { RewardFunction } from './options.js';
+import type { RewardFunction } from '../methods/training-free/options.js';
 import { deriveSeed } from './random.js';
 import { groupStats } from './stats.js';
 

@@ -4,8 +4,8 @@
  * questions). The four stages follow the paper: a summary per rollout, a group critique that
  * contrasts better and worse attempts, a group update against the library, and one batch merge.
  */
-import { DEFAULT_EXEMPLARS_TEMPLATE, DEFAULT_LESSONS_TEMPLATE } from '../experience/render.js';
-import type { LoopMode, PromptTemplates } from '../store/records.js';
+import { DEFAULT_EXEMPLARS_TEMPLATE, DEFAULT_LESSONS_TEMPLATE } from '../../experience/render.js';
+import type { LoopMode, PromptTemplates } from '../../store/records.js';
 
 const CRITIC_SYSTEM = [
   'You review attempts at tasks and distil short, general lessons that help later attempts succeed.',

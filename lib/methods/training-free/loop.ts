@@ -9,17 +9,17 @@
  * run killed mid-step and resumed ends with the same library, byte for byte, as an uninterrupted
  * run given the same model outputs.
  */
-import { InvalidInputError, throwIfAborted } from '../errors.js';
-import { normalizeExperienceLibrary } from '../experience/normalize.js';
-import { estimateTokens, formatExemplar, formatLesson } from '../experience/render.js';
-import type { ExperienceLibrary } from '../experience/types.js';
-import { itemResultGroup } from '../export/run.js';
-import type { Policy } from '../policy/types.js';
-import { MemoryStore } from '../store/memory.js';
-import type { ItemResult, RunRecord, RunWarning } from '../store/records.js';
-import type { Store } from '../store/types.js';
-import { validateDataset } from '../store/validate.js';
-import type { Progress, TrainingFreeEvent } from './events.js';
+import { InvalidInputError, throwIfAborted } from '../../errors.js';
+import { normalizeExperienceLibrary } from '../../experience/normalize.js';
+import { estimateTokens, formatExemplar, formatLesson } from '../../experience/render.js';
+import type { ExperienceLibrary } from '../../experience/types.js';
+import { itemResultGroup } from '../../export/run.js';
+import type { Policy } from '../../policy/types.js';
+import { MemoryStore } from '../../store/memory.js';
+import type { ItemResult, RunRecord, RunWarning } from '../../store/records.js';
+import type { Store } from '../../store/types.js';
+import { validateDataset } from '../../store/validate.js';
+import type { Progress, TrainingFreeEvent } from '../../run/events.js';
 import { runItem, type ItemContext } from './item.js';
 import {
   checkRunId,
@@ -29,9 +29,9 @@ import {
   type RewardFunction,
   type TrainingFreeGrpoOptions,
 } from './options.js';
-import { LoopRun, newRunRecord, resumeStoredRun, stopRun, type Run, type RunStop } from './run.js';
-import { progressAt, Schedule } from './schedule.js';
-import { epochStats } from './stats.js';
+import { LoopRun, newRunRecord, resumeStoredRun, stopRun, type Run, type RunStop } from '../../run/run.js';
+import { progressAt, Schedule } from '../../run/schedule.js';
+import { epochStats } from '../../run/stats.js';
 import { finishStep } from './step.js';
 
 export interface TrainingFreeResult {

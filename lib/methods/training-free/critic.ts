@@ -3,12 +3,12 @@
  * critic is asked once to repair it, and if that fails too the caller gets the problem back to
  * record as a warning. Nothing unparsed ever reaches the library.
  */
-import { InvalidInputError, throwIfAborted } from '../errors.js';
-import { fillTemplate } from '../experience/render.js';
-import type { ChatMessage, Policy } from '../policy/types.js';
-import type { CriticExchange, TrainingFreeConfig } from '../store/records.js';
+import { InvalidInputError, throwIfAborted } from '../../errors.js';
+import { fillTemplate } from '../../experience/render.js';
+import type { ChatMessage, Policy } from '../../policy/types.js';
+import type { CriticExchange, TrainingFreeConfig } from '../../store/records.js';
 import type { Parsed } from './parse.js';
-import { deriveSeed } from './random.js';
+import { deriveSeed } from '../../run/random.js';
 
 /** The settings the critic's work depends on (a run's config has them all). */
 export type CriticConfig = Pick<

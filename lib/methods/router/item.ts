@@ -5,17 +5,17 @@
  * order and scored as one group (the rewards see the item's own prompt), and each rollout records
  * its arm.
  */
-import { promptText } from '../experience/render.js';
-import type { Completion, Policy, PromptInput } from '../policy/types.js';
-import type { DatasetItem, ItemResult, RouterConfig } from '../store/records.js';
-import type { RewardFunction } from '../train/options.js';
-import { deriveSeed } from '../train/random.js';
-import { promptOf, sampleGroup, scoreGroup } from '../train/rollout.js';
-import type { StepPlan } from '../train/schedule.js';
-import { armPrompt } from './arm.js';
+import { promptText } from '../../experience/render.js';
+import type { Completion, Policy, PromptInput } from '../../policy/types.js';
+import type { DatasetItem, ItemResult, RouterConfig } from '../../store/records.js';
+import type { RewardFunction } from '../training-free/options.js';
+import { deriveSeed } from '../../run/random.js';
+import { promptOf, sampleGroup, scoreGroup } from '../../run/rollout.js';
+import type { StepPlan } from '../../run/schedule.js';
+import { armPrompt } from '../../route/arm.js';
 import type { RouterEvent } from './events.js';
-import { deriveQueryClass } from './query-class.js';
-import type { GrpoRouter } from './router.js';
+import { deriveQueryClass } from '../../route/query-class.js';
+import type { GrpoRouter } from '../../route/router.js';
 
 export interface RouterItemContext {
   policy: Policy;

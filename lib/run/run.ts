@@ -8,7 +8,7 @@ import { emptyLibrary, type ExperienceLibrary } from '../experience/types.js';
 import type { RunRecord } from '../store/records.js';
 import type { Store } from '../store/types.js';
 import { EventChannel } from './events.js';
-import { matchRewards, type LoopHandles, type RewardFunction } from './options.js';
+import { matchRewards, type LoopHandles, type RewardFunction } from '../methods/training-free/options.js';
 
 export interface Run<E, R> extends AsyncIterable<E> {
   readonly runId: string;

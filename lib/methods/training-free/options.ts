@@ -3,14 +3,14 @@
  * 0.7, critic temperature 0, ground truth given, 2 lessons per group) and their validation into the
  * serialisable `TrainingFreeConfig` that is stored with the run.
  */
-import { InvalidInputError } from '../errors.js';
-import { DEFAULT_EXPERIENCE_TOKEN_BUDGET } from '../experience/render.js';
-import { DEFAULT_MAX_EXPERIENCE_LENGTH } from '../experience/operations.js';
-import { DEFAULT_MAX_EXEMPLARS } from '../experience/exemplars.js';
-import type { EpochHook } from '../export/epoch.js';
-import type { Completion, Policy, PromptInput } from '../policy/types.js';
-import type { DatasetItem, LoopMode, PromptTemplates, TrainingFreeConfig } from '../store/records.js';
-import type { Store } from '../store/types.js';
+import { InvalidInputError } from '../../errors.js';
+import { DEFAULT_EXPERIENCE_TOKEN_BUDGET } from '../../experience/render.js';
+import { DEFAULT_MAX_EXPERIENCE_LENGTH } from '../../experience/operations.js';
+import { DEFAULT_MAX_EXEMPLARS } from '../../experience/exemplars.js';
+import type { EpochHook } from '../../export/epoch.js';
+import type { Completion, Policy, PromptInput } from '../../policy/types.js';
+import type { DatasetItem, LoopMode, PromptTemplates, TrainingFreeConfig } from '../../store/records.js';
+import type { Store } from '../../store/types.js';
 import { defaultTemplates, REQUIRED_PLACEHOLDERS } from './prompts.js';
 
 export interface RewardContext {

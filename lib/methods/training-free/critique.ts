@@ -11,10 +11,10 @@
  * Critic replies are untrusted: structured replies are parsed, repaired once, and otherwise skipped
  * with a warning, so the library never receives a malformed entry.
  */
-import { applyOperations, cleanContent } from '../experience/operations.js';
-import { fillTemplate, formatLesson } from '../experience/render.js';
-import type { ApplyResult, ExperienceLibrary, ExperienceOperation } from '../experience/types.js';
-import type { CriticExchange, WarningStage } from '../store/records.js';
+import { applyOperations, cleanContent } from '../../experience/operations.js';
+import { fillTemplate, formatLesson } from '../../experience/render.js';
+import type { ApplyResult, ExperienceLibrary, ExperienceOperation } from '../../experience/types.js';
+import type { CriticExchange, WarningStage } from '../../store/records.js';
 import { askStructured, criticMessages, criticReply, refusal, type CriticContext } from './critic.js';
 import { parseLessons, parseOperations } from './parse.js';
 

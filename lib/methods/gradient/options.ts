@@ -3,16 +3,16 @@
  * `GradientConfig` stored with the run (what a resume needs besides the policy and the rewards).
  * The defaults train the bundled tiny model on the token-level tasks in a dozen steps.
  */
-import { InvalidInputError } from '../errors.js';
-import { GrpoConfig } from '../math/batch.js';
-import type { ImportanceSamplingLevel, LossType } from '../math/loss.js';
-import type { OnnxPolicy } from '../policy/onnx/policy.js';
-import type { DatasetItem, GradientConfig } from '../store/records.js';
-import type { Store } from '../store/types.js';
-import { GROUP_SAMPLING_DEFAULTS, validateHandles, type GroupSamplingOptions, type RewardFunction } from '../train/options.js';
-import { resolveShape, type AdapterInit } from './adapter.js';
-import type { AdapterFile } from './format.js';
-import { resolveOptimizer, type OptimizerOptions } from './optimizer.js';
+import { InvalidInputError } from '../../errors.js';
+import { GrpoConfig } from '../../math/batch.js';
+import type { ImportanceSamplingLevel, LossType } from '../../math/loss.js';
+import type { OnnxPolicy } from '../../policy/onnx/policy.js';
+import type { DatasetItem, GradientConfig } from '../../store/records.js';
+import type { Store } from '../../store/types.js';
+import { GROUP_SAMPLING_DEFAULTS, validateHandles, type GroupSamplingOptions, type RewardFunction } from '../training-free/options.js';
+import { resolveShape, type AdapterInit } from '../../grad/adapter.js';
+import type { AdapterFile } from '../../grad/format.js';
+import { resolveOptimizer, type OptimizerOptions } from '../../grad/optimizer.js';
 
 export interface GradientHandles {
   /** The model being trained: an ONNX policy loaded with `hiddenState: true`. */

@@ -3,13 +3,13 @@
  * `RouterConfig` stored with the run. The defaults suit the bundled tiny model: small groups,
  * short completions, a router that starts using its weights after a few samples per class.
  */
-import { InvalidInputError } from '../errors.js';
-import type { Policy } from '../policy/types.js';
-import type { DatasetItem, RouterArm, RouterConfig } from '../store/records.js';
-import type { Store } from '../store/types.js';
-import { validateArms } from '../store/validate.js';
-import { GROUP_SAMPLING_DEFAULTS, integer, real, validateHandles, type GroupSamplingOptions, type RewardFunction } from '../train/options.js';
-import { GrpoRouter } from './router.js';
+import { InvalidInputError } from '../../errors.js';
+import type { Policy } from '../../policy/types.js';
+import type { DatasetItem, RouterArm, RouterConfig } from '../../store/records.js';
+import type { Store } from '../../store/types.js';
+import { validateArms } from '../../store/validate.js';
+import { GROUP_SAMPLING_DEFAULTS, integer, real, validateHandles, type GroupSamplingOptions, type RewardFunction } from '../training-free/options.js';
+import { GrpoRouter } from '../../route/router.js';
 
 export interface RouterHandles {
   /** Samples every arm's completions (the arms are prompt and sampling variants of it). */

@@ -9,25 +9,25 @@
  * unfinished item with the adapter of the last committed step: given the same seeds, a resumed run
  * ends where an uninterrupted one does.
  */
-import { InvalidInputError, throwIfAborted } from '../errors.js';
-import { MemoryStore } from '../store/memory.js';
-import type { GradientConfig, StepRecord } from '../store/records.js';
-import type { Store } from '../store/types.js';
-import { validateDataset } from '../store/validate.js';
-import type { Progress } from '../train/events.js';
-import { checkRunId, type RewardFunction } from '../train/options.js';
-import { runBatchItems } from '../train/batch-items.js';
-import { LoopRun, newRunRecord, resumeStoredRun, stopRun, type Run, type RunStop } from '../train/run.js';
-import { progressAt, Schedule } from '../train/schedule.js';
-import { stepStats } from '../train/stats.js';
-import { libraryFreeStep } from '../train/step.js';
-import { readAdapterFile, readCheckpoint, writeCheckpoint, type AdapterFile } from './format.js';
+import { InvalidInputError, throwIfAborted } from '../../errors.js';
+import { MemoryStore } from '../../store/memory.js';
+import type { GradientConfig, StepRecord } from '../../store/records.js';
+import type { Store } from '../../store/types.js';
+import { validateDataset } from '../../store/validate.js';
+import type { Progress } from '../../run/events.js';
+import { checkRunId, type RewardFunction } from '../training-free/options.js';
+import { runBatchItems } from '../../run/driver.js';
+import { LoopRun, newRunRecord, resumeStoredRun, stopRun, type Run, type RunStop } from '../../run/run.js';
+import { progressAt, Schedule } from '../../run/schedule.js';
+import { stepStats } from '../../run/stats.js';
+import { libraryFreeStep } from '../training-free/step.js';
+import { readAdapterFile, readCheckpoint, writeCheckpoint, type AdapterFile } from '../../grad/format.js';
 import type { GradientEpochStats, GradientEvent } from './events.js';
 import { rolloutItem } from './item.js';
-import type { TrainStepMetrics } from './metrics.js';
+import type { TrainStepMetrics } from '../../grad/metrics.js';
 import { grpoConfigOf, resolveGradientConfig, validateGradientHandles, type GradientGrpoOptions, type GradientHandles } from './options.js';
-import { groupRolloutBatch } from './rollouts.js';
-import { GrpoTrainer } from './trainer.js';
+import { groupRolloutBatch } from '../../grad/rollouts.js';
+import { GrpoTrainer } from '../../grad/trainer.js';
 
 export interface GradientResult {
   runId: string;

@@ -3,11 +3,11 @@
  * and group-relative advantages, as the `ItemResult` every store keeps (the same record the
  * training-free loop writes, without experiences or critic).
  */
-import type { Policy } from '../policy/types.js';
-import type { DatasetItem, GradientConfig, ItemResult } from '../store/records.js';
-import type { RewardFunction } from '../train/options.js';
-import { promptOf, rolloutGroup } from '../train/rollout.js';
-import type { StepPlan } from '../train/schedule.js';
+import type { Policy } from '../../policy/types.js';
+import type { DatasetItem, GradientConfig, ItemResult } from '../../store/records.js';
+import type { RewardFunction } from '../training-free/options.js';
+import { promptOf, rolloutGroup } from '../../run/rollout.js';
+import type { StepPlan } from '../../run/schedule.js';
 import type { GradientEvent } from './events.js';
 
 export interface GradientItemContext {
