@@ -1,6 +1,7 @@
 /** The terminal view of `webgrpo train`: a progress bar, an epoch table, warnings, the library. */
 import type { ExperienceLibrary } from '../experience/types.js';
-import type { EpochStats, Progress as ProgressCounts, TrainingFreeEvent } from '../run/events.js';
+import type { EpochStats, TrainingFreeEvent } from '../methods/training-free/events.js';
+import type { Progress as ProgressCounts } from '../run/events.js';
 
 /** Where the view writes; `interactive`: a terminal (a redrawn bar) rather than a log (a line per step). */
 export interface ViewIo {

@@ -20,8 +20,8 @@ import { parseDatasetJsonl } from '../tasks/jsonl.js';
 import { builtinTasks, getTask } from '../tasks/index.js';
 import { builtinRewards } from '../tasks/rewards.js';
 import { Progress, table, type ViewIo } from './train-view.js';
-import { resumeTrainingFreeGrpo, trainingFreeGrpo, type TrainingFreeRun } from '../methods/training-free/loop.js';
-import type { RewardFunction } from '../methods/training-free/options.js';
+import { resumeTrainingFreeGrpo, trainingFreeGrpo, type TrainingFreeRun } from '../methods/training-free/method.js';
+import type { RewardFunction } from '../run/options.js';
 
 /** Where output goes and how models load; tests replace these. */
 export interface TrainIo extends ViewIo {

@@ -1,5 +1,5 @@
 export * from './router.js';
-export { routerGrpo, resumeRouterGrpo, routingProbabilities, type RouterRun, type RouterResult } from '../methods/router/loop.js';
+export { routerGrpo, resumeRouterGrpo, routingProbabilities, type RouterRun, type RouterResult } from '../methods/router/method.js';
 export { armPrompt } from './arm.js';
 export { queryClassOf } from '../methods/router/item.js';
 export { ROUTER_DEFAULTS, type RouterGrpoOptions, type RouterHandles } from '../methods/router/options.js';

@@ -1,11 +1,10 @@
 /**
- * What a training-free run tells its caller, step by step: enough to draw a live UI (every rollout
- * with its text, reward and advantage, the critic's words, the operations and the library after
- * each step) and a progress bar with an ETA.
+ * What every method's run tells its caller: the progress object, the per-group events the driver
+ * emits (rollouts, rewards, advantages), how a run ends, and the channel events travel through.
+ * Each method's own event union (training-free, gradient, router) builds on these.
  */
-import type { AppliedOperation, ExperienceLibrary, ExperienceOperation, SkippedOperation } from '../experience/types.js';
-import type { Completion, PromptInput, Usage } from '../policy/types.js';
-import type { CriticExchange, GroupStats, ItemResult, RunWarning, StepStats, TrainingFreeConfig } from '../store/records.js';
+import type { Completion, Usage } from '../policy/types.js';
+import type { GroupStats } from '../store/records.js';
 
 export interface Progress {
   /** The step in progress, or the last one when the run ends (1-based). */
@@ -18,26 +17,7 @@ export interface Progress {
   totalItems: number;
 }
 
-export interface EpochStats {
-  epoch: number;
-  steps: number;
-  groups: number;
-  zeroSpreadGroups: number;
-  /** Share of groups whose rewards did not differ (nothing to learn from them). */
-  zeroSpreadFraction: number;
-  rollouts: number;
-  scorable: number;
-  meanReward: number | null;
-  stdReward: number | null;
-  lessons: number;
-  exemplars: number;
-  /** lessons + exemplars at the end of the epoch. */
-  librarySize: number;
-  operations: { added: number; updated: number; deleted: number; skipped: number };
-  warnings: number;
-}
-
-/** Where an event happened: its step and epoch (every loop's events share these). */
+/** Where an event happened: its step and epoch (every method's events share these). */
 export interface StepRef {
   step: number;
   epoch: number;
@@ -47,7 +27,7 @@ export interface ItemRef extends StepRef {
   item: number;
 }
 
-/** How every loop's run ends (the training-free loop adds its library and warning count). */
+/** How every run ends (the training-free method adds its library and warning count). */
 export interface RunEnd {
   type: 'run-end';
   runId: string;
@@ -59,35 +39,11 @@ export interface RunEnd {
   progress: Progress;
 }
 
-/** The per-group events every loop emits (`rolloutGroup`): the completions, their rewards, their advantages. */
+/** The per-group events the driver emits for every method: the completions, their rewards, their advantages. */
 export type RolloutEvent =
   | (ItemRef & { type: 'rollouts'; completions: Completion[]; usage: Usage })
   | (ItemRef & { type: 'rewards'; rewards: Array<Array<number | null>>; combined: Array<number | null> })
   | (ItemRef & { type: 'advantages'; advantages: number[]; stats: GroupStats; zeroSpread: boolean });
-
-export type TrainingFreeEvent =
-  | { type: 'run-start'; runId: string; resumed: boolean; config: TrainingFreeConfig; library: ExperienceLibrary; progress: Progress }
-  | (StepRef & { type: 'step-start'; batch: number; items: number[]; library: ExperienceLibrary; progress: Progress })
-  | (ItemRef & { type: 'item-start'; position: number; prompt: PromptInput; experienceIds: string[] })
-  | RolloutEvent
-  | (ItemRef & { type: 'summaries'; summaries: string[] })
-  | (ItemRef & { type: 'critique'; exchange: CriticExchange<string[]> })
-  | (ItemRef & { type: 'group-update'; exchange: CriticExchange<ExperienceOperation[]> })
-  | (ItemRef & { type: 'item-end'; result: ItemResult; reused: boolean; progress: Progress })
-  | { type: 'warning'; warning: RunWarning }
-  | (StepRef & {
-      type: 'operations';
-      merge?: CriticExchange<ExperienceOperation[]>;
-      proposed: ExperienceOperation[];
-      applied: AppliedOperation[];
-      skipped: SkippedOperation[];
-      library: ExperienceLibrary;
-    })
-  | (StepRef & { type: 'step-end'; batch: number; stats: StepStats; library: ExperienceLibrary; progress: Progress })
-  | { type: 'epoch-end'; epoch: number; stats: EpochStats; library: ExperienceLibrary; progress: Progress }
-  | (RunEnd & { library: ExperienceLibrary; warnings: number });
-
-export type TrainingFreeEventType = TrainingFreeEvent['type'];
 
 /**
  * A rendezvous channel: `push` resolves when the consumer has taken the event, so the loop runs at

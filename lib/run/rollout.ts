@@ -1,27 +1,15 @@
 /**
- * What every GRPO loop does first with a dataset item: sample a group from the policy, score each
- * completion with every reward function, and turn the rewards into advantages relative to the
- * group, emitting the events a UI draws. The training-free loop then hands the group to its critic;
- * the gradient loop hands it to the trainer. The router loop samples one group in parts (one
- * `sampleGroup` per arm) and scores the reassembled group with `scoreGroup`.
+ * What the driver does first with a dataset item: sample a group from the policy (`sampleGroup`,
+ * one `generateGroup` call checked to return the group) and score each completion with every
+ * reward function (`rewardTable`). The router method samples one group in parts, one
+ * `sampleGroup` per arm.
  */
 import { InvalidInputError, throwIfAborted, WebgrpoError } from '../errors.js';
-import { computeAdvantages, type ScaleRewards } from '../math/advantages.js';
 import type { Completion, Policy, PromptInput, Usage } from '../policy/types.js';
-import type { DatasetItem, GroupStats, RolloutRecord } from '../store/records.js';
-import type { RolloutEvent } from './events.js';
-import type { RewardFunction } from '../methods/training-free/options.js';
-import { deriveSeed } from './random.js';
-import { groupStats } from './stats.js';
+import type { DatasetItem } from '../store/records.js';
+import type { RewardFunction } from './options.js';
 
-export interface RolloutContext {
-  policy: Policy;
-  rewards: RewardFunction[];
-  signal: AbortSignal;
-  emit: (event: RolloutEvent) => Promise<void>;
-}
-
-/** The sampling and reward settings of a run (both loops' configs have them). */
+/** The sampling and reward settings of a run (every method's config has them). */
 export interface RolloutSettings {
   groupSize: number;
   maxNewTokens: number;
@@ -33,30 +21,9 @@ export interface RolloutSettings {
   rewards: ReadonlyArray<{ weight: number }>;
 }
 
-export interface GroupRollout {
-  rollouts: RolloutRecord[];
-  usage: Usage;
-  stats: GroupStats;
-  /** Combined reward per completion, NaN where no function could score it. */
-  rewards: number[];
-}
-
 /** The item's own prompt: raw text or chat messages, as the dataset gives it. */
 export function promptOf(item: DatasetItem): PromptInput {
   return item.prompt !== undefined ? { prompt: item.prompt } : { messages: item.messages };
-}
-
-export async function rolloutGroup(
-  ctx: RolloutContext,
-  config: RolloutSettings,
-  ref: { step: number; epoch: number; item: number },
-  item: DatasetItem,
-  prompt: PromptInput,
-  scaleRewards: ScaleRewards = 'group',
-): Promise<GroupRollout> {
-  const seed = deriveSeed(config.seed, 'rollout', ref.epoch, ref.item);
-  const group = await sampleGroup(ctx.policy, prompt, config, { count: config.groupSize, temperature: config.temperature, seed }, ctx.signal);
-  return scoreGroup(ctx, config, ref, item, prompt, group, scaleRewards);
 }
 
 /** What one `generateGroup` call draws: how many completions, at which temperature, from which seed. */
@@ -90,42 +57,6 @@ export async function sampleGroup(
     throw new WebgrpoError('Generation', `The policy returned ${group.completions.length} completions for a group of ${count}.`);
   }
   return { completions: group.completions, usage: group.usage };
-}
-
-/**
- * A sampled group's rewards and advantages, with the events a UI draws. `prompt` is what the
- * reward functions see as the item's prompt.
- */
-export async function scoreGroup(
-  ctx: RolloutContext,
-  config: RolloutSettings,
-  ref: { step: number; epoch: number; item: number },
-  item: DatasetItem,
-  prompt: PromptInput,
-  group: { completions: Completion[]; usage: Usage },
-  scaleRewards: ScaleRewards = 'group',
-): Promise<GroupRollout> {
-  const { emit } = ctx;
-  await emit({ type: 'rollouts', ...ref, completions: group.completions, usage: group.usage });
-
-  const table = await rewardTable(ctx.rewards, group.completions, item, prompt, ref.item);
-  const weights = config.rewards.map((r) => r.weight);
-  const advantage = computeAdvantages(table, { groupSize: config.groupSize, weights, scaleRewards });
-  const combined = advantage.rewards.map((r) => (Number.isNaN(r) ? null : r));
-  await emit({ type: 'rewards', ...ref, rewards: table, combined });
-  const stats = groupStats(combined);
-  await emit({ type: 'advantages', ...ref, advantages: advantage.advantages, stats, zeroSpread: stats.spread === 0 });
-
-  const rollouts: RolloutRecord[] = group.completions.map((c, row) => ({
-    text: c.text,
-    tokenIds: [...c.tokenIds],
-    logprobs: [...c.logprobs],
-    finishReason: c.finishReason,
-    rewards: table[row],
-    reward: combined[row],
-    advantage: advantage.advantages[row],
-  }));
-  return { rollouts, usage: group.usage, stats, rewards: advantage.rewards };
 }
 
 /** Every reward function on every completion of a group: one row of K (finite or null) per completion. */

@@ -1,14 +1,13 @@
 /**
  * A loop run as its caller holds it: an async iterable of events that drives the loop as it is
  * iterated (a rendezvous channel, so the loop runs at the consumer's pace and stops when they stop),
- * or `result()` to run it to the end. Shared by the training-free, gradient and router loops.
+ * or `result()` to run it to the end. Every method's run is one.
  */
 import { AbortError, InvalidInputError } from '../errors.js';
 import { emptyLibrary, type ExperienceLibrary } from '../experience/types.js';
 import type { RunRecord } from '../store/records.js';
 import type { Store } from '../store/types.js';
 import { EventChannel } from './events.js';
-import { matchRewards, type LoopHandles, type RewardFunction } from '../methods/training-free/options.js';
 
 export interface Run<E, R> extends AsyncIterable<E> {
   readonly runId: string;
@@ -96,25 +95,6 @@ export async function storedRun<K extends RunRecord['kind']>(store: Store, runId
   if (!run) throw new InvalidInputError('runId', `no run "${runId}" in this ${store.kind} store.`);
   if (run.kind !== kind) throw new InvalidInputError('runId', `"${runId}" is a ${run.kind} run; resume it with ${RESUMED_BY[run.kind]}.`);
   return run as RunOf<K>;
-}
-
-/**
- * Every loop's resume: the options checked now (synchronously, as a start's are), then, when the
- * run is iterated, the stored run of the loop's kind and its reward functions matched by name.
- */
-export function resumeStoredRun<K extends RunRecord['kind'], H extends LoopHandles & { store: Store }, E, R>(
-  runId: string,
-  kind: K,
-  options: H,
-  validate: (handles: H) => void,
-  body: (run: RunOf<K>, rewards: RewardFunction[], emit: (event: E) => Promise<void>, signal: AbortSignal) => Promise<R>,
-): LoopRun<E, R> {
-  if (!options || typeof options !== 'object' || !options.store) throw new InvalidInputError('store', 'pass the store that holds the run.');
-  validate(options);
-  return new LoopRun(runId, async (emit, signal) => {
-    const run = await storedRun(options.store, runId, kind);
-    return body(run, matchRewards(run.config, options.rewards), emit, signal);
-  });
 }
 
 /** How a run stopped short: cancelled, or failed with a message. */

@@ -15,8 +15,9 @@ import { MemoryStore } from '../store/memory.js';
 import type { DatasetItem, LoopMode } from '../store/records.js';
 import type { Store } from '../store/types.js';
 import { builtinRewards } from '../tasks/rewards.js';
-import { trainingFreeGrpo } from '../methods/training-free/loop.js';
-import type { RewardFunction, TrainingFreeGrpoOptions } from '../methods/training-free/options.js';
+import { trainingFreeGrpo } from '../methods/training-free/method.js';
+import type { TrainingFreeGrpoOptions } from '../methods/training-free/options.js';
+import type { RewardFunction } from '../run/options.js';
 
 export interface Frame {
   type: string;

@@ -1,6 +1,6 @@
 /**
  * What a gradient GRPO run tells its caller, in the same shape as the training-free loop's events
- * (lib/train/events.ts): the same progress object, the same per-item events (prompt, rollouts,
+ * (lib/methods/training-free/events.ts): the same progress object, the same per-item events (prompt, rollouts,
  * rewards, advantages, item-end), and in place of the critic and the library one `train` event per
  * optimizer update with its metrics (loss, KL, entropy, clip ratios, rewards, advantages, gradient
  * norm), and the step's metrics in `step-end`.

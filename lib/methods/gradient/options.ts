@@ -8,22 +8,13 @@ import { GrpoConfig } from '../../math/batch.js';
 import type { ImportanceSamplingLevel, LossType } from '../../math/loss.js';
 import type { OnnxPolicy } from '../../policy/onnx/policy.js';
 import type { DatasetItem, GradientConfig } from '../../store/records.js';
-import type { Store } from '../../store/types.js';
-import { GROUP_SAMPLING_DEFAULTS, validateHandles, type GroupSamplingOptions, type RewardFunction } from '../training-free/options.js';
+import { GROUP_SAMPLING_DEFAULTS, integer, real, validateHandles, type GroupSamplingOptions, type LoopHandles } from '../../run/options.js';
 import { resolveShape, type AdapterInit } from '../../grad/adapter.js';
 import type { AdapterFile } from '../../grad/format.js';
 import { resolveOptimizer, type OptimizerOptions } from '../../grad/optimizer.js';
 
-export interface GradientHandles {
-  /** The model being trained: an ONNX policy loaded with `hiddenState: true`. */
-  policy: OnnxPolicy;
-  /** Reward functions, in the order of the run's reward columns. */
-  rewards: RewardFunction[];
-  /** Where the run is kept. Default: a new `MemoryStore` (lost with the page). */
-  store?: Store;
-  /** Cancels within one step; the run stays resumable from its first unfinished item. */
-  signal?: AbortSignal;
-}
+/** The common handles; the policy is the model being trained, an ONNX policy loaded with `hiddenState: true`. */
+export type GradientHandles = LoopHandles<OnnxPolicy>;
 
 export interface GradientLossOptions {
   /** Default 'dapo'. */
@@ -78,20 +69,6 @@ export const GRADIENT_DEFAULTS = {
   ...GROUP_SAMPLING_DEFAULTS,
   scaleRewards: 'group' as const,
 };
-
-function integer(value: number | undefined, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  const v = value ?? fallback;
-  if (!Number.isInteger(v) || v < min || v > max) throw new InvalidInputError(name, `expected an integer from ${min} to ${max}, got ${v}.`);
-  return v;
-}
-
-function real(value: number | undefined, name: string, fallback: number, min: number, max: number, open = false): number {
-  const v = value ?? fallback;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max || (open && v === min)) {
-    throw new InvalidInputError(name, `expected a number ${open ? 'above' : 'from'} ${min}${open ? ' up' : ''} to ${max}, got ${v}.`);
-  }
-  return v;
-}
 
 export function validateGradientHandles(handles: GradientHandles): void {
   validateHandles(handles);

@@ -1,6 +1,6 @@
 /**
  * What a router run tells its caller, in the same shape as the other loops' events
- * (lib/train/events.ts): the same progress object and per-item events, each item's routing (which
+ * (lib/run/events.ts): the same progress object and per-item events, each item's routing (which
  * arm every completion went to, and the item's query class), and the router after each step in
  * `step-end`.
  */
@@ -17,6 +17,13 @@ export type RouterEvent =
   | RolloutEvent
   | (ItemRef & { type: 'item-end'; result: ItemResult; reused: boolean; progress: Progress })
   | (StepRef & { type: 'step-end'; batch: number; stats: StepStats; routing: StepRouting; progress: Progress })
+  | { type: 'epoch-end'; epoch: number; stats: RouterEpochStats; progress: Progress }
   | RunEnd;
+
+/** The rewards of an epoch's steps. */
+export interface RouterEpochStats extends StepStats {
+  epoch: number;
+  steps: number;
+}
 
 export type RouterEventType = RouterEvent['type'];

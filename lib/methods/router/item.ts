@@ -1,49 +1,37 @@
 /**
- * One dataset item through one router step: the router picks an arm for every completion of the
- * group (per the item's query class), the completions of each arm are sampled together (the
- * arm's instruction appended, the run's temperature scaled), the group is put back in routed
- * order and scored as one group (the rewards see the item's own prompt), and each rollout records
- * its arm.
+ * One dataset item of a router step: the router picks an arm for every completion of the group
+ * (per the item's query class), the completions of each arm are sampled together (the arm's
+ * instruction appended, the run's temperature scaled), and the group is put back in routed order;
+ * the driver scores it as one group (the rewards see the item's own prompt), and each rollout
+ * records its arm.
  */
 import { promptText } from '../../experience/render.js';
-import type { Completion, Policy, PromptInput } from '../../policy/types.js';
-import type { DatasetItem, ItemResult, RouterConfig } from '../../store/records.js';
-import type { RewardFunction } from '../training-free/options.js';
+import type { Completion, PromptInput } from '../../policy/types.js';
+import type { ItemResult, RouterConfig } from '../../store/records.js';
+import type { ItemContext, PreparedItem, SampledGroup } from '../../run/method.js';
 import { deriveSeed } from '../../run/random.js';
-import { promptOf, sampleGroup, scoreGroup } from '../../run/rollout.js';
-import type { StepPlan } from '../../run/schedule.js';
+import { sampleGroup } from '../../run/rollout.js';
 import { armPrompt } from '../../route/arm.js';
-import type { RouterEvent } from './events.js';
 import { deriveQueryClass } from '../../route/query-class.js';
 import type { GrpoRouter } from '../../route/router.js';
-
-export interface RouterItemContext {
-  policy: Policy;
-  config: RouterConfig;
-  rewards: RewardFunction[];
-  signal: AbortSignal;
-  emit: (event: RouterEvent) => Promise<void>;
-  router: GrpoRouter;
-  /** Restarts the router's random stream, so each item's choices depend only on the seed and the item. */
-  reseed(seed: number): void;
-}
 
 /** The class the router learns an item under. */
 export function queryClassOf(prompt: PromptInput): string {
   return deriveQueryClass(promptText(prompt));
 }
 
-export async function routeItem(ctx: RouterItemContext, plan: StepPlan, position: number, index: number, item: DatasetItem): Promise<ItemResult> {
-  const { config, emit, router } = ctx;
-  const ref = { step: plan.step, epoch: plan.epoch, item: index };
-  const prompt = promptOf(item);
-  await emit({ type: 'item-start', ...ref, position, prompt });
-
+/**
+ * The group of an item, routed: `reseed` restarts the router's random stream, so each item's
+ * choices depend only on the seed and the item.
+ */
+export async function routeItem(config: RouterConfig, router: GrpoRouter, reseed: (seed: number) => void, ctx: ItemContext, prepared: PreparedItem): Promise<SampledGroup> {
+  const { plan, index } = ctx;
+  const { prompt } = prepared;
   const queryClass = queryClassOf(prompt);
   const ids = config.arms.map((a) => a.id);
-  ctx.reseed(deriveSeed(config.seed, 'route', plan.epoch, index));
+  reseed(deriveSeed(config.seed, 'route', plan.epoch, index));
   const routed = Array.from({ length: config.groupSize }, () => router.route({ queryClass }, ids));
-  await emit({ type: 'routed', ...ref, queryClass, arms: routed });
+  await ctx.emit({ type: 'routed', step: plan.step, epoch: plan.epoch, item: index, queryClass, arms: routed });
 
   // One generateGroup call per arm that got rows; the rows go back to their routed places.
   const completions = new Array<Completion>(config.groupSize);
@@ -57,14 +45,11 @@ export async function routeItem(ctx: RouterItemContext, plan: StepPlan, position
     usage.promptTokens += group.usage.promptTokens;
     usage.completionTokens += group.usage.completionTokens;
   }
-
-  const { rollouts, stats } = await scoreGroup(ctx, config, ref, item, prompt, { completions, usage });
-  rollouts.forEach((rollout, row) => (rollout.arm = routed[row]));
-  return { step: plan.step, epoch: plan.epoch, index, position, prompt, experienceIds: [], rollouts, usage, stats, warnings: [] };
+  return { completions, usage, annotate: (rollouts) => rollouts.forEach((rollout, row) => (rollout.arm = routed[row])) };
 }
 
-/** Hands the router every scorable completion of a finished item (its reward under the item's class and its arm). */
-export function observe(router: GrpoRouter, result: ItemResult): void {
+/** Hands the router every scorable completion of an item (its reward under the item's class and its arm). */
+export function observe(router: GrpoRouter, result: Pick<ItemResult, 'prompt' | 'rollouts'>): void {
   const queryClass = queryClassOf(result.prompt);
   for (const rollout of result.rollouts) {
     if (rollout.reward !== null && rollout.arm !== undefined) router.addSample(queryClass, rollout.arm, rollout.reward);

@@ -4,23 +4,13 @@
  * short completions, a router that starts using its weights after a few samples per class.
  */
 import { InvalidInputError } from '../../errors.js';
-import type { Policy } from '../../policy/types.js';
 import type { DatasetItem, RouterArm, RouterConfig } from '../../store/records.js';
-import type { Store } from '../../store/types.js';
 import { validateArms } from '../../store/validate.js';
-import { GROUP_SAMPLING_DEFAULTS, integer, real, validateHandles, type GroupSamplingOptions, type RewardFunction } from '../training-free/options.js';
+import { GROUP_SAMPLING_DEFAULTS, integer, real, validateHandles, type GroupSamplingOptions, type LoopHandles } from '../../run/options.js';
 import { GrpoRouter } from '../../route/router.js';
 
-export interface RouterHandles {
-  /** Samples every arm's completions (the arms are prompt and sampling variants of it). */
-  policy: Policy;
-  /** Reward functions, in the order of the run's reward columns. */
-  rewards: RewardFunction[];
-  /** Where the run is kept. Default: a new `MemoryStore` (lost with the page). */
-  store?: Store;
-  /** Cancels within one step; the run stays resumable from its first unfinished item. */
-  signal?: AbortSignal;
-}
+/** The common handles; the policy samples every arm's completions (the arms are prompt and sampling variants of it). */
+export type RouterHandles = LoopHandles;
 
 export interface RouterGrpoOptions extends RouterHandles, GroupSamplingOptions {
   dataset: DatasetItem[];
@@ -59,8 +49,7 @@ export function resolveRouterConfig(options: RouterGrpoOptions): RouterConfig {
   // GrpoRouter validates its options the way the loop will use them.
   const router = new GrpoRouter(options.router ?? {});
   const temperature = real(options.temperature, 'temperature', d.temperature, 0, 100);
-  const topP = real(options.topP, 'topP', d.topP, 0, 1);
-  if (topP === 0) throw new InvalidInputError('topP', 'expected a number above 0 up to 1, got 0.');
+  const topP = real(options.topP, 'topP', d.topP, 0, 1, true);
   const config: RouterConfig = {
     arms: validateArms(options.arms),
     router: { learningRate: router.learningRate, minSamples: router.minSamples, temperature: router.temperature },

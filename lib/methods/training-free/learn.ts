@@ -18,7 +18,8 @@ import type { GroupRecord } from '../../session/types.js';
 import type { CriticExchange, PromptTemplates, WarningStage } from '../../store/records.js';
 import type { CriticConfig, CriticContext } from './critic.js';
 import { critiqueGroup, mergeAndApply } from './critique.js';
-import { DEFAULTS, integer, real, resolveTemplates } from './options.js';
+import { integer, real } from '../../run/options.js';
+import { DEFAULTS, resolveTemplates } from './options.js';
 import { groupStats } from '../../run/stats.js';
 
 export interface LearnFromGroupsOptions {

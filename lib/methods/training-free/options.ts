@@ -1,78 +1,35 @@
 /**
- * Options of `trainingFreeGrpo`, their defaults (the issue's: G = 5, 3 epochs, rollout temperature
- * 0.7, critic temperature 0, ground truth given, 2 lessons per group) and their validation into the
- * serialisable `TrainingFreeConfig` that is stored with the run.
+ * Options of `trainingFreeGrpo`, their defaults (those of the Training-Free GRPO paper's
+ * experiments: G = 5, 3 epochs, rollout temperature 0.7, critic temperature 0, ground truth given,
+ * 2 lessons per group) and their validation into the serialisable `TrainingFreeConfig` that is
+ * stored with the run.
  */
 import { InvalidInputError } from '../../errors.js';
 import { DEFAULT_EXPERIENCE_TOKEN_BUDGET } from '../../experience/render.js';
 import { DEFAULT_MAX_EXPERIENCE_LENGTH } from '../../experience/operations.js';
 import { DEFAULT_MAX_EXEMPLARS } from '../../experience/exemplars.js';
-import type { EpochHook } from '../../export/epoch.js';
-import type { Completion, Policy, PromptInput } from '../../policy/types.js';
+import type { Policy } from '../../policy/types.js';
 import type { DatasetItem, LoopMode, PromptTemplates, TrainingFreeConfig } from '../../store/records.js';
-import type { Store } from '../../store/types.js';
+import { integer, real, validateHandles, type LoopHandles } from '../../run/options.js';
 import { defaultTemplates, REQUIRED_PLACEHOLDERS } from './prompts.js';
 
-export interface RewardContext {
-  /** The completion's text (what most rewards look at). */
-  text: string;
-  completion: Completion;
-  item: DatasetItem;
-  /** The prompt as the policy saw it (experiences included). */
-  prompt: PromptInput;
-  /** Row of the completion in its group. */
-  row: number;
-}
-
-/**
- * A verifiable reward. Return a finite number, or `null` when this function cannot score the
- * completion (it then counts as missing, as in TRL, not as zero).
- */
-export interface RewardFunction {
-  name: string;
-  /** Weight in the combined reward. Default 1. */
-  weight?: number;
-  score(context: RewardContext): number | null | Promise<number | null>;
-}
-
-/** The callables and handles a run needs besides its stored configuration. */
-export interface LoopHandles {
-  /** Produces the rollouts. */
-  policy: Policy;
+/** A training-free run's handles: the common ones, the critic and the token counter. */
+export interface TrainingFreeHandles extends LoopHandles {
   /** Writes summaries, critiques and operations. Default: the policy. */
   critic?: Policy;
-  /** Reward functions, in the order of the run's reward columns. */
-  rewards: RewardFunction[];
-  /** Where the run is kept. Default: a new `MemoryStore` (lost with the page). */
-  store?: Store;
-  /** Cancels within one step; the run stays resumable from its first unfinished item. */
-  signal?: AbortSignal;
   /** Token counter for the experience budget. Default: the policy's tokenizer, else an estimate. */
   countTokens?: (text: string) => number;
-  /**
-   * Called once per finished epoch, after its last step is committed, with every group of that
-   * epoch as export groups (`itemResultGroup`): `exportEveryEpoch(jsonlFileSink(path))` appends
-   * them as TRL-ready JSONL while training goes on (seed 004). An epoch that finishes after a resume
-   * still hands over all its groups, those done before the resume included.
-   */
-  onEpoch?: EpochHook;
 }
 
-/** Sampling settings the gradient and router loops take alike (each documents its own temperature and seed). */
-export interface GroupSamplingOptions {
-  topK?: number;
-  topP?: number;
-  minP?: number;
-  /** Default 32. */
-  maxNewTokens?: number;
-  /** Shuffle the dataset each epoch (seeded); default true. */
-  shuffle?: boolean;
+/** The common checks and the critic's. */
+export function validateTrainingFreeHandles(handles: TrainingFreeHandles): void {
+  validateHandles(handles);
+  if (handles.critic !== undefined && typeof handles.critic.generateGroup !== 'function') {
+    throw new InvalidInputError('critic', 'expected a Policy (an object with generateGroup).');
+  }
 }
 
-/** Defaults of `GroupSamplingOptions`: no top-k, top-p or min-p filtering, 32 tokens, shuffled. */
-export const GROUP_SAMPLING_DEFAULTS = { topK: 0, topP: 1, minP: 0, maxNewTokens: 32, shuffle: true };
-
-export interface TrainingFreeGrpoOptions extends LoopHandles {
+export interface TrainingFreeGrpoOptions extends TrainingFreeHandles {
   dataset: DatasetItem[];
   /** `lessons` (the paper: a critic writes lessons) or `exemplars` (best outputs as examples). Default `lessons`. */
   mode?: LoopMode;
@@ -144,41 +101,6 @@ export const DEFAULTS = {
   maxExemplars: DEFAULT_MAX_EXEMPLARS,
 };
 
-export function integer(value: number | undefined, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  const v = value ?? fallback;
-  if (!Number.isInteger(v) || v < min || v > max) throw new InvalidInputError(name, `expected an integer from ${min} to ${max}, got ${v}.`);
-  return v;
-}
-
-export function real(value: number | undefined, name: string, fallback: number, min: number, max: number): number {
-  const v = value ?? fallback;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) throw new InvalidInputError(name, `expected a number from ${min} to ${max}, got ${v}.`);
-  return v;
-}
-
-export function validateHandles(handles: LoopHandles): void {
-  if (!handles.policy || typeof handles.policy.generateGroup !== 'function') {
-    throw new InvalidInputError('policy', 'expected a Policy (an object with generateGroup).');
-  }
-  if (handles.critic !== undefined && typeof handles.critic.generateGroup !== 'function') {
-    throw new InvalidInputError('critic', 'expected a Policy (an object with generateGroup).');
-  }
-  if (handles.onEpoch !== undefined && typeof handles.onEpoch !== 'function') {
-    throw new InvalidInputError('onEpoch', 'expected a function (for example exportEveryEpoch(sink)).');
-  }
-  if (!Array.isArray(handles.rewards) || handles.rewards.length === 0) {
-    throw new InvalidInputError('rewards', 'give at least one reward function ({ name, score }).');
-  }
-  const names = new Set<string>();
-  handles.rewards.forEach((reward, i) => {
-    if (!reward || typeof reward.name !== 'string' || reward.name === '') throw new InvalidInputError(`rewards[${i}].name`, 'expected a non-empty string.');
-    if (typeof reward.score !== 'function') throw new InvalidInputError(`rewards[${i}].score`, 'expected a function.');
-    if (names.has(reward.name)) throw new InvalidInputError(`rewards[${i}].name`, `"${reward.name}" is used twice.`);
-    names.add(reward.name);
-    if (reward.weight !== undefined && !Number.isFinite(reward.weight)) throw new InvalidInputError(`rewards[${i}].weight`, 'expected a finite number.');
-  });
-}
-
 /** Our templates for `mode` with the caller's replacements, each checked for its placeholders. */
 export function resolveTemplates(mode: LoopMode, overrides: Partial<PromptTemplates> | undefined): PromptTemplates {
   const templates: PromptTemplates = { ...defaultTemplates(mode) };
@@ -196,7 +118,7 @@ export function resolveTemplates(mode: LoopMode, overrides: Partial<PromptTempla
 
 /** Validates the options and resolves every default. */
 export function resolveConfig(options: TrainingFreeGrpoOptions): TrainingFreeConfig {
-  validateHandles(options);
+  validateTrainingFreeHandles(options);
   const mode = options.mode ?? DEFAULTS.mode;
   if (mode !== 'lessons' && mode !== 'exemplars') throw new InvalidInputError('mode', `expected "lessons" or "exemplars", got "${String(mode)}".`);
   const templates = resolveTemplates(mode, options.templates);
@@ -233,31 +155,3 @@ export function resolveConfig(options: TrainingFreeGrpoOptions): TrainingFreeCon
   return config;
 }
 
-/**
- * The reward functions of a resumed run, in the stored column order. The names must be the same
- * as when the run started (their weights come from the stored run).
- */
-export function matchRewards(config: Pick<TrainingFreeConfig, 'rewards'>, rewards: RewardFunction[]): RewardFunction[] {
-  const byName = new Map(rewards.map((r) => [r.name, r]));
-  const stored = config.rewards.map((r) => r.name);
-  const missing = stored.filter((name) => !byName.has(name));
-  const extra = rewards.map((r) => r.name).filter((name) => !stored.includes(name));
-  if (missing.length || extra.length) {
-    throw new InvalidInputError(
-      'rewards',
-      `the run was started with rewards [${stored.join(', ')}]; pass the same functions to resume` +
-        (missing.length ? ` (missing: ${missing.join(', ')})` : '') +
-        (extra.length ? ` (not in the run: ${extra.join(', ')})` : '') +
-        '.',
-    );
-  }
-  return stored.map((name) => byName.get(name) as RewardFunction);
-}
-
-/** Run ids double as folder names in the file store: letters, digits, `.`, `_`, `-`. */
-export function checkRunId(runId: unknown): string {
-  if (typeof runId !== 'string' || !/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/.test(runId)) {
-    throw new InvalidInputError('runId', 'use 1 to 128 letters, digits, ".", "_" or "-" (not starting with ".").');
-  }
-  return runId;
-}

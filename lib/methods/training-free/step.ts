@@ -1,16 +1,16 @@
 /**
- * The end of a step: every group's proposed operations merged into one list by the critic (the
- * paper's batch update), applied to the library under the deterministic batch rules; or, in
- * exemplar mode, the groups' best outputs added. Returns the record `commitStep` stores.
- * `libraryFreeStep` is the record of the loops that keep no library (gradient, router).
+ * The end of a training-free step: every group's proposed operations merged into one list by the
+ * critic (the paper's batch update), applied to the library under the deterministic batch rules;
+ * or, in exemplar mode, the groups' best outputs added. Returns the step's payload (operations and
+ * the library after them) and the `operations` event the driver emits after the commit.
  */
 import { applyExemplars } from '../../experience/exemplars.js';
-import { emptyLibrary, type ApplyResult, type ExemplarCandidate, type ExperienceLibrary, type ExperienceOperation } from '../../experience/types.js';
-import type { CriticExchange, ItemResult, RunWarning, StepRecord, TrainingFreeConfig } from '../../store/records.js';
+import type { ApplyResult, ExemplarCandidate, ExperienceLibrary, ExperienceOperation } from '../../experience/types.js';
+import type { CriticExchange, ItemResult, RunWarning, TrainingFreeConfig } from '../../store/records.js';
+import type { StepOutcome } from '../../run/method.js';
+import type { StepPlan } from '../../run/schedule.js';
 import type { CriticContext } from './critic.js';
 import { mergeAndApply } from './critique.js';
-import type { StepPlan } from '../../run/schedule.js';
-import { stepStats } from '../../run/stats.js';
 
 export async function finishStep(
   ctx: CriticContext & { config: TrainingFreeConfig },
@@ -18,7 +18,7 @@ export async function finishStep(
   items: ItemResult[],
   library: ExperienceLibrary,
   warn: (warning: RunWarning) => Promise<void>,
-): Promise<StepRecord> {
+): Promise<StepOutcome> {
   const { config } = ctx;
   const { step } = plan;
   const warnings: RunWarning[] = [];
@@ -39,35 +39,26 @@ export async function finishStep(
   for (const warning of warnings) await warn(warning);
 
   return {
-    step,
-    epoch: plan.epoch,
-    batch: plan.batch,
-    items,
-    ...(merge ? { merge } : {}),
-    proposed,
-    applied: outcome.applied,
-    skippedOperations: outcome.skipped,
-    library: outcome.library,
-    stats: stepStats(items),
-    warnings,
-    committedAt: new Date().toISOString(),
-  };
-}
-
-/** A committed step of a loop that keeps no library: its groups, their stats, and what the loop learned (`training`, `routing`). */
-export function libraryFreeStep(plan: StepPlan, items: ItemResult[], learned: Pick<StepRecord, 'training' | 'routing'>): StepRecord {
-  return {
-    step: plan.step,
-    epoch: plan.epoch,
-    batch: plan.batch,
-    items,
-    proposed: [],
-    applied: [],
-    skippedOperations: [],
-    library: emptyLibrary(),
-    stats: stepStats(items),
-    warnings: [],
-    committedAt: new Date().toISOString(),
-    ...learned,
+    payload: {
+      ...(merge ? { merge } : {}),
+      proposed,
+      applied: outcome.applied,
+      skippedOperations: outcome.skipped,
+      library: outcome.library,
+      warnings,
+    },
+    end: { library: outcome.library },
+    committed: [
+      {
+        type: 'operations',
+        step,
+        epoch: plan.epoch,
+        ...(merge ? { merge } : {}),
+        proposed,
+        applied: outcome.applied,
+        skipped: outcome.skipped,
+        library: outcome.library,
+      },
+    ],
   };
 }
