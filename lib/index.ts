@@ -31,3 +31,7 @@ export {
   type AdapterFile,
 } from './grad/format.js';
 export type { HeadAdapterWeights } from './policy/head-adapter.js';
+export { startRun, resumeRun } from './run/driver.js';
+export { newRunRecord, type Run, type RunOf, type CustomRunRecord } from './run/run.js';
+export type { Method, StepOutcome, PreparedItem, SampledGroup, ItemContext, OpenContext, Reporter, RunTally, EventFields } from './run/method.js';
+export { registerMethod, methodOf, methodKinds, type RegisteredMethod } from './methods/registry.js';

@@ -15,32 +15,35 @@
  */
 import { InvalidInputError, throwIfAborted } from '../errors.js';
 import { emptyLibrary } from '../experience/types.js';
-import { itemResultGroup } from '../export/run.js';
+import { itemResultGroup } from './groups.js';
 import { combinedRewards, computeAdvantages, type AdvantageResult } from '../math/advantages.js';
-import type { ItemResult, RolloutRecord, RunRecord, StepRecord } from '../store/records.js';
+import type { DatasetItem, ItemResult, RolloutRecord, RunRecord, StepRecord } from '../store/records.js';
+import { registerRecordKind } from '../store/validate.js';
 import type { Store } from '../store/types.js';
 import type { Progress } from './events.js';
-import type { DriveInputs, ItemContext, Method, PreparedItem, Reporter, RunOf, RunTally, SampledGroup } from './method.js';
+import type { DriveInputs, ItemContext, Method, PreparedItem, Reporter, RunTally, SampledGroup } from './method.js';
 import { matchRewards, type LoopHandles } from './options.js';
 import { deriveSeed } from './random.js';
 import { promptOf, rewardTable, sampleGroup, type RolloutSettings } from './rollout.js';
-import { LoopRun, stopRun, storedRun, type Run, type RunStop } from './run.js';
+import { LoopRun, registerResume, stopRun, storedRun, type Run, type RunOf, type RunStop } from './run.js';
 import { progressAt, Schedule, type StepPlan } from './schedule.js';
 import { groupStats, stepStats } from './stats.js';
 
 type Emit = (event: { type: string } & Record<string, unknown>) => Promise<void>;
-type Kind = RunRecord['kind'];
+type Kind = string;
 
 /** A new run of `method`: stored when the run is first iterated, then driven. */
 export function startRun<E, K extends Kind, S, H extends LoopHandles, R>(
   method: Method<K, S, H, R>,
-  run: RunRecord,
-  dataset: Parameters<Store['createRun']>[1],
+  run: RunOf<K>,
+  dataset: DatasetItem[],
   handles: H,
   store: Store,
 ): Run<E, R> {
+  register(method);
   return new LoopRun<E, R>(run.id, async (emit, signal) => {
-    await store.createRun(run, dataset);
+    // Every store keeps any method's run record as plain data.
+    await store.createRun(run as unknown as RunRecord, dataset);
     return drive(method, { store, runId: run.id, handles, rewards: handles.rewards, resumed: false }, emit as Emit, signal);
   });
 }
@@ -53,11 +56,18 @@ export function startRun<E, K extends Kind, S, H extends LoopHandles, R>(
 export function resumeRun<E, K extends Kind, S, H extends LoopHandles, R>(method: Method<K, S, H, R>, runId: string, options: H & { store: Store }): Run<E, R> {
   if (!options || typeof options !== 'object' || !options.store) throw new InvalidInputError('store', 'pass the store that holds the run.');
   method.validateHandles(options);
+  register(method);
   return new LoopRun<E, R>(runId, async (emit, signal) => {
     const run = await storedRun(options.store, runId, method.kind);
     const rewards = matchRewards(run.config, options.rewards);
     return drive(method, { store: options.store, runId, handles: options, rewards, resumed: true }, emit as Emit, signal);
   });
+}
+
+/** Makes the method's runs known to validation and imports, and its resume function to errors. */
+function register(method: Pick<Method, 'kind' | 'record' | 'resumeWith'>): void {
+  registerRecordKind(method.record);
+  registerResume(method.kind, method.resumeWith);
 }
 
 /** An unfinished item after step 1: its prompt, its rollouts with rewards (advantages come in step 2). */
@@ -262,7 +272,7 @@ async function endEpoch<K extends Kind, S, H extends LoopHandles, R>(method: Met
   const { store, runId, handles } = inputs;
   const steps = await store.listSteps(runId, { from: plan.step - plan.batch + 1, to: plan.step });
   if (handles.onEpoch) {
-    const run = (await store.getRun(runId)) as RunOf<K>;
+    const run = (await store.getRun(runId)) as unknown as RunOf<K>;
     const groupsOf = (result: ItemResult) => method.exportGroups?.(run.config as RunOf<K>['config'], runId, result) ?? [itemResultGroup(runId, result)];
     await handles.onEpoch({ epoch: plan.epoch, groups: steps.flatMap((s) => s.items.flatMap(groupsOf)) });
   }

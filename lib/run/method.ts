@@ -5,12 +5,14 @@
  * record) and what a run returns. Training-free (lessons, exemplars), gradient and router are
  * methods in lib/methods/<name>/; a new one is a folder and a registration there.
  */
-import type { ExportGroup } from '../export/jsonl.js';
+import type { ExportGroup } from './groups.js';
 import type { AdvantageOptions, AdvantageResult } from '../math/advantages.js';
 import type { Completion, Policy, PromptInput, Usage } from '../policy/types.js';
-import type { DatasetItem, ItemResult, RolloutRecord, RunRecord, RunWarning, StepExtras, StepRecord } from '../store/records.js';
+import type { DatasetItem, ItemResult, RolloutRecord, RunWarning, StepExtras, StepRecord } from '../store/records.js';
+import type { RecordKind } from '../store/validate.js';
 import type { Store } from '../store/types.js';
 import type { LoopHandles, RewardFunction } from './options.js';
+import type { RunOf } from './run.js';
 import type { StepPlan } from './schedule.js';
 
 /** Extra fields a method adds to one of the driver's events. */
@@ -23,7 +25,7 @@ export interface Reporter {
 }
 
 /** What the driver hands `open`: the stored run, its store and handles, its last committed step. */
-export interface OpenContext<R extends RunRecord, H extends LoopHandles> {
+export interface OpenContext<R, H extends LoopHandles> {
   run: R;
   store: Store;
   handles: H;
@@ -82,17 +84,17 @@ export interface RunTally {
   warnings: number;
 }
 
-/** The stored run of a method's kind. */
-export type RunOf<K extends RunRecord['kind']> = Extract<RunRecord, { kind: K }>;
 
 /**
  * A method's hooks. `S` is what the method keeps for the length of one drive (library, trainer,
  * router), `H` its handles, `R` the result a run resolves with.
  */
-export interface Method<K extends RunRecord['kind'] = RunRecord['kind'], S = unknown, H extends LoopHandles = LoopHandles, R = unknown> {
+export interface Method<K extends string = string, S = unknown, H extends LoopHandles = LoopHandles, R = unknown> {
   readonly kind: K;
   /** The function that resumes this method's runs (named in errors). */
   readonly resumeWith: string;
+  /** How the store checks this method's runs (config, step payload, rollout fields). */
+  readonly record: RecordKind;
   /** Checks a resume's handles (a start's are checked when its options are resolved). */
   validateHandles(handles: H): void;
   /** How rewards become advantages (weights, scaling, estimator); groups come from the config. */

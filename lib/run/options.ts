@@ -3,7 +3,7 @@
  * stored configuration, the sampling options, and the checks of numbers, handles and run ids.
  */
 import { InvalidInputError } from '../errors.js';
-import type { EpochHook } from '../export/epoch.js';
+import type { EpochHook } from './groups.js';
 import type { Completion, Policy, PromptInput } from '../policy/types.js';
 import type { DatasetItem } from '../store/records.js';
 import type { Store } from '../store/types.js';

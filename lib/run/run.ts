@@ -5,7 +5,7 @@
  */
 import { AbortError, InvalidInputError } from '../errors.js';
 import { emptyLibrary, type ExperienceLibrary } from '../experience/types.js';
-import type { RunRecord } from '../store/records.js';
+import type { LoopConfig, RunRecord } from '../store/records.js';
 import type { Store } from '../store/types.js';
 import { EventChannel } from './events.js';
 
@@ -68,10 +68,20 @@ export class LoopRun<E, R> implements Run<E, R> {
   }
 }
 
-type RunOf<K extends RunRecord['kind']> = Extract<RunRecord, { kind: K }>;
+/**
+ * A stored run of a method's kind: a built-in kind's record, or for any other method the common
+ * fields with the method's own config (the sampling and schedule settings every method has, and
+ * whatever else it stores).
+ */
+export type RunOf<K extends string> = K extends RunRecord['kind'] ? Extract<RunRecord, { kind: K }> : CustomRunRecord<K>;
 
-/** A new run's record as a loop stores it: running, created now, from `initialLibrary` (empty by default). */
-export function newRunRecord<K extends RunRecord['kind']>(
+export interface CustomRunRecord<K extends string> extends Omit<RunRecord, 'kind' | 'config'> {
+  kind: K;
+  config: LoopConfig & { [key: string]: unknown };
+}
+
+/** A new run's record as a method stores it: running, created now, from `initialLibrary` (empty by default). */
+export function newRunRecord<K extends string>(
   kind: K,
   id: string,
   config: RunOf<K>['config'],
@@ -82,18 +92,22 @@ export function newRunRecord<K extends RunRecord['kind']>(
   return { id, kind, status: 'running', createdAt: now, updatedAt: now, config, initialLibrary, itemCount } as RunOf<K>;
 }
 
-/** The function that resumes each kind of run. */
-const RESUMED_BY: Record<RunRecord['kind'], string> = {
-  'training-free': 'resumeTrainingFreeGrpo',
-  gradient: 'resumeGradientGrpo (webgrpo/grad)',
-  router: 'resumeRouterGrpo',
-};
+/** The function that resumes each kind of run, as the methods that ran in this page registered it. */
+const RESUMED_BY = new Map<string, string>();
 
-/** The stored run a resume continues, checked to exist and to be of the resuming loop's kind. */
-export async function storedRun<K extends RunRecord['kind']>(store: Store, runId: string, kind: K): Promise<RunOf<K>> {
-  const run = await store.getRun(runId);
+/** Records which function resumes `kind`'s runs (named when a run is resumed with another method's). */
+export function registerResume(kind: string, resumeWith: string): void {
+  RESUMED_BY.set(kind, resumeWith);
+}
+
+/** The stored run a resume continues, checked to exist and to be of the resuming method's kind. */
+export async function storedRun<K extends string>(store: Store, runId: string, kind: K): Promise<RunOf<K>> {
+  const run = (await store.getRun(runId)) as { kind: string } | undefined;
   if (!run) throw new InvalidInputError('runId', `no run "${runId}" in this ${store.kind} store.`);
-  if (run.kind !== kind) throw new InvalidInputError('runId', `"${runId}" is a ${run.kind} run; resume it with ${RESUMED_BY[run.kind]}.`);
+  if (run.kind !== kind) {
+    const other = RESUMED_BY.get(run.kind);
+    throw new InvalidInputError('runId', `"${runId}" is a ${run.kind} run; resume it with ${other ?? `the resume function of its method`}.`);
+  }
   return run as RunOf<K>;
 }
 

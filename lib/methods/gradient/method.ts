@@ -12,7 +12,7 @@ import { InvalidInputError, throwIfAborted } from '../../errors.js';
 import { MemoryStore } from '../../store/memory.js';
 import type { GradientConfig, StepRecord } from '../../store/records.js';
 import type { Store } from '../../store/types.js';
-import { validateDataset } from '../../store/validate.js';
+import { GRADIENT_RECORD, validateDataset } from '../../store/validate.js';
 import { resumeRun, startRun } from '../../run/driver.js';
 import type { Method } from '../../run/method.js';
 import { checkRunId } from '../../run/options.js';
@@ -55,6 +55,7 @@ function gradientMethod(initial?: HeadAdapterWeights): Method<'gradient', Gradie
   return {
     kind: 'gradient',
     resumeWith: 'resumeGradientGrpo (webgrpo/grad)',
+    record: GRADIENT_RECORD,
     validateHandles: validateGradientHandles,
     advantages: (config) => ({ scaleRewards: config.loss.scaleRewards }),
 

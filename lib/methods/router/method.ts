@@ -10,12 +10,12 @@
  */
 import { InvalidInputError } from '../../errors.js';
 import { armPrompt } from '../../route/arm.js';
-import { itemResultGroup } from '../../export/run.js';
+import { itemResultGroup } from '../../run/groups.js';
 import { mulberry32, type Rng } from '../../math/random.js';
 import { MemoryStore } from '../../store/memory.js';
 import type { RouterConfig, StepRouting } from '../../store/records.js';
 import type { Store } from '../../store/types.js';
-import { validateDataset } from '../../store/validate.js';
+import { ROUTER_RECORD, validateDataset } from '../../store/validate.js';
 import { resumeRun, startRun } from '../../run/driver.js';
 import type { Method } from '../../run/method.js';
 import { checkRunId, validateHandles } from '../../run/options.js';
@@ -52,6 +52,7 @@ interface RouterState {
 export const routerMethod: Method<'router', RouterState, RouterHandles, RouterResult> = {
   kind: 'router',
   resumeWith: 'resumeRouterGrpo',
+  record: ROUTER_RECORD,
   validateHandles,
   advantages: () => ({ scaleRewards: 'group' }),
 

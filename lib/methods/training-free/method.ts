@@ -17,7 +17,7 @@ import type { Policy } from '../../policy/types.js';
 import { MemoryStore } from '../../store/memory.js';
 import type { TrainingFreeConfig } from '../../store/records.js';
 import type { Store } from '../../store/types.js';
-import { validateDataset } from '../../store/validate.js';
+import { TRAINING_FREE_RECORD, validateDataset } from '../../store/validate.js';
 import { resumeRun, startRun } from '../../run/driver.js';
 import type { Method } from '../../run/method.js';
 import { checkRunId } from '../../run/options.js';
@@ -61,6 +61,7 @@ interface TrainingFreeState {
 export const trainingFreeMethod: Method<'training-free', TrainingFreeState, TrainingFreeHandles, TrainingFreeResult> = {
   kind: 'training-free',
   resumeWith: 'resumeTrainingFreeGrpo',
+  record: TRAINING_FREE_RECORD,
   validateHandles: validateTrainingFreeHandles,
   advantages: () => ({ scaleRewards: 'group' }),
   concurrency: (config) => config.concurrency,
