@@ -35,3 +35,4 @@ export { startRun, resumeRun } from './run/driver.js';
 export { newRunRecord, type Run, type RunOf, type CustomRunRecord } from './run/run.js';
 export type { Method, StepOutcome, PreparedItem, SampledGroup, ItemContext, OpenContext, Reporter, RunTally, EventFields } from './run/method.js';
 export { registerMethod, methodOf, methodKinds, type RegisteredMethod } from './methods/registry.js';
+export { checkRunId, validateHandles, type GroupSamplingOptions } from './run/options.js';

@@ -64,8 +64,11 @@ export interface SampledGroup {
 
 /** How a step ended for the method: its part of the step record, and what it reports. */
 export interface StepOutcome {
-  /** The method's fields of the step record (library and operations, training metrics, routing). */
-  payload: Partial<StepRecord>;
+  /**
+   * The method's fields of the step record (library and operations, training metrics, routing; a
+   * method of another kind, its own JSON fields, which its `record` checks).
+   */
+  payload: Partial<StepRecord> & { [field: string]: unknown };
   /** Written in the same transaction as the step (the gradient method's adapter checkpoint). */
   extras?: StepExtras;
   /** Extra fields of the `step-end` event. */
