@@ -10,7 +10,6 @@ export * from './tool/index.js';
 export {
   recordingPolicy,
   replayPolicy,
-  requestKey,
   RECORDING_FORMAT,
   type PolicyRecording,
   type RecordedRequest,
@@ -35,4 +34,4 @@ export { startRun, resumeRun } from './run/driver.js';
 export { newRunRecord, type Run, type RunOf, type CustomRunRecord } from './run/run.js';
 export type { Method, StepOutcome, PreparedItem, SampledGroup, ItemContext, OpenContext, Reporter, RunTally, EventFields } from './run/method.js';
 export { registerMethod, methodOf, methodKinds, type RegisteredMethod } from './methods/registry.js';
-export { checkRunId, validateHandles, type GroupSamplingOptions } from './run/options.js';
+export { checkRunId, type GroupSamplingOptions } from './run/options.js';

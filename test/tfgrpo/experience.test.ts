@@ -2,19 +2,16 @@ import { describe, expect, it } from 'vitest';
 import {
   applyExemplars,
   applyOperations,
-  cleanContent,
   emptyLibrary,
   InvalidInputError,
   normalizeExperienceLibrary,
-  normalizeOperations,
   renderExperiences,
   selectExemplar,
   validateLibrary,
-  withExperiences,
-  fillTemplate,
-  DEFAULT_LESSONS_TEMPLATE,
   type ExperienceLibrary,
 } from '../../lib/index.js';
+import { DEFAULT_LESSONS_TEMPLATE, fillTemplate, withExperiences } from '../../lib/experience/render.js';
+import { cleanContent, normalizeOperations } from '../../lib/experience/operations.js';
 
 function library(...texts: string[]): ExperienceLibrary {
   return {

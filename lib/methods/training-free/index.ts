@@ -6,5 +6,4 @@ export type { Progress } from '../../run/events.js';
 export { defaultTemplates } from './prompts.js';
 export { epochStats } from './stats.js';
 export { stepStats, groupStats } from '../../run/stats.js';
-export { extractJson, parseLessons, parseOperations, type Parsed } from './parse.js';
 export { learnFromGroups, type LearnFromGroupsOptions, type LearnResult, type LearnedGroup, type LearnWarning } from './learn.js';

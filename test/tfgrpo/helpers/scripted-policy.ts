@@ -9,7 +9,8 @@
  * Tests record it once with `recordingPolicy` and replay the recording, so every loop in them runs
  * on recorded model outputs.
  */
-import { requestKey, type ChatMessage, type Completion, type GenerateGroupOptions, type GroupResult, type Policy } from '../../../lib/index.js';
+import { type ChatMessage, type Completion, type GenerateGroupOptions, type GroupResult, type Policy } from '../../../lib/index.js';
+import { requestKey } from '../../../lib/policy/recorded.js';
 import { deriveSeed } from '../../../lib/run/random.js';
 
 export interface ScriptedOptions {
