@@ -12,7 +12,7 @@ import type { DatasetItem, ItemResult, RolloutRecord, RunWarning, StepExtras, St
 import type { RecordKind } from '../store/validate.js';
 import type { Store } from '../store/types.js';
 import type { LoopHandles, RewardFunction } from './options.js';
-import type { RunOf } from './run.js';
+import type { Run, RunOf } from './run.js';
 import type { StepPlan } from './schedule.js';
 
 /** Extra fields a method adds to one of the driver's events. */
@@ -98,6 +98,13 @@ export interface Method<K extends string = string, S = unknown, H extends LoopHa
   readonly resumeWith: string;
   /** How the store checks this method's runs (config, step payload, rollout fields). */
   readonly record: RecordKind;
+  /**
+   * Starts a run from the method's options (its start function: the CLI and tools start any
+   * registered method through this); options a method does not know are ignored.
+   */
+  start?(options: StartOptions<H>): Run<{ type: string }, R>;
+  /** Resumes a stored run of this method (its resume function). */
+  resume?(runId: string, handles: H & { store: Store }): Run<{ type: string }, R>;
   /** Checks a resume's handles (a start's are checked when its options are resolved). */
   validateHandles(handles: H): void;
   /** How rewards become advantages (weights, scaling, estimator); groups come from the config. */
@@ -142,6 +149,9 @@ export interface Method<K extends string = string, S = unknown, H extends LoopHa
   /** The drive failed: free everything the state holds. */
   dispose?(state: S): void;
 }
+
+/** What every method's start function takes: its handles, the dataset, and the method's own options. */
+export type StartOptions<H> = H & { dataset: DatasetItem[]; runId?: string; task?: string; [option: string]: unknown };
 
 /** The reward functions and other inputs every drive of a run needs. */
 export interface DriveInputs<H> {

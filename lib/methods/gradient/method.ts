@@ -56,6 +56,8 @@ function gradientMethod(initial?: HeadAdapterWeights): Method<'gradient', Gradie
     kind: 'gradient',
     resumeWith: 'resumeGradientGrpo (webgrpo/grad)',
     record: GRADIENT_RECORD,
+    start: (options) => gradientGrpo(options as unknown as GradientGrpoOptions),
+    resume: (runId, handles) => resumeGradientGrpo(runId, handles),
     validateHandles: validateGradientHandles,
     advantages: (config) => ({ scaleRewards: config.loss.scaleRewards }),
 

@@ -53,6 +53,8 @@ export const routerMethod: Method<'router', RouterState, RouterHandles, RouterRe
   kind: 'router',
   resumeWith: 'resumeRouterGrpo',
   record: ROUTER_RECORD,
+  start: (options) => routerGrpo(options as unknown as RouterGrpoOptions),
+  resume: (runId, handles) => resumeRouterGrpo(runId, handles),
   validateHandles,
   advantages: () => ({ scaleRewards: 'group' }),
 

@@ -62,6 +62,8 @@ export const trainingFreeMethod: Method<'training-free', TrainingFreeState, Trai
   kind: 'training-free',
   resumeWith: 'resumeTrainingFreeGrpo',
   record: TRAINING_FREE_RECORD,
+  start: (options) => trainingFreeGrpo(options as TrainingFreeGrpoOptions),
+  resume: (runId, handles) => resumeTrainingFreeGrpo(runId, handles),
   validateHandles: validateTrainingFreeHandles,
   advantages: () => ({ scaleRewards: 'group' }),
   concurrency: (config) => config.concurrency,
