@@ -1,5 +1,5 @@
 /**
- * The typed batch contract of a grouped GRPO step, after the JAX trainer in seed 002
+ * The typed batch contract of a grouped GRPO step, after artifex's JAX GRPO trainer
  * (artifex's `GeneratedBatch` → `GeneratedSequenceBatch` → `SequenceRolloutBatch` →
  * `GroupRolloutBatch`, and `GRPOConfig`). Each layer adds one thing and its constructor checks
  * it, so a batch that reaches `grpoLoss` is known to be well formed:

@@ -1,5 +1,5 @@
 /**
- * Ask/tell (seed 003's grpo_server, as a library): the task code asks for a group of completions,
+ * Ask/tell (the grpo_server package's idea, as a library): the task code asks for a group of completions,
  * scores them however it likes, and tells the rewards back; the session turns them into
  * group-relative advantages with `computeAdvantages` and keeps everything for the critic step,
  * for export, or for a later look. Any number of tasks may interleave asks and tells on one

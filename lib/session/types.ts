@@ -19,7 +19,7 @@ export interface CompletionRecord {
   /** `<groupId>-<index>`. */
   id: string;
   index: number;
-  /** `policy`: sampled by the session's policy. `external`: written elsewhere and told (seed 003's DPO-like case). */
+  /** `policy`: sampled by the session's policy. `external`: written elsewhere and told (grpo_server's DPO-like case). */
   source: 'policy' | 'external';
   text: string;
   /** Empty when unknown (a backend that reports no ids, an external completion without a tokenizer). */

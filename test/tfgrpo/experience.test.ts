@@ -183,7 +183,7 @@ describe('exemplars', () => {
 });
 
 describe('normalizeExperienceLibrary', () => {
-  it('normalises the seed-000 { item, output, score } form into exemplars', () => {
+  it('normalises the @polyweave/grpo tool\'s { item, output, score } form into exemplars', () => {
     const lib = normalizeExperienceLibrary([
       { item: 'example', output: 'result', score: 0.8 },
       { item: 'example', output: 'better', score: 0.9 },
