@@ -1,6 +1,7 @@
 export * from './errors.js';
 export * from './math/index.js';
 export * from './route/index.js';
+export * from './methods/router/index.js';
 export type * from './policy/types.js';
 export * from './experience/index.js';
 export * from './store/index.js';
