@@ -12,7 +12,7 @@
  */
 import { parseCompletionId } from '../session/records.js';
 import type { ExternalCompletion, Session, TellInput } from '../session/session.js';
-import type { GroupRecord, Reward } from '../session/types.js';
+import type { GroupRecord, Reward } from '../store/session-records.js';
 import { ApiError, badField } from './api-error.js';
 import { asBody, optionalNumber, optionalString, typeName, type Body } from './fields.js';
 import { parseMessages } from './requests.js';

@@ -15,7 +15,7 @@ import type {
   TokenEvent,
   Usage,
 } from '../policy/types.js';
-import { MemorySessionStore } from './memory-store.js';
+import { MemorySessionStore } from '../store/session-memory.js';
 import { createKeyedLock, createTaskQueue, queuedPolicy, type QueueOptions, type TaskQueue } from './queue.js';
 import {
   completionId,
@@ -35,7 +35,7 @@ import type {
   GroupRecord,
   Reward,
   SessionStore,
-} from './types.js';
+} from '../store/session-records.js';
 
 export interface SessionOptions {
   policy: Policy;

@@ -14,7 +14,7 @@ import { normalizeExperienceLibrary } from '../../experience/normalize.js';
 import { promptText } from '../../experience/render.js';
 import type { AppliedOperation, ExperienceLibrary, ExperienceOperation, SkippedOperation } from '../../experience/types.js';
 import type { Policy } from '../../policy/types.js';
-import type { GroupRecord } from '../../session/types.js';
+import type { GroupRecord } from '../../store/session-records.js';
 import type { CriticExchange, PromptTemplates, WarningStage } from '../../store/records.js';
 import type { CriticConfig, CriticContext } from './critic.js';
 import { critiqueGroup, mergeAndApply } from './critique.js';
