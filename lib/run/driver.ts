@@ -98,8 +98,9 @@ async function drive<K extends Kind, S, H extends LoopHandles, R>(method: Method
     warnings,
   });
   const runEnd = (state: S, end: RunStop | { status: 'completed' }) => {
-    const { warnings: _w, status: _s, ...counts } = tally(end.status === 'completed' ? 'completed' : 'aborted');
-    return emit({ type: 'run-end', ...counts, ...end, ...method.runEnd?.(state, tally(end.status === 'completed' ? 'completed' : 'aborted')), progress: progress(stepsCompleted) });
+    const t = tally(end.status === 'completed' ? 'completed' : 'aborted');
+    const counts = { epochsCompleted: t.epochsCompleted, stepsCompleted: t.stepsCompleted, itemsProcessed: t.itemsProcessed };
+    return emit({ type: 'run-end', runId, ...end, ...counts, ...method.runEnd?.(state, t), progress: progress(stepsCompleted) });
   };
   const report: Reporter = {
     emit: async (event) => {
