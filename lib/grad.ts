@@ -14,9 +14,9 @@
  */
 export { GrpoTrainer, type TrainerOptions, type TrainStepResult } from './grad/trainer.js';
 export type { TrainStepMetrics } from './grad/metrics.js';
-export { gradientGrpo, resumeGradientGrpo, gradientEpochStats, type GradientRun, type GradientResult } from './grad/loop.js';
-export { GRADIENT_DEFAULTS, type GradientGrpoOptions, type GradientHandles, type GradientLossOptions } from './grad/options.js';
-export type { GradientEvent, GradientEventType, GradientEpochStats } from './grad/events.js';
+export { gradientGrpo, resumeGradientGrpo, gradientEpochStats, type GradientRun, type GradientResult } from './methods/gradient/method.js';
+export { GRADIENT_DEFAULTS, type GradientGrpoOptions, type GradientHandles, type GradientLossOptions } from './methods/gradient/options.js';
+export type { GradientEvent, GradientEventType, GradientEpochStats } from './methods/gradient/events.js';
 export { groupRolloutBatch, type RolloutGroup, type RolloutCompletion } from './grad/rollouts.js';
 export { attachAdapter, type AttachedAdapter } from './grad/attach.js';
 export { OPTIMIZER_DEFAULTS, type OptimizerOptions } from './grad/optimizer.js';

@@ -1,16 +1,16 @@
 export * from './errors.js';
 export * from './math/index.js';
 export * from './route/index.js';
+export * from './methods/router/index.js';
 export type * from './policy/types.js';
 export * from './experience/index.js';
 export * from './store/index.js';
-export * from './train/index.js';
+export * from './methods/training-free/index.js';
 export * from './tasks/index.js';
 export * from './tool/index.js';
 export {
   recordingPolicy,
   replayPolicy,
-  requestKey,
   RECORDING_FORMAT,
   type PolicyRecording,
   type RecordedRequest,
@@ -31,3 +31,8 @@ export {
   type AdapterFile,
 } from './grad/format.js';
 export type { HeadAdapterWeights } from './policy/head-adapter.js';
+export { startRun, resumeRun } from './run/driver.js';
+export { newRunRecord, type Run, type RunOf, type CustomRunRecord } from './run/run.js';
+export type { Method, StepOutcome, PreparedItem, SampledGroup, ItemContext, OpenContext, Reporter, RunTally, EventFields } from './run/method.js';
+export { registerMethod, methodOf, methodKinds, type RegisteredMethod } from './methods/registry.js';
+export { checkRunId, type GroupSamplingOptions } from './run/options.js';

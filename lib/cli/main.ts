@@ -4,7 +4,7 @@
  * so `webgrpo --help` starts without loading a model runtime.
  */
 const commands: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
-  train: { summary: 'Training-Free GRPO on a task or dataset (experience library, resumable)', load: () => import('./train.js') },
+  train: { summary: 'GRPO on a task or dataset: --method lessons, exemplars, gradient or router (resumable)', load: () => import('./train.js') },
   serve: { summary: 'serve a model over an OpenAI-compatible API with ask/tell feedback', load: () => import('./serve.js') },
 };
 

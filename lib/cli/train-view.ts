@@ -1,6 +1,12 @@
 /** The terminal view of `webgrpo train`: a progress bar, an epoch table, warnings, the library. */
 import type { ExperienceLibrary } from '../experience/types.js';
-import type { EpochStats, Progress as ProgressCounts, TrainingFreeEvent } from '../train/events.js';
+import type { GradientEpochStats, GradientEvent } from '../methods/gradient/events.js';
+import type { RouterEvent } from '../methods/router/events.js';
+import type { TrainingFreeEvent } from '../methods/training-free/events.js';
+import type { Progress as ProgressCounts } from '../run/events.js';
+
+/** The events of any built-in method's run. */
+export type CliEvent = TrainingFreeEvent | GradientEvent | RouterEvent;
 
 /** Where the view writes; `interactive`: a terminal (a redrawn bar) rather than a log (a line per step). */
 export interface ViewIo {
@@ -41,7 +47,7 @@ export class Progress {
   readonly #started = Date.now();
   #doneAtStart = 0;
   #bar = '';
-  #epochs: EpochStats[] = [];
+  #epochs: Array<Extract<CliEvent, { type: 'epoch-end' }>['stats']> = [];
   #warnings = 0;
   #library: ExperienceLibrary | undefined;
 
@@ -50,11 +56,11 @@ export class Progress {
     this.#quiet = quiet;
   }
 
-  on(event: TrainingFreeEvent): void {
+  on(event: CliEvent): void {
     switch (event.type) {
       case 'run-start':
         this.#doneAtStart = event.progress.itemsDone;
-        this.#library = event.library;
+        if ('library' in event) this.#library = event.library;
         break;
       case 'item-end': {
         if (event.reused) this.#doneAtStart += 1;
@@ -74,7 +80,7 @@ export class Progress {
         this.#print(this.#epochTable(this.#epochs.length === 1));
         break;
       case 'run-end':
-        this.#library = event.library;
+        if ('library' in event) this.#library = event.library;
         break;
       default:
         break;
@@ -107,17 +113,16 @@ export class Progress {
   }
 
   #epochTable(withHeader: boolean): string {
-    const e = this.#epochs.at(-1) as EpochStats;
-    const row = [
-      String(e.epoch),
-      fixed(e.meanReward),
-      fixed(e.stdReward),
-      `${Math.round(e.zeroSpreadFraction * 100)}%`,
-      String(e.librarySize),
-      `+${e.operations.added} ~${e.operations.updated} -${e.operations.deleted}`,
-      String(e.warnings),
-    ];
-    const text = table(['epoch', 'mean reward', 'std', 'zero-spread', 'library', 'ops', 'warnings'], [row]);
+    const e = this.#epochs.at(-1)!;
+    const common = [String(e.epoch), fixed(e.meanReward), fixed(e.stdReward), `${Math.round((e.groups ? e.zeroSpreadGroups / e.groups : 0) * 100)}%`];
+    // Each method's epoch statistics add their own columns: the library's, or the last update's.
+    const [header, row] =
+      'librarySize' in e
+        ? [['library', 'ops', 'warnings'], [String(e.librarySize), `+${e.operations.added} ~${e.operations.updated} -${e.operations.deleted}`, String(e.warnings)]]
+        : 'loss' in e
+          ? [['loss', 'kl', 'grad norm'], [fixed((e as GradientEpochStats).loss, 4), fixed(e.kl, 4), fixed(e.gradNorm, 3)]]
+          : [[], []];
+    const text = table(['epoch', 'mean reward', 'std', 'zero-spread', ...header], [[...common, ...row]]);
     return withHeader ? text.trimEnd() : (text.split('\n')[1] ?? '');
   }
 

@@ -1,7 +1,9 @@
 /**
- * `webgrpo train`: Training-Free GRPO from the command line, on a local ONNX model (the bundled
- * tiny one by default, offline), with runs kept in a folder so they survive the process: a
- * progress bar with an ETA, a table per epoch, the final library, `--resume`, `--out`.
+ * `webgrpo train`: any registered method (training-free lessons or exemplars, gradient, router)
+ * from the command line, on a local ONNX model (the bundled tiny one by default, offline), with
+ * runs kept in a folder so they survive the process: a progress bar with an ETA, a table per
+ * epoch, the final library, `--resume`, `--out`. Methods are started and resumed through the
+ * registry (lib/methods/registry.ts), never by name here.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
@@ -15,26 +17,30 @@ import type { Policy } from '../policy/types.js';
 import { exportRun } from '../store/bundle.js';
 import { openFileStore, type FileStore } from '../store/file.js';
 import { runMethod } from '../store/method.js';
-import type { DatasetItem, LoopMode, RunRecord } from '../store/records.js';
+import type { DatasetItem, LoopMode, RouterArm, RunRecord } from '../store/records.js';
 import { parseDatasetJsonl } from '../tasks/jsonl.js';
 import { builtinTasks, getTask } from '../tasks/index.js';
 import { builtinRewards } from '../tasks/rewards.js';
 import { Progress, table, type ViewIo } from './train-view.js';
-import { resumeTrainingFreeGrpo, trainingFreeGrpo, type TrainingFreeRun } from '../train/loop.js';
-import type { RewardFunction } from '../train/options.js';
+import { methodKinds, methodOf } from '../methods/registry.js';
+import type { RewardFunction } from '../run/options.js';
+import type { Run } from '../run/run.js';
+import type { CliEvent } from './train-view.js';
 
 /** Where output goes and how models load; tests replace these. */
 export interface TrainIo extends ViewIo {
-  /** Loads `--model` (undefined: the bundled model). */
-  loadModel: (model: string | undefined, device: string, progress: (text: string) => void) => Promise<Policy>;
+  /** Loads `--model` (undefined: the bundled model); `trainable`: with its hidden states, for gradient runs. */
+  loadModel: (model: string | undefined, device: string, progress: (text: string) => void, options?: { trainable?: boolean }) => Promise<Policy>;
   /** Fires on Ctrl-C. */
   interrupt: AbortSignal;
 }
 
 const HELP = `Usage: webgrpo train [options]
 
-Training-Free GRPO (arXiv 2510.08191): the model's best and worst attempts are compared and
-turned into an experience library that later prompts carry. No weights change.
+GRPO on a local model. Training-Free GRPO (arXiv 2510.08191, the default): the model's best and
+worst attempts are compared and turned into an experience library that later prompts carry, no
+weights change. Gradient GRPO trains an adapter on the model's LM head. The router learns which
+prompt variant (arm) to use per kind of question.
 
 Model
   --model <dir|id>       ONNX model folder or Hugging Face id (default: the bundled tiny model)
@@ -50,9 +56,13 @@ Data
                          (default exact,similarity)
 
 Loop
-  --mode <mode>          lessons (a critic writes lessons) | exemplars (best outputs kept as
-                         examples). Default lessons; exemplars on the bundled model, whose random
-                         weights cannot write a critique.
+  --method <m>           lessons (a critic writes lessons) | exemplars (best outputs kept as
+                         examples) | gradient (an LM-head adapter, trained) | router (learns an
+                         arm per query class). Default lessons; exemplars on the bundled model,
+                         whose random weights cannot write a critique.
+  --mode <mode>          lessons | exemplars: the same as --method
+  --arms <file>          router: JSON array of arms {id, label, instruction?, temperatureScale?}
+                         (default: as asked, terse, cool, hot)
   --epochs <n>           passes over the data (default 3)
   --group <n>            completions per item (default 5)
   --batch <n>            items per step; the library is updated once per step (default 4)
@@ -85,7 +95,9 @@ const OPTIONS = {
   size: { type: 'string' },
   dataset: { type: 'string' },
   reward: { type: 'string' },
+  method: { type: 'string' },
   mode: { type: 'string' },
+  arms: { type: 'string' },
   epochs: { type: 'string' },
   group: { type: 'string' },
   batch: { type: 'string' },
@@ -160,32 +172,37 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
     throw new UsageError('Give one of --task <name> or --dataset <file.jsonl> (or --resume <id>).');
   }
 
+  const kind = resumed ? resumed.kind : methodKind(values);
+  const method = methodOf(kind);
+  if (!method?.start || !method.resume) throw new UsageError(`The ${kind} method cannot be started from the command line.`);
+
   // The model: a recording, the given model, or (resuming) the one the run used.
   let policy: Policy;
   if (values.replay !== undefined) {
     policy = replayPolicy(await readFile(values.replay, 'utf8'));
   } else {
     const model = values.model ?? (resumed && resumed.config.policy.backend !== 'recorded' ? resumed.config.policy.model : undefined);
-    policy = await io.loadModel(model, values.device, (text) => io.interactive && !values.quiet && io.stderr(`\r${text}`.padEnd(60)));
+    policy = await io.loadModel(model, values.device, (text) => io.interactive && !values.quiet && io.stderr(`\r${text}`.padEnd(60)), { trainable: kind === 'gradient' });
     if (io.interactive && !values.quiet) io.stderr('\r'.padEnd(61) + '\r');
   }
   const recorder: RecordingPolicy | undefined = values.record !== undefined ? recordingPolicy(policy) : undefined;
-  const active = recorder ?? policy;
+  // A gradient run trains the policy itself, so it is never wrapped in a recorder.
+  const active = recorder && kind !== 'gradient' ? recorder : policy;
   io.stderr(`Model: ${policy.info.model} (${policy.info.backend}${policy.info.note ? `; ${policy.info.note}` : ''})\n`);
 
   const format = values['export-format'];
   if (format !== 'standard' && format !== 'conversational') throw new UsageError(`--export-format must be standard or conversational, got "${format}".`);
   let exported: EpochExportFile | undefined;
 
-  let loop: TrainingFreeRun;
+  let loop: Run<CliEvent, unknown>;
   if (resumed) {
     if (values['export-jsonl'] !== undefined) exported = epochExportFile(values['export-jsonl'], format, await store.getItems(resumed.id));
-    loop = resumeTrainingFreeGrpo(resumed.id, { policy: active, rewards: rewardsOf(resumed), store, signal: io.interrupt, onEpoch: exported?.hook });
+    loop = method.resume(resumed.id, { policy: active, rewards: rewardsOf(resumed), store, signal: io.interrupt, onEpoch: exported?.hook }) as Run<CliEvent, unknown>;
     io.stderr(`Resuming run ${resumed.id} (${resumed.config.task ?? 'dataset'}, ${runMethod(resumed)}).\n`);
   } else {
-    const mode = (values.mode ?? (bundled ? 'exemplars' : 'lessons')) as LoopMode;
-    if (bundled && values.mode === undefined) {
-      io.stderr('The bundled model has random weights and cannot write critiques: using --mode exemplars (pass --mode lessons to try anyway).\n');
+    const mode: LoopMode | undefined = kind === 'training-free' ? ((values.method ?? values.mode ?? (bundled ? 'exemplars' : 'lessons')) as LoopMode) : undefined;
+    if (bundled && kind === 'training-free' && values.method === undefined && values.mode === undefined) {
+      io.stderr('The bundled model has random weights and cannot write critiques: using --method exemplars (pass --method lessons to try anyway).\n');
     }
     let dataset;
     let rewards: RewardFunction[];
@@ -203,11 +220,12 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
       });
     }
     if (values['export-jsonl'] !== undefined) exported = epochExportFile(values['export-jsonl'], format, dataset);
-    loop = trainingFreeGrpo({
+    loop = method.start({
       policy: active,
       dataset,
       rewards,
-      mode,
+      ...(mode ? { mode } : {}),
+      ...(kind === 'router' ? { arms: values.arms !== undefined ? JSON.parse(await readFile(values.arms, 'utf8')) : CLI_ARMS } : {}),
       task: values.task,
       epochs: int(values.epochs, 'epochs'),
       groupSize: int(values.group, 'group'),
@@ -220,8 +238,8 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
       store,
       signal: io.interrupt,
       onEpoch: exported?.hook,
-    });
-    io.stderr(`Run ${loop.runId} (${values.task ?? values.dataset}, ${mode}) in ${store.root}\n`);
+    }) as Run<CliEvent, unknown>;
+    io.stderr(`Run ${loop.runId} (${values.task ?? values.dataset}, ${mode ?? kind}) in ${store.root}\n`);
   }
 
   const view = new Progress(io, values.quiet);
@@ -236,6 +254,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
     failure = error;
   }
   view.finish();
+  // A gradient run's trainer holds the adapter; the model is disposed with it below.
   if (exported) {
     await exported.sink.flush();
     if (exported.lines() > 0) io.stderr(`Appended ${exported.lines()} lines of training data to ${exported.sink.path}\n`);
@@ -260,6 +279,26 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
   }
   return 0;
 }
+
+/** The run kind `--method` (or `--mode`) names. */
+function methodKind(values: Values): string {
+  const name = values.method ?? values.mode ?? 'lessons';
+  if (values.method !== undefined && values.mode !== undefined && values.method !== values.mode) {
+    throw new UsageError(`--method ${values.method} and --mode ${values.mode} disagree; give one.`);
+  }
+  if (name === 'lessons' || name === 'exemplars') return 'training-free';
+  if (values.mode !== undefined) throw new UsageError(`--mode must be lessons or exemplars, got "${values.mode}".`);
+  if (!methodKinds().includes(name)) throw new UsageError(`Unknown method "${name}"; choose lessons, exemplars, ${methodKinds().filter((k) => k !== 'training-free').join(', ')}.`);
+  return name;
+}
+
+/** The router's arms without `--arms`: prompt and sampling variants of the one model (the playground's). */
+const CLI_ARMS: readonly RouterArm[] = [
+  { id: 'asked', label: 'As asked' },
+  { id: 'terse', label: 'Terse', instruction: 'Answer in as few words as possible.' },
+  { id: 'cool', label: 'Cool', temperatureScale: 0.5 },
+  { id: 'hot', label: 'Hot', temperatureScale: 1.5 },
+];
 
 /** Columns every exported line carries besides prompt and completion. */
 const EXPORT_COLUMNS = ['reward', 'advantage', 'groupId', 'completionId'] as const;
@@ -327,11 +366,12 @@ function nodeIo(): TrainIo {
     stderr: (text) => process.stderr.write(text),
     interactive: process.stderr.isTTY === true,
     interrupt: controller.signal,
-    async loadModel(model, device, progress) {
+    async loadModel(model, device, progress, options) {
       const onnx = await import('../onnx.js');
       const path = model ?? (await onnx.bundledModelPath());
       return onnx.loadOnnxPolicy({
         model: path,
+        hiddenState: options?.trainable === true,
         device: device as 'auto' | 'cpu' | 'wasm' | 'webgpu',
         onProgress: (p) => progress(p.status === 'ready' ? 'Model ready.' : `Loading model… ${p.total ? Math.round((p.loaded / p.total) * 100) : 0}%`),
       });

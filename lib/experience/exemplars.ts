@@ -1,5 +1,5 @@
 /**
- * Exemplar mode (seed 000's `{ item, output, score }` library): no critic. The best output of each
+ * Exemplar mode (the @polyweave/grpo tool's `{ item, output, score }` library): no critic. The best output of each
  * group, when it beats its group's mean and a threshold, is kept as a few-shot example, so a model
  * too small to write a critique still learns from its own best attempts.
  */

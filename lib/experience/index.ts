@@ -1,30 +1,19 @@
 export * from './types.js';
 export {
   applyOperations,
-  normalizeOperations,
-  normalizeId,
-  cleanContent,
-  duplicateKey,
   DEFAULT_MAX_EXPERIENCE_LENGTH,
   type ApplyOptions,
-  type NormalizedOperations,
 } from './operations.js';
 export {
   selectExemplar,
   applyExemplars,
   DEFAULT_MAX_EXEMPLARS,
-  DEFAULT_MAX_EXEMPLAR_LENGTH,
   type ExemplarSelectOptions,
   type ApplyExemplarsOptions,
 } from './exemplars.js';
 export { normalizeExperienceLibrary, validateLibrary, type NormalizeLibraryOptions } from './normalize.js';
 export {
   renderExperiences,
-  estimateTokens,
-  formatLesson,
-  formatExemplar,
-  fillTemplate,
-  promptText,
   withExperiences,
   DEFAULT_EXPERIENCE_TOKEN_BUDGET,
   DEFAULT_LESSONS_TEMPLATE,

@@ -1,6 +1,6 @@
 /**
  * Bringing outside libraries in: `normalizeExperienceLibrary` accepts every form a library comes in
- * (ours, seed 000's exemplar list, the paper's `{ "G0": "..." }` map, plain strings) and returns a
+ * (ours, the @polyweave/grpo tool's exemplar list, the paper's `{ "G0": "..." }` map, plain strings) and returns a
  * valid `ExperienceLibrary`, or throws an `InvalidInputError` that names the offending field.
  */
 import { InvalidInputError } from '../errors.js';
@@ -18,7 +18,7 @@ export interface NormalizeLibraryOptions {
  * Accepts:
  *  - `undefined` / `null`: an empty library;
  *  - an `ExperienceLibrary` (`{ nextId, entries, exemplars }`), validated and copied;
- *  - an array mixing lesson strings, `{ text, id? }` lessons and seed 000's `{ item, output, score }`
+ *  - an array mixing lesson strings, `{ text, id? }` lessons and the @polyweave/grpo tool's `{ item, output, score }`
  *    exemplars (items and outputs that are not strings are stored as their JSON);
  *  - an object map `{ "G0": "lesson", ... }` (the paper's experiences.json).
  * Lessons keep a valid `G<n>` id they bring; others get fresh ids. Exemplars of the same item keep the

@@ -1,7 +1,7 @@
 /**
  * The experience library: what Training-Free GRPO learns instead of weights. Two kinds of entry
  * live side by side: short general *lessons* written by a critic (the paper's experiences), and
- * *exemplars*, the best outputs the policy itself produced (seed 000's `{ item, output, score }`),
+ * *exemplars*, the best outputs the policy itself produced (the @polyweave/grpo tool's `{ item, output, score }`),
  * used as few-shot examples by models too small to write a critique.
  *
  * Steps are numbered from 1; an entry created or updated at step 0 came with the initial library.

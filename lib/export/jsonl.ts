@@ -12,29 +12,11 @@
  */
 import { InvalidInputError } from '../errors.js';
 import type { ChatMessage } from '../policy/types.js';
+import type { ExportCompletion, ExportGroup } from '../run/groups.js';
 import type { RunBundle } from '../store/records.js';
 import { isRunBundle, runGroups } from './run.js';
 
-export interface ExportCompletion {
-  id?: string;
-  text: string;
-  tokenIds?: readonly number[];
-  logprobs?: readonly number[];
-  /** Combined reward; null when told but unscorable, absent when never told. */
-  reward?: number | null;
-  advantage?: number;
-}
-
-/** One prompt and its completions: a session's `GroupRecord` is one, and so is a training run's group. */
-export interface ExportGroup {
-  id: string;
-  /** Exactly one of `prompt` (raw text) or `messages`. */
-  prompt?: string;
-  messages?: readonly ChatMessage[];
-  /** The rendered prompt (chat template applied), which the standard format needs for chats. */
-  promptText?: string;
-  completions: readonly ExportCompletion[];
-}
+export type { ExportCompletion, ExportGroup } from '../run/groups.js';
 
 /**
  * Groups, anything that carries them, or a stored training run (`exportRun`, `store.readBundle`):

@@ -57,7 +57,8 @@ export function grpoObjective(
   layout: TokenLayout,
   stats: TokenStats,
   lossConfig: GrpoLossConfig,
-  advantageOptions: Omit<AdvantageOptions, 'groupSize'> = {},
+  /** How to compute the advantages from the batch's rewards, or the advantages themselves. */
+  advantages: Omit<AdvantageOptions, 'groupSize'> | AdvantageResult = {},
 ): ObjectiveResult {
   const resolved = resolveLossConfig(lossConfig);
   const width = batch.rollout.sequences[0]?.length ?? 0;
@@ -73,7 +74,7 @@ export function grpoObjective(
     ...(resolved.beta !== 0 ? { refLogps: rows(stats.refLogps) } : {}),
     entropies: rows(stats.entropies),
   };
-  const { batch: lossBatch, advantages } = rolloutLossBatch(batch, scores, advantageOptions);
+  const { batch: lossBatch, advantages: used } = rolloutLossBatch(batch, scores, advantages);
   const { loss, grad, metrics } = grpoLoss(lossBatch, lossConfig);
 
   const mask = batch.rollout.responseMask;
@@ -89,5 +90,5 @@ export function grpoObjective(
       dEntropy[layout.offsets[i] + t] = entropySlope;
     }
   });
-  return { loss, metrics, advantages, dLogp, dEntropy, activeTokens: active };
+  return { loss, metrics, advantages: used, dLogp, dEntropy, activeTokens: active };
 }

@@ -1,6 +1,6 @@
 /**
  * `GrpoTrainer`: gradient GRPO on an adapter over a frozen ONNX model's LM head, in the shape of
- * the JAX trainer of seed 002:
+ * the JAX GRPO trainer of artifex (`GRPOTrainer.train_step` on a `GroupRolloutBatch`):
  *
  *   const trainer = new GrpoTrainer(policy, { lr: 0.02 }, new GrpoConfig({ numGenerations: 8 }));
  *   const { loss, metrics } = await trainer.trainStep(groupRolloutBatch, prompts);
@@ -12,7 +12,7 @@
  * frozen model is not run again, only the adapter's part is recomputed.
  */
 import { InvalidInputError } from '../errors.js';
-import type { AdvantageOptions } from '../math/advantages.js';
+import type { AdvantageOptions, AdvantageResult } from '../math/advantages.js';
 import { GroupRolloutBatch, GrpoConfig, type GrpoConfigInit } from '../math/batch.js';
 import type { GrpoLossConfig } from '../math/loss.js';
 import { nanMean, nanStd } from '../math/stats.js';
@@ -108,9 +108,11 @@ export class GrpoTrainer {
 
   /**
    * One optimizer update on a grouped rollout batch. `prompts` holds one prompt per group (the
-   * batch's rows carry completion tokens only). Resolves with the loss before the update.
+   * batch's rows carry completion tokens only). `options.advantages` are the batch's advantages
+   * as computed elsewhere (the driver's, which it also stores and emits); without them they are
+   * computed here from the batch's rewards. Resolves with the loss before the update.
    */
-  async trainStep(batch: GroupRolloutBatch, prompts: PromptInput[], options: { signal?: AbortSignal } = {}): Promise<TrainStepResult> {
+  async trainStep(batch: GroupRolloutBatch, prompts: PromptInput[], options: { signal?: AbortSignal; advantages?: AdvantageResult } = {}): Promise<TrainStepResult> {
     this.#checkOpen();
     if (!(batch instanceof GroupRolloutBatch)) throw new InvalidInputError('batch', 'must be a GroupRolloutBatch.');
     if (batch.groupSize !== this.config.numGenerations) {
@@ -122,7 +124,7 @@ export class GrpoTrainer {
     const states = await this.#collect(batch, prompts, options.signal);
     const stats = await this.#engine.forward(states.layout.targets, this.temperature);
     const withReference: TokenStats = states.refLogps ? { ...stats, refLogps: states.refLogps } : stats;
-    const objective = grpoObjective(batch, states.layout, withReference, this.#loss, this.#advantages);
+    const objective = grpoObjective(batch, states.layout, withReference, this.#loss, options.advantages ?? this.#advantages);
     const gradNorm = await this.#engine.backward(states.layout.targets, objective.dLogp, objective.dEntropy, this.temperature);
     const clip = clipFactor(gradNorm, this.optimizer.maxGradNorm);
     await this.#engine.step(this.optimizer, clip);

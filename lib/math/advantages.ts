@@ -150,6 +150,15 @@ export function computeAdvantages(rewards: RewardTable, options: AdvantageOption
   };
 }
 
+/**
+ * Each row's combined reward: the weighted sum of its scorable rewards, NaN where none could score
+ * (what `computeAdvantages` returns as `rewards`, before any group is formed).
+ */
+export function combinedRewards(rewards: RewardTable, weights?: readonly number[]): number[] {
+  const { values, n, k } = readRewards(rewards);
+  return toArray(weightedSums(values, n, k, readWeights(weights, k)));
+}
+
 /** Flattens the reward table into N*K float64 values, NaN where a reward is missing. */
 function readRewards(rewards: RewardTable): { values: Float64Array; n: number; k: number } {
   if (!isArrayLike(rewards)) {

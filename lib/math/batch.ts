@@ -1,5 +1,5 @@
 /**
- * The typed batch contract of a grouped GRPO step, after the JAX trainer in seed 002
+ * The typed batch contract of a grouped GRPO step, after artifex's JAX GRPO trainer
  * (artifex's `GeneratedBatch` → `GeneratedSequenceBatch` → `SequenceRolloutBatch` →
  * `GroupRolloutBatch`, and `GRPOConfig`). Each layer adds one thing and its constructor checks
  * it, so a batch that reaches `grpoLoss` is known to be well formed:
@@ -218,16 +218,19 @@ export interface PolicyScores {
 
 /**
  * Turns a grouped rollout and fresh policy scores into a `grpoLoss` batch: advantages from the
- * sequence rewards (groups of `batch.groupSize`), the rollout's log-probs as `oldLogps` and its
- * response mask as the mask. Also returns the advantage statistics for logging.
+ * sequence rewards (groups of `batch.groupSize`), or the given ones when they were computed
+ * before (a training loop's, which it also stored and showed), the rollout's log-probs as
+ * `oldLogps` and its response mask as the mask. Also returns the advantage statistics for logging.
  */
 export function rolloutLossBatch(
   batch: GroupRolloutBatch,
   scores: PolicyScores,
-  advantageOptions: Omit<AdvantageOptions, 'groupSize'> = {},
+  advantageOptions: Omit<AdvantageOptions, 'groupSize'> | AdvantageResult = {},
 ): { batch: GrpoLossBatch; advantages: AdvantageResult } {
   if (!(batch instanceof GroupRolloutBatch)) throw new InvalidInputError('batch', 'must be a GroupRolloutBatch.');
-  const advantages = computeAdvantages(batch.rollout.sequenceRewards!, { ...advantageOptions, groupSize: batch.groupSize });
+  const advantages = isAdvantageResult(advantageOptions)
+    ? checkAdvantages(advantageOptions, batch.batchSize)
+    : computeAdvantages(batch.rollout.sequenceRewards!, { ...advantageOptions, groupSize: batch.groupSize });
   const lossBatch: GrpoLossBatch = {
     logps: scores.logps,
     oldLogps: batch.rollout.oldLogProbs,
@@ -237,4 +240,17 @@ export function rolloutLossBatch(
   if (scores.refLogps) lossBatch.refLogps = scores.refLogps;
   if (scores.entropies) lossBatch.entropies = scores.entropies;
   return { batch: lossBatch, advantages };
+}
+
+function isAdvantageResult(value: Omit<AdvantageOptions, 'groupSize'> | AdvantageResult): value is AdvantageResult {
+  return 'advantages' in value && Array.isArray((value as AdvantageResult).advantages);
+}
+
+/** Given advantages: one finite value per row of the batch. */
+function checkAdvantages(result: AdvantageResult, rows: number): AdvantageResult {
+  if (result.advantages.length !== rows) {
+    throw new InvalidInputError('advantages', `must hold one advantage per row of the batch (${rows}), got ${result.advantages.length}.`);
+  }
+  allFinite('advantages', [result.advantages]);
+  return result;
 }

@@ -1,5 +1,5 @@
 /**
- * `POST /v1/feedback` and `GET /v1/groups/:id`: the tell half of ask/tell over HTTP (seed 003).
+ * `POST /v1/feedback` and `GET /v1/groups/:id`: the tell half of ask/tell over HTTP (as the grpo_server package offers it).
  * A response's `id` is its group id and `<id>-<index>` the id of choice `index`, so a client
  * holding an ordinary OpenAI response can reward it:
  *
@@ -12,7 +12,7 @@
  */
 import { parseCompletionId } from '../session/records.js';
 import type { ExternalCompletion, Session, TellInput } from '../session/session.js';
-import type { GroupRecord, Reward } from '../session/types.js';
+import type { GroupRecord, Reward } from '../store/session-records.js';
 import { ApiError, badField } from './api-error.js';
 import { asBody, optionalNumber, optionalString, typeName, type Body } from './fields.js';
 import { parseMessages } from './requests.js';

@@ -1,5 +1,5 @@
 /**
- * Ask/tell (seed 003's grpo_server, as a library): the task code asks for a group of completions,
+ * Ask/tell (the grpo_server package's idea, as a library): the task code asks for a group of completions,
  * scores them however it likes, and tells the rewards back; the session turns them into
  * group-relative advantages with `computeAdvantages` and keeps everything for the critic step,
  * for export, or for a later look. Any number of tasks may interleave asks and tells on one
@@ -15,7 +15,7 @@ import type {
   TokenEvent,
   Usage,
 } from '../policy/types.js';
-import { MemorySessionStore } from './memory-store.js';
+import { MemorySessionStore } from '../store/session-memory.js';
 import { createKeyedLock, createTaskQueue, queuedPolicy, type QueueOptions, type TaskQueue } from './queue.js';
 import {
   completionId,
@@ -35,7 +35,7 @@ import type {
   GroupRecord,
   Reward,
   SessionStore,
-} from './types.js';
+} from '../store/session-records.js';
 
 export interface SessionOptions {
   policy: Policy;

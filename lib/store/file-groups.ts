@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { InvalidInputError } from '../errors.js';
-import type { GroupRecord, SessionStore } from '../session/types.js';
+import type { GroupRecord, SessionStore } from './session-records.js';
 import { openStoreFolder } from './file.js';
 import { guard, listJson, readJson, writeAtomic } from './file-io.js';
 

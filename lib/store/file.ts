@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { AlreadyRunningError, NotFoundError, StoreError } from '../errors.js';
 import { codeOf, guard, listJson, readJson, writeAtomic } from './file-io.js';
-import { alreadyRunning, byRecentUpdate } from './memory.js';
+import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists } from './rules.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
 import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
@@ -81,7 +81,7 @@ export class FileStore implements Store {
   async createRun(run: RunRecord, items: DatasetItem[]): Promise<void> {
     const dir = this.#dir(run.id);
     await guard(`create run "${run.id}"`, async () => {
-      if (await readJson(join(dir, 'run.json'))) throw new StoreError(`A run with id "${run.id}" exists already; pick another id or resume it.`);
+      if (await readJson(join(dir, 'run.json'))) throw runExists(run.id);
       await this.#writeRunDir(dir, { run, items, steps: [], pending: [] });
     });
   }
@@ -148,9 +148,7 @@ export class FileStore implements Store {
     const dir = this.#dir(runId);
     await guard(`commit step ${step.step}`, async () => {
       const last = (await this.#stepNumbers(runId)).at(-1) ?? 0;
-      if (step.step !== last + 1) {
-        throw new StoreError(`Run "${runId}" expects step ${last + 1} next, not step ${step.step}; another loop may have committed it.`);
-      }
+      checkNextStep(runId, last, step.step);
       const adapterPath = join(dir, 'adapters', `${pad(step.step, 6)}.json`);
       if (extras.adapter) await writeAtomic(adapterPath, extras.adapter);
       // The commit point: a hard link fails if the step exists, so two loops can never both commit it.
@@ -258,7 +256,7 @@ export class FileStore implements Store {
     const dir = this.#dir(id);
     await guard(`import run "${id}"`, async () => {
       const exists = (await readJson(join(dir, 'run.json'))) !== undefined;
-      if (exists && !options.replace) throw new StoreError(`A run with id "${id}" exists already; pass { replace: true } to overwrite it.`);
+      if (exists && !options.replace) throw bundleExists(id);
       await this.#writeRunDir(dir, bundle, exists);
     });
   }

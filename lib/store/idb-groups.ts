@@ -5,7 +5,7 @@
  */
 import type { IDBPDatabase } from 'idb';
 import { StoreError } from '../errors.js';
-import type { GroupRecord, SessionStore } from '../session/types.js';
+import type { GroupRecord, SessionStore } from './session-records.js';
 import type { WebgrpoDB } from './idb-schema.js';
 import { mapErrors, openWebgrpoDatabase } from './idb.js';
 

@@ -5,7 +5,7 @@
  */
 import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
 import type { AdapterCheckpoint } from '../grad/format.js';
-import type { GroupRecord } from '../session/types.js';
+import type { GroupRecord } from './session-records.js';
 import type { DatasetItem, ItemResult, RunRecord, StepRecord } from './records.js';
 
 export interface ItemRow {

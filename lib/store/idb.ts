@@ -10,7 +10,7 @@
 import { openDB, type IDBPDatabase, type IDBPTransaction, type StoreNames } from 'idb';
 import { NotFoundError, StoreError, StoreQuotaError, WebgrpoError } from '../errors.js';
 import { migrate, SCHEMA_VERSION, type WebgrpoDB } from './idb-schema.js';
-import { alreadyRunning, byRecentUpdate } from './memory.js';
+import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists } from './rules.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
 import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
@@ -65,7 +65,7 @@ export class IdbStore implements Store {
   async createRun(run: RunRecord, items: DatasetItem[]): Promise<void> {
     await this.#write(['runs', 'items'], `create run "${run.id}"`, async (tx) => {
       if (await tx.objectStore('runs').getKey(run.id)) {
-        throw new StoreError(`A run with id "${run.id}" exists already; pick another id or resume it.`);
+        throw runExists(run.id);
       }
       await requests([() => tx.objectStore('runs').add(run), ...items.map((item, index) => () => tx.objectStore('items').add({ runId: run.id, index, item }))]);
     });
@@ -128,10 +128,7 @@ export class IdbStore implements Store {
       const run = await tx.objectStore('runs').get(runId);
       if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
       const cursor = await tx.objectStore('steps').openCursor(runRange(runId), 'prev');
-      const expected = (cursor ? cursor.value.step : 0) + 1;
-      if (step.step !== expected) {
-        throw new StoreError(`Run "${runId}" expects step ${expected} next, not step ${step.step}; another loop may have committed it.`);
-      }
+      checkNextStep(runId, cursor ? cursor.value.step : 0, step.step);
       await requests([
         () => tx.objectStore('steps').add({ ...step, runId }),
         () => tx.objectStore('pending').delete(IDBKeyRange.bound([runId], [runId, step.step, []])),
@@ -206,7 +203,7 @@ export class IdbStore implements Store {
     if (this.#held.has(id)) throw alreadyRunning(id, 'in this page');
     await this.#write(['runs', 'items', 'steps', 'pending', 'adapters'], `import run "${id}"`, async (tx) => {
       if ((await tx.objectStore('runs').getKey(id)) && !options.replace) {
-        throw new StoreError(`A run with id "${id}" exists already; pass { replace: true } to overwrite it.`);
+        throw bundleExists(id);
       }
       await requests([
         () => tx.objectStore('items').delete(runRange(id)),

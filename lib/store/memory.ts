@@ -2,9 +2,10 @@
  * An in-memory `Store`: the default for loops given no store, and the reference the other stores
  * are tested against. Values are cloned in and out, so it behaves like a persistent store.
  */
-import { AlreadyRunningError, NotFoundError, StoreError } from '../errors.js';
+import { NotFoundError } from '../errors.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
+import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists } from './rules.js';
 import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
 
 interface RunData {
@@ -23,7 +24,7 @@ export class MemoryStore implements Store {
   readonly #locks = new Set<string>();
 
   async createRun(run: RunRecord, items: DatasetItem[]): Promise<void> {
-    if (this.#runs.has(run.id)) throw new StoreError(`A run with id "${run.id}" exists already; pick another id or resume it.`);
+    if (this.#runs.has(run.id)) throw runExists(run.id);
     this.#runs.set(run.id, { run: clone(run), items: clone(items), steps: [], pending: new Map() });
   }
 
@@ -62,10 +63,7 @@ export class MemoryStore implements Store {
 
   async commitStep(runId: string, step: StepRecord, extras: StepExtras = {}): Promise<void> {
     const data = this.#data(runId);
-    const expected = data.steps.length + 1;
-    if (step.step !== expected) {
-      throw new StoreError(`Run "${runId}" expects step ${expected} next, not step ${step.step}; another loop may have committed it.`);
-    }
+    checkNextStep(runId, data.steps.length, step.step);
     data.steps.push(clone(step));
     if (extras.adapter) data.adapter = clone(extras.adapter);
     for (const [key, result] of data.pending) if (result.step <= step.step) data.pending.delete(key);
@@ -114,7 +112,7 @@ export class MemoryStore implements Store {
 
   async writeBundle(bundle: RunBundle, options: { replace?: boolean } = {}): Promise<void> {
     const id = bundle.run.id;
-    if (this.#runs.has(id) && !options.replace) throw new StoreError(`A run with id "${id}" exists already; pass { replace: true } to overwrite it.`);
+    if (this.#runs.has(id) && !options.replace) throw bundleExists(id);
     if (this.#locks.has(id)) throw alreadyRunning(id, 'in this page or process');
     const copy = clone(bundle);
     this.#runs.set(id, {
@@ -135,15 +133,4 @@ export class MemoryStore implements Store {
     if (!data) throw new NotFoundError(`No run "${runId}" in this store.`);
     return data;
   }
-}
-
-export function byRecentUpdate(a: RunRecord, b: RunRecord): number {
-  return a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : a.id < b.id ? -1 : 1;
-}
-
-export function alreadyRunning(runId: string, where: string): AlreadyRunningError {
-  return new AlreadyRunningError(
-    runId,
-    `Run "${runId}" is already running ${where}. Wait for that loop to finish, or abort it, before starting another on the same run.`,
-  );
 }

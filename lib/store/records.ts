@@ -7,7 +7,10 @@ import type { AdapterCheckpoint } from '../grad/format.js';
 import type { TrainStepMetrics } from '../grad/metrics.js';
 import type { ImportanceSamplingLevel, LossType } from '../math/loss.js';
 import type { ChatMessage, FinishReason, PolicyInfo, PromptInput, Usage } from '../policy/types.js';
+import type { RouterArm } from '../route/arm.js';
 import type { GrpoRouterState, RouterUpdateStats } from '../route/router.js';
+
+export type { RouterArm };
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
@@ -117,18 +120,6 @@ export interface GradientConfig extends LoopConfig {
   optimizer: { lr: number; beta1: number; beta2: number; eps: number; weightDecay: number; maxGradNorm: number };
   /** The adapter on the LM head: z' = z + scale (h A) B. */
   adapter: { rank: number; scale: number; seed: number; hiddenSize: number; vocabSize: number };
-}
-
-/** One arm a router run chooses between: a prompt or sampling variant of the one policy. */
-export interface RouterArm {
-  /** Stable id (the router's "model" name); unique within a run. */
-  id: string;
-  /** What a person reads. */
-  label: string;
-  /** Appended to the item's prompt (its last user message) on a new line. */
-  instruction?: string;
-  /** Multiplies the run's sampling temperature; default 1. */
-  temperatureScale?: number;
 }
 
 /** The resolved, serialisable options of a router run (`routerGrpo`); each completion of a group is routed on its own. */

@@ -196,23 +196,18 @@ function validateRewardsAndPolicy(c: Obj, at: string): void {
 function validateRun(value: unknown, at: string): RunRecord {
   const run = obj(value, at);
   str(run.id, `${at}.id`);
-  const kind = oneOf(run.kind, ['training-free', 'gradient', 'router'] as const, `${at}.kind`);
+  const kind = recordKindOf(run.kind, `${at}.kind`);
   oneOf(run.status, ['running', 'aborted', 'failed', 'completed'] as const, `${at}.status`);
   if (run.error !== undefined) str(run.error, `${at}.error`);
   str(run.createdAt, `${at}.createdAt`);
   str(run.updatedAt, `${at}.updatedAt`);
-  if (kind === 'gradient') validateGradientConfig(run.config, `${at}.config`);
-  else if (kind === 'router') validateRouterConfig(run.config, `${at}.config`);
-  else validateConfig(run.config, `${at}.config`);
+  kind.config(run.config, `${at}.config`);
   validateLibrary(run.initialLibrary, `${at}.initialLibrary`);
   int(run.itemCount, `${at}.itemCount`, 1);
   return run as unknown as RunRecord;
 }
 
-/** The arm ids of a router run (rollouts must name one of them), or undefined for other kinds (they name none). */
-type ArmIds = ReadonlySet<string> | undefined;
-
-function validateItemResult(value: unknown, at: string, itemCount: number, arms: ArmIds): ItemResult {
+function validateItemResult(value: unknown, at: string, itemCount: number, kind: RecordKind, config: Obj): ItemResult {
   const r = obj(value, at);
   int(r.step, `${at}.step`, 1);
   int(r.epoch, `${at}.epoch`, 1);
@@ -231,8 +226,8 @@ function validateItemResult(value: unknown, at: string, itemCount: number, arms:
     nullableNum(rollout.reward, `${p}.reward`);
     num(rollout.advantage, `${p}.advantage`);
     if (rollout.summary !== undefined) str(rollout.summary, `${p}.summary`);
-    if (arms && !arms.has(str(rollout.arm, `${p}.arm`))) fail(`${p}.arm`, `expected the id of one of the run's arms, got "${String(rollout.arm)}".`);
-    if (!arms && rollout.arm !== undefined) fail(`${p}.arm`, 'only router runs route completions to arms.');
+    if (kind.rollout) kind.rollout(rollout, p, config);
+    else if (rollout.arm !== undefined) fail(`${p}.arm`, 'only router runs route completions to arms.');
   });
   const stats = obj(r.stats, `${at}.stats`);
   int(stats.scorable, `${at}.stats.scorable`);
@@ -241,12 +236,12 @@ function validateItemResult(value: unknown, at: string, itemCount: number, arms:
   return r as unknown as ItemResult;
 }
 
-function validateStep(value: unknown, at: string, itemCount: number, arms: ArmIds): StepRecord {
+function validateStep(value: unknown, at: string, itemCount: number, kind: RecordKind, config: Obj): StepRecord {
   const s = obj(value, at);
   int(s.step, `${at}.step`, 1);
   int(s.epoch, `${at}.epoch`, 1);
   int(s.batch, `${at}.batch`, 1);
-  arr(s.items, `${at}.items`).forEach((item, i) => validateItemResult(item, `${at}.items[${i}]`, itemCount, arms));
+  arr(s.items, `${at}.items`).forEach((item, i) => validateItemResult(item, `${at}.items[${i}]`, itemCount, kind, config));
   arr(s.proposed, `${at}.proposed`);
   arr(s.applied, `${at}.applied`);
   arr(s.skippedOperations, `${at}.skippedOperations`);
@@ -254,16 +249,25 @@ function validateStep(value: unknown, at: string, itemCount: number, arms: ArmId
   obj(s.stats, `${at}.stats`);
   arr(s.warnings, `${at}.warnings`);
   str(s.committedAt, `${at}.committedAt`);
-  if (s.training !== undefined) {
-    arr(s.training, `${at}.training`).forEach((m, i) => {
-      const metrics = obj(m, `${at}.training[${i}]`);
-      for (const key of ['loss', 'gradNorm', 'entropy'] as const) num(metrics[key], `${at}.training[${i}].${key}`);
-      int(metrics.step, `${at}.training[${i}].step`, 1);
-    });
-  }
-  if (arms) validateRouting(s.routing, `${at}.routing`, arms);
-  else if (s.routing !== undefined) fail(`${at}.routing`, 'only router runs carry a router state.');
+  kind.step?.(s, at, config);
+  // What only one kind's steps carry.
+  if (kind.kind !== 'gradient' && s.training !== undefined) fail(`${at}.training`, 'only gradient runs carry training metrics.');
+  if (kind.kind !== 'router' && s.routing !== undefined) fail(`${at}.routing`, 'only router runs carry a router state.');
   return s as unknown as StepRecord;
+}
+
+function validateTraining(s: Obj, at: string): void {
+  if (s.training === undefined) return;
+  arr(s.training, `${at}.training`).forEach((m, i) => {
+    const metrics = obj(m, `${at}.training[${i}]`);
+    for (const key of ['loss', 'gradNorm', 'entropy'] as const) num(metrics[key], `${at}.training[${i}].${key}`);
+    int(metrics.step, `${at}.training[${i}].step`, 1);
+  });
+}
+
+/** The arm ids of a router run's config (its rollouts must name one of them). */
+function armIds(config: Obj): Set<string> {
+  return new Set((config.arms as RouterArm[]).map((a) => a.id));
 }
 
 function validateRouting(value: unknown, at: string, arms: ReadonlySet<string>): void {
@@ -290,23 +294,69 @@ export function validateBundle(value: unknown, at = 'run'): RunBundle {
   const run = validateRun(b.run, `${at}.run`);
   const items = validateDataset(b.items, `${at}.items`);
   if (items.length !== run.itemCount) fail(`${at}.items`, `has ${items.length} items but the run says ${run.itemCount}.`);
-  const arms = run.kind === 'router' ? new Set(run.config.arms.map((a) => a.id)) : undefined;
+  const kind = recordKindOf(run.kind, `${at}.run.kind`);
+  const config = run.config as unknown as Obj;
   const steps = arr(b.steps, `${at}.steps`).map((step, i) => {
-    const record = validateStep(step, `${at}.steps[${i}]`, items.length, arms);
+    const record = validateStep(step, `${at}.steps[${i}]`, items.length, kind, config);
     if (record.step !== i + 1) fail(`${at}.steps[${i}].step`, `expected ${i + 1}: steps must be consecutive from 1.`);
     return record;
   });
   const pending = arr(b.pending ?? [], `${at}.pending`).map((result, i) => {
-    const record = validateItemResult(result, `${at}.pending[${i}]`, items.length, arms);
+    const record = validateItemResult(result, `${at}.pending[${i}]`, items.length, kind, config);
     if (record.step !== steps.length + 1) fail(`${at}.pending[${i}].step`, `expected ${steps.length + 1}, the step after the last committed one.`);
     return record;
   });
   const bundle: RunBundle = { run, items, steps, pending };
   if (b.adapter !== undefined) {
-    if (run.kind !== 'gradient') fail(`${at}.adapter`, 'only gradient runs carry an adapter.');
+    if (!kind.adapter) fail(`${at}.adapter`, `${run.kind} runs carry no adapter.`);
     const { step } = readCheckpoint(b.adapter, `${at}.adapter`);
     if (step !== steps.length) fail(`${at}.adapter.step`, `is ${step}; the checkpoint must be the last committed step's (${steps.length}).`);
     bundle.adapter = b.adapter as RunBundle['adapter'];
   }
   return bundle;
+}
+
+/**
+ * What the store knows of one kind of run: how to check its stored config, the method's fields of
+ * its step records and rollouts, and whether it keeps an adapter checkpoint. Each method has one
+ * (its `record`); the driver registers it when a run of the method starts or resumes, so imports
+ * and stores check a new method's runs without knowing it.
+ */
+export interface RecordKind {
+  kind: string;
+  /** Checks a stored config of this kind (throws `InvalidInputError` naming the field). */
+  config(value: unknown, at: string): void;
+  /** Checks the method's fields of a step record. */
+  step?(step: Record<string, unknown>, at: string, config: Record<string, unknown>): void;
+  /** Checks the method's fields of a rollout (by default a rollout has none). */
+  rollout?(rollout: Record<string, unknown>, at: string, config: Record<string, unknown>): void;
+  /** Whether runs of this kind keep an adapter checkpoint. */
+  adapter?: boolean;
+}
+
+export const TRAINING_FREE_RECORD: RecordKind = { kind: 'training-free', config: validateConfig };
+export const GRADIENT_RECORD: RecordKind = { kind: 'gradient', config: validateGradientConfig, step: validateTraining, adapter: true };
+export const ROUTER_RECORD: RecordKind = {
+  kind: 'router',
+  config: validateRouterConfig,
+  step: (s, at, config) => validateRouting(s.routing, `${at}.routing`, armIds(config)),
+  rollout: (rollout, at, config) => {
+    if (!armIds(config).has(str(rollout.arm, `${at}.arm`))) fail(`${at}.arm`, `expected the id of one of the run's arms, got "${String(rollout.arm)}".`);
+  },
+};
+
+const RECORD_KINDS = new Map<string, RecordKind>([TRAINING_FREE_RECORD, GRADIENT_RECORD, ROUTER_RECORD].map((k) => [k.kind, k]));
+
+/** Makes runs of `kind.kind` known to imports and validation. Registering the same kind again replaces it. */
+export function registerRecordKind(kind: RecordKind): void {
+  if (!kind || typeof kind.kind !== 'string' || kind.kind === '' || typeof kind.config !== 'function') {
+    throw new InvalidInputError('record', 'expected { kind, config(value, at) } with a non-empty kind.');
+  }
+  RECORD_KINDS.set(kind.kind, kind);
+}
+
+function recordKindOf(value: unknown, at: string): RecordKind {
+  const kind = RECORD_KINDS.get(str(value, at));
+  if (!kind) fail(at, `is "${String(value)}"; known kinds are ${[...RECORD_KINDS.keys()].map((k) => `"${k}"`).join(', ')} (a method's runs are known once it is registered).`);
+  return kind;
 }

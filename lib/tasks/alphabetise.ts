@@ -1,5 +1,5 @@
 /**
- * Alphabetise a list into an exact format: the example task of grpo_server (seed 003), where a small
+ * Alphabetise a list into an exact format: the example task of the grpo_server package, where a small
  * model learns to answer "put these words in order" in one precise line. Partial credit (format
  * and similarity to the answer) gives even a weak model's group a reward spread to learn from.
  */

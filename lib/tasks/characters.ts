@@ -6,7 +6,7 @@
  */
 import { mulberry32, randomInt } from '../math/random.js';
 import type { DatasetItem } from '../store/records.js';
-import type { RewardFunction } from '../train/options.js';
+import type { RewardFunction } from '../run/options.js';
 import type { Task } from './types.js';
 
 /** Share of the characters of `text` that `test` accepts; 0 for an empty reply. */

@@ -7,13 +7,12 @@ import { keywords } from './keywords.js';
 import type { Task } from './types.js';
 
 export type { Task, DatasetOptions } from './types.js';
-export { alphabetise, alphabetiseAnswer } from './alphabetise.js';
+export { alphabetise } from './alphabetise.js';
 export { arithmetic } from './arithmetic.js';
 export { characterShare, digits, shout } from './characters.js';
 export { jsonFormat } from './json-format.js';
 export { keywords } from './keywords.js';
 export { builtinRewards } from './rewards.js';
-export { editDistance, similarity } from './text.js';
 
 /** The built-in tasks by name. */
 export const builtinTasks: Readonly<Record<string, Task>> = Object.freeze({

@@ -1,5 +1,5 @@
 import type { DatasetItem } from '../store/records.js';
-import type { RewardFunction } from '../train/options.js';
+import type { RewardFunction } from '../run/options.js';
 
 export interface DatasetOptions {
   /** Number of items. Each task has a small default. */

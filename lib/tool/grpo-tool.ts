@@ -1,6 +1,9 @@
 /**
- * `createGrpoTool`: the Training-Free GRPO loop behind seed 000's duplex frame protocol, so a
- * harness that speaks frames can train without knowing the loop's API.
+ * `createGrpoTool`: the Training-Free GRPO loop behind the duplex frame protocol of the
+ * @polyweave/grpo tool, so a harness that speaks frames can train without knowing the loop's API.
+ * It takes that tool's options as a drop-in (`{ apiKey, model, baseURL?, dataset, groupSize,
+ * epochs, initialExperiences }`: without a `policy`, an OpenAI-compatible one is built from them),
+ * so code written for it runs with only its import changed.
  *
  * In (sink): TOOL_CALL (start a run; `dataset`, `groupSize`, `epochs` override the options), TICK,
  * CANCEL, ABORT, DESCRIBE. Out (source): TOOL_RESULT (`{ experiences, epochs, itemsProcessed }`, or
@@ -10,13 +13,15 @@
 import { InvalidInputError } from '../errors.js';
 import { normalizeExperienceLibrary } from '../experience/normalize.js';
 import type { ExemplarEntry, ExperienceEntry, ExperienceLibrary } from '../experience/types.js';
+import { openAiPolicy } from '../policy/openai.js';
 import type { Policy } from '../policy/types.js';
 import { MemoryStore } from '../store/memory.js';
 import type { DatasetItem, LoopMode } from '../store/records.js';
 import type { Store } from '../store/types.js';
 import { builtinRewards } from '../tasks/rewards.js';
-import { trainingFreeGrpo } from '../train/loop.js';
-import type { RewardFunction, TrainingFreeGrpoOptions } from '../train/options.js';
+import { trainingFreeGrpo } from '../methods/training-free/method.js';
+import type { TrainingFreeGrpoOptions } from '../methods/training-free/options.js';
+import type { RewardFunction } from '../run/options.js';
 
 export interface Frame {
   type: string;
@@ -37,19 +42,31 @@ export type ToolLoopOptions = Omit<
   'policy' | 'critic' | 'dataset' | 'rewards' | 'groupSize' | 'epochs' | 'initialExperiences' | 'mode' | 'store' | 'signal' | 'runId'
 >;
 
+/** The @polyweave/grpo tool's default model, for both the agent and the evaluator. */
+export const GRPO_TOOL_DEFAULT_MODEL = 'deepseek-v4-flash';
+/** Where that model is served (DeepSeek's OpenAI-compatible API), when no `baseURL` is given. */
+export const GRPO_TOOL_DEFAULT_BASE_URL = 'https://api.deepseek.com/v1';
+
 export interface GrpoToolOptions {
-  policy: Policy;
+  /** The model to train with. Default: `openAiPolicy({ baseURL, apiKey, model })` from the options below. */
+  policy?: Policy;
+  /** Without a `policy`: the API key of the OpenAI-compatible endpoint (kept in memory only). */
+  apiKey?: string;
+  /** Without a `policy`: the model to call, for rollouts and critic alike. Default `deepseek-v4-flash`. */
+  model?: string;
+  /** Without a `policy`: the endpoint. Default `https://api.deepseek.com/v1` (where the default model is served). */
+  baseURL?: string;
   /** Default: the policy. */
   critic?: Policy;
-  /** Items: `{ prompt | messages, answer? }`, plain strings, or seed 000's `{ task, expected }`. */
+  /** Items: `{ prompt | messages, answer? }`, plain strings, or the @polyweave/grpo tool's `{ task, expected }`. */
   dataset?: unknown[];
   /** Default: `exact` and `similarity` against each item's answer. */
   rewards?: RewardFunction[];
-  /** Completions per item. Default 4 (seed 000). */
+  /** Completions per item. Default 4 (as the @polyweave/grpo tool). */
   groupSize?: number;
-  /** Passes over the dataset. Default 1 (seed 000). */
+  /** Passes over the dataset. Default 1 (as the @polyweave/grpo tool). */
   epochs?: number;
-  /** Starting library, normalised with `normalizeExperienceLibrary` (seed 000's `{ item, output, score }` too). */
+  /** Starting library, normalised with `normalizeExperienceLibrary` (the @polyweave/grpo tool's `{ item, output, score }` too). */
   initialExperiences?: unknown;
   /** Default `lessons`; `exemplars` keeps best outputs instead (no critic). */
   mode?: LoopMode;
@@ -85,20 +102,23 @@ const SCHEMA = {
   },
 };
 
-/** Seed 000 allows strings and `{ task, expected }` items; ours are `{ prompt | messages, answer? }`. */
+/** The @polyweave/grpo tool allows strings and `{ task, expected }` items; ours are `{ prompt | messages, answer? }`. */
 export function toDatasetItem(value: unknown, at: string): DatasetItem {
   if (typeof value === 'string') return { prompt: value };
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidInputError(at, 'expected a string or an object.');
   const record = value as Record<string, unknown>;
   if ('prompt' in record || 'messages' in record) return record as DatasetItem;
   const prompt = record.task ?? record.question ?? record.input;
-  if (typeof prompt !== 'string') throw new InvalidInputError(at, 'expected "prompt", "messages", or seed 000\'s "task" text.');
+  if (typeof prompt !== 'string') throw new InvalidInputError(at, 'expected "prompt", "messages", or a "task" text.');
   const answer = record.expected ?? record.answer;
   return answer === undefined ? { prompt } : { prompt, answer: answer as DatasetItem['answer'] };
 }
 
 export function createGrpoTool(options: GrpoToolOptions): GrpoTool {
-  if (!options?.policy) throw new InvalidInputError('policy', 'createGrpoTool needs a policy.');
+  if (!options || typeof options !== 'object') throw new InvalidInputError('options', 'expected an options object.');
+  const policy =
+    options.policy ??
+    openAiPolicy({ baseURL: options.baseURL ?? GRPO_TOOL_DEFAULT_BASE_URL, model: options.model ?? GRPO_TOOL_DEFAULT_MODEL, ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}) });
   const store = options.store ?? new MemoryStore();
   const ownsStore = options.store === undefined;
   const writers: FrameWriter[] = [];
@@ -118,7 +138,7 @@ export function createGrpoTool(options: GrpoToolOptions): GrpoTool {
     // Built here so that bad arguments (a malformed item, a bad option) are an ERROR, not a failed run.
     const run = trainingFreeGrpo({
       ...options.loop,
-      policy: options.policy,
+      policy,
       critic: options.critic,
       dataset: args.dataset,
       rewards: options.rewards ?? [builtinRewards.exact, builtinRewards.similarity],

@@ -7,7 +7,7 @@ import { exportEveryEpoch } from '../../lib/export/epoch.js';
 import { jsonlFileSink, writeJsonlFile } from '../../lib/export/file.js';
 import { toJsonl, type ExportGroup } from '../../lib/export/jsonl.js';
 import { createSession, type Session } from '../../lib/session/session.js';
-import type { GroupRecord } from '../../lib/session/types.js';
+import type { GroupRecord } from '../../lib/store/session-records.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { checkTrlPromptCompletion } from './trl-format.js';
 

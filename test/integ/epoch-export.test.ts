@@ -1,5 +1,5 @@
 /**
- * Export after every epoch (seed 004): the loop's `onEpoch` hook and `webgrpo train --export-jsonl`.
+ * Export after every epoch (training data written out as training goes on): the driver's `onEpoch` hook and `webgrpo train --export-jsonl`.
  * Every run replays recorded model outputs (the scripted model of test/tfgrpo/helpers, recorded once
  * in `recordReference`), so interrupted and whole runs see the same outputs.
  */

@@ -164,7 +164,7 @@ describe('webgrpo train (spawned, the bundled tiny ONNX model)', () => {
       ['--import', 'tsx', join(root, 'lib/cli/main.ts'), 'train', '--task', 'alphabetise', '--size', '3', '--epochs', '2', '--group', '3', '--store', join(dir, 'runs'), '--out', join(dir, 'run.json')],
       { cwd: root, encoding: 'utf8', timeout: 120_000 },
     );
-    expect(result.stderr).toContain('using --mode exemplars');
+    expect(result.stderr).toContain('using --method exemplars');
     expect(result.status).toBe(0);
     expect(result.stderr).toMatch(/Model: .*webgrpo-tiny \(cpu/);
     expect(result.stderr).toMatch(/step 2\/2/);
@@ -173,5 +173,33 @@ describe('webgrpo train (spawned, the bundled tiny ONNX model)', () => {
     expect(exported.run.status).toBe('completed');
     expect(exported.steps).toHaveLength(2);
     expect(exported.steps[0].items[0].rollouts[0].logprobs.length).toBeGreaterThan(0);
+  });
+});
+
+describe('webgrpo train --method (every method through the registry, the bundled tiny ONNX model)', () => {
+  it.each([
+    ['gradient', /loss/, 'gradient'],
+    ['router', /zero-spread/, 'router'],
+  ])('--method %s trains, stores and resumes through the registry', async (method, table, kind) => {
+    const dir = await tempDir();
+    const args = ['train', '--method', method, '--task', 'digits', '--size', '4', '--epochs', '2', '--group', '4', '--batch', '2', '--max-new-tokens', '6', '--store', join(dir, 'runs'), '--run-id', 'm', '--out', join(dir, 'run.json')];
+    const result = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'lib/cli/main.ts'), ...args], { cwd: root, encoding: 'utf8', timeout: 120_000 });
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stderr).toMatch(/step 4\/4/);
+    expect(result.stderr).toMatch(table);
+    const exported = JSON.parse(await readFile(join(dir, 'run.json'), 'utf8'));
+    expect(exported.run).toMatchObject({ kind, status: 'completed' });
+    expect(exported.steps).toHaveLength(4);
+    // A finished run resumes to nothing left to do, through the same registry.
+    const again = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'lib/cli/main.ts'), 'train', '--resume', 'm', '--store', join(dir, 'runs')], { cwd: root, encoding: 'utf8', timeout: 120_000 });
+    expect(again.status, again.stderr).toBe(0);
+    expect(again.stderr).toContain(`Resuming run m (digits, ${kind})`);
+  }, 120_000);
+
+  it('refuses an unknown method', async () => {
+    const dir = await tempDir();
+    const { io: value, err } = io();
+    expect(await run(['--method', 'weights', '--task', 'digits', '--store', dir], value)).toBe(2);
+    expect(err()).toMatch(/Unknown method "weights"; choose lessons, exemplars, gradient, router/);
   });
 });

@@ -2,19 +2,16 @@ import { describe, expect, it } from 'vitest';
 import {
   applyExemplars,
   applyOperations,
-  cleanContent,
   emptyLibrary,
   InvalidInputError,
   normalizeExperienceLibrary,
-  normalizeOperations,
   renderExperiences,
   selectExemplar,
   validateLibrary,
-  withExperiences,
-  fillTemplate,
-  DEFAULT_LESSONS_TEMPLATE,
   type ExperienceLibrary,
 } from '../../lib/index.js';
+import { DEFAULT_LESSONS_TEMPLATE, fillTemplate, withExperiences } from '../../lib/experience/render.js';
+import { cleanContent, normalizeOperations } from '../../lib/experience/operations.js';
 
 function library(...texts: string[]): ExperienceLibrary {
   return {
@@ -186,7 +183,7 @@ describe('exemplars', () => {
 });
 
 describe('normalizeExperienceLibrary', () => {
-  it('normalises the seed-000 { item, output, score } form into exemplars', () => {
+  it('normalises the @polyweave/grpo tool\'s { item, output, score } form into exemplars', () => {
     const lib = normalizeExperienceLibrary([
       { item: 'example', output: 'result', score: 0.8 },
       { item: 'example', output: 'better', score: 0.9 },

@@ -10,7 +10,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AlreadyRunningError,
-  cleanContent,
   InvalidInputError,
   MemoryStore,
   replayPolicy,
@@ -24,6 +23,7 @@ import {
   type TrainingFreeEvent,
   type TrainingFreeRun,
 } from '../../lib/index.js';
+import { cleanContent } from '../../lib/experience/operations.js';
 import { openIdbStore } from '../../lib/idb.js';
 import { openFileStore } from '../../lib/node.js';
 import { recordReference, standardShape, timeless, type Reference } from './helpers/fixture.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { extractJson, parseLessons, parseOperations } from '../../lib/index.js';
+import {  } from '../../lib/index.js';
+import { extractJson, parseLessons, parseOperations } from '../../lib/methods/training-free/parse.js';
 
 describe('reading critic replies', () => {
   it('finds JSON in tags, fences, bare text or the first balanced bracket, ignoring <think>', () => {

@@ -1,11 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import {
   alphabetise,
-  alphabetiseAnswer,
   arithmetic,
   builtinRewards,
   builtinTasks,
-  editDistance,
   getTask,
   InvalidInputError,
   jsonFormat,
@@ -17,6 +15,8 @@ import {
   type DatasetItem,
   type RewardFunction,
 } from '../../lib/index.js';
+import { alphabetiseAnswer } from '../../lib/tasks/alphabetise.js';
+import { editDistance } from '../../lib/tasks/text.js';
 
 function score(reward: RewardFunction, text: string, item: DatasetItem) {
   const completion: Completion = { text, tokenIds: [], logprobs: [], finishReason: 'eos' };

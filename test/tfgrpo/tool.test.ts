@@ -1,8 +1,11 @@
 /**
- * The seed-000 frame protocol of `createGrpoTool`, driven by the scripted model (a deterministic
- * fake of a language model, see helpers/scripted-policy.ts).
+ * The frame protocol of `createGrpoTool` (that of the @polyweave/grpo tool), driven by the
+ * scripted model (a deterministic fake of a language model, see helpers/scripted-policy.ts), and
+ * its drop-in options (`apiKey`, `model`, `baseURL`) against a real OpenAI-compatible server on
+ * 127.0.0.1.
  */
 import { describe, expect, it } from 'vitest';
+import { startToyServer } from '../serve/helpers.js';
 import { alphabetise, createGrpoTool, MemoryStore, type Frame, type GrpoToolOptions, type Policy } from '../../lib/index.js';
 import { scriptedPolicy } from './helpers/scripted-policy.js';
 
@@ -56,7 +59,7 @@ describe('createGrpoTool frame protocol', () => {
     expect(run.config).toMatchObject({ groupSize: 4, epochs: 1 });
   });
 
-  it('takes dataset, groupSize and epochs overrides, seed-000 items included, and carries the library over', async () => {
+  it('takes dataset, groupSize and epochs overrides, the @polyweave/grpo tool\'s items included, and carries the library over', async () => {
     const store = new MemoryStore();
     const { tool, next, send } = harness({ store });
     const first = next('TOOL_RESULT');
@@ -98,7 +101,7 @@ describe('createGrpoTool frame protocol', () => {
     ]);
   });
 
-  it('normalises seed-000 initialExperiences and returns them from getExperiences', () => {
+  it('normalises the @polyweave/grpo tool\'s initialExperiences and returns them from getExperiences', () => {
     const { tool } = harness({ initialExperiences: [{ item: 'example', output: 'result', score: 0.8 }] });
     expect(tool.getExperiences()).toEqual([{ id: 'E0', item: 'example', output: 'result', score: 0.8, createdStep: 0, updatedStep: 0 }]);
   });
@@ -159,5 +162,64 @@ describe('createGrpoTool frame protocol', () => {
     await tool.close();
     send({ type: 'DESCRIBE' });
     expect(frames).toEqual([{ type: 'ERROR', content: { message: 'The grpo tool is closed.' } }]);
+  });
+});
+
+describe('createGrpoTool as a drop-in for the @polyweave/grpo tool', () => {
+  it('builds an OpenAI-compatible policy from { apiKey, model, baseURL } and trains with it', async () => {
+    const toy = await startToyServer({ apiKey: 'sk-tool' });
+    try {
+      const options = {
+        apiKey: 'sk-tool',
+        model: 'toy',
+        baseURL: toy.url,
+        dataset: [
+          { task: 'Sort array', expected: 'sorted array' },
+          { task: 'Find max', expected: 'maximum value' },
+        ],
+        groupSize: 2,
+        epochs: 1,
+        initialExperiences: [{ item: 'example', output: 'result', score: 0.8 }],
+      };
+      const tool = createGrpoTool(options);
+      const frames: Frame[] = [];
+      const done = new Promise<Frame>((resolve) =>
+        tool.source.pipe({
+          write(frame) {
+            frames.push(frame);
+            if (frame.type === 'TOOL_RESULT') resolve(frame);
+          },
+        }),
+      );
+      tool.sink.write({ type: 'TOOL_CALL', content: {} });
+      const result = (await done).content as { experiences: Array<{ item?: string; output?: string }>; epochs: number; itemsProcessed: number };
+      expect(frames.filter((f) => f.type === 'ERROR')).toEqual([]);
+      expect(result).toMatchObject({ epochs: 1, itemsProcessed: 2 });
+      expect(result.experiences).toContainEqual(expect.objectContaining({ item: 'example', output: 'result' }));
+      await tool.close();
+
+      // The key is the one sent: a wrong one is refused by the server, and said so in an ERROR frame.
+      const refused = createGrpoTool({ ...options, apiKey: 'sk-wrong' });
+      const error = new Promise<Frame>((resolve) => refused.source.pipe({ write: (frame) => frame.type === 'ERROR' && resolve(frame) }));
+      refused.sink.write({ type: 'TOOL_CALL', content: {} });
+      expect(((await error).content as { message: string }).message).toMatch(/401|key/i);
+      await refused.close();
+    } finally {
+      toy.server.close();
+    }
+  });
+
+  it("defaults to the tool's documented model, deepseek-v4-flash", async () => {
+    const served = await startToyServer({ modelId: 'deepseek-v4-flash' });
+    try {
+      const tool = createGrpoTool({ baseURL: served.url, dataset: ['Sort: b a'], groupSize: 2, mode: 'exemplars' });
+      const result = new Promise<Frame>((resolve) => tool.source.pipe({ write: (frame) => (frame.type === 'TOOL_RESULT' || frame.type === 'ERROR') && resolve(frame) }));
+      tool.sink.write({ type: 'TOOL_CALL', content: {} });
+      expect((await result).type).toBe('TOOL_RESULT');
+      await tool.close();
+    } finally {
+      served.server.close();
+    }
+    expect(() => createGrpoTool({ apiKey: 'k', baseURL: 'not a url', dataset: ['x'] })).toThrow(/baseURL/);
   });
 });

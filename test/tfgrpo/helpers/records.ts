@@ -1,6 +1,6 @@
 /** Small, valid records for store tests (what the loop would write, with made-up numbers). */
 import { alphabetise, type DatasetItem, type ItemResult, type RunRecord, type StepRecord, type Policy } from '../../../lib/index.js';
-import { resolveConfig } from '../../../lib/train/options.js';
+import { resolveConfig } from '../../../lib/methods/training-free/options.js';
 
 const stubPolicy: Policy = {
   info: { model: 'stub', backend: 'test' },

@@ -9,8 +9,9 @@
  * Tests record it once with `recordingPolicy` and replay the recording, so every loop in them runs
  * on recorded model outputs.
  */
-import { requestKey, type ChatMessage, type Completion, type GenerateGroupOptions, type GroupResult, type Policy } from '../../../lib/index.js';
-import { deriveSeed } from '../../../lib/train/random.js';
+import { type ChatMessage, type Completion, type GenerateGroupOptions, type GroupResult, type Policy } from '../../../lib/index.js';
+import { requestKey } from '../../../lib/policy/recorded.js';
+import { deriveSeed } from '../../../lib/run/random.js';
 
 export interface ScriptedOptions {
   /** Share of critic replies that are malformed on the first try (0..1). Default 0.25. */

@@ -1,0 +1,140 @@
+/**
+ * Options of `gradientGrpo`, their defaults, and their validation into the serialisable
+ * `GradientConfig` stored with the run (what a resume needs besides the policy and the rewards).
+ * The defaults train the bundled tiny model on the token-level tasks in a dozen steps.
+ */
+import { InvalidInputError } from '../../errors.js';
+import { GrpoConfig } from '../../math/batch.js';
+import type { ImportanceSamplingLevel, LossType } from '../../math/loss.js';
+import type { OnnxPolicy } from '../../policy/onnx/policy.js';
+import type { DatasetItem, GradientConfig } from '../../store/records.js';
+import { GROUP_SAMPLING_DEFAULTS, integer, real, validateHandles, type GroupSamplingOptions, type LoopHandles } from '../../run/options.js';
+import { resolveShape, type AdapterInit } from '../../grad/adapter.js';
+import type { AdapterFile } from '../../grad/format.js';
+import { resolveOptimizer, type OptimizerOptions } from '../../grad/optimizer.js';
+
+/** The common handles; the policy is the model being trained, an ONNX policy loaded with `hiddenState: true`. */
+export type GradientHandles = LoopHandles<OnnxPolicy>;
+
+export interface GradientLossOptions {
+  /** Default 'dapo'. */
+  lossType?: LossType;
+  /** PPO clipping range; default 0.2. */
+  clipParam?: number;
+  epsilonHigh?: number;
+  delta?: number;
+  /** KL coefficient toward the base model; default 0.01. */
+  beta?: number;
+  /** Entropy bonus; default 0.01. */
+  entropyCoeff?: number;
+  importanceSamplingLevel?: ImportanceSamplingLevel;
+  maxCompletionLength?: number;
+  /** Advantage scaling: by the group's std (default), the batch's, or none. */
+  scaleRewards?: 'group' | 'batch' | 'none';
+}
+
+export interface GradientGrpoOptions extends GradientHandles, GroupSamplingOptions {
+  dataset: DatasetItem[];
+  /** Completions per item; default 8. */
+  groupSize?: number;
+  /** Passes over the dataset; default 1. */
+  epochs?: number;
+  /** Items per step (one generation batch, one or more updates); default 2. */
+  batchSize?: number;
+  /** Optimizer updates per generation batch; default 1. */
+  numIterations?: number;
+  /** Sampling temperature (log-probs are of softmax(z / T)); default 1. */
+  temperature?: number;
+  /** Seed of the epoch order, every sampling call and a new adapter's A; default 0. */
+  seed?: number;
+  loss?: GradientLossOptions;
+  optimizer?: OptimizerOptions;
+  /** The adapter's rank (default 8) and scale (default 2). */
+  adapter?: Omit<AdapterInit, 'seed'>;
+  /** Start from a trained adapter (an adapter file, or its JSON text) instead of a fresh one. */
+  initialAdapter?: AdapterFile | string;
+  /** Name of the built-in task the dataset came from (recorded with the run). */
+  task?: string;
+  /** Id of the new run. Default: a random UUID. */
+  runId?: string;
+}
+
+export const GRADIENT_DEFAULTS = {
+  groupSize: 8,
+  epochs: 1,
+  batchSize: 2,
+  numIterations: 1,
+  temperature: 1,
+  seed: 0,
+  ...GROUP_SAMPLING_DEFAULTS,
+  scaleRewards: 'group' as const,
+};
+
+export function validateGradientHandles(handles: GradientHandles): void {
+  validateHandles(handles);
+  if (!handles.policy.head) {
+    throw new InvalidInputError('policy', 'has no trainable head; load it with loadOnnxPolicy({ model, hiddenState: true }).');
+  }
+}
+
+export function resolveGradientConfig(options: GradientGrpoOptions): GradientConfig {
+  validateGradientHandles(options);
+  const head = options.policy.head!;
+  const d = GRADIENT_DEFAULTS;
+  const loss = options.loss ?? {};
+  const groupSize = integer(options.groupSize, 'groupSize', d.groupSize, 2, 64);
+  // GrpoConfig validates the objective's options the way the trainer will use them.
+  const grpo = new GrpoConfig({
+    numGenerations: groupSize,
+    clipParam: loss.clipParam,
+    beta: loss.beta,
+    entropyCoeff: loss.entropyCoeff,
+    lossType: loss.lossType,
+    epsilonHigh: loss.epsilonHigh,
+    delta: loss.delta,
+    importanceSamplingLevel: loss.importanceSamplingLevel,
+    maxCompletionLength: loss.maxCompletionLength,
+  });
+  const scaleRewards = loss.scaleRewards ?? d.scaleRewards;
+  if (!['group', 'batch', 'none'].includes(scaleRewards)) throw new InvalidInputError('loss.scaleRewards', `expected "group", "batch" or "none", got ${String(scaleRewards)}.`);
+  const seed = integer(options.seed, 'seed', d.seed, 0, 2 ** 32 - 1);
+  const shape = resolveShape(head.hiddenSize, head.vocabSize, options.adapter);
+  const config: GradientConfig = {
+    groupSize,
+    epochs: integer(options.epochs, 'epochs', d.epochs, 1, 10_000),
+    batchSize: integer(options.batchSize, 'batchSize', d.batchSize, 1),
+    numIterations: integer(options.numIterations, 'numIterations', d.numIterations, 1, 100),
+    temperature: real(options.temperature, 'temperature', d.temperature, 0, 100, true),
+    topK: integer(options.topK, 'topK', d.topK, 0),
+    topP: real(options.topP, 'topP', d.topP, 0, 1, true),
+    minP: real(options.minP, 'minP', d.minP, 0, 1),
+    maxNewTokens: integer(options.maxNewTokens, 'maxNewTokens', d.maxNewTokens, 1),
+    rewards: options.rewards.map((r) => ({ name: r.name, weight: r.weight ?? 1 })),
+    seed,
+    shuffle: options.shuffle ?? d.shuffle,
+    loss: {
+      lossType: grpo.lossType,
+      clipParam: grpo.clipParam,
+      ...(grpo.epsilonHigh !== undefined ? { epsilonHigh: grpo.epsilonHigh } : {}),
+      ...(grpo.delta !== undefined ? { delta: grpo.delta } : {}),
+      beta: grpo.beta,
+      entropyCoeff: grpo.entropyCoeff,
+      importanceSamplingLevel: grpo.importanceSamplingLevel,
+      ...(grpo.maxCompletionLength !== undefined ? { maxCompletionLength: grpo.maxCompletionLength } : {}),
+      scaleRewards,
+    },
+    optimizer: resolveOptimizer(options.optimizer),
+    // A new adapter's A is drawn from the run's seed.
+    adapter: { rank: shape.rank, scale: shape.scale, seed, hiddenSize: shape.hiddenSize, vocabSize: shape.vocabSize },
+    policy: { ...options.policy.info },
+  };
+  if (typeof config.shuffle !== 'boolean') throw new InvalidInputError('shuffle', 'expected true or false.');
+  if (options.task !== undefined) config.task = options.task;
+  return config;
+}
+
+/** The trainer's objective options from a stored config. */
+export function grpoConfigOf(config: GradientConfig): GrpoConfig {
+  const { scaleRewards: _scale, ...loss } = config.loss;
+  return new GrpoConfig({ numGenerations: config.groupSize, ...loss });
+}

@@ -1,0 +1,103 @@
+/**
+ * Talking to the critic. Its replies are untrusted: a structured reply is parsed, on failure the
+ * critic is asked once to repair it, and if that fails too the caller gets the problem back to
+ * record as a warning. Nothing unparsed ever reaches the library.
+ */
+import { InvalidInputError, throwIfAborted } from '../../errors.js';
+import { fillTemplate } from '../../experience/render.js';
+import type { ChatMessage, Policy } from '../../policy/types.js';
+import type { CriticExchange, TrainingFreeConfig } from '../../store/records.js';
+import type { Parsed } from './parse.js';
+import { deriveSeed } from '../../run/random.js';
+
+/** The settings the critic's work depends on (a run's config has them all). */
+export type CriticConfig = Pick<
+  TrainingFreeConfig,
+  'templates' | 'criticTemperature' | 'criticMaxNewTokens' | 'seed' | 'givenGroundTruth' | 'lessonsPerGroup' | 'maxExperienceLength'
+>;
+
+export interface CriticContext {
+  critic: Policy;
+  config: CriticConfig;
+  signal: AbortSignal;
+}
+
+/** Longest critic reply kept in a record (summaries are fed back into later prompts). */
+export const MAX_CRITIC_REPLY = 4000;
+
+/** One critic reply to `messages` (greedy at the default critic temperature 0). */
+export async function criticReply(ctx: CriticContext, messages: ChatMessage[], seedParts: Array<string | number>): Promise<string> {
+  const { config, critic, signal } = ctx;
+  const group = await critic.generateGroup({
+    messages,
+    groupSize: 1,
+    maxNewTokens: config.criticMaxNewTokens,
+    temperature: config.criticTemperature,
+    seed: deriveSeed(config.seed, 'critic', ...seedParts),
+    signal,
+  });
+  // A policy may return partial text on abort instead of throwing; never keep it.
+  throwIfAborted(signal);
+  const text = group.completions[0]?.text ?? '';
+  return text.length > MAX_CRITIC_REPLY ? text.slice(0, MAX_CRITIC_REPLY) : text;
+}
+
+export function criticMessages(config: CriticConfig, prompt: string): ChatMessage[] {
+  return [
+    { role: 'system', content: config.templates.criticSystem },
+    { role: 'user', content: prompt },
+  ];
+}
+
+export interface StructuredReply<T> {
+  exchange: CriticExchange<T>;
+  /** Why no usable value came back (both tries failed). */
+  problem?: string;
+  /** Parts of a usable reply that were dropped. */
+  notes?: string[];
+}
+
+/**
+ * A critic call the policy refused as malformed (typically a prompt longer than the model's
+ * context): the reason, so the caller can skip this critic step with a warning instead of failing
+ * the run. Anything else (network, abort) propagates.
+ */
+export function refusal(error: unknown): string | undefined {
+  return error instanceof InvalidInputError ? `the critic model refused the request (${error.message.replace(/\.$/, '')})` : undefined;
+}
+
+/** Asks, parses, and on failure asks once more with a repair prompt. */
+export async function askStructured<T>(
+  ctx: CriticContext,
+  prompt: string,
+  seedParts: Array<string | number>,
+  parse: (text: string) => Parsed<T>,
+  format: string,
+): Promise<StructuredReply<T>> {
+  try {
+    return await exchange(ctx, prompt, seedParts, parse, format);
+  } catch (error) {
+    const problem = refusal(error);
+    if (problem === undefined) throw error;
+    return { exchange: { outputs: [] }, problem: `${problem}.` };
+  }
+}
+
+async function exchange<T>(
+  ctx: CriticContext,
+  prompt: string,
+  seedParts: Array<string | number>,
+  parse: (text: string) => Parsed<T>,
+  format: string,
+): Promise<StructuredReply<T>> {
+  const messages = criticMessages(ctx.config, prompt);
+  const first = await criticReply(ctx, messages, seedParts);
+  const parsed = parse(first);
+  if (parsed.ok) return { exchange: { outputs: [first], parsed: parsed.value }, notes: parsed.notes };
+
+  const repair = fillTemplate(ctx.config.templates.repair, { problem: parsed.problem, format });
+  const second = await criticReply(ctx, [...messages, { role: 'assistant', content: first }, { role: 'user', content: repair }], [...seedParts, 'repair']);
+  const retried = parse(second);
+  if (retried.ok) return { exchange: { outputs: [first, second], parsed: retried.value }, notes: retried.notes };
+  return { exchange: { outputs: [first, second] }, problem: `${parsed.problem} After a repair request: ${retried.problem}` };
+}

@@ -1,0 +1,173 @@
+/**
+ * The critic's part of Training-Free GRPO, apart from where the groups came from (the loop's own
+ * rollouts, or groups told to an ask/tell session):
+ *
+ *  - `critiqueGroup`: one summary per rollout, a group critique that contrasts the better and worse
+ *    attempts and proposes at most N lessons, and a group update that turns them into operations
+ *    against the library;
+ *  - `mergeAndApply`: the batch update: every group's operations merged into one list by the critic,
+ *    then applied to the library under the deterministic batch rules.
+ *
+ * Critic replies are untrusted: structured replies are parsed, repaired once, and otherwise skipped
+ * with a warning, so the library never receives a malformed entry.
+ */
+import { applyOperations, cleanContent } from '../../experience/operations.js';
+import { fillTemplate, formatLesson } from '../../experience/render.js';
+import type { ApplyResult, ExperienceLibrary, ExperienceOperation } from '../../experience/types.js';
+import type { CriticExchange, WarningStage } from '../../store/records.js';
+import { askStructured, criticMessages, criticReply, refusal, type CriticContext } from './critic.js';
+import { parseLessons, parseOperations } from './parse.js';
+
+/** Longest summary kept (summaries are fed back into the critique prompt). */
+const MAX_SUMMARY = 1500;
+
+/** One group as the critic reads it. */
+export interface CritiqueInput {
+  /** The task text (the prompt, or the last user message), without the library's experiences. */
+  task: string;
+  /** The reference answer, shown when ground truth is given. */
+  reference?: string;
+  /** The group's attempts with their combined rewards (null: could not be scored). */
+  rollouts: ReadonlyArray<{ text: string; reward: number | null }>;
+}
+
+export interface GroupCritique {
+  /** One per rollout: the critic's summary, or the rollout's own text where none came back. */
+  summaries: string[];
+  critique: CriticExchange<string[]>;
+  /** Absent when the critique proposed no lesson. */
+  groupUpdate?: CriticExchange<ExperienceOperation[]>;
+}
+
+/** Progress of one critique, in order, for a caller that reports it (the loop's events). */
+export type CritiqueEvent =
+  | { type: 'summaries'; summaries: string[] }
+  | { type: 'critique'; exchange: CriticExchange<string[]> }
+  | { type: 'group-update'; exchange: CriticExchange<ExperienceOperation[]> };
+
+export interface CritiqueHooks {
+  /** Something was skipped or repaired instead of failing. */
+  warn(stage: WarningStage, message: string): Promise<void>;
+  emit?(event: CritiqueEvent): Promise<void>;
+}
+
+/**
+ * Summaries, critique and group update of one group. `key` names the group in the critic's seeds
+ * (the loop uses `[epoch, dataset index]`), so the same group gets the same critic samples.
+ */
+export async function critiqueGroup(
+  ctx: CriticContext,
+  group: CritiqueInput,
+  library: ExperienceLibrary,
+  key: ReadonlyArray<string | number>,
+  hooks: CritiqueHooks,
+): Promise<GroupCritique> {
+  const { config } = ctx;
+  const { task, rollouts } = group;
+  const { warn } = hooks;
+  const emit = hooks.emit ?? (async () => undefined);
+  const reference = config.givenGroundTruth && group.reference !== undefined ? group.reference : '(not given)';
+  const showReward = (r: number | null) => (!config.givenGroundTruth ? '(not given)' : r === null ? '(could not be scored)' : formatNumber(r));
+
+  // Summaries, one per rollout.
+  const summaries: string[] = [];
+  for (const [row, rollout] of rollouts.entries()) {
+    let summary = '';
+    try {
+      const prompt = fillTemplate(config.templates.summary, { task, reference, reward: showReward(rollout.reward), attempt: rollout.text });
+      summary = (await criticReply(ctx, criticMessages(config, prompt), ['summary', ...key, row])).trim();
+      if (summary === '') await warn('summary', `The critic gave no summary for attempt ${row + 1}; its raw text stands in.`);
+    } catch (error) {
+      const problem = refusal(error);
+      if (problem === undefined) throw error;
+      await warn('summary', `No summary for attempt ${row + 1}: ${problem}; its raw text stands in.`);
+    }
+    summaries.push((summary || rollout.text).slice(0, MAX_SUMMARY));
+  }
+  await emit({ type: 'summaries', summaries: [...summaries] });
+
+  // Group critique: what separates the better attempts from the worse, as at most N lessons.
+  const libraryText = library.entries.length ? library.entries.map(formatLesson).join('\n') : '(none yet)';
+  const attempts = rollouts.map((r, row) => `Attempt ${row + 1} (reward ${showReward(r.reward)}):\n${summaries[row]}`).join('\n\n');
+  const critique = await askStructured(
+    ctx,
+    fillTemplate(config.templates.critique, { task, reference, attempts, experiences: libraryText, max_lessons: String(config.lessonsPerGroup) }),
+    ['critique', ...key],
+    parseLessons,
+    'the lessons as a JSON array of strings inside <lessons></lessons> tags',
+  );
+  if (critique.problem) await warn('critique', `Critique skipped: ${critique.problem}`);
+  let lessons = (critique.exchange.parsed ?? []).map((l) => cleanContent(l, config.maxExperienceLength).text).filter((l) => l !== '');
+  if (lessons.length > config.lessonsPerGroup) {
+    await warn('critique', `The critique proposed ${lessons.length} lessons; only the first ${config.lessonsPerGroup} are kept.`);
+    lessons = lessons.slice(0, config.lessonsPerGroup);
+  }
+  if (critique.exchange.parsed) critique.exchange.parsed = lessons;
+  await emit({ type: 'critique', exchange: critique.exchange });
+  if (lessons.length === 0) return { summaries, critique: critique.exchange };
+
+  // Group update: the lessons checked against the library, as operations.
+  const update = await askStructured(
+    ctx,
+    fillTemplate(config.templates.groupUpdate, { experiences: libraryText, lessons: lessons.map((l, i) => `${i + 1}. ${l}`).join('\n') }),
+    ['group-update', ...key],
+    parseOperations,
+    'a JSON array of operations inside <operations></operations> tags',
+  );
+  if (update.problem) await warn('group-update', `Group update skipped: ${update.problem}`);
+  for (const note of update.notes ?? []) await warn('group-update', note);
+  await emit({ type: 'group-update', exchange: update.exchange });
+  return { summaries, critique: critique.exchange, groupUpdate: update.exchange };
+}
+
+export interface BatchUpdate extends ApplyResult {
+  /** The batch merge exchange (absent when no group proposed anything). */
+  merge?: CriticExchange<ExperienceOperation[]>;
+  /** The operations handed to `applyOperations`. */
+  proposed: ExperienceOperation[];
+  /** Batch-merge warnings (parts of the reply dropped, or the merge skipped). */
+  notes: string[];
+}
+
+/**
+ * The paper's batch update: the groups' operations (NONE left out) merged into one consistent list
+ * by the critic, then applied at `step`. If the merge reply is unusable the groups' operations,
+ * valid already, are applied as proposed rather than losing the batch's lessons.
+ */
+export async function mergeAndApply(
+  ctx: CriticContext,
+  groupOperations: readonly ExperienceOperation[],
+  library: ExperienceLibrary,
+  step: number,
+): Promise<BatchUpdate> {
+  const { config } = ctx;
+  const fromGroups = groupOperations.filter((op) => op.operation !== 'NONE');
+  const notes: string[] = [];
+  let merge: CriticExchange<ExperienceOperation[]> | undefined;
+  let proposed: ExperienceOperation[] = [];
+  if (fromGroups.length > 0) {
+    const experiences = library.entries.length ? library.entries.map(formatLesson).join('\n') : '(empty)';
+    const reply = await askStructured(
+      ctx,
+      fillTemplate(config.templates.batchMerge, { experiences, operations: JSON.stringify(fromGroups, null, 2) }),
+      ['batch-merge', step],
+      parseOperations,
+      'a JSON array of operations inside <operations></operations> tags',
+    );
+    merge = reply.exchange;
+    notes.push(...(reply.notes ?? []));
+    if (reply.exchange.parsed) {
+      proposed = reply.exchange.parsed;
+    } else {
+      notes.push(`Batch merge skipped (${reply.problem}); the groups' operations were applied as proposed.`);
+      proposed = fromGroups;
+    }
+  }
+  const outcome = applyOperations(library, proposed, { step, maxLength: config.maxExperienceLength });
+  return { ...(merge ? { merge } : {}), proposed, ...outcome, notes };
+}
+
+/** Rewards as the critic reads them: at most four decimals, no float noise. */
+function formatNumber(value: number): string {
+  return String(Number(value.toFixed(4)));
+}

@@ -1,0 +1,304 @@
+/**
+ * The driver: the one GRPO loop, for every method (method.ts). It owns the run's lock and signal,
+ * the schedule and resume, item concurrency, the events, `onEpoch`, the commit, the stop and the
+ * release; a method only fills in its hooks. One step, top to bottom:
+ *
+ *   1. sample and reward every unfinished item of the batch (`sampleItem`, the one sampling site)
+ *   2. the step's advantages, computed once over all of its groups (any `scaleRewards`)
+ *   3. each scored group to the method, each item stored as it finishes
+ *   4. the method ends the step; the step record (common fields + the method's payload) is
+ *      committed in one transaction
+ *
+ * A run killed anywhere and resumed continues from its first unfinished item: finished items come
+ * back from the store, the rest are sampled again from the same seeds, so the step's groups, its
+ * advantages and everything after them are those of an uninterrupted run.
+ */
+import { InvalidInputError, throwIfAborted } from '../errors.js';
+import { emptyLibrary } from '../experience/types.js';
+import { itemResultGroup } from './groups.js';
+import { combinedRewards, computeAdvantages, type AdvantageResult } from '../math/advantages.js';
+import type { DatasetItem, ItemResult, RolloutRecord, RunRecord, StepRecord } from '../store/records.js';
+import { registerRecordKind } from '../store/validate.js';
+import type { Store } from '../store/types.js';
+import type { Progress } from './events.js';
+import type { DriveInputs, ItemContext, Method, PreparedItem, Reporter, RunTally, SampledGroup } from './method.js';
+import { matchRewards, type LoopHandles } from './options.js';
+import { deriveSeed } from './random.js';
+import { promptOf, rewardTable, sampleGroup, type RolloutSettings } from './rollout.js';
+import { LoopRun, registerResume, stopRun, storedRun, type Run, type RunOf, type RunStop } from './run.js';
+import { progressAt, Schedule, type StepPlan } from './schedule.js';
+import { groupStats, stepStats } from './stats.js';
+
+type Emit = (event: { type: string } & Record<string, unknown>) => Promise<void>;
+type Kind = string;
+
+/** A new run of `method`: stored when the run is first iterated, then driven. */
+export function startRun<E, K extends Kind, S, H extends LoopHandles, R>(
+  method: Method<K, S, H, R>,
+  run: RunOf<K>,
+  dataset: DatasetItem[],
+  handles: H,
+  store: Store,
+): Run<E, R> {
+  register(method);
+  return new LoopRun<E, R>(run.id, async (emit, signal) => {
+    // Every store keeps any method's run record as plain data.
+    await store.createRun(run as unknown as RunRecord, dataset);
+    return drive(method, { store, runId: run.id, handles, rewards: handles.rewards, resumed: false }, emit as Emit, signal);
+  });
+}
+
+/**
+ * A stored run of `method` continued from its first unfinished item: the handles are checked now
+ * (synchronously, as a start's options are), the stored run and its reward functions (matched by
+ * name) when the run is iterated.
+ */
+export function resumeRun<E, K extends Kind, S, H extends LoopHandles, R>(method: Method<K, S, H, R>, runId: string, options: H & { store: Store }): Run<E, R> {
+  if (!options || typeof options !== 'object' || !options.store) throw new InvalidInputError('store', 'pass the store that holds the run.');
+  method.validateHandles(options);
+  register(method);
+  return new LoopRun<E, R>(runId, async (emit, signal) => {
+    const run = await storedRun(options.store, runId, method.kind);
+    const rewards = matchRewards(run.config, options.rewards);
+    return drive(method, { store: options.store, runId, handles: options, rewards, resumed: true }, emit as Emit, signal);
+  });
+}
+
+/** Makes the method's runs known to validation and imports, and its resume function to errors. */
+function register(method: Pick<Method, 'kind' | 'record' | 'resumeWith'>): void {
+  registerRecordKind(method.record);
+  registerResume(method.kind, method.resumeWith);
+}
+
+/** An unfinished item after step 1: its prompt, its rollouts with rewards (advantages come in step 2). */
+interface Scored {
+  prepared: PreparedItem;
+  group: SampledGroup;
+  table: Array<Array<number | null>>;
+  rewards: number[];
+  rollouts: RolloutRecord[];
+}
+
+async function drive<K extends Kind, S, H extends LoopHandles, R>(method: Method<K, S, H, R>, inputs: DriveInputs<H>, emit: Emit, internal: AbortSignal): Promise<R> {
+  const { store, runId, handles } = inputs;
+  const signal = handles.signal ? AbortSignal.any([handles.signal, internal]) : internal;
+  const lock = await store.lockRun(runId);
+  let opened: { state: S } | undefined;
+  let schedule: Schedule | undefined;
+  let stepsCompleted = 0;
+  let itemsDone = 0;
+  let warnings = 0;
+  const progress = (step: number): Progress => progressAt(schedule, step, itemsDone);
+  const tally = (status: RunTally['status']): RunTally => ({
+    runId,
+    status,
+    epochsCompleted: schedule ? Math.floor(stepsCompleted / schedule.stepsPerEpoch) : 0,
+    stepsCompleted,
+    itemsProcessed: itemsDone,
+    warnings,
+  });
+  const runEnd = (state: S, end: RunStop | { status: 'completed' }) => {
+    const t = tally(end.status === 'completed' ? 'completed' : 'aborted');
+    const counts = { epochsCompleted: t.epochsCompleted, stepsCompleted: t.stepsCompleted, itemsProcessed: t.itemsProcessed };
+    return emit({ type: 'run-end', runId, ...end, ...counts, ...method.runEnd?.(state, t), progress: progress(stepsCompleted) });
+  };
+  const report: Reporter = {
+    emit: async (event) => {
+      if (event.type === 'warning') warnings += 1;
+      await emit(event);
+    },
+    warn: (warning) => report.emit({ type: 'warning', warning }),
+  };
+
+  try {
+    const run = await storedRun(store, runId, method.kind);
+    const config = run.config as RunOf<K>['config'];
+    const items = await store.getItems(runId);
+    schedule = new Schedule(config, items.length);
+    const last = await store.lastStep(runId);
+    stepsCompleted = last?.step ?? 0;
+    itemsDone = stepsCompleted < schedule.totalSteps ? schedule.plan(stepsCompleted + 1).itemsBefore : schedule.totalItems;
+    if (stepsCompleted > 0) {
+      for (const step of await store.listSteps(runId)) warnings += step.warnings.length + step.items.reduce((n, i) => n + i.warnings.length, 0);
+    }
+    const state = await method.open({ run, store, handles, last });
+    opened = { state };
+    throwIfAborted(signal);
+    if (run.status !== 'running') await store.setRunStatus(runId, { status: 'running' });
+    await emit({ type: 'run-start', runId, resumed: inputs.resumed, config, ...method.runStart?.(state), progress: progress(stepsCompleted + 1) });
+
+    const sampling: RolloutSettings = config;
+    const concurrency = method.concurrency?.(config) ?? 1;
+    const advantageOptions = { groupSize: sampling.groupSize, weights: sampling.rewards.map((r) => r.weight), ...method.advantages(config) };
+
+    /** The one place a group is sampled: the method's own way, or one `generateGroup` of G. */
+    const sampleItem = (ctx: ItemContext, prepared: PreparedItem): Promise<SampledGroup> =>
+      method.sample
+        ? method.sample(state, ctx, prepared)
+        : sampleGroup(ctx.policy, prepared.prompt, sampling, { count: sampling.groupSize, temperature: sampling.temperature, seed: deriveSeed(sampling.seed, 'rollout', ctx.plan.epoch, ctx.index) }, ctx.signal);
+
+    /** Step 1 for one item: its prompt, its group, every reward function on every completion. */
+    const scoreItem = async (ctx: ItemContext): Promise<Scored> => {
+      const ref = { step: ctx.plan.step, epoch: ctx.plan.epoch, item: ctx.index };
+      const prepared = method.prepare ? await method.prepare(state, ctx) : { prompt: promptOf(ctx.item) };
+      await report.emit({ type: 'item-start', ...ref, position: ctx.position, prompt: prepared.prompt, ...prepared.start });
+      const group = await sampleItem(ctx, prepared);
+      await report.emit({ type: 'rollouts', ...ref, completions: group.completions, usage: group.usage });
+      const table = await rewardTable(inputs.rewards, group.completions, ctx.item, prepared.prompt, ctx.index);
+      const rewards = combinedRewards(table, advantageOptions.weights);
+      const combined = rewards.map((r) => (Number.isNaN(r) ? null : r));
+      await report.emit({ type: 'rewards', ...ref, rewards: table, combined });
+      const rollouts: RolloutRecord[] = group.completions.map((c, row) => ({
+        text: c.text,
+        tokenIds: [...c.tokenIds],
+        logprobs: [...c.logprobs],
+        finishReason: c.finishReason,
+        rewards: table[row],
+        reward: combined[row],
+        advantage: 0,
+      }));
+      group.annotate?.(rollouts);
+      return { prepared, group, table, rewards, rollouts };
+    };
+
+    for (let step = stepsCompleted + 1; step <= schedule.totalSteps; step++) {
+      const plan = schedule.plan(step);
+      const stepFields = await method.stepStart?.(state, plan);
+      await report.emit({ type: 'step-start', step, epoch: plan.epoch, batch: plan.batch, items: plan.indices, ...stepFields, progress: progress(step) });
+
+      const finished = new Map((await store.getItemResults(runId, step)).map((r) => [r.position, r]));
+      const stepAbort = new AbortController();
+      const stepSignal = AbortSignal.any([signal, stepAbort.signal]);
+      const contexts: ItemContext[] = plan.indices.map((index, position) => ({ ...report, plan, position, index, item: items[index], signal: stepSignal, policy: handles.policy }));
+
+      // 1. Sample and reward the unfinished items; a resumed step's finished ones come from the store.
+      const scored = new Array<Scored | undefined>(contexts.length);
+      await eachConcurrently(contexts.length, concurrency, stepAbort, async (position) => {
+        const reused = finished.get(position);
+        if (reused) return method.rewarded?.(state, reused);
+        const item = await scoreItem(contexts[position]);
+        throwIfAborted(stepSignal);
+        method.rewarded?.(state, { prompt: item.prepared.prompt, rollouts: item.rollouts });
+        scored[position] = item;
+      });
+      throwIfAborted(signal);
+
+      // 2. The step's advantages, once, over all of its groups in batch order.
+      const table = contexts.flatMap((_, position) => finished.get(position)?.rollouts.map((r) => r.rewards) ?? scored[position]!.table);
+      const advantages = computeAdvantages(table, advantageOptions);
+
+      // 3. Each group to the method; each item stored as it finishes, so a resume never redoes it.
+      const results = new Array<ItemResult>(contexts.length);
+      await eachConcurrently(contexts.length, concurrency, stepAbort, async (position) => {
+        const ctx = contexts[position];
+        const reused = finished.get(position);
+        const result = reused ?? (await finishItem(method, state, ctx, scored[position]!, advantages));
+        throwIfAborted(stepSignal);
+        if (reused) warnings += reused.warnings.length;
+        else await store.putItemResult(runId, result);
+        results[position] = result;
+        itemsDone += 1;
+        await report.emit({ type: 'item-end', step, epoch: plan.epoch, item: ctx.index, result, reused: reused !== undefined, progress: progress(step) });
+      });
+      throwIfAborted(signal);
+
+      // 4. The method ends the step; the record is committed in one transaction.
+      const outcome = await method.finishStep(state, { ...report, plan, signal }, results, advantages);
+      throwIfAborted(signal);
+      const record: StepRecord = {
+        step,
+        epoch: plan.epoch,
+        batch: plan.batch,
+        items: results,
+        proposed: [],
+        applied: [],
+        skippedOperations: [],
+        library: emptyLibrary(),
+        stats: stepStats(results),
+        warnings: [],
+        committedAt: new Date().toISOString(),
+        ...outcome.payload,
+      };
+      await store.commitStep(runId, record, outcome.extras);
+      stepsCompleted = step;
+      method.committed?.(state, record);
+      for (const event of outcome.committed ?? []) await report.emit(event);
+      await report.emit({ type: 'step-end', step, epoch: plan.epoch, batch: plan.batch, stats: record.stats, ...outcome.end, progress: progress(step) });
+      if (plan.lastOfEpoch) await endEpoch(method, state, inputs, plan, report.emit, progress(step));
+    }
+
+    await store.setRunStatus(runId, { status: 'completed' });
+    await runEnd(state, { status: 'completed' });
+    return await method.result(state, tally('completed'));
+  } catch (error) {
+    if (opened) method.interrupted?.(opened.state);
+    const announce = opened ? (end: RunStop) => runEnd(opened!.state, end) : undefined;
+    if ((await stopRun(store, runId, error, signal, announce)) && opened) return method.result(opened.state, tally('aborted'));
+    if (opened) method.dispose?.(opened.state);
+    throw error;
+  } finally {
+    await lock.release();
+  }
+}
+
+/** Step 3 for one item: its rollouts' advantages (the step's), its result, the method's work on it. */
+async function finishItem<K extends Kind, S, H extends LoopHandles, R>(method: Method<K, S, H, R>, state: S, ctx: ItemContext, scored: Scored, advantages: AdvantageResult): Promise<ItemResult> {
+  const { plan, position, index } = ctx;
+  const g = scored.rollouts.length;
+  const own = advantages.advantages.slice(position * g, (position + 1) * g);
+  scored.rollouts.forEach((rollout, row) => (rollout.advantage = own[row]));
+  const stats = groupStats(scored.rollouts.map((r) => r.reward));
+  await ctx.emit({ type: 'advantages', step: plan.step, epoch: plan.epoch, item: index, advantages: own, stats, zeroSpread: stats.spread === 0 });
+  const result: ItemResult = {
+    step: plan.step,
+    epoch: plan.epoch,
+    index,
+    position,
+    prompt: scored.prepared.prompt,
+    experienceIds: scored.prepared.experienceIds ?? [],
+    rollouts: scored.rollouts,
+    usage: scored.group.usage,
+    stats,
+    warnings: [],
+  };
+  await method.handleGroup?.(state, ctx, result, scored.rewards);
+  return result;
+}
+
+/**
+ * An epoch's end: read back from the store (so an epoch finished after a resume includes its
+ * earlier steps), handed to `onEpoch` as export groups, and announced.
+ */
+async function endEpoch<K extends Kind, S, H extends LoopHandles, R>(method: Method<K, S, H, R>, state: S, inputs: DriveInputs<H>, plan: StepPlan, emit: Reporter['emit'], progress: Progress): Promise<void> {
+  const { store, runId, handles } = inputs;
+  const steps = await store.listSteps(runId, { from: plan.step - plan.batch + 1, to: plan.step });
+  if (handles.onEpoch) {
+    const run = (await store.getRun(runId)) as unknown as RunOf<K>;
+    const groupsOf = (result: ItemResult) => method.exportGroups?.(run.config as RunOf<K>['config'], runId, result) ?? [itemResultGroup(runId, result)];
+    await handles.onEpoch({ epoch: plan.epoch, groups: steps.flatMap((s) => s.items.flatMap(groupsOf)) });
+  }
+  await emit({ type: 'epoch-end', epoch: plan.epoch, ...method.epochEnd(state, plan.epoch, steps), progress });
+}
+
+/**
+ * Runs `task(0..n-1)` on up to `limit` at once, in order of start. On the first failure the others
+ * are aborted through `abort`, every task is awaited (none outlives the step), and the failure is
+ * rethrown.
+ */
+async function eachConcurrently(n: number, limit: number, abort: AbortController, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  const worker = async () => {
+    while (next < n && !failure) {
+      const i = next++;
+      try {
+        await task(i);
+      } catch (error) {
+        failure ??= { error };
+        abort.abort(error);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, n) }, worker));
+  if (failure) throw failure.error;
+}

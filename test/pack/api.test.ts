@@ -1,0 +1,37 @@
+/**
+ * The README's list of each entry's public surface is the real one: every value an entry exports
+ * is listed, and everything listed is exported.
+ */
+import { readFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+
+const ENTRIES: Record<string, () => Promise<Record<string, unknown>>> = {
+  webgrpo: () => import('../../lib/index.js'),
+  'webgrpo/onnx': () => import('../../lib/onnx.js'),
+  'webgrpo/idb': () => import('../../lib/idb.js'),
+  'webgrpo/openai': () => import('../../lib/openai.js'),
+  'webgrpo/server': () => import('../../lib/server.js'),
+  'webgrpo/node': () => import('../../lib/node.js'),
+  'webgrpo/grad': () => import('../../lib/grad.js'),
+};
+
+async function listed(): Promise<Map<string, string[]>> {
+  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
+  const lists = new Map<string, string[]>();
+  for (const match of readme.matchAll(/<!-- api: (\S+) -->([\s\S]*?)<!-- \/api -->/g)) {
+    lists.set(match[1], [...match[2].matchAll(/`([A-Za-z_$][\w$]*)`/g)].map((m) => m[1]).sort());
+  }
+  return lists;
+}
+
+describe('the public API in the README', () => {
+  it('lists every entry', async () => {
+    expect([...(await listed()).keys()].sort()).toEqual(Object.keys(ENTRIES).sort());
+  });
+
+  it.each(Object.keys(ENTRIES))('%s exports exactly what the README lists', async (entry) => {
+    const names = (await listed()).get(entry);
+    const exported = Object.keys(await ENTRIES[entry]()).sort();
+    expect(names).toEqual(exported);
+  });
+});

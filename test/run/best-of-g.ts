@@ -1,0 +1,142 @@
+/**
+ * A method defined only in the tests, to prove that a new method is one set of hooks and one
+ * registration: best-of-G selection keeps, per item, the completion with the highest reward. It
+ * runs through the driver, the stores, validation, export and resume without any of them knowing
+ * it. Its step payload is `picks` (the best completion of each item of the step), and its result
+ * is every pick of the run.
+ */
+import {
+  checkRunId,
+  InvalidInputError,
+  MemoryStore,
+  mulberry32,
+  newRunRecord,
+  registerMethod,
+  resumeRun,
+  startRun,
+  stepStats,
+  validateDataset,
+  type DatasetItem,
+  type GenerateGroupOptions,
+  type GroupResult,
+  type LoopHandles,
+  type Method,
+  type Policy,
+  type RecordKind,
+  type RewardFunction,
+  type Run,
+  type Store,
+} from '../../lib/index.js';
+
+export interface Pick {
+  step: number;
+  index: number;
+  text: string;
+  reward: number;
+}
+
+export interface BestOfGResult {
+  runId: string;
+  status: 'completed' | 'aborted';
+  stepsCompleted: number;
+  picks: Pick[];
+}
+
+export interface BestOfGOptions extends LoopHandles {
+  dataset: DatasetItem[];
+  groupSize?: number;
+  epochs?: number;
+  batchSize?: number;
+  concurrency?: number;
+  seed?: number;
+  runId?: string;
+}
+
+interface State {
+  picks: Pick[];
+}
+
+const record: RecordKind = {
+  kind: 'best-of-g',
+  config(value, at) {
+    const c = value as Record<string, unknown>;
+    for (const key of ['groupSize', 'epochs', 'batchSize', 'concurrency'] as const) {
+      if (!Number.isInteger(c?.[key])) throw new InvalidInputError(`${at}.${key}`, 'expected an integer.');
+    }
+  },
+  step(step, at) {
+    if (!Array.isArray(step.picks)) throw new InvalidInputError(`${at}.picks`, 'expected an array.');
+  },
+};
+
+export const bestOfG: Method<'best-of-g', State, LoopHandles, BestOfGResult> = {
+  kind: 'best-of-g',
+  resumeWith: 'resumeBestOfG',
+  record,
+  validateHandles(handles) {
+    if (!handles.policy || !Array.isArray(handles.rewards)) throw new InvalidInputError('policy', 'expected a policy and rewards.');
+  },
+  advantages: () => ({ scaleRewards: 'group' }),
+  concurrency: (config) => config.concurrency as number,
+  async open({ run, store }) {
+    const steps = await store.listSteps(run.id);
+    return { picks: steps.flatMap((s) => (s as unknown as { picks: Pick[] }).picks) };
+  },
+  async finishStep(state, { plan }, items) {
+    const picks = items.map((item) => {
+      const best = item.rollouts.reduce((a, b) => ((b.reward ?? -Infinity) > (a.reward ?? -Infinity) ? b : a));
+      return { step: plan.step, index: item.index, text: best.text, reward: best.reward ?? 0 };
+    });
+    state.picks.push(...picks);
+    return { payload: { picks }, end: { picks } };
+  },
+  epochEnd: (_state, epoch, steps) => ({ stats: { epoch, ...stepStats(steps.flatMap((s) => s.items)) } }),
+  result: async (state, { runId, status, stepsCompleted }) => ({ runId, status, stepsCompleted, picks: state.picks }),
+};
+registerMethod(bestOfG);
+
+export type BestOfGRun = Run<{ type: string; [key: string]: unknown }, BestOfGResult>;
+
+export function bestOfGRun(options: BestOfGOptions): BestOfGRun {
+  const dataset = validateDataset(options.dataset);
+  const runId = options.runId !== undefined ? checkRunId(options.runId) : crypto.randomUUID();
+  const config = {
+    groupSize: options.groupSize ?? 4,
+    epochs: options.epochs ?? 1,
+    batchSize: options.batchSize ?? 2,
+    concurrency: options.concurrency ?? 1,
+    temperature: 1,
+    topK: 0,
+    topP: 1,
+    minP: 0,
+    maxNewTokens: 8,
+    rewards: options.rewards.map((r) => ({ name: r.name, weight: r.weight ?? 1 })),
+    seed: options.seed ?? 0,
+    shuffle: true,
+    policy: { ...options.policy.info },
+  };
+  return startRun(bestOfG, newRunRecord('best-of-g', runId, config, dataset.length), dataset, options, options.store ?? new MemoryStore());
+}
+
+export function resumeBestOfG(runId: string, options: LoopHandles & { store: Store }): BestOfGRun {
+  return resumeRun(bestOfG, runId, options);
+}
+
+/** Answers with a seeded number of "a"s: a pure function of the request, like a seeded model. */
+export function countingPolicy(delayMs = 0): Policy {
+  return {
+    info: { model: 'counting', backend: 'test' },
+    async generateGroup(options: GenerateGroupOptions): Promise<GroupResult> {
+      if (delayMs) await new Promise((resolve) => setTimeout(resolve, delayMs));
+      const random = mulberry32(options.seed ?? 0);
+      const completions = Array.from({ length: options.groupSize }, () => {
+        const text = 'a'.repeat(1 + Math.floor(random() * 6));
+        return { text, tokenIds: Array.from(text, () => 97), logprobs: Array.from(text, () => -0.3), finishReason: 'eos' as const };
+      });
+      return { promptTokenIds: [1], completions, usage: { promptTokens: options.groupSize, completionTokens: options.groupSize } };
+    },
+    async dispose() {},
+  };
+}
+
+export const lengthReward: RewardFunction = { name: 'length', score: ({ text }) => text.length };
