@@ -59,8 +59,8 @@ export interface GrpoLossConfig {
   vespoKNeg?: number;
   /** VESPO gamma rate lambda for negative advantages; default 2. */
   vespoLambdaNeg?: number;
-  /** Sampling-mismatch correction; off by default (needs `samplingLogps` in the batch). */
-  importanceSampling?: ImportanceSamplingOptions;
+  /** Sampling-mismatch correction; off by default (null too; needs `samplingLogps` in the batch). */
+  importanceSampling?: ImportanceSamplingOptions | null;
   /**
    * Off-policy sequence masking (DeepSeek-V3.2): a row with a negative advantage whose mean
    * log-ratio sampling - current exceeds this is left out of the policy term. Off by default.
@@ -160,7 +160,7 @@ export function resolveLossConfig(config: GrpoLossConfig): ResolvedLossConfig {
   };
 }
 
-function resolveImportanceSampling(options: ImportanceSamplingOptions | undefined, lossType: LossType): ResolvedLossConfig['importanceSampling'] {
+function resolveImportanceSampling(options: ImportanceSamplingOptions | null | undefined, lossType: LossType): ResolvedLossConfig['importanceSampling'] {
   if (options === undefined || options === null) return undefined;
   if (typeof options !== 'object') {
     throw new InvalidInputError('importanceSampling', `must be { mode, clipMax?, clipMin? }, got ${describe(options)}.`);
