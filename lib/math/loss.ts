@@ -296,9 +296,12 @@ export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): Grp
       const denominator = GLOBAL_TOKENS.has(type) ? numItemsOr1 : Math.max(trainedCount, 1);
       loss -= (s.entropyCoef * trainedSum) / denominator;
       const slope = -s.entropyCoef / denominator;
-      entropyGrad = Array.from({ length: b }, (_, i) =>
-        Array.from({ length: t }, (_, j) => (mask[i * t + j] && (!entropyMask || entropyMask[i * t + j]) ? slope : 0)),
-      );
+      entropyGrad = [];
+      for (let i = 0; i < b; i++) {
+        const row = new Array<number>(t).fill(0);
+        for (let j = 0; j < t; j++) if (mask[i * t + j] && (!entropyMask || entropyMask[i * t + j])) row[j] = slope;
+        entropyGrad.push(row);
+      }
     }
   }
   if (ratio) {
