@@ -1,8 +1,8 @@
 /**
  * The GRPO objective family and its exact gradient with respect to the policy's per-token
- * log-probs: TRL's `GRPOTrainer._compute_loss` (trl/trainer/grpo_trainer.py, v1.9) for one
- * micro-batch on one process with gradient accumulation 1, for the loss types grpo, bnpo,
- * dr_grpo, dapo, cispo, sapo, luspo and vespo.
+ * log-probs: TRL's `GRPOTrainer._compute_loss` (trl/trainer/grpo_trainer.py, main after v1.9)
+ * for one micro-batch on one process with gradient accumulation 1, for the loss types grpo,
+ * bnpo, dr_grpo, dapo, cispo, sapo, luspo and vespo.
  *
  * With w = exp(logp - oldLogp) per token, or exp(mask-mean of the row's log-ratios) at sequence
  * level (GSPO), the per-token loss is
@@ -14,19 +14,18 @@
  *       vespo: -sg(phi) A logp (phi: gamma weight of the row's ratio, isRatio folded into it)
  *   KL  exp(ref - logp) - (ref - logp) - 1, times w (undetached) when biasCorrectedKl
  *
- * then aggregated per type (grpo, sapo: mean over rows of the row mean; bnpo: over active tokens;
- * dr_grpo: over B * maxCompletionLength; cispo, dapo, vespo: over numItemsInBatch; luspo: mean of
- * L times the row length over every element of L's shape, (B, 1) or (B, T)), and reduced by the
- * entropy bonus, entropyCoef times the entropies of the trained tokens (active, and high-entropy
- * when topEntropyQuantile < 1) summed over numItemsInBatch (cispo, dapo, vespo) or averaged.
+ * then aggregated per type over active tokens (grpo, sapo: mean over rows of the row mean; bnpo:
+ * over active tokens; dr_grpo: over B * maxCompletionLength; cispo, dapo, vespo: over
+ * numItemsInBatch; luspo: mean over rows of the row's sum, so a sequence-level term counts its
+ * length times), and reduced by the entropy bonus, entropyCoef times the mean entropy of the
+ * trained tokens (active, and high-entropy when topEntropyQuantile < 1).
  *
  * The gradient follows PyTorch's autograd (see loss-terms.ts for the kinks); detached factors
  * (the importance ratio, the masks, cispo's cap, vespo's phi, and oldLogps when omitted) are
  * constants. Entropies are inputs here (functions of the logits, not of the log-probs), so the
  * bonus adds nothing to `grad`; its derivative in the entropies is `entropyGrad`.
  *
- * Deliberate differences from TRL: masked positions are skipped where TRL multiplies them by 0,
- * except in luspo's (B, T) mean, which TRL takes over every position and so is taken here too;
+ * Deliberate differences from TRL: masked positions are skipped where TRL multiplies them by 0;
  * inputs are validated (finite values, 0/1 mask, matching shapes) with errors naming the argument.
  */
 import { InvalidInputError } from '../errors.js';
@@ -77,7 +76,7 @@ export type { GrpoLossMetrics, RatioSummary } from './loss-metrics.js';
 
 export interface GrpoLossResult {
   loss: number;
-  /** d loss / d logps, B rows of T (0 at masked positions, but in luspo's (B, T) mean). */
+  /** d loss / d logps, B rows of T (0 at masked positions). */
   grad: number[][];
   /** d loss / d entropies, B rows of T; present when entropyCoef is not 0. */
   entropyGrad?: number[][];
@@ -85,7 +84,6 @@ export interface GrpoLossResult {
 }
 
 const CLIPPED = new Set(['grpo', 'bnpo', 'dr_grpo', 'dapo', 'luspo']);
-const GLOBAL_TOKENS = new Set(['cispo', 'dapo', 'vespo']);
 
 export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): GrpoLossResult {
   const s = resolveLossConfig(config);
@@ -141,9 +139,6 @@ export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): Grp
   const type = s.lossType;
   const clipped = CLIPPED.has(type);
   const sequence = s.level === 'sequence';
-  // luspo averages over L's own shape: (B, 1) until a per-token factor broadcasts it to (B, T).
-  const luspoRows = type === 'luspo' && s.beta === 0 && !entropyMask && !ratioFactor?.perToken;
-  const luspoGrid = type === 'luspo' && !luspoRows;
   const tokenWeight = (n: number) => {
     switch (type) {
       case 'grpo':
@@ -154,7 +149,7 @@ export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): Grp
       case 'dr_grpo':
         return 1 / (b * s.maxCompletionLength);
       case 'luspo':
-        return luspoRows ? n / b : n / (b * t);
+        return 1 / b;
       default:
         return 1 / numItemsOr1;
     }
@@ -202,62 +197,55 @@ export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): Grp
     const phi = type === 'vespo' ? gammaWeight(lp, op, mask, i * t, t, ratio?.perToken ? ratio.values : undefined, a, s) : 0;
     phiSum += phi;
 
-    // Sum of weight * factors over the elements the row's sequence-level term reaches.
+    // Sum of weight * factors over the tokens the row's sequence-level term reaches.
     let reach = 0;
     let klReach = 0;
-    if (luspoRows) {
-      const factor = rowKeep * rowRatio;
-      loss += w * rowP * factor;
-      reach = w * factor;
-    } else {
-      for (let j = 0; j < t; j++) {
-        const at = i * t + j;
-        const isActive = mask[at] === 1;
-        if (!isActive && !luspoGrid) continue;
-        const factor =
-          rowKeep * (entropyMask ? entropyMask[at] : 1) * (ratioFactor ? (ratioFactor.perToken ? ratioFactor.values[at] : rowRatio) : 1);
-        let p: number;
-        let slope = 0;
-        if (type === 'cispo' || type === 'vespo') {
-          let c = phi;
-          if (type === 'cispo') {
-            const coef = sequence ? rowCoef : Math.exp(lp[j] - op[j]);
-            if (!sequence && isActive) tally.cispo(coef, a, s);
-            c = coef > s.epsilonHigh ? s.epsilonHigh : coef;
-          }
-          p = -c * a * lp[j];
-          slope = -c * a;
-        } else if (sequence) {
-          p = rowP;
-          reach += w * factor;
+    for (let j = 0; j < t; j++) {
+      const at = i * t + j;
+      if (!mask[at]) continue;
+      const factor =
+        rowKeep * (entropyMask ? entropyMask[at] : 1) * (ratioFactor ? (ratioFactor.perToken ? ratioFactor.values[at] : rowRatio) : 1);
+      let p: number;
+      let slope = 0;
+      if (type === 'cispo' || type === 'vespo') {
+        let c = phi;
+        if (type === 'cispo') {
+          const coef = sequence ? rowCoef : Math.exp(lp[j] - op[j]);
+          if (!sequence) tally.cispo(coef, a, s);
+          c = coef > s.epsilonHigh ? s.epsilonHigh : coef;
+        }
+        p = -c * a * lp[j];
+        slope = -c * a;
+      } else if (sequence) {
+        p = rowP;
+        reach += w * factor;
+      } else {
+        if (type === 'sapo') sapoTerm(lp[j] - op[j], a, s, term);
+        else {
+          const capped = clippedTerm(lp[j] - op[j], a, s, term);
+          tally.clip(i, capped, a, s);
+        }
+        p = term[0];
+        slope = term[1];
+      }
+      loss += w * factor * p;
+      g[j] += w * factor * slope;
+      if (s.beta !== 0) {
+        const diff = rp![j] - lp[j];
+        const e = Math.exp(diff);
+        const k3 = e - diff - 1;
+        let kl = k3;
+        if (s.biasCorrectedKl) {
+          const coef = sequence ? rowCoef : Math.exp(lp[j] - op[j]);
+          kl = k3 * coef;
+          // d(k3 w)/d logp = w (1 - e) + k3 dw/d logp; at sequence level dw reaches every active token.
+          g[j] += w * s.beta * coef * (1 - e + (sequence ? 0 : k3));
+          if (sequence) klReach += w * s.beta * kl;
         } else {
-          if (type === 'sapo') sapoTerm(lp[j] - op[j], a, s, term);
-          else {
-            const capped = clippedTerm(lp[j] - op[j], a, s, term);
-            if (isActive) tally.clip(i, capped, a, s);
-          }
-          p = term[0];
-          slope = term[1];
+          g[j] += w * s.beta * (1 - e);
         }
-        loss += w * factor * p;
-        g[j] += w * factor * slope;
-        if (s.beta !== 0) {
-          const diff = rp![j] - lp[j];
-          const e = Math.exp(diff);
-          const k3 = e - diff - 1;
-          let kl = k3;
-          if (s.biasCorrectedKl) {
-            const coef = sequence ? rowCoef : Math.exp(lp[j] - op[j]);
-            kl = k3 * coef;
-            // d(k3 w)/d logp = w (1 - e) + k3 dw/d logp; at sequence level dw reaches every active token.
-            g[j] += w * s.beta * coef * (1 - e + (sequence ? 0 : k3));
-            if (sequence) klReach += w * s.beta * kl;
-          } else {
-            g[j] += w * s.beta * (1 - e);
-          }
-          loss += w * s.beta * kl;
-          if (isActive) klSum += kl;
-        }
+        loss += w * s.beta * kl;
+        klSum += kl;
       }
     }
     if (sequence) {
@@ -292,8 +280,8 @@ export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): Grp
     metrics.trainedEntropy = trainedSum / Math.max(trainedCount, 1);
     if (s.entropyCoef !== 0) {
       metrics.policyLoss = loss;
-      // cispo, dapo and vespo sum the entropies over their global token count; the rest average.
-      const denominator = GLOBAL_TOKENS.has(type) ? numItemsOr1 : Math.max(trainedCount, 1);
+      // A mean over the trained tokens whatever the type's own normalizer (TRL after v1.9).
+      const denominator = Math.max(trainedCount, 1);
       loss -= (s.entropyCoef * trainedSum) / denominator;
       const slope = -s.entropyCoef / denominator;
       entropyGrad = [];

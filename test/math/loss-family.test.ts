@@ -218,6 +218,11 @@ describe('grpoLoss new types by hand', () => {
     const x = { logps: [[-1, -1, -1], [-1, 0, 0]], advantages: [1, -1], mask: [[1, 1, 1], [1, 0, 0]] };
     const r = grpoLoss(x, { lossType: 'luspo', importanceSamplingLevel: 'sequence' });
     expect(r.loss).toBeCloseTo((-1 * 3 + 1 * 1) / 2, 15);
+    // A per-token factor (here the KL term) broadcasts the row's term over its tokens; padding stays out.
+    const withKl = grpoLoss({ ...x, refLogps: x.logps.map((row) => row.map((v) => v + 0.5)) }, { lossType: 'luspo', importanceSamplingLevel: 'sequence', beta: 0.1 });
+    const k3 = Math.exp(0.5) - 0.5 - 1;
+    expect(withKl.loss).toBeCloseTo((-1 * 3 + 1 * 1 + 0.1 * k3 * 4) / 2, 15);
+    expect(withKl.grad[1].slice(1)).toEqual([0, 0]);
   });
 
   it('sequence_mask drops rows whose summed ratio exceeds clipMax; token_truncate caps tokens', () => {
@@ -244,9 +249,9 @@ describe('grpoLoss new types by hand', () => {
     const r = grpoLoss(x, { topEntropyQuantile: 0.5, entropyCoef: 0.1 });
     expect(r.grad[0]).toEqual([0, 0, 0, -0.2, -0.2]);
     expect(r.metrics.trainedEntropy).toBeCloseTo(0.45, 15);
-    // dapo sums the kept entropies over all 5 active tokens.
-    expect(r.loss).toBeCloseTo(-2 / 5 - (0.1 * 0.9) / 5, 15);
-    expect(r.entropyGrad![0]).toEqual([0, 0, 0, -0.02, -0.02]);
+    // The bonus is the mean entropy of the two kept tokens, whatever the type's normalizer.
+    expect(r.loss).toBeCloseTo(-2 / 5 - (0.1 * 0.9) / 2, 15);
+    expect(r.entropyGrad![0]).toEqual([0, 0, 0, -0.05, -0.05]);
   });
 
   it('off-policy masking drops negative-advantage rows far from the sampler', () => {
@@ -298,10 +303,10 @@ describe('grpoLoss properties', () => {
     );
   });
 
-  it('grad is 0 at masked positions (every type but luspo with a per-token factor)', () => {
+  it('grad is 0 at masked positions', () => {
     fc.assert(
-      fc.property(batchArb, fc.constantFrom('grpo', 'bnpo', 'dr_grpo', 'dapo', 'cispo', 'sapo', 'vespo' as const), fc.boolean(), (x, lossType, seq) => {
-        const r = grpoLoss(x as GrpoLossBatch, { lossType, importanceSamplingLevel: seq ? 'sequence' : 'token', beta: 0.1, biasCorrectedKl: true, maxCompletionLength: 6 });
+      fc.property(batchArb, fc.constantFrom('grpo', 'bnpo', 'dr_grpo', 'dapo', 'cispo', 'sapo', 'luspo', 'vespo' as const), fc.boolean(), (x, lossType, seq) => {
+        const r = grpoLoss(x as GrpoLossBatch, { lossType, importanceSamplingLevel: seq || lossType === 'luspo' ? 'sequence' : 'token', beta: 0.1, biasCorrectedKl: true, maxCompletionLength: 6 });
         x.mask.forEach((row, i) => row.forEach((m, j) => m || expect(r.grad[i][j]).toBe(0)));
       }),
     );

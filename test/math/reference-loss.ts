@@ -1,5 +1,5 @@
 /**
- * An independent float64 transcription of TRL's `GRPOTrainer._compute_loss` (v1.9) onto nested
+ * An independent float64 transcription of TRL's `GRPOTrainer._compute_loss` (main after v1.9) onto nested
  * arrays, for every loss type and option, written to be obviously correct rather than fast:
  * whole-tensor steps in the order grpo_trainer.py applies them, with PyTorch's broadcasting of
  * (B, 1) against (B, T). It shares no code with lib/math.
@@ -54,7 +54,6 @@ const map = (a: Matrix, f: (x: number, i: number, j: number) => number): Matrix 
 const mul = (a: Matrix, b: Matrix) => zip(a, b, (x, y) => x * y);
 const rowSum = (a: Matrix): Matrix => a.map((row) => [sum(row)]);
 const total = (a: Matrix) => sum(a.map(sum));
-const numel = (a: Matrix) => a.length * cols(a);
 
 /** torch.quantile(x.float(), q): sort, then linear interpolation, all in float32. */
 function quantileF32(values: number[], q: number): number {
@@ -190,7 +189,6 @@ export function refGrpoLoss(x: RefBatch, c: RefConfig = {}) {
   if (perTokenKl) perTokenLoss = zip(perTokenLoss, perTokenKl, (l, k) => l + beta * k);
 
   let loss: number;
-  let normalizer = 1;
   if (lossType === 'grpo' || lossType === 'sapo') {
     loss = sum(rowSum(mul(perTokenLoss, mask)).map((r, i) => r[0] / Math.max(rowLen[i][0], 1))) / B;
   } else if (lossType === 'bnpo') {
@@ -198,20 +196,16 @@ export function refGrpoLoss(x: RefBatch, c: RefConfig = {}) {
   } else if (lossType === 'dr_grpo') {
     loss = total(mul(perTokenLoss, mask)) / (B * c.maxCompletionLength!);
   } else if (lossType === 'luspo') {
-    const weighted = mul(perTokenLoss, rowLen);
-    loss = total(weighted) / numel(weighted);
+    loss = sum(rowSum(mul(perTokenLoss, mask)).map((r) => r[0])) / B;
   } else {
-    normalizer = Math.max(x.numItemsInBatch ?? maskSum, 1);
-    loss = total(mul(perTokenLoss, mask)) / normalizer;
+    loss = total(mul(perTokenLoss, mask)) / Math.max(x.numItemsInBatch ?? maskSum, 1);
   }
 
   let policyLoss: number | undefined;
   if (c.entropyCoef) {
     policyLoss = loss;
     const effective = entropyMask ? mul(mask, entropyMask) : mask;
-    const entropyLoss = ['cispo', 'dapo', 'vespo'].includes(lossType)
-      ? total(mul(x.entropies!, effective)) / normalizer
-      : total(mul(x.entropies!, effective)) / Math.max(total(effective), 1);
+    const entropyLoss = total(mul(x.entropies!, effective)) / Math.max(total(effective), 1);
     loss = loss - c.entropyCoef * entropyLoss;
   }
 
