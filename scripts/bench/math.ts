@@ -172,6 +172,9 @@ export async function run(): Promise<string> {
     '',
     'The webgrpo side also validates its input (shapes, finiteness, 0/1 mask) and, for advantages,',
     'handles missing rewards and reports group statistics; the alternatives do none of that.',
+    '"All options": sampling correction (sequence_mask; token_truncate for vespo), off-policy mask,',
+    'top-20% entropy tokens, bias-corrected KL and entropy bonus; the alternative is the test suite\'s',
+    'whole-tensor transcription of TRL, which computes the loss only, without the gradient.',
   );
   return lines.join('\n');
 }
