@@ -47,6 +47,7 @@ export {
   SequenceRolloutBatch,
   rolloutLossBatch,
   type GrpoConfigInit,
+  type GrpoLossExtras,
   type PolicyScores,
 } from './batch.js';
 export { logSumExp, mean, nanMean, nanStd, softmax, std } from './stats.js';
