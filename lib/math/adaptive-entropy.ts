@@ -1,6 +1,6 @@
 /**
  * TRL's adaptive entropy control (`use_adaptive_entropy`, after Skywork-OR1): the entropy bonus
- * is applied only while the last step's mean entropy of the trained tokens is at or below
+ * is applied only while the last step's mean entropy of the trained tokens was at or below
  * `target`, and after each optimizer step the coefficient moves by `delta` toward more bonus
  * when entropy is at or below the target, less when above, within [min, max].
  */
@@ -43,9 +43,13 @@ export function resolveAdaptiveEntropy(options: AdaptiveEntropyOptions): Resolve
   return { target, delta, min, max };
 }
 
-/** The coefficient this step's loss uses: the current one, or 0 while entropy is above the target. */
+/**
+ * The coefficient this step's loss uses: the current one once the last step's entropy was at or
+ * below the target, else 0 (also before any measurement: TRL documents its default target as
+ * never triggering the bonus short of an entropy collapse).
+ */
 export function appliedEntropyCoef(state: AdaptiveEntropyState, options: ResolvedAdaptiveEntropy): number {
-  return state.lastEntropy === undefined || state.lastEntropy <= options.target ? state.coef : 0;
+  return state.lastEntropy !== undefined && state.lastEntropy <= options.target ? state.coef : 0;
 }
 
 /** The state after an optimizer step whose trained tokens had mean entropy `entropy`. */

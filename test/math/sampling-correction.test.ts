@@ -35,8 +35,8 @@ describe('adaptive entropy', () => {
   it("moves the coefficient by delta toward the target within [min, max], TRL's defaults", () => {
     const o = resolveAdaptiveEntropy({});
     expect(o).toEqual({ target: 0.2, delta: 0.005, min: 0, max: 1 });
-    let s = { coef: 0.01 };
-    expect(appliedEntropyCoef(s, o)).toBe(0.01); // no measurement yet: the bonus applies
+    let s: { coef: number; lastEntropy?: number } = { coef: 0.01 };
+    expect(appliedEntropyCoef(s, o)).toBe(0); // no measurement yet: no bonus
     s = nextAdaptiveEntropy(s, 0.1, o);
     expect(s.coef).toBeCloseTo(0.015, 15);
     expect(appliedEntropyCoef(s, o)).toBeCloseTo(0.015, 15);
