@@ -12,12 +12,13 @@
  *   const trainer = new GrpoTrainer(policy, { lr: 0.02 }, new GrpoConfig({ numGenerations: 8 }));
  *   const { loss, metrics } = await trainer.trainStep(groupRolloutBatch(groups), prompts);
  */
-export { GrpoTrainer, type TrainerOptions, type TrainStepResult } from './grad/trainer.js';
+export { GrpoTrainer, type TrainerOptions, type TrainStepOptions, type TrainStepResult } from './grad/trainer.js';
 export type { TrainStepMetrics } from './grad/metrics.js';
 export { gradientGrpo, resumeGradientGrpo, gradientEpochStats, type GradientRun, type GradientResult } from './methods/gradient/method.js';
 export { GRADIENT_DEFAULTS, type GradientGrpoOptions, type GradientHandles, type GradientLossOptions } from './methods/gradient/options.js';
 export type { GradientEvent, GradientEventType, GradientEpochStats } from './methods/gradient/events.js';
-export { groupRolloutBatch, type RolloutGroup, type RolloutCompletion } from './grad/rollouts.js';
+export { groupRolloutBatch, rolloutSampling, type RolloutGroup, type RolloutCompletion } from './grad/rollouts.js';
+export type { RolloutSampling } from './grad/objective.js';
 export { attachAdapter, type AttachedAdapter } from './grad/attach.js';
 export { OPTIMIZER_DEFAULTS, type OptimizerOptions } from './grad/optimizer.js';
 export { ADAPTER_DEFAULTS, type AdapterInit, type AdapterShape } from './grad/adapter.js';

@@ -10,6 +10,20 @@ export interface TrainStepMetrics {
   clipRatioLow: number;
   clipRatioHigh: number;
   clipRatioRegion: number;
+  /** Smallest per-completion share of low-clipped tokens (clipped loss types). */
+  clipRatioLowMin?: number;
+  /** Largest per-completion share of high-clipped tokens (clipped loss types). */
+  clipRatioHighMax?: number;
+  /** cispo: share of ratios above its cap with a positive advantage. */
+  cispoClipRatio?: number;
+  /** vespo: mean gamma weight over the completions. */
+  vespoPhiMean?: number;
+  /** The loss before the entropy bonus (when the bonus is on). */
+  policyLoss?: number;
+  /** The sampling-mismatch ratios after their bounds (when the correction applied). */
+  importanceSamplingRatio?: { min: number; mean: number; max: number };
+  /** The entropy bonus coefficient after this update (moves with adaptiveEntropy). */
+  entropyCoef?: number;
   /** Over the batch's scorable completions. */
   rewardMean: number;
   rewardStd: number;

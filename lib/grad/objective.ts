@@ -1,14 +1,16 @@
 /**
  * From a grouped rollout batch and the engine's per-token statistics to the GRPO loss and the two
  * per-token sensitivities the backward pass needs. The loss is the math core's `grpoLoss` (TRL's
- * semantics, exact gradient in the log-probs); the entropy bonus, which `grpoLoss` treats as an
- * input, is differentiated here: loss -= entropyCoef * mask-mean(H), so d loss / d H_t is
- * -entropyCoef / (active tokens) for every active token.
+ * semantics, exact gradients in the log-probs and, for the entropy bonus, in the entropies).
+ * Completions marked truncated leave the loss (mask 0) but, as in TRL, still count in the
+ * advantages and in the token count the dapo-style types divide by.
  */
 import type { AdvantageOptions, AdvantageResult } from '../math/advantages.js';
 import type { GroupRolloutBatch } from '../math/batch.js';
 import { rolloutLossBatch } from '../math/batch.js';
 import { grpoLoss, resolveLossConfig, type GrpoLossConfig, type GrpoLossMetrics } from '../math/loss.js';
+import type { Rows } from '../math/validate.js';
+import { InvalidInputError } from '../errors.js';
 import type { TokenStats } from './engine.js';
 
 /** Where each completion token's state sits in the engine: row i's token t is slot offsets[i] + t. */
@@ -48,8 +50,16 @@ export interface ObjectiveResult {
   dLogp: Float64Array;
   /** d loss / d H' per slot. */
   dEntropy: Float64Array;
-  /** Active (mask 1) tokens in the batch. */
+  /** Tokens the loss counts (mask 1, truncated completions left out). */
   activeTokens: number;
+}
+
+/** What the rollouts carry besides the batch: the log-probs tokens were drawn with, and which ran out of length. */
+export interface RolloutSampling {
+  /** B rows of T: log-probs under the (filtered) distribution each token was sampled from. */
+  samplingLogprobs?: Rows;
+  /** Per row: true when the completion stopped at the length limit; those rows get mask 0. */
+  truncated?: ArrayLike<boolean>;
 }
 
 export function grpoObjective(
@@ -59,6 +69,7 @@ export function grpoObjective(
   lossConfig: GrpoLossConfig,
   /** How to compute the advantages from the batch's rewards, or the advantages themselves. */
   advantages: Omit<AdvantageOptions, 'groupSize'> | AdvantageResult = {},
+  sampling: RolloutSampling = {},
 ): ObjectiveResult {
   const resolved = resolveLossConfig(lossConfig);
   const width = batch.rollout.sequences[0]?.length ?? 0;
@@ -75,20 +86,25 @@ export function grpoObjective(
     entropies: rows(stats.entropies),
   };
   const { batch: lossBatch, advantages: used } = rolloutLossBatch(batch, scores, advantages);
-  const { loss, grad, metrics } = grpoLoss(lossBatch, lossConfig);
+  if (sampling.samplingLogprobs) lossBatch.samplingLogps = sampling.samplingLogprobs;
+  const count = (rows: Rows) => rows.reduce((n, row) => n + Array.from(row).filter(Boolean).length, 0);
+  if (sampling.truncated) {
+    const truncated = sampling.truncated;
+    if (truncated.length !== batch.batchSize) {
+      throw new InvalidInputError('truncated', `must hold one flag per completion (${batch.batchSize}), got ${truncated.length}.`);
+    }
+    lossBatch.numItemsInBatch = count(batch.rollout.responseMask);
+    lossBatch.mask = batch.rollout.responseMask.map((row, i) => (truncated[i] ? new Array<number>(row.length).fill(0) : row));
+  }
+  const { loss, grad, entropyGrad, metrics } = grpoLoss(lossBatch, lossConfig);
 
-  const mask = batch.rollout.responseMask;
-  let active = 0;
-  for (const row of mask) for (let t = 0; t < row.length; t++) active += row[t] ? 1 : 0;
-  const entropySlope = -resolved.entropyCoef / Math.max(active, 1);
   const dLogp = new Float64Array(layout.count);
   const dEntropy = new Float64Array(layout.count);
   layout.completions.forEach((c, i) => {
     for (let t = 0; t < c.length; t++) {
-      if (!mask[i][t]) continue;
       dLogp[layout.offsets[i] + t] = grad[i][t];
-      dEntropy[layout.offsets[i] + t] = entropySlope;
+      if (entropyGrad) dEntropy[layout.offsets[i] + t] = entropyGrad[i][t];
     }
   });
-  return { loss, metrics, advantages: used, dLogp, dEntropy, activeTokens: active };
+  return { loss, metrics, advantages: used, dLogp, dEntropy, activeTokens: count(lossBatch.mask as Rows) };
 }

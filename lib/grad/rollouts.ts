@@ -10,6 +10,10 @@ import type { RewardValue } from '../math/advantages.js';
 export interface RolloutCompletion {
   tokenIds: readonly number[];
   logprobs: readonly number[];
+  /** Log-probs under the filtered distribution the tokens were drawn from (a policy's `sampledLogprobs`). */
+  sampledLogprobs?: readonly number[];
+  /** Why the completion ended; 'length' marks it truncated. */
+  finishReason?: string;
 }
 
 export interface RolloutGroup {
@@ -46,4 +50,22 @@ export function groupRolloutBatch(groups: readonly RolloutGroup[]): GroupRollout
     }),
     groupSize,
   });
+}
+
+/**
+ * The per-row extras `GrpoTrainer.trainStep` takes, in `groupRolloutBatch`'s row order and
+ * padding: each completion's sampling log-probs (its `sampledLogprobs`, else its `logprobs`, which
+ * are the same distribution when no filter was on) and whether it stopped at the length limit.
+ */
+export function rolloutSampling(groups: readonly RolloutGroup[]): { samplingLogprobs: number[][]; truncated: boolean[] } {
+  const completions = groups.flatMap((group) => [...group.completions]);
+  const width = Math.max(1, ...completions.map((c) => c.tokenIds.length));
+  const samplingLogprobs = completions.map((c, i) => {
+    const values = c.sampledLogprobs ?? c.logprobs;
+    if (values.length !== c.tokenIds.length) {
+      throw new InvalidInputError(`completions[${i}].sampledLogprobs`, `must hold one log-prob per token (${c.tokenIds.length}), got ${values.length}.`);
+    }
+    return [...values, ...new Array<number>(width - values.length).fill(0)];
+  });
+  return { samplingLogprobs, truncated: completions.map((c) => c.finishReason === 'length') };
 }

@@ -14,7 +14,10 @@
 import { InvalidInputError } from '../errors.js';
 import type { AdvantageOptions, AdvantageResult } from '../math/advantages.js';
 import { GroupRolloutBatch, GrpoConfig, type GrpoConfigInit } from '../math/batch.js';
-import type { GrpoLossConfig } from '../math/loss.js';
+import { appliedEntropyCoef, nextAdaptiveEntropy, resolveAdaptiveEntropy, type AdaptiveEntropyOptions, type AdaptiveEntropyState, type ResolvedAdaptiveEntropy } from '../math/adaptive-entropy.js';
+import type { GrpoLossConfig, GrpoLossMetrics } from '../math/loss.js';
+import { samplingCorrection, type SamplingSettings } from '../math/sampling-correction.js';
+import type { Rows } from '../math/validate.js';
 import { nanMean, nanStd } from '../math/stats.js';
 import type { OnnxPolicy } from '../policy/onnx/policy.js';
 import type { TrainableHead } from '../policy/onnx/head.js';
@@ -30,8 +33,20 @@ import type { TrainStepMetrics } from './metrics.js';
 import { WebGpuEngine } from './webgpu/engine.js';
 
 export interface TrainerOptions {
-  /** Options of `grpoLoss` that `GrpoConfig` does not carry, or overrides of it (lossType, delta...). */
+  /**
+   * Options of `grpoLoss` that `GrpoConfig` does not carry, or overrides of it (lossType, delta,
+   * topEntropyQuantile...). `importanceSampling` left out means TRL's default: 'sequence_mask'
+   * with clipMax 3 when a step's rollouts were sampled with a filter or at another temperature
+   * (see `samplingCorrection`); null turns the correction off.
+   */
   loss?: GrpoLossConfig;
+  /** Leave completions that hit the length limit out of the loss (TRL's mask_truncated_completions). */
+  maskTruncatedCompletions?: boolean;
+  /**
+   * TRL's use_adaptive_entropy: the loss's entropyCoef is the starting coefficient, moved after
+   * every update toward the target entropy (see `nextAdaptiveEntropy`).
+   */
+  adaptiveEntropy?: AdaptiveEntropyOptions;
   /** How rewards become advantages (scaling, estimator, reward weights); groups come from the batch. */
   advantages?: Omit<AdvantageOptions, 'groupSize'>;
   /**
@@ -46,6 +61,21 @@ export interface TrainerOptions {
    * trained adapter, e.g. `readAdapterFile(file)`), whose shape must fit the policy.
    */
   adapter?: AdapterInit | HeadAdapterWeights;
+}
+
+export interface TrainStepOptions {
+  signal?: AbortSignal;
+  /** How the batch's rollouts were sampled; with a filter or another temperature the correction defaults on. */
+  sampling?: SamplingSettings;
+  /** B rows of T, aligned with the batch: the rollouts' `sampledLogprobs` (padding 0). */
+  samplingLogprobs?: Rows;
+  /** Per row: the completion's finishReason was 'length'; needed with maskTruncatedCompletions. */
+  truncated?: ArrayLike<boolean>;
+  /**
+   * The batch's advantages as computed elsewhere (the driver's, which it also stores and emits);
+   * without them they are computed here from the batch's rewards.
+   */
+  advantages?: AdvantageResult;
 }
 
 export interface TrainStepResult {
@@ -67,6 +97,9 @@ export class GrpoTrainer {
   readonly #loss: GrpoLossConfig;
   readonly #advantages: Omit<AdvantageOptions, 'groupSize'>;
   readonly #reference: 'base' | Policy;
+  readonly #maskTruncated: boolean;
+  readonly #adaptive: ResolvedAdaptiveEntropy | undefined;
+  #entropyState: AdaptiveEntropyState;
   /** The batch whose frozen-model states the engine holds. */
   #states?: { batch: GroupRolloutBatch; prompts: string; layout: TokenLayout; refLogps?: Float64Array };
   #disposed = false;
@@ -83,6 +116,10 @@ export class GrpoTrainer {
     this.#loss = { ...this.config.toLossConfig(), ...options.loss };
     this.#advantages = options.advantages ?? {};
     this.#reference = options.reference ?? 'base';
+    this.#maskTruncated = options.maskTruncatedCompletions ?? false;
+    if (typeof this.#maskTruncated !== 'boolean') throw new InvalidInputError('maskTruncatedCompletions', 'must be true or false.');
+    this.#adaptive = options.adaptiveEntropy === undefined ? undefined : resolveAdaptiveEntropy(options.adaptiveEntropy);
+    this.#entropyState = { coef: this.#loss.entropyCoef ?? 0 };
     if (this.#reference !== 'base' && typeof this.#reference?.scoreCompletions !== 'function') {
       throw new InvalidInputError('reference', "must be 'base' or a policy with scoreCompletions.");
     }
@@ -108,11 +145,9 @@ export class GrpoTrainer {
 
   /**
    * One optimizer update on a grouped rollout batch. `prompts` holds one prompt per group (the
-   * batch's rows carry completion tokens only). `options.advantages` are the batch's advantages
-   * as computed elsewhere (the driver's, which it also stores and emits); without them they are
-   * computed here from the batch's rewards. Resolves with the loss before the update.
+   * batch's rows carry completion tokens only). Resolves with the loss before the update.
    */
-  async trainStep(batch: GroupRolloutBatch, prompts: PromptInput[], options: { signal?: AbortSignal; advantages?: AdvantageResult } = {}): Promise<TrainStepResult> {
+  async trainStep(batch: GroupRolloutBatch, prompts: PromptInput[], options: TrainStepOptions = {}): Promise<TrainStepResult> {
     this.#checkOpen();
     if (!(batch instanceof GroupRolloutBatch)) throw new InvalidInputError('batch', 'must be a GroupRolloutBatch.');
     if (batch.groupSize !== this.config.numGenerations) {
@@ -121,13 +156,29 @@ export class GrpoTrainer {
     if (!Array.isArray(prompts) || prompts.length !== batch.numGroups) {
       throw new InvalidInputError('prompts', `must hold one prompt per group (${batch.numGroups}), got ${Array.isArray(prompts) ? prompts.length : typeof prompts}.`);
     }
+    const correction = samplingCorrection(options.sampling, this.temperature, this.#loss.importanceSampling);
+    if (correction && !options.samplingLogprobs) {
+      throw new InvalidInputError(
+        'samplingLogprobs',
+        `are needed for the '${correction.mode}' sampling correction (the rollouts were sampled with a filter or at another temperature); pass the completions' sampledLogprobs, or set loss.importanceSampling to null.`,
+      );
+    }
+    if (this.#maskTruncated && !options.truncated) {
+      throw new InvalidInputError('truncated', "is needed with maskTruncatedCompletions: one flag per completion, true where its finishReason is 'length'.");
+    }
+    const entropyCoef = this.#adaptive ? appliedEntropyCoef(this.#entropyState, this.#adaptive) : (this.#loss.entropyCoef ?? 0);
+    const lossConfig: GrpoLossConfig = { ...this.#loss, importanceSampling: correction ?? null, entropyCoef };
     const states = await this.#collect(batch, prompts, options.signal);
     const stats = await this.#engine.forward(states.layout.targets, this.temperature);
     const withReference: TokenStats = states.refLogps ? { ...stats, refLogps: states.refLogps } : stats;
-    const objective = grpoObjective(batch, states.layout, withReference, this.#loss, options.advantages ?? this.#advantages);
+    const objective = grpoObjective(batch, states.layout, withReference, lossConfig, options.advantages ?? this.#advantages, {
+      ...(options.samplingLogprobs ? { samplingLogprobs: options.samplingLogprobs } : {}),
+      ...(this.#maskTruncated ? { truncated: options.truncated } : {}),
+    });
     const gradNorm = await this.#engine.backward(states.layout.targets, objective.dLogp, objective.dEntropy, this.temperature);
     const clip = clipFactor(gradNorm, this.optimizer.maxGradNorm);
     await this.#engine.step(this.optimizer, clip);
+    if (this.#adaptive) this.#entropyState = nextAdaptiveEntropy(this.#entropyState, objective.metrics.trainedEntropy ?? 0, this.#adaptive);
 
     const { advantages, rewards, fracRewardZeroStd } = objective.advantages;
     const entropy = objective.metrics.entropy ?? 0;
@@ -135,9 +186,11 @@ export class GrpoTrainer {
       loss: objective.loss,
       ...(objective.metrics.kl !== undefined ? { kl: objective.metrics.kl } : {}),
       entropy,
-      clipRatioLow: objective.metrics.clipRatioLow,
-      clipRatioHigh: objective.metrics.clipRatioHigh,
-      clipRatioRegion: objective.metrics.clipRatioRegion,
+      clipRatioLow: objective.metrics.clipRatioLow ?? 0,
+      clipRatioHigh: objective.metrics.clipRatioHigh ?? 0,
+      clipRatioRegion: objective.metrics.clipRatioRegion ?? 0,
+      ...optionalMetrics(objective.metrics),
+      entropyCoef: this.#adaptive ? this.#entropyState.coef : entropyCoef,
       rewardMean: nanMean(rewards),
       rewardStd: nanStd(rewards),
       fracRewardZeroStd,
@@ -236,6 +289,16 @@ export class GrpoTrainer {
   #checkOpen(): void {
     if (this.#disposed) throw new InvalidInputError('trainer', 'was disposed; create a new GrpoTrainer.');
   }
+}
+
+/** The metrics a loss type or option adds, copied when present. */
+function optionalMetrics(m: GrpoLossMetrics): Partial<TrainStepMetrics> {
+  const out: Partial<TrainStepMetrics> = {};
+  for (const key of ['clipRatioLowMin', 'clipRatioHighMax', 'cispoClipRatio', 'vespoPhiMean', 'policyLoss'] as const) {
+    if (m[key] !== undefined) out[key] = m[key];
+  }
+  if (m.importanceSamplingRatio) out.importanceSamplingRatio = { ...m.importanceSamplingRatio };
+  return out;
 }
 
 function promptOf(prompt: PromptInput, group: number): PromptInput {

@@ -147,8 +147,35 @@ export class GroupRolloutBatch {
   }
 }
 
+/** `grpoLoss` options that `GrpoConfig` passes through under their own names. */
+export type GrpoLossExtras = Pick<
+  GrpoLossConfig,
+  | 'sapoTemperaturePos'
+  | 'sapoTemperatureNeg'
+  | 'vespoKPos'
+  | 'vespoLambdaPos'
+  | 'vespoKNeg'
+  | 'vespoLambdaNeg'
+  | 'importanceSampling'
+  | 'offPolicyMaskThreshold'
+  | 'topEntropyQuantile'
+  | 'biasCorrectedKl'
+>;
+const LOSS_EXTRAS = [
+  'sapoTemperaturePos',
+  'sapoTemperatureNeg',
+  'vespoKPos',
+  'vespoLambdaPos',
+  'vespoKNeg',
+  'vespoLambdaNeg',
+  'importanceSampling',
+  'offPolicyMaskThreshold',
+  'topEntropyQuantile',
+  'biasCorrectedKl',
+] as const satisfies readonly (keyof GrpoLossExtras)[];
+
 /** The seed trainer's configuration, with its defaults; `toLossConfig` maps it onto `grpoLoss`. */
-export interface GrpoConfigInit {
+export interface GrpoConfigInit extends GrpoLossExtras {
   /** Completions sampled per prompt; default 4. */
   numGenerations?: number;
   /** PPO clipping range epsilon; default 0.2. */
@@ -176,6 +203,8 @@ export class GrpoConfig {
   readonly delta: number | undefined;
   readonly importanceSamplingLevel: ImportanceSamplingLevel;
   readonly maxCompletionLength: number | undefined;
+  /** The other `grpoLoss` options given (TRL's newer loss types' parameters and corrections). */
+  readonly lossExtras: Readonly<GrpoLossExtras>;
 
   constructor(init: GrpoConfigInit = {}) {
     this.numGenerations = integerAtLeast('numGenerations', init.numGenerations ?? 4, 2);
@@ -187,6 +216,9 @@ export class GrpoConfig {
     this.delta = init.delta;
     this.importanceSamplingLevel = init.importanceSamplingLevel ?? 'token';
     this.maxCompletionLength = init.maxCompletionLength;
+    const extras: GrpoLossExtras = {};
+    for (const key of LOSS_EXTRAS) if (init[key] !== undefined) Object.assign(extras, { [key]: init[key] });
+    this.lossExtras = Object.freeze(extras);
     resolveLossConfig(this.toLossConfig());
   }
 
@@ -202,7 +234,7 @@ export class GrpoConfig {
     if (this.epsilonHigh !== undefined) config.epsilonHigh = this.epsilonHigh;
     if (this.delta !== undefined) config.delta = this.delta;
     if (this.maxCompletionLength !== undefined) config.maxCompletionLength = this.maxCompletionLength;
-    return config;
+    return { ...config, ...this.lossExtras };
   }
 }
 

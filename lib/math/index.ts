@@ -18,9 +18,27 @@ export {
   type GrpoLossMetrics,
   type GrpoLossResult,
   type ImportanceSamplingLevel,
+  type ImportanceSamplingMode,
+  type ImportanceSamplingOptions,
   type LossType,
+  type RatioSummary,
   type ResolvedLossConfig,
 } from './loss.js';
+export { IMPORTANCE_SAMPLING_MODES, LOSS_TYPES } from './loss-config.js';
+export {
+  DEFAULT_IMPORTANCE_SAMPLING,
+  samplingCorrection,
+  samplingMismatch,
+  type SamplingSettings,
+} from './sampling-correction.js';
+export {
+  appliedEntropyCoef,
+  nextAdaptiveEntropy,
+  resolveAdaptiveEntropy,
+  type AdaptiveEntropyOptions,
+  type AdaptiveEntropyState,
+  type ResolvedAdaptiveEntropy,
+} from './adaptive-entropy.js';
 export {
   GeneratedBatch,
   GeneratedSequenceBatch,
@@ -29,6 +47,7 @@ export {
   SequenceRolloutBatch,
   rolloutLossBatch,
   type GrpoConfigInit,
+  type GrpoLossExtras,
   type PolicyScores,
 } from './batch.js';
 export { logSumExp, mean, nanMean, nanStd, softmax, std } from './stats.js';

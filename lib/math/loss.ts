@@ -1,101 +1,89 @@
 /**
- * The clipped GRPO objective and its exact gradient with respect to the policy's per-token
- * log-probs: TRL's `GRPOTrainer._compute_loss` (trl/trainer/grpo_trainer.py) for one micro-batch
- * on one process with gradient accumulation 1, for the loss types grpo, bnpo, dr_grpo and dapo.
+ * The GRPO objective family and its exact gradient with respect to the policy's per-token
+ * log-probs: TRL's `GRPOTrainer._compute_loss` (trl/trainer/grpo_trainer.py, main after v1.9)
+ * for one micro-batch on one process with gradient accumulation 1, for the loss types grpo,
+ * bnpo, dr_grpo, dapo, cispo, sapo, luspo and vespo.
  *
- * Per active token, with w = exp(logp - oldLogp) (token level) or w = exp(mask-mean of the row's
- * log-ratios) (sequence level, GSPO):
+ * With w = exp(logp - oldLogp) per token, or exp(mask-mean of the row's log-ratios) at sequence
+ * level (GSPO), the per-token loss is
  *
- *   loss_t = -min(w' * A, clip(w, 1 - epsilon, 1 + epsilonHigh) * A) + beta * KL_t
- *   w'     = min(w, delta) when delta is set (two-sided clipping; TRL clips w at delta only
- *            after computing the clipped copy), else w
- *   KL_t   = exp(ref - logp) - (ref - logp) - 1   (the k3 estimator)
+ *   L = P * offPolicyKeep * highEntropy * isRatio + beta * KL
  *
- * then aggregated per `lossType` and reduced by `entropyCoef * mask-mean(entropy)`.
+ *   P   clipped types: -min(min(w, delta) A, clip(w, 1 - epsilon, 1 + epsilonHigh) A)
+ *       cispo: -sg(min(w, epsilonHigh)) A logp      sapo: -sigmoid(tau (w - 1)) 4 / tau A
+ *       vespo: -sg(phi) A logp (phi: gamma weight of the row's ratio, isRatio folded into it)
+ *   KL  exp(ref - logp) - (ref - logp) - 1, times w (undetached) when biasCorrectedKl
  *
- * The gradient follows PyTorch's autograd conventions where the objective has kinks: `clamp`
- * passes the gradient at its bounds (inclusive), and `min` splits it equally between equal
- * branches. Entropies are inputs here (they are functions of the logits, not of the log-probs),
- * so the entropy term shifts the loss but adds nothing to `grad`.
+ * then aggregated per type over active tokens (grpo, sapo: mean over rows of the row mean; bnpo:
+ * over active tokens; dr_grpo: over B * maxCompletionLength; cispo, dapo, vespo: over
+ * numItemsInBatch; luspo: mean over rows of the row's sum, so a sequence-level term counts its
+ * length times), and reduced by the entropy bonus, entropyCoef times the mean entropy of the
+ * trained tokens (active, and high-entropy when topEntropyQuantile < 1).
  *
- * Deliberate differences from TRL: masked positions are skipped rather than multiplied by 0, so
- * a non-finite value there cannot turn the loss into NaN; inputs are validated (finite values,
- * 0/1 mask, matching shapes) with errors naming the argument.
+ * The gradient follows PyTorch's autograd (see loss-terms.ts for the kinks); detached factors
+ * (the importance ratio, the masks, cispo's cap, vespo's phi, and oldLogps when omitted) are
+ * constants. Entropies are inputs here (functions of the logits, not of the log-probs), so the
+ * bonus adds nothing to `grad`; its derivative in the entropies is `entropyGrad`.
+ *
+ * Deliberate differences from TRL: masked positions are skipped where TRL multiplies them by 0;
+ * inputs are validated (finite values, 0/1 mask, matching shapes) with errors naming the argument.
  */
 import { InvalidInputError } from '../errors.js';
-import { allFinite, describe, finiteNumber, integerAtLeast, isArrayLike, oneOf, rowsShape, type Rows } from './validate.js';
+import { resolveLossConfig, type GrpoLossConfig } from './loss-config.js';
+import { highEntropyMask, importanceRatio, offPolicyKeep } from './loss-masks.js';
+import { summarize, Tally, type GrpoLossMetrics } from './loss-metrics.js';
+import { clippedTerm, gammaWeight, sapoTerm } from './loss-terms.js';
+import { allFinite, describe, finiteNumber, isArrayLike, rowsShape, type Rows } from './validate.js';
 
-export type LossType = 'grpo' | 'bnpo' | 'dr_grpo' | 'dapo';
-export type ImportanceSamplingLevel = 'token' | 'sequence';
+export {
+  resolveLossConfig,
+  type GrpoLossConfig,
+  type ImportanceSamplingLevel,
+  type ImportanceSamplingMode,
+  type ImportanceSamplingOptions,
+  type LossType,
+  type ResolvedLossConfig,
+} from './loss-config.js';
 
 export interface GrpoLossBatch {
   /** B rows of T: log p(token) under the policy being trained. */
   logps: Rows;
-  /** B rows of T: log-probs under the policy that sampled the tokens; default `logps` (ratio 1). */
+  /** B rows of T: log-probs under the policy of the previous update; default `logps`, detached (ratio 1). */
   oldLogps?: Rows;
   /** B rows of T: log-probs under the reference policy; required when `beta` is not 0. */
   refLogps?: Rows;
+  /**
+   * B rows of T: log-probs under the distribution each token was actually drawn from (filtered
+   * or at another temperature); required by `importanceSampling`, and the off-policy mask's
+   * sampling side when given (else `oldLogps`).
+   */
+  samplingLogps?: Rows;
   /** One advantage per row. */
   advantages: ArrayLike<number>;
   /** B rows of T, 1 for completion tokens that count, 0 for padding (booleans accepted). */
   mask: Rows<number | boolean>;
-  /** B rows of T token entropies; required when `entropyCoef` is not 0. */
+  /** B rows of T token entropies; required by `entropyCoef` and `topEntropyQuantile`. */
   entropies?: Rows;
-}
-
-export interface GrpoLossConfig {
-  /** How per-token losses are averaged; default 'dapo'. */
-  lossType?: LossType;
-  /** Lower clipping range: ratios below 1 - epsilon are clipped; default 0.2. */
-  epsilon?: number;
-  /** Upper clipping range: ratios above 1 + epsilonHigh are clipped; default `epsilon`. */
-  epsilonHigh?: number;
-  /** Two-sided clipping: caps the unclipped ratio at delta (INTELLECT-2); off by default. */
-  delta?: number;
-  /** KL coefficient toward the reference policy; default 0. */
-  beta?: number;
-  /** 'token' ratios (default) or one ratio per sequence (GSPO). */
-  importanceSamplingLevel?: ImportanceSamplingLevel;
-  /** Completion length budget; the dr_grpo denominator is B * maxCompletionLength. */
-  maxCompletionLength?: number;
-  /** Entropy bonus: subtracts entropyCoef * mask-mean(entropies); default 0. */
-  entropyCoef?: number;
-}
-
-export interface GrpoLossMetrics {
   /**
-   * Share of ratios below 1 - epsilon with a negative advantage: a fraction of the active tokens
-   * at token level; at sequence level a fraction of the B rows (TRL's `clip_ratio/low_mean`).
+   * TRL's num_items_in_batch, what cispo, dapo and vespo divide by; default the mask's active
+   * tokens. TRL counts it before masking truncated completions, so a caller that masks them
+   * passes the count from before.
    */
-  clipRatioLow: number;
-  /** Same for ratios above 1 + epsilonHigh with a positive advantage (`clip_ratio/high_mean`). */
-  clipRatioHigh: number;
-  /** Either of the two (`clip_ratio/region_mean`). */
-  clipRatioRegion: number;
-  /** Mask-mean of the k3 KL estimate; present when beta is not 0. */
-  kl?: number;
-  /** Mask-mean of the entropies; present when entropies were given. */
-  entropy?: number;
+  numItemsInBatch?: number;
 }
+
+export type { GrpoLossMetrics, RatioSummary } from './loss-metrics.js';
 
 export interface GrpoLossResult {
   loss: number;
   /** d loss / d logps, B rows of T (0 at masked positions). */
   grad: number[][];
+  /** d loss / d entropies, B rows of T; present when entropyCoef is not 0. */
+  entropyGrad?: number[][];
   metrics: GrpoLossMetrics;
 }
 
-/** A loss config with defaults filled in; `low`/`high` are the ratio bounds 1 - epsilon, 1 + epsilonHigh. */
-export interface ResolvedLossConfig {
-  lossType: LossType;
-  low: number;
-  high: number;
-  delta: number;
-  beta: number;
-  level: ImportanceSamplingLevel;
-  maxCompletionLength: number;
-  entropyCoef: number;
-}
+const CLIPPED = new Set(['grpo', 'bnpo', 'dr_grpo', 'dapo', 'luspo']);
 
 export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): GrpoLossResult {
   const s = resolveLossConfig(config);
@@ -111,9 +99,19 @@ export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): Grp
   if (s.beta !== 0 && !ref) {
     throw new InvalidInputError('refLogps', `is required when beta is ${s.beta}; pass the reference policy's log-probs or set beta to 0.`);
   }
+  const sampling = optionalRows('samplingLogps', batch.samplingLogps, shape);
+  if (s.importanceSampling && !sampling) {
+    throw new InvalidInputError(
+      'samplingLogps',
+      `are required by importanceSampling (mode '${s.importanceSampling.mode}'); pass the log-probs under the distribution the tokens were drawn from.`,
+    );
+  }
   const entropies = optionalRows('entropies', batch.entropies, shape);
   if (s.entropyCoef !== 0 && !entropies) {
     throw new InvalidInputError('entropies', `are required when entropyCoef is ${s.entropyCoef}; pass per-token entropies or set entropyCoef to 0.`);
+  }
+  if (s.topEntropyQuantile < 1 && !entropies) {
+    throw new InvalidInputError('entropies', `are required when topEntropyQuantile is ${s.topEntropyQuantile}; pass per-token entropies or set it to 1.`);
   }
   const advantages = readAdvantages(batch.advantages, b);
   const mask = readMask(batch.mask, shape);
@@ -127,22 +125,42 @@ export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): Grp
     active += n;
   }
   const activeOr1 = Math.max(active, 1);
+  const numItems =
+    batch.numItemsInBatch === undefined ? active : finiteNumber('numItemsInBatch', batch.numItemsInBatch, { min: 0 });
+  const numItemsOr1 = Math.max(numItems, 1);
+
+  const entropyMask = s.topEntropyQuantile < 1 ? highEntropyMask(entropies!, mask, b, t, 1 - s.topEntropyQuantile) : undefined;
+  const keep =
+    s.offPolicyMaskThreshold !== undefined ? offPolicyKeep(advantages, logps, sampling ?? old, mask, lengths, t, s.offPolicyMaskThreshold) : undefined;
+  const ratio = s.importanceSampling ? importanceRatio(old, sampling!, mask, b, t, s.importanceSampling) : undefined;
+  // vespo folds the correction into its gamma weight instead of multiplying by it.
+  const ratioFactor = ratio && s.lossType !== 'vespo' ? ratio : undefined;
+
+  const type = s.lossType;
+  const clipped = CLIPPED.has(type);
+  const sequence = s.level === 'sequence';
+  const tokenWeight = (n: number) => {
+    switch (type) {
+      case 'grpo':
+      case 'sapo':
+        return 1 / (b * Math.max(n, 1));
+      case 'bnpo':
+        return 1 / activeOr1;
+      case 'dr_grpo':
+        return 1 / (b * s.maxCompletionLength);
+      case 'luspo':
+        return 1 / b;
+      default:
+        return 1 / numItemsOr1;
+    }
+  };
 
   const grad: number[][] = [];
-  let loss = 0;
-  let low = 0;
-  let high = 0;
-  let region = 0;
-  let kl = 0;
-  // TRL's clip metrics test the ratio after the delta cap, and the sign of the advantage.
-  const tally = (ratio: number, a: number) => {
-    const isLow = ratio < s.low && a < 0;
-    const isHigh = ratio > s.high && a > 0;
-    if (isLow) low++;
-    if (isHigh) high++;
-    if (isLow || isHigh) region++;
-  };
+  const tally = new Tally(b, sequence);
   const term = new Float64Array(2);
+  let loss = 0;
+  let klSum = 0;
+  let phiSum = 0;
   for (let i = 0; i < b; i++) {
     const lp = logps[i];
     const op = old[i];
@@ -151,111 +169,144 @@ export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): Grp
     const n = lengths[i];
     const g = new Array<number>(t).fill(0);
     grad.push(g);
-    // Weight of one token's loss in the batch loss.
-    const w =
-      s.lossType === 'grpo' ? 1 / (b * Math.max(n, 1)) : s.lossType === 'dr_grpo' ? 1 / (b * s.maxCompletionLength) : 1 / activeOr1;
+    const w = tokenWeight(n);
+    const rowKeep = keep ? keep[i] : 1;
+    const rowRatio = ratioFactor && !ratioFactor.perToken ? ratioFactor.values[i] : 1;
 
-    // GSPO: one ratio per row, from the mean log-ratio over its active tokens.
-    let seqSlope = 0;
-    if (s.level === 'sequence') {
+    // Sequence level: one ratio for the row, from the mean log-ratio over its active tokens.
+    let rowCoef = 1;
+    let rowP = 0;
+    let rowSlope = 0;
+    if (sequence) {
       let sum = 0;
       for (let j = 0; j < t; j++) if (mask[i * t + j]) sum += lp[j] - op[j];
-      const ratio = clippedTerm(sum / Math.max(n, 1), a, s, term);
-      loss += w * n * term[0];
-      // Each active token moves the mean log-ratio by 1 / n.
-      seqSlope = (w * n * term[1]) / Math.max(n, 1);
-      tally(ratio, a);
-    }
-
-    for (let j = 0; j < t; j++) {
-      if (!mask[i * t + j]) continue;
-      let slope = seqSlope;
-      if (s.level === 'token') {
-        const ratio = clippedTerm(lp[j] - op[j], a, s, term);
-        loss += w * term[0];
-        slope = w * term[1];
-        tally(ratio, a);
+      const logW = sum / Math.max(n, 1);
+      rowCoef = Math.exp(logW);
+      if (clipped) {
+        tally.clip(i, clippedTerm(logW, a, s, term), a, s);
+        rowP = term[0];
+        rowSlope = term[1];
+      } else if (type === 'sapo') {
+        sapoTerm(logW, a, s, term);
+        rowP = term[0];
+        rowSlope = term[1];
+      } else if (type === 'cispo') {
+        tally.cispo(rowCoef, a, s);
       }
+    }
+    const phi = type === 'vespo' ? gammaWeight(lp, op, mask, i * t, t, ratio?.perToken ? ratio.values : undefined, a, s) : 0;
+    phiSum += phi;
+
+    // Sum of weight * factors over the tokens the row's sequence-level term reaches.
+    let reach = 0;
+    let klReach = 0;
+    for (let j = 0; j < t; j++) {
+      const at = i * t + j;
+      if (!mask[at]) continue;
+      const factor =
+        rowKeep * (entropyMask ? entropyMask[at] : 1) * (ratioFactor ? (ratioFactor.perToken ? ratioFactor.values[at] : rowRatio) : 1);
+      let p: number;
+      let slope = 0;
+      if (type === 'cispo' || type === 'vespo') {
+        let c = phi;
+        if (type === 'cispo') {
+          const coef = sequence ? rowCoef : Math.exp(lp[j] - op[j]);
+          if (!sequence) tally.cispo(coef, a, s);
+          c = coef > s.epsilonHigh ? s.epsilonHigh : coef;
+        }
+        p = -c * a * lp[j];
+        slope = -c * a;
+      } else if (sequence) {
+        p = rowP;
+        reach += w * factor;
+      } else {
+        if (type === 'sapo') sapoTerm(lp[j] - op[j], a, s, term);
+        else {
+          const capped = clippedTerm(lp[j] - op[j], a, s, term);
+          tally.clip(i, capped, a, s);
+        }
+        p = term[0];
+        slope = term[1];
+      }
+      loss += w * factor * p;
+      g[j] += w * factor * slope;
       if (s.beta !== 0) {
         const diff = rp![j] - lp[j];
         const e = Math.exp(diff);
         const k3 = e - diff - 1;
-        kl += k3;
-        loss += w * s.beta * k3;
-        slope += w * s.beta * (1 - e);
+        let kl = k3;
+        if (s.biasCorrectedKl) {
+          const coef = sequence ? rowCoef : Math.exp(lp[j] - op[j]);
+          kl = k3 * coef;
+          // d(k3 w)/d logp = w (1 - e) + k3 dw/d logp; at sequence level dw reaches every active token.
+          g[j] += w * s.beta * coef * (1 - e + (sequence ? 0 : k3));
+          if (sequence) klReach += w * s.beta * kl;
+        } else {
+          g[j] += w * s.beta * (1 - e);
+        }
+        loss += w * s.beta * kl;
+        klSum += kl;
       }
-      g[j] = slope;
+    }
+    if (sequence) {
+      const chain = (reach * rowSlope + klReach) / Math.max(n, 1);
+      if (chain !== 0) for (let j = 0; j < t; j++) if (mask[i * t + j]) g[j] += chain;
     }
   }
 
-  let entropyMean: number | undefined;
+  const metrics: GrpoLossMetrics = {};
+  if (clipped) Object.assign(metrics, tally.clipMetrics(lengths, activeOr1));
+  if (type === 'cispo') metrics.cispoClipRatio = tally.cispoRatio(activeOr1);
+  if (type === 'vespo') metrics.vespoPhiMean = phiSum / b;
+  if (s.beta !== 0) metrics.kl = klSum / activeOr1;
+
+  let entropyGrad: number[][] | undefined;
   if (entropies) {
     let sum = 0;
-    for (let i = 0; i < b; i++) for (let j = 0; j < t; j++) if (mask[i * t + j]) sum += entropies[i][j];
-    entropyMean = sum / activeOr1;
-    if (s.entropyCoef !== 0) loss -= s.entropyCoef * entropyMean;
-  }
-
-  // TRL's global_masked_mean: token flags over active tokens, sequence flags over all rows.
-  const clipDenominator = s.level === 'token' ? activeOr1 : b;
-  const metrics: GrpoLossMetrics = {
-    clipRatioLow: low / clipDenominator,
-    clipRatioHigh: high / clipDenominator,
-    clipRatioRegion: region / clipDenominator,
-  };
-  if (s.beta !== 0) metrics.kl = kl / activeOr1;
-  if (entropyMean !== undefined) metrics.entropy = entropyMean;
-  return { loss, grad, metrics };
-}
-
-/**
- * The clipped surrogate for one ratio w = exp(logRatio): writes -min(w'A, clip(w)A) to out[0]
- * and its derivative with respect to logRatio to out[1]; returns w' (the ratio TRL's clip
- * metrics test, after the delta cap).
- */
-function clippedTerm(logRatio: number, a: number, s: ResolvedLossConfig, out: Float64Array): number {
-  const w = Math.exp(logRatio);
-  const clipped = w < s.low ? s.low : w > s.high ? s.high : w;
-  const capped = w > s.delta ? s.delta : w;
-  const unclippedLoss = capped * a;
-  const clippedLoss = clipped * a;
-  // d(w * A)/d logRatio = w * A, where the branch is not held constant by a clamp.
-  const unclippedSlope = w > s.delta ? 0 : w * a;
-  const clippedSlope = w >= s.low && w <= s.high ? w * a : 0;
-  // `0 - x` rather than `-x`: a held-constant branch gives +0, not -0.
-  if (unclippedLoss < clippedLoss) {
-    out[0] = 0 - unclippedLoss;
-    out[1] = 0 - unclippedSlope;
-  } else if (unclippedLoss > clippedLoss) {
-    out[0] = 0 - clippedLoss;
-    out[1] = 0 - clippedSlope;
-  } else {
-    out[0] = 0 - unclippedLoss;
-    out[1] = 0 - 0.5 * (unclippedSlope + clippedSlope);
-  }
-  return capped;
-}
-
-/** Validates a loss config and fills in TRL's defaults. */
-export function resolveLossConfig(config: GrpoLossConfig): ResolvedLossConfig {
-  if (config === null || typeof config !== 'object') {
-    throw new InvalidInputError('config', `must be an object, got ${describe(config)}.`);
-  }
-  const lossType = oneOf('lossType', config.lossType ?? 'dapo', ['grpo', 'bnpo', 'dr_grpo', 'dapo'] as const);
-  const epsilon = finiteNumber('epsilon', config.epsilon ?? 0.2, { min: 0 });
-  const epsilonHigh = finiteNumber('epsilonHigh', config.epsilonHigh ?? epsilon, { min: 0 });
-  const delta = config.delta === undefined || config.delta === null ? Infinity : finiteNumber('delta', config.delta, { above: 0 });
-  const beta = finiteNumber('beta', config.beta ?? 0, { min: 0 });
-  const level = oneOf('importanceSamplingLevel', config.importanceSamplingLevel ?? 'token', ['token', 'sequence'] as const);
-  const entropyCoef = finiteNumber('entropyCoef', config.entropyCoef ?? 0);
-  let maxCompletionLength = 0;
-  if (lossType === 'dr_grpo' || config.maxCompletionLength !== undefined) {
-    if (config.maxCompletionLength === undefined && lossType === 'dr_grpo') {
-      throw new InvalidInputError('maxCompletionLength', "is required by lossType 'dr_grpo' (its loss is divided by B * maxCompletionLength).");
+    let trainedSum = 0;
+    let trainedCount = 0;
+    for (let i = 0; i < b; i++) {
+      for (let j = 0; j < t; j++) {
+        const at = i * t + j;
+        if (!mask[at]) continue;
+        sum += entropies[i][j];
+        if (!entropyMask || entropyMask[at]) {
+          trainedSum += entropies[i][j];
+          trainedCount++;
+        }
+      }
     }
-    maxCompletionLength = integerAtLeast('maxCompletionLength', config.maxCompletionLength, 1);
+    metrics.entropy = sum / activeOr1;
+    metrics.trainedEntropy = trainedSum / Math.max(trainedCount, 1);
+    if (s.entropyCoef !== 0) {
+      metrics.policyLoss = loss;
+      // A mean over the trained tokens whatever the type's own normalizer (TRL after v1.9).
+      const denominator = Math.max(trainedCount, 1);
+      loss -= (s.entropyCoef * trainedSum) / denominator;
+      const slope = -s.entropyCoef / denominator;
+      entropyGrad = [];
+      for (let i = 0; i < b; i++) {
+        const row = new Array<number>(t).fill(0);
+        for (let j = 0; j < t; j++) if (mask[i * t + j] && (!entropyMask || entropyMask[i * t + j])) row[j] = slope;
+        entropyGrad.push(row);
+      }
+    }
   }
-  return { lossType, low: 1 - epsilon, high: 1 + epsilonHigh, delta, beta, level, maxCompletionLength, entropyCoef };
+  if (ratio) {
+    metrics.importanceSamplingRatio = summarize(ratio.values, ratio.perToken ? mask : undefined);
+    let diffSum = 0;
+    let diffMax = 0;
+    for (let i = 0; i < b; i++) {
+      for (let j = 0; j < t; j++) {
+        if (!mask[i * t + j]) continue;
+        const d = Math.abs(old[i][j] - sampling![i][j]);
+        diffSum += d;
+        if (d > diffMax) diffMax = d;
+      }
+    }
+    metrics.samplingLogpDifference = { mean: active ? diffSum / active : 0, max: diffMax };
+  }
+  return entropyGrad ? { loss, grad, entropyGrad, metrics } : { loss, grad, metrics };
 }
 
 function optionalRows(argument: string, rows: Rows | undefined, shape: [number, number]): Rows | undefined {

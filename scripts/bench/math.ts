@@ -2,7 +2,8 @@
  * The math core against the code one would write first: array-of-arrays, one temporary per
  * step. Both sides are checked to agree before they are timed.
  */
-import { computeAdvantages, grpoLoss, mulberry32, tokenLogProbs, type GrpoLossConfig } from '../../lib/index.js';
+import { computeAdvantages, grpoLoss, LOSS_TYPES, mulberry32, tokenLogProbs, type GrpoLossConfig } from '../../lib/index.js';
+import { refGrpoLoss, type RefConfig } from '../../test/math/reference-loss.js';
 import { measure, ms, si } from './_measure.js';
 
 /** Chunk into groups, reduce for mean and std, map: the textbook version (no missing rewards). */
@@ -113,6 +114,33 @@ export async function run(): Promise<string> {
   rows.push({ case: lossCase, impl: 'webgrpo', ...measure(() => grpoLoss(input, config)), units: b * t, unit: 'tokens' });
   rows.push({ case: lossCase, impl: 'tensor-style nested arrays', ...measure(() => tensorStyleLoss(input, 0.2, 0.28, 0.04)), units: b * t, unit: 'tokens' });
 
+  // Every loss type with every option on: sampling correction, off-policy mask, top-20% entropy
+  // tokens, bias-corrected KL, entropy bonus. The alternative is the test suite's whole-tensor
+  // transcription of TRL, which computes the loss only (no gradient).
+  const full = {
+    ...input,
+    samplingLogps: input.oldLogps.map((row) => row.map((x) => x + (rng() - 0.5) * 0.02)),
+    entropies: matrix(() => rng() * 3),
+  };
+  for (const lossType of LOSS_TYPES) {
+    const typed: GrpoLossConfig = {
+      lossType,
+      importanceSamplingLevel: lossType === 'luspo' ? 'sequence' : 'token',
+      epsilonHigh: lossType === 'cispo' ? 5 : 0.28,
+      beta: 0.04,
+      biasCorrectedKl: true,
+      maxCompletionLength: t,
+      importanceSampling: { mode: lossType === 'vespo' ? 'token_truncate' : 'sequence_mask' },
+      offPolicyMaskThreshold: 0.5,
+      topEntropyQuantile: 0.2,
+      entropyCoef: 0.01,
+    };
+    assertClose([grpoLoss(full, typed).loss], [refGrpoLoss(full, typed as RefConfig).loss], `loss ${lossType}`);
+    const typeCase = `grpoLoss + grad, ${lossType}, all options, B=${b} T=${t}`;
+    rows.push({ case: typeCase, impl: 'webgrpo', ...measure(() => grpoLoss(full, typed)), units: b * t, unit: 'tokens' });
+    rows.push({ case: typeCase, impl: 'TRL transcription, loss only', ...measure(() => refGrpoLoss(full, typed as RefConfig), { minTimeMs: 500 }), units: b * t, unit: 'tokens' });
+  }
+
   // Log-probs and entropies: 512 positions over a 32k vocabulary, float32 logits.
   const [positions, v] = [512, 32768];
   const logits = Float32Array.from({ length: positions * v }, () => (rng() - 0.5) * 16);
@@ -144,6 +172,9 @@ export async function run(): Promise<string> {
     '',
     'The webgrpo side also validates its input (shapes, finiteness, 0/1 mask) and, for advantages,',
     'handles missing rewards and reports group statistics; the alternatives do none of that.',
+    '"All options": sampling correction (sequence_mask; token_truncate for vespo), off-policy mask,',
+    'top-20% entropy tokens, bias-corrected KL and entropy bonus; the alternative is the test suite\'s',
+    'whole-tensor transcription of TRL, which computes the loss only, without the gradient.',
   );
   return lines.join('\n');
 }

@@ -6,7 +6,7 @@
  * fails with typed errors.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GrpoTrainer, groupRolloutBatch } from '../../lib/grad.js';
+import { GrpoTrainer, groupRolloutBatch, rolloutSampling, type RolloutGroup } from '../../lib/grad.js';
 import { GrpoConfig, InvalidInputError } from '../../lib/index.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import type { PromptInput } from '../../lib/policy/types.js';
@@ -98,6 +98,79 @@ describe('GrpoTrainer', () => {
       expect(() => b.load({ ...state, a: new Float32Array(3) })).toThrow(/state\.a/);
     } finally {
       b.dispose();
+    }
+  });
+
+  it('corrects for a filtered sampler by default: sequence ratios exp(sum(logprobs - sampledLogprobs)), masked above 3', async () => {
+    const groups: RolloutGroup[] = [];
+    for (const [i, prompt] of prompts.entries()) {
+      const group = await base.generateGroup({ ...prompt, groupSize: 4, maxNewTokens: 6, seed: 10 + i, temperature: 0.9, topK: 3 });
+      groups.push({ completions: group.completions, rewards: [0.2, 0.9, 0.5, 0.1] });
+    }
+    const filtered = groupRolloutBatch(groups);
+    const extras = rolloutSampling(groups);
+    const trainer = new GrpoTrainer(policy, {}, config, { temperature: 0.9 });
+    try {
+      await expect(trainer.trainStep(filtered, prompts, { sampling: { temperature: 0.9, topK: 3 } })).rejects.toThrow(/samplingLogprobs/);
+      const { metrics } = await trainer.trainStep(filtered, prompts, { sampling: { temperature: 0.9, topK: 3 }, ...extras });
+      // The filter only removes mass, so each token's sampled log-prob is >= its unfiltered one.
+      const ratios = groups
+        .flatMap((g) => g.completions)
+        .map((c) => Math.exp(c.logprobs.reduce((a, lp, t) => a + lp - c.sampledLogprobs![t], 0)))
+        .map((r) => (r > 3 ? 0 : r));
+      expect(Math.max(...ratios)).toBeLessThanOrEqual(1);
+      expect(metrics.importanceSamplingRatio!.min).toBeCloseTo(Math.min(...ratios), 12);
+      expect(metrics.importanceSamplingRatio!.mean).toBeCloseTo(ratios.reduce((a, b) => a + b, 0) / ratios.length, 12);
+      // The same sampler without a filter needs no correction.
+      const plain = await trainer.trainStep(batch, prompts, { sampling: { temperature: 0.9 } });
+      expect(plain.metrics.importanceSamplingRatio).toBeUndefined();
+    } finally {
+      trainer.dispose();
+    }
+  });
+
+  it('masks truncated completions out of the loss, which still divides by every token (TRL)', async () => {
+    const truncated = [true, false, false, false, false, false, false, true];
+    const run = async (mask: boolean) => {
+      const trainer = new GrpoTrainer(policy, {}, config, { temperature: 0.9, maskTruncatedCompletions: mask });
+      try {
+        return (await trainer.trainStep(batch, prompts, { truncated })).metrics;
+      } finally {
+        trainer.dispose();
+      }
+    };
+    const all = batch.rollout.responseMask.map((row) => Array.from(row).filter(Boolean).length);
+    const masked = await run(true);
+    const kept = await run(false);
+    expect(kept.tokens).toBe(all.reduce((a, b) => a + b, 0));
+    expect(masked.tokens).toBe(all.reduce((a, b, i) => a + (truncated[i] ? 0 : b), 0));
+    expect(masked.loss).not.toBeCloseTo(kept.loss, 6);
+    // Their rewards still shape the group's advantages.
+    expect(masked.advantageMean).toBeCloseTo(kept.advantageMean, 12);
+    const trainer = new GrpoTrainer(policy, {}, config, { maskTruncatedCompletions: true });
+    await expect(trainer.trainStep(batch, prompts)).rejects.toThrow(/truncated/);
+    trainer.dispose();
+  });
+
+  it('adapts the entropy coefficient across steps (TRL use_adaptive_entropy)', async () => {
+    const up = new GrpoTrainer(policy, {}, config, { temperature: 0.9, adaptiveEntropy: { target: 100, delta: 0.005 } });
+    const down = new GrpoTrainer(policy, {}, config, { temperature: 0.9, adaptiveEntropy: { target: 0, delta: 0.004 } });
+    try {
+      // No bonus before a measurement; then it applies while entropy stays at or below the target.
+      const first = await up.trainStep(batch, prompts);
+      expect(first.metrics.policyLoss).toBeUndefined();
+      expect(first.metrics.entropyCoef).toBeCloseTo(0.015, 15);
+      const second = await up.trainStep(batch, prompts);
+      expect(second.metrics.policyLoss! - second.loss).toBeCloseTo(0.015 * second.metrics.entropy, 9);
+      expect(second.metrics.entropyCoef).toBeCloseTo(0.02, 15);
+      expect((await down.trainStep(batch, prompts)).metrics.entropyCoef).toBeCloseTo(0.006, 15);
+      // Entropy above the target: still no bonus, and the coefficient keeps falling.
+      const low = await down.trainStep(batch, prompts);
+      expect(low.metrics.policyLoss).toBeUndefined();
+      expect(low.metrics.entropyCoef).toBeCloseTo(0.002, 15);
+    } finally {
+      up.dispose();
+      down.dispose();
     }
   });
 

@@ -90,6 +90,12 @@ describe('batch contract', () => {
       delta: 2,
     });
     expectInvalid(() => new GrpoConfig({ lossType: 'dr_grpo' }), 'maxCompletionLength');
+    // TRL's newer options pass through under their own names, validated like grpoLoss's.
+    const vespo = new GrpoConfig({ lossType: 'vespo', vespoKPos: 1.5, importanceSampling: { mode: 'token_mask' }, topEntropyQuantile: 0.2, biasCorrectedKl: true });
+    expect(vespo.toLossConfig()).toMatchObject({ lossType: 'vespo', vespoKPos: 1.5, importanceSampling: { mode: 'token_mask' }, topEntropyQuantile: 0.2, biasCorrectedKl: true });
+    expect(new GrpoConfig().toLossConfig()).not.toHaveProperty('topEntropyQuantile');
+    expectInvalid(() => new GrpoConfig({ lossType: 'luspo' }), 'importanceSamplingLevel');
+    expectInvalid(() => new GrpoConfig({ lossType: 'vespo', importanceSampling: { mode: 'sequence_mask' } }), 'importanceSampling.mode');
     expectInvalid(() => new GrpoConfig({ clipParam: -1 }), 'clipParam');
     expectInvalid(() => new GrpoConfig({ numGenerations: 1 }), 'numGenerations');
   });

@@ -46,6 +46,21 @@ close(loss.loss, -(1.2 + 1) / 2);
 assert.deepEqual(loss.grad, [[0, -0.5]]);
 close(loss.metrics.clipRatioHigh, 0.5);
 
+// TRL's newer objectives and corrections, through the public entry.
+const sampled = { logps: [[-1, -2], [-1, -1]], samplingLogps: [[-2.6, -2.6], [-1, -1.1]], advantages: [1, -1], mask: [[1, 1], [1, 0]], entropies: [[0.1, 0.5], [0.9, 0]] };
+close(w.grpoLoss({ logps: [[-1]], oldLogps: [[-1.5]], advantages: [2], mask: [[1]] }, { lossType: 'cispo', epsilonHigh: 1.2 }).loss, 2.4);
+close(w.grpoLoss({ logps: [[-1]], advantages: [3], mask: [[1]] }, { lossType: 'sapo' }).loss, -6);
+close(w.grpoLoss({ logps: [[-1, -2]], advantages: [0.5], mask: [[1, 1]] }, { lossType: 'vespo' }).metrics.vespoPhiMean, 1);
+close(w.grpoLoss({ logps: [[-1, -1, -1]], advantages: [1], mask: [[1, 1, 1]] }, { lossType: 'luspo', importanceSamplingLevel: 'sequence' }).loss, -3);
+const corrected = w.grpoLoss(sampled, { importanceSampling: { mode: 'sequence_mask' }, offPolicyMaskThreshold: 0.5, topEntropyQuantile: 0.5, biasCorrectedKl: true });
+assert.equal(corrected.metrics.importanceSamplingRatio.min, 0);
+assert.ok(Number.isFinite(corrected.loss) && corrected.grad.length === 2);
+assert.deepEqual(w.samplingCorrection({ topK: 20 }, 1), { mode: 'sequence_mask', clipMax: 3 });
+assert.equal(w.samplingCorrection({ topK: 0 }, 1), undefined);
+close(w.nextAdaptiveEntropy({ coef: 0.01 }, 0.1, w.resolveAdaptiveEntropy({})).coef, 0.015);
+assert.deepEqual([...w.LOSS_TYPES], ['grpo', 'bnpo', 'dr_grpo', 'dapo', 'cispo', 'sapo', 'luspo', 'vespo']);
+assert.throws(() => w.grpoLoss(sampled, { lossType: 'vespo', importanceSampling: { mode: 'sequence_mask' } }), (e) => e instanceof w.InvalidInputError && e.argument === 'importanceSampling.mode');
+
 const lp = w.tokenLogProbs({ logits: new Float32Array([0, 0, 0, 0]), dims: [1, 1, 4], ids: [2] });
 close(lp.logps[0], -Math.log(4));
 close(lp.entropy[0], Math.log(4));
@@ -57,12 +72,18 @@ console.log('webgrpo ok: ' + Object.keys(w).length + ' exports');
 `;
 
 const typesCheck = `
-import { computeAdvantages, grpoLoss, InvalidInputError, type AdvantageResult, type GrpoLossConfig } from 'webgrpo';
+import { computeAdvantages, grpoLoss, InvalidInputError, samplingCorrection, type AdaptiveEntropyState, type AdvantageResult, type GrpoLossConfig, type ImportanceSamplingMode, type ImportanceSamplingOptions, type RatioSummary, type SamplingSettings } from 'webgrpo';
 const result: AdvantageResult = computeAdvantages([[1, null], [0, 2]], { groupSize: 2, scaleRewards: 'batch' });
 const config: GrpoLossConfig = { lossType: 'dr_grpo', maxCompletionLength: 8 };
+const family: GrpoLossConfig = { lossType: 'vespo', importanceSampling: { mode: 'token_mask', clipMax: null, clipMin: 0.5 }, topEntropyQuantile: 0.2, biasCorrectedKl: true, vespoKPos: 2 };
+const mode: ImportanceSamplingMode = 'sequence_truncate';
+const ratio: RatioSummary | undefined = grpoLoss({ logps: [[-1]], samplingLogps: [[-1]], advantages: [1], mask: [[1]] }, { ...family, importanceSampling: { mode: 'token_truncate' } }).metrics.importanceSamplingRatio;
+const controller: AdaptiveEntropyState = { coef: 0.01 };
+const sampling: SamplingSettings = { topP: 0.9 };
+const chosen: ImportanceSamplingOptions | undefined = samplingCorrection(sampling, 1);
 const grad: number[][] = grpoLoss({ logps: [[-1]], advantages: result.advantages.slice(0, 1), mask: [[1]] }, config).grad;
 const argument: string = new InvalidInputError('x', 'y').argument;
-export { grad, argument };
+export { grad, argument, mode, ratio, controller, chosen };
 `;
 
 const onnxCheck = `
@@ -88,7 +109,9 @@ console.log(JSON.stringify({ model, backend: policy.info.backend, rows: group.co
 
 const onnxTypesCheck = `
 import { loadOnnxPolicy, type OnnxPolicyOptions } from 'webgrpo/onnx';
-import { GrpoTrainer, type TrainStepMetrics } from 'webgrpo/grad';
+import { GrpoTrainer, rolloutSampling, type TrainStepMetrics, type TrainStepOptions } from 'webgrpo/grad';
+export const stepOptions: TrainStepOptions = { sampling: { topK: 20 }, ...rolloutSampling([{ completions: [{ tokenIds: [1], logprobs: [-1], finishReason: 'length' }], rewards: [1] }]) };
+export const ratioMax: number | undefined = ({} as TrainStepMetrics).importanceSamplingRatio?.max;
 import type { GroupResult, Policy } from 'webgrpo';
 export async function train(): Promise<TrainStepMetrics['loss']> {
   const trainer = new GrpoTrainer(await loadOnnxPolicy({ model: 'x', hiddenState: true }), { lr: 0.01 }, { numGenerations: 4 });
