@@ -24,6 +24,8 @@ export interface TrainStepMetrics {
   importanceSamplingRatio?: { min: number; mean: number; max: number };
   /** The entropy bonus coefficient after this update (moves with adaptiveEntropy). */
   entropyCoef?: number;
+  /** With adaptiveEntropy: the controller's state after this update (a resumed run restores it). */
+  adaptiveEntropy?: { coef: number; lastEntropy?: number };
   /** Over the batch's scorable completions. */
   rewardMean: number;
   rewardStd: number;

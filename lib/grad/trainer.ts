@@ -191,6 +191,7 @@ export class GrpoTrainer {
       clipRatioRegion: objective.metrics.clipRatioRegion ?? 0,
       ...optionalMetrics(objective.metrics),
       entropyCoef: this.#adaptive ? this.#entropyState.coef : entropyCoef,
+      ...(this.#adaptive ? { adaptiveEntropy: { ...this.#entropyState } } : {}),
       rewardMean: nanMean(rewards),
       rewardStd: nanStd(rewards),
       fracRewardZeroStd,
@@ -226,6 +227,18 @@ export class GrpoTrainer {
   }
 
   /** Continues from a saved state (weights, moments, step count) of an adapter of the same shape. */
+  /**
+   * Continues adaptive entropy control from a state an earlier update reported
+   * (`metrics.adaptiveEntropy`), as a resumed run must to train as the uninterrupted one did.
+   */
+  restoreAdaptiveEntropy(state: AdaptiveEntropyState): void {
+    if (!this.#adaptive) throw new InvalidInputError('adaptiveEntropy', 'this trainer was made without adaptiveEntropy; there is no state to restore.');
+    if (!state || !Number.isFinite(state.coef) || (state.lastEntropy !== undefined && !Number.isFinite(state.lastEntropy))) {
+      throw new InvalidInputError('adaptiveEntropy', 'expected { coef, lastEntropy? } with finite numbers, as metrics.adaptiveEntropy reports it.');
+    }
+    this.#entropyState = { coef: state.coef, ...(state.lastEntropy !== undefined ? { lastEntropy: state.lastEntropy } : {}) };
+  }
+
   load(state: AdapterState): void {
     this.#checkOpen();
     const { hiddenSize: d, vocabSize: v, rank: r } = this.shape;

@@ -152,6 +152,8 @@ async function drive<K extends Kind, S, H extends LoopHandles, R>(method: Method
         text: c.text,
         tokenIds: [...c.tokenIds],
         logprobs: [...c.logprobs],
+        // Kept only where sampling's filters made them differ: a gradient step's sampling correction needs them.
+        ...(c.sampledLogprobs?.some((lp, t) => lp !== c.logprobs[t]) ? { sampledLogprobs: [...c.sampledLogprobs] } : {}),
         finishReason: c.finishReason,
         rewards: table[row],
         reward: combined[row],

@@ -5,6 +5,8 @@
 import type { ApplyResult, ExemplarCandidate, ExperienceLibrary, ExperienceOperation } from '../experience/types.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import type { TrainStepMetrics } from '../grad/metrics.js';
+import type { AdaptiveEntropyOptions } from '../math/adaptive-entropy.js';
+import type { GrpoLossExtras } from '../math/batch.js';
 import type { ImportanceSamplingLevel, LossType } from '../math/loss.js';
 import type { ChatMessage, FinishReason, PolicyInfo, PromptInput, Usage } from '../policy/types.js';
 import type { RouterArm } from '../route/arm.js';
@@ -116,7 +118,11 @@ export interface GradientConfig extends LoopConfig {
     importanceSamplingLevel: ImportanceSamplingLevel;
     maxCompletionLength?: number;
     scaleRewards: 'group' | 'batch' | 'none';
-  };
+    /** Completions that hit the length limit count for the advantages but not in the loss. */
+    maskTruncatedCompletions?: boolean;
+    /** TRL's adaptive entropy control of the bonus coefficient. */
+    adaptiveEntropy?: AdaptiveEntropyOptions;
+  } & GrpoLossExtras;
   optimizer: { lr: number; beta1: number; beta2: number; eps: number; weightDecay: number; maxGradNorm: number };
   /** The adapter on the LM head: z' = z + scale (h A) B. */
   adapter: { rank: number; scale: number; seed: number; hiddenSize: number; vocabSize: number };
@@ -176,6 +182,8 @@ export interface RolloutRecord {
   text: string;
   tokenIds: number[];
   logprobs: number[];
+  /** Log-probs under the filtered distribution the tokens were drawn from, where they differ from `logprobs`. */
+  sampledLogprobs?: number[];
   finishReason: FinishReason;
   /** One column per reward function; null where it could not score. */
   rewards: Array<number | null>;

@@ -6,6 +6,7 @@
 import { InvalidInputError } from '../errors.js';
 import { validateLibrary } from '../experience/normalize.js';
 import { readCheckpoint } from '../grad/format.js';
+import { IMPORTANCE_SAMPLING_MODES, LOSS_TYPES } from '../math/loss-config.js';
 import { GrpoRouter, type GrpoRouterState } from '../route/router.js';
 import type { DatasetItem, GradientConfig, ItemResult, JsonValue, RouterArm, RouterConfig, RunBundle, RunRecord, StepRecord, TrainingFreeConfig } from './records.js';
 
@@ -117,12 +118,13 @@ function validateGradientConfig(value: unknown, at: string): GradientConfig {
   const c = validateLoopConfig(value, at);
   int(c.numIterations, `${at}.numIterations`, 1);
   const loss = obj(c.loss, `${at}.loss`);
-  oneOf(loss.lossType, ['grpo', 'bnpo', 'dr_grpo', 'dapo'] as const, `${at}.loss.lossType`);
+  oneOf(loss.lossType, LOSS_TYPES, `${at}.loss.lossType`);
   oneOf(loss.importanceSamplingLevel, ['token', 'sequence'] as const, `${at}.loss.importanceSamplingLevel`);
   oneOf(loss.scaleRewards, ['group', 'batch', 'none'] as const, `${at}.loss.scaleRewards`);
   for (const key of ['clipParam', 'beta', 'entropyCoeff'] as const) num(loss[key], `${at}.loss.${key}`);
   for (const key of ['epsilonHigh', 'delta'] as const) if (loss[key] !== undefined) num(loss[key], `${at}.loss.${key}`);
   if (loss.maxCompletionLength !== undefined) int(loss.maxCompletionLength, `${at}.loss.maxCompletionLength`, 1);
+  validateLossExtras(loss, `${at}.loss`);
   const optimizer = obj(c.optimizer, `${at}.optimizer`);
   for (const key of ['lr', 'beta1', 'beta2', 'eps', 'weightDecay'] as const) num(optimizer[key], `${at}.optimizer.${key}`);
   if (typeof optimizer.maxGradNorm !== 'number' || !(optimizer.maxGradNorm >= 0)) fail(`${at}.optimizer.maxGradNorm`, 'expected a number >= 0.');
@@ -131,6 +133,28 @@ function validateGradientConfig(value: unknown, at: string): GradientConfig {
   int(adapter.seed, `${at}.adapter.seed`);
   num(adapter.scale, `${at}.adapter.scale`);
   return c as unknown as GradientConfig;
+}
+
+/**
+ * The newer objective's options a gradient run may carry (all optional): their types here, their
+ * values where the trainer is built (`GrpoConfig`, `resolveAdaptiveEntropy`), as for a new run.
+ */
+function validateLossExtras(loss: Obj, at: string): void {
+  for (const key of ['sapoTemperaturePos', 'sapoTemperatureNeg', 'vespoKPos', 'vespoLambdaPos', 'vespoKNeg', 'vespoLambdaNeg', 'offPolicyMaskThreshold', 'topEntropyQuantile'] as const) {
+    if (loss[key] !== undefined) num(loss[key], `${at}.${key}`);
+  }
+  for (const key of ['biasCorrectedKl', 'maskTruncatedCompletions'] as const) {
+    if (loss[key] !== undefined && typeof loss[key] !== 'boolean') fail(`${at}.${key}`, 'expected true or false.');
+  }
+  if (loss.importanceSampling !== undefined && loss.importanceSampling !== null) {
+    const correction = obj(loss.importanceSampling, `${at}.importanceSampling`);
+    oneOf(correction.mode, IMPORTANCE_SAMPLING_MODES, `${at}.importanceSampling.mode`);
+    for (const key of ['clipMax', 'clipMin'] as const) if (correction[key] !== undefined && correction[key] !== null) num(correction[key], `${at}.importanceSampling.${key}`);
+  }
+  if (loss.adaptiveEntropy !== undefined) {
+    const adaptive = obj(loss.adaptiveEntropy, `${at}.adaptiveEntropy`);
+    for (const key of ['target', 'delta', 'min', 'max'] as const) if (adaptive[key] !== undefined) num(adaptive[key], `${at}.adaptiveEntropy.${key}`);
+  }
 }
 
 /**
@@ -221,6 +245,11 @@ function validateItemResult(value: unknown, at: string, itemCount: number, kind:
     str(rollout.text, `${p}.text`);
     arr(rollout.tokenIds, `${p}.tokenIds`).forEach((t, j) => int(t, `${p}.tokenIds[${j}]`));
     arr(rollout.logprobs, `${p}.logprobs`).forEach((l, j) => num(l, `${p}.logprobs[${j}]`));
+    if (rollout.sampledLogprobs !== undefined) {
+      const sampled = arr(rollout.sampledLogprobs, `${p}.sampledLogprobs`);
+      if (sampled.length !== (rollout.tokenIds as unknown[]).length) fail(`${p}.sampledLogprobs`, 'must hold one log-prob per token.');
+      sampled.forEach((l, j) => num(l, `${p}.sampledLogprobs[${j}]`));
+    }
     oneOf(rollout.finishReason, ['eos', 'length', 'stop', 'abort'] as const, `${p}.finishReason`);
     arr(rollout.rewards, `${p}.rewards`).forEach((v, j) => nullableNum(v, `${p}.rewards[${j}]`));
     nullableNum(rollout.reward, `${p}.reward`);

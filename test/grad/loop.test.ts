@@ -137,6 +137,64 @@ describe('the loop', () => {
     expect((await store.getRun('killed'))!.status).toBe('completed');
   });
 
+  it('trains with TRL\'s sampling correction under a top-k filter, keeps the newer objective\'s options with the run, and resumes them exactly', async () => {
+    // cispo with the mismatch correction (topK filters the sampler) and an entropy target the
+    // random model is under, so the adaptive coefficient moves every update.
+    const loss = { lossType: 'cispo' as const, epsilonHigh: 4, adaptiveEntropy: { target: 10, delta: 0.01 } };
+    const base = options(digits, 3, { dataset: digits.dataset({ size: 6, seed: 3 }), topK: 20, numIterations: 2, loss });
+    const store = new MemoryStore();
+    const run = gradientGrpo({ ...base, store, runId: 'corrected' });
+    const trains: Array<Extract<GradientEvent, { type: 'train' }>> = [];
+    for await (const event of run) if (event.type === 'train') trains.push(event);
+    const uninterrupted = await run.result();
+    uninterrupted.trainer.dispose();
+    const ratio = trains[0].metrics.importanceSamplingRatio!;
+    expect(ratio.min).toBeLessThanOrEqual(ratio.mean);
+    expect(ratio.mean).toBeLessThanOrEqual(ratio.max);
+    expect(ratio.max).toBeLessThanOrEqual(3);
+    expect(ratio.mean).toBeLessThan(1); // filtered sampling is more certain than the model: old < sampling log-probs
+    const coefs = trains.map((t) => t.metrics.entropyCoef!);
+    expect(coefs[coefs.length - 1]).toBeGreaterThan(coefs[0]);
+    const stored = (await store.getRun('corrected'))!;
+    expect(stored.kind === 'gradient' && stored.config.loss).toMatchObject(loss);
+    const step = (await store.getStep('corrected', 1))!;
+    expect(step.items[0].rollouts.some((r) => r.sampledLogprobs?.length === r.tokenIds.length)).toBe(true);
+
+    // Stopped after step 2 of 3 and resumed: the stored sampled log-probs and the adaptive
+    // coefficient carry the rest of the run to the uninterrupted adapter, bit for bit.
+    const controller = new AbortController();
+    const resumeStore = new MemoryStore();
+    const first = gradientGrpo({ ...base, store: resumeStore, runId: 'resumed', signal: controller.signal });
+    for await (const event of first) if (event.type === 'step-end' && event.step === 2) controller.abort();
+    (await first.result()).trainer.dispose();
+    const resumed = resumeGradientGrpo('resumed', { policy, rewards: digits.rewards, store: resumeStore });
+    const done = await resumed.result();
+    done.trainer.dispose();
+    expect(done.stepsCompleted).toBe(3);
+    expect(done.adapter.a).toBe(uninterrupted.adapter.a);
+    expect(done.adapter.b).toBe(uninterrupted.adapter.b);
+  });
+
+  it('leaves completions that hit the length limit out of the loss with maskTruncatedCompletions', async () => {
+    const base = options(digits, 4, { dataset: digits.dataset({ size: 2, seed: 4 }), maxNewTokens: 8 });
+    const trained = async (maskTruncatedCompletions: boolean) => {
+      const store = new MemoryStore();
+      const run = gradientGrpo({ ...base, store, runId: 'masked', loss: { maskTruncatedCompletions } });
+      let tokens = 0;
+      for await (const event of run) if (event.type === 'train') tokens = event.metrics.tokens;
+      (await run.result()).trainer.dispose();
+      const rollouts = (await store.getStep('masked', 1))!.items.flatMap((r) => r.rollouts);
+      return { tokens, rollouts };
+    };
+    const all = await trained(false);
+    expect(all.tokens).toBe(all.rollouts.reduce((n, r) => n + r.tokenIds.length, 0));
+    const masked = await trained(true);
+    // The same seed samples the same completions; only those that ended before the limit count.
+    const ended = masked.rollouts.filter((r) => r.finishReason !== 'length');
+    expect(masked.rollouts.length - ended.length).toBeGreaterThan(0);
+    expect(masked.tokens).toBe(ended.reduce((n, r) => n + r.tokenIds.length, 0));
+  });
+
   it('refuses bad input with typed errors before it starts', () => {
     expect(() => gradientGrpo({ ...options(digits, 0), policy: plain })).toThrow(/hiddenState: true/);
     expect(() => gradientGrpo({ ...options(digits, 0), groupSize: 1 })).toThrow(InvalidInputError);

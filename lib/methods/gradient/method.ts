@@ -21,7 +21,7 @@ import { stepStats } from '../../run/stats.js';
 import { readAdapterFile, readCheckpoint, writeCheckpoint, type AdapterFile } from '../../grad/format.js';
 import type { TrainStepMetrics } from '../../grad/metrics.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
-import { groupRolloutBatch } from '../../grad/rollouts.js';
+import { groupRolloutBatch, rolloutSampling } from '../../grad/rollouts.js';
 import { GrpoTrainer } from '../../grad/trainer.js';
 import type { GradientEpochStats, GradientEvent } from './events.js';
 import { grpoConfigOf, resolveGradientConfig, validateGradientHandles, type GradientGrpoOptions, type GradientHandles } from './options.js';
@@ -65,6 +65,8 @@ function gradientMethod(initial?: HeadAdapterWeights): Method<'gradient', Gradie
       const trainer = createTrainer(handles, run.config);
       const checkpoint = last ? await store.getAdapter(run.id) : undefined;
       if (checkpoint) trainer.load(readCheckpoint(checkpoint).state);
+      const control = last?.training?.at(-1)?.adaptiveEntropy;
+      if (control && run.config.loss.adaptiveEntropy) trainer.restoreAdaptiveEntropy(control);
       else if (initial) trainer.load({ a: initial.a, b: initial.b, m: zerosLike(initial), v: zerosLike(initial), updates: 0 });
       return { config: run.config, handles, trainer };
     },
@@ -72,12 +74,15 @@ function gradientMethod(initial?: HeadAdapterWeights): Method<'gradient', Gradie
     // Updates on the step's groups with the driver's advantages; the old log-probs are the rollouts' own.
     async finishStep({ config, handles, trainer }, ctx, items, advantages) {
       const { plan, signal } = ctx;
-      const batch = groupRolloutBatch(items.map((r) => ({ completions: r.rollouts, rewards: r.rollouts.map((x) => x.rewards) })));
+      const groups = items.map((r) => ({ completions: r.rollouts, rewards: r.rollouts.map((x) => x.rewards) }));
+      const batch = groupRolloutBatch(groups);
       const prompts = items.map((r) => r.prompt);
+      // How the rollouts were sampled: with a filter, the trainer corrects for it (TRL's default).
+      const sampling = { sampling: { temperature: config.temperature, topK: config.topK, topP: config.topP, minP: config.minP }, ...rolloutSampling(groups) };
       const training: TrainStepMetrics[] = [];
       for (let iteration = 1; iteration <= config.numIterations; iteration++) {
         throwIfAborted(signal);
-        const { metrics } = await trainer.trainStep(batch, prompts, { signal, advantages });
+        const { metrics } = await trainer.trainStep(batch, prompts, { signal, advantages, ...sampling });
         training.push(metrics);
         await ctx.emit({ type: 'train', step: plan.step, epoch: plan.epoch, iteration, iterations: config.numIterations, metrics });
       }
@@ -130,6 +135,8 @@ function createTrainer(handles: GradientHandles, config: GradientConfig): GrpoTr
   }
   return new GrpoTrainer(handles.policy, config.optimizer, grpoConfigOf(config), {
     temperature: config.temperature,
+    ...(config.loss.maskTruncatedCompletions !== undefined ? { maskTruncatedCompletions: config.loss.maskTruncatedCompletions } : {}),
+    ...(config.loss.adaptiveEntropy ? { adaptiveEntropy: config.loss.adaptiveEntropy } : {}),
     advantages: { weights: config.rewards.map((r) => r.weight), scaleRewards: config.loss.scaleRewards },
     adapter: { rank: config.adapter.rank, scale: config.adapter.scale, seed: config.adapter.seed },
   });

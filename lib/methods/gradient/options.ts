@@ -4,7 +4,8 @@
  * The defaults train the bundled tiny model on the token-level tasks in a dozen steps.
  */
 import { InvalidInputError } from '../../errors.js';
-import { GrpoConfig } from '../../math/batch.js';
+import { resolveAdaptiveEntropy, type AdaptiveEntropyOptions } from '../../math/adaptive-entropy.js';
+import { GrpoConfig, type GrpoLossExtras } from '../../math/batch.js';
 import type { ImportanceSamplingLevel, LossType } from '../../math/loss.js';
 import type { OnnxPolicy } from '../../policy/onnx/policy.js';
 import type { DatasetItem, GradientConfig } from '../../store/records.js';
@@ -16,7 +17,13 @@ import { resolveOptimizer, type OptimizerOptions } from '../../grad/optimizer.js
 /** The common handles; the policy is the model being trained, an ONNX policy loaded with `hiddenState: true`. */
 export type GradientHandles = LoopHandles<OnnxPolicy>;
 
-export interface GradientLossOptions {
+/**
+ * The objective: GrpoConfig's fields, TRL's newer loss options (`GrpoLossExtras`: cispo, sapo,
+ * luspo, vespo parameters, the sampling correction, masks, bias-corrected KL) and the trainer's.
+ * `importanceSampling` left out means TRL's default: 'sequence_mask' with clipMax 3 whenever the
+ * rollouts were sampled with topK / topP / minP (null turns it off).
+ */
+export interface GradientLossOptions extends GrpoLossExtras {
   /** Default 'dapo'. */
   lossType?: LossType;
   /** PPO clipping range; default 0.2. */
@@ -31,6 +38,13 @@ export interface GradientLossOptions {
   maxCompletionLength?: number;
   /** Advantage scaling: by the group's std (default), the batch's, or none. */
   scaleRewards?: 'group' | 'batch' | 'none';
+  /**
+   * TRL's mask_truncated_completions: completions that hit `maxNewTokens` keep their reward in the
+   * group's advantages but are left out of the loss. Default false.
+   */
+  maskTruncatedCompletions?: boolean;
+  /** TRL's use_adaptive_entropy: `entropyCoeff` is the start, moved after every update toward `target`. */
+  adaptiveEntropy?: AdaptiveEntropyOptions;
 }
 
 export interface GradientGrpoOptions extends GradientHandles, GroupSamplingOptions {
@@ -84,17 +98,12 @@ export function resolveGradientConfig(options: GradientGrpoOptions): GradientCon
   const loss = options.loss ?? {};
   const groupSize = integer(options.groupSize, 'groupSize', d.groupSize, 2, 64);
   // GrpoConfig validates the objective's options the way the trainer will use them.
-  const grpo = new GrpoConfig({
-    numGenerations: groupSize,
-    clipParam: loss.clipParam,
-    beta: loss.beta,
-    entropyCoeff: loss.entropyCoeff,
-    lossType: loss.lossType,
-    epsilonHigh: loss.epsilonHigh,
-    delta: loss.delta,
-    importanceSamplingLevel: loss.importanceSamplingLevel,
-    maxCompletionLength: loss.maxCompletionLength,
-  });
+  const { scaleRewards: _scale, maskTruncatedCompletions, adaptiveEntropy, ...objective } = loss;
+  const grpo = new GrpoConfig({ numGenerations: groupSize, ...objective });
+  if (maskTruncatedCompletions !== undefined && typeof maskTruncatedCompletions !== 'boolean') {
+    throw new InvalidInputError('loss.maskTruncatedCompletions', 'expected true or false.');
+  }
+  if (adaptiveEntropy !== undefined) resolveAdaptiveEntropy(adaptiveEntropy);
   const scaleRewards = loss.scaleRewards ?? d.scaleRewards;
   if (!['group', 'batch', 'none'].includes(scaleRewards)) throw new InvalidInputError('loss.scaleRewards', `expected "group", "batch" or "none", got ${String(scaleRewards)}.`);
   const seed = integer(options.seed, 'seed', d.seed, 0, 2 ** 32 - 1);
@@ -121,7 +130,10 @@ export function resolveGradientConfig(options: GradientGrpoOptions): GradientCon
       entropyCoeff: grpo.entropyCoeff,
       importanceSamplingLevel: grpo.importanceSamplingLevel,
       ...(grpo.maxCompletionLength !== undefined ? { maxCompletionLength: grpo.maxCompletionLength } : {}),
+      ...grpo.lossExtras,
       scaleRewards,
+      ...(maskTruncatedCompletions !== undefined ? { maskTruncatedCompletions } : {}),
+      ...(adaptiveEntropy !== undefined ? { adaptiveEntropy: { ...adaptiveEntropy } } : {}),
     },
     optimizer: resolveOptimizer(options.optimizer),
     // A new adapter's A is drawn from the run's seed.
@@ -135,6 +147,6 @@ export function resolveGradientConfig(options: GradientGrpoOptions): GradientCon
 
 /** The trainer's objective options from a stored config. */
 export function grpoConfigOf(config: GradientConfig): GrpoConfig {
-  const { scaleRewards: _scale, ...loss } = config.loss;
+  const { scaleRewards: _scale, maskTruncatedCompletions: _mask, adaptiveEntropy: _adaptive, ...loss } = config.loss;
   return new GrpoConfig({ numGenerations: config.groupSize, ...loss });
 }
