@@ -16,10 +16,12 @@ export interface UpdateSeries {
   clipHigh: Array<number | null>;
   clipRegion: Array<number | null>;
   gradNorm: number[];
+  /** Mean importance ratio of TRL's sampling correction (rollouts sampled with a filter); null without it. */
+  samplingRatio: Array<number | null>;
 }
 
 export function updateSeries(bundle: RunBundle): UpdateSeries {
-  const s: UpdateSeries = { x: [], step: [], loss: [], kl: [], entropy: [], clipLow: [], clipHigh: [], clipRegion: [], gradNorm: [] };
+  const s: UpdateSeries = { x: [], step: [], loss: [], kl: [], entropy: [], clipLow: [], clipHigh: [], clipRegion: [], gradNorm: [], samplingRatio: [] };
   for (const step of bundle.steps) {
     const updates = step.training ?? [];
     updates.forEach((m, i) => {
@@ -32,6 +34,7 @@ export function updateSeries(bundle: RunBundle): UpdateSeries {
       s.clipHigh.push(i > 0 ? m.clipRatioHigh : null);
       s.clipRegion.push(i > 0 ? m.clipRatioRegion : null);
       s.gradNorm.push(m.gradNorm);
+      s.samplingRatio.push(m.importanceSamplingRatio?.mean ?? null);
     });
   }
   return s;
