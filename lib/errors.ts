@@ -8,6 +8,7 @@ export type ErrorCode =
   | 'Generation'
   | 'StoreQuota'
   | 'Store'
+  | 'StoreCorrupt'
   | 'Aborted'
   | 'Http'
   | 'Parse'
@@ -59,6 +60,20 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
 export class StoreError extends WebgrpoError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('Store', message, options);
+  }
+}
+
+/**
+ * Stored data is damaged or incomplete: a file or record is missing, unreadable or of the wrong
+ * shape, or a run's steps have a gap. `what` names the file or record; the message says what to do.
+ * Nothing was changed by the operation that found it.
+ */
+export class StoreCorruptError extends WebgrpoError {
+  readonly what: string;
+
+  constructor(what: string, message: string, options?: { cause?: unknown }) {
+    super('StoreCorrupt', message, options);
+    this.what = what;
   }
 }
 
