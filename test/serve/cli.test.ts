@@ -43,7 +43,7 @@ function runToExit(args: string[], env: Record<string, string> = {}): Promise<{ 
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     // A command that should have refused to start but serves instead is stopped, not left behind.
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    const timer = setTimeout(() => child.kill('SIGTERM'), 20_000);
     child.on('exit', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
