@@ -128,6 +128,16 @@ export class HttpError extends WebgrpoError {
   }
 }
 
+/** A server's response body was larger than the client's cap (`limit` bytes); it was not read whole. */
+export class ResponseTooLargeError extends HttpError {
+  readonly limit: number;
+
+  constructor(status: number | undefined, limit: number, message: string, options?: { cause?: unknown }) {
+    super(status, message, options);
+    this.limit = limit;
+  }
+}
+
 /** Too much work is already waiting (a request queue is full); retry later. */
 export class BusyError extends WebgrpoError {
   constructor(message: string, options?: { cause?: unknown }) {
