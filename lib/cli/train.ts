@@ -7,8 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InvalidInputError, WebgrpoError } from '../errors.js';
-import { exportEveryEpoch, type EpochHook } from '../export/epoch.js';
-import { jsonlFileSink, type JsonlFileSink } from '../export/file.js';
+import { openEpochExport, type EpochExportFile } from '../export/epoch-file.js';
 import type { JsonlFormat } from '../export/jsonl.js';
 import { recordingPolicy, replayPolicy, type RecordingPolicy } from '../policy/recorded.js';
 import type { Policy } from '../policy/types.js';
@@ -179,7 +178,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
 
   let loop: TrainingFreeRun;
   if (resumed) {
-    if (values['export-jsonl'] !== undefined) exported = epochExportFile(values['export-jsonl'], format, await store.getItems(resumed.id));
+    if (values['export-jsonl'] !== undefined) exported = await epochExportFile(values['export-jsonl'], format, await store.getItems(resumed.id), { store, runId: resumed.id });
     loop = resumeTrainingFreeGrpo(resumed.id, { policy: active, rewards: rewardsOf(resumed), store, signal: io.interrupt, onEpoch: exported?.hook });
     io.stderr(`Resuming run ${resumed.id} (${resumed.config.task ?? 'dataset'}, ${runMethod(resumed)}).\n`);
   } else {
@@ -202,7 +201,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
         return reward;
       });
     }
-    if (values['export-jsonl'] !== undefined) exported = epochExportFile(values['export-jsonl'], format, dataset);
+    if (values['export-jsonl'] !== undefined) exported = await epochExportFile(values['export-jsonl'], format, dataset);
     loop = trainingFreeGrpo({
       policy: active,
       dataset,
@@ -264,32 +263,21 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
 /** Columns every exported line carries besides prompt and completion. */
 const EXPORT_COLUMNS = ['reward', 'advantage', 'groupId', 'completionId'] as const;
 
-interface EpochExportFile {
-  sink: JsonlFileSink;
-  hook: EpochHook;
-  /** Lines appended so far. */
-  lines(): number;
-}
-
 /**
- * `--export-jsonl`: each finished epoch's completions appended to `path`. The format is checked
+ * `--export-jsonl`: each finished epoch's completions appended to `path`, at least once and never
+ * twice (a resume first writes the finished epochs whose lines are missing). The format is checked
  * against the dataset up front, so a run never fails at its first epoch's end over it.
  */
-function epochExportFile(path: string, format: JsonlFormat, dataset: readonly DatasetItem[]): EpochExportFile {
+async function epochExportFile(
+  path: string,
+  format: JsonlFormat,
+  dataset: readonly DatasetItem[],
+  resume?: { store: FileStore; runId: string },
+): Promise<EpochExportFile> {
   if (format === 'standard' && dataset.some((item) => item.messages !== undefined)) {
     throw new UsageError('--export-format standard needs raw "prompt" items, and this dataset has chat messages; use --export-format conversational.');
   }
-  const sink = jsonlFileSink(resolve(path));
-  const append = exportEveryEpoch(sink, { format, include: EXPORT_COLUMNS });
-  let lines = 0;
-  return {
-    sink,
-    lines: () => lines,
-    hook: async (epoch) => {
-      await append(epoch);
-      lines += epoch.groups.reduce((n, group) => n + group.completions.length, 0);
-    },
-  };
+  return openEpochExport(resolve(path), { format, include: EXPORT_COLUMNS }, resume);
 }
 
 /** The reward functions of a stored run: its built-in task's, or built-in rewards by name. */
