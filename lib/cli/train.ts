@@ -6,7 +6,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { InvalidInputError, WebgrpoError } from '../errors.js';
+import { InvalidInputError, StoreCorruptError, WebgrpoError } from '../errors.js';
 import { openEpochExport, type EpochExportFile } from '../export/epoch-file.js';
 import type { JsonlFormat } from '../export/jsonl.js';
 import { recordingPolicy, replayPolicy, type RecordingPolicy } from '../policy/recorded.js';
@@ -250,7 +250,8 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
   if (failure) {
     if (failure instanceof WebgrpoError && failure.code === 'AlreadyRunning') throw failure;
     io.stderr(`\nThe run stopped: ${failure instanceof Error ? failure.message : String(failure)}\n`);
-    io.stderr(`What was committed is kept; resume with: webgrpo train --resume ${loop.runId} --store ${values.store}\n`);
+    // A damaged store is repaired first; resuming it as it is would fail the same way.
+    if (!(failure instanceof StoreCorruptError)) io.stderr(`What was committed is kept; resume with: webgrpo train --resume ${loop.runId} --store ${values.store}\n`);
     return 1;
   }
   if (status === 'aborted') {
@@ -296,14 +297,21 @@ async function listRuns(store: FileStore, io: TrainIo): Promise<number> {
     io.stdout(`No runs in ${store.root}.\n`);
     return 0;
   }
+  const damaged: string[] = [];
   const rows = await Promise.all(
     runs.map(async (r) => {
-      const last = await store.lastStep(r.id);
       const total = Math.ceil(r.itemCount / r.config.batchSize) * r.config.epochs;
-      return [r.id, r.status, r.config.task ?? 'dataset', runMethod(r), `${last?.step ?? 0}/${total}`, r.updatedAt.slice(0, 19).replace('T', ' ')];
+      const last = await store.lastStep(r.id).catch((error: unknown) => {
+        if (!(error instanceof StoreCorruptError)) throw error;
+        damaged.push(error.message);
+        return null;
+      });
+      const steps = last === null ? `damaged/${total}` : `${last?.step ?? 0}/${total}`;
+      return [r.id, r.status, r.config.task ?? 'dataset', runMethod(r), steps, r.updatedAt.slice(0, 19).replace('T', ' ')];
     }),
   );
   io.stdout(table(['run', 'status', 'task', 'mode', 'steps', 'updated'], rows));
+  for (const message of damaged) io.stderr(`${message}\n`);
   return 0;
 }
 

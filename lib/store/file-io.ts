@@ -35,7 +35,7 @@ export async function writeAtomic(path: string, value: unknown, options: { exclu
 }
 
 /** The parsed file, or undefined if it does not exist. `remedy` ends the message for a damaged one. */
-export async function readJson<T>(path: string, remedy = 'restore it or delete the run'): Promise<T | undefined> {
+export async function readJson<T>(path: string, remedy = 'restore it from a backup or an export of the run, or delete the run and start it again'): Promise<T | undefined> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
