@@ -12,7 +12,9 @@
  */
 import { InvalidInputError, StoreCorruptError } from '../errors.js';
 import { validateLibrary } from '../experience/normalize.js';
+import type { ExperienceLibrary } from '../experience/types.js';
 import type { DatasetItem, ItemResult, RunRecord, StepRecord } from './records.js';
+import { validateDatasetItem } from './validate.js';
 
 type Obj = Record<string, unknown>;
 
@@ -42,9 +44,13 @@ export function checkRun(value: unknown, runId: string, what: string): RunRecord
   if (typeof value.kind !== 'string') corrupt(what, 'has no kind', runId);
   if (!STATUSES.includes(value.status as string)) corrupt(what, `has the unknown status ${JSON.stringify(value.status)}`, runId);
   if (!isObj(value.config)) corrupt(what, 'has no config', runId);
+  // The schedule every loop walks: a zero or fractional count would never end or skip items.
+  for (const key of ['epochs', 'batchSize', 'groupSize'] as const) {
+    if (!isCount(value.config[key], 1)) corrupt(what, `has an invalid config.${key} (${JSON.stringify(value.config[key])}; a positive integer)`, runId);
+  }
   if (!isCount(value.itemCount, 1)) corrupt(what, 'has no item count', runId);
-  checkLibrary(value.initialLibrary, `${what} (initialLibrary)`, runId);
-  return value as unknown as RunRecord;
+  // Read as validated: a library stored before exemplars existed gets its empty list.
+  return { ...value, initialLibrary: checkLibrary(value.initialLibrary, `${what} (initialLibrary)`, runId) } as unknown as RunRecord;
 }
 
 /** A run's dataset: exactly `itemCount` items, each a prompt or chat messages. `undefined` is a missing dataset. */
@@ -52,12 +58,14 @@ export function checkItems(value: unknown, run: RunRecord, what: string): Datase
   if (value === undefined) corrupt(what, 'is missing', run.id);
   if (!Array.isArray(value)) corrupt(what, 'is not a list of dataset items', run.id);
   if (value.length !== run.itemCount) corrupt(what, `has ${value.length} items but the run has ${run.itemCount}`, run.id);
-  value.forEach((item, i) => {
-    if (!isObj(item) || (typeof item.prompt !== 'string' && !Array.isArray(item.messages))) {
-      corrupt(what, `item ${i} is neither a prompt nor chat messages`, run.id);
+  return value.map((item, i) => {
+    try {
+      return validateDatasetItem(item, `items[${i}]`);
+    } catch (error) {
+      if (!(error instanceof InvalidInputError)) throw error;
+      return corrupt(what, `item ${i} is not a dataset item (${error.message.replace(/\.$/, '')})`, run.id);
     }
   });
-  return value as DatasetItem[];
 }
 
 /** A committed step: its number is the one it is stored under; its items and library are there. */
@@ -72,8 +80,7 @@ export function checkStep(value: unknown, step: number, runId: string, what: str
   }
   if (!isObj(value.stats)) corrupt(what, 'has no stats', runId);
   if (typeof value.committedAt !== 'string') corrupt(what, 'has no commit time', runId);
-  checkLibrary(value.library, `${what} (library)`, runId);
-  return value as unknown as StepRecord;
+  return { ...value, library: checkLibrary(value.library, `${what} (library)`, runId) } as unknown as StepRecord;
 }
 
 /** Step numbers as found (any order): 1..N without a gap or a repeat. Returns N. */
@@ -114,14 +121,33 @@ function checkResultShape(value: unknown, what: string, runId: string, step?: nu
   if (!isObj(value)) corrupt(what, 'is not an item result (expected a JSON object)', runId);
   if (!isCount(value.step, 1) || (step !== undefined && value.step !== step)) corrupt(what, `has the wrong step ${JSON.stringify(value.step)}`, runId);
   if (!isCount(value.index) || !isCount(value.position)) corrupt(what, 'has no dataset index or batch position', runId);
-  if (!Array.isArray(value.rollouts) || !value.rollouts.every(isObj)) corrupt(what, 'has no rollouts', runId);
+  if (!Array.isArray(value.rollouts)) corrupt(what, 'has no rollouts', runId);
+  value.rollouts.forEach((rollout, i) => {
+    if (!isRolloutShape(rollout)) corrupt(what, `rollout ${i} lacks its text, tokens, log-probs, rewards or advantage`, runId);
+  });
   if (!isObj(value.prompt)) corrupt(what, 'has no prompt', runId);
+  if (!Array.isArray(value.experienceIds) || !Array.isArray(value.warnings)) corrupt(what, 'has no experience ids or warnings', runId);
+  if (!isObj(value.stats) || typeof value.stats.spread !== 'number' || !isCount(value.stats.scorable)) corrupt(what, 'has no group stats', runId);
   return value as unknown as ItemResult;
 }
 
-function checkLibrary(value: unknown, what: string, runId: string): void {
+/** The fields of a rollout that stats, exports and critics read (per-token values are not scanned). */
+function isRolloutShape(value: unknown): boolean {
+  if (!isObj(value)) return false;
+  const { text, tokenIds, logprobs, rewards, reward, advantage } = value;
+  return (
+    typeof text === 'string' &&
+    Array.isArray(tokenIds) &&
+    Array.isArray(logprobs) &&
+    Array.isArray(rewards) &&
+    (reward === null || typeof reward === 'number') &&
+    typeof advantage === 'number'
+  );
+}
+
+function checkLibrary(value: unknown, what: string, runId: string): ExperienceLibrary {
   try {
-    validateLibrary(value, 'library');
+    return validateLibrary(value, 'library');
   } catch (error) {
     if (!(error instanceof InvalidInputError)) throw error;
     corrupt(what, `is not an experience library (${error.message.replace(/\.$/, '')})`, runId);
