@@ -55,8 +55,9 @@ const TEMPORARY = /\.(\d+)\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9
 
 /**
  * Removes the temporary files a killed writer left in the store folder (the root, `groups/`, each
- * run's folder and its `steps/`, `pending/`, `adapters/`), and the `.trash-*` folders of
- * interrupted deletes. A temporary file of a live process (this one, or another writing now) stays.
+ * run's folder and its `steps/`, `pending/`, `adapters/`), the run folders a killed import or
+ * create was building, and the `.trash-*` folders of interrupted deletes. What a live process
+ * (this one, or another writing now) is writing stays.
  */
 export async function removeStaleTemporaries(root: string): Promise<void> {
   const runs = join(root, 'runs');
@@ -69,7 +70,12 @@ export async function removeStaleTemporaries(root: string): Promise<void> {
     }
   }
   for (const entry of await entries(runs)) {
-    if (entry.isDirectory() && entry.name.startsWith('.trash-')) await rm(join(runs, entry.name), { recursive: true, force: true });
+    if (!entry.isDirectory()) continue;
+    // `.new-<pid>-...`: a run folder being built, renamed into place once whole.
+    const building = /^\.new-(\d+)-/.exec(entry.name);
+    if (entry.name.startsWith('.trash-') || (building && !processAlive(Number(building[1])))) {
+      await rm(join(runs, entry.name), { recursive: true, force: true });
+    }
   }
 }
 

@@ -59,7 +59,7 @@ export async function openStoreFolder(root: string): Promise<void> {
         throw new StoreError(`${join(root, 'store.json')} is not a webgrpo run store; choose another folder.`);
       }
       version = meta.schemaVersion;
-    } else if ((await readdir(root)).length > 0) {
+    } else if (!(await onlyHalfCreated(root))) {
       throw new StoreError(`${root} is not empty and has no store.json; choose an empty or new folder for runs.`);
     }
     if (version > FILE_STORE_VERSION) {
@@ -69,6 +69,19 @@ export async function openStoreFolder(root: string): Promise<void> {
     if (version !== FILE_STORE_VERSION) await writeAtomic(join(root, 'store.json'), { format: FORMAT, schemaVersion: FILE_STORE_VERSION });
     await removeStaleTemporaries(root);
   });
+}
+
+/**
+ * Whether a folder without store.json holds nothing, or only what creating a store writes before
+ * store.json (an empty `runs/`, a temporary store.json): a creation that was killed, to finish.
+ */
+async function onlyHalfCreated(root: string): Promise<boolean> {
+  for (const name of await readdir(root)) {
+    if (name === 'runs' && (await readdir(join(root, 'runs')).catch(() => ['not a folder'])).length === 0) continue;
+    if (/^store\.json\.\d+\.[0-9a-f-]{36}\.tmp$/.test(name)) continue;
+    return false;
+  }
+  return true;
 }
 
 export class FileStore implements Store {
@@ -289,7 +302,7 @@ export class FileStore implements Store {
   /** Builds a run folder under a temporary name and renames it into place. */
   async #writeRunDir(dir: string, bundle: RunBundle, replace = false): Promise<void> {
     const runs = join(this.root, 'runs');
-    const temp = join(runs, `.new-${bundle.run.id}-${randomUUID()}`);
+    const temp = join(runs, `.new-${process.pid}-${randomUUID()}-${bundle.run.id}`);
     try {
       await mkdir(join(temp, 'steps'), { recursive: true });
       await mkdir(join(temp, 'pending'), { recursive: true });
