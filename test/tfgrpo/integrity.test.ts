@@ -16,7 +16,9 @@ import { run as trainCli, type TrainIo } from '../../lib/cli/train.js';
 import { replayPolicy, resumeTrainingFreeGrpo, StoreCorruptError, trainingFreeGrpo, type Store, type TrainingFreeEvent } from '../../lib/index.js';
 import { openIdbStore } from '../../lib/idb.js';
 import { openFileStore } from '../../lib/node.js';
+import type { RunRecord } from '../../lib/index.js';
 import { recordReference, standardShape, type Reference } from './helpers/fixture.js';
+import { sampleItems, sampleRun, sampleStep } from './helpers/records.js';
 
 let reference: Reference;
 let base: string;
@@ -233,3 +235,22 @@ describe('the IndexedDB store on resume', () => {
     }
   });
 });
+
+describe('a gradient run without the checkpoint of its last step', () => {
+  it('is corrupt in both stores: a resume would restart the adapter from scratch', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'webgrpo-adapter-'));
+    dirs.push(dir);
+    const run = { ...sampleRun('g'), kind: 'gradient' } as unknown as RunRecord;
+    for (const store of [await openFileStore(dir), await openIdbStore({ name: 'integrity-adapter' })]) {
+      await store.createRun(run, sampleItems());
+      expect(await store.getAdapter('g')).toBeUndefined();
+      // Committed without its checkpoint, as a store written by hand or a lost file would hold it.
+      await store.commitStep('g', sampleStep(1));
+      const error = await store.getAdapter('g').then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreCorruptError);
+      expect((error as Error).message).toMatch(/step 1 (of run "g" )?was committed with (it|its checkpoint)/);
+      await store.close();
+    }
+  });
+});
+
