@@ -22,6 +22,8 @@ import {
   WebgrpoError,
   type TrainingFreeEvent,
 } from '../../lib/index.js';
+import { openDB } from 'idb';
+import { openIdbStore } from '../../lib/idb.js';
 import { openFileStore } from '../../lib/node.js';
 import { recordReference, standardShape, type Reference } from '../tfgrpo/helpers/fixture.js';
 
@@ -158,4 +160,55 @@ describe('reading mutated store files back', () => {
       { numRuns: 40, seed: 17 },
     );
   });
+
+  it('in IndexedDB too: reads over a mutated record return or throw StoreCorruptError, never a TypeError', async () => {
+    const name = 'fuzz-records';
+    const idb = await openIdbStore({ name });
+    await importRun(idb, exported, { runId: 'r' });
+    await idb.close();
+    const raw = await openDB(name);
+    const keys: [string, IDBValidKey][] = [
+      ['runs', 'r'],
+      ['items', ['r', 0]],
+      ['steps', ['r', 1]],
+      ['steps', ['r', 2]],
+      ['pending', (await raw.getAllKeys('pending'))[0]],
+    ];
+    const originals = await Promise.all(keys.map(([objectStore, key]) => raw.get(objectStore, key)));
+    const store = await openIdbStore({ name });
+    let corrupt = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.nat({ max: keys.length - 1 }).chain((i) => fc.tuple(fc.constant(i), mutated(originals[i]))),
+        async ([i, value]) => {
+          const [objectStore] = keys[i];
+          // Keep the record's key, so the mutation lands on this record and not beside it.
+          const row = value !== null && typeof value === 'object' && !Array.isArray(value) ? { ...(value as object), ...keyFields(objectStore, originals[i]) } : value;
+          const put = await raw.put(objectStore, row).then(() => true, () => false);
+          if (!put) return;
+          try {
+            for (const read of [() => store.getRun('r'), () => store.getItems('r'), () => store.listSteps('r'), () => store.lastStep('r'), () => store.getItemResults('r', 3), () => store.readBundle('r')]) {
+              const error = await read().then(() => undefined, (e: unknown) => e);
+              if (error === undefined) continue;
+              expect([objectStore, (error as Error).name, (error as Error).message]).toEqual([objectStore, expect.stringMatching(/^(StoreCorruptError|NotFoundError)$/), expect.any(String)]);
+              if (error instanceof StoreCorruptError) corrupt++;
+            }
+          } finally {
+            await raw.put(objectStore, originals[i]);
+          }
+        },
+      ),
+      { numRuns: 200, seed: 18 },
+    );
+    raw.close();
+    await store.close();
+    expect(corrupt).toBeGreaterThan(50);
+  });
 });
+
+/** The fields an IndexedDB row's key is made of. */
+function keyFields(objectStore: string, original: Record<string, unknown>): Record<string, unknown> {
+  const fields: Record<string, string[]> = { runs: ['id'], items: ['runId', 'index'], steps: ['runId', 'step'], pending: ['runId', 'step', 'position'] };
+  return Object.fromEntries(fields[objectStore].map((f) => [f, original[f]]));
+}
+
