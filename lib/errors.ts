@@ -8,6 +8,7 @@ export type ErrorCode =
   | 'Generation'
   | 'StoreQuota'
   | 'Store'
+  | 'StoreCorrupt'
   | 'Aborted'
   | 'Http'
   | 'Parse'
@@ -63,6 +64,20 @@ export class StoreError extends WebgrpoError {
 }
 
 /**
+ * Stored data is damaged or incomplete: a file or record is missing, unreadable or of the wrong
+ * shape, or a run's steps have a gap. `what` names the file or record; the message says what to do.
+ * Nothing was changed by the operation that found it.
+ */
+export class StoreCorruptError extends WebgrpoError {
+  readonly what: string;
+
+  constructor(what: string, message: string, options?: { cause?: unknown }) {
+    super('StoreCorrupt', message, options);
+    this.what = what;
+  }
+}
+
+/**
  * The storage quota ran out (IndexedDB `QuotaExceededError`, `ENOSPC`/`EDQUOT` on disk). The write
  * that hit it was rolled back as a whole, so the stored run is intact: free space and resume it.
  */
@@ -110,6 +125,16 @@ export class HttpError extends WebgrpoError {
   constructor(status: number | undefined, message: string, options?: { cause?: unknown }) {
     super('Http', message, options);
     this.status = status;
+  }
+}
+
+/** A server's response body was larger than the client's cap (`limit` bytes); it was not read whole. */
+export class ResponseTooLargeError extends HttpError {
+  readonly limit: number;
+
+  constructor(status: number | undefined, limit: number, message: string, options?: { cause?: unknown }) {
+    super(status, message, options);
+    this.limit = limit;
   }
 }
 

@@ -2,3 +2,4 @@
 export { openFileStore, FileStore, FILE_STORE_VERSION } from './store/file.js';
 export { openFileSessionStore, FileSessionStore } from './store/file-groups.js';
 export { jsonlFileSink, writeJsonlFile, type JsonlFileSink } from './export/file.js';
+export { openEpochExport, type EpochExportFile } from './export/epoch-file.js';

@@ -1,2 +1,2 @@
 /** `webgrpo/openai`: a `Policy` over any OpenAI-compatible endpoint, on `fetch` (browser and Node). */
-export { openAiPolicy, type OpenAiPolicyOptions } from './policy/openai.js';
+export { N_PROBE_GROUPS, openAiPolicy, type OpenAiPolicyOptions } from './policy/openai.js';

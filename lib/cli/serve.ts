@@ -3,6 +3,7 @@
  * on a local ONNX model, until SIGINT/SIGTERM (then in-flight requests finish and the feedback
  * file is flushed before exit).
  */
+import { open } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { basename, resolve } from 'node:path';
 import type { OnnxDevice } from '../onnx.js';
@@ -20,7 +21,10 @@ Options:
   --model <dir|id>          model folder (e.g. public/models/webgrpo-tiny) or hub id (required)
   --port <n>                port (default 8000; 0 picks a free one)
   --host <addr>             interface (default 127.0.0.1; 0.0.0.0 exposes it to the network)
-  --api-key <key>           require "Authorization: Bearer <key>" (or set WEBGRPO_API_KEY)
+  --api-key <key>           require "Authorization: Bearer <key>" (or set WEBGRPO_API_KEY);
+                            an empty key is an error
+  --allowed-host <name>     a name besides the listening address that clients may call the
+                            server by (the Host header; others get 403); repeatable, '*' for any
   --served-model-name <id>  model name clients send (default: the folder name or hub id)
   --device <d>              auto | cpu | wasm | webgpu (default auto)
   --store <dir>             keep groups and their feedback in this folder, so they survive a
@@ -28,7 +32,8 @@ Options:
   --feedback-file <path>    append told groups to this JSONL file (TRL format + rewards)
   --feedback-format <f>     conversational | standard (default conversational)
   --max-tokens <n>          largest max_tokens a request may ask for (default 4096)
-  --cors <origin>           allow browser calls from this origin ('*' for any); repeatable
+  --cors-origin <origin>    allow browser calls from this origin ('*' for any; by default a
+                            request with an Origin header is refused); repeatable
   -h, --help                this help`;
 
 export type PolicyLoader = (model: string, device: OnnxDevice, log: (line: string) => void) => Promise<Policy>;
@@ -52,6 +57,16 @@ async function loadOnnx(model: string, device: OnnxDevice, log: (line: string) =
   });
 }
 
+/** Why `path` cannot be appended to (its error code), or undefined when it can. */
+async function notAppendable(path: string): Promise<string | undefined> {
+  try {
+    await (await open(path, 'a')).close();
+    return undefined;
+  } catch (error) {
+    return (error as { code?: string }).code ?? String(error);
+  }
+}
+
 export async function run(argv: string[], loadPolicy: PolicyLoader = loadOnnx): Promise<number> {
   let values;
   try {
@@ -68,7 +83,8 @@ export async function run(argv: string[], loadPolicy: PolicyLoader = loadOnnx): 
         'feedback-file': { type: 'string' },
         'feedback-format': { type: 'string', default: 'conversational' },
         'max-tokens': { type: 'string', default: '4096' },
-        cors: { type: 'string', multiple: true },
+        'cors-origin': { type: 'string', multiple: true },
+        'allowed-host': { type: 'string', multiple: true },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -95,9 +111,19 @@ export async function run(argv: string[], loadPolicy: PolicyLoader = loadOnnx): 
   const device = values.device as OnnxDevice;
   if (!DEVICES.includes(device)) return fail(`--device must be one of ${DEVICES.join(', ')}, got ${values.device}.`);
   const apiKey = values['api-key'] ?? process.env.WEBGRPO_API_KEY;
+  if (apiKey !== undefined && apiKey.trim() === '') {
+    const from = values['api-key'] !== undefined ? '--api-key' : 'WEBGRPO_API_KEY';
+    return fail(`${from} is empty, which would serve without authentication; give a key, or leave ${from} out to serve without one.`);
+  }
+  if (apiKey !== undefined && apiKey !== apiKey.trim()) return fail('the API key must not start or end with spaces.');
+  const feedbackFile = values['feedback-file'];
+  // Checked (like the store) before the model loads, so a bad path fails fast.
+  if (feedbackFile !== undefined) {
+    const problem = await notAppendable(feedbackFile);
+    if (problem) return fail(`--feedback-file ${feedbackFile} cannot be opened for appending (${problem}); choose a writable file.`);
+  }
 
   const log = (line: string) => console.error(line);
-  // Opened before the model loads, so a bad folder fails fast.
   const store = values.store !== undefined ? await openFileSessionStore(resolve(values.store)) : undefined;
   log(`webgrpo serve: loading ${values.model} ...`);
   const policy = await loadPolicy(values.model, device, log);
@@ -105,16 +131,17 @@ export async function run(argv: string[], loadPolicy: PolicyLoader = loadOnnx): 
     policy,
     host: values.host!,
     port,
-    ...(apiKey ? { apiKey } : {}),
+    ...(apiKey !== undefined ? { apiKey } : {}),
     modelId: values['served-model-name'] ?? basename(values.model.replace(/[\\/]+$/, '')),
     maxTokens,
     ...(store ? { store } : {}),
-    ...(values['feedback-file'] ? { feedbackFile: values['feedback-file'], feedbackFormat: format } : {}),
-    ...(values.cors ? { corsOrigins: values.cors } : {}),
+    ...(feedbackFile !== undefined ? { feedbackFile, feedbackFormat: format } : {}),
+    ...(values['cors-origin'] ? { corsOrigins: values['cors-origin'] } : {}),
+    ...(values['allowed-host'] ? { allowedHosts: values['allowed-host'] } : {}),
     log,
   });
   if (store) log(`webgrpo serve: groups and feedback are kept in ${store.root}`);
-  console.log(`webgrpo serve: ${policy.info.model} (${policy.info.backend}) at ${server.url}${apiKey ? ' (API key required)' : ''}`);
+  console.log(`webgrpo serve: ${policy.info.model} (${policy.info.backend}) at ${server.url}${apiKey !== undefined ? ' (API key required)' : ''}`);
   return new Promise<number>((resolve) => {
     closeOnSignals(server, {
       log,

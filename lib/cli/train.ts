@@ -8,9 +8,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { InvalidInputError, WebgrpoError } from '../errors.js';
-import { exportEveryEpoch, type EpochHook } from '../export/epoch.js';
-import { jsonlFileSink, type JsonlFileSink } from '../export/file.js';
+import { InvalidInputError, StoreCorruptError, WebgrpoError } from '../errors.js';
+import { openEpochExport, type EpochExportFile } from '../export/epoch-file.js';
 import type { JsonlFormat } from '../export/jsonl.js';
 import { recordingPolicy, replayPolicy, type RecordingPolicy } from '../policy/recorded.js';
 import type { Policy } from '../policy/types.js';
@@ -196,7 +195,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
 
   let loop: Run<CliEvent, unknown>;
   if (resumed) {
-    if (values['export-jsonl'] !== undefined) exported = epochExportFile(values['export-jsonl'], format, await store.getItems(resumed.id));
+    if (values['export-jsonl'] !== undefined) exported = await epochExportFile(values['export-jsonl'], format, await store.getItems(resumed.id), { store, runId: resumed.id });
     loop = method.resume(resumed.id, { policy: active, rewards: rewardsOf(resumed), store, signal: io.interrupt, onEpoch: exported?.hook }) as Run<CliEvent, unknown>;
     io.stderr(`Resuming run ${resumed.id} (${resumed.config.task ?? 'dataset'}, ${runMethod(resumed)}).\n`);
   } else {
@@ -219,7 +218,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
         return reward;
       });
     }
-    if (values['export-jsonl'] !== undefined) exported = epochExportFile(values['export-jsonl'], format, dataset);
+    if (values['export-jsonl'] !== undefined) exported = await epochExportFile(values['export-jsonl'], format, dataset);
     loop = method.start({
       policy: active,
       dataset,
@@ -270,7 +269,8 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
   if (failure) {
     if (failure instanceof WebgrpoError && failure.code === 'AlreadyRunning') throw failure;
     io.stderr(`\nThe run stopped: ${failure instanceof Error ? failure.message : String(failure)}\n`);
-    io.stderr(`What was committed is kept; resume with: webgrpo train --resume ${loop.runId} --store ${values.store}\n`);
+    // A damaged store is repaired first; resuming it as it is would fail the same way.
+    if (!(failure instanceof StoreCorruptError)) io.stderr(`What was committed is kept; resume with: webgrpo train --resume ${loop.runId} --store ${values.store}\n`);
     return 1;
   }
   if (status === 'aborted') {
@@ -303,32 +303,21 @@ const CLI_ARMS: readonly RouterArm[] = [
 /** Columns every exported line carries besides prompt and completion. */
 const EXPORT_COLUMNS = ['reward', 'advantage', 'groupId', 'completionId'] as const;
 
-interface EpochExportFile {
-  sink: JsonlFileSink;
-  hook: EpochHook;
-  /** Lines appended so far. */
-  lines(): number;
-}
-
 /**
- * `--export-jsonl`: each finished epoch's completions appended to `path`. The format is checked
+ * `--export-jsonl`: each finished epoch's completions appended to `path`, at least once and never
+ * twice (a resume first writes the finished epochs whose lines are missing). The format is checked
  * against the dataset up front, so a run never fails at its first epoch's end over it.
  */
-function epochExportFile(path: string, format: JsonlFormat, dataset: readonly DatasetItem[]): EpochExportFile {
+async function epochExportFile(
+  path: string,
+  format: JsonlFormat,
+  dataset: readonly DatasetItem[],
+  resume?: { store: FileStore; runId: string },
+): Promise<EpochExportFile> {
   if (format === 'standard' && dataset.some((item) => item.messages !== undefined)) {
     throw new UsageError('--export-format standard needs raw "prompt" items, and this dataset has chat messages; use --export-format conversational.');
   }
-  const sink = jsonlFileSink(resolve(path));
-  const append = exportEveryEpoch(sink, { format, include: EXPORT_COLUMNS });
-  let lines = 0;
-  return {
-    sink,
-    lines: () => lines,
-    hook: async (epoch) => {
-      await append(epoch);
-      lines += epoch.groups.reduce((n, group) => n + group.completions.length, 0);
-    },
-  };
+  return openEpochExport(resolve(path), { format, include: EXPORT_COLUMNS }, resume);
 }
 
 /** The reward functions of a stored run: its built-in task's, or built-in rewards by name. */
@@ -347,14 +336,21 @@ async function listRuns(store: FileStore, io: TrainIo): Promise<number> {
     io.stdout(`No runs in ${store.root}.\n`);
     return 0;
   }
+  const damaged: string[] = [];
   const rows = await Promise.all(
     runs.map(async (r) => {
-      const last = await store.lastStep(r.id);
       const total = Math.ceil(r.itemCount / r.config.batchSize) * r.config.epochs;
-      return [r.id, r.status, r.config.task ?? 'dataset', runMethod(r), `${last?.step ?? 0}/${total}`, r.updatedAt.slice(0, 19).replace('T', ' ')];
+      const last = await store.lastStep(r.id).catch((error: unknown) => {
+        if (!(error instanceof StoreCorruptError)) throw error;
+        damaged.push(error.message);
+        return null;
+      });
+      const steps = last === null ? `damaged/${total}` : `${last?.step ?? 0}/${total}`;
+      return [r.id, r.status, r.config.task ?? 'dataset', runMethod(r), steps, r.updatedAt.slice(0, 19).replace('T', ' ')];
     }),
   );
   io.stdout(table(['run', 'status', 'task', 'mode', 'steps', 'updated'], rows));
+  for (const message of damaged) io.stderr(`${message}\n`);
   return 0;
 }
 

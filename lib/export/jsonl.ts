@@ -37,7 +37,7 @@ export interface ToJsonlOptions {
   rewardedOnly?: boolean;
 }
 
-const COLUMN_NAMES: Record<JsonlColumn, string> = {
+export const COLUMN_NAMES: Record<JsonlColumn, string> = {
   reward: 'reward',
   advantage: 'advantage',
   groupId: 'group_id',

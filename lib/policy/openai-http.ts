@@ -2,9 +2,11 @@
  * JSON POSTs to an OpenAI-compatible endpoint with the retry behaviour hosted APIs expect:
  * per-attempt timeouts, exponential backoff with jitter on 408/409/429/5xx and network errors,
  * `Retry-After` / `retry-after-ms` honoured, and cancellation through an AbortSignal at any point
- * (also while waiting to retry). Failures are `HttpError`s that never contain the API key.
+ * (also while waiting to retry). Failures are `HttpError`s that never contain the API key: a
+ * server (or proxy) may echo the request into its error, so every secret header value is cut out
+ * of every message before it is thrown, logged or stored. Bodies are read up to a size cap.
  */
-import { AbortError, HttpError } from '../errors.js';
+import { AbortError, HttpError, ResponseTooLargeError } from '../errors.js';
 
 export interface HttpOptions {
   fetch: typeof fetch;
@@ -14,6 +16,8 @@ export interface HttpOptions {
   retryDelayMs: number;
   maxRetryDelayMs: number;
   random: () => number;
+  /** Largest response body read, in bytes. */
+  maxResponseBytes: number;
 }
 
 /** The error body OpenAI-compatible servers send. */
@@ -25,10 +29,16 @@ export interface ServerError {
 
 export async function postJson(url: string, body: unknown, http: HttpOptions, signal?: AbortSignal): Promise<unknown> {
   const payload = JSON.stringify(body);
+  const redact = redactor(http.headers);
   for (let attempt = 0; ; attempt++) {
-    const outcome = await attemptOnce(url, payload, http, signal);
+    let outcome: Outcome;
+    try {
+      outcome = await attemptOnce(url, payload, http, signal);
+    } catch (error) {
+      throw error instanceof HttpError ? redacted(error, redact) : error;
+    }
     if ('value' in outcome) return outcome.value;
-    if (attempt >= http.maxRetries) throw outcome.retry;
+    if (attempt >= http.maxRetries) throw redacted(outcome.retry, redact);
     const backoff = Math.min(http.maxRetryDelayMs, http.retryDelayMs * 2 ** attempt) * (1 - 0.25 * http.random());
     await sleep(outcome.wait ?? backoff, signal);
   }
@@ -51,8 +61,9 @@ async function attemptOnce(url: string, payload: string, http: HttpOptions, sign
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });
     ({ status, headers } = response);
-    text = await response.text();
+    text = await readCapped(response, url, http.maxResponseBytes);
   } catch (error) {
+    if (error instanceof ResponseTooLargeError) throw error;
     if (signal?.aborted) throw new AbortError(undefined, { cause: signal.reason });
     const message = timeout.aborted
       ? `POST ${url} timed out after ${http.timeoutMs} ms.`
@@ -106,6 +117,76 @@ export function serverError(status: number, text: string): ServerError {
     // Not JSON: fall through to the raw text.
   }
   return { status, message: snippet(text) || '(empty body)', param: null };
+}
+
+/**
+ * The body as text, refusing (before reading it all) one over `limit` bytes: a declared
+ * `content-length` is checked first, then the bytes as they stream in.
+ */
+async function readCapped(response: Response, url: string, limit: number): Promise<string> {
+  const tooLarge = (size: string) =>
+    new ResponseTooLargeError(
+      response.status,
+      limit,
+      `POST ${url} answered ${response.status} with a body of ${size}, over maxResponseBytes (${limit}); ask for fewer or shorter completions, or raise maxResponseBytes.`,
+    );
+  const declared = Number(response.headers.get('content-length'));
+  if (response.headers.has('content-length') && Number.isFinite(declared) && declared > limit) {
+    await response.body?.cancel().catch(() => undefined);
+    throw tooLarge(`${declared} bytes`);
+  }
+  if (!response.body) return '';
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let size = 0;
+  let text = '';
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+    size += chunk.value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(`more than ${limit} bytes`);
+    }
+    text += decoder.decode(chunk.value, { stream: true });
+  }
+  return text + decoder.decode();
+}
+
+/** Header names whose values are credentials. */
+const SECRET_HEADER = /authorization|api[-_]?key|token|secret|cookie|password/i;
+
+/**
+ * A function that cuts every credential out of a text: each secret header's value, its token
+ * without the scheme (`Bearer <key>`), and their URL- and JSON-escaped forms.
+ */
+export function redactor(headers: Record<string, string>): (text: string) => string {
+  const secrets = new Set<string>();
+  for (const [name, value] of Object.entries(headers)) {
+    if (!SECRET_HEADER.test(name) || typeof value !== 'string') continue;
+    const token = value.replace(/^\s*[A-Za-z]+\s+/, '');
+    for (const secret of [value.trim(), token.trim()]) {
+      if (secret.length < 4) continue;
+      secrets.add(secret);
+      secrets.add(encodeURIComponent(secret));
+      secrets.add(JSON.stringify(secret).slice(1, -1));
+    }
+  }
+  const ordered = [...secrets].sort((a, b) => b.length - a.length);
+  return (text) => {
+    let out = text;
+    for (const secret of ordered) out = out.split(secret).join('[redacted]');
+    // Whatever else a server echoes after a scheme keyword is a credential too.
+    return out
+      .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/g, '$1 [redacted]')
+      .replace(/(\/\/)[^/@\s]+@/g, '$1[redacted]@');
+  };
+}
+
+/** The same error with its message (and its server error's message) redacted. */
+function redacted(error: HttpError, redact: (text: string) => string): HttpError {
+  const cause = error.cause as ServerError | undefined;
+  const safeCause = cause && typeof cause === 'object' && 'param' in cause ? { ...cause, message: redact(cause.message) } : error.cause;
+  if (error instanceof ResponseTooLargeError) return new ResponseTooLargeError(error.status, error.limit, redact(error.message));
+  return new HttpError(error.status, redact(error.message), safeCause === undefined ? undefined : { cause: safeCause });
 }
 
 function snippet(text: string): string {

@@ -2,8 +2,10 @@
  * A `Policy` over any OpenAI-compatible endpoint (hosted APIs, vLLM, SGLang, llama.cpp server,
  * Ollama, `webgrpo serve`), on plain `fetch`: rollouts on a cluster, the GRPO loop in the tab.
  *
- * - Groups use `n`; a server that returns fewer choices is topped up with more calls, and one
- *   that rejects `n` is asked once per completion from then on (seeds `seed`, `seed + 1`, ...).
+ * - Groups use `n`; a server that returns fewer choices is asked again for the rest (seeds `seed`,
+ *   `seed + 1`, ...), with `n` again, so a short answer (a busy server, a per-call cap) never turns
+ *   `n` off. One that rejects `n` is asked once per completion, and probed with `n` again every
+ *   `N_PROBE_GROUPS` groups (a proxy's limit can be lifted, or the request routed elsewhere).
  * - Log-probs are asked for and used when offered; a server that rejects them is asked without.
  * - With `extensions: true` (vLLM and `webgrpo serve`), `top_k` and `min_p` are sent and token ids
  *   come back, so `tokenIds` and `topLogprobs` are filled; otherwise `tokenIds` is empty, and
@@ -42,7 +44,12 @@ export interface OpenAiPolicyOptions {
   fetch?: typeof fetch;
   /** Jitter source in [0, 1). Default `Math.random`. */
   random?: () => number;
+  /** Largest response body read, in bytes; a larger one is a `ResponseTooLargeError`. Default 64 MiB. */
+  maxResponseBytes?: number;
 }
+
+/** Groups asked one completion per call after a server rejected `n`, before `n` is tried again. */
+export const N_PROBE_GROUPS = 16;
 
 export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
   if (typeof options?.baseURL !== 'string' || !/^https?:\/\//.test(options.baseURL)) {
@@ -59,13 +66,16 @@ export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
     retryDelayMs: options.retryDelayMs ?? 500,
     maxRetryDelayMs: options.maxRetryDelayMs ?? 30_000,
     random: options.random ?? Math.random,
+    maxResponseBytes: positiveInteger(options.maxResponseBytes ?? 64 << 20, 'maxResponseBytes'),
   };
   // What this server turned out to support, learnt from its 400s.
   let nativeN = true;
+  let groupsWithoutN = 0;
   let logprobs = options.logprobs ?? true;
 
   async function generateGroup(o: GenerateGroupOptions): Promise<GroupResult> {
     validate(o, extensions);
+    if (!nativeN && ++groupsWithoutN > N_PROBE_GROUPS) nativeN = true;
     const chat = options.endpoint === 'chat' || (options.endpoint !== 'completions' && o.messages !== undefined);
     if (chat && o.messages === undefined) throw new InvalidInputError('messages', 'the chat endpoint needs messages, not a prompt.');
     if (!chat && o.prompt === undefined) throw new InvalidInputError('prompt', 'the completions endpoint needs a prompt, not messages.');
@@ -81,7 +91,10 @@ export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
         response = (await postJson(`${base}${chat ? '/chat/completions' : '/completions'}`, requestBody(o, chat, n, seed, logprobs), http, o.signal)) as ApiResponse;
       } catch (error) {
         const param = error instanceof HttpError && error.status === 400 ? rejectedParam(error) : null;
-        if (param === 'n' && nativeN && n > 1) nativeN = false;
+        if (param === 'n' && nativeN && n > 1) {
+          nativeN = false;
+          groupsWithoutN = 0;
+        }
         else if (param === 'logprobs' && logprobs) logprobs = false;
         else throw error;
         call--;
@@ -94,7 +107,6 @@ export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
       promptTokens ||= response.usage?.prompt_tokens ?? 0;
       completionTokens += response.usage?.completion_tokens ?? 0;
       if (Array.isArray(response.prompt_token_ids)) promptTokenIds = response.prompt_token_ids;
-      if (choices.length < n) nativeN = false;
     }
     return { promptTokenIds, completions, usage: { promptTokens, completionTokens } };
   }
@@ -132,6 +144,11 @@ export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
       // Nothing is held between calls.
     },
   };
+}
+
+function positiveInteger(value: number, name: string): number {
+  if (!Number.isInteger(value) || value < 1) throw new InvalidInputError(name, `must be a positive integer, got ${value}.`);
+  return value;
 }
 
 function validate(o: GenerateGroupOptions, extensions: boolean): void {

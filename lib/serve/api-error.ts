@@ -30,7 +30,12 @@ export function badField(param: string, message: string, code = 'invalid_value')
   return new ApiError(400, `${param}: ${message}`, { param, code });
 }
 
-/** Maps anything thrown while serving a request to the response a client should see. */
+const INTERNAL = 'The server failed while handling the request; see its log.';
+
+/**
+ * Maps anything thrown while serving a request to the response a client should see. Server-side
+ * failures (5xx) get neutral messages: theirs can name files on disk, and go to the server's log.
+ */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof InvalidInputError) return new ApiError(400, error.message, { param: error.argument, code: 'invalid_value' });
@@ -43,10 +48,14 @@ export function toApiError(error: unknown): ApiError {
       case 'Busy':
         return new ApiError(503, error.message, { code: 'overloaded' });
       case 'StoreQuota':
-        return new ApiError(507, error.message, { code: 'insufficient_storage' });
+        return new ApiError(507, "The server's storage is full; nothing of this request was kept. Retry once its operator has freed space.", {
+          code: 'insufficient_storage',
+        });
+      case 'StoreCorrupt':
+        return new ApiError(500, "The server's store is damaged; its operator has the details in the server's log.", { code: 'store_corrupt' });
       default:
-        return new ApiError(500, error.message, { code: error.code });
+        return new ApiError(500, INTERNAL, { code: 'internal_error' });
     }
   }
-  return new ApiError(500, 'The server failed while handling the request; see its log.', { code: 'internal_error' });
+  return new ApiError(500, INTERNAL, { code: 'internal_error' });
 }

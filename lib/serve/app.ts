@@ -8,6 +8,7 @@ import { ApiError, toApiError } from './api-error.js';
 import { bearerCheck } from './auth.js';
 import { feedback, groupView, type FeedbackCheck } from './feedback.js';
 import { respond } from './generate.js';
+import { requestGuard } from './guard.js';
 import { readJson, sendError, sendJson } from './http.js';
 import { parseChatRequest, parseCompletionRequest, unknownModel, type Limits } from './requests.js';
 
@@ -18,6 +19,9 @@ export interface AppOptions {
   bodyLimit: number;
   limits: Limits;
   corsOrigins: readonly string[];
+  /** The address the server listens on, which the `Host` header must name (or one of `allowedHosts`). */
+  listenHost: string;
+  allowedHosts: readonly string[];
   feedbackLog?: { sink: JsonlFileSink; format: JsonlFormat };
 }
 
@@ -30,7 +34,9 @@ interface Route {
 
 export function createApp(options: AppOptions): (req: IncomingMessage, res: ServerResponse, signal: AbortSignal) => Promise<void> {
   const { session, modelId, limits } = options;
-  const checkAuth = options.apiKey ? bearerCheck(options.apiKey) : () => undefined;
+  const checkAuth = options.apiKey !== undefined ? bearerCheck(options.apiKey) : () => undefined;
+  const guard = requestGuard(options);
+  const view = (group: Parameters<typeof groupView>[0]) => groupView(group, servedName(group.model, session.policy.info.model, modelId));
   const startedAt = Math.floor(Date.now() / 1000);
   const model = { id: modelId, object: 'model', created: startedAt, owned_by: 'webgrpo' };
 
@@ -70,23 +76,28 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
         POST: async (req, res) => {
           const body = await readJson(req, options.bodyLimit);
           const log = options.feedbackLog;
-          const groups = await feedback(session, body, log?.format === 'standard' ? standardPromptKnown : undefined);
-          if (log) await log.sink.write(toJsonl(groups, { format: log.format, include: LOGGED_COLUMNS }));
-          sendJson(res, 200, { object: 'feedback', groups: groups.map(groupView) });
+          const groups = await feedback(session, body, {
+            maxCompletions: limits.maxN,
+            ...(log?.format === 'standard' ? { check: standardPromptKnown } : {}),
+            // The log line goes out before the group is stored as told: a failed write leaves it untold.
+            ...(log ? { beforeStore: (group) => log.sink.write(toJsonl([group], { format: log.format, include: LOGGED_COLUMNS })) } : {}),
+          });
+          sendJson(res, 200, { object: 'feedback', groups: groups.map(view) });
         },
       },
     },
     {
       pattern: /^\/v1\/groups\/([^/]+)$/,
-      methods: { GET: async (_req, res, [id]) => sendJson(res, 200, groupView(await session.group(decodeURIComponent(id)))) },
+      methods: { GET: async (_req, res, [id]) => sendJson(res, 200, view(await session.group(decodePathPart(id, 'group id')))) },
     },
   ];
 
   return async (req, res, signal) => {
-    const path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
     cors(req, res, options.corsOrigins);
     try {
+      guard(req);
+      const path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
       if (method === 'OPTIONS' && options.corsOrigins.length) {
         res.writeHead(204).end();
         return;
@@ -94,10 +105,12 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
       const route = routes.find((r) => r.pattern.test(path));
       if (!route) throw new ApiError(404, `Unknown path ${path}.`, { type: 'not_found_error', code: 'unknown_url' });
       if (path !== '/health') checkAuth(req);
-      const handler = route.methods[method];
+      // HEAD is GET without the body (node:http drops it).
+      const handler = route.methods[method === 'HEAD' ? 'GET' : method];
       if (!handler) {
-        res.setHeader('allow', Object.keys(route.methods).join(', '));
-        throw new ApiError(405, `${method} is not allowed on ${path}; use ${Object.keys(route.methods).join(' or ')}.`, {
+        const allowed = Object.keys(route.methods).flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m]));
+        res.setHeader('allow', allowed.join(', '));
+        throw new ApiError(405, `${method} is not allowed on ${path}; use ${allowed.join(' or ')}.`, {
           code: 'method_not_allowed',
         });
       }
@@ -120,6 +133,24 @@ function standardPromptKnown(group: Parameters<FeedbackCheck>[0]): void {
     `${group.id ? `Group ${group.id}` : 'This new group'} is a chat whose rendered prompt is unknown, and this server logs feedback in TRL's standard format, which needs it; start the server with the conversational feedback format.`,
     { param: group.id ? 'group_id' : 'messages', code: 'unsupported_parameter' },
   );
+}
+
+/** A path segment decoded, a malformed percent-encoding being the client's error. */
+function decodePathPart(part: string, what: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw new ApiError(400, `The ${what} in the path is not valid percent-encoded UTF-8.`, { code: 'invalid_url' });
+  }
+}
+
+/**
+ * The model name a client sees for a stored group: the served name for groups of the served
+ * policy, else the last part of the stored name, so a folder on disk never shows.
+ */
+function servedName(stored: string, policyModel: string, modelId: string): string {
+  if (stored === policyModel) return modelId;
+  return stored.split(/[\\/]+/).filter(Boolean).at(-1) ?? stored;
 }
 
 /** The feedback log keeps ids so later tells of the same group (the last line wins) can be matched. */

@@ -9,6 +9,7 @@
  *   {"messages" | "prompt": ..., "completions": [{"text": "...", "reward": 1}, ...]}   a new group
  *
  * A reward is a number, null (could not score), or a list with one value per reward function.
+ * Told completions are scored by the model, so a request may carry at most as many as `n` may ask for.
  */
 import { parseCompletionId } from '../session/records.js';
 import type { ExternalCompletion, Session, TellInput } from '../session/session.js';
@@ -20,18 +21,28 @@ import { parseMessages } from './requests.js';
 /** Called on every group about to be told (a new one has no id yet); throws to refuse the request. */
 export type FeedbackCheck = (group: Pick<GroupRecord, 'prompt' | 'messages' | 'promptText'> & { id?: string }) => void;
 
-export async function feedback(session: Session, raw: unknown, check: FeedbackCheck = () => undefined): Promise<GroupRecord[]> {
+export interface FeedbackOptions {
+  /** Most completions one request may tell (the model scores each). */
+  maxCompletions: number;
+  check?: FeedbackCheck;
+  /** Runs on each told group before it is stored (see `TellInput.beforeStore`). */
+  beforeStore?: (group: GroupRecord) => Promise<void>;
+}
+
+export async function feedback(session: Session, raw: unknown, options: FeedbackOptions): Promise<GroupRecord[]> {
+  const check = options.check ?? (() => undefined);
+  const hook = options.beforeStore ? { beforeStore: options.beforeStore } : {};
   const body = asBody(raw);
   const groupId = optionalString(body, 'group_id');
   const rewards = body.rewards ?? undefined;
-  const completions = parseCompletions(body.completions);
+  const completions = parseCompletions(body.completions, options.maxCompletions);
   const temperature = optionalNumber(body, 'temperature', { min: 0, max: 2 });
   const prompt = optionalString(body, 'prompt');
   const messages = body.messages === undefined || body.messages === null ? undefined : parseMessages(body.messages);
 
   if (groupId !== undefined) {
     check(await session.group(groupId));
-    const told = await session.tell({ groupId, ...rewardsField(rewards), ...(completions ? { completions } : {}) });
+    const told = await session.tell({ groupId, ...rewardsField(rewards), ...(completions ? { completions } : {}), ...hook });
     return [told.group];
   }
   if (prompt !== undefined || messages !== undefined) {
@@ -42,6 +53,7 @@ export async function feedback(session: Session, raw: unknown, check: FeedbackCh
       ...(messages ? { messages } : {}),
       completions: completions ?? [],
       ...(temperature !== undefined ? { temperature } : {}),
+      ...hook,
     };
     return [(await session.tell(input)).group];
   }
@@ -70,7 +82,7 @@ export async function feedback(session: Session, raw: unknown, check: FeedbackCh
     }
   }
   const told: GroupRecord[] = [];
-  for (const [id, groupRewards] of byGroup) told.push((await session.tell({ groupId: id, rewards: groupRewards })).group);
+  for (const [id, groupRewards] of byGroup) told.push((await session.tell({ groupId: id, rewards: groupRewards, ...hook })).group);
   return told;
 }
 
@@ -82,9 +94,10 @@ function rewardsField(rewards: unknown): Pick<TellInput, 'rewards'> {
   return { rewards: rewards as TellInput['rewards'] };
 }
 
-function parseCompletions(value: unknown): ExternalCompletion[] | undefined {
+function parseCompletions(value: unknown, max: number): ExternalCompletion[] | undefined {
   if (value === undefined || value === null) return undefined;
   if (!Array.isArray(value)) throw badField('completions', `must be a list of { text, reward }, got ${typeName(value)}.`, 'invalid_type');
+  if (value.length > max) throw badField('completions', `takes at most ${max} completions per request (the server's largest n), got ${value.length}.`);
   return value.map((c: unknown, i) => {
     if (c === null || typeof c !== 'object' || Array.isArray(c)) {
       throw badField(`completions[${i}]`, `must be an object { text, reward }, got ${typeName(c)}.`, 'invalid_type');
@@ -104,13 +117,13 @@ function parseCompletions(value: unknown): ExternalCompletion[] | undefined {
   });
 }
 
-/** A group as the HTTP API shows it (snake_case, seconds). */
-export function groupView(group: GroupRecord) {
+/** A group as the HTTP API shows it (snake_case, seconds), under the model name clients see. */
+export function groupView(group: GroupRecord, model: string) {
   return {
     id: group.id,
     object: 'group',
     created: Math.floor(group.createdAt / 1000),
-    model: group.model,
+    model,
     ...(group.prompt !== undefined ? { prompt: group.prompt } : {}),
     ...(group.messages ? { messages: group.messages } : {}),
     prompt_token_ids: group.promptTokenIds,

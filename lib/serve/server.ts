@@ -5,6 +5,7 @@
  * `close()` is graceful: no new requests, in-flight ones (streams too) run to their end, the
  * feedback log and the store are flushed, then the sockets close.
  */
+import { open } from 'node:fs/promises';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InvalidInputError } from '../errors.js';
@@ -23,7 +24,10 @@ interface ServeCommon {
   host?: string;
   /** Default 8000; 0 picks a free port (see `port` on the result). */
   port?: number;
-  /** When set, every `/v1` request needs `Authorization: Bearer <apiKey>`. Kept in memory only. */
+  /**
+   * When set, every `/v1` request needs `Authorization: Bearer <apiKey>`. Kept in memory only. An
+   * empty key (or one with surrounding spaces, which no header can carry) is an `InvalidInputError`.
+   */
   apiKey?: string;
   /** The model name clients send and `/v1/models` lists. Default `policy.info.model`. */
   modelId?: string;
@@ -46,8 +50,17 @@ interface ServeCommon {
    * needs each chat group's rendered prompt (a policy that decodes exactly) and refuses feedback otherwise.
    */
   feedbackFormat?: JsonlFormat;
-  /** Origins allowed to call from a browser ('*' for any). Default none. */
+  /**
+   * Origins allowed to call from a browser ('*' for any). Default none: a request carrying any
+   * `Origin` header is refused (403), so web pages cannot drive the server.
+   */
   corsOrigins?: readonly string[];
+  /**
+   * Names besides the listening address that the `Host` header may carry (a reverse proxy's or LAN
+   * name; '*' for any). Others are refused (403), which stops DNS rebinding. IP literals the server
+   * listens on, and `localhost` on a loopback or all-interfaces server, always pass.
+   */
+  allowedHosts?: readonly string[];
   /** How long `close()` waits for in-flight requests before cutting them off. Default 30 s. */
   shutdownTimeoutMs?: number;
   /** One line per request and per server error. Default: silent. */
@@ -93,9 +106,11 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
     });
   const policy = session.policy;
   const format = options.feedbackFormat ?? 'conversational';
-  if (options.apiKey !== undefined && options.apiKey.trim() === '') throw new InvalidInputError('apiKey', 'must not be empty.');
-  const sink = options.feedbackFile ? jsonlFileSink(options.feedbackFile) : undefined;
+  checkApiKey(options.apiKey);
+  if (options.feedbackFile !== undefined) await checkWritable(options.feedbackFile);
+  const sink = options.feedbackFile !== undefined ? jsonlFileSink(options.feedbackFile) : undefined;
   const log = options.log ?? (() => undefined);
+  const listenHost = options.host ?? '127.0.0.1';
   const app = createApp({
     session,
     modelId: options.modelId ?? policy.info.model,
@@ -107,6 +122,8 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
       defaultMaxTokens: options.defaultMaxTokens ?? 256,
     },
     corsOrigins: options.corsOrigins ?? [],
+    listenHost,
+    allowedHosts: options.allowedHosts ?? [],
     ...(sink ? { feedbackLog: { sink, format } } : {}),
   });
 
@@ -125,9 +142,12 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
     inFlight.set(res, controller);
     // A client that goes away mid-request cancels its generation (or its place in the queue).
     res.on('close', () => {
-      if (!res.writableFinished) controller.abort(new Error('client disconnected'));
+      const finished = res.writableFinished;
+      if (!finished) controller.abort(new Error('client disconnected'));
       inFlight.delete(res);
-      log(`${req.method} ${req.url} ${res.statusCode} ${Date.now() - started}ms`);
+      // A response cut off before its end did not succeed, whatever status its headers said.
+      const outcome = finished ? String(res.statusCode) : `aborted${res.headersSent ? ` after ${res.statusCode} headers` : ''}`;
+      log(`${req.method} ${req.url} ${outcome} ${Date.now() - started}ms`);
       if (closing && inFlight.size === 0) drained?.();
     });
     app(req, res, controller.signal).catch((error: unknown) => {
@@ -136,7 +156,7 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port ?? 8000, options.host ?? '127.0.0.1', () => {
+    server.listen(options.port ?? 8000, listenHost, () => {
       server.off('error', reject);
       resolve();
     });
@@ -177,4 +197,22 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
       return closing;
     },
   };
+}
+
+function checkApiKey(apiKey: string | undefined): void {
+  if (apiKey === undefined) return;
+  if (typeof apiKey !== 'string' || apiKey.trim() === '') {
+    throw new InvalidInputError('apiKey', 'must not be empty: give a key, or leave it out to serve without authentication.');
+  }
+  if (apiKey !== apiKey.trim()) throw new InvalidInputError('apiKey', 'must not start or end with spaces (an Authorization header cannot carry them).');
+}
+
+/** The feedback file is opened for appending at start-up, so a bad path fails now, not at the first feedback. */
+async function checkWritable(path: string): Promise<void> {
+  try {
+    await (await open(path, 'a')).close();
+  } catch (error) {
+    const code = (error as { code?: string }).code ?? 'error';
+    throw new InvalidInputError('feedbackFile', `${path} cannot be opened for appending (${code}); choose a writable file.`, { cause: error });
+  }
 }

@@ -97,6 +97,12 @@ export interface TellInput extends PromptInput {
   temperature?: number;
   meta?: GroupMeta;
   signal?: AbortSignal;
+  /**
+   * Runs with the told group after its advantages are computed and before it is stored; when it
+   * throws, the tell fails and the stored group stays as it was (the server writes its feedback
+   * log line here, so a failed write never leaves a group told but unlogged).
+   */
+  beforeStore?: (group: GroupRecord) => Promise<void>;
 }
 
 export interface TellResult {
@@ -289,6 +295,7 @@ export function createSession(options: SessionOptions): Session {
       },
       ...(input.meta ? { meta: { ...group.meta, ...input.meta } } : {}),
     };
+    await input.beforeStore?.(structuredClone(updated));
     await store.put(updated);
     return {
       groupId: updated.id,

@@ -3,9 +3,9 @@
  * with a clear error when damaged, and Node's error codes mapped to our typed errors.
  */
 import { randomUUID } from 'node:crypto';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { link, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
-import { StoreError, StoreQuotaError, WebgrpoError } from '../errors.js';
+import { StoreCorruptError, StoreError, StoreQuotaError, WebgrpoError } from '../errors.js';
 
 /**
  * Writes JSON to a temporary file, flushes it, then renames it over `path` (or, with `exclusive`,
@@ -35,7 +35,7 @@ export async function writeAtomic(path: string, value: unknown, options: { exclu
 }
 
 /** The parsed file, or undefined if it does not exist. `remedy` ends the message for a damaged one. */
-export async function readJson<T>(path: string, remedy = 'restore it or delete the run'): Promise<T | undefined> {
+export async function readJson<T>(path: string, remedy = 'restore it from a backup or an export of the run, or delete the run and start it again'): Promise<T | undefined> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -46,7 +46,56 @@ export async function readJson<T>(path: string, remedy = 'restore it or delete t
   try {
     return JSON.parse(text) as T;
   } catch (error) {
-    throw new StoreError(`${path} is not valid JSON (was it edited by hand?); ${remedy}.`, { cause: error });
+    throw new StoreCorruptError(path, `${path} is not valid JSON (was it edited by hand, or cut short?); ${remedy}.`, { cause: error });
+  }
+}
+
+/** `writeAtomic`'s temporary names: `<file>.<pid>.<uuid>.tmp`. */
+const TEMPORARY = /\.(\d+)\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp$/;
+
+/**
+ * Removes the temporary files a killed writer left in the store folder (the root, `groups/`, each
+ * run's folder and its `steps/`, `pending/`, `adapters/`), the run folders a killed import or
+ * create was building, and the `.trash-*` folders of interrupted deletes. What a live process
+ * (this one, or another writing now) is writing stays.
+ */
+export async function removeStaleTemporaries(root: string): Promise<void> {
+  const runs = join(root, 'runs');
+  const runDirs = (await entries(runs)).filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => join(runs, e.name));
+  const dirs = [root, join(root, 'groups'), ...runDirs.flatMap((dir) => [dir, join(dir, 'steps'), join(dir, 'pending'), join(dir, 'adapters')])];
+  for (const dir of dirs) {
+    for (const entry of await entries(dir)) {
+      const match = TEMPORARY.exec(entry.name);
+      if (entry.isFile() && match && !processAlive(Number(match[1]))) await rm(join(dir, entry.name), { force: true });
+    }
+  }
+  for (const entry of await entries(runs)) {
+    if (!entry.isDirectory()) continue;
+    // `.new-<pid>-...`: a run folder being built, renamed into place once whole.
+    const building = /^\.new-(\d+)-/.exec(entry.name);
+    if (entry.name.startsWith('.trash-') || (building && !processAlive(Number(building[1])))) {
+      await rm(join(runs, entry.name), { recursive: true, force: true });
+    }
+  }
+}
+
+async function entries(dir: string) {
+  try {
+    return await readdir(dir, { withFileTypes: true });
+  } catch (error) {
+    if (codeOf(error) === 'ENOENT' || codeOf(error) === 'ENOTDIR') return [];
+    throw error;
+  }
+}
+
+/** Whether a process with this id runs on this machine (one we may not signal still runs). */
+export function processAlive(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return codeOf(error) === 'EPERM';
   }
 }
 

@@ -20,8 +20,9 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
-import { AlreadyRunningError, NotFoundError, StoreError } from '../errors.js';
-import { codeOf, guard, listJson, readJson, writeAtomic } from './file-io.js';
+import { AlreadyRunningError, NotFoundError, StoreCorruptError, StoreError } from '../errors.js';
+import { codeOf, guard, listJson, processAlive, readJson, removeStaleTemporaries, writeAtomic } from './file-io.js';
+import { checkCompleted, checkItems, checkPending, checkRun, checkStep, checkStepNumbers } from './integrity.js';
 import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists } from './rules.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
@@ -58,7 +59,7 @@ export async function openStoreFolder(root: string): Promise<void> {
         throw new StoreError(`${join(root, 'store.json')} is not a webgrpo run store; choose another folder.`);
       }
       version = meta.schemaVersion;
-    } else if ((await readdir(root)).length > 0) {
+    } else if (!(await onlyHalfCreated(root))) {
       throw new StoreError(`${root} is not empty and has no store.json; choose an empty or new folder for runs.`);
     }
     if (version > FILE_STORE_VERSION) {
@@ -66,7 +67,21 @@ export async function openStoreFolder(root: string): Promise<void> {
     }
     for (let v = version; v < FILE_STORE_VERSION; v++) await MIGRATIONS[v](root);
     if (version !== FILE_STORE_VERSION) await writeAtomic(join(root, 'store.json'), { format: FORMAT, schemaVersion: FILE_STORE_VERSION });
+    await removeStaleTemporaries(root);
   });
+}
+
+/**
+ * Whether a folder without store.json holds nothing, or only what creating a store writes before
+ * store.json (an empty `runs/`, a temporary store.json): a creation that was killed, to finish.
+ */
+async function onlyHalfCreated(root: string): Promise<boolean> {
+  for (const name of await readdir(root)) {
+    if (name === 'runs' && (await readdir(join(root, 'runs')).catch(() => ['not a folder'])).length === 0) continue;
+    if (/^store\.json\.\d+\.[0-9a-f-]{36}\.tmp$/.test(name)) continue;
+    return false;
+  }
+  return true;
 }
 
 export class FileStore implements Store {
@@ -88,19 +103,22 @@ export class FileStore implements Store {
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
     checkRunId(runId);
-    return guard(`read run "${runId}"`, () => readJson<RunRecord>(join(this.#dir(runId), 'run.json')));
+    const path = join(this.#dir(runId), 'run.json');
+    const run = await guard(`read run "${runId}"`, () => readJson<unknown>(path));
+    return run === undefined ? undefined : checkRun(run, runId, path);
   }
 
   async listRuns(): Promise<RunRecord[]> {
     return guard('list runs', async () => {
       const names = (await readdir(join(this.root, 'runs'))).filter((name) => !name.startsWith('.'));
-      const runs = await Promise.all(names.map((name) => readJson<RunRecord>(join(this.root, 'runs', name, 'run.json'))));
+      const runs = await Promise.all(names.map((name) => this.getRun(name)));
       return runs.filter((run): run is RunRecord => run !== undefined).sort(byRecentUpdate);
     });
   }
 
   async setRunStatus(runId: string, patch: RunStatusPatch): Promise<void> {
     const run = await this.#requireRun(runId);
+    if (patch.status === 'completed') checkCompleted(run, (await this.#stepNumbers(runId)).length, join(this.#dir(runId), 'steps'));
     const next: RunRecord = { ...run, status: patch.status, updatedAt: new Date().toISOString() };
     if (patch.error !== undefined) next.error = patch.error;
     else delete next.error;
@@ -122,8 +140,9 @@ export class FileStore implements Store {
   }
 
   async getItems(runId: string): Promise<DatasetItem[]> {
-    await this.#requireRun(runId);
-    return (await guard(`read the dataset of run "${runId}"`, () => readJson<DatasetItem[]>(join(this.#dir(runId), 'items.json')))) ?? [];
+    const run = await this.#requireRun(runId);
+    const path = join(this.#dir(runId), 'items.json');
+    return checkItems(await guard(`read the dataset of run "${runId}"`, () => readJson<unknown>(path)), run, path);
   }
 
   async putItemResult(runId: string, result: ItemResult): Promise<void> {
@@ -134,12 +153,15 @@ export class FileStore implements Store {
   }
 
   async getItemResults(runId: string, step: number): Promise<ItemResult[]> {
-    await this.#requireRun(runId);
+    const run = await this.#requireRun(runId);
+    const last = (await this.#stepNumbers(runId)).length;
     return guard(`read the items of step ${step}`, async () => {
       const dir = join(this.#dir(runId), 'pending');
+      // Results of a committed step are leftovers of a crash before their removal: never read.
+      if (step <= last) return [];
       const names = (await listJson(dir)).filter((name) => name.startsWith(`${pad(step, 6)}-`)).sort();
-      const results = await Promise.all(names.map((name) => readJson<ItemResult>(join(dir, name))));
-      return results.filter((r): r is ItemResult => r !== undefined);
+      const results = await Promise.all(names.map(async (name) => [join(dir, name), await readJson<unknown>(join(dir, name))] as const));
+      return results.filter(([, r]) => r !== undefined).map(([path, r]) => checkPending(r, step - 1, run, path));
     });
   }
 
@@ -174,27 +196,35 @@ export class FileStore implements Store {
 
   async getStep(runId: string, step: number): Promise<StepRecord | undefined> {
     checkRunId(runId);
-    return guard(`read step ${step}`, () => readJson<StepRecord>(join(this.#dir(runId), 'steps', `${pad(step, 6)}.json`)));
+    const path = join(this.#dir(runId), 'steps', `${pad(step, 6)}.json`);
+    const record = await guard(`read step ${step}`, () => readJson<unknown>(path));
+    return record === undefined ? undefined : checkStep(record, step, runId, path);
   }
 
   async listSteps(runId: string, range: StepRange = {}): Promise<StepRecord[]> {
     await this.#requireRun(runId);
     const numbers = (await this.#stepNumbers(runId)).filter((n) => n >= (range.from ?? 1) && n <= (range.to ?? Infinity));
-    const steps = await Promise.all(numbers.map((n) => this.getStep(runId, n)));
-    return steps.filter((s): s is StepRecord => s !== undefined);
+    return Promise.all(numbers.map((n) => this.#requireStep(runId, n)));
   }
 
   async lastStep(runId: string): Promise<StepRecord | undefined> {
     await this.#requireRun(runId);
     const last = (await this.#stepNumbers(runId)).at(-1);
-    return last === undefined ? undefined : this.getStep(runId, last);
+    return last === undefined ? undefined : this.#requireStep(runId, last);
   }
 
   async getAdapter(runId: string): Promise<AdapterCheckpoint | undefined> {
     await this.#requireRun(runId);
+    const run = await this.#requireRun(runId);
     const last = (await this.#stepNumbers(runId)).at(-1);
     if (last === undefined) return undefined;
-    return guard(`read the adapter of run "${runId}"`, () => readJson<AdapterCheckpoint>(join(this.#dir(runId), 'adapters', `${pad(last, 6)}.json`)));
+    const path = join(this.#dir(runId), 'adapters', `${pad(last, 6)}.json`);
+    const adapter = await guard(`read the adapter of run "${runId}"`, () => readJson<AdapterCheckpoint>(path));
+    // Every gradient step commits its checkpoint: without it a resume would restart the adapter from scratch.
+    if (adapter === undefined && run.kind === 'gradient') {
+      throw new StoreCorruptError(path, `${path} is missing: step ${last} of run "${runId}" was committed with it; restore it from a backup or an export of the run, or delete the run and start it again.`);
+    }
+    return adapter;
   }
 
   async lockRun(runId: string): Promise<RunLock> {
@@ -244,8 +274,9 @@ export class FileStore implements Store {
     const [items, steps, adapter] = await Promise.all([this.getItems(runId), this.listSteps(runId), this.getAdapter(runId)]);
     const pendingDir = join(this.#dir(runId), 'pending');
     const pending = await guard('read pending items', async () => {
-      const rows = await Promise.all((await listJson(pendingDir)).sort().map((name) => readJson<ItemResult>(join(pendingDir, name))));
-      return rows.filter((r): r is ItemResult => r !== undefined);
+      const names = (await listJson(pendingDir)).sort().filter((name) => Number(name.slice(0, 6)) > steps.length);
+      const rows = await Promise.all(names.map(async (name) => [join(pendingDir, name), await readJson<unknown>(join(pendingDir, name))] as const));
+      return rows.filter(([, r]) => r !== undefined).map(([path, r]) => checkPending(r, steps.length, run, path));
     });
     return { run, items, steps, pending, ...(adapter ? { adapter } : {}) };
   }
@@ -269,7 +300,7 @@ export class FileStore implements Store {
   /** Builds a run folder under a temporary name and renames it into place. */
   async #writeRunDir(dir: string, bundle: RunBundle, replace = false): Promise<void> {
     const runs = join(this.root, 'runs');
-    const temp = join(runs, `.new-${bundle.run.id}-${randomUUID()}`);
+    const temp = join(runs, `.new-${process.pid}-${randomUUID()}-${bundle.run.id}`);
     try {
       await mkdir(join(temp, 'steps'), { recursive: true });
       await mkdir(join(temp, 'pending'), { recursive: true });
@@ -292,9 +323,20 @@ export class FileStore implements Store {
     }
   }
 
+  /** The committed steps' numbers, 1..N: a gap is a `StoreCorruptError`. */
   async #stepNumbers(runId: string): Promise<number[]> {
-    const names = await listJson(join(this.#dir(runId), 'steps'));
-    return names.map((name) => Number(name.slice(0, -'.json'.length))).filter(Number.isInteger).sort((a, b) => a - b);
+    const dir = join(this.#dir(runId), 'steps');
+    const names = await listJson(dir);
+    const numbers = names.map((name) => Number(name.slice(0, -'.json'.length))).filter(Number.isInteger).sort((a, b) => a - b);
+    checkStepNumbers(numbers, runId, `The step files in ${dir}`);
+    return numbers;
+  }
+
+  async #requireStep(runId: string, step: number): Promise<StepRecord> {
+    const record = await this.getStep(runId, step);
+    if (record) return record;
+    const path = join(this.#dir(runId), 'steps', `${pad(step, 6)}.json`);
+    throw new StoreCorruptError(path, `${path} disappeared while it was read; check that no other program deletes files in the store.`);
   }
 
   async #requireRun(runId: string): Promise<RunRecord> {
@@ -313,15 +355,6 @@ export class FileStore implements Store {
 function checkRunId(runId: string): void {
   if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/.test(runId)) {
     throw new StoreError(`Run id "${runId}" cannot be a folder name; use letters, digits, ".", "_" and "-" (at most 128).`);
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return codeOf(error) === 'EPERM';
   }
 }
 

@@ -8,8 +8,9 @@
  * closes or crashes) and otherwise a lease row renewed by a heartbeat.
  */
 import { openDB, type IDBPDatabase, type IDBPTransaction, type StoreNames } from 'idb';
-import { NotFoundError, StoreError, StoreQuotaError, WebgrpoError } from '../errors.js';
+import { NotFoundError, StoreCorruptError, StoreError, StoreQuotaError, WebgrpoError } from '../errors.js';
 import { migrate, SCHEMA_VERSION, type WebgrpoDB } from './idb-schema.js';
+import { checkCompleted, checkItems, checkPending, checkRun, checkStep, checkStepNumbers, remedy } from './integrity.js';
 import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists } from './rules.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
@@ -72,18 +73,21 @@ export class IdbStore implements Store {
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
-    return this.#read(['runs'], (tx) => tx.objectStore('runs').get(runId));
+    const run = await this.#read(['runs'], (tx) => tx.objectStore('runs').get(runId));
+    return run === undefined ? undefined : checkRun(run, runId, this.#what('runs', runId));
   }
 
   async listRuns(): Promise<RunRecord[]> {
     const runs = await this.#read(['runs'], (tx) => tx.objectStore('runs').getAll());
-    return runs.sort(byRecentUpdate);
+    return runs.map((run) => checkRun(run, run.id, this.#what('runs', run.id))).sort(byRecentUpdate);
   }
 
   async setRunStatus(runId: string, patch: RunStatusPatch): Promise<void> {
-    await this.#write(['runs'], `update run "${runId}"`, async (tx) => {
+    await this.#write(['runs', 'steps'], `update run "${runId}"`, async (tx) => {
       const run = await tx.objectStore('runs').get(runId);
       if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
+      checkRun(run, runId, this.#what('runs', runId));
+      if (patch.status === 'completed') checkCompleted(run, await tx.objectStore('steps').count(runRange(runId)), this.#what('steps', runId));
       const next: RunRecord = { ...run, status: patch.status, updatedAt: new Date().toISOString() };
       if (patch.error !== undefined) next.error = patch.error;
       else delete next.error;
@@ -105,9 +109,9 @@ export class IdbStore implements Store {
   }
 
   async getItems(runId: string): Promise<DatasetItem[]> {
-    await this.#requireRun(runId);
+    const run = await this.#requireRun(runId);
     const rows = await this.#read(['items'], (tx) => tx.objectStore('items').getAll(runRange(runId)));
-    return rows.map((row) => row.item);
+    return this.#items(run, rows);
   }
 
   async putItemResult(runId: string, result: ItemResult): Promise<void> {
@@ -117,10 +121,13 @@ export class IdbStore implements Store {
   }
 
   async getItemResults(runId: string, step: number): Promise<ItemResult[]> {
-    const rows = await this.#read(['pending'], (tx) =>
-      tx.objectStore('pending').getAll(IDBKeyRange.bound([runId, step], [runId, step, []])),
-    );
-    return rows.map(stripRunId);
+    const run = await this.#requireRun(runId);
+    const [last, rows] = await this.#read(['steps', 'pending'], async (tx) => [
+      await this.#lastNumber(tx, runId),
+      await tx.objectStore('pending').getAll(IDBKeyRange.bound([runId, step], [runId, step, []])),
+    ] as const);
+    if (step <= last) return [];
+    return rows.map((row) => checkPending(stripRunId(row), step - 1, run, this.#what('pending', runId, step, row.position)));
   }
 
   async commitStep(runId: string, step: StepRecord, extras: StepExtras = {}): Promise<void> {
@@ -140,23 +147,35 @@ export class IdbStore implements Store {
 
   async getStep(runId: string, step: number): Promise<StepRecord | undefined> {
     const row = await this.#read(['steps'], (tx) => tx.objectStore('steps').get([runId, step]));
-    return row && stripRunId(row);
+    return row && checkStep(stripRunId(row), step, runId, this.#what('steps', runId, step));
   }
 
   async listSteps(runId: string, range: StepRange = {}): Promise<StepRecord[]> {
     const from = range.from ?? 0;
     const upper = range.to === undefined ? [runId, []] : [runId, range.to];
-    const rows = await this.#read(['steps'], (tx) => tx.objectStore('steps').getAll(IDBKeyRange.bound([runId, from], upper)));
-    return rows.map(stripRunId);
+    const rows = await this.#read(['steps'], async (tx) => {
+      await this.#lastNumber(tx, runId);
+      return tx.objectStore('steps').getAll(IDBKeyRange.bound([runId, from], upper));
+    });
+    return rows.map((row) => checkStep(stripRunId(row), row.step, runId, this.#what('steps', runId, row.step)));
   }
 
   async lastStep(runId: string): Promise<StepRecord | undefined> {
-    const row = await this.#read(['steps'], async (tx) => (await tx.objectStore('steps').openCursor(runRange(runId), 'prev'))?.value);
-    return row && stripRunId(row);
+    const row = await this.#read(['steps'], async (tx) => {
+      await this.#lastNumber(tx, runId);
+      return (await tx.objectStore('steps').openCursor(runRange(runId), 'prev'))?.value;
+    });
+    return row && checkStep(stripRunId(row), row.step, runId, this.#what('steps', runId, row.step));
   }
 
   async getAdapter(runId: string): Promise<AdapterCheckpoint | undefined> {
-    const row = await this.#read(['adapters'], (tx) => tx.objectStore('adapters').get(runId));
+    const run = await this.#requireRun(runId);
+    const [last, row] = await this.#read(['steps', 'adapters'], async (tx) => [await this.#lastNumber(tx, runId), await tx.objectStore('adapters').get(runId)] as const);
+    // Every gradient step commits its checkpoint: without it a resume would restart the adapter from scratch.
+    if (run.kind === 'gradient' && last > 0 && (row === undefined || row.step !== last)) {
+      const what = this.#what('adapters', runId);
+      throw new StoreCorruptError(what, `${what} ${row ? `is of step ${row.step}` : 'is missing'}, but step ${last} was committed with its checkpoint; ${remedy(runId)}.`);
+    }
     return row && stripRunId(row);
   }
 
@@ -184,15 +203,22 @@ export class IdbStore implements Store {
 
   async readBundle(runId: string): Promise<RunBundle> {
     return this.#read(['runs', 'items', 'steps', 'pending', 'adapters'], async (tx) => {
-      const run = await tx.objectStore('runs').get(runId);
-      if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
+      const stored = await tx.objectStore('runs').get(runId);
+      if (!stored) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
+      const run = checkRun(stored, runId, this.#what('runs', runId));
       const [items, steps, pending, adapter] = await Promise.all([
         tx.objectStore('items').getAll(runRange(runId)),
         tx.objectStore('steps').getAll(runRange(runId)),
         tx.objectStore('pending').getAll(runRange(runId)),
         tx.objectStore('adapters').get(runId),
       ]);
-      const bundle: RunBundle = { run, items: items.map((row) => row.item), steps: steps.map(stripRunId), pending: pending.map(stripRunId) };
+      checkStepNumbers(steps.map((row) => row.step), runId, this.#what('steps', runId));
+      const bundle: RunBundle = {
+        run,
+        items: this.#items(run, items),
+        steps: steps.map((row) => checkStep(stripRunId(row), row.step, runId, this.#what('steps', runId, row.step))),
+        pending: pending.map((row) => checkPending(stripRunId(row), steps.length, run, this.#what('pending', runId, row.step, row.position))),
+      };
       if (adapter) bundle.adapter = stripRunId(adapter);
       return bundle;
     });
@@ -267,8 +293,30 @@ export class IdbStore implements Store {
     };
   }
 
-  async #requireRun(runId: string): Promise<void> {
-    if (!(await this.getRun(runId))) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
+  async #requireRun(runId: string): Promise<RunRecord> {
+    const run = await this.getRun(runId);
+    if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
+    return run;
+  }
+
+  /** The last committed step's number, checked to be the count of steps (no gap). */
+  async #lastNumber(tx: Tx<['steps', ...Names[]], IDBTransactionMode>, runId: string): Promise<number> {
+    const keys = await tx.objectStore('steps').getAllKeys(runRange(runId));
+    return checkStepNumbers(keys.map((key) => key[1]), runId, this.#what('steps', runId));
+  }
+
+  /** A run's dataset rows: every index 0..itemCount-1, in order. */
+  #items(run: RunRecord, rows: { index: number; item: DatasetItem }[]): DatasetItem[] {
+    const what = this.#what('items', run.id);
+    rows.forEach((row, i) => {
+      if (row.index !== i) throw new StoreCorruptError(what, `${what} lack item ${i}; ${remedy(run.id)}.`);
+    });
+    return checkItems(rows.length === 0 ? undefined : rows.map((row) => row.item), run, what);
+  }
+
+  /** Names a record for messages: its object store and key. */
+  #what(objectStore: string, runId: string, ...key: number[]): string {
+    return `the ${objectStore} record${key.length ? '' : 's'} ${JSON.stringify([runId, ...key])} in IndexedDB database "${this.#name}"`;
   }
 
   async #read<N extends Names[], T>(names: N, body: (tx: Tx<N, 'readonly'>) => Promise<T>): Promise<T> {

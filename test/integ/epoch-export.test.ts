@@ -3,9 +3,11 @@
  * Every run replays recorded model outputs (the scripted model of test/tfgrpo/helpers, recorded once
  * in `recordReference`), so interrupted and whole runs see the same outputs.
  */
+import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run as trainCli, type TrainIo } from '../../lib/cli/train.js';
 import {
@@ -18,6 +20,7 @@ import {
   type EpochExport,
   type TrainingFreeEvent,
 } from '../../lib/index.js';
+import { openFileStore } from '../../lib/node.js';
 import { checkTrlPromptCompletion } from '../export/trl-format.js';
 import { recordReference, standardShape, type Reference } from '../tfgrpo/helpers/fixture.js';
 import { scriptedPolicy } from '../tfgrpo/helpers/scripted-policy.js';
@@ -163,4 +166,56 @@ describe('webgrpo train --export-jsonl', () => {
     const bad = io();
     expect(await trainCli([...args, '--store', join(dir, 'runs'), '--export-format', 'chatml'], bad.io)).toBe(2);
   });
+});
+
+describe('an export killed between the epoch commit and its append', () => {
+  const child = fileURLToPath(new URL('./helpers/epoch-export-child.ts', import.meta.url));
+  function runChild(args: string[]): Promise<number | null> {
+    return new Promise((resolve) => {
+      const proc = spawn(process.execPath, ['--import', 'tsx', child, ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
+      proc.on('exit', (code) => resolve(code));
+    });
+  }
+  const quiet = (): TrainIo => ({
+    stdout: () => undefined,
+    stderr: () => undefined,
+    interactive: false,
+    interrupt: new AbortController().signal,
+    loadModel: async () => scriptedPolicy(),
+  });
+
+  for (const kill of ['before-append', 'torn-line'] as const) {
+    it(`(${kill}) is completed on resume: every line once, as in the uninterrupted run`, async () => {
+      const root = await mkdtemp(join(dir, `${kill}-`));
+      const recording = join(root, 'recording.json');
+      await writeFile(recording, JSON.stringify(reference.recording));
+      const store = join(root, 'runs');
+      const whole = join(root, 'whole.jsonl');
+      expect(await runChild([store, recording, 'whole', whole, 'none'])).toBe(0);
+      const expected = await readFile(whole, 'utf8');
+      expect(expected.trim().split('\n')).toHaveLength(48);
+
+      const cut = join(root, 'cut.jsonl');
+      expect(await runChild([store, recording, 'cut', cut, kill])).toBeNull();
+      const opened = await openFileStore(store);
+      // Epoch 1 (steps 1-2) is committed, its lines are not (or not all) on disk.
+      expect((await opened.lastStep('cut'))?.step).toBe(2);
+      const partial = await readFile(cut, 'utf8').catch(() => '');
+      expect(partial.split('\n').filter((l) => l.endsWith('}')).length).toBeLessThan(24);
+
+      const code = await trainCli(['--resume', 'cut', '--store', store, '--export-jsonl', cut, '--replay', recording], quiet());
+      expect(code).toBe(0);
+      const after = await readFile(cut, 'utf8');
+      const rows = after.trim().split('\n').map((line) => JSON.parse(line) as { completion_id: string });
+      expect(new Set(rows.map((r) => r.completion_id)).size).toBe(rows.length);
+      // The same lines as the uninterrupted run's; a torn line's completion is written whole, later.
+      const sorted = (text: string) => text.trim().split('\n').sort();
+      expect(sorted(after.replaceAll('"cut:', '"whole:'))).toEqual(sorted(expected));
+      if (kill === 'before-append') expect(after.replaceAll('"cut:', '"whole:')).toBe(expected);
+
+      // Resuming the finished run again writes nothing twice.
+      expect(await trainCli(['--resume', 'cut', '--store', store, '--export-jsonl', cut, '--replay', recording], quiet())).toBe(0);
+      expect(await readFile(cut, 'utf8')).toBe(after);
+    });
+  }
 });

@@ -87,7 +87,7 @@ describe('a full store under the server', () => {
       full = true;
       const res = await post(`${url}/feedback`, { group_id: asked.id, rewards: [1, 0] });
       expect(res.status).toBe(507);
-      expect(await res.json()).toMatchObject({ error: { code: 'insufficient_storage', type: 'server_error', message: expect.stringMatching(/disk is full/) } });
+      expect(await res.json()).toMatchObject({ error: { code: 'insufficient_storage', type: 'server_error', message: expect.stringMatching(/storage is full/) } });
       full = false;
       expect(((await (await fetch(`${url}/groups/${asked.id}`)).json()) as { feedback: unknown }).feedback).toBeNull();
       expect((await post(`${url}/feedback`, { group_id: asked.id, rewards: [1, 0] })).status).toBe(200);

@@ -120,7 +120,7 @@ describe('IndexedDB session store', () => {
     const name = `migrate-${dbCounter++}`;
     const v2 = await openDB<WebgrpoDB>(name, 2, { upgrade: (db, old, _new, tx) => MIGRATIONS.slice(old, 2).forEach((m) => m(db, tx)) });
     await v2.put('runs', sampleRun('old'));
-    await v2.put('items', { runId: 'old', index: 0, item: sampleItems()[0] });
+    for (const [index, item] of sampleItems().entries()) await v2.put('items', { runId: 'old', index, item });
     expect([...v2.objectStoreNames]).not.toContain('groups');
     v2.close();
 
@@ -129,7 +129,7 @@ describe('IndexedDB session store', () => {
     expect(await groups.list()).toEqual([group('g', 1)]);
     const runs = await openIdbStore({ name });
     expect(await runs.getRun('old')).toEqual(sampleRun('old'));
-    expect(await runs.getItems('old')).toEqual([sampleItems()[0]]);
+    expect(await runs.getItems('old')).toEqual(sampleItems());
     await runs.close();
     await groups.close();
     const raw = await openDB(name);

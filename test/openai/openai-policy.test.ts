@@ -1,8 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AbortError, HttpError, InvalidInputError } from '../../lib/errors.js';
-import { openAiPolicy } from '../../lib/openai.js';
+import { AbortError, HttpError, InvalidInputError, ResponseTooLargeError } from '../../lib/errors.js';
+import { MemoryStore, trainingFreeGrpo } from '../../lib/index.js';
+import { N_PROBE_GROUPS, openAiPolicy } from '../../lib/openai.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { startToyServer, type ToyServer } from '../serve/helpers.js';
 
@@ -98,15 +99,33 @@ describe('openAiPolicy against other servers', () => {
 
   const fast = { retryDelayMs: 1, random: () => 0 };
 
-  it('tops up a group with more calls when the server ignores n, and remembers it', async () => {
-    fake.handlers = Array.from({ length: 5 }, (_, k) => (_b: Json, res: ServerResponse) => reply(res, 200, chatResponse(1, k)));
+  it('tops up a short answer by asking for the rest, and still asks with n afterwards', async () => {
+    // A busy server (or a per-call cap) answers fewer choices than asked, this once.
+    fake.handlers = [
+      (_b, res) => reply(res, 200, chatResponse(1, 0)),
+      (_b, res) => reply(res, 200, chatResponse(1, 1)),
+      (_b, res) => reply(res, 200, chatResponse(1, 2)),
+    ];
     const policy = openAiPolicy({ baseURL: fake.url, model: 'm', ...fast });
-    const group = await policy.generateGroup({ messages, groupSize: 3, seed: 10, maxNewTokens: 8 });
-    expect(group.completions.map((c) => c.text)).toEqual(['answer 0', 'answer 1', 'answer 2']);
-    expect(fake.requests.map((r) => [r.body.n, r.body.seed])).toEqual([[3, 10], [1, 11], [1, 12]]);
-    expect(group.usage).toEqual({ promptTokens: 7, completionTokens: 6 });
-    await policy.generateGroup({ messages, groupSize: 2, maxNewTokens: 8 });
-    expect(fake.requests.slice(3).map((r) => r.body.n)).toEqual([1, 1]);
+    const group = await policy.generateGroup({ messages, groupSize: 4, seed: 10, maxNewTokens: 8 });
+    expect(group.completions.map((c) => c.text)).toEqual(['answer 0', 'answer 1', 'answer 2', 'answer 0']);
+    expect(fake.requests.map((r) => [r.body.n, r.body.seed])).toEqual([[4, 10], [3, 11], [2, 12], [1, 13]]);
+    expect(group.usage).toEqual({ promptTokens: 7, completionTokens: 8 });
+    // The server recovered: the next group is one call with n.
+    const next = await policy.generateGroup({ messages, groupSize: 3, maxNewTokens: 8 });
+    expect(next.completions).toHaveLength(3);
+    expect(fake.requests.slice(4).map((r) => r.body.n)).toEqual([3]);
+  });
+
+  it('probes n again some groups after a server rejected it', async () => {
+    fake.handlers = [(_b, res) => reply(res, 400, { error: { message: 'n > 1 is not supported', param: 'n', type: 'invalid_request_error' } })];
+    const policy = openAiPolicy({ baseURL: fake.url, model: 'm', ...fast });
+    for (let group = 0; group <= N_PROBE_GROUPS + 1; group++) await policy.generateGroup({ messages, groupSize: 2, maxNewTokens: 8 });
+    const ns = fake.requests.map((r) => r.body.n);
+    // Rejected once, then one completion per call for N_PROBE_GROUPS groups, then n again.
+    expect(ns.slice(0, 3)).toEqual([2, 1, 1]);
+    expect(ns.slice(3, 3 + 2 * N_PROBE_GROUPS).every((n) => n === 1)).toBe(true);
+    expect(ns.slice(3 + 2 * N_PROBE_GROUPS)).toEqual([2]);
   });
 
   it('falls back to one call per completion when the server rejects n, and drops rejected log-probs', async () => {
@@ -191,6 +210,74 @@ describe('openAiPolicy against other servers', () => {
     expect(String((error as Error).message)).not.toContain('sk-secret-777');
     expect(JSON.stringify(policy)).not.toContain('sk-secret-777');
     expect(JSON.stringify(error)).not.toContain('sk-secret-777');
+  });
+
+  it('cuts the API key and Authorization values out of errors from a server that echoes the request', async () => {
+    const echo = (_b: Json, res: ServerResponse, status: number) =>
+      reply(res, status, {
+        error: { message: `rejected request with headers ${JSON.stringify(fake.requests.at(-1)!.headers)} (key sk-secret-888, Bearer sk-secret-888)` },
+      });
+    const headers = { 'x-api-key': 'org-token-4242', authorization: 'Bearer sk-secret-888' };
+    for (const status of [400, 503]) {
+      fake.handlers = [(b, res) => echo(b, res, status), (b, res) => echo(b, res, status)];
+      const policy = openAiPolicy({ baseURL: fake.url, model: 'm', apiKey: 'sk-secret-888', headers: { 'x-api-key': headers['x-api-key'] }, maxRetries: 1, ...fast });
+      const error = (await policy.generateGroup({ messages, groupSize: 1, maxNewTokens: 8 }).catch((e: unknown) => e)) as HttpError;
+      expect(error).toBeInstanceOf(HttpError);
+      expect(error.message).toMatch(/\[redacted\]/);
+      for (const secret of ['sk-secret-888', 'org-token-4242']) {
+        expect(error.message).not.toContain(secret);
+        expect(JSON.stringify(error)).not.toContain(secret);
+        expect(JSON.stringify((error as { cause?: unknown }).cause ?? null)).not.toContain(secret);
+      }
+    }
+  });
+
+  it('keeps the key out of a failed run stored by the training loop', async () => {
+    fake.handlers = Array.from({ length: 4 }, () => (_b: Json, res: ServerResponse) =>
+      reply(res, 401, { error: { message: `Bad key: ${fake.requests.at(-1)!.headers.authorization}` } }),
+    );
+    const store = new MemoryStore();
+    const policy = openAiPolicy({ baseURL: fake.url, model: 'm', apiKey: 'sk-stored-999', maxRetries: 0, ...fast });
+    const run = trainingFreeGrpo({
+      policy,
+      store,
+      runId: 'echo',
+      dataset: [{ id: 'a', prompt: 'x', answer: 'y' }, { id: 'b', prompt: 'z', answer: 'w' }],
+      rewards: [{ name: 'one', score: () => 1 }],
+      groupSize: 2,
+      epochs: 1,
+      batchSize: 2,
+    });
+    await run.result().catch(() => undefined);
+    const stored = await store.getRun('echo');
+    expect(stored?.status).toBe('failed');
+    expect(JSON.stringify(stored)).toMatch(/Bad key: \[redacted\]/);
+    expect(JSON.stringify(await store.readBundle('echo'))).not.toContain('sk-stored-999');
+  });
+
+  it('refuses a response body over maxResponseBytes, declared or streamed, with a typed error', async () => {
+    const big = JSON.stringify(chatResponse(1)).replace('answer 0', 'x'.repeat(50_000));
+    fake.handlers = [
+      (_b, res) => res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(big)) }).end(big),
+      (_b, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write(big.slice(0, 30_000));
+        res.end(big.slice(30_000));
+      },
+    ];
+    const policy = openAiPolicy({ baseURL: fake.url, model: 'm', maxResponseBytes: 20_000, ...fast });
+    for (let i = 0; i < 2; i++) {
+      const error = await policy.generateGroup({ messages, groupSize: 1, maxNewTokens: 8 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ResponseTooLargeError);
+      expect((error as ResponseTooLargeError).limit).toBe(20_000);
+      expect((error as Error).message).toMatch(/over maxResponseBytes \(20000\)/);
+    }
+    // Not retried: two requests for two calls.
+    expect(fake.requests).toHaveLength(2);
+    const fits = openAiPolicy({ baseURL: fake.url, model: 'm', maxResponseBytes: 60_000, ...fast });
+    fake.handlers = [(_b, res) => reply(res, 200, JSON.parse(big))];
+    expect((await fits.generateGroup({ messages, groupSize: 1, maxNewTokens: 8 })).completions[0].text).toHaveLength(50_000);
+    expect(() => openAiPolicy({ baseURL: fake.url, model: 'm', maxResponseBytes: 0 })).toThrow(InvalidInputError);
   });
 
   it('reports a dead server as an HttpError that says what to check', async () => {

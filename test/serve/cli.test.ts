@@ -35,14 +35,19 @@ function start(args: string[]): Promise<Started> {
   });
 }
 
-function runToExit(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runToExit(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(tsx, [join(root, 'test/fixtures/serve-toy.ts'), ...args], { cwd: root });
+    const child = spawn(tsx, [join(root, 'test/fixtures/serve-toy.ts'), ...args], { cwd: root, env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+    // A command that should have refused to start but serves instead is stopped, not left behind.
+    const timer = setTimeout(() => child.kill('SIGTERM'), 20_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 
@@ -66,6 +71,25 @@ describe('webgrpo serve', () => {
     const unknown = await runToExit(['--model', 'toy', '--temperature', '3']);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/Unknown option '--temperature'/);
+  });
+
+  it('refuses an empty API key, from the option or the environment, rather than serve without authentication', async () => {
+    const [option, env] = await Promise.all([
+      runToExit(['--model', 'toy', '--port', '0', '--api-key', '']),
+      runToExit(['--model', 'toy', '--port', '0'], { WEBGRPO_API_KEY: '' }),
+    ]);
+    expect(option.code).toBe(2);
+    expect(option.stderr).toMatch(/--api-key is empty/);
+    expect(env.code).toBe(2);
+    expect(env.stderr).toMatch(/WEBGRPO_API_KEY is empty/);
+    expect(option.stdout + env.stdout).not.toMatch(/http:\/\//);
+  });
+
+  it('refuses an unwritable feedback file before loading the model', async () => {
+    const result = await runToExit(['--model', 'toy', '--port', '0', '--feedback-file', join(dir, 'missing', 'f.jsonl')]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/--feedback-file .* cannot be opened for appending \(ENOENT\)/);
+    expect(result.stderr).not.toMatch(/loading/);
   });
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {

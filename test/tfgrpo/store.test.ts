@@ -18,6 +18,7 @@ import {
   libraryAt,
   MemoryStore,
   NotFoundError,
+  StoreCorruptError,
   StoreError,
   StoreQuotaError,
   type Store,
@@ -306,7 +307,7 @@ describe('file store specifics', () => {
     await store.commitStep('r', sampleStep(2));
 
     await writeFile(join(dir, 'runs', 'r', 'steps', '000001.json'), '{"edited by hand');
-    await expectError(store.getStep('r', 1), StoreError, /not valid JSON/);
+    await expectError(store.getStep('r', 1), StoreCorruptError, /not valid JSON/);
     await expectError(store.createRun(sampleRun('../escape'), sampleItems()), StoreError, /folder name/);
   });
 
