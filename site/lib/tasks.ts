@@ -20,12 +20,13 @@ export interface UploadedDataset {
 export const BUILTIN_TASKS = Object.values(builtinTasks);
 
 /** Rewards offered for uploaded datasets, with what each checks. */
-export const UPLOAD_REWARDS: ReadonlyArray<{ name: string; label: string }> = [
-  { name: 'similarity', label: 'similarity: edit-distance closeness to the answer (0 to 1)' },
-  { name: 'exact', label: 'exact: 1 if the reply equals the answer' },
-  { name: 'contains', label: 'contains: 1 if the reply contains the answer' },
-  { name: 'number', label: 'number: 1 if the last number equals the answer' },
-  { name: 'json', label: 'json: 1 if the reply is valid JSON (no answer needed)' },
+/** Rewards for an uploaded dataset: a short name for the picker, and what it scores. */
+export const UPLOAD_REWARDS: ReadonlyArray<{ name: string; label: string; detail: string }> = [
+  { name: 'similarity', label: 'similarity', detail: 'edit-distance closeness to the answer, from 0 to 1' },
+  { name: 'exact', label: 'exact', detail: '1 if the reply equals the answer' },
+  { name: 'contains', label: 'contains', detail: '1 if the reply contains the answer' },
+  { name: 'number', label: 'number', detail: '1 if the last number in the reply equals the answer' },
+  { name: 'json', label: 'json', detail: '1 if the reply is valid JSON (no answer needed)' },
 ];
 
 export async function readDatasetFile(file: File): Promise<UploadedDataset> {

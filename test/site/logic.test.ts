@@ -176,7 +176,7 @@ describe('small helpers', () => {
 describe('streaming policy', () => {
   it('shows each row growing, then the same group the policy alone returns', async () => {
     const updates: Array<GroupStream | null> = [];
-    const policy = streamingPolicy(createToyPolicy({ stepDelayMs: 2 }), (s) => updates.push(s), 5);
+    const policy = streamingPolicy(createToyPolicy({ stepDelayMs: 2 }), (s) => updates.push(s), { intervalMs: 5 });
     const options = { prompt: 'Sort: pear apple', groupSize: 3, maxNewTokens: 24, temperature: 1, seed: 7 };
     const streamed = await policy.generateGroup(options);
     expect(streamed).toEqual(await createToyPolicy().generateGroup(options));
@@ -188,5 +188,16 @@ describe('streaming policy', () => {
       update.rows.forEach((text, row) => expect(streamed.completions[row].text.startsWith(text)).toBe(true));
     }
     expect(policy.info).toEqual(createToyPolicy().info);
+  });
+
+  it('takes a one-row call for the critic only when the method has one (the router samples variants one row at a time)', async () => {
+    const kinds = async (hasCritic: boolean) => {
+      const seen: string[] = [];
+      const policy = streamingPolicy(createToyPolicy(), (s) => s && seen.push(s.kind), { hasCritic });
+      await policy.generateGroup({ prompt: 'Sort: pear apple', groupSize: 1, maxNewTokens: 4, seed: 1 });
+      return [...new Set(seen)];
+    };
+    expect(await kinds(false)).toEqual(['group']);
+    expect(await kinds(true)).toEqual(['critic']);
   });
 });

@@ -188,7 +188,7 @@ describe('the playground', { timeout: 240_000 }, () => {
     const file = page.getByLabel('JSONL file');
     await file.setInputFiles({ name: 'bad.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from('{"prompt": "2+2=", "answer": "4"}\n{oops\n') });
     await expect.poll(() => page.locator('section[aria-labelledby="setup-title"] [role="alert"]').textContent()).toContain('bad.jsonl line 2');
-    expect(await page.getByRole('button', { name: 'Start run' }).isDisabled()).toBe(true);
+    expect(await page.getByRole('button', { name: 'Start run' }).getAttribute('aria-disabled')).toBe('true');
     const items = ['Say hi.', 'Say yes.'].map((prompt, i) => JSON.stringify({ prompt, answer: ['hi', 'yes'][i] })).join('\n');
     await file.setInputFiles({ name: 'mine.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(items) });
     await expect.poll(() => page.locator('section[aria-labelledby="setup-title"]').textContent()).toContain('mine.jsonl: 2 items');
@@ -264,8 +264,10 @@ describe('the playground', { timeout: 240_000 }, () => {
     expect(await header().locator('h2').textContent()).toContain('digits · gradient');
     expect(await progress.textContent()).toMatch(/^\s*([1-9]|1\d|2[0-3]) \/ 24 groups/);
 
-    await page.getByLabel('Device', { exact: true }).selectOption('wasm'); // the device choice is not stored
+    // The device picker is back on Auto; resuming takes the device the run was started on.
+    expect(await page.getByLabel('Device', { exact: true }).inputValue()).toBe('auto');
     await page.getByRole('button', { name: 'Resume run' }).click();
+    await expect.poll(() => page.getByLabel('Device', { exact: true }).inputValue()).toBe('wasm');
     await expect.poll(() => statusChip().textContent(), { timeout: 180_000 }).toBe('completed');
     expect(await progress.textContent()).toContain('24 / 24 groups');
     expect(await charts.locator('tbody tr').count()).toBe(3);
