@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { adapterName, isSoftwareAdapter } from '../../lib/policy/onnx/device.js';
 import { calibratedLoad, calibrationNote, type Calibration, type CalibratedBackend } from '../../site/lib/calibrate.js';
 import { settingProblem, setupProblems, COMMON_SETTINGS, INITIAL_SETUP } from '../../site/lib/setup.js';
+import type { Policy } from '../../lib/index.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 
 describe('software adapters', () => {
@@ -26,17 +27,23 @@ describe('software adapters', () => {
 
 describe('calibratedLoad', () => {
   /** Two backends as toy policies, one slower per decode step; records what was loaded and discarded. */
+  interface Loaded {
+    backend: CalibratedBackend;
+    policy: Policy;
+  }
   function backends(delays: Record<CalibratedBackend, number>) {
     const loads: CalibratedBackend[] = [];
     const discarded: CalibratedBackend[] = [];
     return {
       loads,
       discarded,
-      load: async (backend: CalibratedBackend) => {
+      load: async (backend: CalibratedBackend): Promise<Loaded> => {
         loads.push(backend);
         return { backend, policy: createToyPolicy({ stepDelayMs: delays[backend] }) };
       },
-      discard: async (loaded: { backend: CalibratedBackend }) => void discarded.push(loaded.backend),
+      discard: async (loaded: Loaded): Promise<void> => {
+        discarded.push(loaded.backend);
+      },
     };
   }
   function memoryCache() {

@@ -14,6 +14,7 @@ import { tokenPieces } from '../../site/lib/tokens.js';
 import { rewardsOf } from '../../site/lib/tasks.js';
 import { streamingPolicy, type GroupStream } from '../../site/lib/streaming.js';
 import { displayStatus, epochRows, groupsAt, lastStepShown, libraryAfter, stepSeries, totalSteps } from '../../site/lib/view.js';
+import { rewardWindow } from '../../site/lib/charts.js';
 
 let bundle: RunBundle;
 
@@ -199,5 +200,16 @@ describe('streaming policy', () => {
     };
     expect(await kinds(false)).toEqual(['group']);
     expect(await kinds(true)).toEqual(['critic']);
+  });
+});
+
+describe('group chart', () => {
+  it('spans a group of equal rewards at least 0.1 wide, so its axis labels stay short', () => {
+    const equal = rewardWindow(1, 1);
+    expect(equal.lo).toBeCloseTo(0.94, 12);
+    expect(equal.hi).toBeCloseTo(1.06, 12);
+    const spread = rewardWindow(0, 1);
+    expect(spread.lo).toBeCloseTo(-0.1, 12);
+    expect(spread.hi).toBeCloseTo(1.1, 12);
   });
 });
