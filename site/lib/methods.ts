@@ -115,7 +115,7 @@ export const METHODS: readonly Method[] = [
     defaults: TRAINING_FREE_DEFAULTS,
     settings: COMMON_SETTINGS,
     onBundled:
-      'On the bundled model, whose weights are random, the exemplars curve is noise: the model cannot read the examples it is shown. What learns here is Gradient (adapter) on digits or shout, or the Router.',
+      'On the bundled random-weight model the exemplars curve is noise: it cannot read the examples it is shown. What learns here: Gradient (adapter) on digits or shout, or the Router.',
     ...trainingFree('exemplars'),
   },
   {

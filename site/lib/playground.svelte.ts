@@ -25,7 +25,8 @@ import { Runner } from './runner.js';
 import { INITIAL_SETUP, setupProblems, type Setup } from './setup.js';
 import { stageAfter } from './live-stage.js';
 import { streamingPolicy, type GroupStream } from './streaming.js';
-import { readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
+import { HumanRatings } from './human-reward.svelte.js';
+import { HUMAN_REWARD, promptLabel, readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
 import { TokenShading } from './token-shading.svelte.js';
 import { lastStepShown, libraryAfter, runTitle } from './view.js';
 import { ViewStore } from './view-store.js';
@@ -53,6 +54,8 @@ export class Playground {
   device = $state<DeviceReport | null>(null);
 
   readonly model = new ModelSlot();
+  /** The groups waiting for the person's ratings (runs with the "You" reward). */
+  readonly ratings = new HumanRatings();
 
   // Setup
   setup = $state<Setup>({ ...INITIAL_SETUP });
@@ -188,10 +191,11 @@ export class Playground {
       const problem = Object.values(this.problems)[0];
       if (problem) throw new Error(problem);
       const method = methodOf(s.method);
+      if (s.rateMyself && method.trainsAdapter) throw new Error('Gradient runs score in the model’s worker: rate completions yourself with a training-free or router run.');
       const task = s.task === 'upload' ? null : builtinTasks[s.task];
       const dataset = task ? task.dataset({ size: s.items, seed: s.seed }) : (this.upload?.items ?? []).slice(0, s.items);
-      const rewards = task ? task.rewards : [builtinRewards[s.reward]];
       const runner = new Runner();
+      const rewards = s.rateMyself ? [this.ratings.reward(runner.controller.signal)] : task ? task.rewards : [builtinRewards[s.reward]];
       const context = await this.#context(runner, method, rewards, task?.name);
       await this.#drive(method.start({ ...context, dataset, setup: s }), runner);
     });
@@ -206,7 +210,8 @@ export class Playground {
       this.#chooseModelOf(record);
       const method = methodOf(runMethod(record));
       const runner = new Runner();
-      const context = await this.#context(runner, method, rewardsOf(record.config), record.config.task);
+      const rewards = rewardsOf(record.config, { [HUMAN_REWARD]: this.ratings.reward(runner.controller.signal) });
+      const context = await this.#context(runner, method, rewards, record.config.task);
       await this.#drive(method.resume(runId, context), runner);
     });
   }
@@ -275,6 +280,7 @@ export class Playground {
     } finally {
       this.#runner = null;
       this.stream = null;
+      this.ratings.clear();
       // The stored record says how the run ended; until it is read, the tab still shows it live
       // (a stored "running" run with no loop here would read as interrupted).
       await this.refreshRuns().catch(() => undefined);
@@ -322,6 +328,9 @@ export class Playground {
         this.#streamItem = event.item;
         break;
       case 'rollouts':
+        if (this.bundle?.run.id === live.runId && this.bundle.run.config.rewards.some((r) => r.name === HUMAN_REWARD)) {
+          this.ratings.show(event.item, promptLabel(this.bundle.items[event.item] ?? {}), event.completions);
+        }
         await this.pieces.record(live.runId, event.step, event.item, event.completions);
         break;
       case 'item-end':

@@ -4,6 +4,8 @@ export interface Setup {
   /** A built-in task name, or `upload`. */
   task: string;
   reward: string;
+  /** The person rates every completion (the "You" reward) instead of the task's rewards. */
+  rateMyself: boolean;
   method: string;
   items: number;
   groupSize: number;
@@ -24,6 +26,7 @@ export interface Setup {
 export const INITIAL_SETUP: Setup = {
   task: 'alphabetise',
   reward: 'similarity',
+  rateMyself: false,
   method: 'exemplars',
   items: 4,
   groupSize: 4,
@@ -40,7 +43,7 @@ export const INITIAL_SETUP: Setup = {
 };
 
 /** The numeric settings, with the range the form accepts and whether they are whole numbers. */
-export type NumericSetting = Exclude<keyof Setup, 'task' | 'reward' | 'method'>;
+export type NumericSetting = Exclude<keyof Setup, 'task' | 'reward' | 'method' | 'rateMyself'>;
 
 export interface SettingLimits {
   label: string;

@@ -19,6 +19,9 @@ export interface UploadedDataset {
 
 export const BUILTIN_TASKS = Object.values(builtinTasks);
 
+/** The name of the reward a person gives by rating completions (human-reward.svelte.ts). */
+export const HUMAN_REWARD = 'you';
+
 /** Rewards offered for uploaded datasets, with what each checks. */
 /** Rewards for an uploaded dataset: a short name for the picker, and what it scores. */
 export const UPLOAD_REWARDS: ReadonlyArray<{ name: string; label: string; detail: string }> = [
@@ -33,11 +36,16 @@ export async function readDatasetFile(file: File): Promise<UploadedDataset> {
   return { fileName: file.name, items: parseDatasetJsonl(await file.text(), file.name) };
 }
 
-/** The reward functions a stored run was started with (matched by name on resume). */
-export function rewardsOf(config: Pick<TrainingFreeConfig, 'task' | 'rewards'>): RewardFunction[] {
-  if (config.task && builtinTasks[config.task]) return builtinTasks[config.task].rewards;
+/**
+ * The reward functions a stored run was started with (matched by name on resume): the task's own
+ * when the run used them, else each by name, `extra` (the "You" reward) first.
+ */
+export function rewardsOf(config: Pick<TrainingFreeConfig, 'task' | 'rewards'>, extra: Record<string, RewardFunction> = {}): RewardFunction[] {
+  const task = config.task ? builtinTasks[config.task] : undefined;
+  const names = config.rewards.map((r) => r.name).join(',');
+  if (task && task.rewards.map((r) => r.name).join(',') === names) return task.rewards;
   return config.rewards.map(({ name, weight }) => {
-    const reward = builtinRewards[name];
+    const reward = extra[name] ?? builtinRewards[name];
     if (!reward) throw new InvalidInputError('rewards', `this run uses a reward "${name}" the playground does not know.`);
     return { ...reward, weight };
   });

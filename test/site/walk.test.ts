@@ -2,14 +2,15 @@
  * The playground walked the way a newcomer walks it, keyboard included, on the production build in
  * headless Chromium, whose only WebGPU adapter is SwiftShader (software): what Auto picks and says,
  * where the run and the focus go on Start and Pause, that a finished run never reads as
- * interrupted, and the setup form's answers to empty numbers, a bad upload after a good one, a
- * moved task, a run imported twice and an endpoint nobody listens on.
+ * interrupted, a person's ratings as the reward, and the setup form's answers to empty numbers, a
+ * bad upload after a good one, a moved task, a run imported twice and an endpoint nobody listens on.
  */
 import { createServer } from 'node:net';
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPlayground, type Playground } from './preview.js';
+import { artifacts, startPlayground, type Playground } from './preview.js';
 
 let playground: Playground;
 let page: Page;
@@ -47,6 +48,14 @@ beforeAll(async () => {
 afterAll(() => playground?.close());
 
 describe('the playground, walked', { timeout: 240_000 }, () => {
+  it('shows Start on the first screen of a laptop, below the task and method', async () => {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.screenshot({ path: join(artifacts, 'walk-first-screen-1280x800.png') });
+    const box = await page.getByRole('button', { name: 'Start run' }).boundingBox();
+    expect(box!.y + box!.height).toBeLessThan(800);
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
   it('Auto keeps the model off a software WebGPU adapter and says why', async () => {
     await expect.poll(() => page.locator('header .device').textContent()).toMatch(/WebGPU \(software\).*swiftshader.*Auto uses WebAssembly/is);
     expect(await field('Device').inputValue()).toBe('auto');
@@ -61,6 +70,7 @@ describe('the playground, walked', { timeout: 240_000 }, () => {
     await smallRun(2);
     await field('Group size').fill('');
     await expect.poll(() => setup().textContent()).toContain('Group size: enter a whole number from 2 to 16.');
+    await page.screenshot({ path: join(artifacts, 'walk-setup-problem-1280.png') });
     expect(await setup().textContent()).not.toContain('Each step samples');
     await field('Temperature').fill('5');
     await expect.poll(() => setup().textContent()).toContain('Temperature: 5 is not a number from 0 to 2.');
@@ -94,6 +104,7 @@ describe('the playground, walked', { timeout: 240_000 }, () => {
 
   it('keeps Start focused, brings the live run into view, keeps Pause focused, and never flashes "interrupted"', async () => {
     await page.setViewportSize({ width: 375, height: 812 });
+    await page.screenshot({ path: join(artifacts, 'walk-setup-375.png') });
     await smallRun(4);
     // Every text the run's status chip shows, from the first one to the last.
     await page.evaluate(() => {
@@ -128,6 +139,35 @@ describe('the playground, walked', { timeout: 240_000 }, () => {
     expect(seen).not.toContain('interrupted');
     expect(seen.at(-1)).toBe('completed');
     await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('waits for a person\'s ratings as the reward, by keyboard or buttons, and stores and exports them', async () => {
+    await page.getByLabel(/Rate completions myself/).check();
+    await smallRun(2);
+    await page.getByRole('button', { name: 'Start run' }).click();
+    const panel = page.locator('section[aria-labelledby="rate-title"]');
+    await panel.waitFor({ timeout: 60_000 });
+    await expect.poll(() => header().locator('.stage').textContent()).toContain('Waiting for your ratings of prompt #1');
+    await page.screenshot({ path: join(artifacts, 'walk-rating-1280.png') });
+    // Keyboard: 1-5 rate the focused completion, and the focus moves to the next one.
+    await panel.locator('li').first().focus();
+    await page.keyboard.press('5');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('Completion 2, not rated');
+    await page.keyboard.press('1');
+    await page.keyboard.press('3');
+    // The second group (batch of two prompts): buttons, thumbs included.
+    await expect.poll(() => panel.locator('#rate-title').textContent(), { timeout: 60_000 }).toContain('prompt #2');
+    await panel.getByRole('button', { name: 'Thumbs up (5)' }).first().click();
+    await panel.getByRole('group', { name: 'Rate completion 2' }).getByRole('button', { name: '4' }).click();
+    await panel.getByRole('button', { name: 'Thumbs down (1)' }).nth(2).click();
+    await expect.poll(() => statusChip().textContent(), { timeout: 60_000 }).toBe('completed');
+    expect(await panel.count()).toBe(0);
+
+    const [jsonl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Training data (JSONL)' }).click()]);
+    const lines = (await readFile((await jsonl.path()) as string, 'utf8')).trimEnd().split('\n').map((line) => JSON.parse(line));
+    expect(lines.map((line) => line.reward)).toEqual([1, 0, 0.5, 1, 0.75, 0]);
+    expect(await header().locator('p.hint').first().textContent()).toContain('rewards you×1');
+    await page.getByLabel(/Rate completions myself/).uncheck();
   });
 
   it('says a run file is already in the list, in the words of the page', async () => {
