@@ -338,3 +338,26 @@ export function routingChart(s: ClassSeries, colors: readonly string[], layout: 
     data: [s.step, ...s.probabilities] as uPlot.AlignedData,
   };
 }
+
+/** One colour per compared run, in order. */
+export const RUN_COLORS = ['#4f46e5', '#d97706', '#0f766e', '#be185d', '#0369a1', '#65a30d'] as const;
+
+/** Several runs' curves on one chart, a line per run in `RUN_COLORS` order; the legend is HTML. */
+export function overlayChart(
+  o: { x: number[]; series: ReadonlyArray<{ values: Array<number | null> }> },
+  options: { xLabel: string; yLabel: string; fromZero?: boolean; wholeSteps?: boolean },
+): Plot {
+  const whole = options.wholeSteps ? { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500] } : {};
+  return {
+    options: {
+      ...base(),
+      scales: {
+        x: { time: false },
+        y: { range: (_u: uPlot, min: number, max: number): uPlot.Range.MinMax => [options.fromZero ? Math.min(0, min) : min - (max - min || 1) * 0.1, max + (max - min || 1) * 0.1] },
+      },
+      axes: [axis(options.xLabel, { size: 30, labelSize: 14, labelGap: 0, ...whole }), axis(options.yLabel)],
+      series: [{}, ...o.series.map((_, i) => ({ stroke: RUN_COLORS[i % RUN_COLORS.length], width: 2, spanGaps: true, points: points(RUN_COLORS[i % RUN_COLORS.length], 5) }))],
+    },
+    data: [o.x, ...o.series.map((s) => s.values)] as uPlot.AlignedData,
+  };
+}

@@ -79,6 +79,9 @@ export class Playground {
   readonly pieces = new TokenShading(() => this.model.policy, () => this.#views);
   /** Gradient runs: the adapter after each step (recorded here as steps commit, and the stored checkpoint). */
   adapterPoints = $state.raw<AdapterPoint[]>([]);
+  /** Runs ticked for comparison, and their bundles while the comparison is in view. */
+  compareIds = $state<string[]>([]);
+  comparison = $state.raw<RunBundle[] | null>(null);
   #runner: Runner | null = null;
   /** A task a method moved away from, to move back to (see chooseMethod). */
   #movedTask: { from: string; to: string } | null = null;
@@ -149,6 +152,7 @@ export class Playground {
 
   async select(runId: string | null): Promise<void> {
     this.selectedId = runId;
+    this.comparison = null;
     this.viewStep = null;
     this.runError = null;
     const bundle = runId && this.store ? await this.store.readBundle(runId) : null;
@@ -364,8 +368,27 @@ export class Playground {
     return this.pieces.ensure(runId, result, this.bundle?.run.config.policy.model);
   }
 
+  // ---- compare ----
+
+  toggleCompare(runId: string): void {
+    this.compareIds = this.compareIds.includes(runId) ? this.compareIds.filter((id) => id !== runId) : [...this.compareIds, runId];
+  }
+
+  /** Reads the ticked runs (in the order they were ticked) and shows them side by side. */
+  async openComparison(): Promise<void> {
+    if (!this.store || this.compareIds.length < 2) return;
+    const store = this.store;
+    const bundles = await Promise.all(this.compareIds.map((id) => store.readBundle(id).catch(() => null)));
+    this.comparison = bundles.filter((b): b is RunBundle => b !== null);
+  }
+
+  closeComparison(): void {
+    this.comparison = null;
+  }
+
   async deleteRun(runId: string): Promise<void> {
     if (!this.store || this.live?.runId === runId) return;
+    this.compareIds = this.compareIds.filter((id) => id !== runId);
     await this.store.deleteRun(runId);
     await this.#views?.deleteRun(runId);
     await this.refreshRuns();

@@ -170,6 +170,25 @@ describe('the playground, walked', { timeout: 240_000 }, () => {
     await page.getByLabel(/Rate completions myself/).uncheck();
   });
 
+  it('overlays the curves of two runs and puts their settings side by side', async () => {
+    const runs = page.locator('section[aria-labelledby="runs-title"]');
+    const picks = runs.getByRole('checkbox', { name: /^Compare / });
+    expect(await picks.count()).toBe(2); // the keyboard run and the rated run
+    await picks.nth(0).check();
+    await picks.nth(1).check();
+    await runs.getByRole('button', { name: 'Compare 2 runs' }).click();
+    const panel = page.locator('section[aria-labelledby="compare-title"]');
+    await panel.waitFor();
+    expect(await panel.locator('figcaption strong').allTextContents()).toEqual(['Mean reward', 'Library size']);
+    expect(await panel.locator('canvas').count()).toBe(2);
+    const rewards = panel.locator('tbody tr', { hasText: 'Rewards' });
+    expect(await rewards.getAttribute('class')).toContain('differs');
+    expect(await rewards.textContent()).toMatch(/you×1.*exact×1/s);
+    await page.screenshot({ path: join(artifacts, 'walk-compare-1280.png'), fullPage: true });
+    await panel.getByRole('button', { name: 'Close comparison' }).click();
+    await header().waitFor();
+  });
+
   it('says a run file is already in the list, in the words of the page', async () => {
     const [full] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Full run (JSON)' }).click()]);
     const text = await readFile((await full.path()) as string, 'utf8');
