@@ -28,6 +28,8 @@ import { streamingPolicy, type GroupStream } from './streaming.js';
 import { HumanRatings } from './human-reward.svelte.js';
 import { HUMAN_REWARD, promptLabel, readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
 import { TokenShading } from './token-shading.svelte.js';
+import { ScoredTokenViews } from './scored-views.svelte.js';
+import type { TokenView } from './token-views.js';
 import { lastStepShown, libraryAfter, runTitle } from './view.js';
 import { ViewStore } from './view-store.js';
 
@@ -75,8 +77,10 @@ export class Playground {
   /** The group or critic reply being written, and the prompt it is for. */
   stream = $state.raw<(GroupStream & { item: number }) | null>(null);
   #streamItem = 0;
-  /** The token-shaded text of the groups in view. */
+  /** The token-shaded text of the groups in view, and what its tokens are shaded by. */
   readonly pieces = new TokenShading(() => this.model.policy, () => this.#views);
+  tokenView = $state<TokenView>('probability');
+  readonly scored = new ScoredTokenViews(() => this.model.policy);
   /** Gradient runs: the adapter after each step (recorded here as steps commit, and the stored checkpoint). */
   adapterPoints = $state.raw<AdapterPoint[]>([]);
   /** Runs ticked for comparison, and their bundles while the comparison is in view. */
@@ -361,6 +365,11 @@ export class Playground {
         live.warnings += 1;
         break;
     }
+  }
+
+  /** The scored token views of a stored group of the selected run (see ScoredTokenViews.ensure). */
+  ensureScored(runId: string, result: ItemResult): Promise<void> {
+    return this.bundle?.run.id === runId ? this.scored.ensure(this.bundle.run, result) : Promise.resolve();
   }
 
   /** The pieces of a stored group of the selected run (see TokenShading.ensure). */

@@ -141,6 +141,21 @@ describe('the playground, walked', { timeout: 240_000 }, () => {
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
+  it('shades tokens by entropy, by the ratio to the sampling model and by their share of the gradient, with the scale shown', async () => {
+    const view = field('Shade tokens by');
+    const purple = () => page.locator('article.group .tok').evaluateAll((els) => els.filter((el) => getComputedStyle(el).backgroundColor.startsWith('rgba(124, 58, 237')).length);
+    await view.selectOption('entropy');
+    await expect.poll(purple, { timeout: 30_000 }).toBeGreaterThan(5);
+    expect(await page.locator('.shading .legend').textContent()).toContain('4 nats');
+    expect(await page.locator('article.group .tok').first().getAttribute('title')).toMatch(/^entropy \d+\.\d{3} nats$/);
+    await view.selectOption('gradient');
+    await expect.poll(() => page.locator('article.group .tok').first().getAttribute('title')).toMatch(/% of the group's loss gradient$/);
+    // Same model, same tokens: the ratio of the model now to the sampler is 1 (no shade) everywhere.
+    await view.selectOption('ratio');
+    await expect.poll(() => page.locator('article.group .tok').first().getAttribute('title')).toMatch(/^ratio now \/ when sampled = 1\.000$/);
+    await view.selectOption('probability');
+  });
+
   it('waits for a person\'s ratings as the reward, by keyboard or buttons, and stores and exports them', async () => {
     await page.getByLabel(/Rate completions myself/).check();
     await smallRun(2);
