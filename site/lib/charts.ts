@@ -68,14 +68,9 @@ function stepAxis({ totalSteps, stepsPerEpoch }: StepLayout): { scale: uPlot.Sca
         ctx.fillRect(left, top, right - left, height);
       }
       if (right - left > 48 * uPlot.pxRatio) {
-        // On a light backing, so a grid line at the top of the plot does not strike the label through.
-        const label = `epoch ${e + 1}`;
-        const x = left + 4 * uPlot.pxRatio;
-        const y = top + 2 * uPlot.pxRatio;
-        ctx.fillStyle = e % 2 === 1 ? 'rgba(243, 244, 246, 0.9)' : 'rgba(255, 255, 255, 0.9)';
-        ctx.fillRect(x - 2 * uPlot.pxRatio, y - uPlot.pxRatio, ctx.measureText(label).width + 4 * uPlot.pxRatio, 13 * uPlot.pxRatio);
+        // In the padding above the plot, where no line or point is drawn.
         ctx.fillStyle = COLORS.axis;
-        ctx.fillText(label, x, y);
+        ctx.fillText(`epoch ${e + 1}`, left + 4 * uPlot.pxRatio, top - EPOCH_LABEL_HEIGHT * uPlot.pxRatio);
       }
     }
     ctx.restore();
@@ -87,10 +82,13 @@ function stepAxis({ totalSteps, stepsPerEpoch }: StepLayout): { scale: uPlot.Sca
   };
 }
 
+/** The room above a step chart's plot for its epoch labels (CSS pixels). */
+const EPOCH_LABEL_HEIGHT = 14;
+
 const base = (): Pick<uPlot.Options, 'legend' | 'cursor' | 'padding'> => ({
   legend: { show: false },
   cursor: { show: false },
-  padding: [10, 12, 0, 0],
+  padding: [EPOCH_LABEL_HEIGHT + 6, 12, 0, 0],
 });
 
 const points = (color: string, size = 7): uPlot.Series.Points => ({ show: true, size, stroke: color, fill: color });
@@ -271,9 +269,9 @@ export function groupChart(rewards: ReadonlyArray<number | null>, advantages: re
   const pick = (test: (a: number) => boolean) => rows.map((row) => (test(row.a) ? row.a : null));
   const maxAbs = Math.max(1.2, ...rows.map((row) => Math.abs(row.a))) * 1.2;
   // Advantages are relative to the group, so the x axis spans the group's rewards, not 0..1.
-  const lo = rows.length ? rows[0].r : 0;
-  const hi = rows.length ? rows[rows.length - 1].r : 1;
-  const pad = Math.max(hi - lo, 0.02 * Math.max(1, Math.abs(hi))) * 0.2;
+  // At least 0.1 wide around the middle: a group whose rewards are all equal gets an axis with
+  // short labels (0.95, 1, 1.05), not one of ±0.004 whose labels run off the plot.
+  const { lo, hi } = rewardWindow(rows.length ? rows[0].r : 0, rows.length ? rows[rows.length - 1].r : 1);
   const markLine = (u: uPlot, axis: 'x' | 'y', value: number, dash: number[]) => {
     const ctx = u.ctx;
     const { left, top, width, height } = u.bbox;
@@ -295,7 +293,7 @@ export function groupChart(rewards: ReadonlyArray<number | null>, advantages: re
   };
   const options: Omit<uPlot.Options, 'width' | 'height'> = {
     ...base(),
-    scales: { x: { time: false, range: [lo - pad, hi + pad] }, y: { range: [-maxAbs, maxAbs] } },
+    scales: { x: { time: false, range: [lo, hi] }, y: { range: [-maxAbs, maxAbs] } },
     axes: [
       axis('reward', { size: 30, labelSize: 14, labelGap: 0 }),
       axis('advantage', { space: 18, incrs: [0.5, 1, 2, 5, 10], values: (_u, t) => t.map((v) => (v > 0 ? `+${v}` : String(v))) }),
@@ -319,6 +317,13 @@ export function groupChart(rewards: ReadonlyArray<number | null>, advantages: re
   return { options, data };
 }
 
+/** The x range of a group's chart: its rewards with a margin, at least 0.1 wide. */
+export function rewardWindow(min: number, max: number): { lo: number; hi: number } {
+  const span = Math.max(max - min, 0.1);
+  const mid = (min + max) / 2;
+  return { lo: mid - span * 0.6, hi: mid + span * 0.6 };
+}
+
 /** One query class: each arm's routing probability after each step, one line per arm in `colors`' order. */
 export function routingChart(s: ClassSeries, colors: readonly string[], layout: StepLayout) {
   const xs = stepAxis(layout);
@@ -331,5 +336,28 @@ export function routingChart(s: ClassSeries, colors: readonly string[], layout: 
       series: [{}, ...s.probabilities.map((_, i) => ({ stroke: colors[i], width: 2, points: points(colors[i], 5) }))],
     } satisfies Omit<uPlot.Options, 'width' | 'height'>,
     data: [s.step, ...s.probabilities] as uPlot.AlignedData,
+  };
+}
+
+/** One colour per compared run, in order. */
+export const RUN_COLORS = ['#4f46e5', '#d97706', '#0f766e', '#be185d', '#0369a1', '#65a30d'] as const;
+
+/** Several runs' curves on one chart, a line per run in `RUN_COLORS` order; the legend is HTML. */
+export function overlayChart(
+  o: { x: number[]; series: ReadonlyArray<{ values: Array<number | null> }> },
+  options: { xLabel: string; yLabel: string; fromZero?: boolean; wholeSteps?: boolean },
+): Plot {
+  const whole = options.wholeSteps ? { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500] } : {};
+  return {
+    options: {
+      ...base(),
+      scales: {
+        x: { time: false },
+        y: { range: (_u: uPlot, min: number, max: number): uPlot.Range.MinMax => [options.fromZero ? Math.min(0, min) : min - (max - min || 1) * 0.1, max + (max - min || 1) * 0.1] },
+      },
+      axes: [axis(options.xLabel, { size: 30, labelSize: 14, labelGap: 0, ...whole }), axis(options.yLabel)],
+      series: [{}, ...o.series.map((_, i) => ({ stroke: RUN_COLORS[i % RUN_COLORS.length], width: 2, spanGaps: true, points: points(RUN_COLORS[i % RUN_COLORS.length], 5) }))],
+    },
+    data: [o.x, ...o.series.map((s) => s.values)] as uPlot.AlignedData,
   };
 }

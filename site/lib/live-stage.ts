@@ -4,6 +4,7 @@
  */
 import { runMethod, type RunRecord } from '../../lib/index.js';
 import type { PlaygroundEvent } from './methods.js';
+import { HUMAN_REWARD } from './tasks.js';
 
 /** The stage after `event`, or null when the event does not change it. */
 export function stageAfter(event: PlaygroundEvent, run: RunRecord | undefined): string | null {
@@ -15,7 +16,9 @@ export function stageAfter(event: PlaygroundEvent, run: RunRecord | undefined): 
     case 'item-start':
       return `Sampling a group of ${run?.config.groupSize ?? ''} completions for prompt #${event.item + 1}`;
     case 'rollouts':
-      return `Scoring the group of prompt #${event.item + 1}`;
+      return run?.config.rewards.some((r) => r.name === HUMAN_REWARD)
+        ? `Waiting for your ratings of prompt #${event.item + 1}`
+        : `Scoring the group of prompt #${event.item + 1}`;
     case 'routed': {
       const variants = new Set(event.arms).size;
       return `Prompt #${event.item + 1} (${event.queryClass}): sampling ${event.arms.length} completions across ${variants} variant${variants === 1 ? '' : 's'}`;

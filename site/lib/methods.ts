@@ -22,7 +22,7 @@ import type { GradientEvent } from '../../lib/grad.js';
 import { PLAYGROUND_ARMS } from './arms.js';
 import { workerGradientRun } from './gradient-client.js';
 import type { RewardSpec } from './gradient-protocol.js';
-import type { Setup } from './setup.js';
+import { ADAPTER_SETTINGS, COMMON_SETTINGS, ROUTER_SETTINGS, type NumericSetting, type Setup } from './setup.js';
 import type { GroupStream } from './streaming.js';
 
 export type PlaygroundEvent = TrainingFreeEvent | GradientEvent | RouterEvent;
@@ -64,6 +64,10 @@ export interface Method {
   defaults: Partial<Omit<Setup, 'task' | 'method'>>;
   /** Tasks it can learn on the bundled model; picking it moves a built-in task to the first. */
   tasks?: readonly string[];
+  /** The numeric settings it runs with (the form checks these before Start). */
+  settings: readonly NumericSetting[];
+  /** What to expect from it on the bundled random-weight model, where that is not learning. */
+  onBundled?: string;
   start(context: StartContext): PlaygroundRun;
   resume(runId: string, context: RunContext): PlaygroundRun;
 }
@@ -109,6 +113,9 @@ export const METHODS: readonly Method[] = [
     needsCritic: false,
     trainsAdapter: false,
     defaults: TRAINING_FREE_DEFAULTS,
+    settings: COMMON_SETTINGS,
+    onBundled:
+      'On the bundled random-weight model the exemplars curve is noise: it cannot read the examples it is shown. What learns here: Gradient (adapter) on digits or shout, or the Router.',
     ...trainingFree('exemplars'),
   },
   {
@@ -118,6 +125,7 @@ export const METHODS: readonly Method[] = [
     needsCritic: true,
     trainsAdapter: false,
     defaults: TRAINING_FREE_DEFAULTS,
+    settings: COMMON_SETTINGS,
     ...trainingFree('lessons'),
   },
   {
@@ -130,6 +138,7 @@ export const METHODS: readonly Method[] = [
     // updates per step: the second sees the ratio to the sampling policy move, so clipping shows.
     defaults: { items: 8, groupSize: 8, epochs: 3, batchSize: 2, temperature: 1, maxNewTokens: 16, lr: 0.02, rank: 8, iterations: 2 },
     tasks: ['digits', 'shout'],
+    settings: [...COMMON_SETTINGS, ...ADAPTER_SETTINGS],
     start: (context) => {
       const { dataset, task, rewards, setup: s } = context;
       const settings = {
@@ -158,6 +167,7 @@ export const METHODS: readonly Method[] = [
     // The router learns from every completion, a class at a time, so it wants many of them: with
     // these, alphabetise on the bundled model moves to Hot (p ≈ 0.8 after 16 steps, a few seconds).
     defaults: { items: 8, groupSize: 8, epochs: 4, batchSize: 2, temperature: 1, maxNewTokens: 24, routerLr: 0.1, minSamples: 5 },
+    settings: [...COMMON_SETTINGS, ...ROUTER_SETTINGS],
     start: ({ policy, store, signal, rewards, task, dataset, setup: s }) =>
       routerGrpo({
         policy,

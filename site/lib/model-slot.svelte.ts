@@ -6,8 +6,20 @@
  */
 import type { Policy } from '../../lib/index.js';
 import type { OnnxDevice } from '../../lib/onnx.js';
-import type { DeviceReport } from './device.js';
-import { ENDPOINT_ID, hubModelCached, loadEndpoint, loadOnnxModel, ONNX_MODELS, type EndpointSettings, type LoadProgress } from './models.js';
+import { calibratedLoad, calibrationNote, type CalibrationCache } from './calibrate.js';
+import { hardwareWebGpu, type DeviceReport } from './device.js';
+import {
+  ENDPOINT_ID,
+  hubModelCached,
+  loadEndpoint,
+  loadOnnxModel,
+  ONNX_MODELS,
+  type EndpointSettings,
+  type LoadDevice,
+  type LoadProgress,
+  type OnnxModel,
+  type WorkerModel,
+} from './models.js';
 
 export type ModelStatus = 'idle' | 'loading' | 'ready' | 'error';
 
@@ -21,6 +33,10 @@ export class ModelSlot {
   policy = $state.raw<Policy | null>(null);
   /** The worker of the loaded ONNX model, when it was loaded trainable (gradient runs are started there). */
   trainer = $state.raw<Worker | null>(null);
+  /** How Auto picked the device of the loaded model (its reason, or the speeds it measured). */
+  deviceNote = $state<string | null>(null);
+  /** Where Auto's measurements are kept between visits (the playground's view store). */
+  calibrations: CalibrationCache | undefined;
   #loadedKey: string | null = null;
   #abort: AbortController | null = null;
 
@@ -53,7 +69,7 @@ export class ModelSlot {
         if (model.source === 'hub' && !navigator.onLine && !(await hubModelCached(model))) {
           throw new Error(`${model.label} is downloaded on first use, and this browser is offline. The bundled webgrpo-tiny model works offline.`);
         }
-        const loaded = await loadOnnxModel(model, { device: this.device, webgpu: report?.webgpu ?? false, trainable, onProgress: (p) => (this.progress = p), signal: abort.signal });
+        const loaded = await this.#loadOnnx(model, report, trainable, abort.signal);
         policy = loaded.policy;
         this.trainer = trainable ? loaded.worker : null;
       }
@@ -71,6 +87,38 @@ export class ModelSlot {
     }
   }
 
+  /**
+   * Loads an ONNX model on the chosen device. Auto never takes a software WebGPU adapter, and
+   * between a hardware one and WebAssembly it keeps whichever measured faster on this model.
+   */
+  async #loadOnnx(model: OnnxModel, report: DeviceReport | null, trainable: boolean, signal: AbortSignal): Promise<WorkerModel> {
+    const load = (device: LoadDevice) => loadOnnxModel(model, { device, trainable, onProgress: (p) => (this.progress = p), signal });
+    this.deviceNote = null;
+    if (this.device !== 'auto') return load(this.device === 'webgpu' ? 'webgpu' : 'wasm');
+    if (!report || !hardwareWebGpu(report)) {
+      this.deviceNote = report?.software
+        ? `Auto chose WebAssembly: the only WebGPU adapter here is software (${report.adapter}), tens of times slower. Choose WebGPU to use it anyway.`
+        : 'Auto chose WebAssembly: this browser offers no WebGPU adapter.';
+      return load('wasm');
+    }
+    try {
+      const { loaded, calibration, cached } = await calibratedLoad({
+        model: model.id,
+        adapter: report.adapter ?? 'unnamed adapter',
+        load,
+        discard: (m) => m.policy.dispose().catch(() => undefined),
+        signal,
+        ...(this.calibrations ? { cache: this.calibrations } : {}),
+      });
+      this.deviceNote = calibrationNote(calibration, cached);
+      return loaded;
+    } catch (error) {
+      if (signal.aborted) throw error;
+      this.deviceNote = `Auto chose WebAssembly: WebGPU did not load (${error instanceof Error ? error.message : String(error)}).`;
+      return load('wasm');
+    }
+  }
+
   cancel(): void {
     this.#abort?.abort();
   }
@@ -79,6 +127,7 @@ export class ModelSlot {
     const policy = this.policy;
     this.policy = null;
     this.trainer = null;
+    this.deviceNote = null;
     this.#loadedKey = null;
     this.status = 'idle';
     await policy?.dispose().catch(() => undefined);

@@ -70,12 +70,14 @@ export interface OnnxInit {
   hiddenState?: boolean;
 }
 
+/** A device the model is loaded on: Auto is resolved before loading (model-slot.svelte.ts). */
+export type LoadDevice = Exclude<OnnxDevice, 'auto' | 'cpu'>;
+
 /** What `loadOnnxPolicy` gets for a catalog model. 4-bit weights with fp16 math on WebGPU, 4-bit on WASM. */
-export function onnxInit(model: OnnxModel, device: OnnxDevice, webgpu: boolean, trainable = false): OnnxInit {
+export function onnxInit(model: OnnxModel, device: LoadDevice, trainable = false): OnnxInit {
   const extra = trainable ? { hiddenState: true } : {};
   if (model.source === 'bundled') return { model: bundledModelPath(), device, ...extra };
-  const gpu = device === 'webgpu' || (device === 'auto' && webgpu);
-  return { model: model.hubId as string, device, dtype: gpu ? 'q4f16' : 'q4', ...extra };
+  return { model: model.hubId as string, device, dtype: device === 'webgpu' ? 'q4f16' : 'q4', ...extra };
 }
 
 export interface LoadProgress {
@@ -92,9 +94,9 @@ export interface WorkerModel {
 
 export async function loadOnnxModel(
   model: OnnxModel,
-  options: { device: OnnxDevice; webgpu: boolean; trainable: boolean; onProgress: (progress: LoadProgress) => void; signal?: AbortSignal },
+  options: { device: LoadDevice; trainable: boolean; onProgress: (progress: LoadProgress) => void; signal?: AbortSignal },
 ): Promise<WorkerModel> {
-  const { device, webgpu, trainable, onProgress, signal } = options;
+  const { device, trainable, onProgress, signal } = options;
   const worker = new Worker(new URL('../policy.worker.ts', import.meta.url), { type: 'module', name: `webgrpo ${model.id}` });
   // Cancelling ends the worker, and with it any download in flight.
   const cancelled = new Promise<never>((_, reject) => {
@@ -109,7 +111,7 @@ export async function loadOnnxModel(
   });
   try {
     const loading = createWorkerPolicy(worker, {
-      init: onnxInit(model, device, webgpu, trainable),
+      init: onnxInit(model, device, trainable),
       onProgress: (p) => {
         const { loaded, total, file } = p as OnnxLoadProgress;
         onProgress({ loaded, total, ...(file ? { file } : {}) });
@@ -123,13 +125,29 @@ export async function loadOnnxModel(
   }
 }
 
-export async function loadEndpoint(settings: EndpointSettings): Promise<Policy> {
+/** An endpoint's policy, once something answers at its URL (so a closed port is not "Ready"). */
+export async function loadEndpoint(settings: EndpointSettings, probe: typeof fetch = fetch): Promise<Policy> {
+  const baseURL = settings.baseURL.trim();
+  await probeEndpoint(baseURL, settings.apiKey, probe);
   const { openAiPolicy } = await import('../../lib/openai.js');
-  return openAiPolicy({
-    baseURL: settings.baseURL.trim(),
-    model: settings.model.trim(),
-    ...(settings.apiKey ? { apiKey: settings.apiKey } : {}),
-  });
+  return openAiPolicy({ baseURL, model: settings.model.trim(), ...(settings.apiKey ? { apiKey: settings.apiKey } : {}) });
+}
+
+/**
+ * Asks the endpoint for its models. Any HTTP answer but a refused key means a server is there (some
+ * have no /models); no answer at all is an error that says what to check.
+ */
+async function probeEndpoint(baseURL: string, apiKey: string, probe: typeof fetch): Promise<void> {
+  let response: Response;
+  try {
+    response = await probe(`${baseURL.replace(/\/+$/, '')}/models`, {
+      headers: apiKey ? { Authorization: `Bearer ${apiKey}` } : {},
+      signal: AbortSignal.timeout(10_000),
+    });
+  } catch {
+    throw new Error(`Nothing answered at ${baseURL}: check the URL, that the server is running, and that it allows requests from this page (CORS).`);
+  }
+  if (response.status === 401 || response.status === 403) throw new Error(`The endpoint at ${baseURL} refused the API key (HTTP ${response.status}).`);
 }
 
 /**

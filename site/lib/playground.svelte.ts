@@ -18,16 +18,19 @@ import { adapterPoint, adapterTrace, type AdapterPoint } from './adapter-view.js
 import { probeDevice, type DeviceReport } from './device.js';
 import { EtaClock } from './eta.js';
 import { adapterJson, download, fileStem, libraryJson, runJson, runJsonl } from './export.js';
-import { methodOf, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
+import { methodOf, type Method, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
 import { ModelSlot } from './model-slot.svelte.js';
 import { bundledModelPath, ENDPOINT_ID, ONNX_MODELS } from './models.js';
 import { Runner } from './runner.js';
-import { INITIAL_SETUP, type Setup } from './setup.js';
+import { INITIAL_SETUP, setupProblems, type Setup } from './setup.js';
 import { stageAfter } from './live-stage.js';
 import { streamingPolicy, type GroupStream } from './streaming.js';
-import { readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
+import { HumanRatings } from './human-reward.svelte.js';
+import { HUMAN_REWARD, promptLabel, readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
 import { TokenShading } from './token-shading.svelte.js';
-import { lastStepShown, libraryAfter } from './view.js';
+import { ScoredTokenViews } from './scored-views.svelte.js';
+import type { TokenView } from './token-views.js';
+import { lastStepShown, libraryAfter, runTitle } from './view.js';
 import { ViewStore } from './view-store.js';
 
 export interface LiveRun {
@@ -53,6 +56,8 @@ export class Playground {
   device = $state<DeviceReport | null>(null);
 
   readonly model = new ModelSlot();
+  /** The groups waiting for the person's ratings (runs with the "You" reward). */
+  readonly ratings = new HumanRatings();
 
   // Setup
   setup = $state<Setup>({ ...INITIAL_SETUP });
@@ -67,14 +72,23 @@ export class Playground {
   viewStep = $state<number | null>(null);
   live = $state<LiveRun | null>(null);
   runError = $state<string | null>(null);
+  /** Something the user should know about the run just started or resumed (not an error). */
+  notice = $state<string | null>(null);
   /** The group or critic reply being written, and the prompt it is for. */
   stream = $state.raw<(GroupStream & { item: number }) | null>(null);
   #streamItem = 0;
-  /** The token-shaded text of the groups in view. */
+  /** The token-shaded text of the groups in view, and what its tokens are shaded by. */
   readonly pieces = new TokenShading(() => this.model.policy, () => this.#views);
+  tokenView = $state<TokenView>('probability');
+  readonly scored = new ScoredTokenViews(() => this.model.policy);
   /** Gradient runs: the adapter after each step (recorded here as steps commit, and the stored checkpoint). */
   adapterPoints = $state.raw<AdapterPoint[]>([]);
+  /** Runs ticked for comparison, and their bundles while the comparison is in view. */
+  compareIds = $state<string[]>([]);
+  comparison = $state.raw<RunBundle[] | null>(null);
   #runner: Runner | null = null;
+  /** A task a method moved away from, to move back to (see chooseMethod). */
+  #movedTask: { from: string; to: string } | null = null;
   #eta = new EtaClock();
 
   /** The last step with something to show: committed, finished groups, or (live here) being written. */
@@ -85,6 +99,7 @@ export class Playground {
     try {
       const { openIdbStore } = await import('../../lib/idb.js');
       [this.store, this.#views, this.device] = await Promise.all([openIdbStore(), ViewStore.open(), probeDevice()]);
+      this.model.calibrations = this.#views;
       await this.refreshRuns();
       if (this.runs[0]) await this.select(this.runs[0].id);
     } catch (error) {
@@ -95,26 +110,41 @@ export class Playground {
 
   // ---- setup ----
 
-  /** Picks a method and the settings it suggests (a built-in task it cannot learn moves to one it can). */
+  /**
+   * Picks a method and the settings it suggests. A built-in task it cannot learn moves to one it
+   * can, and back to the task chosen before when a later method can run that one.
+   */
   chooseMethod(id: string): void {
     const method = methodOf(id);
     Object.assign(this.setup, method.defaults, { method: method.id });
-    if (method.tasks && this.setup.task !== 'upload' && !method.tasks.includes(this.setup.task)) this.setup.task = method.tasks[0];
+    const moved = this.#movedTask;
+    if (moved && this.setup.task === moved.to && (!method.tasks || method.tasks.includes(moved.from))) {
+      this.setup.task = moved.from;
+      this.#movedTask = null;
+    }
+    if (method.tasks && this.setup.task !== 'upload' && !method.tasks.includes(this.setup.task)) {
+      this.#movedTask = { from: this.#movedTask?.from ?? this.setup.task, to: method.tasks[0] };
+      this.setup.task = method.tasks[0];
+    }
   }
+
+  /** The settings of the chosen method that cannot be run as typed, by setting. */
+  readonly problems = $derived(setupProblems(this.setup, methodOf(this.setup.method).settings));
 
   /** Loads the chosen model, ready for the chosen method. */
   loadModel(): Promise<Policy> {
     return this.model.ensure(this.device, { trainable: methodOf(this.setup.method).trainsAdapter });
   }
 
+  /** Reads an uploaded dataset; a file that does not parse leaves the one loaded before in place. */
   async chooseFile(file: File): Promise<void> {
     this.uploadError = null;
     try {
       this.upload = await readDatasetFile(file);
       this.setup.task = 'upload';
     } catch (error) {
-      this.upload = null;
-      this.uploadError = (error as Error).message;
+      const kept = this.upload ? ` ${this.upload.fileName} (${this.upload.items.length} items) is still the dataset.` : '';
+      this.uploadError = `${(error as Error).message}${kept}`;
     }
   }
 
@@ -126,6 +156,7 @@ export class Playground {
 
   async select(runId: string | null): Promise<void> {
     this.selectedId = runId;
+    this.comparison = null;
     this.viewStep = null;
     this.runError = null;
     const bundle = runId && this.store ? await this.store.readBundle(runId) : null;
@@ -157,48 +188,73 @@ export class Playground {
     return this.live !== null;
   }
 
-  async start(): Promise<void> {
-    if (!this.store || this.live) return;
-    this.runError = null;
-    try {
+  /** From Start (or Resume run) until the run's loop is live: loading the model, opening the run. */
+  starting = $state(false);
+  /** The run being resumed, while `starting`. */
+  resumingId = $state<string | null>(null);
+
+  start(): Promise<void> {
+    return this.#launch(async () => {
       const s = { ...this.setup };
+      const problem = Object.values(this.problems)[0];
+      if (problem) throw new Error(problem);
       const method = methodOf(s.method);
+      if (s.rateMyself && method.trainsAdapter) throw new Error('Gradient runs score in the model’s worker: rate completions yourself with a training-free or router run.');
       const task = s.task === 'upload' ? null : builtinTasks[s.task];
       const dataset = task ? task.dataset({ size: s.items, seed: s.seed }) : (this.upload?.items ?? []).slice(0, s.items);
-      const rewards = task ? task.rewards : [builtinRewards[s.reward]];
       const runner = new Runner();
-      const context = await this.#context(runner, method.trainsAdapter, rewards, task?.name);
+      const rewards = s.rateMyself ? [this.ratings.reward(runner.controller.signal)] : task ? task.rewards : [builtinRewards[s.reward]];
+      const context = await this.#context(runner, method, rewards, task?.name);
       await this.#drive(method.start({ ...context, dataset, setup: s }), runner);
-    } catch (error) {
-      this.runError = error instanceof Error ? error.message : String(error);
-    }
+    });
   }
 
   /** Continues an interrupted or cancelled run with the model it was started with. */
-  async resumeRun(runId: string): Promise<void> {
-    if (!this.store || this.live) return;
-    this.runError = null;
-    try {
-      const record = await this.store.getRun(runId);
+  resumeRun(runId: string): Promise<void> {
+    return this.#launch(async () => {
+      this.resumingId = runId;
+      const record = await this.store!.getRun(runId);
       if (!record) throw new Error('That run is no longer stored.');
       this.#chooseModelOf(record);
       const method = methodOf(runMethod(record));
       const runner = new Runner();
-      const context = await this.#context(runner, method.trainsAdapter, rewardsOf(record.config), record.config.task);
+      const rewards = rewardsOf(record.config, { [HUMAN_REWARD]: this.ratings.reward(runner.controller.signal) });
+      const context = await this.#context(runner, method, rewards, record.config.task);
       await this.#drive(method.resume(runId, context), runner);
+    });
+  }
+
+  /**
+   * Starts or resumes one run at a time. A model that did not load says so in the model panel,
+   * so the run's error line does not repeat it.
+   */
+  async #launch(work: () => Promise<void>): Promise<void> {
+    if (!this.store || this.live || this.starting) return;
+    this.runError = null;
+    this.notice = null;
+    this.starting = true;
+    try {
+      await work();
     } catch (error) {
-      this.runError = error instanceof Error ? error.message : String(error);
+      if (this.model.status !== 'error') this.runError = error instanceof Error ? error.message : String(error);
+    } finally {
+      this.starting = false;
+      this.resumingId = null;
     }
   }
 
   /** The model (loaded for the method), the store, and where the group being written is shown. */
-  async #context(runner: Runner, trainable: boolean, rewards: RunContext['rewards'], task: string | undefined): Promise<RunContext> {
+  async #context(runner: Runner, method: Method, rewards: RunContext['rewards'], task: string | undefined): Promise<RunContext> {
     const onStream = (stream: GroupStream | null) => (this.stream = stream ? { ...stream, item: this.#streamItem } : null);
-    const policy = streamingPolicy(await this.model.ensure(this.device, { trainable }), onStream);
+    const policy = streamingPolicy(await this.model.ensure(this.device, { trainable: method.trainsAdapter }), onStream, { hasCritic: method.needsCritic });
     return { policy, trainer: this.model.trainer, store: this.store!, signal: runner.controller.signal, rewards, ...(task ? { task } : {}), onStream };
   }
 
-  /** Points the model picker at the model a stored run used. */
+  /**
+   * Points the model picker at the model a stored run used, on the device it ran on: another
+   * backend would give other numbers than the uninterrupted run. Where that device is gone, the
+   * run resumes on WebAssembly and `notice` says so.
+   */
   #chooseModelOf(record: RunRecord): void {
     const used = record.config.policy;
     if (used.backend === 'http') {
@@ -211,22 +267,33 @@ export class Playground {
     const model = ONNX_MODELS.find((m) => (m.source === 'bundled' ? path(bundledModelPath()) === path(used.model) : m.hubId === used.model));
     if (!model) throw new Error(`This run used the model "${used.model}", which the playground does not offer.`);
     this.model.id = model.id;
+    if (used.backend === 'webgpu' && !this.device?.webgpu) {
+      this.model.device = 'wasm';
+      this.notice = 'This run was started on WebGPU, which this browser does not offer now: it resumes on WebAssembly, so its numbers can differ from an uninterrupted run.';
+    } else if (used.backend === 'webgpu' || used.backend === 'wasm') {
+      this.model.device = used.backend;
+    }
   }
 
   async #drive(run: PlaygroundRun, runner: Runner): Promise<void> {
     this.#runner = runner;
     this.#eta = new EtaClock();
     this.live = { runId: run.runId, paused: false, stage: 'Starting…', itemsDone: 0, totalItems: 0, step: 0, totalSteps: 0, epoch: 0, epochs: 0, etaMs: null, warnings: 0 };
+    this.starting = false;
+    this.resumingId = null;
     try {
       await runner.drive<PlaygroundEvent>(run, { onEvent: (event) => this.#onEvent(event) });
     } catch (error) {
       this.runError = `The run stopped: ${error instanceof Error ? error.message : String(error)}`;
     } finally {
       this.#runner = null;
-      this.live = null;
       this.stream = null;
-      await this.refreshRuns();
+      this.ratings.clear();
+      // The stored record says how the run ended; until it is read, the tab still shows it live
+      // (a stored "running" run with no loop here would read as interrupted).
+      await this.refreshRuns().catch(() => undefined);
       if (this.selectedId === run.runId) await this.#reload(run.runId);
+      this.live = null;
     }
   }
 
@@ -269,6 +336,9 @@ export class Playground {
         this.#streamItem = event.item;
         break;
       case 'rollouts':
+        if (this.bundle?.run.id === live.runId && this.bundle.run.config.rewards.some((r) => r.name === HUMAN_REWARD)) {
+          this.ratings.show(event.item, promptLabel(this.bundle.items[event.item] ?? {}), event.completions);
+        }
         await this.pieces.record(live.runId, event.step, event.item, event.completions);
         break;
       case 'item-end':
@@ -297,13 +367,37 @@ export class Playground {
     }
   }
 
+  /** The scored token views of a stored group of the selected run (see ScoredTokenViews.ensure). */
+  ensureScored(runId: string, result: ItemResult): Promise<void> {
+    return this.bundle?.run.id === runId ? this.scored.ensure(this.bundle.run, result) : Promise.resolve();
+  }
+
   /** The pieces of a stored group of the selected run (see TokenShading.ensure). */
   ensurePieces(runId: string, result: ItemResult): Promise<void> {
     return this.pieces.ensure(runId, result, this.bundle?.run.config.policy.model);
   }
 
+  // ---- compare ----
+
+  toggleCompare(runId: string): void {
+    this.compareIds = this.compareIds.includes(runId) ? this.compareIds.filter((id) => id !== runId) : [...this.compareIds, runId];
+  }
+
+  /** Reads the ticked runs (in the order they were ticked) and shows them side by side. */
+  async openComparison(): Promise<void> {
+    if (!this.store || this.compareIds.length < 2) return;
+    const store = this.store;
+    const bundles = await Promise.all(this.compareIds.map((id) => store.readBundle(id).catch(() => null)));
+    this.comparison = bundles.filter((b): b is RunBundle => b !== null);
+  }
+
+  closeComparison(): void {
+    this.comparison = null;
+  }
+
   async deleteRun(runId: string): Promise<void> {
     if (!this.store || this.live?.runId === runId) return;
+    this.compareIds = this.compareIds.filter((id) => id !== runId);
     await this.store.deleteRun(runId);
     await this.#views?.deleteRun(runId);
     await this.refreshRuns();
@@ -314,7 +408,11 @@ export class Playground {
     if (!this.store) return;
     this.runError = null;
     try {
-      const record = await importRun(this.store, await file.text());
+      const text = await file.text();
+      const id = runIdOf(text);
+      const existing = id ? await this.store.getRun(id) : undefined;
+      if (existing) throw new Error(`this run (${runTitle(existing)}) is already in your list. Delete it there first to import the file again.`);
+      const record = await importRun(this.store, text);
       await this.refreshRuns();
       await this.select(record.id);
     } catch (error) {
@@ -346,3 +444,13 @@ export class Playground {
 }
 
 export const app = new Playground();
+
+/** The run id an exported run file names, when it names one (importRun checks the rest). */
+function runIdOf(text: string): string | undefined {
+  try {
+    const id = (JSON.parse(text) as { run?: { id?: unknown } } | null)?.run?.id;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}

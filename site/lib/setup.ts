@@ -4,6 +4,8 @@ export interface Setup {
   /** A built-in task name, or `upload`. */
   task: string;
   reward: string;
+  /** The person rates every completion (the "You" reward) instead of the task's rewards. */
+  rateMyself: boolean;
   method: string;
   items: number;
   groupSize: number;
@@ -24,6 +26,7 @@ export interface Setup {
 export const INITIAL_SETUP: Setup = {
   task: 'alphabetise',
   reward: 'similarity',
+  rateMyself: false,
   method: 'exemplars',
   items: 4,
   groupSize: 4,
@@ -38,3 +41,56 @@ export const INITIAL_SETUP: Setup = {
   routerLr: 0.1,
   minSamples: 5,
 };
+
+/** The numeric settings, with the range the form accepts and whether they are whole numbers. */
+export type NumericSetting = Exclude<keyof Setup, 'task' | 'reward' | 'method' | 'rateMyself'>;
+
+export interface SettingLimits {
+  label: string;
+  min: number;
+  max?: number;
+  integer: boolean;
+}
+
+export const SETUP_LIMITS: Record<NumericSetting, SettingLimits> = {
+  items: { label: 'Prompts', min: 1, max: 64, integer: true },
+  groupSize: { label: 'Group size', min: 2, max: 16, integer: true },
+  epochs: { label: 'Epochs', min: 1, max: 20, integer: true },
+  batchSize: { label: 'Batch', min: 1, max: 16, integer: true },
+  temperature: { label: 'Temperature', min: 0, max: 2, integer: false },
+  maxNewTokens: { label: 'Max tokens', min: 1, max: 512, integer: true },
+  seed: { label: 'Seed', min: 0, integer: true },
+  lr: { label: 'Learning rate', min: 0, max: 1, integer: false },
+  rank: { label: 'Rank', min: 1, max: 64, integer: true },
+  iterations: { label: 'Updates per step', min: 1, max: 8, integer: true },
+  routerLr: { label: 'Learning rate', min: 0, max: 5, integer: false },
+  minSamples: { label: 'Samples before routing', min: 0, max: 100, integer: true },
+};
+
+/**
+ * What is wrong with a setting as typed, or null. An emptied number field reads as null or NaN;
+ * it is a problem to show, never a default to run with silently.
+ */
+export function settingProblem(key: NumericSetting, value: unknown): string | null {
+  const { label, min, max, integer } = SETUP_LIMITS[key];
+  const range = max === undefined ? `${min} or more` : `from ${min} to ${max}`;
+  const what = integer ? `a whole number ${range}` : `a number ${range}`;
+  if (typeof value !== 'number' || !Number.isFinite(value)) return `${label}: enter ${what}.`;
+  if ((integer && !Number.isInteger(value)) || value < min || (max !== undefined && value > max)) return `${label}: ${value} is not ${what}.`;
+  return null;
+}
+
+/** The problems of the settings a method uses (its own extra settings included). */
+export function setupProblems(setup: Setup, keys: readonly NumericSetting[]): Partial<Record<NumericSetting, string>> {
+  const problems: Partial<Record<NumericSetting, string>> = {};
+  for (const key of keys) {
+    const problem = settingProblem(key, setup[key]);
+    if (problem) problems[key] = problem;
+  }
+  return problems;
+}
+
+/** The settings every run uses, then those of gradient and router runs. */
+export const COMMON_SETTINGS: readonly NumericSetting[] = ['items', 'groupSize', 'epochs', 'batchSize', 'temperature', 'maxNewTokens', 'seed'];
+export const ADAPTER_SETTINGS: readonly NumericSetting[] = ['lr', 'rank', 'iterations'];
+export const ROUTER_SETTINGS: readonly NumericSetting[] = ['routerLr', 'minSamples'];

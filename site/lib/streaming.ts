@@ -7,7 +7,7 @@
 import type { GenerateGroupOptions, GroupResult, Policy } from '../../lib/index.js';
 
 export interface GroupStream {
-  /** `group`: rollouts (two or more rows); `critic`: a single critic reply. */
+  /** `group`: rollouts; `critic`: a critic's reply (one row, from a method that has a critic). */
   kind: 'group' | 'critic';
   rows: string[];
   tokens: number[];
@@ -16,11 +16,21 @@ export interface GroupStream {
 type Generate = (options: GenerateGroupOptions) => Promise<GroupResult>;
 type Decode = (tokenIds: number[]) => Promise<string> | string;
 
+export interface WatchOptions {
+  /** How often the rows are decoded for the page. */
+  intervalMs?: number;
+  /**
+   * The method asks a critic (lessons): its one-row calls are the critic's. Elsewhere a one-row
+   * call is a rollout (the router samples each variant's completions apart).
+   */
+  hasCritic?: boolean;
+}
+
 /** `generate`, reporting each group's rows as they grow (then null when the group is done). */
-export function watchedGenerate(generate: Generate, decode: Decode, onUpdate: (stream: GroupStream | null) => void, intervalMs = 150): Generate {
+export function watchedGenerate(generate: Generate, decode: Decode, onUpdate: (stream: GroupStream | null) => void, { intervalMs = 150, hasCritic = false }: WatchOptions = {}): Generate {
   return async (options) => {
     if (options.onToken) return generate(options);
-    const kind = options.groupSize > 1 ? 'group' : 'critic';
+    const kind = hasCritic && options.groupSize === 1 ? 'critic' : 'group';
     const ids: number[][] = Array.from({ length: options.groupSize }, () => []);
     let done = false;
     let timer: ReturnType<typeof setTimeout> | null = null;
@@ -47,12 +57,12 @@ export function watchedGenerate(generate: Generate, decode: Decode, onUpdate: (s
 }
 
 /** A policy whose groups are watched (unchanged when it cannot decode, so has nothing to show). */
-export function streamingPolicy(policy: Policy, onUpdate: (stream: GroupStream | null) => void, intervalMs = 150): Policy {
+export function streamingPolicy(policy: Policy, onUpdate: (stream: GroupStream | null) => void, watch: WatchOptions = {}): Policy {
   const decode = policy.decode?.bind(policy);
   const generate = policy.generateGroup.bind(policy);
   return {
     info: policy.info,
-    generateGroup: decode ? watchedGenerate(generate, decode, onUpdate, intervalMs) : generate,
+    generateGroup: decode ? watchedGenerate(generate, decode, onUpdate, watch) : generate,
     ...(policy.scoreCompletions ? { scoreCompletions: policy.scoreCompletions.bind(policy) } : {}),
     ...(policy.encode ? { encode: policy.encode.bind(policy) } : {}),
     ...(decode ? { decode } : {}),

@@ -19,24 +19,33 @@ export interface UploadedDataset {
 
 export const BUILTIN_TASKS = Object.values(builtinTasks);
 
+/** The name of the reward a person gives by rating completions (human-reward.svelte.ts). */
+export const HUMAN_REWARD = 'you';
+
 /** Rewards offered for uploaded datasets, with what each checks. */
-export const UPLOAD_REWARDS: ReadonlyArray<{ name: string; label: string }> = [
-  { name: 'similarity', label: 'similarity: edit-distance closeness to the answer (0 to 1)' },
-  { name: 'exact', label: 'exact: 1 if the reply equals the answer' },
-  { name: 'contains', label: 'contains: 1 if the reply contains the answer' },
-  { name: 'number', label: 'number: 1 if the last number equals the answer' },
-  { name: 'json', label: 'json: 1 if the reply is valid JSON (no answer needed)' },
+/** Rewards for an uploaded dataset: a short name for the picker, and what it scores. */
+export const UPLOAD_REWARDS: ReadonlyArray<{ name: string; label: string; detail: string }> = [
+  { name: 'similarity', label: 'similarity', detail: 'edit-distance closeness to the answer, from 0 to 1' },
+  { name: 'exact', label: 'exact', detail: '1 if the reply equals the answer' },
+  { name: 'contains', label: 'contains', detail: '1 if the reply contains the answer' },
+  { name: 'number', label: 'number', detail: '1 if the last number in the reply equals the answer' },
+  { name: 'json', label: 'json', detail: '1 if the reply is valid JSON (no answer needed)' },
 ];
 
 export async function readDatasetFile(file: File): Promise<UploadedDataset> {
   return { fileName: file.name, items: parseDatasetJsonl(await file.text(), file.name) };
 }
 
-/** The reward functions a stored run was started with (matched by name on resume). */
-export function rewardsOf(config: Pick<TrainingFreeConfig, 'task' | 'rewards'>): RewardFunction[] {
-  if (config.task && builtinTasks[config.task]) return builtinTasks[config.task].rewards;
+/**
+ * The reward functions a stored run was started with (matched by name on resume): the task's own
+ * when the run used them, else each by name, `extra` (the "You" reward) first.
+ */
+export function rewardsOf(config: Pick<TrainingFreeConfig, 'task' | 'rewards'>, extra: Record<string, RewardFunction> = {}): RewardFunction[] {
+  const task = config.task ? builtinTasks[config.task] : undefined;
+  const names = config.rewards.map((r) => r.name).join(',');
+  if (task && task.rewards.map((r) => r.name).join(',') === names) return task.rewards;
   return config.rewards.map(({ name, weight }) => {
-    const reward = builtinRewards[name];
+    const reward = extra[name] ?? builtinRewards[name];
     if (!reward) throw new InvalidInputError('rewards', `this run uses a reward "${name}" the playground does not know.`);
     return { ...reward, weight };
   });

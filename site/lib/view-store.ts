@@ -4,28 +4,32 @@
  *   without a model (runs imported or trained elsewhere have none; their pieces are decoded when
  *   their model is loaded);
  * - the adapter's size after each step of a gradient run (the run store keeps only the latest
- *   checkpoint), so its growth can be drawn after a reload.
+ *   checkpoint), so its growth can be drawn after a reload;
+ * - Auto's device calibrations, per model and WebGPU adapter (calibrate.ts).
  */
 import { openDB, type IDBPDatabase } from 'idb';
 import type { AdapterPoint } from './adapter-view.js';
+import type { Calibration, CalibrationCache } from './calibrate.js';
 import type { TokenPiece } from './tokens.js';
 
 const PIECES = 'pieces';
 const ADAPTERS = 'adapters';
+const CALIBRATIONS = 'calibrations';
 const key = (runId: string, step: number, item = 0) => `${runId}\u0000${step}\u0000${item}`;
 const runRange = (runId: string) => IDBKeyRange.bound(`${runId}\u0000`, `${runId}\u0001`, false, true);
 
-export class ViewStore {
+export class ViewStore implements CalibrationCache {
   readonly #db: IDBPDatabase;
   private constructor(db: IDBPDatabase) {
     this.#db = db;
   }
 
   static async open(name = 'webgrpo-playground'): Promise<ViewStore> {
-    const db = await openDB(name, 2, {
+    const db = await openDB(name, 3, {
       upgrade(db, oldVersion) {
         if (oldVersion < 1) db.createObjectStore(PIECES);
         if (oldVersion < 2) db.createObjectStore(ADAPTERS);
+        if (oldVersion < 3) db.createObjectStore(CALIBRATIONS);
       },
     });
     return new ViewStore(db);
@@ -48,6 +52,14 @@ export class ViewStore {
 
   async putAdapterPoint(runId: string, point: AdapterPoint): Promise<void> {
     await this.#db.put(ADAPTERS, point, key(runId, point.step));
+  }
+
+  getCalibration(model: string, adapter: string): Promise<Calibration | undefined> {
+    return this.#db.get(CALIBRATIONS, `${model}\u0000${adapter}`);
+  }
+
+  async putCalibration(calibration: Calibration): Promise<void> {
+    await this.#db.put(CALIBRATIONS, calibration, `${calibration.model}\u0000${calibration.adapter}`);
   }
 
   async deleteRun(runId: string): Promise<void> {

@@ -101,3 +101,10 @@ describe('the bundled model on WebGPU', () => {
     expect(r.checkpointMatches).toBe(true);
   }, 240_000);
 });
+
+describe('the console', () => {
+  // onnxruntime's warnings (nodes it keeps on the CPU beside WebGPU) would show as console errors.
+  it('has no errors from the model runtime', () => {
+    expect(session.errors).toEqual([]);
+  });
+});

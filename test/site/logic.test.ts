@@ -14,6 +14,7 @@ import { tokenPieces } from '../../site/lib/tokens.js';
 import { rewardsOf } from '../../site/lib/tasks.js';
 import { streamingPolicy, type GroupStream } from '../../site/lib/streaming.js';
 import { displayStatus, epochRows, groupsAt, lastStepShown, libraryAfter, stepSeries, totalSteps } from '../../site/lib/view.js';
+import { rewardWindow } from '../../site/lib/charts.js';
 
 let bundle: RunBundle;
 
@@ -176,7 +177,7 @@ describe('small helpers', () => {
 describe('streaming policy', () => {
   it('shows each row growing, then the same group the policy alone returns', async () => {
     const updates: Array<GroupStream | null> = [];
-    const policy = streamingPolicy(createToyPolicy({ stepDelayMs: 2 }), (s) => updates.push(s), 5);
+    const policy = streamingPolicy(createToyPolicy({ stepDelayMs: 2 }), (s) => updates.push(s), { intervalMs: 5 });
     const options = { prompt: 'Sort: pear apple', groupSize: 3, maxNewTokens: 24, temperature: 1, seed: 7 };
     const streamed = await policy.generateGroup(options);
     expect(streamed).toEqual(await createToyPolicy().generateGroup(options));
@@ -188,5 +189,27 @@ describe('streaming policy', () => {
       update.rows.forEach((text, row) => expect(streamed.completions[row].text.startsWith(text)).toBe(true));
     }
     expect(policy.info).toEqual(createToyPolicy().info);
+  });
+
+  it('takes a one-row call for the critic only when the method has one (the router samples variants one row at a time)', async () => {
+    const kinds = async (hasCritic: boolean) => {
+      const seen: string[] = [];
+      const policy = streamingPolicy(createToyPolicy(), (s) => s && seen.push(s.kind), { hasCritic });
+      await policy.generateGroup({ prompt: 'Sort: pear apple', groupSize: 1, maxNewTokens: 4, seed: 1 });
+      return [...new Set(seen)];
+    };
+    expect(await kinds(false)).toEqual(['group']);
+    expect(await kinds(true)).toEqual(['critic']);
+  });
+});
+
+describe('group chart', () => {
+  it('spans a group of equal rewards at least 0.1 wide, so its axis labels stay short', () => {
+    const equal = rewardWindow(1, 1);
+    expect(equal.lo).toBeCloseTo(0.94, 12);
+    expect(equal.hi).toBeCloseTo(1.06, 12);
+    const spread = rewardWindow(0, 1);
+    expect(spread.lo).toBeCloseTo(-0.1, 12);
+    expect(spread.hi).toBeCloseTo(1.1, 12);
   });
 });

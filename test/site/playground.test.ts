@@ -6,27 +6,19 @@
  * interrupted by a reload and resumed; a gradient run and a router run. Screenshots of the main views at 1280 and 375 px go to
  * test-artifacts/site/ (not committed).
  */
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { BrowserContext, Page } from 'playwright-core';
-import { build, preview, type PreviewServer } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
 import { bundledModelPath, loadOnnxPolicy } from '../../lib/onnx.js';
 import { serve } from '../../lib/server.js';
+import { artifacts, startPlayground, type Playground } from './preview.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const artifacts = join(root, 'test-artifacts', 'site');
-
-let outDir: string;
-let server: PreviewServer;
+let playground: Playground;
 let baseURL: string;
-let session: BrowserSession;
 let context: BrowserContext;
 let page: Page;
-const errors: string[] = [];
+let errors: string[];
 
 async function shoot(name: string): Promise<void> {
   for (const width of [1280, 375]) {
@@ -53,25 +45,12 @@ const header = () => page.locator('section[aria-labelledby="run-title"]');
 const statusChip = () => header().locator('h2 .chip');
 
 beforeAll(async () => {
-  await mkdir(artifacts, { recursive: true });
-  outDir = await mkdtemp(join(tmpdir(), 'webgrpo-site-'));
-  await build({ configFile: join(root, 'vite.config.ts'), logLevel: 'error', build: { outDir, emptyOutDir: true } });
-  server = await preview({ configFile: join(root, 'vite.config.ts'), logLevel: 'error', build: { outDir }, preview: { host: '127.0.0.1', port: 0, strictPort: false } });
-  baseURL = server.resolvedUrls?.local[0] ?? '';
-  session = await launchBrowser();
-  context = await session.browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
-  context.on('console', (msg) => {
-    if (msg.type() === 'error') errors.push(msg.text());
-  });
-  context.on('weberror', (error) => errors.push(String(error.error())));
+  playground = await startPlayground();
+  ({ baseURL, context, errors } = playground);
   page = await context.newPage();
 }, 180_000);
 
-afterAll(async () => {
-  await session?.close();
-  await server?.close();
-  if (outDir) await rm(outDir, { recursive: true, force: true });
-});
+afterAll(() => playground?.close());
 
 // Generous limits: the two cores are shared, and a loaded machine slows the model several times.
 describe('the playground', { timeout: 240_000 }, () => {
@@ -188,7 +167,7 @@ describe('the playground', { timeout: 240_000 }, () => {
     const file = page.getByLabel('JSONL file');
     await file.setInputFiles({ name: 'bad.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from('{"prompt": "2+2=", "answer": "4"}\n{oops\n') });
     await expect.poll(() => page.locator('section[aria-labelledby="setup-title"] [role="alert"]').textContent()).toContain('bad.jsonl line 2');
-    expect(await page.getByRole('button', { name: 'Start run' }).isDisabled()).toBe(true);
+    expect(await page.getByRole('button', { name: 'Start run' }).getAttribute('aria-disabled')).toBe('true');
     const items = ['Say hi.', 'Say yes.'].map((prompt, i) => JSON.stringify({ prompt, answer: ['hi', 'yes'][i] })).join('\n');
     await file.setInputFiles({ name: 'mine.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(items) });
     await expect.poll(() => page.locator('section[aria-labelledby="setup-title"]').textContent()).toContain('mine.jsonl: 2 items');
@@ -264,8 +243,10 @@ describe('the playground', { timeout: 240_000 }, () => {
     expect(await header().locator('h2').textContent()).toContain('digits · gradient');
     expect(await progress.textContent()).toMatch(/^\s*([1-9]|1\d|2[0-3]) \/ 24 groups/);
 
-    await page.getByLabel('Device', { exact: true }).selectOption('wasm'); // the device choice is not stored
+    // The device picker is back on Auto; resuming takes the device the run was started on.
+    expect(await page.getByLabel('Device', { exact: true }).inputValue()).toBe('auto');
     await page.getByRole('button', { name: 'Resume run' }).click();
+    await expect.poll(() => page.getByLabel('Device', { exact: true }).inputValue()).toBe('wasm');
     await expect.poll(() => statusChip().textContent(), { timeout: 180_000 }).toBe('completed');
     expect(await progress.textContent()).toContain('24 / 24 groups');
     expect(await charts.locator('tbody tr').count()).toBe(3);

@@ -49,7 +49,9 @@ export async function rebuildWithHiddenState(
   const rewritten = await exposeHiddenState(graph);
 
   const Session = old.constructor as unknown as SessionClass;
-  const options: Record<string, unknown> = { executionProviders: [backend] };
+  // Errors only, as transformers.js creates its sessions: onnxruntime's warnings (nodes it places
+  // on the CPU beside the WebGPU provider, by design) would reach the page as console errors.
+  const options: Record<string, unknown> = { executionProviders: [backend], logSeverityLevel: 3 };
   if (dataFiles.length > 0) options.externalData = dataFiles.map((file, i) => ({ path: file.slice(file.lastIndexOf('/') + 1), data: data[i] }));
   if (backend === 'webgpu') {
     // The cache and the hidden state stay on the GPU, as transformers.js keeps the cache.

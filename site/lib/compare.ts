@@ -1,0 +1,104 @@
+/**
+ * Several stored runs side by side: their curves on one x axis (the step, or an update's place on
+ * it) and their settings in one table. Pure functions of run bundles; the curves come from the same
+ * series the single-run charts draw (view.ts, adapter-view.ts).
+ */
+import { runMethod, type RunBundle } from '../../lib/index.js';
+import { updateSeries } from './adapter-view.js';
+import { modelName, runTitle, stepSeries } from './view.js';
+
+/** Curves of several runs on one x axis: null where a run has no point at that x. */
+export interface Overlay {
+  x: number[];
+  series: Array<{ label: string; values: Array<number | null> }>;
+}
+
+/** Aligns each run's (x, y) points on the union of their x values. Runs without points are left out. */
+export function overlay(curves: ReadonlyArray<{ label: string; x: readonly number[]; y: ReadonlyArray<number | null> }>): Overlay {
+  const shown = curves.filter((c) => c.x.length > 0);
+  const x = [...new Set(shown.flatMap((c) => c.x))].sort((a, b) => a - b);
+  const at = new Map(x.map((value, i) => [value, i]));
+  return {
+    x,
+    series: shown.map(({ label, x: xs, y }) => {
+      const values: Array<number | null> = x.map(() => null);
+      xs.forEach((value, i) => (values[at.get(value)!] = y[i] ?? null));
+      return { label, values };
+    }),
+  };
+}
+
+/** Names that tell the runs apart in a legend: "#1 alphabetise · exemplars, 07:18:02", ... */
+export function runLabels(bundles: readonly RunBundle[]): string[] {
+  const time = (iso: string) => new Date(iso).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  return bundles.map((b, i) => `#${i + 1} ${runTitle(b.run)}, ${time(b.run.createdAt)}`);
+}
+
+/** Mean reward per step, per run. */
+export function rewardOverlay(bundles: readonly RunBundle[]): Overlay {
+  const labels = runLabels(bundles);
+  return overlay(
+    bundles.map((b, i) => {
+      const s = stepSeries(b);
+      return { label: labels[i], x: s.step, y: s.mean };
+    }),
+  );
+}
+
+/** KL to the base model per optimizer update (gradient runs with a KL term). */
+export function klOverlay(bundles: readonly RunBundle[]): Overlay {
+  const labels = runLabels(bundles);
+  return overlay(
+    bundles.map((b, i) => {
+      const s = updateSeries(b);
+      const keep = s.kl.map((kl) => kl !== null);
+      return { label: labels[i], x: s.x.filter((_, j) => keep[j]), y: s.kl.filter((_, j) => keep[j]) };
+    }),
+  );
+}
+
+/** Experience-library size after each step (training-free runs). */
+export function libraryOverlay(bundles: readonly RunBundle[]): Overlay {
+  const labels = runLabels(bundles);
+  return overlay(
+    bundles.map((b, i) => {
+      const trainingFree = b.run.kind !== 'gradient' && b.run.kind !== 'router';
+      const s = stepSeries(b);
+      return { label: labels[i], x: trainingFree ? s.step : [], y: s.librarySize };
+    }),
+  );
+}
+
+/** One row of the settings table: a setting, and its value in each run ("–" where it does not apply). */
+export interface SettingRow {
+  setting: string;
+  values: string[];
+  /** The runs do not all agree on it. */
+  differs: boolean;
+}
+
+/** The settings of each run, side by side; rows where the runs differ are marked. */
+export function settingRows(bundles: readonly RunBundle[]): SettingRow[] {
+  const rows: Array<[string, (b: RunBundle) => string]> = [
+    ['Method', (b) => runMethod(b.run)],
+    ['Model', (b) => `${modelName(b.run.config.policy.model)} on ${b.run.config.policy.backend}`],
+    ['Task', (b) => b.run.config.task ?? 'dataset'],
+    ['Prompts', (b) => String(b.run.itemCount)],
+    ['Group size', (b) => String(b.run.config.groupSize)],
+    ['Epochs', (b) => String(b.run.config.epochs)],
+    ['Batch', (b) => String(b.run.config.batchSize)],
+    ['Temperature', (b) => String(b.run.config.temperature)],
+    ['Max tokens', (b) => String(b.run.config.maxNewTokens)],
+    ['Seed', (b) => String(b.run.config.seed)],
+    ['Rewards', (b) => b.run.config.rewards.map((r) => `${r.name}×${r.weight}`).join(' + ')],
+    ['Learning rate', (b) => (b.run.kind === 'gradient' ? String(b.run.config.optimizer.lr) : b.run.kind === 'router' ? String(b.run.config.router.learningRate) : '–')],
+    ['Adapter rank', (b) => (b.run.kind === 'gradient' ? String(b.run.config.adapter.rank) : '–')],
+    ['Updates per step', (b) => (b.run.kind === 'gradient' ? String(b.run.config.numIterations) : '–')],
+    ['Status', (b) => b.run.status],
+    ['Steps done', (b) => String(b.steps.length)],
+  ];
+  return rows.map(([setting, value]) => {
+    const values = bundles.map(value);
+    return { setting, values, differs: new Set(values).size > 1 };
+  });
+}

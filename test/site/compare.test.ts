@@ -1,0 +1,51 @@
+/** Comparing runs (site/lib/compare.ts): curves aligned on one axis, settings side by side. */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { alphabetise, MemoryStore, trainingFreeGrpo, type RunBundle } from '../../lib/index.js';
+import { klOverlay, libraryOverlay, overlay, rewardOverlay, settingRows } from '../../site/lib/compare.js';
+import { stepSeries } from '../../site/lib/view.js';
+import { createToyPolicy } from '../fixtures/toy-policy.js';
+
+let short: RunBundle;
+let long: RunBundle;
+
+/** Two training-free runs on the toy model that differ in their epochs and group size. */
+beforeAll(async () => {
+  const store = new MemoryStore();
+  const run = async (epochs: number, groupSize: number) => {
+    const r = trainingFreeGrpo({ policy: createToyPolicy(), dataset: alphabetise.dataset({ size: 2 }), rewards: alphabetise.rewards, mode: 'exemplars', task: 'alphabetise', store, groupSize, epochs, batchSize: 2, maxNewTokens: 8 });
+    await r.result();
+    return store.readBundle(r.runId);
+  };
+  short = await run(1, 3);
+  long = await run(3, 4);
+});
+
+describe('overlay', () => {
+  it('aligns curves on the union of their x values, with gaps where a curve has no point', () => {
+    expect(overlay([
+      { label: 'a', x: [1, 2], y: [0.1, 0.2] },
+      { label: 'b', x: [2, 3], y: [0.5, null] },
+      { label: 'c', x: [], y: [] },
+    ])).toEqual({ x: [1, 2, 3], series: [{ label: 'a', values: [0.1, 0.2, null] }, { label: 'b', values: [null, 0.5, null] }] });
+  });
+
+  it('draws each run\'s mean reward per step and library size; KL only for runs that have one', () => {
+    const rewards = rewardOverlay([short, long]);
+    expect(rewards.x).toEqual([1, 2, 3]);
+    expect(rewards.series.map((s) => s.label)).toEqual([expect.stringMatching(/^#1 alphabetise · exemplars, /), expect.stringMatching(/^#2 alphabetise · exemplars, /)]);
+    expect(rewards.series[0].values).toEqual([stepSeries(short).mean[0], null, null]);
+    expect(rewards.series[1].values).toEqual(stepSeries(long).mean);
+    expect(libraryOverlay([short, long]).series[1].values).toEqual(stepSeries(long).librarySize);
+    expect(klOverlay([short, long]).series).toEqual([]);
+  });
+});
+
+describe('settingRows', () => {
+  it('puts every setting side by side and marks where the runs differ', () => {
+    const rows = Object.fromEntries(settingRows([short, long]).map((r) => [r.setting, r]));
+    expect(rows['Group size']).toEqual({ setting: 'Group size', values: ['3', '4'], differs: true });
+    expect(rows['Epochs'].values).toEqual(['1', '3']);
+    expect(rows['Method']).toEqual({ setting: 'Method', values: ['exemplars', 'exemplars'], differs: false });
+    expect(rows['Adapter rank'].values).toEqual(['–', '–']);
+  });
+});
