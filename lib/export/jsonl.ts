@@ -5,7 +5,8 @@
  *   standard        {"prompt": "The sky is", "completion": " blue."}
  *   conversational  {"prompt": [{"role": "user", "content": "..."}], "completion": [{"role": "assistant", "content": "..."}]}
  *
- * Optional extra columns (reward, advantage, group_id, completion_id, logprobs, token_ids) are
+ * Optional extra columns (reward, advantage, group_id, completion_id, logprobs, token_ids, and
+ * arm: the router's variant that wrote the completion, null elsewhere) are
  * named so TRL keeps them apart from its own keys: `datasets` loads them as ordinary columns and
  * GRPOTrainer hands extra columns to reward functions as keyword arguments. Every line has the
  * same keys with the same JSON types, as `datasets`' JSON loader (pyarrow) requires.
@@ -26,7 +27,7 @@ export type ExportSource = Iterable<ExportGroup> | { readonly groups: Iterable<E
 
 export type JsonlFormat = 'standard' | 'conversational';
 
-export type JsonlColumn = 'reward' | 'advantage' | 'groupId' | 'completionId' | 'logprobs' | 'tokenIds';
+export type JsonlColumn = 'reward' | 'advantage' | 'groupId' | 'completionId' | 'logprobs' | 'tokenIds' | 'arm';
 
 export interface ToJsonlOptions {
   /** TRL's `standard` (plain strings, the default) or `conversational` (role/content lists). */
@@ -44,6 +45,7 @@ export const COLUMN_NAMES: Record<JsonlColumn, string> = {
   completionId: 'completion_id',
   logprobs: 'logprobs',
   tokenIds: 'token_ids',
+  arm: 'arm',
 };
 
 /** The lines of `toJsonl`, one at a time and without their newline, for streaming large runs to a file. */
@@ -122,6 +124,8 @@ function columnValue(column: JsonlColumn, group: ExportGroup, c: ExportCompletio
       return c.logprobs ? [...c.logprobs] : [];
     case 'tokenIds':
       return c.tokenIds ? [...c.tokenIds] : [];
+    case 'arm':
+      return c.arm ?? null;
   }
 }
 

@@ -17,6 +17,8 @@ export interface ExportCompletion {
   /** Combined reward; null when told but unscorable, absent when never told. */
   reward?: number | null;
   advantage?: number;
+  /** Router runs: the id of the arm (prompt or sampling variant) that wrote it. */
+  arm?: string;
 }
 
 /** One prompt and its completions: a session's `GroupRecord` is one, and so is a training run's group. */
@@ -46,6 +48,7 @@ export function itemResultGroup(runId: string, result: ItemResult, prompt: Promp
         logprobs: rollout.logprobs,
         reward: rollout.reward,
         advantage: rollout.advantage,
+        ...(rollout.arm !== undefined ? { arm: rollout.arm } : {}),
       };
     }),
   };

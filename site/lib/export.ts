@@ -5,11 +5,15 @@
  */
 import { exportRun, runGroups, toJsonl, type AdapterCheckpoint, type ExperienceLibrary, type RunBundle, type Store } from '../../lib/index.js';
 
-/** Every finished group (the prompt as the model saw it, library included), one line per completion. */
+/**
+ * Every finished group (the prompt as the model saw it, library included), one line per completion
+ * with its id; a router run's lines also name the variant that wrote them.
+ */
 export function runJsonl(bundle: RunBundle): string {
   const groups = runGroups(bundle);
   const chat = groups.some((g) => g.messages);
-  return toJsonl(groups, { format: chat ? 'conversational' : 'standard', include: ['reward', 'advantage', 'groupId'] });
+  const include = ['reward', 'advantage', 'groupId', 'completionId', ...(bundle.run.kind === 'router' ? (['arm'] as const) : [])] as const;
+  return toJsonl(groups, { format: chat ? 'conversational' : 'standard', include });
 }
 
 export function libraryJson(library: ExperienceLibrary, runId: string, step: number): string {

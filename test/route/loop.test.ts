@@ -206,13 +206,14 @@ describe('routerGrpo', () => {
       await rm(dir, { recursive: true, force: true });
     }
     // JSONL: every completion once, under its item's group id, with the prompt its arm sampled from.
-    const lines = toJsonl(exported, { include: ['groupId', 'completionId'] }).trim().split('\n').map((line) => JSON.parse(line));
+    const lines = toJsonl(exported, { include: ['groupId', 'completionId', 'arm'] }).trim().split('\n').map((line) => JSON.parse(line));
     const rollouts = (exported as RunBundle).steps.flatMap((s) => s.items.flatMap((i) => i.rollouts.map((r, row) => ({ ...r, id: `route:${s.step}:${i.index}:${row}`, prompt: i.prompt.prompt }))));
     expect(lines).toHaveLength(rollouts.length);
     for (const r of rollouts) {
       const line = lines.find((l) => l.completion_id === r.id);
       expect(line.group_id).toBe(r.id.split(':').slice(0, 3).join(':'));
       expect(line.prompt).toBe(r.arm === 'work' ? `${r.prompt}\n${SHOW_WORK}` : r.prompt);
+      expect(line.arm).toBe(r.arm);
     }
     expect(new Set(lines.map((l) => l.prompt)).size).toBeGreaterThan(dataset.length);
 

@@ -12,6 +12,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundledModelPath, loadOnnxPolicy } from '../../lib/onnx.js';
 import { serve } from '../../lib/server.js';
+import { PLAYGROUND_ARMS } from '../../site/lib/arms.js';
 import { artifacts, startPlayground, type Playground } from './preview.js';
 
 let playground: Playground;
@@ -314,6 +315,10 @@ describe('the playground', { timeout: 240_000 }, () => {
     const lines = (await readFile((await jsonl.path()) as string, 'utf8')).trimEnd().split('\n').map((line) => JSON.parse(line));
     expect(lines).toHaveLength(2 * 2 * 3);
     for (const line of lines) expect(typeof line.reward).toBe('number');
+    // Each line says which variant wrote it, and has an id of its own.
+    const variants = new Set(PLAYGROUND_ARMS.map((a) => a.id));
+    for (const line of lines) expect(variants.has(line.arm)).toBe(true);
+    expect(new Set(lines.map((line) => line.completion_id)).size).toBe(lines.length);
   });
 
   it('deletes a run only on a second click', async () => {
