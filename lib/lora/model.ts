@@ -1,0 +1,195 @@
+/**
+ * The whole decoder over one sequence (prompt + completion) for training: per-token log-probs of
+ * the completion under the temperature-scaled log-softmax, and the exact backward from any
+ * d loss / d logp (grpoLoss's `grad`) to every A and B of the adapter.
+ *
+ *   x0 = E[tokens];  x_{l+1} = layer_l(x_l);  z_t = RMSNorm(x_L)_t head;  logp_t = log softmax(z_t / T)[token_{t+1}]
+ *
+ * The head runs only at the positions that predict completion tokens. With `recompute`, a layer's
+ * activations are dropped after the forward and rebuilt from its input during the backward: memory
+ * holds one layer's activations plus every layer's input, for one more forward's time.
+ */
+import { InvalidInputError } from '../errors.js';
+import type { LoraAdapter } from './adapter.js';
+import { rmsNormBackward, rmsNormForward, ropeTables, type Alloc, type Vec } from './kernels.js';
+import { layerBackward, layerForward, type LayerCache } from './layer.js';
+import type { DecoderWeights } from './weights.js';
+
+export interface LoraSequence {
+  /** Prompt and completion token ids. */
+  tokens: readonly number[];
+  /** Index in `tokens` of the first completion token (>= 1: the prompt has at least one token). */
+  completionStart: number;
+}
+
+export interface LoraForwardOptions {
+  /** Sampling temperature the log-probs are taken under; default 1. */
+  temperature?: number;
+  /** Activation storage; default 'float32'. Sums always run in float64. */
+  precision?: 'float32' | 'float64';
+  /** Rebuild each layer's activations in the backward instead of keeping them; default false. */
+  recompute?: boolean;
+}
+
+interface Forward {
+  logprobs: number[];
+  /** Softmax(z / T) of each scored position [completion, vocab]. */
+  probs: Float64Array;
+  inputs: Vec[];
+  caches: Array<LayerCache | undefined>;
+  last: Vec;
+  hf: Vec;
+  invF: Vec;
+}
+
+/** Log-probs of the completion tokens of `sequence` under the adapted model. */
+export function loraLogprobs(weights: DecoderWeights, adapter: LoraAdapter, sequence: LoraSequence, options: LoraForwardOptions = {}): number[] {
+  return forward(weights, adapter, sequence, { ...options, recompute: true }).logprobs;
+}
+
+/**
+ * Forward and backward over one sequence: adds d loss / d (A, B) into `grad` (an adapter of the
+ * same layout, see zerosLike) for the given d loss / d logp of each completion token, and returns
+ * the log-probs the forward computed.
+ */
+export function loraBackward(
+  weights: DecoderWeights,
+  adapter: LoraAdapter,
+  sequence: LoraSequence,
+  dlogp: ArrayLike<number>,
+  grad: LoraAdapter,
+  options: LoraForwardOptions = {},
+): number[] {
+  const completion = sequence.tokens.length - sequence.completionStart;
+  if (dlogp.length !== completion) throw new InvalidInputError('dlogp', `has ${dlogp.length} entries for ${completion} completion tokens.`);
+  const f = forward(weights, adapter, sequence, options);
+  const { shape } = weights;
+  const { hiddenSize: H, vocabSize: V } = shape;
+  const rows = sequence.tokens.length;
+  const alloc = allocator(options);
+  const temperature = options.temperature ?? 1;
+  const first = sequence.completionStart - 1;
+
+  // d logp_t / d z = (onehot(token) - softmax(z / T)) / T, then through the head to the final norm.
+  const dhf = alloc(rows * H);
+  const dz = new Float64Array(V);
+  for (let c = 0; c < completion; c++) {
+    const g = dlogp[c];
+    if (g === 0) continue;
+    const token = sequence.tokens[sequence.completionStart + c];
+    for (let v = 0; v < V; v++) dz[v] = (-g * f.probs[c * V + v]) / temperature;
+    dz[token] += g / temperature;
+    headBackward(weights, dz, dhf, (first + c) * H);
+  }
+  let d = alloc(rows * H);
+  rmsNormBackward(dhf, f.last, f.invF, rows, H, weights.finalNorm, d);
+
+  const table = ropeTables(rows, shape.headDim, shape.ropeTheta);
+  for (let l = shape.numLayers - 1; l >= 0; l--) {
+    const lora = adapter.layers[l] ?? {};
+    const cache = f.caches[l] ?? layerForward(f.inputs[l], rows, weights.layers[l], lora, adapter, shape, table, alloc).cache;
+    f.caches[l] = undefined;
+    d = layerBackward(d, rows, cache, weights.layers[l], lora, grad.layers[l], adapter, shape, table, alloc);
+  }
+  return f.logprobs;
+}
+
+function forward(weights: DecoderWeights, adapter: LoraAdapter, sequence: LoraSequence, options: LoraForwardOptions): Forward {
+  const { shape } = weights;
+  const { hiddenSize: H, vocabSize: V } = shape;
+  const { tokens, completionStart } = sequence;
+  const temperature = options.temperature ?? 1;
+  if (!(temperature > 0) || !Number.isFinite(temperature)) throw new InvalidInputError('temperature', `must be a finite number > 0, got ${String(temperature)}.`);
+  if (!Number.isInteger(completionStart) || completionStart < 1 || completionStart > tokens.length) {
+    throw new InvalidInputError('completionStart', `must be in [1, ${tokens.length}] (the prompt needs a token), got ${String(completionStart)}.`);
+  }
+  if (adapter.layers.length !== shape.numLayers) throw new InvalidInputError('adapter', `has ${adapter.layers.length} layers; the model has ${shape.numLayers}.`);
+  const rows = tokens.length;
+  const alloc = allocator(options);
+
+  let x = alloc(rows * H);
+  tokens.forEach((token, t) => {
+    if (!Number.isInteger(token) || token < 0 || token >= V) throw new InvalidInputError('tokens', `token ${String(token)} at ${t} is outside the vocabulary [0, ${V}).`);
+    x.set(weights.embedding.subarray(token * H, (token + 1) * H), t * H);
+  });
+  const table = ropeTables(rows, shape.headDim, shape.ropeTheta);
+  const inputs: Vec[] = [];
+  const caches: Array<LayerCache | undefined> = [];
+  for (let l = 0; l < shape.numLayers; l++) {
+    inputs.push(x);
+    const { out, cache } = layerForward(x, rows, weights.layers[l], adapter.layers[l] ?? {}, adapter, shape, table, alloc);
+    caches.push(options.recompute ? undefined : cache);
+    x = out;
+  }
+  const hf = alloc(rows * H);
+  const invF = alloc(rows);
+  rmsNormForward(x, rows, H, weights.finalNorm, shape.rmsNormEps, hf, invF);
+
+  const completion = rows - completionStart;
+  const probs = new Float64Array(completion * V);
+  const logprobs = new Array<number>(completion);
+  const z = new Float64Array(V);
+  for (let c = 0; c < completion; c++) {
+    headForward(weights, hf, (completionStart - 1 + c) * H, z);
+    let max = -Infinity;
+    for (let v = 0; v < V; v++) {
+      z[v] /= temperature;
+      if (z[v] > max) max = z[v];
+    }
+    let sum = 0;
+    for (let v = 0; v < V; v++) sum += Math.exp(z[v] - max);
+    const logSum = max + Math.log(sum);
+    for (let v = 0; v < V; v++) probs[c * V + v] = Math.exp(z[v] - logSum);
+    logprobs[c] = z[tokens[completionStart + c]] - logSum;
+  }
+  return { logprobs, probs, inputs, caches, last: x, hf, invF };
+}
+
+/** z = h head: the embedding's rows when tied, else the [hidden, vocab] matrix. */
+function headForward(weights: DecoderWeights, h: Vec, offset: number, z: Float64Array): void {
+  const { hiddenSize: H, vocabSize: V } = weights.shape;
+  if (weights.lmHead) {
+    const W = weights.lmHead;
+    z.fill(0);
+    for (let i = 0; i < H; i++) {
+      const a = h[offset + i];
+      const row = i * V;
+      for (let v = 0; v < V; v++) z[v] += a * W[row + v];
+    }
+    return;
+  }
+  const E = weights.embedding;
+  for (let v = 0; v < V; v++) {
+    let sum = 0;
+    const row = v * H;
+    for (let i = 0; i < H; i++) sum += h[offset + i] * E[row + i];
+    z[v] = sum;
+  }
+}
+
+/** dh[offset..] += dz head^T. */
+function headBackward(weights: DecoderWeights, dz: Float64Array, dh: Vec, offset: number): void {
+  const { hiddenSize: H, vocabSize: V } = weights.shape;
+  if (weights.lmHead) {
+    const W = weights.lmHead;
+    for (let i = 0; i < H; i++) {
+      let sum = 0;
+      const row = i * V;
+      for (let v = 0; v < V; v++) sum += dz[v] * W[row + v];
+      dh[offset + i] += sum;
+    }
+    return;
+  }
+  const E = weights.embedding;
+  for (let v = 0; v < V; v++) {
+    const g = dz[v];
+    const row = v * H;
+    for (let i = 0; i < H; i++) dh[offset + i] += g * E[row + i];
+  }
+}
+
+function allocator(options: LoraForwardOptions): Alloc {
+  if (options.precision === undefined || options.precision === 'float32') return (n) => new Float32Array(n);
+  if (options.precision === 'float64') return (n) => new Float64Array(n);
+  throw new InvalidInputError('precision', `must be 'float32' or 'float64', got ${String(options.precision)}.`);
+}

@@ -1,0 +1,203 @@
+/**
+ * The frozen weights of a Llama-family decoder, read from its ONNX graph's initializers.
+ *
+ * The graph says which tensor is which: the embedding is the table a Gather reads `input_ids`
+ * from, each projection is the constant input of a MatMul (named after its module by the exporter,
+ * as Optimum and webgrpo's builder both do: `/model/layers.0/self_attn/q_proj/MatMul` or
+ * `model.layers.0.self_attn.q_proj.weight`), a bias is the constant an Add puts on that MatMul's
+ * output, and the head is the projection found walking back from `logits` (the embedding through a
+ * Transpose when tied). Norm weights are only multiplied in, so they are found by their module
+ * names (`input_layernorm`, `post_attention_layernorm`, `q_norm`, `k_norm`, `model.norm`), which
+ * every exporter keeps. fp32, fp16 and bf16 initializers are read (fp16 and bf16 widened to
+ * float32), inline or from external data files.
+ */
+import { ModelLoadError, UnsupportedError } from '../errors.js';
+import { LORA_MODULES, moduleDims, type DecoderLayerWeights, type DecoderShape, type DecoderWeights, type LoraModule, type Projection } from './weights.js';
+
+type Onnx = typeof import('onnx-proto').onnx;
+type TensorProto = import('onnx-proto').onnx.TensorProto;
+type NodeProto = import('onnx-proto').onnx.NodeProto;
+
+export interface ReadWeightsOptions {
+  /** The model's config.json (heads, key/value heads, head_dim, rope_theta, rms_norm_eps). */
+  config: Record<string, unknown>;
+  /** External data files by the name the graph refers to (`model.onnx_data`). */
+  externalData?: Record<string, Uint8Array>;
+}
+
+const MODULE_PATTERN = /layers[./_](\d+)[./_](?:self_attn|mlp)[./_](q|k|v|o|gate|up|down)_proj/;
+const PASS_THROUGH = new Set(['Cast', 'Identity', 'Reshape', 'Squeeze', 'Unsqueeze', 'Flatten', 'Mul', 'Div', 'Add', 'Sub', 'Tanh']);
+
+export async function readDecoderWeights(model: Uint8Array, options: ReadWeightsOptions): Promise<DecoderWeights> {
+  const { onnx } = (await import('onnx-proto')).default;
+  const graph = onnx.ModelProto.decode(model).graph as import('onnx-proto').onnx.GraphProto | null;
+  if (!graph) throw new ModelLoadError('The ONNX file has no graph.');
+  const initializers = new Map<string, TensorProto>((graph.initializer as TensorProto[]).map((t) => [t.name, t]));
+  const producers = new Map<string, NodeProto>();
+  const consumers = new Map<string, NodeProto[]>();
+  for (const node of graph.node as NodeProto[]) {
+    for (const out of node.output) producers.set(out, node);
+    for (const input of node.input) consumers.set(input, [...(consumers.get(input) ?? []), node]);
+  }
+  const read = (name: string): Float32Array => floats(onnx, initializers.get(name)!, options.externalData);
+  const dims = (name: string): number[] => initializers.get(name)!.dims.map(Number);
+
+  const embedNode = (graph.node as NodeProto[]).find((n) => n.opType === 'Gather' && initializers.has(n.input[0]) && fedBy(n.input[1], 'input_ids', producers));
+  if (!embedNode) throw new ModelLoadError('No Gather reads the embedding table with input_ids; this is not a decoder export webgrpo can train LoRA on.');
+  const [vocabSize, hiddenSize] = dims(embedNode.input[0]);
+  const shape = shapeOf(options.config, vocabSize, hiddenSize);
+
+  const projections = new Map<string, Projection>();
+  for (const node of graph.node as NodeProto[]) {
+    if (node.opType === 'MatMulNBits') throw new UnsupportedError('4-bit MatMulNBits weights are not read yet; train LoRA on the fp32 or fp16 export of this model.');
+    if (node.opType !== 'MatMul' || !initializers.has(node.input[1])) continue;
+    const match = MODULE_PATTERN.exec(node.name) ?? MODULE_PATTERN.exec(node.input[1]);
+    if (!match) continue;
+    const key = `${match[1]}.${match[2]}_proj`;
+    const [inDim, outDim] = dims(node.input[1]);
+    const bias = (consumers.get(node.output[0]) ?? []).find((n) => n.opType === 'Add' && n.input.some((i) => initializers.has(i) && dims(i).reduce((a, b) => a * b, 1) === outDim));
+    const biasName = bias?.input.find((i) => initializers.has(i));
+    projections.set(key, { inDim, outDim, weight: read(node.input[1]), ...(biasName ? { bias: read(biasName) } : {}) });
+  }
+
+  const byName = (pattern: RegExp, what: string, required: boolean): Float32Array | undefined => {
+    const name = [...initializers.keys()].find((n) => pattern.test(n));
+    if (!name) {
+      if (required) throw new ModelLoadError(`The ONNX graph has no ${what} weight (an initializer matching ${pattern}).`);
+      return undefined;
+    }
+    return read(name);
+  };
+  const layers: DecoderLayerWeights[] = [];
+  for (let i = 0; i < shape.numLayers; i++) {
+    const at = `layers[./_]${i}[./_]`;
+    const layer: Partial<Record<LoraModule, Projection>> = {};
+    for (const module of LORA_MODULES) {
+      const projection = projections.get(`${i}.${module}`);
+      if (!projection) throw new ModelLoadError(`Layer ${i} has no ${module} MatMul in the ONNX graph.`);
+      const want = moduleDims(shape, module);
+      if (projection.inDim !== want.inDim || projection.outDim !== want.outDim) {
+        throw new ModelLoadError(`Layer ${i} ${module} is [${projection.inDim}, ${projection.outDim}]; config.json implies [${want.inDim}, ${want.outDim}].`);
+      }
+      layer[module] = projection;
+    }
+    layers.push({
+      ...(layer as Record<LoraModule, Projection>),
+      inputNorm: byName(new RegExp(`${at}input_layernorm\\.weight$`), `layer ${i} input_layernorm`, true)!,
+      postNorm: byName(new RegExp(`${at}post_attention_layernorm\\.weight$`), `layer ${i} post_attention_layernorm`, true)!,
+      qNorm: byName(new RegExp(`${at}self_attn[./_]q_norm\\.weight$`), '', false),
+      kNorm: byName(new RegExp(`${at}self_attn[./_]k_norm\\.weight$`), '', false),
+    });
+  }
+  const finalNorm = byName(/(^|[./])norm\.weight$/, 'final norm (model.norm)', true)!;
+
+  const head = findHead('logits', producers, initializers);
+  if (!head) throw new ModelLoadError('Could not find the MatMul that produces "logits".');
+  let lmHead: Float32Array | undefined;
+  if (initializers.has(head.input[1])) {
+    const [inDim, outDim] = dims(head.input[1]);
+    if (inDim !== hiddenSize || outDim !== vocabSize) throw new ModelLoadError(`The LM head is [${inDim}, ${outDim}]; expected [${hiddenSize}, ${vocabSize}].`);
+    lmHead = read(head.input[1]);
+  } else {
+    const transpose = producers.get(head.input[1]);
+    if (transpose?.opType !== 'Transpose' || transpose.input[0] !== embedNode.input[0]) {
+      throw new ModelLoadError('The LM head is neither a constant matrix nor the transposed embedding.');
+    }
+  }
+  return { shape, embedding: read(embedNode.input[0]), layers, finalNorm, ...(lmHead ? { lmHead } : {}) };
+}
+
+function shapeOf(config: Record<string, unknown>, vocabSize: number, hiddenSize: number): DecoderShape {
+  const num = (key: string, fallback?: number): number => {
+    const value = config[key] ?? fallback;
+    if (typeof value !== 'number' || !Number.isFinite(value)) throw new ModelLoadError(`config.json has no numeric ${key}.`);
+    return value;
+  };
+  if (num('hidden_size') !== hiddenSize) throw new ModelLoadError(`config.json says hidden_size ${num('hidden_size')}; the embedding is ${hiddenSize} wide.`);
+  const numHeads = num('num_attention_heads');
+  const rope = config.rope_scaling;
+  if (rope !== null && rope !== undefined) throw new UnsupportedError('rope_scaling is not supported by the LoRA engine yet (plain rotary only).');
+  return {
+    vocabSize,
+    hiddenSize,
+    intermediateSize: num('intermediate_size'),
+    numLayers: num('num_hidden_layers'),
+    numHeads,
+    numKvHeads: num('num_key_value_heads', numHeads),
+    headDim: num('head_dim', hiddenSize / numHeads),
+    ropeTheta: num('rope_theta', 10000),
+    rmsNormEps: num('rms_norm_eps', 1e-6),
+  };
+}
+
+/** Whether `tensor` is `source` or comes from it through casts and reshapes. */
+function fedBy(tensor: string, source: string, producers: Map<string, NodeProto>): boolean {
+  for (let depth = 0; depth < 4; depth++) {
+    if (tensor === source) return true;
+    const node = producers.get(tensor);
+    if (!node || !['Cast', 'Identity', 'Reshape', 'Unsqueeze', 'Squeeze'].includes(node.opType)) return false;
+    tensor = node.input[0];
+  }
+  return false;
+}
+
+function findHead(logits: string, producers: Map<string, NodeProto>, initializers: Map<string, TensorProto>): NodeProto | undefined {
+  let tensor = logits;
+  for (let depth = 0; depth < 12; depth++) {
+    const node = producers.get(tensor);
+    if (!node) return undefined;
+    if (node.opType === 'MatMul') return node;
+    if (!PASS_THROUGH.has(node.opType)) return undefined;
+    const next = node.input.find((i) => i && !initializers.has(i));
+    if (!next) return undefined;
+    tensor = next;
+  }
+  return undefined;
+}
+
+const FLOAT = 1;
+const FLOAT16 = 10;
+const BFLOAT16 = 16;
+
+/** A float initializer as float32 (fp16 and bf16 widened), from raw, typed or external data. */
+function floats(onnx: Onnx, t: TensorProto, external: Record<string, Uint8Array> | undefined): Float32Array {
+  const count = t.dims.reduce((a: number, d) => a * Number(d), 1);
+  if (t.dataType === FLOAT && t.floatData.length === count) return Float32Array.from(t.floatData);
+  let raw: Uint8Array = t.rawData;
+  if (t.dataLocation === onnx.TensorProto.DataLocation.EXTERNAL) {
+    const entry = Object.fromEntries(t.externalData.map((e) => [e.key, e.value]));
+    const file = external?.[entry.location ?? ''];
+    if (!file) throw new ModelLoadError(`Initializer ${t.name} is in external file "${entry.location}", which was not given.`);
+    const offset = Number(entry.offset ?? 0);
+    raw = file.subarray(offset, offset + Number(entry.length ?? file.length - offset));
+  }
+  const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+  const out = new Float32Array(count);
+  if (t.dataType === FLOAT && raw.length === count * 4) {
+    for (let i = 0; i < count; i++) out[i] = view.getFloat32(i * 4, true);
+  } else if (t.dataType === FLOAT16 && raw.length === count * 2) {
+    for (let i = 0; i < count; i++) out[i] = halfToFloat(view.getUint16(i * 2, true));
+  } else if (t.dataType === BFLOAT16 && raw.length === count * 2) {
+    for (let i = 0; i < count; i++) out[i] = bfloat16ToFloat(view.getUint16(i * 2, true));
+  } else if (t.dataType === FLOAT16 && t.int32Data.length === count) {
+    for (let i = 0; i < count; i++) out[i] = halfToFloat(t.int32Data[i]);
+  } else {
+    throw new ModelLoadError(`Initializer ${t.name} has data type ${t.dataType} or a size that does not match its shape; fp32, fp16 and bf16 are read.`);
+  }
+  return out;
+}
+
+export function halfToFloat(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exponent = (h >> 10) & 0x1f;
+  const fraction = h & 0x3ff;
+  if (exponent === 0) return sign * fraction * 2 ** -24;
+  if (exponent === 0x1f) return fraction ? NaN : sign * Infinity;
+  return sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
+}
+
+export function bfloat16ToFloat(b: number): number {
+  const view = new DataView(new ArrayBuffer(4));
+  view.setUint32(0, b << 16);
+  return view.getFloat32(0);
+}
