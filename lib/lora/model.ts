@@ -47,11 +47,34 @@ export function loraLogprobs(weights: DecoderWeights, adapter: LoraAdapter, sequ
   return forward(weights, adapter, sequence, { ...options, recompute: true }).logprobs;
 }
 
+/** A forward pass that can be taken back once: the loss needs its log-probs before the backward. */
+export interface LoraPass {
+  /** Log-probs of the completion tokens. */
+  logprobs: number[];
+  /**
+   * Adds d loss / d (A, B) into `grad` (an adapter of the same layout, see zerosLike) for the
+   * given d loss / d logp of each completion token. Frees the pass's activations.
+   */
+  backward(dlogp: ArrayLike<number>, grad: LoraAdapter): void;
+}
+
 /**
- * Forward and backward over one sequence: adds d loss / d (A, B) into `grad` (an adapter of the
- * same layout, see zerosLike) for the given d loss / d logp of each completion token, and returns
- * the log-probs the forward computed.
+ * The forward of one sequence, kept for its backward. With `recompute` it keeps only each layer's
+ * input, so a whole group's passes can wait for the loss at little memory.
  */
+export function loraForward(weights: DecoderWeights, adapter: LoraAdapter, sequence: LoraSequence, options: LoraForwardOptions = {}): LoraPass {
+  let f: Forward | undefined = forward(weights, adapter, sequence, options);
+  return {
+    logprobs: f.logprobs,
+    backward: (dlogp, grad) => {
+      if (!f) throw new InvalidInputError('backward', 'was already taken for this pass; run loraForward again.');
+      backward(weights, adapter, sequence, f, dlogp, grad, options);
+      f = undefined;
+    },
+  };
+}
+
+/** loraForward and its backward in one call; returns the log-probs. */
 export function loraBackward(
   weights: DecoderWeights,
   adapter: LoraAdapter,
@@ -60,9 +83,23 @@ export function loraBackward(
   grad: LoraAdapter,
   options: LoraForwardOptions = {},
 ): number[] {
+  const pass = loraForward(weights, adapter, sequence, options);
+  pass.backward(dlogp, grad);
+  return pass.logprobs;
+}
+
+function backward(
+  weights: DecoderWeights,
+  adapter: LoraAdapter,
+  sequence: LoraSequence,
+  f: Forward,
+  dlogp: ArrayLike<number>,
+  grad: LoraAdapter,
+  options: LoraForwardOptions,
+): void {
   const completion = sequence.tokens.length - sequence.completionStart;
   if (dlogp.length !== completion) throw new InvalidInputError('dlogp', `has ${dlogp.length} entries for ${completion} completion tokens.`);
-  const f = forward(weights, adapter, sequence, options);
+  if (grad.layers.length !== adapter.layers.length) throw new InvalidInputError('grad', 'must have the adapter\'s layout (zerosLike(adapter)).');
   const { shape } = weights;
   const { hiddenSize: H, vocabSize: V } = shape;
   const rows = sequence.tokens.length;
@@ -91,7 +128,6 @@ export function loraBackward(
     f.caches[l] = undefined;
     d = layerBackward(d, rows, cache, weights.layers[l], lora, grad.layers[l], adapter, shape, table, alloc);
   }
-  return f.logprobs;
 }
 
 function forward(weights: DecoderWeights, adapter: LoraAdapter, sequence: LoraSequence, options: LoraForwardOptions): Forward {

@@ -12,6 +12,7 @@
  * float32), inline or from external data files.
  */
 import { ModelLoadError, UnsupportedError } from '../errors.js';
+import { bfloat16ToFloat, halfToFloat } from './half.js';
 import { LORA_MODULES, moduleDims, type DecoderLayerWeights, type DecoderShape, type DecoderWeights, type LoraModule, type Projection } from './weights.js';
 
 type Onnx = typeof import('onnx-proto').onnx;
@@ -57,7 +58,7 @@ export async function readDecoderWeights(model: Uint8Array, options: ReadWeights
     const [inDim, outDim] = dims(node.input[1]);
     const bias = (consumers.get(node.output[0]) ?? []).find((n) => n.opType === 'Add' && n.input.some((i) => initializers.has(i) && dims(i).reduce((a, b) => a * b, 1) === outDim));
     const biasName = bias?.input.find((i) => initializers.has(i));
-    projections.set(key, { inDim, outDim, weight: read(node.input[1]), ...(biasName ? { bias: read(biasName) } : {}) });
+    projections.set(key, { inDim, outDim, weight: read(node.input[1]), initializer: node.input[1], ...(biasName ? { bias: read(biasName) } : {}) });
   }
 
   const byName = (pattern: RegExp, what: string, required: boolean): Float32Array | undefined => {
@@ -185,19 +186,4 @@ function floats(onnx: Onnx, t: TensorProto, external: Record<string, Uint8Array>
     throw new ModelLoadError(`Initializer ${t.name} has data type ${t.dataType} or a size that does not match its shape; fp32, fp16 and bf16 are read.`);
   }
   return out;
-}
-
-export function halfToFloat(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1;
-  const exponent = (h >> 10) & 0x1f;
-  const fraction = h & 0x3ff;
-  if (exponent === 0) return sign * fraction * 2 ** -24;
-  if (exponent === 0x1f) return fraction ? NaN : sign * Infinity;
-  return sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
-}
-
-export function bfloat16ToFloat(b: number): number {
-  const view = new DataView(new ArrayBuffer(4));
-  view.setUint32(0, b << 16);
-  return view.getFloat32(0);
 }

@@ -39,6 +39,8 @@ export interface Projection {
   outDim: number;
   weight: Float32Array;
   bias?: Float32Array;
+  /** The ONNX initializer the weight was read from (what a merge rewrites). */
+  initializer?: string;
 }
 
 export interface DecoderLayerWeights {
