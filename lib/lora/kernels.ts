@@ -11,8 +11,84 @@ import type { Projection } from './weights.js';
 export type Vec = Float32Array | Float64Array;
 export type Alloc = (n: number) => Vec;
 
-/** Rows processed together, so each weight row is read once per block rather than once per row. */
-const BLOCK = 8;
+/**
+ * y[rows, out] += x[rows, in] W[in, out]. Four rows at a time share each load of W's row (register
+ * blocking): about three times the throughput of one row at a time in V8, with no transposed copy.
+ */
+export function matmulAdd(x: Vec, rows: number, inDim: number, W: Float32Array, outDim: number, y: Vec | Float64Array): void {
+  let t = 0;
+  for (; t + 4 <= rows; t += 4) {
+    const x0 = t * inDim;
+    const x1 = x0 + inDim;
+    const x2 = x1 + inDim;
+    const x3 = x2 + inDim;
+    const y0 = t * outDim;
+    const y1 = y0 + outDim;
+    const y2 = y1 + outDim;
+    const y3 = y2 + outDim;
+    for (let i = 0; i < inDim; i++) {
+      const a0 = x[x0 + i];
+      const a1 = x[x1 + i];
+      const a2 = x[x2 + i];
+      const a3 = x[x3 + i];
+      const row = i * outDim;
+      for (let o = 0; o < outDim; o++) {
+        const w = W[row + o];
+        y[y0 + o] += a0 * w;
+        y[y1 + o] += a1 * w;
+        y[y2 + o] += a2 * w;
+        y[y3 + o] += a3 * w;
+      }
+    }
+  }
+  for (; t < rows; t++) {
+    const x0 = t * inDim;
+    const y0 = t * outDim;
+    for (let i = 0; i < inDim; i++) {
+      const a = x[x0 + i];
+      const row = i * outDim;
+      for (let o = 0; o < outDim; o++) y[y0 + o] += a * W[row + o];
+    }
+  }
+}
+
+/** dx[rows, in] += dy[rows, out] W[in, out]^T: dot products along W's rows, four rows of dy at a time. */
+export function matmulTransposedAdd(dy: Vec | Float64Array, rows: number, outDim: number, W: Float32Array, inDim: number, dx: Vec | Float64Array): void {
+  let t = 0;
+  for (; t + 4 <= rows; t += 4) {
+    const d0 = t * outDim;
+    const d1 = d0 + outDim;
+    const d2 = d1 + outDim;
+    const d3 = d2 + outDim;
+    for (let i = 0; i < inDim; i++) {
+      const row = i * outDim;
+      let s0 = 0;
+      let s1 = 0;
+      let s2 = 0;
+      let s3 = 0;
+      for (let o = 0; o < outDim; o++) {
+        const w = W[row + o];
+        s0 += dy[d0 + o] * w;
+        s1 += dy[d1 + o] * w;
+        s2 += dy[d2 + o] * w;
+        s3 += dy[d3 + o] * w;
+      }
+      dx[t * inDim + i] += s0;
+      dx[(t + 1) * inDim + i] += s1;
+      dx[(t + 2) * inDim + i] += s2;
+      dx[(t + 3) * inDim + i] += s3;
+    }
+  }
+  for (; t < rows; t++) {
+    const d0 = t * outDim;
+    for (let i = 0; i < inDim; i++) {
+      const row = i * outDim;
+      let s = 0;
+      for (let o = 0; o < outDim; o++) s += dy[d0 + o] * W[row + o];
+      dx[t * inDim + i] += s;
+    }
+  }
+}
 
 /** y = x W + bias + s (x A^T) B^T for `rows` rows; u = x A^T [rows, r] is kept for the backward. */
 export function projectForward(x: Vec, rows: number, p: Projection, lora: LoraPair | undefined, scale: number, y: Vec, u: Vec | undefined): void {
@@ -22,18 +98,7 @@ export function projectForward(x: Vec, rows: number, p: Projection, lora: LoraPa
     if (bias) for (let o = 0; o < outDim; o++) y[yo + o] = bias[o];
     else y.fill(0, yo, yo + outDim);
   }
-  for (let t0 = 0; t0 < rows; t0 += BLOCK) {
-    const t1 = Math.min(rows, t0 + BLOCK);
-    for (let i = 0; i < inDim; i++) {
-      const row = i * outDim;
-      for (let t = t0; t < t1; t++) {
-        const a = x[t * inDim + i];
-        if (a === 0) continue;
-        const yo = t * outDim;
-        for (let o = 0; o < outDim; o++) y[yo + o] += a * weight[row + o];
-      }
-    }
-  }
+  matmulAdd(x, rows, inDim, weight, outDim, y);
   if (!lora || !u) return;
   const r = lora.A.length / inDim;
   const { A, B } = lora;
@@ -72,18 +137,7 @@ export function projectBackward(
   du: Vec,
 ): void {
   const { inDim, outDim, weight } = p;
-  for (let t0 = 0; t0 < rows; t0 += BLOCK) {
-    const t1 = Math.min(rows, t0 + BLOCK);
-    for (let i = 0; i < inDim; i++) {
-      const row = i * outDim;
-      for (let t = t0; t < t1; t++) {
-        const yo = t * outDim;
-        let sum = 0;
-        for (let o = 0; o < outDim; o++) sum += dy[yo + o] * weight[row + o];
-        dx[t * inDim + i] += sum;
-      }
-    }
-  }
+  matmulTransposedAdd(dy, rows, outDim, weight, inDim, dx);
   if (!lora || !u || !grad) return;
   const r = lora.A.length / inDim;
   const { A, B } = lora;

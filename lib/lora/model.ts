@@ -11,7 +11,7 @@
  */
 import { InvalidInputError } from '../errors.js';
 import type { LoraAdapter } from './adapter.js';
-import { rmsNormBackward, rmsNormForward, ropeTables, type Alloc, type Vec } from './kernels.js';
+import { matmulAdd, matmulTransposedAdd, rmsNormBackward, rmsNormForward, ropeTables, type Alloc, type Vec } from './kernels.js';
 import { layerBackward, layerForward, type LayerCache } from './layer.js';
 import type { DecoderWeights } from './weights.js';
 
@@ -108,16 +108,15 @@ function backward(
   const first = sequence.completionStart - 1;
 
   // d logp_t / d z = (onehot(token) - softmax(z / T)) / T, then through the head to the final norm.
-  const dhf = alloc(rows * H);
-  const dz = new Float64Array(V);
+  const dz = new Float64Array(completion * V);
   for (let c = 0; c < completion; c++) {
     const g = dlogp[c];
     if (g === 0) continue;
-    const token = sequence.tokens[sequence.completionStart + c];
-    for (let v = 0; v < V; v++) dz[v] = (-g * f.probs[c * V + v]) / temperature;
-    dz[token] += g / temperature;
-    headBackward(weights, dz, dhf, (first + c) * H);
+    for (let v = 0; v < V; v++) dz[c * V + v] = (-g * f.probs[c * V + v]) / temperature;
+    dz[c * V + sequence.tokens[sequence.completionStart + c]] += g / temperature;
   }
+  const dhf = alloc(rows * H);
+  headBackward(weights, dz, completion, dhf.subarray(first * H, (first + completion) * H));
   let d = alloc(rows * H);
   rmsNormBackward(dhf, f.last, f.invF, rows, H, weights.finalNorm, d);
 
@@ -161,12 +160,14 @@ function forward(weights: DecoderWeights, adapter: LoraAdapter, sequence: LoraSe
   const invF = alloc(rows);
   rmsNormForward(x, rows, H, weights.finalNorm, shape.rmsNormEps, hf, invF);
 
+  // The head at the positions that predict completion tokens: rows completionStart-1 .. rows-2.
   const completion = rows - completionStart;
+  const scored = hf.subarray((completionStart - 1) * H, (rows - 1) * H);
   const probs = new Float64Array(completion * V);
+  headForward(weights, scored, completion, probs);
   const logprobs = new Array<number>(completion);
-  const z = new Float64Array(V);
   for (let c = 0; c < completion; c++) {
-    headForward(weights, hf, (completionStart - 1 + c) * H, z);
+    const z = probs.subarray(c * V, (c + 1) * V);
     let max = -Infinity;
     for (let v = 0; v < V; v++) {
       z[v] /= temperature;
@@ -175,53 +176,24 @@ function forward(weights: DecoderWeights, adapter: LoraAdapter, sequence: LoraSe
     let sum = 0;
     for (let v = 0; v < V; v++) sum += Math.exp(z[v] - max);
     const logSum = max + Math.log(sum);
-    for (let v = 0; v < V; v++) probs[c * V + v] = Math.exp(z[v] - logSum);
     logprobs[c] = z[tokens[completionStart + c]] - logSum;
+    for (let v = 0; v < V; v++) z[v] = Math.exp(z[v] - logSum);
   }
   return { logprobs, probs, inputs, caches, last: x, hf, invF };
 }
 
-/** z = h head: the embedding's rows when tied, else the [hidden, vocab] matrix. */
-function headForward(weights: DecoderWeights, h: Vec, offset: number, z: Float64Array): void {
+/** z[rows, vocab] = h[rows, hidden] head: the embedding's rows when tied, else the [hidden, vocab] matrix. */
+function headForward(weights: DecoderWeights, h: Vec, rows: number, z: Float64Array): void {
   const { hiddenSize: H, vocabSize: V } = weights.shape;
-  if (weights.lmHead) {
-    const W = weights.lmHead;
-    z.fill(0);
-    for (let i = 0; i < H; i++) {
-      const a = h[offset + i];
-      const row = i * V;
-      for (let v = 0; v < V; v++) z[v] += a * W[row + v];
-    }
-    return;
-  }
-  const E = weights.embedding;
-  for (let v = 0; v < V; v++) {
-    let sum = 0;
-    const row = v * H;
-    for (let i = 0; i < H; i++) sum += h[offset + i] * E[row + i];
-    z[v] = sum;
-  }
+  if (weights.lmHead) matmulAdd(h, rows, H, weights.lmHead, V, z);
+  else matmulTransposedAdd(h, rows, H, weights.embedding, V, z);
 }
 
-/** dh[offset..] += dz head^T. */
-function headBackward(weights: DecoderWeights, dz: Float64Array, dh: Vec, offset: number): void {
+/** dh[rows, hidden] += dz[rows, vocab] head^T. */
+function headBackward(weights: DecoderWeights, dz: Float64Array, rows: number, dh: Vec): void {
   const { hiddenSize: H, vocabSize: V } = weights.shape;
-  if (weights.lmHead) {
-    const W = weights.lmHead;
-    for (let i = 0; i < H; i++) {
-      let sum = 0;
-      const row = i * V;
-      for (let v = 0; v < V; v++) sum += dz[v] * W[row + v];
-      dh[offset + i] += sum;
-    }
-    return;
-  }
-  const E = weights.embedding;
-  for (let v = 0; v < V; v++) {
-    const g = dz[v];
-    const row = v * H;
-    for (let i = 0; i < H; i++) dh[offset + i] += g * E[row + i];
-  }
+  if (weights.lmHead) matmulTransposedAdd(dz, rows, V, weights.lmHead, H, dh);
+  else matmulAdd(dz, rows, V, weights.embedding, H, dh);
 }
 
 function allocator(options: LoraForwardOptions): Alloc {
