@@ -11,6 +11,7 @@
 import { ModelLoadError } from '../errors.js';
 import type { LoraAdapter } from './adapter.js';
 import { floatToHalf } from './half.js';
+import { matmulAdd } from './kernels.js';
 import { LORA_MODULES, type DecoderWeights } from './weights.js';
 
 const MODEL_GRAPH = 7;
@@ -29,19 +30,14 @@ export function mergedWeights(weights: DecoderWeights, adapter: LoraAdapter): Ma
       const p = weights.layers[l][module];
       if (!p.initializer) throw new ModelLoadError(`Layer ${l} ${module} was not read from an ONNX initializer, so there is nothing to merge into.`);
       const r = adapter.config.r;
-      const merged = Float32Array.from(p.weight);
       const { inDim, outDim } = p;
-      // W'[i, o] = W[i, o] + s sum_j A[j, i] B[o, j]
-      const sb = new Float64Array(outDim * r);
-      for (let o = 0; o < outDim * r; o++) sb[o] = adapter.scale * pair.B[o];
-      for (let i = 0; i < inDim; i++) {
-        const row = i * outDim;
-        for (let o = 0; o < outDim; o++) {
-          let sum = 0;
-          for (let j = 0; j < r; j++) sum += pair.A[j * inDim + i] * sb[o * r + j];
-          merged[row + o] += sum;
-        }
-      }
+      // W' = W + (s A^T) B^T: [in, r] times [r, out], added in place into a copy of W.
+      const scaledAt = new Float64Array(inDim * r);
+      for (let j = 0; j < r; j++) for (let i = 0; i < inDim; i++) scaledAt[i * r + j] = adapter.scale * pair.A[j * inDim + i];
+      const Bt = new Float32Array(r * outDim);
+      for (let o = 0; o < outDim; o++) for (let j = 0; j < r; j++) Bt[j * outDim + o] = pair.B[o * r + j];
+      const merged = Float32Array.from(p.weight);
+      matmulAdd(scaledAt, inDim, r, Bt, outDim, merged);
       out.set(p.initializer, merged);
     }
   });
