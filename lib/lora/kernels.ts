@@ -191,18 +191,19 @@ export function rmsNormBackward(dy: Vec, x: Vec, inv: Vec, rows: number, n: numb
 }
 
 /**
- * Rotary tables for positions 0..rows-1: cos and sin of position * inv_freq [rows, headDim / 2].
+ * Rotary tables for each row's position: cos and sin of position * inv_freq [rows, headDim / 2].
  * The angle is rounded to float32 as the ONNX graph (and transformers' float32 rotary) computes it,
  * so positions far from zero rotate by the same angle as in the session.
  */
-export function ropeTables(rows: number, headDim: number, theta: number): { cos: Float64Array; sin: Float64Array } {
+export function ropeTables(positions: ArrayLike<number>, headDim: number, theta: number): { cos: Float64Array; sin: Float64Array } {
+  const rows = positions.length;
   const half = headDim / 2;
   const cos = new Float64Array(rows * half);
   const sin = new Float64Array(rows * half);
   for (let i = 0; i < half; i++) {
     const invFreq = Math.fround(1 / theta ** ((2 * i) / headDim));
     for (let t = 0; t < rows; t++) {
-      const angle = Math.fround(t * invFreq);
+      const angle = Math.fround(positions[t] * invFreq);
       cos[t * half + i] = Math.cos(angle);
       sin[t * half + i] = Math.sin(angle);
     }
@@ -237,6 +238,20 @@ export interface AttentionShape {
   heads: number;
   kvHeads: number;
   headDim: number;
+  /**
+   * Rows [0, prefix) are a shared prompt; segment[i] is where row i's own sequence starts (0 for
+   * prompt rows). Row i attends to the prompt and to its own sequence up to itself: keys
+   * [0, min(prefix, segment[i])) and [segment[i], i]. A group of completions after one prompt is
+   * then one matrix of rows, and the prompt is computed once.
+   */
+  prefix: number;
+  segment: Int32Array;
+}
+
+/** The first key row i skips and the first it sees again (equal when nothing is skipped). */
+function gap(s: AttentionShape, i: number): [number, number] {
+  const start = s.segment[i];
+  return [Math.min(s.prefix, start), start];
 }
 
 /**
@@ -256,8 +271,9 @@ export function attentionForward(q: Vec, k: Vec, v: Vec, s: AttentionShape, prob
     for (let i = 0; i < rows; i++) {
       const qo = i * qStride + h * D;
       const po = (h * rows + i) * rows;
+      const [skip, resume] = gap(s, i);
       let max = -Infinity;
-      for (let j = 0; j <= i; j++) {
+      for (let j = 0; j <= i; j = j + 1 === skip ? resume : j + 1) {
         const ko = j * kStride + kvOff;
         let dot = 0;
         for (let d = 0; d < D; d++) dot += q[qo + d] * k[ko + d];
@@ -266,12 +282,12 @@ export function attentionForward(q: Vec, k: Vec, v: Vec, s: AttentionShape, prob
         if (score > max) max = score;
       }
       let sum = 0;
-      for (let j = 0; j <= i; j++) {
+      for (let j = 0; j <= i; j = j + 1 === skip ? resume : j + 1) {
         const e = Math.exp(probs[po + j] - max);
         probs[po + j] = e;
         sum += e;
       }
-      for (let j = 0; j <= i; j++) {
+      for (let j = 0; j <= i; j = j + 1 === skip ? resume : j + 1) {
         const p = probs[po + j] / sum;
         probs[po + j] = p;
         const vo = j * kStride + kvOff;
@@ -293,15 +309,16 @@ export function attentionBackward(dctx: Vec, q: Vec, k: Vec, v: Vec, probs: Vec,
     for (let i = 0; i < rows; i++) {
       const qo = i * qStride + h * D;
       const po = (h * rows + i) * rows;
+      const [skip, resume] = gap(s, i);
       let weighted = 0;
-      for (let j = 0; j <= i; j++) {
+      for (let j = 0; j <= i; j = j + 1 === skip ? resume : j + 1) {
         const vo = j * kStride + kvOff;
         let dot = 0;
         for (let d = 0; d < D; d++) dot += dctx[qo + d] * v[vo + d];
         dp[j] = dot;
         weighted += probs[po + j] * dot;
       }
-      for (let j = 0; j <= i; j++) {
+      for (let j = 0; j <= i; j = j + 1 === skip ? resume : j + 1) {
         const p = probs[po + j];
         const ds = p * (dp[j] - weighted) * scale;
         const ko = j * kStride + kvOff;

@@ -23,9 +23,12 @@ import {
 } from './kernels.js';
 import type { DecoderLayerWeights, DecoderShape, LoraModule } from './weights.js';
 
-export interface Rope {
+/** Where each row sits: its rotary angles and which rows it may attend to (AttentionShape). */
+export interface RowLayout {
   cos: Float64Array;
   sin: Float64Array;
+  prefix: number;
+  segment: Int32Array;
 }
 
 /** Everything the backward of one layer reads; `x` is the layer's input. */
@@ -62,7 +65,7 @@ export function layerForward(
   lora: Partial<Record<LoraModule, LoraPair>>,
   adapter: LoraAdapter,
   shape: DecoderShape,
-  table: Rope,
+  table: RowLayout,
   alloc: Alloc,
 ): { out: Vec; cache: LayerCache } {
   const { hiddenSize: H, intermediateSize: F, numHeads, numKvHeads, headDim: D, rmsNormEps: eps } = shape;
@@ -100,7 +103,7 @@ export function layerForward(
   }
   rope(q, rows, numHeads, D, table.cos, table.sin, false);
   rope(k, rows, numKvHeads, D, table.cos, table.sin, false);
-  const attention: AttentionShape = { rows, heads: numHeads, kvHeads: numKvHeads, headDim: D };
+  const attention: AttentionShape = { rows, heads: numHeads, kvHeads: numKvHeads, headDim: D, prefix: table.prefix, segment: table.segment };
   const probs = alloc(numHeads * rows * rows);
   const ctx = alloc(rows * numHeads * D);
   attentionForward(q, k, v, attention, probs, ctx);
@@ -129,7 +132,7 @@ export function layerBackward(
   grad: Partial<Record<LoraModule, LoraPair>>,
   adapter: LoraAdapter,
   shape: DecoderShape,
-  table: Rope,
+  table: RowLayout,
   alloc: Alloc,
 ): Vec {
   const { hiddenSize: H, intermediateSize: F, numHeads, numKvHeads, headDim: D } = shape;
@@ -158,7 +161,7 @@ export function layerBackward(
   const dq = alloc(rows * numHeads * D);
   const dk = alloc(rows * numKvHeads * D);
   const dv = alloc(rows * numKvHeads * D);
-  attentionBackward(dctx, c.q, c.k, c.v, c.probs, { rows, heads: numHeads, kvHeads: numKvHeads, headDim: D }, dq, dk, dv, new Float64Array(rows));
+  attentionBackward(dctx, c.q, c.k, c.v, c.probs, { rows, heads: numHeads, kvHeads: numKvHeads, headDim: D, prefix: table.prefix, segment: table.segment }, dq, dk, dv, new Float64Array(rows));
   rope(dq, rows, numHeads, D, table.cos, table.sin, true);
   rope(dk, rows, numKvHeads, D, table.cos, table.sin, true);
   let dqLin = dq;

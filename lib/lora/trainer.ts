@@ -5,14 +5,15 @@
  *   grpoLoss(logps, old, ref, advantages) -> loss, d loss / d logps   (every loss type and option)
  *   backward each pass from its row of d loss / d logps -> dA, dB;  AdamW with global clipping
  *
- * The passes keep only each layer's input by default (`recompute`), so a whole batch waits for the
- * loss at little memory; the backward rebuilds one layer's activations at a time.
+ * Each group's prompt runs once (loraGroupForward). The passes keep only each layer's input by
+ * default (`recompute`), so a whole batch waits for the loss at little memory; the backward
+ * rebuilds one layer's activations at a time.
  */
 import { InvalidInputError } from '../errors.js';
 import type { OptimizerOptions } from '../grad/optimizer.js';
 import { grpoLoss, type GrpoLossConfig, type GrpoLossMetrics } from '../math/loss.js';
 import { zerosLike, type LoraAdapter } from './adapter.js';
-import { loraForward, type LoraForwardOptions } from './model.js';
+import { loraGroupForward, type LoraForwardOptions } from './model.js';
 import { LoraOptimizer, type LoraOptimizerState } from './optimizer.js';
 import type { DecoderWeights } from './weights.js';
 
@@ -61,7 +62,6 @@ export class LoraTrainer {
 
   step(groups: readonly LoraGroup[]): LoraStepResult {
     if (!Array.isArray(groups) || groups.length === 0) throw new InvalidInputError('groups', 'must be a non-empty array of { promptIds, completions, advantages }.');
-    const passes = [];
     const advantages: number[] = [];
     const oldRows: Array<readonly number[] | undefined> = [];
     const refRows: Array<readonly number[] | undefined> = [];
@@ -69,15 +69,15 @@ export class LoraTrainer {
       if (group.advantages.length !== group.completions.length) throw new InvalidInputError(`groups[${g}].advantages`, `has ${group.advantages.length} entries for ${group.completions.length} completions.`);
       for (const [c, completion] of group.completions.entries()) {
         if (completion.length === 0) throw new InvalidInputError(`groups[${g}].completions[${c}]`, 'is empty; drop empty completions before training.');
-        passes.push(loraForward(this.weights, this.adapter, { tokens: [...group.promptIds, ...completion], completionStart: group.promptIds.length }, this.forward));
         advantages.push(group.advantages[c]);
         oldRows.push(group.oldLogps?.[c]);
         refRows.push(group.refLogps?.[c]);
       }
     }
-    const width = Math.max(...passes.map((p) => p.logprobs.length));
+    const passes = groups.map((group) => loraGroupForward(this.weights, this.adapter, group, this.forward));
+    const logps = passes.flatMap((p) => p.logprobs);
+    const width = Math.max(...logps.map((row) => row.length));
     const pad = (row: readonly number[]) => [...row, ...new Array<number>(width - row.length).fill(0)];
-    const logps = passes.map((p) => p.logprobs);
     const hasOld = oldRows.every((r) => r !== undefined);
     const hasRef = refRows.every((r) => r !== undefined);
     const result = grpoLoss(
@@ -91,7 +91,10 @@ export class LoraTrainer {
       this.options.loss,
     );
     const grad = zerosLike(this.adapter);
-    passes.forEach((pass, i) => pass.backward(result.grad[i].slice(0, pass.logprobs.length), grad));
+    let row = 0;
+    for (const pass of passes) {
+      pass.backward(pass.logprobs.map((lp) => result.grad[row++].slice(0, lp.length)), grad);
+    }
     const { gradNorm, clip } = this.optimizer.update(this.adapter, grad);
     const tokens = logps.reduce((n, row) => n + row.length, 0);
     return { loss: result.loss, metrics: { ...result.metrics, gradNorm, clip, tokens }, logps };

@@ -7,7 +7,7 @@ import { rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLoraAdapter, type LoraAdapter } from '../../lib/lora/adapter.js';
-import { loraLogprobs } from '../../lib/lora/model.js';
+import { loraGroupForward, loraLogprobs } from '../../lib/lora/model.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { buildOtherModel, TINY_DIR } from '../onnx/fixtures.js';
 import { readFolderWeights } from './fixtures.js';
@@ -49,6 +49,20 @@ describe.each([
       });
     }
     expect(checked).toBeGreaterThan(20);
+  });
+
+  it('scores a group with its prompt computed once as it scores each completion alone', async () => {
+    const { weights } = await readFolderWeights(dir());
+    const adapter = createLoraAdapter(weights.shape, { seed: 4 });
+    for (const pair of Object.values(adapter.layers[0])) pair.B.fill(0.05);
+    const promptIds = [1, 40, 41, 42, 43];
+    const completions = [[50, 51, 52], [60], [70, 71, 72, 73, 74]];
+    const options = { precision: 'float64' as const, temperature: 0.9 };
+    const grouped = loraGroupForward(weights, adapter, { promptIds, completions }, options).logprobs;
+    completions.forEach((c, i) => {
+      const alone = loraLogprobs(weights, adapter, { tokens: [...promptIds, ...c], completionStart: promptIds.length }, options);
+      alone.forEach((lp, t) => expect(Math.abs(lp - grouped[i][t])).toBeLessThan(1e-12));
+    });
   });
 });
 

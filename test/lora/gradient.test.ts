@@ -2,12 +2,13 @@
  * Finite differences of every A and B entry of every adapted projection, in every layer, against
  * the analytic backward, on small random decoders: grouped-query and multi-query attention, tied
  * and untied heads, Qwen2-style q/k/v biases, Qwen3-style q/k norms, with and without activation
- * recomputation. The loss is a random linear function of the completion's log-probs (what grpoLoss
- * hands back as d loss / d logp), so every log-prob's gradient path is exercised.
+ * recomputation, over a group of completions sharing one prompt. The loss is a random linear
+ * function of the completions' log-probs (what grpoLoss hands back as d loss / d logp), so every
+ * log-prob's gradient path is exercised.
  */
 import { describe, expect, it } from 'vitest';
 import { createLoraAdapter, zerosLike, type LoraAdapter } from '../../lib/lora/adapter.js';
-import { loraBackward, loraLogprobs, type LoraSequence } from '../../lib/lora/model.js';
+import { loraGroupForward, type LoraGroupInput } from '../../lib/lora/model.js';
 import { LORA_MODULES } from '../../lib/lora/weights.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { randomDecoder, type Variant } from './random-decoder.js';
@@ -35,15 +36,17 @@ describe.each(VARIANTS)('%s', (_, variant) => {
     const adapter = createLoraAdapter(weights.shape, { r: 3, alpha: 6, seed: variant.seed });
     randomise(adapter, variant.seed + 100);
     const rng = mulberry32(variant.seed + 200);
-    const tokens = Array.from({ length: 9 }, () => Math.floor(rng() * weights.shape.vocabSize));
-    const sequence: LoraSequence = { tokens, completionStart: 4 };
-    const coefficients = Array.from({ length: tokens.length - 4 }, () => 2 * rng() - 1);
+    const draw = (n: number) => Array.from({ length: n }, () => Math.floor(rng() * weights.shape.vocabSize));
+    // A group: the prompt is shared, so its gradient collects all three completions'.
+    const group: LoraGroupInput = { promptIds: draw(3), completions: [draw(4), draw(1), draw(3)] };
+    const coefficients = group.completions.map((c) => c.map(() => 2 * rng() - 1));
     const temperature = 0.8;
     const options = { temperature, precision: 'float64' as const, recompute };
-    const loss = () => loraLogprobs(weights, adapter, sequence, options).reduce((s, lp, t) => s + coefficients[t] * lp, 0);
+    const loss = () =>
+      loraGroupForward(weights, adapter, group, options).logprobs.reduce((s, row, i) => s + row.reduce((t, lp, k) => t + coefficients[i][k] * lp, 0), 0);
 
     const grad = zerosLike(adapter);
-    loraBackward(weights, adapter, sequence, coefficients, grad, options);
+    loraGroupForward(weights, adapter, group, options).backward(coefficients, grad);
 
     let checked = 0;
     let worst = 0;
