@@ -6,6 +6,7 @@
  * both contributions.
  */
 import type { LoraPair } from './adapter.js';
+import { q4MatmulAdd, q4MatmulTransposedAdd } from './q4.js';
 import type { Projection } from './weights.js';
 
 export type Vec = Float32Array | Float64Array;
@@ -98,7 +99,8 @@ export function projectForward(x: Vec, rows: number, p: Projection, lora: LoraPa
     if (bias) for (let o = 0; o < outDim; o++) y[yo + o] = bias[o];
     else y.fill(0, yo, yo + outDim);
   }
-  matmulAdd(x, rows, inDim, weight, outDim, y);
+  if (weight instanceof Float32Array) matmulAdd(x, rows, inDim, weight, outDim, y);
+  else q4MatmulAdd(x, rows, weight, y);
   if (!lora || !u) return;
   const r = lora.A.length / inDim;
   const { A, B } = lora;
@@ -137,7 +139,8 @@ export function projectBackward(
   du: Vec,
 ): void {
   const { inDim, outDim, weight } = p;
-  matmulTransposedAdd(dy, rows, outDim, weight, inDim, dx);
+  if (weight instanceof Float32Array) matmulTransposedAdd(dy, rows, outDim, weight, inDim, dx);
+  else q4MatmulTransposedAdd(dy, rows, weight, dx);
   if (!lora || !u || !grad) return;
   const r = lora.A.length / inDim;
   const { A, B } = lora;

@@ -8,7 +8,7 @@
  * Only the replaced initializers are decoded and re-encoded; every other field of the model
  * (nodes, other weights, external-data references) is copied as bytes, in its order.
  */
-import { ModelLoadError } from '../errors.js';
+import { ModelLoadError, UnsupportedError } from '../errors.js';
 import type { LoraAdapter } from './adapter.js';
 import { floatToHalf } from './half.js';
 import { matmulAdd } from './kernels.js';
@@ -29,6 +29,9 @@ export function mergedWeights(weights: DecoderWeights, adapter: LoraAdapter): Ma
       if (!pair) continue;
       const p = weights.layers[l][module];
       if (!p.initializer) throw new ModelLoadError(`Layer ${l} ${module} was not read from an ONNX initializer, so there is nothing to merge into.`);
+      if (!(p.weight instanceof Float32Array)) {
+        throw new UnsupportedError(`Layer ${l} ${module} is 4-bit: merging would requantize the adapter away. Sample from the fp32 or fp16 export with the merged weights.`);
+      }
       const r = adapter.config.r;
       const { inDim, outDim } = p;
       // W' = W + (s A^T) B^T: [in, r] times [r, out], added in place into a copy of W.

@@ -9,13 +9,13 @@
  * Transpose when tied). Norm weights are only multiplied in, so they are found by their module
  * names (`input_layernorm`, `post_attention_layernorm`, `q_norm`, `k_norm`, `model.norm`), which
  * every exporter keeps. fp32, fp16 and bf16 initializers are read (fp16 and bf16 widened to
- * float32), inline or from external data files.
+ * float32), inline or from external data files; 4-bit MatMulNBits projections stay packed.
  */
 import { ModelLoadError, UnsupportedError } from '../errors.js';
 import { bfloat16ToFloat, halfToFloat } from './half.js';
+import type { Q4Matrix } from './q4.js';
 import { LORA_MODULES, moduleDims, type DecoderLayerWeights, type DecoderShape, type DecoderWeights, type LoraModule, type Projection } from './weights.js';
 
-type Onnx = typeof import('onnx-proto').onnx;
 type TensorProto = import('onnx-proto').onnx.TensorProto;
 type NodeProto = import('onnx-proto').onnx.NodeProto;
 
@@ -40,7 +40,7 @@ export async function readDecoderWeights(model: Uint8Array, options: ReadWeights
     for (const out of node.output) producers.set(out, node);
     for (const input of node.input) consumers.set(input, [...(consumers.get(input) ?? []), node]);
   }
-  const read = (name: string): Float32Array => floats(onnx, initializers.get(name)!, options.externalData);
+  const read = (name: string): Float32Array => floats(initializers.get(name)!, options.externalData);
   const dims = (name: string): number[] => initializers.get(name)!.dims.map(Number);
 
   const embedNode = (graph.node as NodeProto[]).find((n) => n.opType === 'Gather' && initializers.has(n.input[0]) && fedBy(n.input[1], 'input_ids', producers));
@@ -50,15 +50,15 @@ export async function readDecoderWeights(model: Uint8Array, options: ReadWeights
 
   const projections = new Map<string, Projection>();
   for (const node of graph.node as NodeProto[]) {
-    if (node.opType === 'MatMulNBits') throw new UnsupportedError('4-bit MatMulNBits weights are not read yet; train LoRA on the fp32 or fp16 export of this model.');
-    if (node.opType !== 'MatMul' || !initializers.has(node.input[1])) continue;
+    if ((node.opType !== 'MatMul' && node.opType !== 'MatMulNBits') || !initializers.has(node.input[1])) continue;
     const match = MODULE_PATTERN.exec(node.name) ?? MODULE_PATTERN.exec(node.input[1]);
     if (!match) continue;
     const key = `${match[1]}.${match[2]}_proj`;
-    const [inDim, outDim] = dims(node.input[1]);
+    const quantized = node.opType === 'MatMulNBits' ? readQ4(node, initializers, options.externalData, read) : undefined;
+    const [inDim, outDim] = quantized ? [quantized.K, quantized.N] : dims(node.input[1]);
     const bias = (consumers.get(node.output[0]) ?? []).find((n) => n.opType === 'Add' && n.input.some((i) => initializers.has(i) && dims(i).reduce((a, b) => a * b, 1) === outDim));
     const biasName = bias?.input.find((i) => initializers.has(i));
-    projections.set(key, { inDim, outDim, weight: read(node.input[1]), initializer: node.input[1], ...(biasName ? { bias: read(biasName) } : {}) });
+    projections.set(key, { inDim, outDim, weight: quantized ?? read(node.input[1]), initializer: node.input[1], ...(biasName ? { bias: read(biasName) } : {}) });
   }
 
   const byName = (pattern: RegExp, what: string, required: boolean): Float32Array | undefined => {
@@ -106,6 +106,32 @@ export async function readDecoderWeights(model: Uint8Array, options: ReadWeights
     }
   }
   return { shape, embedding: read(embedNode.input[0]), layers, finalNorm, ...(lmHead ? { lmHead } : {}) };
+}
+
+/** A 4-bit MatMulNBits weight, kept packed (q4.ts dequantizes a column per use). */
+function readQ4(node: NodeProto, initializers: Map<string, TensorProto>, external: Record<string, Uint8Array> | undefined, read: (name: string) => Float32Array): Q4Matrix {
+  const attribute = (name: string) => Number(node.attribute.find((a) => a.name === name)?.i ?? NaN);
+  const K = attribute('K');
+  const N = attribute('N');
+  const bits = attribute('bits');
+  const blockSize = attribute('block_size');
+  if (bits !== 4) throw new UnsupportedError(`${node.name || node.input[1]}: MatMulNBits with ${bits} bits; 4-bit weights are supported.`);
+  if (!(K > 0 && N > 0 && blockSize >= 16 && (blockSize & (blockSize - 1)) === 0)) throw new ModelLoadError(`${node.name || node.input[1]}: MatMulNBits needs K, N and a power-of-two block_size.`);
+  if (node.input[4] || node.input[5]) throw new UnsupportedError(`${node.name || node.input[1]}: MatMulNBits with g_idx or a fused bias is not supported.`);
+  const blocks = Math.ceil(K / blockSize);
+  const packed = bytesOf(initializers.get(node.input[1])!, external);
+  if (packed.length !== N * blocks * (blockSize / 2)) throw new ModelLoadError(`${node.input[1]}: ${packed.length} packed bytes for N ${N}, K ${K}, block ${blockSize}.`);
+  const scales = read(node.input[2]);
+  if (scales.length !== N * blocks) throw new ModelLoadError(`${node.input[2]}: ${scales.length} scales for ${N * blocks} blocks.`);
+  const zp = node.input[3];
+  let zeroPoints: Uint8Array | undefined;
+  if (zp) {
+    const t = initializers.get(zp);
+    if (!t || t.dataType !== UINT8) throw new UnsupportedError(`${zp}: MatMulNBits zero points must be packed uint8 initializers.`);
+    zeroPoints = bytesOf(t, external);
+    if (zeroPoints.length !== N * Math.ceil(blocks / 2)) throw new ModelLoadError(`${zp}: ${zeroPoints.length} zero-point bytes for N ${N} and ${blocks} blocks.`);
+  }
+  return { kind: 'q4', K, N, blockSize, packed, scales, ...(zeroPoints ? { zeroPoints } : {}) };
 }
 
 function shapeOf(config: Record<string, unknown>, vocabSize: number, hiddenSize: number): DecoderShape {
@@ -157,21 +183,26 @@ function findHead(logits: string, producers: Map<string, NodeProto>, initializer
 }
 
 const FLOAT = 1;
+const UINT8 = 2;
 const FLOAT16 = 10;
 const BFLOAT16 = 16;
 
+/** An initializer's raw bytes, inline or from its external data file. */
+function bytesOf(t: TensorProto, external: Record<string, Uint8Array> | undefined): Uint8Array {
+  // DataLocation.EXTERNAL
+  if (t.dataLocation !== 1) return t.rawData;
+  const entry = Object.fromEntries(t.externalData.map((e) => [e.key, e.value]));
+  const file = external?.[entry.location ?? ''];
+  if (!file) throw new ModelLoadError(`Initializer ${t.name} is in external file "${entry.location}", which was not given.`);
+  const offset = Number(entry.offset ?? 0);
+  return file.subarray(offset, offset + Number(entry.length ?? file.length - offset));
+}
+
 /** A float initializer as float32 (fp16 and bf16 widened), from raw, typed or external data. */
-function floats(onnx: Onnx, t: TensorProto, external: Record<string, Uint8Array> | undefined): Float32Array {
+function floats(t: TensorProto, external: Record<string, Uint8Array> | undefined): Float32Array {
   const count = t.dims.reduce((a: number, d) => a * Number(d), 1);
   if (t.dataType === FLOAT && t.floatData.length === count) return Float32Array.from(t.floatData);
-  let raw: Uint8Array = t.rawData;
-  if (t.dataLocation === onnx.TensorProto.DataLocation.EXTERNAL) {
-    const entry = Object.fromEntries(t.externalData.map((e) => [e.key, e.value]));
-    const file = external?.[entry.location ?? ''];
-    if (!file) throw new ModelLoadError(`Initializer ${t.name} is in external file "${entry.location}", which was not given.`);
-    const offset = Number(entry.offset ?? 0);
-    raw = file.subarray(offset, offset + Number(entry.length ?? file.length - offset));
-  }
+  const raw = bytesOf(t, external);
   const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
   const out = new Float32Array(count);
   if (t.dataType === FLOAT && raw.length === count * 4) {

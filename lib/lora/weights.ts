@@ -33,11 +33,13 @@ export interface DecoderShape {
   rmsNormEps: number;
 }
 
-/** A frozen projection y = x W (+ bias); W is [inDim, outDim] row-major. */
+import type { Q4Matrix } from './q4.js';
+
+/** A frozen projection y = x W (+ bias); W is [inDim, outDim] row-major, or 4-bit blocks (q4.ts). */
 export interface Projection {
   inDim: number;
   outDim: number;
-  weight: Float32Array;
+  weight: Float32Array | Q4Matrix;
   bias?: Float32Array;
   /** The ONNX initializer the weight was read from (what a merge rewrites). */
   initializer?: string;

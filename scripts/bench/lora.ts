@@ -92,6 +92,15 @@ function best<T>(fn: () => T): Cost {
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
+/** Collects twice with a pause between: ArrayBuffer memory is released by a background sweeper. */
+async function settle(): Promise<number> {
+  gc();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  gc();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  return process.memoryUsage().arrayBuffers;
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 interface Refresh {
@@ -158,11 +167,9 @@ export async function run(): Promise<string> {
   for (const recompute of [false, true]) {
     console.log(`  LoRA engine: train step (recompute ${recompute})…`);
     // Held activations: ArrayBuffer growth while every pass of the group waits for its backward.
-    gc();
-    const before = process.memoryUsage().arrayBuffers;
+    const before = await settle();
     const pass = loraGroupForward(weights, adapter, { promptIds, completions }, { recompute });
-    gc();
-    const heldBytes = process.memoryUsage().arrayBuffers - before;
+    const heldBytes = (await settle()) - before;
     pass.backward(pass.logprobs.map((row) => row.map(() => 0.01)), zerosLike(adapter));
     const trainer = new LoraTrainer(weights, adapter, { recompute, optimizer: { lr: 1e-4 } });
     steps[String(recompute)] = { ...best(() => trainer.step([{ promptIds, completions, advantages }])), heldBytes };
