@@ -6,17 +6,19 @@
 import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import onnxProto from 'onnx-proto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { floatToHalf, halfToFloat } from '../../lib/lora/half.js';
 import { loraLogprobs } from '../../lib/lora/model.js';
-import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
+import { mergedWeights, mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
 import { readFolderWeights } from './fixtures.js';
 
+const { onnx } = onnxProto;
 const dirs: string[] = [];
 const policies: OnnxPolicy[] = [];
 afterAll(async () => {
@@ -91,5 +93,37 @@ describe('fp16 rounding for merged fp16 weights', () => {
     expect(floatToHalf(1 + 3 * 2 ** -11)).toBe(0x3c02); // tie: rounds up to even
     expect(floatToHalf(70000)).toBe(0x7c00);
     for (let bits = 0; bits < 0x7c00; bits += 37) expect(floatToHalf(halfToFloat(bits))).toBe(bits);
+  });
+});
+
+describe('fp16 initializers', () => {
+  it('are read widened and merged back as fp16, rounded to nearest', async () => {
+    const { bytes, config, weights } = await readFolderWeights(TINY_DIR);
+    // The bundled graph with every projection weight stored as fp16 (read and merge only: the
+    // graph's types are not made consistent for a session).
+    const model = onnx.ModelProto.decode(bytes);
+    const graph = model.graph as onnxProto.onnx.GraphProto;
+    for (const t of graph.initializer as onnxProto.onnx.TensorProto[]) {
+      if (!/_proj\.weight$/.test(t.name)) continue;
+      const f32 = new Float32Array(t.rawData.buffer.slice(t.rawData.byteOffset, t.rawData.byteOffset + t.rawData.byteLength));
+      const f16 = new Uint16Array(f32.length);
+      f32.forEach((x, i) => (f16[i] = floatToHalf(x)));
+      t.dataType = onnx.TensorProto.DataType.FLOAT16;
+      t.rawData = new Uint8Array(f16.buffer);
+    }
+    const half = onnx.ModelProto.encode(model).finish();
+    const read = await readDecoderWeights(half, { config });
+    const q = read.layers[1].q_proj.weight as Float32Array;
+    const original = weights.layers[1].q_proj.weight as Float32Array;
+    q.forEach((x, i) => expect(x).toBe(halfToFloat(floatToHalf(original[i]))));
+
+    const adapter = createLoraAdapter(read.shape, { r: 2, targetModules: ['q_proj'], seed: 8 });
+    adapter.layers[1].q_proj!.B.fill(0.25);
+    const merged = await mergeLoraIntoOnnx(half, read, adapter);
+    const back = await readDecoderWeights(merged, { config });
+    const expected = mergedWeights(read, adapter).get(read.layers[1].q_proj.initializer!)!;
+    (back.layers[1].q_proj.weight as Float32Array).forEach((x, i) => expect(x).toBe(halfToFloat(floatToHalf(expected[i]))));
+    expect(back.layers[1].q_proj.weight).not.toEqual(q);
+    expect(back.layers[2].q_proj.weight).toEqual(read.layers[2].q_proj.weight);
   });
 });
