@@ -27,14 +27,11 @@ export type { AdapterState } from './grad/state.js';
 // Full-depth LoRA (every attention and MLP projection of every layer) on the CPU: the frozen
 // decoder read from ONNX initializers, training forward and exact backward, AdamW, PEFT folders,
 // and the merged ONNX model the sampler needs to follow the adapter.
-export { LORA_MODULES, moduleDims, type DecoderShape, type DecoderWeights, type DecoderLayerWeights, type LoraModule, type Projection } from './lora/weights.js';
+export { LORA_MODULES, type DecoderShape, type DecoderWeights, type DecoderLayerWeights, type LoraModule, type Projection } from './lora/weights.js';
 export { readDecoderWeights, type ReadWeightsOptions } from './lora/onnx-weights.js';
 export {
   createLoraAdapter,
   resolveLoraConfig,
-  loraScale,
-  zerosLike,
-  loraTensors,
   loraParameterCount,
   LORA_DEFAULTS,
   type LoraAdapter,
@@ -45,14 +42,13 @@ export {
 export {
   loraGroupForward,
   loraLogprobs,
-  loraBackward,
   type LoraForwardOptions,
   type LoraGroupInput,
   type LoraGroupPass,
   type LoraSequence,
 } from './lora/model.js';
-export { LoraOptimizer, type LoraOptimizerState, type LoraUpdate } from './lora/optimizer.js';
+export type { LoraOptimizerState } from './lora/optimizer.js';
 export { LoraTrainer, type LoraGroup, type LoraStepResult, type LoraTrainerOptions } from './lora/trainer.js';
-export { exportPeftAdapter, importPeftAdapter, peftTensorName, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, type PeftExportOptions, type PeftFolder } from './lora/peft.js';
+export { exportPeftAdapter, importPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, type PeftExportOptions, type PeftFolder } from './lora/peft.js';
 export { readSafetensors, writeSafetensors, type SafetensorsDtype, type SafetensorsFile, type SafetensorsTensor } from './lora/safetensors.js';
-export { mergeLoraIntoOnnx, mergedWeights, replaceInitializers } from './lora/onnx-merge.js';
+export { mergeLoraIntoOnnx } from './lora/onnx-merge.js';
