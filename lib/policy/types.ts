@@ -106,6 +106,13 @@ export interface PolicyInfo {
   backend: string;
   /** Why a backend was chosen over another (for example a missing WebGPU adapter). */
   note?: string;
+  /**
+   * Local models: which decoder passes the graph supports. 'incremental': any (long prompts prefill
+   * in windows, completions are scored on the prompt's cache); 'two-pass': only the two that
+   * transformers.js runs, a prefill from an empty cache and one token on a cache (prompts prefill in
+   * one pass, completions are scored from an empty cache over prompt + completion).
+   */
+  passMode?: 'incremental' | 'two-pass';
 }
 
 export interface Policy {

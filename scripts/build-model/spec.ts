@@ -32,6 +32,13 @@ export interface ModelSpec {
    * max_new_tokens (the benchmark model: both sides then do exactly the same work).
    */
   stopsAtEndTokens?: boolean;
+  /**
+   * 'input-ids': the causal mask is built the way onnxruntime-genai's exports build it, as a square
+   * [S, S] triangle from `input_ids` expanded to [B, 1, S, T]. That supports exactly the two passes
+   * transformers.js runs (a prefill from an empty cache, S = T, and one new token, S = 1) and fails
+   * on several new tokens on top of a cache ("invalid expand shape"). Default 'general': any pass.
+   */
+  causalMask?: 'general' | 'input-ids';
 }
 
 /** Committed to `public/models/webgrpo-tiny/`: about 0.8M parameters, 3 MB. */

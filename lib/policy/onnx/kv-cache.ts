@@ -21,6 +21,8 @@ export interface KvState {
   tensors: Record<string, OrtTensor>;
   rows: number;
   length: number;
+  /** Per row, how many leading positions are padding (rows of different prompts, right-aligned); absent: none. */
+  pads?: readonly number[];
 }
 
 export abstract class KvOps {
@@ -39,10 +41,10 @@ export abstract class KvOps {
   }
 
   /** The cache that a run's `present.*` outputs form, to feed as the next run's past. */
-  fromOutputs(outputs: Record<string, OrtTensor>, rows: number, length: number): KvState {
+  fromOutputs(outputs: Record<string, OrtTensor>, rows: number, length: number, pads?: readonly number[]): KvState {
     const tensors: Record<string, OrtTensor> = {};
     this.layout.pastNames.forEach((name, i) => (tensors[name] = outputs[this.layout.presentNames[i]]));
-    return { tensors, rows, length };
+    return { tensors, rows, length, ...(pads ? { pads } : {}) };
   }
 
   /** A new cache holding `rows` (indices into kv's rows, repeats allowed); kv itself is kept. */
@@ -67,7 +69,7 @@ export class HostKv extends KvOps {
       rows.forEach((row, i) => data.set(source.subarray(row * rowSize, (row + 1) * rowSize), i * rowSize));
       tensors[name] = new this.Tensor(this.layout.dtype, data, this.dims(kv, rows.length));
     }
-    return { tensors, rows: rows.length, length: kv.length };
+    return { tensors, rows: rows.length, length: kv.length, ...gatheredPads(kv, rows) };
   }
 }
 
@@ -99,6 +101,11 @@ export class GpuKv extends KvOps {
       });
     }
     this.device.queue.submit([encoder.finish()]);
-    return { tensors, rows: rows.length, length: kv.length };
+    return { tensors, rows: rows.length, length: kv.length, ...gatheredPads(kv, rows) };
   }
+}
+
+function gatheredPads(kv: KvState, rows: readonly number[]): { pads?: number[] } {
+  const { pads } = kv;
+  return pads ? { pads: rows.map((row) => pads[row]) } : {};
 }

@@ -11,6 +11,7 @@ import { GpuKv, HostKv, type KvLayout, type KvOps } from './kv-cache.js';
 import { rebuildWithHiddenState } from './hidden-session.js';
 import { resolveModelLocation, type ModelLocation } from './location.js';
 import { HostLogits, type LogitsOps } from './logits-ops.js';
+import { probePasses } from './passes.js';
 import { OnnxPolicy, type OnnxTokenizer } from './policy.js';
 import { loadRuntime, type OrtSession, type OrtTensorClass, type Runtime, type Transformers } from './runtime.js';
 import { WebGpuLogits } from './webgpu-sampler.js';
@@ -149,10 +150,13 @@ async function assemble(
   }
   const maxLogits = logits instanceof WebGpuLogits ? Math.min(MAX_LOGITS, logits.maxElements()) : MAX_LOGITS;
   const maxPositions = Number(config.max_position_embeddings) || Infinity;
+  const passMode = await probePasses(new Decoder(session, runtime.Tensor, kv, new HostLogits(vocabSize)), label);
+  const decoder = new Decoder(session, runtime.Tensor, kv, logits, hidden);
+  decoder.passMode = passMode;
   return new OnnxPolicy({
-    info: { model: label, backend, note },
+    info: { model: label, backend, note, passMode },
     tokenizer,
-    decoder: new Decoder(session, runtime.Tensor, kv, logits, hidden),
+    decoder,
     vocabSize,
     eosIds,
     maxPositions,

@@ -90,10 +90,11 @@ export class OnnxPolicy implements Policy {
       const sampling = resolveSampling(options);
       const promptIds = promptTokenIds(this.parts.tokenizer, options);
       this.checkContext(promptIds.length + maxNewTokens, 'maxNewTokens');
+      this.checkOnePass(this.parts.decoder.inputNames.includes('num_logits_to_keep') ? 1 : promptIds.length, 'prompt');
 
-      const { decoder, vocabSize, maxLogits, eosIds, tokenizer } = this.parts;
+      const { decoder, vocabSize, eosIds, tokenizer } = this.parts;
       return this.guard(() =>
-        sampleGroup(decoder, vocabSize, Math.max(1, Math.floor(maxLogits / vocabSize)), {
+        sampleGroup(decoder, vocabSize, this.prefillWindow(), {
           promptIds,
           groupSize,
           maxNewTokens,
@@ -127,6 +128,7 @@ export class OnnxPolicy implements Policy {
       const promptIds = promptTokenIds(this.parts.tokenizer, options);
       this.checkContext(promptIds.length + Math.max(...completions.map((c) => c.length)), 'completions');
       if (completions.every((c) => c.length === 0)) return { logprobs: completions.map(() => []), entropies: completions.map(() => []) };
+      this.checkOnePass(promptIds.length + Math.max(...completions.map((c) => c.length)) - 1, 'completions');
       return this.guard(() =>
         scoreGroup(this.parts.decoder, vocabSize, this.parts.maxLogits, { promptIds, completions, temperature, signal: options.signal }),
       );
@@ -182,6 +184,21 @@ export class OnnxPolicy implements Policy {
     if (length > this.parts.maxPositions) {
       throw new InvalidInputError(argument, `prompt plus completion (${length} tokens) exceeds the model's context of ${this.parts.maxPositions} tokens.`);
     }
+  }
+
+  /** Prompt positions one prefill pass may take: a window bounded by the logits, or all of them on 'two-pass' graphs. */
+  private prefillWindow(): number {
+    return this.parts.decoder.passMode === 'two-pass' ? Infinity : Math.max(1, Math.floor(this.parts.maxLogits / this.parts.vocabSize));
+  }
+
+  /** 'two-pass' graphs cannot split a sequence over passes, so one row's logits must fit the bound. */
+  private checkOnePass(positions: number, argument: string): void {
+    if (this.parts.decoder.passMode !== 'two-pass' || positions * this.parts.vocabSize <= this.parts.maxLogits) return;
+    throw new InvalidInputError(
+      argument,
+      `needs ${positions} positions of logits in one pass (this graph only runs the two passes transformers.js runs), ` +
+        `more than the ${Math.floor(this.parts.maxLogits / this.parts.vocabSize)} that fit; use a shorter prompt or completion.`,
+    );
   }
 
   /** Runtime failures become typed errors; webgrpo's own errors pass through. */

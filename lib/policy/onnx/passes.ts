@@ -1,0 +1,98 @@
+/**
+ * Which forward passes a decoder graph supports. transformers.js only ever runs two: a prefill from
+ * an empty cache, and one new token on top of a cache. webgrpo also runs a third, several new tokens
+ * on top of a cache (windowed prefill of long prompts, scoring completions on a prefilled prompt's
+ * cache), and some exports do not support it: onnxruntime-genai's, whose causal mask is a square
+ * triangle built from `input_ids`, fail with "invalid expand shape", and a graph could as well run
+ * it and compute something else. So the load runs all three on three tokens and compares the last
+ * position's logits:
+ *
+ *   'incremental'  [a] then [b, c] on its cache equals [a, b, c] from empty: every pass is used.
+ *   'two-pass'     it fails or differs, but [a, b] then [c] equals [a, b, c]: prompts prefill in one
+ *                  pass and completions are scored from an empty cache over prompt + completion.
+ *
+ * A graph that passes neither check cannot be trusted with any numbers and is refused.
+ */
+import { ModelLoadError } from '../../errors.js';
+import { halfToFloat } from '../logits.js';
+import type { Decoder } from './decoder.js';
+import type { OrtTensor } from './runtime.js';
+
+export type PassMode = 'incremental' | 'two-pass';
+
+/** Logits of two ways to reach the same position agree to this, relative to their largest magnitude. */
+const TOLERANCE = 1e-2;
+
+export async function probePasses(decoder: Decoder, label: string): Promise<PassMode> {
+  const tokens = [0, 1, 2];
+  const run = async (chunks: number[][]): Promise<Float32Array> => {
+    let kv = decoder.kv.empty(1);
+    try {
+      let last: Float32Array | undefined;
+      for (const chunk of chunks) {
+        const result = await decoder.forward(chunk, 1, chunk.length, kv, true);
+        decoder.kv.dispose(kv);
+        kv = result.kv;
+        try {
+          last = await lastRow(result.logits);
+        } finally {
+          result.logits.dispose();
+          result.hidden?.dispose();
+        }
+      }
+      return last!;
+    } finally {
+      decoder.kv.dispose(kv);
+    }
+  };
+  let full: Float32Array;
+  try {
+    full = await run([tokens]);
+  } catch (cause) {
+    throw refuse(decoder, label, `a prefill of ${tokens.length} tokens failed (${message(cause)})`, cause);
+  }
+  try {
+    if (agree(full, await run([tokens.slice(0, 1), tokens.slice(1)]))) return 'incremental';
+  } catch {
+    // Several new tokens on a cache are not supported; try the two passes transformers.js runs.
+  }
+  let stepped: Float32Array;
+  try {
+    stepped = await run([tokens.slice(0, 2), tokens.slice(2)]);
+  } catch (cause) {
+    throw refuse(decoder, label, `one token on top of a cache failed (${message(cause)})`, cause);
+  }
+  if (!agree(full, stepped)) throw refuse(decoder, label, 'one token on top of a cache computes other logits than the same tokens prefilled');
+  return 'two-pass';
+}
+
+async function lastRow(logits: OrtTensor): Promise<Float32Array> {
+  const data = logits.location === 'cpu' || logits.location === 'cpu-pinned' ? logits.data : await logits.getData!();
+  const vocab = logits.dims[logits.dims.length - 1];
+  const offset = data.length - vocab;
+  if (logits.type === 'float16') return halfToFloat(new Uint16Array(data.buffer, data.byteOffset, data.length), offset, vocab);
+  return Float32Array.from((data as Float32Array).subarray(offset));
+}
+
+function agree(a: Float32Array, b: Float32Array): boolean {
+  if (a.length !== b.length) return false;
+  let scale = 1;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) {
+    scale = Math.max(scale, Math.abs(a[i]));
+    diff = Math.max(diff, Math.abs(a[i] - b[i]));
+  }
+  return diff <= TOLERANCE * scale;
+}
+
+function refuse(decoder: Decoder, label: string, what: string, cause?: unknown): ModelLoadError {
+  return new ModelLoadError(
+    `${label} cannot be decoded: ${what}. webgrpo feeds the graph's inputs ${decoder.inputNames.join(', ')} ` +
+      'as transformers.js does; export the model with past key values (Optimum text-generation-with-past or onnxruntime-genai).',
+    cause === undefined ? undefined : { cause },
+  );
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
