@@ -81,7 +81,7 @@ export interface GenerateGroupOptions extends PromptInput, SamplingOptions {
   maxNewTokens: number;
   signal?: AbortSignal;
   onToken?: (event: TokenEvent) => void;
-  /** How many most likely alternatives to report per token (`Completion.topLogprobs`); 0 or absent: none. */
+  /** How many most likely alternatives to report per token (`Completion.topLogprobs`), at most 20; 0 or absent: none. */
   topLogprobs?: number;
 }
 
@@ -89,6 +89,8 @@ export interface ScoreOptions extends PromptInput {
   /** Completion token ids to score, one array per completion. */
   completions: number[][];
   temperature?: number;
+  /** How many most likely alternatives to report per scored token (`ScoreResult.topLogprobs`), at most 20; 0 or absent: none. */
+  topLogprobs?: number;
   signal?: AbortSignal;
 }
 
@@ -97,6 +99,8 @@ export interface ScoreResult {
   logprobs: number[][];
   /** Per completion, per token: entropy of the temperature-scaled distribution. */
   entropies: number[][];
+  /** Per completion, per token: the most likely alternatives, as in `Completion.topLogprobs`, when asked for. */
+  topLogprobs?: TopLogprob[][][];
 }
 
 export interface PolicyInfo {

@@ -8,7 +8,7 @@
 import { mulberry32 } from '../../math/random.js';
 import type { SamplingConfig } from '../sampling.js';
 import type { GroupResult, TokenEvent } from '../types.js';
-import { release, type Decoder } from './decoder.js';
+import { release, type Decoder, type ForwardResult } from './decoder.js';
 import type { KvState } from './kv-cache.js';
 import { RowDecoder, type StopRules } from './stopping.js';
 
@@ -26,10 +26,14 @@ export async function sampleGroup(decoder: Decoder, vocabSize: number, prefillWi
   // Row r's stream is seeded by the r-th draw from the group seed, so it does not depend on G.
   const seeds = mulberry32(request.seed);
   const rows = Array.from({ length: request.groupSize }, (_, i) => new RowDecoder(i, mulberry32(Math.floor(seeds() * 2 ** 32)), request));
-  const record = (targets: RowDecoder[], tokens: { tokenId: number; logprob: number; sampledLogprob: number }[]) => {
+  const k = request.topLogprobs ?? 0;
+  const draw = async (result: ForwardResult, targets: RowDecoder[], offsets: number[]) => {
+    const picks = targets.map((row, i) => ({ offset: offsets[i], u: row.rng() }));
+    const tokens = await decoder.logits.sample(result.logits, picks, request.sampling, result.hidden);
+    const tops = k > 0 ? await decoder.logits.top(result.logits, offsets, k, request.sampling.temperature, result.hidden) : undefined;
     targets.forEach((row, i) => {
-      row.push(tokens[i]);
-      request.onToken?.({ row: row.row, tokenId: tokens[i].tokenId, logprob: tokens[i].logprob });
+      row.push(tokens[i], tops?.[i]);
+      request.onToken?.({ row: row.row, tokenId: tokens[i].tokenId, logprob: tokens[i].logprob, ...(tops ? { topLogprobs: tops[i] } : {}) });
     });
   };
 
@@ -46,8 +50,7 @@ export async function sampleGroup(decoder: Decoder, vocabSize: number, prefillWi
     }
     if (last && !signal?.aborted) {
       const offset = (last.logits.dims[1] - 1) * vocabSize;
-      const first = await decoder.logits.sample(last.logits, rows.map((row) => ({ offset, u: row.rng() })), request.sampling, last.hidden);
-      record(rows, first);
+      await draw(last, rows, rows.map(() => offset));
     }
     release(last);
 
@@ -57,10 +60,11 @@ export async function sampleGroup(decoder: Decoder, vocabSize: number, prefillWi
       const step = await decoder.forward(running.map((row) => row.lastToken), running.length, 1, kv);
       decoder.kv.dispose(kv);
       kv = step.kv;
-      const picks = running.map((row, i) => ({ offset: i * vocabSize, u: row.rng() }));
-      const tokens = await decoder.logits.sample(step.logits, picks, request.sampling, step.hidden);
-      release(step);
-      record(running, tokens);
+      try {
+        await draw(step, running, running.map((_, i) => i * vocabSize));
+      } finally {
+        release(step);
+      }
 
       const keep = running.flatMap((row, i) => (row.running ? [i] : []));
       if (keep.length < running.length) {

@@ -3,6 +3,7 @@
  * through the decoder (onnxruntime sessions are not re-entrant, and the WebGPU buffers are shared).
  */
 import { InvalidInputError, WebgrpoError } from '../../errors.js';
+import { MAX_TOP_LOGPROBS } from '../logits.js';
 import { resolveSampling } from '../sampling.js';
 import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, ScoreOptions, ScoreResult } from '../types.js';
 import type { Decoder } from './decoder.js';
@@ -87,6 +88,7 @@ export class OnnxPolicy implements Policy {
         throw new InvalidInputError('stop', 'must be an array of non-empty strings.');
       }
       if (onToken !== undefined && typeof onToken !== 'function') throw new InvalidInputError('onToken', 'must be a function.');
+      const topLogprobs = checkTopLogprobs(options.topLogprobs);
       const sampling = resolveSampling(options);
       const promptIds = promptTokenIds(this.parts.tokenizer, options);
       this.checkContext(promptIds.length + maxNewTokens, 'maxNewTokens');
@@ -102,6 +104,7 @@ export class OnnxPolicy implements Policy {
           seed: seed ?? Math.floor(Math.random() * 2 ** 32), // unseeded calls only
           stop,
           eosIds,
+          topLogprobs,
           signal: options.signal,
           onToken,
           decode: (ids) => tokenizer.decode(ids, { skip_special_tokens: true }),
@@ -125,12 +128,15 @@ export class OnnxPolicy implements Policy {
       if (!(Number.isFinite(temperature) && temperature >= 0)) {
         throw new InvalidInputError('temperature', `must be a finite number >= 0, got ${temperature}.`);
       }
+      const topLogprobs = checkTopLogprobs(options.topLogprobs);
       const promptIds = promptTokenIds(this.parts.tokenizer, options);
       this.checkContext(promptIds.length + Math.max(...completions.map((c) => c.length)), 'completions');
-      if (completions.every((c) => c.length === 0)) return { logprobs: completions.map(() => []), entropies: completions.map(() => []) };
+      if (completions.every((c) => c.length === 0)) {
+        return { logprobs: completions.map(() => []), entropies: completions.map(() => []), ...(topLogprobs > 0 ? { topLogprobs: completions.map(() => []) } : {}) };
+      }
       this.checkOnePass(promptIds.length + Math.max(...completions.map((c) => c.length)) - 1, 'completions');
       return this.guard(() =>
-        scoreGroup(this.parts.decoder, vocabSize, this.parts.maxLogits, { promptIds, completions, temperature, signal: options.signal }),
+        scoreGroup(this.parts.decoder, vocabSize, this.parts.maxLogits, { promptIds, completions, temperature, topLogprobs, signal: options.signal }),
       );
     });
   }
@@ -210,4 +216,10 @@ export class OnnxPolicy implements Policy {
       throw new WebgrpoError('Generation', `The ONNX decoder failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
   }
+}
+
+function checkTopLogprobs(k: number | undefined): number {
+  if (k === undefined) return 0;
+  if (!(Number.isInteger(k) && k >= 0 && k <= MAX_TOP_LOGPROBS)) throw new InvalidInputError('topLogprobs', `must be an integer from 0 to ${MAX_TOP_LOGPROBS}, got ${k}.`);
+  return k;
 }

@@ -10,7 +10,7 @@
  * trainer's collection of the frozen model's per-token states (lib/grad) is another.
  */
 import { AbortError } from '../../errors.js';
-import type { ScoreResult } from '../types.js';
+import type { ScoreResult, TopLogprob } from '../types.js';
 import { release, type Decoder, type ForwardResult } from './decoder.js';
 import type { KvState } from './kv-cache.js';
 import type { ScorePick } from './logits-ops.js';
@@ -19,6 +19,8 @@ export interface ScoreRequest {
   promptIds: number[];
   completions: number[][];
   temperature: number;
+  /** Alternatives per scored token (ScoreResult.topLogprobs); 0 or absent: none. */
+  topLogprobs?: number;
   signal?: AbortSignal;
 }
 
@@ -36,14 +38,18 @@ export async function scoreGroup(decoder: Decoder, vocabSize: number, maxLogits:
   const { completions, temperature } = request;
   const logprobs = completions.map((c) => new Array<number>(c.length));
   const entropies = completions.map((c) => new Array<number>(c.length));
+  const k = request.topLogprobs ?? 0;
+  const tops = k > 0 ? completions.map((c) => new Array<TopLogprob[]>(c.length)) : undefined;
   await forEachScoreWindow(decoder, vocabSize, maxLogits, request, async (window) => {
     const scores = await decoder.logits.score(window.logits, window.picks, temperature, window.hidden);
-    window.slots.forEach(([i, t], k) => {
-      logprobs[i][t] = scores[k].logprob;
-      entropies[i][t] = scores[k].entropy;
+    const alternatives = tops ? await decoder.logits.top(window.logits, window.picks.map((p) => p.offset), k, temperature, window.hidden) : undefined;
+    window.slots.forEach(([i, t], j) => {
+      logprobs[i][t] = scores[j].logprob;
+      entropies[i][t] = scores[j].entropy;
+      if (tops && alternatives) tops[i][t] = alternatives[j];
     });
   });
-  return { logprobs, entropies };
+  return { logprobs, entropies, ...(tops ? { topLogprobs: tops } : {}) };
 }
 
 /** Runs the model over prompt + completions; `visit` sees each window before its tensors are freed. */
