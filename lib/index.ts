@@ -2,6 +2,7 @@ export * from './errors.js';
 export * from './math/index.js';
 export * from './route/index.js';
 export type * from './policy/types.js';
+export { generateGroups } from './policy/groups.js';
 export * from './experience/index.js';
 export * from './store/index.js';
 export * from './train/index.js';

@@ -122,6 +122,11 @@ export interface PolicyInfo {
 export interface Policy {
   readonly info: PolicyInfo;
   generateGroup(options: GenerateGroupOptions): Promise<GroupResult>;
+  /**
+   * Several groups decoded together, each the same as when sampled alone; absent where the backend
+   * has no batching (call `generateGroups(policy, requests)`, which falls back to one at a time).
+   */
+  generateGroups?(requests: GenerateGroupOptions[]): Promise<GroupResult[]>;
   /** Log-probs of given completions; absent where the backend cannot score (most hosted APIs). */
   scoreCompletions?(options: ScoreOptions): Promise<ScoreResult>;
   /** Token ids of a text, as the policy's tokenizer sees it; absent where unknown. */

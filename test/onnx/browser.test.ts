@@ -15,6 +15,7 @@ type Outcome<T> = { ok: true; value: T } | { ok: false; error: { name: string; c
 interface OnnxPage {
   load(device: Device): Promise<Outcome<{ backend: string; note?: string }>>;
   generate(device: Device, options: GenerateGroupOptions): Promise<Outcome<GroupResult>>;
+  generateGroups(device: Device, list: GenerateGroupOptions[]): Promise<Outcome<GroupResult[]>>;
   generateAndAbort(device: Device, options: GenerateGroupOptions, afterTokens: number): Promise<Outcome<{ result: GroupResult; passesAfterAbort: number }>>;
   score(device: Device, options: { prompt: string; completions: number[][]; temperature?: number; topLogprobs?: number }): Promise<Outcome<ScoreResult>>;
   stats(device: Device): { forwardPasses: number; readbackBytes: number; fullRowBytes: number; rows: number };
@@ -144,6 +145,21 @@ describe('WebGPU (SwiftShader)', () => {
         }
       }),
     );
+  }, 180_000);
+
+  it('batches groups of different prompt lengths on the GPU (cache merged and trimmed buffer to buffer): each as when sampled alone', async () => {
+    await ready('webgpu');
+    const list = [
+      { prompt: 'A', groupSize: 2, maxNewTokens: 12, seed: 1 },
+      { prompt: `${prompt} at some length, to pad the other rows`, groupSize: 3, maxNewTokens: 6, seed: 2, temperature: 0.7 },
+      { prompt, groupSize: 2, maxNewTokens: 10, temperature: 0 },
+    ];
+    const batched = await call('generateGroups', 'webgpu', list);
+    for (const [i, options] of list.entries()) {
+      const alone = await call('generate', 'webgpu', options);
+      expect(batched[i].completions.map((c) => c.tokenIds)).toEqual(alone.completions.map((c) => c.tokenIds));
+      alone.completions.forEach((c, r) => c.logprobs.forEach((lp, t) => expect(Math.abs(lp - batched[i].completions[r].logprobs[t])).toBeLessThan(1e-4)));
+    }
   }, 180_000);
 
   it('runs the sampling and scoring kernels exactly like lib/policy/sampling.ts, in float32 and float16', async () => {

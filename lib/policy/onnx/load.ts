@@ -4,7 +4,7 @@
  * config, the chat template, the file fetching and caching, and creates the onnxruntime session;
  * webgrpo drives that session itself (see group.ts and score.ts).
  */
-import { AbortError, ModelLoadError } from '../../errors.js';
+import { AbortError, InvalidInputError, ModelLoadError } from '../../errors.js';
 import { Decoder } from './decoder.js';
 import { chooseDevice, type Backend, type OnnxDevice } from './device.js';
 import { GpuKv, HostKv, type KvLayout, type KvOps } from './kv-cache.js';
@@ -50,6 +50,12 @@ export interface OnnxPolicyOptions {
    * so loading takes about twice as long; memory does not double. Default false.
    */
   hiddenState?: boolean;
+  /**
+   * Most rows decoding at once when groups are batched (generateGroups, or generateGroup calls
+   * made while another runs, as a server's concurrent requests); a group that does not fit waits
+   * until rows finish. Default 256.
+   */
+  maxBatchRows?: number;
 }
 
 /** Logits elements one forward pass may produce; longer prompts and scoring batches run in windows. */
@@ -62,6 +68,10 @@ export async function loadOnnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPo
     if (signal?.aborted) throw new AbortError('Loading the model was aborted.', { cause: signal.reason });
   };
   checkAbort();
+  const { maxBatchRows } = options;
+  if (maxBatchRows !== undefined && !(Number.isInteger(maxBatchRows) && maxBatchRows >= 1)) {
+    throw new InvalidInputError('maxBatchRows', `must be a positive integer, got ${maxBatchRows}.`);
+  }
   const runtime = await loadRuntime();
   const choice = await chooseDevice(options.device ?? 'auto', runtime.isNode);
   const location = await resolveModelLocation(options.model, runtime.isNode);
@@ -91,7 +101,7 @@ export async function loadOnnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPo
   const tokenizer = tokenizerResult.value as unknown as OnnxTokenizer & { eos_token_id?: number };
   try {
     checkAbort();
-    const policy = await assemble(runtime, choice.backend, choice.note, location, model, tokenizer, options.hiddenState === true);
+    const policy = await assemble(runtime, choice.backend, choice.note, location, model, tokenizer, options.hiddenState === true, maxBatchRows);
     options.onProgress?.({ status: 'ready', ...progress.totals() });
     return policy;
   } catch (error) {
@@ -110,6 +120,7 @@ async function assemble(
   model: LoadedModel,
   tokenizer: OnnxTokenizer & { eos_token_id?: number },
   withHidden: boolean,
+  maxBatchRows: number | undefined,
 ): Promise<OnnxPolicy> {
   const label = location.id;
   const config = model.config as unknown as Record<string, unknown>;
@@ -161,6 +172,7 @@ async function assemble(
     eosIds,
     maxPositions,
     maxLogits,
+    maxBatchRows,
     ...(hidden !== undefined ? { hiddenSize: Number(config.hidden_size), device } : {}),
     release: async () => {
       await model.dispose();

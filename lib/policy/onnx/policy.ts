@@ -7,13 +7,15 @@ import { MAX_TOP_LOGPROBS } from '../logits.js';
 import { resolveSampling } from '../sampling.js';
 import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, ScoreOptions, ScoreResult } from '../types.js';
 import type { Decoder } from './decoder.js';
-import { sampleGroup } from './group.js';
+import { GroupBatcher, type GroupRequest } from './batch.js';
 import { TrainableHead } from './head.js';
 import { promptTokenIds, type PromptTokenizer } from './prompt.js';
 import { scoreGroup } from './score.js';
 import type { GpuDeviceLike } from './webgpu-types.js';
 
 export const MAX_GROUP_SIZE = 64;
+/** Rows decoding at once by default (generateGroups, concurrent calls); `maxBatchRows` at load changes it. */
+export const MAX_BATCH_ROWS = 256;
 
 export interface OnnxPolicyStats {
   /** Decoder forward passes run so far: a group costs one prefill pass plus one per step. */
@@ -44,6 +46,8 @@ export interface OnnxPolicyParts {
   hiddenSize?: number;
   /** The WebGPU device holding the logits; undefined when they are in host memory. */
   device?: GpuDeviceLike;
+  /** Most rows decoding at once (default MAX_BATCH_ROWS). */
+  maxBatchRows?: number;
   release(): Promise<void>;
 }
 
@@ -56,6 +60,7 @@ export class OnnxPolicy implements Policy {
   readonly head: TrainableHead | undefined;
   private tail: Promise<unknown> = Promise.resolve();
   private disposed = false;
+  private readonly batcher: GroupBatcher;
 
   constructor(private readonly parts: OnnxPolicyParts) {
     this.info = parts.info;
@@ -72,45 +77,63 @@ export class OnnxPolicy implements Policy {
             promptIds: (input) => promptTokenIds(tokenizer, input),
           })
         : undefined;
+    this.batcher = new GroupBatcher({
+      decoder,
+      vocabSize,
+      prefillWindow: this.prefillWindow(),
+      maxRows: parts.maxBatchRows ?? MAX_BATCH_ROWS,
+      lock: (task) => this.enqueue(() => this.guard(task)),
+    });
   }
 
   generateGroup(options: GenerateGroupOptions): Promise<GroupResult> {
-    return this.serialize(async () => {
-      const { groupSize, maxNewTokens, seed, stop = [], onToken } = options;
-      if (!(Number.isInteger(groupSize) && groupSize >= 1 && groupSize <= MAX_GROUP_SIZE)) {
-        throw new InvalidInputError('groupSize', `must be an integer from 1 to ${MAX_GROUP_SIZE}, got ${groupSize}.`);
-      }
-      if (!(Number.isInteger(maxNewTokens) && maxNewTokens > 0)) {
-        throw new InvalidInputError('maxNewTokens', `must be a positive integer, got ${maxNewTokens}.`);
-      }
-      if (seed !== undefined && !Number.isSafeInteger(seed)) throw new InvalidInputError('seed', `must be a safe integer, got ${seed}.`);
-      if (!Array.isArray(stop) || stop.some((s) => typeof s !== 'string' || s.length === 0)) {
-        throw new InvalidInputError('stop', 'must be an array of non-empty strings.');
-      }
-      if (onToken !== undefined && typeof onToken !== 'function') throw new InvalidInputError('onToken', 'must be a function.');
-      const topLogprobs = checkTopLogprobs(options.topLogprobs);
-      const sampling = resolveSampling(options);
-      const promptIds = promptTokenIds(this.parts.tokenizer, options);
-      this.checkContext(promptIds.length + maxNewTokens, 'maxNewTokens');
-      this.checkOnePass(this.parts.decoder.inputNames.includes('num_logits_to_keep') ? 1 : promptIds.length, 'prompt');
+    return this.generateGroups([options]).then(([group]) => group);
+  }
 
-      const { decoder, vocabSize, eosIds, tokenizer } = this.parts;
-      return this.guard(() =>
-        sampleGroup(decoder, vocabSize, this.prefillWindow(), {
-          promptIds,
-          groupSize,
-          maxNewTokens,
-          sampling,
-          seed: seed ?? Math.floor(Math.random() * 2 ** 32), // unseeded calls only
-          stop,
-          eosIds,
-          topLogprobs,
-          signal: options.signal,
-          onToken,
-          decode: (ids) => tokenizer.decode(ids, { skip_special_tokens: true }),
-        }),
-      );
-    });
+  /**
+   * Several groups decoded together: each prompt is prefilled once and every row of every group
+   * runs in the same forward passes (batch.ts). Each group is the same as when sampled alone.
+   * Calls made while a batch runs join it between two steps.
+   */
+  async generateGroups(requests: GenerateGroupOptions[]): Promise<GroupResult[]> {
+    this.checkOpen();
+    if (!Array.isArray(requests) || requests.length === 0) throw new InvalidInputError('requests', 'must be a non-empty array of generateGroup options.');
+    const checked = requests.map((options) => this.groupRequest(options));
+    return Promise.all(checked.map((request) => this.batcher.submit(request)));
+  }
+
+  private groupRequest(options: GenerateGroupOptions): GroupRequest {
+    const { groupSize, maxNewTokens, seed, stop = [], onToken } = options;
+    if (!(Number.isInteger(groupSize) && groupSize >= 1 && groupSize <= MAX_GROUP_SIZE)) {
+      throw new InvalidInputError('groupSize', `must be an integer from 1 to ${MAX_GROUP_SIZE}, got ${groupSize}.`);
+    }
+    if (!(Number.isInteger(maxNewTokens) && maxNewTokens > 0)) {
+      throw new InvalidInputError('maxNewTokens', `must be a positive integer, got ${maxNewTokens}.`);
+    }
+    if (seed !== undefined && !Number.isSafeInteger(seed)) throw new InvalidInputError('seed', `must be a safe integer, got ${seed}.`);
+    if (!Array.isArray(stop) || stop.some((s) => typeof s !== 'string' || s.length === 0)) {
+      throw new InvalidInputError('stop', 'must be an array of non-empty strings.');
+    }
+    if (onToken !== undefined && typeof onToken !== 'function') throw new InvalidInputError('onToken', 'must be a function.');
+    const topLogprobs = checkTopLogprobs(options.topLogprobs);
+    const sampling = resolveSampling(options);
+    const promptIds = promptTokenIds(this.parts.tokenizer, options);
+    this.checkContext(promptIds.length + maxNewTokens, 'maxNewTokens');
+    this.checkOnePass(this.parts.decoder.inputNames.includes('num_logits_to_keep') ? 1 : promptIds.length, 'prompt');
+    const { eosIds, tokenizer } = this.parts;
+    return {
+      promptIds,
+      groupSize,
+      maxNewTokens,
+      sampling,
+      seed: seed ?? Math.floor(Math.random() * 2 ** 32), // unseeded calls only
+      stop,
+      eosIds,
+      topLogprobs,
+      signal: options.signal,
+      onToken,
+      decode: (ids) => tokenizer.decode(ids, { skip_special_tokens: true }),
+    };
   }
 
   scoreCompletions(options: ScoreOptions): Promise<ScoreResult> {
@@ -161,13 +184,14 @@ export class OnnxPolicy implements Policy {
   dispose(): Promise<void> {
     if (this.disposed) return Promise.resolve();
     this.disposed = true;
-    // Let queued work finish, then free the GPU buffers and the sessions.
-    const done = this.tail.then(async () => {
+    // Let running generations and queued work finish, then free the GPU buffers and the sessions.
+    // Nothing new is queued once disposed, except the steps of generations already running.
+    return (async () => {
+      await this.batcher.drained();
+      await this.tail;
       this.parts.decoder.logits.destroy();
       await this.parts.release();
-    });
-    this.tail = done.catch(() => undefined);
-    return done;
+    })();
   }
 
   /** Queues `task` after the running one; calls made after dispose() are refused. */
@@ -177,6 +201,11 @@ export class OnnxPolicy implements Policy {
     } catch (error) {
       return Promise.reject(error);
     }
+    return this.enqueue(task);
+  }
+
+  /** Queues `task` after the running one (the batcher's steps, also after dispose() was called). */
+  private enqueue<T>(task: () => Promise<T>): Promise<T> {
     const result = this.tail.then(task);
     this.tail = result.catch(() => undefined);
     return result;
