@@ -48,7 +48,7 @@ describe('generateGroups', () => {
   });
 
   it('gives each group what it gets alone beside longer and shorter prompts, in any order', async () => {
-    const alone = [];
+    const alone: GroupResult[] = [];
     for (const r of requests) alone.push(await policy.generateGroup(r));
     const batched = await policy.generateGroups(requests);
     batched.forEach((g, i) => expectSameGroup(g, alone[i]));
