@@ -62,7 +62,7 @@ describe('top_logprobs from the ONNX policy', () => {
 describe('continuous batching', () => {
   it('serves 8 concurrent clients in shared decode steps, each answered as when served alone', async () => {
     const params = (i: number) => ({ model: 'tiny', messages: [{ role: 'user' as const, content: `Request number ${i}${' and more'.repeat(i)}` }], n: 2, seed: i, max_tokens: 16 });
-    const alone = [];
+    const alone: OpenAI.ChatCompletion[] = [];
     const passesBefore = policy.stats().forwardPasses;
     for (let i = 0; i < 8; i++) alone.push(await client.chat.completions.create(params(i)));
     const sequentialPasses = policy.stats().forwardPasses - passesBefore;
