@@ -117,6 +117,12 @@ export interface PolicyInfo {
    * one pass, completions are scored from an empty cache over prompt + completion).
    */
   passMode?: 'incremental' | 'two-pass';
+  /**
+   * Local models: 'padded' when rows of different lengths decode in one batch (generateGroups,
+   * concurrent calls); 'equal-length' when the graph gets padded rows wrong, so a group joins a
+   * running batch only when its prompt is as long as the batch's rows.
+   */
+  batchMode?: 'padded' | 'equal-length';
 }
 
 export interface Policy {

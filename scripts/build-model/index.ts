@@ -49,7 +49,7 @@ export async function buildModel(spec: ModelSpec, dir: string): Promise<BuiltMod
     'generation_config.json': json({ bos_token_id: BOS_ID, eos_token_id: spec.stopsAtEndTokens === false ? [] : EOS_IDS, pad_token_id: PAD_ID }),
     'tokenizer.json': json(tokenizerJson(vocab)),
     'tokenizer_config.json': json(tokenizerConfigJson(vocab, spec.maxPositionEmbeddings)),
-    'onnx/model.onnx': onnx,
+    [spec.weights === 'q4' ? 'onnx/model_q4.onnx' : 'onnx/model.onnx']: onnx,
   };
   await mkdir(join(dir, 'onnx'), { recursive: true });
   for (const [name, content] of Object.entries(files)) await writeFile(join(dir, name), content);
@@ -87,7 +87,7 @@ function configJson(spec: ModelSpec, vocabSize: number): object {
     pad_token_id: PAD_ID,
     torch_dtype: 'float32',
     use_cache: true,
-    'transformers.js_config': { dtype: 'fp32' },
+    'transformers.js_config': { dtype: spec.weights === 'q4' ? 'q4' : 'fp32' },
   };
 }
 

@@ -39,6 +39,15 @@ export interface ModelSpec {
    * on several new tokens on top of a cache ("invalid expand shape"). Default 'general': any pass.
    */
   causalMask?: 'general' | 'input-ids';
+  /** false: no `position_ids` input; positions come from the attention mask (cumsum - 1), as some exports do. Default true. */
+  positionIdsInput?: boolean;
+  /** float16 cache (past/present) and logits, computed in float32 in between (the cache is rounded where it is stored). */
+  halfCache?: boolean;
+  /**
+   * 'q4': the projections are com.microsoft MatMulNBits with 4-bit blocks of 32 (symmetric, zero
+   * point 8), written to onnx/model_q4.onnx with `transformers.js_config.dtype = 'q4'`. Default 'fp32'.
+   */
+  weights?: 'fp32' | 'q4';
 }
 
 /** Committed to `public/models/webgrpo-tiny/`: about 0.8M parameters, 3 MB. */

@@ -6,6 +6,7 @@
 import { AutoModelForCausalLM, Tensor } from '@huggingface/transformers';
 import { expect } from 'vitest';
 import type { OnnxPolicy } from '../../lib/onnx.js';
+import { halfToFloat } from '../../lib/policy/logits.js';
 import type { GroupResult } from '../../lib/policy/types.js';
 
 type Reference = Awaited<ReturnType<typeof AutoModelForCausalLM.from_pretrained>>;
@@ -23,7 +24,8 @@ export async function referenceLogprobs(reference: Reference, promptIds: number[
   })) as { logits: Tensor };
   const logits = output.logits;
   const vocab = logits.dims[2];
-  const data = logits.type === 'float16' ? Float32Array.from(logits.data as ArrayLike<number>) : (logits.data as Float32Array);
+  const raw = logits.data as ArrayLike<number>;
+  const data = logits.type === 'float16' ? (raw instanceof Uint16Array ? halfToFloat(raw, 0, raw.length) : Float32Array.from(raw)) : (raw as Float32Array);
   const rows = logits.dims[1];
   return completion.map((target, t) => {
     // The row that predicts completion token t (exports that keep only some logits keep the last ones).

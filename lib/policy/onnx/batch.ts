@@ -33,6 +33,8 @@ export interface BatcherParts {
   prefillWindow: number;
   /** Most rows decoding at once; a request waits until its group fits (a lone request always runs). */
   maxRows: number;
+  /** false: the graph gets padded rows wrong, so a request joins only a batch of its own length (or an empty one). */
+  padding: boolean;
   /** Runs one step after the policy's queued work, with runtime failures turned into typed errors. */
   lock<T>(task: () => Promise<T>): Promise<T>;
 }
@@ -102,6 +104,7 @@ export class GroupBatcher {
         const job = this.pending[0];
         const inFlight = this.active.length + joining.reduce((n, kv) => n + kv.rows, 0);
         if (inFlight > 0 && inFlight + job.request.groupSize > maxRows) break;
+        if (!this.parts.padding && inFlight > 0 && this.batchLength(joining) !== job.request.promptIds.length) break;
         this.pending.shift();
         this.admitting = job;
         const kv = await this.prefill(job);
@@ -130,6 +133,11 @@ export class GroupBatcher {
       release(step);
     }
     this.leave([]);
+  }
+
+  /** Cache length of the rows in flight (the batch, or the first joining group). */
+  private batchLength(joining: KvState[]): number {
+    return this.kv?.length ?? joining[0].length;
   }
 
   /**

@@ -11,7 +11,7 @@ import { GpuKv, HostKv, type KvLayout, type KvOps } from './kv-cache.js';
 import { rebuildWithHiddenState } from './hidden-session.js';
 import { resolveModelLocation, type ModelLocation } from './location.js';
 import { HostLogits, type LogitsOps } from './logits-ops.js';
-import { probePasses } from './passes.js';
+import { probePadding, probePasses } from './passes.js';
 import { OnnxPolicy, type OnnxTokenizer } from './policy.js';
 import { loadRuntime, type OrtSession, type OrtTensorClass, type Runtime, type Transformers } from './runtime.js';
 import { WebGpuLogits } from './webgpu-sampler.js';
@@ -105,7 +105,8 @@ export async function loadOnnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPo
     options.onProgress?.({ status: 'ready', ...progress.totals() });
     return policy;
   } catch (error) {
-    await model.dispose();
+    // The hidden-state rebuild may have released the session already; the load's own error matters.
+    await model.dispose().catch(() => undefined);
     throw error;
   }
 }
@@ -161,11 +162,13 @@ async function assemble(
   }
   const maxLogits = logits instanceof WebGpuLogits ? Math.min(MAX_LOGITS, logits.maxElements()) : MAX_LOGITS;
   const maxPositions = Number(config.max_position_embeddings) || Infinity;
-  const passMode = await probePasses(new Decoder(session, runtime.Tensor, kv, new HostLogits(vocabSize)), label);
+  const probe = new Decoder(session, runtime.Tensor, kv, new HostLogits(vocabSize));
+  const passMode = await probePasses(probe, label);
+  const batchMode = await probePadding(probe);
   const decoder = new Decoder(session, runtime.Tensor, kv, logits, hidden);
   decoder.passMode = passMode;
   return new OnnxPolicy({
-    info: { model: label, backend, note, passMode },
+    info: { model: label, backend, note, passMode, batchMode },
     tokenizer,
     decoder,
     vocabSize,
@@ -173,6 +176,7 @@ async function assemble(
     maxPositions,
     maxLogits,
     maxBatchRows,
+    batchMode,
     ...(hidden !== undefined ? { hiddenSize: Number(config.hidden_size), device } : {}),
     release: async () => {
       await model.dispose();

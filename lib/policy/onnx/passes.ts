@@ -16,9 +16,18 @@
 import { ModelLoadError } from '../../errors.js';
 import { halfToFloat } from '../logits.js';
 import type { Decoder } from './decoder.js';
+import type { KvState } from './kv-cache.js';
 import type { OrtTensor } from './runtime.js';
 
 export type PassMode = 'incremental' | 'two-pass';
+
+/**
+ * 'padded': rows of different lengths decode together (right-aligned, leading padding masked);
+ * 'equal-length': the graph computes other numbers for padded rows (some attention kernels, like
+ * com.microsoft GroupQueryAttention, read `seqlens_k` as right padding), so only rows of equal
+ * length share a batch.
+ */
+export type BatchMode = 'padded' | 'equal-length';
 
 /** Logits of two ways to reach the same position agree to this, relative to their largest magnitude. */
 const TOLERANCE = 1e-2;
@@ -66,12 +75,59 @@ export async function probePasses(decoder: Decoder, label: string): Promise<Pass
   return 'two-pass';
 }
 
-async function lastRow(logits: OrtTensor): Promise<Float32Array> {
+/**
+ * Whether padded rows compute what they compute alone: [0, 1, 2] and [5] prefilled apart, their
+ * caches merged (the short row padded), one more token on both, against that token on each alone.
+ */
+export async function probePadding(decoder: Decoder): Promise<BatchMode> {
+  const disposeAll = (...states: KvState[]) => states.forEach((kv) => decoder.kv.dispose(kv));
+  const prefill = async (tokens: number[]): Promise<KvState> => {
+    const empty = decoder.kv.empty(1);
+    const result = await decoder.forward(tokens, 1, tokens.length, empty, true);
+    decoder.kv.dispose(empty);
+    result.logits.dispose();
+    result.hidden?.dispose();
+    return result.kv;
+  };
+  const next = async (kv: KvState): Promise<[Float32Array, KvState]> => {
+    const result = await decoder.forward(Array(kv.rows).fill(3), kv.rows, 1, kv);
+    try {
+      return [await rowsOf(result.logits), result.kv];
+    } finally {
+      result.logits.dispose();
+      result.hidden?.dispose();
+    }
+  };
+  const [long, short] = [await prefill([0, 1, 2]), await prefill([5])];
+  const merged = decoder.kv.merge([long, short]);
+  try {
+    const [[alone0, kv0], [alone1, kv1]] = [await next(long), await next(short)];
+    disposeAll(kv0, kv1);
+    let together: Float32Array;
+    try {
+      let kv: KvState;
+      [together, kv] = await next(merged);
+      disposeAll(kv);
+    } catch {
+      return 'equal-length';
+    }
+    const vocab = alone0.length;
+    return agree(together.subarray(0, vocab), alone0) && agree(together.subarray(vocab), alone1) ? 'padded' : 'equal-length';
+  } finally {
+    disposeAll(long, short, merged);
+  }
+}
+
+async function rowsOf(logits: OrtTensor): Promise<Float32Array> {
   const data = logits.location === 'cpu' || logits.location === 'cpu-pinned' ? logits.data : await logits.getData!();
+  if (logits.type === 'float16') return halfToFloat(new Uint16Array(data.buffer, data.byteOffset, data.length), 0, data.length);
+  return Float32Array.from(data as Float32Array);
+}
+
+async function lastRow(logits: OrtTensor): Promise<Float32Array> {
+  const all = await rowsOf(logits);
   const vocab = logits.dims[logits.dims.length - 1];
-  const offset = data.length - vocab;
-  if (logits.type === 'float16') return halfToFloat(new Uint16Array(data.buffer, data.byteOffset, data.length), offset, vocab);
-  return Float32Array.from((data as Float32Array).subarray(offset));
+  return all.subarray(all.length - vocab);
 }
 
 function agree(a: Float32Array, b: Float32Array): boolean {

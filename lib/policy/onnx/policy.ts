@@ -48,6 +48,8 @@ export interface OnnxPolicyParts {
   device?: GpuDeviceLike;
   /** Most rows decoding at once (default MAX_BATCH_ROWS). */
   maxBatchRows?: number;
+  /** Whether padded rows may share a batch (passes.ts probePadding); default 'padded'. */
+  batchMode?: 'padded' | 'equal-length';
   release(): Promise<void>;
 }
 
@@ -82,6 +84,7 @@ export class OnnxPolicy implements Policy {
       vocabSize,
       prefillWindow: this.prefillWindow(),
       maxRows: parts.maxBatchRows ?? MAX_BATCH_ROWS,
+      padding: parts.batchMode !== 'equal-length',
       lock: (task) => this.enqueue(() => this.guard(task)),
     });
   }
