@@ -10,6 +10,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildGenaiGraph } from './genai.js';
 import { buildLlamaGraph } from './llama.js';
 import { validateSpec, type ModelSpec, type PresetName } from './spec.js';
 import { BOS_ID, EOS_IDS, PAD_ID, tokenizerConfigJson, tokenizerJson, vocabulary } from './tokenizer.js';
@@ -42,7 +43,7 @@ export async function buildModel(spec: ModelSpec, dir: string): Promise<BuiltMod
   validateSpec(spec);
   const vocab = vocabulary(spec.reservedTokens);
   const weights = initWeights(spec, vocab.length);
-  const onnx = buildLlamaGraph(spec, weights, vocab.length);
+  const onnx = spec.graph === 'genai' ? buildGenaiGraph(spec, weights, vocab.length) : buildLlamaGraph(spec, weights, vocab.length);
 
   const files: Record<string, string | Uint8Array> = {
     'config.json': json(configJson(spec, vocab.length)),

@@ -199,7 +199,7 @@ function matMulNBits(g: GraphBuilder, name: string, w: Float32Array, outDim: num
 }
 
 /** LlamaRMSNorm: x / sqrt(mean(x^2) + eps) * weight. */
-function rmsNorm(g: GraphBuilder, x: string, weight: string, eps: number): string {
+export function rmsNorm(g: GraphBuilder, x: string, weight: string, eps: number): string {
   const meanSquare = g.node('ReduceMean', [g.node('Mul', [x, x])], { axes: [-1], keepdims: 1 });
   const normed = g.node('Div', [x, g.node('Sqrt', [g.node('Add', [meanSquare, g.float(eps)])])]);
   return g.node('Mul', [normed, weight]);

@@ -48,6 +48,12 @@ export interface ModelSpec {
    * point 8), written to onnx/model_q4.onnx with `transformers.js_config.dtype = 'q4'`. Default 'fp32'.
    */
   weights?: 'fp32' | 'q4';
+  /**
+   * 'genai': the graph onnxruntime-genai's model builder writes (genai.ts: GroupQueryAttention with
+   * rotary inside, SkipSimplifiedLayerNormalization, no position_ids); the options above that shape
+   * the Optimum-style graph do not apply. Default 'optimum'.
+   */
+  graph?: 'optimum' | 'genai';
 }
 
 /** Committed to `public/models/webgrpo-tiny/`: about 0.8M parameters, 3 MB. */

@@ -4,8 +4,8 @@
  * on top of a cache (windowed prefill of long prompts, scoring completions on a prefilled prompt's
  * cache), and some exports do not support it: onnxruntime-genai's, whose causal mask is a square
  * triangle built from `input_ids`, fail with "invalid expand shape", and a graph could as well run
- * it and compute something else. So the load runs all three on three tokens and compares the last
- * position's logits:
+ * it and compute something else. So the load runs all three on three tokens (in two rows) and
+ * compares the last position's logits:
  *
  *   'incremental'  [a] then [b, c] on its cache equals [a, b, c] from empty: every pass is used.
  *   'two-pass'     it fails or differs, but [a, b] then [c] equals [a, b, c]: prompts prefill in one
@@ -34,12 +34,15 @@ const TOLERANCE = 1e-2;
 
 export async function probePasses(decoder: Decoder, label: string): Promise<PassMode> {
   const tokens = [0, 1, 2];
+  // Two rows, as scoring runs several completions at once (some kernels take several tokens on a
+  // cache only for one row).
+  const rows = 2;
   const run = async (chunks: number[][]): Promise<Float32Array> => {
-    let kv = decoder.kv.empty(1);
+    let kv = decoder.kv.empty(rows);
     try {
       let last: Float32Array | undefined;
       for (const chunk of chunks) {
-        const result = await decoder.forward(chunk, 1, chunk.length, kv, true);
+        const result = await decoder.forward([...chunk, ...chunk], rows, chunk.length, kv, true);
         decoder.kv.dispose(kv);
         kv = result.kv;
         try {
