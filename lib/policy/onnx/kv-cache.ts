@@ -110,7 +110,12 @@ export class HostKv extends KvOps {
     const tensors: Record<string, OrtTensor> = {};
     for (const name of this.layout.pastNames) {
       const data = this.layout.dtype === 'float16' ? new Uint16Array(size) : new Float32Array(size);
-      const views = sources.map((s) => s.tensors[name].data as Float32Array | Uint16Array);
+      // float16 as its bit patterns: browsers with Float16Array hand the data out as one, and
+      // copying its values into a Uint16Array would convert them.
+      const views = sources.map(({ tensors }) => {
+        const d = tensors[name].data;
+        return this.layout.dtype === 'float16' ? new Uint16Array(d.buffer, d.byteOffset, d.byteLength / 2) : (d as Float32Array);
+      });
       for (const { source, from, to, count } of copies) data.set(views[source].subarray(from, from + count), to);
       tensors[name] = new this.Tensor(this.layout.dtype, data, this.dims(rows, length));
     }

@@ -163,8 +163,10 @@ async function assemble(
   const maxLogits = logits instanceof WebGpuLogits ? Math.min(MAX_LOGITS, logits.maxElements()) : MAX_LOGITS;
   const maxPositions = Number(config.max_position_embeddings) || Infinity;
   const probe = new Decoder(session, runtime.Tensor, kv, new HostLogits(vocabSize));
-  const passMode = await probePasses(probe, label);
-  const batchMode = await probePadding(probe);
+  // On WebGPU a failed run breaks the session for good, so passes that may fail are not tried there.
+  const tryFailing = backend !== 'webgpu';
+  const passMode = await probePasses(probe, label, tryFailing);
+  const batchMode = await probePadding(probe, tryFailing);
   const decoder = new Decoder(session, runtime.Tensor, kv, logits, hidden);
   decoder.passMode = passMode;
   return new OnnxPolicy({

@@ -32,7 +32,7 @@ export type BatchMode = 'padded' | 'equal-length';
 /** Logits of two ways to reach the same position agree to this, relative to their largest magnitude. */
 const TOLERANCE = 1e-2;
 
-export async function probePasses(decoder: Decoder, label: string): Promise<PassMode> {
+export async function probePasses(decoder: Decoder, label: string, tryFailing = true): Promise<PassMode> {
   const tokens = [0, 1, 2];
   // Two rows, as scoring runs several completions at once (some kernels take several tokens on a
   // cache only for one row).
@@ -63,11 +63,6 @@ export async function probePasses(decoder: Decoder, label: string): Promise<Pass
   } catch (cause) {
     throw refuse(decoder, label, `a prefill of ${tokens.length} tokens failed (${message(cause)})`, cause);
   }
-  try {
-    if (agree(full, await run([tokens.slice(0, 1), tokens.slice(1)]))) return 'incremental';
-  } catch {
-    // Several new tokens on a cache are not supported; try the two passes transformers.js runs.
-  }
   let stepped: Float32Array;
   try {
     stepped = await run([tokens.slice(0, 2), tokens.slice(2)]);
@@ -75,14 +70,31 @@ export async function probePasses(decoder: Decoder, label: string): Promise<Pass
     throw refuse(decoder, label, `one token on top of a cache failed (${message(cause)})`, cause);
   }
   if (!agree(full, stepped)) throw refuse(decoder, label, 'one token on top of a cache computes other logits than the same tokens prefilled');
+  if (!tryFailing) return guessFromInputs(decoder) ? 'incremental' : 'two-pass';
+  try {
+    if (agree(full, await run([tokens.slice(0, 1), tokens.slice(1)]))) return 'incremental';
+  } catch {
+    // Several new tokens on a cache are not supported.
+  }
   return 'two-pass';
+}
+
+/**
+ * Where a failing run cannot be tried (onnxruntime-web's WebGPU backend keeps failing every later
+ * run with the error of a failed one), the graph's inputs decide: Optimum's exports take
+ * `position_ids` and run any pass; onnxruntime-genai's compute positions from the mask, and their
+ * attention takes several tokens on a cache for one row only and reads the mask as right padding.
+ */
+export function guessFromInputs(decoder: Decoder): boolean {
+  return decoder.inputNames.includes('position_ids');
 }
 
 /**
  * Whether padded rows compute what they compute alone: [0, 1, 2] and [5] prefilled apart, their
  * caches merged (the short row padded), one more token on both, against that token on each alone.
  */
-export async function probePadding(decoder: Decoder): Promise<BatchMode> {
+export async function probePadding(decoder: Decoder, tryFailing = true): Promise<BatchMode> {
+  if (!tryFailing && !guessFromInputs(decoder)) return 'equal-length';
   const disposeAll = (...states: KvState[]) => states.forEach((kv) => decoder.kv.dispose(kv));
   const prefill = async (tokens: number[]): Promise<KvState> => {
     const empty = decoder.kv.empty(1);
