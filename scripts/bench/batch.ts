@@ -15,7 +15,8 @@ import { launchChromium } from '../../test/browser/launch.js';
 import { browserServerConfig } from '../../test/browser/server-config.js';
 import { BENCH, BENCH_MODEL_URL, buildModel, MODEL_DIRS } from '../build-model/index.js';
 import { measureStep, type StepSpec, type StepTiming } from './_batch-measure.js';
-import { benchPrompt } from './_onnx-measure.js';
+import { benchPrompt, measureTransformers, measureWebgrpo, type Measurement } from './_onnx-measure.js';
+import { AutoTokenizer } from '@huggingface/transformers';
 import { ms } from './_measure.js';
 
 const STEP: StepSpec = { items: 4, groupSize: 8, newTokens: 64, promptTokens: [256, 192, 224, 160] };
@@ -23,6 +24,8 @@ const CLIENTS = 16;
 const N = 4;
 const SERVER_TOKENS = 32;
 const OVERHEAD = { rows: 8, prompt: 256, newTokens: 64 };
+/** The bench model's weights in onnxruntime-genai's graph (GroupQueryAttention, no position_ids). */
+const GENAI_DIR = `${MODEL_DIRS.bench}-genai`;
 
 export async function run(): Promise<string> {
   console.log('  building the bench model (npm run build:model -- --size bench)…');
@@ -38,7 +41,9 @@ export async function run(): Promise<string> {
     const queued = await serverRun(policy, 1);
     console.log('  engine step against bare session.run…');
     const overhead = await engineOverhead(policy);
-    return report(node, wasm, batched, queued, overhead);
+    console.log('  genai-style export: generateGroup against transformers.js generate()…');
+    const genai = await genaiVersusTransformers();
+    return report(node, wasm, batched, queued, overhead, genai);
   } finally {
     await policy.dispose();
   }
@@ -163,6 +168,32 @@ async function engineOverhead(policy: OnnxPolicy): Promise<Overhead> {
   return { engineMs: median(engineSteps), bareMs: median(bareSteps), weightBytes, cacheBytes: rows * numLayers * 2 * numKvHeads * midLength * headDim * 4 };
 }
 
+/** The onnx section's comparison (G = 8, 256-token prompt, 64 new tokens) on the genai-style export. */
+async function genaiVersusTransformers(): Promise<{ info: string; ours: Measurement; theirs: Measurement }> {
+  await buildModel({ ...BENCH, graph: 'genai' }, GENAI_DIR);
+  const prompt = benchPrompt(256);
+  const policy = await loadOnnxPolicy({ model: GENAI_DIR });
+  const [tokenizer, model] = await Promise.all([AutoTokenizer.from_pretrained(GENAI_DIR), AutoModelForCausalLM.from_pretrained(GENAI_DIR)]);
+  try {
+    const promptIds = tokenizer.encode(prompt, { add_special_tokens: false });
+    const c = { groupSize: 8, newTokens: 64, seed: 1 };
+    await measureWebgrpo(policy, prompt, { ...c, newTokens: 4 });
+    await measureTransformers(model, Tensor, promptIds, { ...c, newTokens: 4 });
+    let ours: Measurement | undefined;
+    let theirs: Measurement | undefined;
+    for (let r = 0; r < 2; r++) {
+      const a = await measureWebgrpo(policy, prompt, c);
+      const b = await measureTransformers(model, Tensor, promptIds, c);
+      if (!ours || a.totalMs < ours.totalMs) ours = a;
+      if (!theirs || b.totalMs < theirs.totalMs) theirs = b;
+    }
+    return { info: `passMode ${policy.info.passMode}, batchMode ${policy.info.batchMode}`, ours: ours!, theirs: theirs! };
+  } finally {
+    await policy.dispose();
+    await model.dispose();
+  }
+}
+
 interface OrtLike {
   dispose(): void;
 }
@@ -170,7 +201,9 @@ interface BareSession {
   run(feeds: Record<string, OrtLike>): Promise<Record<string, OrtLike>>;
 }
 
-function report(node: StepTiming[], wasm: StepTiming[], batched: ServerRun, queued: ServerRun, o: Overhead): string {
+function report(node: StepTiming[], wasm: StepTiming[], batched: ServerRun, queued: ServerRun, o: Overhead, genai: { info: string; ours: Measurement; theirs: Measurement }): string {
+  const genaiRow = (label: string, m: Measurement) =>
+    `| Node, CPU, genai-style export | ${label} | ${ms(m.prefillMs)} ms | ${ms(m.totalMs)} ms | ${m.tokens} | ${m.tokensPerSecond.toFixed(1)} | **${(m.tokensPerSecond / genai.theirs.tokensPerSecond).toFixed(2)}x** |`;
   const stepRows = (runtime: string, [together, apart]: StepTiming[]) => [
     `| ${runtime} | \`generateGroups\` | ${ms(together.ms)} ms | ${together.tokens} | ${together.tokensPerSecond.toFixed(1)} | **${(together.tokensPerSecond / apart.tokensPerSecond).toFixed(2)}x** |`,
     `| ${runtime} | one \`generateGroup\` after another | ${ms(apart.ms)} ms | ${apart.tokens} | ${apart.tokensPerSecond.toFixed(1)} | 1.00x |`,
@@ -211,5 +244,14 @@ One decode step of G = ${OVERHEAD.rows} rows (${OVERHEAD.prompt}-token prompt, $
 
 Against the memory limit: a step reads the ${(o.weightBytes / 2 ** 20).toFixed(0)} MiB of weights and about
 ${(o.cacheBytes / 2 ** 20).toFixed(1)} MiB of cache (at the middle length), ${((o.weightBytes + o.cacheBytes) / 2 ** 20).toFixed(0)} MiB in all: ${gbps(o.weightBytes + o.cacheBytes, o.engineMs)} GB/s at the engine's
-step time, ${gbps(o.weightBytes + o.cacheBytes, o.bareMs)} GB/s for the bare run.`;
+step time, ${gbps(o.weightBytes + o.cacheBytes, o.bareMs)} GB/s for the bare run.
+
+The onnx section's comparison on the bench model's weights exported in onnxruntime-genai's style
+(\`graph: 'genai'\` in the builder: GroupQueryAttention with rotary inside and \`seqlens_k\` from the mask,
+SkipSimplifiedLayerNormalization, no \`position_ids\`; webgrpo reports ${genai.info}). G = 8, 256-token
+prompt, 64 new tokens, both sides with log-probs, fastest of 2 runs taking turns:
+
+| Runtime | Implementation | Prefill | Total | Tokens | Tokens/s | Speed-up |
+| --- | --- | ---: | ---: | ---: | ---: | ---: |
+${[genaiRow('webgrpo `generateGroup`', genai.ours), genaiRow('transformers.js `generate()` + scoring pass', genai.theirs)].join('\n')}`;
 }
