@@ -3,6 +3,7 @@ export * from './math/index.js';
 export * from './route/index.js';
 export * from './methods/router/index.js';
 export type * from './policy/types.js';
+export { generateGroups } from './policy/groups.js';
 export * from './experience/index.js';
 export * from './store/index.js';
 export * from './methods/training-free/index.js';

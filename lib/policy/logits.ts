@@ -4,6 +4,10 @@
  * temperature 1, matching the `logprob` that `sampleToken` reports for greedy tokens.
  */
 import { tokenLogProbs } from '../math/logprobs.js';
+import type { TopLogprob } from './types.js';
+
+/** The most alternatives a caller may ask for per token (OpenAI's limit). */
+export const MAX_TOP_LOGPROBS = 20;
 
 export interface TokenScore {
   logprob: number;
@@ -18,6 +22,40 @@ export function scoreToken(logits: Float32Array, offset: number, vocabSize: numb
     temperature: temperature > 0 ? temperature : 1,
   });
   return { logprob: logps[0], entropy: entropy[0] };
+}
+
+/**
+ * The k most likely tokens of one row under softmax(logits / temperature) (temperature 0 at 1, as
+ * for greedy tokens), most likely first, ties in vocabulary order: OpenAI's `top_logprobs`. Each
+ * log-prob is computed exactly as sampleToken computes the sampled token's, so a sampled token that
+ * is among them carries the same number.
+ */
+export function topLogprobs(logits: ArrayLike<number>, offset: number, vocabSize: number, k: number, temperature: number): TopLogprob[] {
+  const inverseT = temperature > 0 ? 1 / temperature : 1;
+  const count = Math.min(k, vocabSize);
+  const ids: number[] = [];
+  const values: number[] = [];
+  let max = -Infinity;
+  for (let i = 0; i < vocabSize; i++) {
+    const z = logits[offset + i] * inverseT;
+    if (z > max) max = z;
+    if (ids.length === count && !(z > values[count - 1])) continue;
+    // Insert after every value >= z, so equal values stay in vocabulary order.
+    let at = ids.length === count ? count - 1 : ids.length;
+    while (at > 0 && values[at - 1] < z) {
+      if (at < count) {
+        values[at] = values[at - 1];
+        ids[at] = ids[at - 1];
+      }
+      at--;
+    }
+    values[at] = z;
+    ids[at] = i;
+  }
+  let total = 0;
+  for (let i = 0; i < vocabSize; i++) total += Math.exp(logits[offset + i] * inverseT - max);
+  const logTotal = Math.log(total);
+  return ids.map((tokenId, j) => ({ tokenId, logprob: values[j] - max - logTotal }));
 }
 
 /** float16 bit patterns (as onnxruntime returns them) to float32. */

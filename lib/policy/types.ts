@@ -81,7 +81,7 @@ export interface GenerateGroupOptions extends PromptInput, SamplingOptions {
   maxNewTokens: number;
   signal?: AbortSignal;
   onToken?: (event: TokenEvent) => void;
-  /** How many most likely alternatives to report per token (`Completion.topLogprobs`); 0 or absent: none. */
+  /** How many most likely alternatives to report per token (`Completion.topLogprobs`), at most 20; 0 or absent: none. */
   topLogprobs?: number;
 }
 
@@ -89,6 +89,8 @@ export interface ScoreOptions extends PromptInput {
   /** Completion token ids to score, one array per completion. */
   completions: number[][];
   temperature?: number;
+  /** How many most likely alternatives to report per scored token (`ScoreResult.topLogprobs`), at most 20; 0 or absent: none. */
+  topLogprobs?: number;
   signal?: AbortSignal;
 }
 
@@ -97,6 +99,8 @@ export interface ScoreResult {
   logprobs: number[][];
   /** Per completion, per token: entropy of the temperature-scaled distribution. */
   entropies: number[][];
+  /** Per completion, per token: the most likely alternatives, as in `Completion.topLogprobs`, when asked for. */
+  topLogprobs?: TopLogprob[][][];
 }
 
 export interface PolicyInfo {
@@ -106,11 +110,29 @@ export interface PolicyInfo {
   backend: string;
   /** Why a backend was chosen over another (for example a missing WebGPU adapter). */
   note?: string;
+  /**
+   * Local models: which decoder passes the graph supports. 'incremental': any (long prompts prefill
+   * in windows, completions are scored on the prompt's cache); 'two-pass': only the two that
+   * transformers.js runs, a prefill from an empty cache and one token on a cache (prompts prefill in
+   * one pass, completions are scored from an empty cache over prompt + completion).
+   */
+  passMode?: 'incremental' | 'two-pass';
+  /**
+   * Local models: 'padded' when rows of different lengths decode in one batch (generateGroups,
+   * concurrent calls); 'equal-length' when the graph gets padded rows wrong, so a group joins a
+   * running batch only when its prompt is as long as the batch's rows.
+   */
+  batchMode?: 'padded' | 'equal-length';
 }
 
 export interface Policy {
   readonly info: PolicyInfo;
   generateGroup(options: GenerateGroupOptions): Promise<GroupResult>;
+  /**
+   * Several groups decoded together, each the same as when sampled alone; absent where the backend
+   * has no batching (call `generateGroups(policy, requests)`, which falls back to one at a time).
+   */
+  generateGroups?(requests: GenerateGroupOptions[]): Promise<GroupResult[]>;
   /** Log-probs of given completions; absent where the backend cannot score (most hosted APIs). */
   scoreCompletions?(options: ScoreOptions): Promise<ScoreResult>;
   /** Token ids of a text, as the policy's tokenizer sees it; absent where unknown. */

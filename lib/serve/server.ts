@@ -41,6 +41,12 @@ interface ServeCommon {
   maxN?: number;
   /** Generations allowed to wait for the model; more get a 503 (clients retry). Default 256. */
   maxPending?: number;
+  /**
+   * Generations run at once when the policy batches concurrent calls (`generateGroups`, the ONNX
+   * policy: their rows share the model's decode steps, and new ones join between steps); 1 queues
+   * them one after another. Policies without batching always run one at a time. Default 64.
+   */
+  maxBatched?: number;
   /** Groups kept in memory when the server makes its own session without a `store`; the oldest go first. Default 10000. */
   maxGroups?: number;
   /** Append every told group to this JSONL file (TRL format plus reward, advantage and ids). */
@@ -102,7 +108,7 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
     createSession({
       policy: options.policy!,
       store: options.store ?? new MemorySessionStore({ maxGroups: options.maxGroups ?? 10_000 }),
-      queue: { maxPending: options.maxPending ?? 256 },
+      queue: { maxPending: options.maxPending ?? 256, concurrency: options.policy?.generateGroups ? (options.maxBatched ?? 64) : 1 },
     });
   const policy = session.policy;
   const format = options.feedbackFormat ?? 'conversational';

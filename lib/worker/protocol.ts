@@ -118,15 +118,20 @@ export function unpackGroup(p: PackedGroup): GroupResult {
 export interface PackedScore {
   logprobs: PackedRows<Float64Array>;
   entropies: PackedRows<Float64Array>;
+  topLogprobs?: TopLogprob[][][];
 }
 
 export function packScore(score: ScoreResult): { value: PackedScore; transfer: ArrayBuffer[] } {
-  const value = { logprobs: packRows(score.logprobs, Float64Array), entropies: packRows(score.entropies, Float64Array) };
+  const value = {
+    logprobs: packRows(score.logprobs, Float64Array),
+    entropies: packRows(score.entropies, Float64Array),
+    ...(score.topLogprobs ? { topLogprobs: score.topLogprobs } : {}),
+  };
   return { value, transfer: buffersOf(value.logprobs, value.entropies) };
 }
 
 export function unpackScore(p: PackedScore): ScoreResult {
-  return { logprobs: unpackRows(p.logprobs), entropies: unpackRows(p.entropies) };
+  return { logprobs: unpackRows(p.logprobs), entropies: unpackRows(p.entropies), ...(p.topLogprobs ? { topLogprobs: p.topLogprobs } : {}) };
 }
 
 export interface SerializedError {

@@ -10,6 +10,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildGenaiGraph } from './genai.js';
 import { buildLlamaGraph } from './llama.js';
 import { validateSpec, type ModelSpec, type PresetName } from './spec.js';
 import { BOS_ID, EOS_IDS, PAD_ID, tokenizerConfigJson, tokenizerJson, vocabulary } from './tokenizer.js';
@@ -42,14 +43,14 @@ export async function buildModel(spec: ModelSpec, dir: string): Promise<BuiltMod
   validateSpec(spec);
   const vocab = vocabulary(spec.reservedTokens);
   const weights = initWeights(spec, vocab.length);
-  const onnx = buildLlamaGraph(spec, weights, vocab.length);
+  const onnx = spec.graph === 'genai' ? buildGenaiGraph(spec, weights, vocab.length) : buildLlamaGraph(spec, weights, vocab.length);
 
   const files: Record<string, string | Uint8Array> = {
     'config.json': json(configJson(spec, vocab.length)),
     'generation_config.json': json({ bos_token_id: BOS_ID, eos_token_id: spec.stopsAtEndTokens === false ? [] : EOS_IDS, pad_token_id: PAD_ID }),
     'tokenizer.json': json(tokenizerJson(vocab)),
     'tokenizer_config.json': json(tokenizerConfigJson(vocab, spec.maxPositionEmbeddings)),
-    'onnx/model.onnx': onnx,
+    [spec.weights === 'q4' ? 'onnx/model_q4.onnx' : 'onnx/model.onnx']: onnx,
   };
   await mkdir(join(dir, 'onnx'), { recursive: true });
   for (const [name, content] of Object.entries(files)) await writeFile(join(dir, name), content);
@@ -87,7 +88,7 @@ function configJson(spec: ModelSpec, vocabSize: number): object {
     pad_token_id: PAD_ID,
     torch_dtype: 'float32',
     use_cache: true,
-    'transformers.js_config': { dtype: 'fp32' },
+    'transformers.js_config': { dtype: spec.weights === 'q4' ? 'q4' : 'fp32' },
   };
 }
 

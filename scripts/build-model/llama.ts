@@ -23,18 +23,19 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
 
   const inputIds = g.input('input_ids', DataType.INT64, ['batch_size', 'sequence_length']);
   const attentionMask = g.input('attention_mask', DataType.INT64, ['batch_size', 'total_sequence_length']);
-  const positionIds = g.input('position_ids', DataType.INT64, ['batch_size', 'sequence_length']);
+  const positionIds = spec.positionIdsInput === false ? undefined : g.input('position_ids', DataType.INT64, ['batch_size', 'sequence_length']);
+  const cacheType = spec.halfCache ? DataType.FLOAT16 : DataType.FLOAT;
   const logitsToKeep = spec.logitsToKeepInput ? g.input('num_logits_to_keep', DataType.INT64, []) : undefined;
   const kvShape = ['batch_size', numKvHeads, 'past_sequence_length', headDim];
   for (let i = 0; i < numLayers; i++) {
-    g.input(`past_key_values.${i}.key`, DataType.FLOAT, kvShape);
-    g.input(`past_key_values.${i}.value`, DataType.FLOAT, kvShape);
+    g.input(`past_key_values.${i}.key`, cacheType, kvShape);
+    g.input(`past_key_values.${i}.value`, cacheType, kvShape);
   }
-  g.output('logits', DataType.FLOAT, ['batch_size', logitsToKeep ? 'logits_length' : 'sequence_length', vocabSize]);
+  g.output('logits', cacheType, ['batch_size', logitsToKeep ? 'logits_length' : 'sequence_length', vocabSize]);
   const presentShape = ['batch_size', numKvHeads, 'total_sequence_length', headDim];
   for (let i = 0; i < numLayers; i++) {
-    g.output(`present.${i}.key`, DataType.FLOAT, presentShape);
-    g.output(`present.${i}.value`, DataType.FLOAT, presentShape);
+    g.output(`present.${i}.key`, cacheType, presentShape);
+    g.output(`present.${i}.value`, cacheType, presentShape);
   }
 
   const embed = g.weight('model.embed_tokens.weight', weights.embedTokens, [vocabSize, hidden]);
@@ -43,24 +44,13 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
   // Rotary tables from the position ids: angle = position * inv_freq, halves repeated.
   const invFreq = new Float32Array(headDim / 2);
   for (let i = 0; i < headDim / 2; i++) invFreq[i] = 1 / spec.ropeTheta ** ((2 * i) / headDim);
-  const positions = g.node('Unsqueeze', [g.node('Cast', [positionIds], { to: DataType.FLOAT }), g.int64s([2])]);
+  const positions = g.node('Unsqueeze', [positionIds ? g.node('Cast', [positionIds], { to: DataType.FLOAT }) : maskPositions(g, inputIds, attentionMask), g.int64s([2])]);
   const freqs = g.node('Mul', [positions, g.weight('rotary.inv_freq', invFreq, [headDim / 2])]);
   const angles = g.node('Concat', [freqs, freqs], { axis: 2 });
   const cos = g.node('Unsqueeze', [g.node('Cos', [angles]), g.int64s([1])]); // [B, 1, S, D]
   const sin = g.node('Unsqueeze', [g.node('Sin', [angles]), g.int64s([1])]);
 
-  // Additive attention bias [B, 1, S, T]: 0 where a query may attend a key, -FLT_MAX elsewhere.
-  // Key j is visible to query i (absolute index past + i) when j <= past + i and mask[j] == 1.
-  // The indices come from a cumulative sum over ones made from the mask (ConstantOfShape has no
-  // WebGPU kernel).
-  const mask = g.node('Cast', [attentionMask], { to: DataType.FLOAT });
-  const ones = g.node('Add', [g.node('Mul', [mask, g.float(0)]), g.float(1)]);
-  const keyIndex = g.node('Sub', [g.node('CumSum', [ones, g.int64s([1], [])]), g.float(1)]); // [B, T]
-  const queryLength = g.node('Slice', [g.node('Shape', [inputIds]), g.int64s([1]), g.int64s([2])]);
-  const queryIndex = g.node('Slice', [keyIndex, g.node('Neg', [queryLength]), g.int64s([Number.MAX_SAFE_INTEGER]), g.int64s([1])]); // [B, S]
-  const causal = g.node('LessOrEqual', [g.node('Unsqueeze', [keyIndex, g.int64s([1])]), g.node('Unsqueeze', [queryIndex, g.int64s([2])])]);
-  const visible = g.node('Mul', [g.node('Cast', [causal], { to: DataType.FLOAT }), g.node('Unsqueeze', [mask, g.int64s([1])])]);
-  const bias = g.node('Unsqueeze', [g.node('Mul', [g.node('Sub', [visible, g.float(1)]), g.float(FLOAT_MAX)]), g.int64s([1])]);
+  const bias = spec.causalMask === 'input-ids' ? inputIdsBias(g, inputIds, attentionMask) : generalBias(g, inputIds, attentionMask);
 
   const scale = g.float(1 / Math.sqrt(headDim));
   const half = headDim / 2;
@@ -82,12 +72,19 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
     const prefix = `model.layers.${i}`;
     const h = rmsNorm(g, x, g.weight(`${prefix}.input_layernorm.weight`, layer.inputNorm, [hidden]), spec.rmsNormEps);
     const proj = (name: string, w: Float32Array, outDim: number, input: string) =>
-      g.node('MatMul', [input, g.weight(`${prefix}.${name}.weight`, w, [w.length / outDim, outDim])]);
+      spec.weights === 'q4' ? matMulNBits(g, `${prefix}.${name}.weight`, w, outDim, input) : g.node('MatMul', [input, g.weight(`${prefix}.${name}.weight`, w, [w.length / outDim, outDim])]);
     const q = rotate(heads(proj('self_attn.q_proj', layer.q, numHeads * headDim, h), numHeads));
     const k = rotate(heads(proj('self_attn.k_proj', layer.k, numKvHeads * headDim, h), numKvHeads));
     const v = heads(proj('self_attn.v_proj', layer.v, numKvHeads * headDim, h), numKvHeads);
-    const keys = g.node('Concat', [`past_key_values.${i}.key`, k], { axis: 2 }, `present.${i}.key`);
-    const values = g.node('Concat', [`past_key_values.${i}.value`, v], { axis: 2 }, `present.${i}.value`);
+    const [keys, values] = (['key', 'value'] as const).map((kind, j) => {
+      const past = `past_key_values.${i}.${kind}`;
+      const present = `present.${i}.${kind}`;
+      const fresh = j === 0 ? k : v;
+      if (!spec.halfCache) return g.node('Concat', [past, fresh], { axis: 2 }, present);
+      // Stored in float16; attention reads the stored (rounded) values, as every pass will later.
+      g.node('Cast', [g.node('Concat', [g.node('Cast', [past], { to: DataType.FLOAT }), fresh], { axis: 2 })], { to: DataType.FLOAT16 }, present);
+      return g.node('Cast', [present], { to: DataType.FLOAT });
+    });
 
     const grouped = groups === 1 ? q : g.node('Reshape', [q, g.int64s([0, numKvHeads, -1, headDim])]);
     const scores = g.node('Mul', [g.node('MatMul', [grouped, g.node('Transpose', [keys], { perm: [0, 1, 3, 2] })]), scale]);
@@ -116,13 +113,93 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
   const head = weights.lmHead
     ? g.weight('lm_head.weight', weights.lmHead, [hidden, vocabSize])
     : g.node('Transpose', [embed], { perm: [1, 0] });
-  g.node('MatMul', [final, head], {}, 'logits');
+  if (spec.halfCache) g.node('Cast', [g.node('MatMul', [final, head])], { to: DataType.FLOAT16 }, 'logits');
+  else g.node('MatMul', [final, head], {}, 'logits');
 
   return g.encode('llama', `Llama decoder (${numLayers} layers, ${numHeads} heads, ${numKvHeads} kv heads) generated by webgrpo`);
 }
 
+/**
+ * Additive attention bias [B, 1, S, T]: 0 where a query may attend a key, -FLT_MAX elsewhere.
+ * Key j is visible to query i (absolute index past + i) when j <= past + i and mask[j] == 1.
+ * The indices come from a cumulative sum over ones made from the mask (ConstantOfShape has no
+ * WebGPU kernel).
+ */
+function generalBias(g: GraphBuilder, inputIds: string, attentionMask: string): string {
+  const mask = g.node('Cast', [attentionMask], { to: DataType.FLOAT });
+  const ones = g.node('Add', [g.node('Mul', [mask, g.float(0)]), g.float(1)]);
+  const keyIndex = g.node('Sub', [g.node('CumSum', [ones, g.int64s([1], [])]), g.float(1)]); // [B, T]
+  const queryLength = g.node('Slice', [g.node('Shape', [inputIds]), g.int64s([1]), g.int64s([2])]);
+  const queryIndex = g.node('Slice', [keyIndex, g.node('Neg', [queryLength]), g.int64s([Number.MAX_SAFE_INTEGER]), g.int64s([1])]); // [B, S]
+  const causal = g.node('LessOrEqual', [g.node('Unsqueeze', [keyIndex, g.int64s([1])]), g.node('Unsqueeze', [queryIndex, g.int64s([2])])]);
+  const visible = g.node('Mul', [g.node('Cast', [causal], { to: DataType.FLOAT }), g.node('Unsqueeze', [mask, g.int64s([1])])]);
+  return g.node('Unsqueeze', [g.node('Mul', [g.node('Sub', [visible, g.float(1)]), g.float(FLOAT_MAX)]), g.int64s([1])]);
+}
+
+/**
+ * The bias as onnxruntime-genai's exports make it: a square causal triangle over the new tokens
+ * ([S, S], from `input_ids`), expanded to [B, 1, S, T] and combined with the padding mask. The
+ * Expand is valid only when S = T (prefill from an empty cache) or S = 1 (one token on a cache).
+ */
+function inputIdsBias(g: GraphBuilder, inputIds: string, attentionMask: string): string {
+  const ids = g.node('Cast', [inputIds], { to: DataType.FLOAT });
+  const ones = g.node('Add', [g.node('Mul', [ids, g.float(0)]), g.float(1)]); // [B, S]
+  const index = g.node('CumSum', [ones, g.int64s([1], [])]); // [B, S]
+  const causal = g.node('LessOrEqual', [g.node('Unsqueeze', [index, g.int64s([1])]), g.node('Unsqueeze', [index, g.int64s([2])])]); // [B, S, S]
+  const square = g.node('Unsqueeze', [g.node('Cast', [causal], { to: DataType.FLOAT }), g.int64s([1])]); // [B, 1, S, S]
+  const idsShape = g.node('Shape', [inputIds]);
+  const target = g.node('Concat', [
+    g.node('Slice', [idsShape, g.int64s([0]), g.int64s([1])]),
+    g.int64s([1]),
+    g.node('Slice', [idsShape, g.int64s([1]), g.int64s([2])]),
+    g.node('Slice', [g.node('Shape', [attentionMask]), g.int64s([1]), g.int64s([2])]),
+  ], { axis: 0 });
+  const expanded = g.node('Expand', [square, target], {}, 'attn_mask_reformat/input_ids_subgraph/Expand');
+  const padding = g.node('Unsqueeze', [g.node('Cast', [attentionMask], { to: DataType.FLOAT }), g.int64s([1, 2])]); // [B, 1, 1, T]
+  const visible = g.node('Mul', [expanded, padding]);
+  return g.node('Mul', [g.node('Sub', [visible, g.float(1)]), g.float(FLOAT_MAX)]);
+}
+
+/** Positions from the attention mask when the graph takes no position_ids: cumsum(mask) - 1 over the new tokens. */
+function maskPositions(g: GraphBuilder, inputIds: string, attentionMask: string): string {
+  const index = g.node('Sub', [g.node('CumSum', [g.node('Cast', [attentionMask], { to: DataType.FLOAT }), g.int64s([1], [])]), g.float(1)]);
+  const queryLength = g.node('Slice', [g.node('Shape', [inputIds]), g.int64s([1]), g.int64s([2])]);
+  const last = g.node('Slice', [index, g.node('Neg', [queryLength]), g.int64s([Number.MAX_SAFE_INTEGER]), g.int64s([1])]);
+  return g.node('Max', [last, g.float(0)]); // padding positions (-1) clamp to 0, as transformers does
+}
+
+const Q4_BLOCK = 32;
+
+/**
+ * x @ w through com.microsoft MatMulNBits: w ([in, out]) quantized per output column in blocks
+ * of 32 inputs, q = round(w / scale) + 8 in 0..15 with scale = max|w| / 7, two per byte, low
+ * nibble first; no zero points (8 is MatMulNBits' default).
+ */
+function matMulNBits(g: GraphBuilder, name: string, w: Float32Array, outDim: number, input: string): string {
+  const inDim = w.length / outDim;
+  if (inDim % Q4_BLOCK !== 0) throw new RangeError(`${name}: input size ${inDim} is not a multiple of ${Q4_BLOCK}`);
+  const blocks = inDim / Q4_BLOCK;
+  const packed = new Uint8Array(outDim * blocks * (Q4_BLOCK / 2));
+  const scales = new Float32Array(outDim * blocks);
+  for (let n = 0; n < outDim; n++) {
+    for (let b = 0; b < blocks; b++) {
+      let max = 0;
+      for (let j = 0; j < Q4_BLOCK; j++) max = Math.max(max, Math.abs(w[(b * Q4_BLOCK + j) * outDim + n]));
+      const scale = max / 7 || 1;
+      scales[n * blocks + b] = scale;
+      for (let j = 0; j < Q4_BLOCK; j++) {
+        const q = Math.min(15, Math.max(0, Math.round(w[(b * Q4_BLOCK + j) * outDim + n] / scale) + 8));
+        packed[(n * blocks + b) * (Q4_BLOCK / 2) + (j >> 1)] |= j % 2 === 0 ? q : q << 4;
+      }
+    }
+  }
+  const bits = g.tensor(`${name}.q4`, DataType.UINT8, [outDim, blocks, Q4_BLOCK / 2], packed);
+  const scale = g.weight(`${name}.scales`, scales, [outDim * blocks]);
+  return g.contrib('MatMulNBits', [input, bits, scale], { K: inDim, N: outDim, bits: 4, block_size: Q4_BLOCK });
+}
+
 /** LlamaRMSNorm: x / sqrt(mean(x^2) + eps) * weight. */
-function rmsNorm(g: GraphBuilder, x: string, weight: string, eps: number): string {
+export function rmsNorm(g: GraphBuilder, x: string, weight: string, eps: number): string {
   const meanSquare = g.node('ReduceMean', [g.node('Mul', [x, x])], { axes: [-1], keepdims: 1 });
   const normed = g.node('Div', [x, g.node('Sqrt', [g.node('Add', [meanSquare, g.float(eps)])])]);
   return g.node('Mul', [normed, weight]);

@@ -21,6 +21,7 @@ export class GraphBuilder {
   private readonly outputs: onnxProto.onnx.IValueInfoProto[] = [];
   private readonly initializers: onnxProto.onnx.ITensorProto[] = [];
   private counter = 0;
+  private readonly domains = new Set<string>();
 
   input(name: string, dataType: number, shape: Dim[]): string {
     this.inputs.push(valueInfo(name, dataType, shape));
@@ -47,12 +48,20 @@ export class GraphBuilder {
     return this.weight(`const_${this.counter++}`, Float32Array.of(value), []);
   }
 
+  /** A raw initializer (for example packed 4-bit weights as UINT8). */
+  tensor(name: string, dataType: number, dims: number[], rawData: Uint8Array): string {
+    this.initializers.push({ name, dims, dataType, rawData });
+    return name;
+  }
+
   /** Adds a node; returns its output names (fresh names unless `outputs` are given). */
-  nodeN(opType: string, inputs: string[], outputCount: number, attributes: Record<string, AttributeValue> = {}, outputs?: string[]): string[] {
+  nodeN(opType: string, inputs: string[], outputCount: number, attributes: Record<string, AttributeValue> = {}, outputs?: string[], domain = ''): string[] {
     const id = this.counter++;
     const names = outputs ?? Array.from({ length: outputCount }, (_, i) => `${opType.toLowerCase()}_${id}${outputCount > 1 ? `_${i}` : ''}`);
+    if (domain) this.domains.add(domain);
     this.nodes.push({
       name: `${opType}_${id}`,
+      ...(domain ? { domain } : {}),
       opType,
       input: inputs,
       output: names,
@@ -65,12 +74,17 @@ export class GraphBuilder {
     return this.nodeN(opType, inputs, 1, attributes, output ? [output] : undefined)[0];
   }
 
+  /** A node of a contrib domain (com.microsoft), imported at version 1. */
+  contrib(opType: string, inputs: string[], attributes: Record<string, AttributeValue> = {}, output?: string): string {
+    return this.nodeN(opType, inputs, 1, attributes, output ? [output] : undefined, 'com.microsoft')[0];
+  }
+
   encode(graphName: string, docString: string): Uint8Array {
     const model = onnx.ModelProto.create({
       irVersion: 8,
       producerName: 'webgrpo build-model',
       docString,
-      opsetImport: [{ domain: '', version: OPSET }],
+      opsetImport: [{ domain: '', version: OPSET }, ...[...this.domains].map((domain) => ({ domain, version: 1 }))],
       graph: {
         name: graphName,
         node: this.nodes,

@@ -32,6 +32,28 @@ export interface ModelSpec {
    * max_new_tokens (the benchmark model: both sides then do exactly the same work).
    */
   stopsAtEndTokens?: boolean;
+  /**
+   * 'input-ids': the causal mask is built the way onnxruntime-genai's exports build it, as a square
+   * [S, S] triangle from `input_ids` expanded to [B, 1, S, T]. That supports exactly the two passes
+   * transformers.js runs (a prefill from an empty cache, S = T, and one new token, S = 1) and fails
+   * on several new tokens on top of a cache ("invalid expand shape"). Default 'general': any pass.
+   */
+  causalMask?: 'general' | 'input-ids';
+  /** false: no `position_ids` input; positions come from the attention mask (cumsum - 1), as some exports do. Default true. */
+  positionIdsInput?: boolean;
+  /** float16 cache (past/present) and logits, computed in float32 in between (the cache is rounded where it is stored). */
+  halfCache?: boolean;
+  /**
+   * 'q4': the projections are com.microsoft MatMulNBits with 4-bit blocks of 32 (symmetric, zero
+   * point 8), written to onnx/model_q4.onnx with `transformers.js_config.dtype = 'q4'`. Default 'fp32'.
+   */
+  weights?: 'fp32' | 'q4';
+  /**
+   * 'genai': the graph onnxruntime-genai's model builder writes (genai.ts: GroupQueryAttention with
+   * rotary inside, SkipSimplifiedLayerNormalization, no position_ids); the options above that shape
+   * the Optimum-style graph do not apply. Default 'optimum'.
+   */
+  graph?: 'optimum' | 'genai';
 }
 
 /** Committed to `public/models/webgrpo-tiny/`: about 0.8M parameters, 3 MB. */

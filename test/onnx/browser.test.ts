@@ -15,8 +15,9 @@ type Outcome<T> = { ok: true; value: T } | { ok: false; error: { name: string; c
 interface OnnxPage {
   load(device: Device): Promise<Outcome<{ backend: string; note?: string }>>;
   generate(device: Device, options: GenerateGroupOptions): Promise<Outcome<GroupResult>>;
+  generateGroups(device: Device, list: GenerateGroupOptions[]): Promise<Outcome<GroupResult[]>>;
   generateAndAbort(device: Device, options: GenerateGroupOptions, afterTokens: number): Promise<Outcome<{ result: GroupResult; passesAfterAbort: number }>>;
-  score(device: Device, options: { prompt: string; completions: number[][]; temperature?: number }): Promise<Outcome<ScoreResult>>;
+  score(device: Device, options: { prompt: string; completions: number[][]; temperature?: number; topLogprobs?: number }): Promise<Outcome<ScoreResult>>;
   stats(device: Device): { forwardPasses: number; readbackBytes: number; fullRowBytes: number; rows: number };
   repeat(device: Device, options: GenerateGroupOptions, times: number): Promise<Outcome<GpuMemory[]>>;
   gpuMemory(): GpuMemory;
@@ -119,6 +120,46 @@ describe('WebGPU (SwiftShader)', () => {
     const greedy = { prompt, groupSize: 2, maxNewTokens: 10, temperature: 0 };
     const [gpu, wasm] = [await call('generate', 'webgpu', greedy), await call('generate', 'wasm', greedy)];
     expect(gpu.completions.map((c) => c.tokenIds)).toEqual(wasm.completions.map((c) => c.tokenIds));
+  }, 180_000);
+
+  it('reduces top_logprobs on the GPU: 8 bytes per alternative read back, the same alternatives WASM scores', async () => {
+    await Promise.all([ready('webgpu'), ready('wasm')]);
+    const k = 6;
+    const options = { prompt, groupSize: 3, maxNewTokens: 8, seed: 2, temperature: 0.8, topLogprobs: k };
+    const before = await call('stats', 'webgpu');
+    const group = await call('generate', 'webgpu', options);
+    const after = await call('stats', 'webgpu');
+    expect((after.readbackBytes - before.readbackBytes) / (after.rows - before.rows)).toBe(16 + 8 * k);
+    const completions = group.completions.map((c) => c.tokenIds);
+    const [gpuScored, wasmScored] = [
+      await call('score', 'webgpu', { prompt, completions, temperature: 0.8, topLogprobs: k }),
+      await call('score', 'wasm', { prompt, completions, temperature: 0.8, topLogprobs: k }),
+    ];
+    group.completions.forEach((c, i) =>
+      c.topLogprobs!.forEach((top, t) => {
+        expect(top).toHaveLength(k);
+        // The GPU against itself to 1e-4; against WASM (float64 on the host) to the cross-backend 1e-3.
+        for (const [other, tolerance] of [[gpuScored.topLogprobs![i][t], 1e-4], [wasmScored.topLogprobs![i][t], 1e-3]] as const) {
+          expect(other.map((e) => e.tokenId)).toEqual(top.map((e) => e.tokenId));
+          other.forEach((e, j) => expect(Math.abs(e.logprob - top[j].logprob)).toBeLessThan(tolerance));
+        }
+      }),
+    );
+  }, 180_000);
+
+  it('batches groups of different prompt lengths on the GPU (cache merged and trimmed buffer to buffer): each as when sampled alone', async () => {
+    await ready('webgpu');
+    const list = [
+      { prompt: 'A', groupSize: 2, maxNewTokens: 12, seed: 1 },
+      { prompt: `${prompt} at some length, to pad the other rows`, groupSize: 3, maxNewTokens: 6, seed: 2, temperature: 0.7 },
+      { prompt, groupSize: 2, maxNewTokens: 10, temperature: 0 },
+    ];
+    const batched = await call('generateGroups', 'webgpu', list);
+    for (const [i, options] of list.entries()) {
+      const alone = await call('generate', 'webgpu', options);
+      expect(batched[i].completions.map((c) => c.tokenIds)).toEqual(alone.completions.map((c) => c.tokenIds));
+      alone.completions.forEach((c, r) => c.logprobs.forEach((lp, t) => expect(Math.abs(lp - batched[i].completions[r].logprobs[t])).toBeLessThan(1e-4)));
+    }
   }, 180_000);
 
   it('runs the sampling and scoring kernels exactly like lib/policy/sampling.ts, in float32 and float16', async () => {

@@ -1,11 +1,15 @@
 /**
  * One forward pass of a transformers.js-style decoder session, driven directly: `rows` sequences
- * of `length` new tokens each on top of a shared-length cache. Rows never need padding (a group
- * shares its prompt, and scoring pads after the last real token, which a causal model never
- * looks at), so the attention mask is all ones and positions continue from the cache.
+ * of `length` new tokens each on top of a shared-length cache. Within a group rows never need
+ * padding (they share their prompt, and scoring pads after the last real token, which a causal
+ * model never looks at). Rows of different prompts batched together (generateGroups) sit
+ * right-aligned in the cache: `KvState.pads` says how many leading cache positions of each row are
+ * padding, which the attention mask hides and the position ids skip, as transformers.js does
+ * for a left-padded batch.
  */
 import type { KvOps, KvState } from './kv-cache.js';
 import type { LogitsOps } from './logits-ops.js';
+import type { PassMode } from './passes.js';
 import type { OrtSession, OrtTensor, OrtTensorClass } from './runtime.js';
 
 export interface ForwardResult {
@@ -18,6 +22,8 @@ export interface ForwardResult {
 export class Decoder {
   /** Forward passes run (for tests and benchmarks: a group costs one prefill plus one per step). */
   runs = 0;
+  /** Which passes the graph supports (passes.ts); set once at load. */
+  passMode: PassMode = 'incremental';
 
   constructor(
     private readonly session: OrtSession,
@@ -33,16 +39,25 @@ export class Decoder {
    * cache. `past` stays valid; the caller disposes it. With `lastOnly`, models that take
    * `num_logits_to_keep` compute logits for the last position only (logits.dims[1] is then 1).
    */
+  get inputNames(): readonly string[] {
+    return this.session.inputNames;
+  }
+
   async forward(tokens: ArrayLike<number>, rows: number, length: number, past: KvState, lastOnly = false): Promise<ForwardResult> {
     const total = past.length + length;
     const inputIds = new BigInt64Array(rows * length);
     for (let i = 0; i < inputIds.length; i++) inputIds[i] = BigInt(tokens[i]);
     const positions = new BigInt64Array(rows * length);
-    for (let r = 0; r < rows; r++) for (let t = 0; t < length; t++) positions[r * length + t] = BigInt(past.length + t);
+    const mask = new BigInt64Array(rows * total).fill(1n);
+    for (let r = 0; r < rows; r++) {
+      const pad = past.pads?.[r] ?? 0;
+      mask.fill(0n, r * total, r * total + pad);
+      for (let t = 0; t < length; t++) positions[r * length + t] = BigInt(past.length - pad + t);
+    }
 
     const available: Record<string, OrtTensor> = {
       input_ids: new this.Tensor('int64', inputIds, [rows, length]),
-      attention_mask: new this.Tensor('int64', new BigInt64Array(rows * total).fill(1n), [rows, total]),
+      attention_mask: new this.Tensor('int64', mask, [rows, total]),
       position_ids: new this.Tensor('int64', positions, [rows, length]),
       // 0 keeps every position.
       num_logits_to_keep: new this.Tensor('int64', BigInt64Array.of(lastOnly ? 1n : 0n), []),
@@ -66,7 +81,7 @@ export class Decoder {
       if (name !== 'logits' && name !== this.hiddenName && !this.kv.layout.presentNames.includes(name)) tensor.dispose();
     }
     const hidden = this.hiddenName === undefined ? undefined : outputs[this.hiddenName];
-    return { logits: outputs.logits, ...(hidden ? { hidden } : {}), kv: this.kv.fromOutputs(outputs, rows, total) };
+    return { logits: outputs.logits, ...(hidden ? { hidden } : {}), kv: this.kv.fromOutputs(outputs, rows, total, past.pads) };
   }
 }
 

@@ -78,7 +78,7 @@ export async function exposeHiddenState(model: Uint8Array, logitsName = 'logits'
   }
   const { name, head } = found;
   if (!outputs.includes(name)) {
-    const elemType = typed.get(name) ?? typeOfHead(head, typed) ?? typed.get(logitsName);
+    const elemType = typed.get(name) ?? typeOfHead(head, typed, producers) ?? typed.get(logitsName);
     const info = onnx.ValueInfoProto.encode({ name, type: { tensorType: { elemType } } }).finish();
     const extra = concat([fieldHeader(GRAPH_OUTPUT, info.length), info]);
     model = splice(model, graph, extra);
@@ -110,11 +110,26 @@ function findHead(logits: string, producers: Map<string, NodeProto>, constants: 
 }
 
 /** h's element type when no value info states it: that of the head's weight or scales. */
-function typeOfHead(head: NodeProto, typed: Map<string, number>): number | undefined {
+function typeOfHead(head: NodeProto, typed: Map<string, number>, producers: Map<string, NodeProto>): number | undefined {
   if (head.opType === 'MatMulNBits') return typed.get(head.input[2]); // scales have h's type
   if (head.opType === 'MatMulInteger') return 1; // DynamicQuantizeLinear takes float32
-  return typed.get(head.input[1]);
+  return typeOf(head.input[1], typed, producers, 0);
 }
+
+/** A tensor's type, followed back through the ops that keep it (a tied head reads Transpose(embedding)) or set it (Cast). */
+function typeOf(tensor: string, typed: Map<string, number>, producers: Map<string, NodeProto>, depth: number): number | undefined {
+  const known = typed.get(tensor);
+  if (known !== undefined || depth > 8) return known;
+  const node = producers.get(tensor);
+  if (!node) return undefined;
+  if (node.opType === 'Cast') {
+    const to = node.attribute.find((a) => a.name === 'to')?.i;
+    return to === undefined || to === null ? undefined : Number(to);
+  }
+  return KEEPS_TYPE.has(node.opType) ? typeOf(node.input[0], typed, producers, depth + 1) : undefined;
+}
+
+const KEEPS_TYPE = new Set(['Transpose', 'Reshape', 'Identity', 'Squeeze', 'Unsqueeze', 'Flatten']);
 
 /** A TensorProto's name and data type, read without decoding its data. */
 function tensorHeader(body: Uint8Array): { name: string; dataType: number } {

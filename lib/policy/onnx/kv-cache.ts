@@ -1,8 +1,11 @@
 /**
- * The key/value cache between decoder runs, and the one operation the group sampler needs on it:
- * gather rows. Expanding a prefilled prompt to G rows is gather([0, 0, ..., 0]); dropping the rows
- * that finished is gather(stillRunning). On WebGPU the rows are copied buffer to buffer, so the
- * cache never leaves the GPU.
+ * The key/value cache between decoder runs, and the two operations the samplers need on it:
+ * gather rows (expanding a prefilled prompt to G rows is gather([0, 0, ..., 0]); dropping the rows
+ * that finished is gather(stillRunning)), and merge caches of different prompts into one batch
+ * (generateGroups, and requests joining a running batch), right-aligned so every row's newest
+ * position is the last one; the leading positions of shorter rows are padding (`pads`), which
+ * the decoder masks. Gathering drops leading positions that are padding in every kept row. On
+ * WebGPU the blocks are copied buffer to buffer, so the cache never leaves the GPU.
  */
 import type { OrtTensor, OrtTensorClass } from './runtime.js';
 import { BufferUsage, type GpuDeviceLike } from './webgpu-types.js';
@@ -21,6 +24,16 @@ export interface KvState {
   tensors: Record<string, OrtTensor>;
   rows: number;
   length: number;
+  /** Per row, how many leading positions are padding (rows of different prompts, right-aligned); absent: none. */
+  pads?: readonly number[];
+}
+
+/** One block copy, in elements, from sources[source] to the new cache; the same for every tensor. */
+interface Copy {
+  source: number;
+  from: number;
+  to: number;
+  count: number;
 }
 
 export abstract class KvOps {
@@ -39,35 +52,74 @@ export abstract class KvOps {
   }
 
   /** The cache that a run's `present.*` outputs form, to feed as the next run's past. */
-  fromOutputs(outputs: Record<string, OrtTensor>, rows: number, length: number): KvState {
+  fromOutputs(outputs: Record<string, OrtTensor>, rows: number, length: number, pads?: readonly number[]): KvState {
     const tensors: Record<string, OrtTensor> = {};
     this.layout.pastNames.forEach((name, i) => (tensors[name] = outputs[this.layout.presentNames[i]]));
-    return { tensors, rows, length };
+    return { tensors, rows, length, ...withPads(pads) };
   }
 
   /** A new cache holding `rows` (indices into kv's rows, repeats allowed); kv itself is kept. */
-  abstract gather(kv: KvState, rows: readonly number[]): KvState;
+  gather(kv: KvState, rows: readonly number[]): KvState {
+    const { kvHeads, headDim } = this.layout;
+    const drop = kv.pads ? Math.min(...rows.map((row) => kv.pads![row])) : 0;
+    const length = kv.length - drop;
+    const copies: Copy[] = [];
+    rows.forEach((row, i) => {
+      if (drop === 0) copies.push({ source: 0, from: row * kvHeads * kv.length * headDim, to: i * kvHeads * length * headDim, count: kvHeads * length * headDim });
+      else for (let h = 0; h < kvHeads; h++) copies.push({ source: 0, from: ((row * kvHeads + h) * kv.length + drop) * headDim, to: (i * kvHeads + h) * length * headDim, count: length * headDim });
+    });
+    const pads = kv.pads?.length ? rows.map((row) => kv.pads![row] - drop) : undefined;
+    return this.assemble([kv], copies, rows.length, length, pads);
+  }
+
+  /** One cache with the rows of all `states` in order, right-aligned to the longest; the states are kept. */
+  merge(states: readonly KvState[]): KvState {
+    const { kvHeads, headDim } = this.layout;
+    const length = Math.max(...states.map((s) => s.length));
+    const copies: Copy[] = [];
+    const pads: number[] = [];
+    let out = 0;
+    states.forEach((state, source) => {
+      const shift = length - state.length;
+      for (let r = 0; r < state.rows; r++, out++) {
+        pads.push((state.pads?.[r] ?? 0) + shift);
+        if (state.length === 0) continue;
+        for (let h = 0; h < kvHeads; h++) {
+          copies.push({ source, from: (r * kvHeads + h) * state.length * headDim, to: ((out * kvHeads + h) * length + shift) * headDim, count: state.length * headDim });
+        }
+      }
+    });
+    return this.assemble(states, copies, out, length, pads);
+  }
 
   dispose(kv: KvState): void {
     for (const tensor of Object.values(kv.tensors)) tensor.dispose();
   }
 
-  protected dims(kv: KvState, rows: number): number[] {
-    return [rows, this.layout.kvHeads, kv.length, this.layout.headDim];
+  /** A zero-filled cache of rows x length, with `copies` applied to each tensor. */
+  protected abstract assemble(sources: readonly KvState[], copies: readonly Copy[], rows: number, length: number, pads: readonly number[] | undefined): KvState;
+
+  protected dims(rows: number, length: number): number[] {
+    return [rows, this.layout.kvHeads, length, this.layout.headDim];
   }
 }
 
 export class HostKv extends KvOps {
-  gather(kv: KvState, rows: readonly number[]): KvState {
-    const rowSize = this.layout.kvHeads * kv.length * this.layout.headDim;
+  protected assemble(sources: readonly KvState[], copies: readonly Copy[], rows: number, length: number, pads: readonly number[] | undefined): KvState {
+    const size = rows * this.layout.kvHeads * length * this.layout.headDim;
     const tensors: Record<string, OrtTensor> = {};
-    for (const [name, tensor] of Object.entries(kv.tensors)) {
-      const source = tensor.data as Float32Array | Uint16Array;
-      const data = new (source.constructor as Float32ArrayConstructor | Uint16ArrayConstructor)(rows.length * rowSize);
-      rows.forEach((row, i) => data.set(source.subarray(row * rowSize, (row + 1) * rowSize), i * rowSize));
-      tensors[name] = new this.Tensor(this.layout.dtype, data, this.dims(kv, rows.length));
+    for (const name of this.layout.pastNames) {
+      const data = this.layout.dtype === 'float16' ? new Uint16Array(size) : new Float32Array(size);
+      // float16 as its bit patterns: browsers with Float16Array hand the data out as one, and
+      // copying its values into a Uint16Array would convert them.
+      const views = sources.map(({ tensors }) => {
+        const d = tensors[name].data;
+        return this.layout.dtype === 'float16' ? new Uint16Array(d.buffer, d.byteOffset, d.byteLength / 2) : (d as Float32Array);
+      });
+      for (const { source, from, to, count } of copies) data.set(views[source].subarray(from, from + count), to);
+      tensors[name] = new this.Tensor(this.layout.dtype, data, this.dims(rows, length));
     }
-    return { tensors, rows: rows.length, length: kv.length };
+    return { tensors, rows, length, ...withPads(pads) };
   }
 }
 
@@ -80,25 +132,23 @@ export class GpuKv extends KvOps {
     super(Tensor, layout);
   }
 
-  gather(kv: KvState, rows: readonly number[]): KvState {
-    const elementBytes = this.layout.dtype === 'float16' ? 2 : 4;
-    const rowBytes = this.layout.kvHeads * kv.length * this.layout.headDim * elementBytes;
+  protected assemble(sources: readonly KvState[], copies: readonly Copy[], rows: number, length: number, pads: readonly number[] | undefined): KvState {
+    const bytes = this.layout.dtype === 'float16' ? 2 : 4;
+    const size = rows * this.layout.kvHeads * length * this.layout.headDim * bytes;
     const encoder = this.device.createCommandEncoder({ label: 'webgrpo kv gather' });
     const tensors: Record<string, OrtTensor> = {};
-    for (const [name, tensor] of Object.entries(kv.tensors)) {
-      const buffer = this.device.createBuffer({
-        size: Math.max(4, rows.length * rowBytes),
-        usage: BufferUsage.STORAGE | BufferUsage.COPY_SRC | BufferUsage.COPY_DST,
-        label: `webgrpo ${name}`,
-      });
-      rows.forEach((row, i) => encoder.copyBufferToBuffer(tensor.gpuBuffer, row * rowBytes, buffer, i * rowBytes, rowBytes));
-      tensors[name] = this.Tensor.fromGpuBuffer(buffer, {
-        dataType: this.layout.dtype,
-        dims: this.dims(kv, rows.length),
-        dispose: () => buffer.destroy(),
-      });
+    for (const name of this.layout.pastNames) {
+      // New buffers are zero-filled, so padding needs no writes.
+      const buffer = this.device.createBuffer({ size: Math.max(4, size), usage: BufferUsage.STORAGE | BufferUsage.COPY_SRC | BufferUsage.COPY_DST, label: `webgrpo ${name}` });
+      for (const { source, from, to, count } of copies) encoder.copyBufferToBuffer(sources[source].tensors[name].gpuBuffer, from * bytes, buffer, to * bytes, count * bytes);
+      tensors[name] = this.Tensor.fromGpuBuffer(buffer, { dataType: this.layout.dtype, dims: this.dims(rows, length), dispose: () => buffer.destroy() });
     }
     this.device.queue.submit([encoder.finish()]);
-    return { tensors, rows: rows.length, length: kv.length };
+    return { tensors, rows, length, ...withPads(pads) };
   }
+}
+
+/** Pads only when some row has any: a cache without padding feeds an all-ones mask. */
+function withPads(pads: readonly number[] | undefined): { pads?: readonly number[] } {
+  return pads?.some((p) => p > 0) ? { pads } : {};
 }

@@ -4,13 +4,14 @@
  * config, the chat template, the file fetching and caching, and creates the onnxruntime session;
  * webgrpo drives that session itself (see group.ts and score.ts).
  */
-import { AbortError, ModelLoadError } from '../../errors.js';
+import { AbortError, InvalidInputError, ModelLoadError } from '../../errors.js';
 import { Decoder } from './decoder.js';
 import { chooseDevice, type Backend, type OnnxDevice } from './device.js';
 import { GpuKv, HostKv, type KvLayout, type KvOps } from './kv-cache.js';
 import { rebuildWithHiddenState } from './hidden-session.js';
 import { resolveModelLocation, type ModelLocation } from './location.js';
 import { HostLogits, type LogitsOps } from './logits-ops.js';
+import { probePadding, probePasses } from './passes.js';
 import { OnnxPolicy, type OnnxTokenizer } from './policy.js';
 import { loadRuntime, type OrtSession, type OrtTensorClass, type Runtime, type Transformers } from './runtime.js';
 import { WebGpuLogits } from './webgpu-sampler.js';
@@ -49,6 +50,12 @@ export interface OnnxPolicyOptions {
    * so loading takes about twice as long; memory does not double. Default false.
    */
   hiddenState?: boolean;
+  /**
+   * Most rows decoding at once when groups are batched (generateGroups, or generateGroup calls
+   * made while another runs, as a server's concurrent requests); a group that does not fit waits
+   * until rows finish. Default 256.
+   */
+  maxBatchRows?: number;
 }
 
 /** Logits elements one forward pass may produce; longer prompts and scoring batches run in windows. */
@@ -61,6 +68,10 @@ export async function loadOnnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPo
     if (signal?.aborted) throw new AbortError('Loading the model was aborted.', { cause: signal.reason });
   };
   checkAbort();
+  const { maxBatchRows } = options;
+  if (maxBatchRows !== undefined && !(Number.isInteger(maxBatchRows) && maxBatchRows >= 1)) {
+    throw new InvalidInputError('maxBatchRows', `must be a positive integer, got ${maxBatchRows}.`);
+  }
   const runtime = await loadRuntime();
   const choice = await chooseDevice(options.device ?? 'auto', runtime.isNode);
   const location = await resolveModelLocation(options.model, runtime.isNode);
@@ -90,11 +101,12 @@ export async function loadOnnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPo
   const tokenizer = tokenizerResult.value as unknown as OnnxTokenizer & { eos_token_id?: number };
   try {
     checkAbort();
-    const policy = await assemble(runtime, choice.backend, choice.note, location, model, tokenizer, options.hiddenState === true);
+    const policy = await assemble(runtime, choice.backend, choice.note, location, model, tokenizer, options.hiddenState === true, maxBatchRows);
     options.onProgress?.({ status: 'ready', ...progress.totals() });
     return policy;
   } catch (error) {
-    await model.dispose();
+    // The hidden-state rebuild may have released the session already; the load's own error matters.
+    await model.dispose().catch(() => undefined);
     throw error;
   }
 }
@@ -109,6 +121,7 @@ async function assemble(
   model: LoadedModel,
   tokenizer: OnnxTokenizer & { eos_token_id?: number },
   withHidden: boolean,
+  maxBatchRows: number | undefined,
 ): Promise<OnnxPolicy> {
   const label = location.id;
   const config = model.config as unknown as Record<string, unknown>;
@@ -149,14 +162,23 @@ async function assemble(
   }
   const maxLogits = logits instanceof WebGpuLogits ? Math.min(MAX_LOGITS, logits.maxElements()) : MAX_LOGITS;
   const maxPositions = Number(config.max_position_embeddings) || Infinity;
+  const probe = new Decoder(session, runtime.Tensor, kv, new HostLogits(vocabSize));
+  // On WebGPU a failed run breaks the session for good, so passes that may fail are not tried there.
+  const tryFailing = backend !== 'webgpu';
+  const passMode = await probePasses(probe, label, tryFailing);
+  const batchMode = await probePadding(probe, tryFailing);
+  const decoder = new Decoder(session, runtime.Tensor, kv, logits, hidden);
+  decoder.passMode = passMode;
   return new OnnxPolicy({
-    info: { model: label, backend, note },
+    info: { model: label, backend, note, passMode, batchMode },
     tokenizer,
-    decoder: new Decoder(session, runtime.Tensor, kv, logits, hidden),
+    decoder,
     vocabSize,
     eosIds,
     maxPositions,
     maxLogits,
+    maxBatchRows,
+    batchMode,
     ...(hidden !== undefined ? { hiddenSize: Number(config.hidden_size), device } : {}),
     release: async () => {
       await model.dispose();

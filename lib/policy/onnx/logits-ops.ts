@@ -4,8 +4,9 @@
  * (webgpu-sampler.ts).
  */
 import { adaptedRow, adapterInput } from '../head-adapter.js';
-import { halfToFloat, scoreToken, type TokenScore } from '../logits.js';
+import { halfToFloat, scoreToken, topLogprobs, type TokenScore } from '../logits.js';
 import { sampleToken, type SampledToken, type SamplingConfig } from '../sampling.js';
+import type { TopLogprob } from '../types.js';
 import type { OrtTensor } from './runtime.js';
 import type { HeadAdapterBinding, HostHeadAdapter } from './webgpu-adapter.js';
 
@@ -39,6 +40,11 @@ export interface LogitsOps {
   adapter: HeadAdapterBinding | undefined;
   sample(logits: OrtTensor, picks: SamplePick[], config: SamplingConfig, hidden?: OrtTensor): Promise<SampledToken[]>;
   score(logits: OrtTensor, picks: ScorePick[], temperature: number, hidden?: OrtTensor): Promise<TokenScore[]>;
+  /**
+   * The k most likely tokens of the rows at `offsets` (logits.ts topLogprobs), after they were
+   * sampled or scored in the same pass (so an adapter is applied once).
+   */
+  top(logits: OrtTensor, offsets: number[], k: number, temperature: number, hidden?: OrtTensor): Promise<TopLogprob[][]>;
   readonly stats: TransferStats;
   destroy(): void;
 }
@@ -76,11 +82,22 @@ export class HostLogits implements LogitsOps {
     });
   }
 
+  async top(logits: OrtTensor, offsets: number[], k: number, temperature: number, hidden?: OrtTensor): Promise<TopLogprob[][]> {
+    return offsets.map((offset) => {
+      const [row, start] = this.view(logits, offset, hidden);
+      return topLogprobs(row, start, this.vocabSize, k, temperature);
+    });
+  }
+
   private row(logits: OrtTensor, offset: number, hidden: OrtTensor | undefined): [Float32Array, number] {
     const bytes = logits.type === 'float16' ? 2 : 4;
     this.stats.readbackBytes += this.vocabSize * bytes;
     this.stats.fullRowBytes += this.vocabSize * bytes;
     this.stats.rows++;
+    return this.view(logits, offset, hidden);
+  }
+
+  private view(logits: OrtTensor, offset: number, hidden: OrtTensor | undefined): [Float32Array, number] {
     let row: [Float32Array, number];
     if (logits.type === 'float32') row = [logits.data as Float32Array, offset];
     else if (logits.type === 'float16') row = [halfToFloat(asHalfBits(logits.data), offset, this.vocabSize), 0];

@@ -3,16 +3,19 @@
  * through the decoder (onnxruntime sessions are not re-entrant, and the WebGPU buffers are shared).
  */
 import { InvalidInputError, WebgrpoError } from '../../errors.js';
+import { MAX_TOP_LOGPROBS } from '../logits.js';
 import { resolveSampling } from '../sampling.js';
 import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, ScoreOptions, ScoreResult } from '../types.js';
 import type { Decoder } from './decoder.js';
-import { sampleGroup } from './group.js';
+import { GroupBatcher, type GroupRequest } from './batch.js';
 import { TrainableHead } from './head.js';
 import { promptTokenIds, type PromptTokenizer } from './prompt.js';
 import { scoreGroup } from './score.js';
 import type { GpuDeviceLike } from './webgpu-types.js';
 
 export const MAX_GROUP_SIZE = 64;
+/** Rows decoding at once by default (generateGroups, concurrent calls); `maxBatchRows` at load changes it. */
+export const MAX_BATCH_ROWS = 256;
 
 export interface OnnxPolicyStats {
   /** Decoder forward passes run so far: a group costs one prefill pass plus one per step. */
@@ -43,6 +46,10 @@ export interface OnnxPolicyParts {
   hiddenSize?: number;
   /** The WebGPU device holding the logits; undefined when they are in host memory. */
   device?: GpuDeviceLike;
+  /** Most rows decoding at once (default MAX_BATCH_ROWS). */
+  maxBatchRows?: number;
+  /** Whether padded rows may share a batch (passes.ts probePadding); default 'padded'. */
+  batchMode?: 'padded' | 'equal-length';
   release(): Promise<void>;
 }
 
@@ -55,6 +62,7 @@ export class OnnxPolicy implements Policy {
   readonly head: TrainableHead | undefined;
   private tail: Promise<unknown> = Promise.resolve();
   private disposed = false;
+  private readonly batcher: GroupBatcher;
 
   constructor(private readonly parts: OnnxPolicyParts) {
     this.info = parts.info;
@@ -71,42 +79,64 @@ export class OnnxPolicy implements Policy {
             promptIds: (input) => promptTokenIds(tokenizer, input),
           })
         : undefined;
+    this.batcher = new GroupBatcher({
+      decoder,
+      vocabSize,
+      prefillWindow: this.prefillWindow(),
+      maxRows: parts.maxBatchRows ?? MAX_BATCH_ROWS,
+      padding: parts.batchMode !== 'equal-length',
+      lock: (task) => this.enqueue(() => this.guard(task)),
+    });
   }
 
   generateGroup(options: GenerateGroupOptions): Promise<GroupResult> {
-    return this.serialize(async () => {
-      const { groupSize, maxNewTokens, seed, stop = [], onToken } = options;
-      if (!(Number.isInteger(groupSize) && groupSize >= 1 && groupSize <= MAX_GROUP_SIZE)) {
-        throw new InvalidInputError('groupSize', `must be an integer from 1 to ${MAX_GROUP_SIZE}, got ${groupSize}.`);
-      }
-      if (!(Number.isInteger(maxNewTokens) && maxNewTokens > 0)) {
-        throw new InvalidInputError('maxNewTokens', `must be a positive integer, got ${maxNewTokens}.`);
-      }
-      if (seed !== undefined && !Number.isSafeInteger(seed)) throw new InvalidInputError('seed', `must be a safe integer, got ${seed}.`);
-      if (!Array.isArray(stop) || stop.some((s) => typeof s !== 'string' || s.length === 0)) {
-        throw new InvalidInputError('stop', 'must be an array of non-empty strings.');
-      }
-      if (onToken !== undefined && typeof onToken !== 'function') throw new InvalidInputError('onToken', 'must be a function.');
-      const sampling = resolveSampling(options);
-      const promptIds = promptTokenIds(this.parts.tokenizer, options);
-      this.checkContext(promptIds.length + maxNewTokens, 'maxNewTokens');
+    return this.generateGroups([options]).then(([group]) => group);
+  }
 
-      const { decoder, vocabSize, maxLogits, eosIds, tokenizer } = this.parts;
-      return this.guard(() =>
-        sampleGroup(decoder, vocabSize, Math.max(1, Math.floor(maxLogits / vocabSize)), {
-          promptIds,
-          groupSize,
-          maxNewTokens,
-          sampling,
-          seed: seed ?? Math.floor(Math.random() * 2 ** 32), // unseeded calls only
-          stop,
-          eosIds,
-          signal: options.signal,
-          onToken,
-          decode: (ids) => tokenizer.decode(ids, { skip_special_tokens: true }),
-        }),
-      );
-    });
+  /**
+   * Several groups decoded together: each prompt is prefilled once and every row of every group
+   * runs in the same forward passes (batch.ts). Each group is the same as when sampled alone.
+   * Calls made while a batch runs join it between two steps.
+   */
+  async generateGroups(requests: GenerateGroupOptions[]): Promise<GroupResult[]> {
+    this.checkOpen();
+    if (!Array.isArray(requests) || requests.length === 0) throw new InvalidInputError('requests', 'must be a non-empty array of generateGroup options.');
+    const checked = requests.map((options) => this.groupRequest(options));
+    return Promise.all(checked.map((request) => this.batcher.submit(request)));
+  }
+
+  private groupRequest(options: GenerateGroupOptions): GroupRequest {
+    const { groupSize, maxNewTokens, seed, stop = [], onToken } = options;
+    if (!(Number.isInteger(groupSize) && groupSize >= 1 && groupSize <= MAX_GROUP_SIZE)) {
+      throw new InvalidInputError('groupSize', `must be an integer from 1 to ${MAX_GROUP_SIZE}, got ${groupSize}.`);
+    }
+    if (!(Number.isInteger(maxNewTokens) && maxNewTokens > 0)) {
+      throw new InvalidInputError('maxNewTokens', `must be a positive integer, got ${maxNewTokens}.`);
+    }
+    if (seed !== undefined && !Number.isSafeInteger(seed)) throw new InvalidInputError('seed', `must be a safe integer, got ${seed}.`);
+    if (!Array.isArray(stop) || stop.some((s) => typeof s !== 'string' || s.length === 0)) {
+      throw new InvalidInputError('stop', 'must be an array of non-empty strings.');
+    }
+    if (onToken !== undefined && typeof onToken !== 'function') throw new InvalidInputError('onToken', 'must be a function.');
+    const topLogprobs = checkTopLogprobs(options.topLogprobs);
+    const sampling = resolveSampling(options);
+    const promptIds = promptTokenIds(this.parts.tokenizer, options);
+    this.checkContext(promptIds.length + maxNewTokens, 'maxNewTokens');
+    this.checkOnePass(this.parts.decoder.inputNames.includes('num_logits_to_keep') ? 1 : promptIds.length, 'prompt');
+    const { eosIds, tokenizer } = this.parts;
+    return {
+      promptIds,
+      groupSize,
+      maxNewTokens,
+      sampling,
+      seed: seed ?? Math.floor(Math.random() * 2 ** 32), // unseeded calls only
+      stop,
+      eosIds,
+      topLogprobs,
+      signal: options.signal,
+      onToken,
+      decode: (ids) => tokenizer.decode(ids, { skip_special_tokens: true }),
+    };
   }
 
   scoreCompletions(options: ScoreOptions): Promise<ScoreResult> {
@@ -124,11 +154,15 @@ export class OnnxPolicy implements Policy {
       if (!(Number.isFinite(temperature) && temperature >= 0)) {
         throw new InvalidInputError('temperature', `must be a finite number >= 0, got ${temperature}.`);
       }
+      const topLogprobs = checkTopLogprobs(options.topLogprobs);
       const promptIds = promptTokenIds(this.parts.tokenizer, options);
       this.checkContext(promptIds.length + Math.max(...completions.map((c) => c.length)), 'completions');
-      if (completions.every((c) => c.length === 0)) return { logprobs: completions.map(() => []), entropies: completions.map(() => []) };
+      if (completions.every((c) => c.length === 0)) {
+        return { logprobs: completions.map(() => []), entropies: completions.map(() => []), ...(topLogprobs > 0 ? { topLogprobs: completions.map(() => []) } : {}) };
+      }
+      this.checkOnePass(promptIds.length + Math.max(...completions.map((c) => c.length)) - 1, 'completions');
       return this.guard(() =>
-        scoreGroup(this.parts.decoder, vocabSize, this.parts.maxLogits, { promptIds, completions, temperature, signal: options.signal }),
+        scoreGroup(this.parts.decoder, vocabSize, this.parts.maxLogits, { promptIds, completions, temperature, topLogprobs, signal: options.signal }),
       );
     });
   }
@@ -153,13 +187,14 @@ export class OnnxPolicy implements Policy {
   dispose(): Promise<void> {
     if (this.disposed) return Promise.resolve();
     this.disposed = true;
-    // Let queued work finish, then free the GPU buffers and the sessions.
-    const done = this.tail.then(async () => {
+    // Let running generations and queued work finish, then free the GPU buffers and the sessions.
+    // Nothing new is queued once disposed, except the steps of generations already running.
+    return (async () => {
+      await this.batcher.drained();
+      await this.tail;
       this.parts.decoder.logits.destroy();
       await this.parts.release();
-    });
-    this.tail = done.catch(() => undefined);
-    return done;
+    })();
   }
 
   /** Queues `task` after the running one; calls made after dispose() are refused. */
@@ -169,6 +204,11 @@ export class OnnxPolicy implements Policy {
     } catch (error) {
       return Promise.reject(error);
     }
+    return this.enqueue(task);
+  }
+
+  /** Queues `task` after the running one (the batcher's steps, also after dispose() was called). */
+  private enqueue<T>(task: () => Promise<T>): Promise<T> {
     const result = this.tail.then(task);
     this.tail = result.catch(() => undefined);
     return result;
@@ -184,6 +224,21 @@ export class OnnxPolicy implements Policy {
     }
   }
 
+  /** Prompt positions one prefill pass may take: a window bounded by the logits, or all of them on 'two-pass' graphs. */
+  private prefillWindow(): number {
+    return this.parts.decoder.passMode === 'two-pass' ? Infinity : Math.max(1, Math.floor(this.parts.maxLogits / this.parts.vocabSize));
+  }
+
+  /** 'two-pass' graphs cannot split a sequence over passes, so one row's logits must fit the bound. */
+  private checkOnePass(positions: number, argument: string): void {
+    if (this.parts.decoder.passMode !== 'two-pass' || positions * this.parts.vocabSize <= this.parts.maxLogits) return;
+    throw new InvalidInputError(
+      argument,
+      `needs ${positions} positions of logits in one pass (this graph only runs the two passes transformers.js runs), ` +
+        `more than the ${Math.floor(this.parts.maxLogits / this.parts.vocabSize)} that fit; use a shorter prompt or completion.`,
+    );
+  }
+
   /** Runtime failures become typed errors; webgrpo's own errors pass through. */
   private async guard<T>(task: () => Promise<T>): Promise<T> {
     try {
@@ -193,4 +248,10 @@ export class OnnxPolicy implements Policy {
       throw new WebgrpoError('Generation', `The ONNX decoder failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
   }
+}
+
+function checkTopLogprobs(k: number | undefined): number {
+  if (k === undefined) return 0;
+  if (!(Number.isInteger(k) && k >= 0 && k <= MAX_TOP_LOGPROBS)) throw new InvalidInputError('topLogprobs', `must be an integer from 0 to ${MAX_TOP_LOGPROBS}, got ${k}.`);
+  return k;
 }

@@ -18,6 +18,8 @@ export interface OrtTensor {
   readonly data: ArrayLike<number | bigint> & { buffer: ArrayBufferLike; byteOffset: number; byteLength: number };
   readonly location: 'cpu' | 'cpu-pinned' | 'gpu-buffer' | string;
   readonly gpuBuffer: GpuBufferLike;
+  /** The data wherever it lives (a GPU buffer is read back). */
+  getData?(): Promise<OrtTensor['data']>;
   dispose(): void;
 }
 

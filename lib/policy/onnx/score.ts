@@ -10,7 +10,7 @@
  * trainer's collection of the frozen model's per-token states (lib/grad) is another.
  */
 import { AbortError } from '../../errors.js';
-import type { ScoreResult } from '../types.js';
+import type { ScoreResult, TopLogprob } from '../types.js';
 import { release, type Decoder, type ForwardResult } from './decoder.js';
 import type { KvState } from './kv-cache.js';
 import type { ScorePick } from './logits-ops.js';
@@ -19,6 +19,8 @@ export interface ScoreRequest {
   promptIds: number[];
   completions: number[][];
   temperature: number;
+  /** Alternatives per scored token (ScoreResult.topLogprobs); 0 or absent: none. */
+  topLogprobs?: number;
   signal?: AbortSignal;
 }
 
@@ -36,14 +38,18 @@ export async function scoreGroup(decoder: Decoder, vocabSize: number, maxLogits:
   const { completions, temperature } = request;
   const logprobs = completions.map((c) => new Array<number>(c.length));
   const entropies = completions.map((c) => new Array<number>(c.length));
+  const k = request.topLogprobs ?? 0;
+  const tops = k > 0 ? completions.map((c) => new Array<TopLogprob[]>(c.length)) : undefined;
   await forEachScoreWindow(decoder, vocabSize, maxLogits, request, async (window) => {
     const scores = await decoder.logits.score(window.logits, window.picks, temperature, window.hidden);
-    window.slots.forEach(([i, t], k) => {
-      logprobs[i][t] = scores[k].logprob;
-      entropies[i][t] = scores[k].entropy;
+    const alternatives = tops ? await decoder.logits.top(window.logits, window.picks.map((p) => p.offset), k, temperature, window.hidden) : undefined;
+    window.slots.forEach(([i, t], j) => {
+      logprobs[i][t] = scores[j].logprob;
+      entropies[i][t] = scores[j].entropy;
+      if (tops && alternatives) tops[i][t] = alternatives[j];
     });
   });
-  return { logprobs, entropies };
+  return { logprobs, entropies, ...(tops ? { topLogprobs: tops } : {}) };
 }
 
 /** Runs the model over prompt + completions; `visit` sees each window before its tensors are freed. */
@@ -59,6 +65,7 @@ export async function forEachScoreWindow(
     if (signal?.aborted) throw new AbortError('scoreCompletions was aborted.', { cause: signal.reason });
   };
 
+  if (decoder.passMode === 'two-pass') return fromEmptyCache(decoder, vocabSize, maxLogits, request, visit, checkAbort);
   let kv: KvState = decoder.kv.empty(1);
   try {
     // Prompt: its last position predicts every completion's first token.
@@ -121,5 +128,48 @@ export async function forEachScoreWindow(
     }
   } finally {
     decoder.kv.dispose(kv);
+  }
+}
+
+/**
+ * Scoring on graphs that only run the two passes transformers.js runs ('two-pass', passes.ts):
+ * each row is prompt + completion (but its last token) from an empty cache, as many rows per pass
+ * as the logits bound allows. Position P - 1 + t predicts completion token t.
+ */
+async function fromEmptyCache(
+  decoder: Decoder,
+  vocabSize: number,
+  maxLogits: number,
+  request: ScoreRequest,
+  visit: (window: ScoreWindow) => Promise<void>,
+  checkAbort: () => void,
+): Promise<void> {
+  const { promptIds, completions } = request;
+  const rows = completions.flatMap((c, i) => (c.length > 0 ? [i] : []));
+  const length = promptIds.length + Math.max(...rows.map((i) => completions[i].length)) - 1;
+  const perPass = Math.max(1, Math.floor(maxLogits / (length * vocabSize)));
+  for (let start = 0; start < rows.length; start += perPass) {
+    checkAbort();
+    const batch = rows.slice(start, start + perPass);
+    const tokens = new Int32Array(batch.length * length);
+    const picks: ScorePick[] = [];
+    const slots: Array<[number, number]> = [];
+    batch.forEach((i, r) => {
+      const sequence = [...promptIds, ...completions[i].slice(0, -1)];
+      for (let t = 0; t < length; t++) tokens[r * length + t] = sequence[Math.min(t, sequence.length - 1)];
+      completions[i].forEach((target, t) => {
+        picks.push({ offset: (r * length + promptIds.length - 1 + t) * vocabSize, target });
+        slots.push([i, t]);
+      });
+    });
+    const empty = decoder.kv.empty(batch.length);
+    const result = await decoder.forward(tokens, batch.length, length, empty);
+    decoder.kv.dispose(empty);
+    decoder.kv.dispose(result.kv);
+    try {
+      await visit({ logits: result.logits, hidden: result.hidden, picks, slots });
+    } finally {
+      release(result);
+    }
   }
 }

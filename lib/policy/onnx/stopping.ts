@@ -6,12 +6,14 @@
  */
 import type { Rng } from '../../math/random.js';
 import type { SampledToken } from '../sampling.js';
-import type { Completion, FinishReason } from '../types.js';
+import type { Completion, FinishReason, TopLogprob } from '../types.js';
 
 export interface StopRules {
   eosIds: ReadonlySet<number>;
   stop: readonly string[];
   maxNewTokens: number;
+  /** Alternatives to report per token; 0 or absent: none. */
+  topLogprobs?: number;
   /** Token ids to text, special tokens skipped. */
   decode(ids: number[]): string;
 }
@@ -20,6 +22,8 @@ export class RowDecoder {
   readonly tokenIds: number[] = [];
   readonly logprobs: number[] = [];
   readonly sampledLogprobs: number[] = [];
+  /** Filled when the request asked for `topLogprobs`. */
+  readonly topLogprobs: TopLogprob[][] = [];
   finishReason?: FinishReason;
   private cut = -1;
   private checkedLength = 0;
@@ -38,7 +42,8 @@ export class RowDecoder {
     return this.tokenIds[this.tokenIds.length - 1];
   }
 
-  push(token: SampledToken): void {
+  push(token: SampledToken, top?: TopLogprob[]): void {
+    if (top) this.topLogprobs.push(top);
     this.tokenIds.push(token.tokenId);
     this.logprobs.push(token.logprob);
     this.sampledLogprobs.push(token.sampledLogprob);
@@ -61,6 +66,7 @@ export class RowDecoder {
       logprobs: this.logprobs,
       sampledLogprobs: this.sampledLogprobs,
       finishReason,
+      ...(this.topLogprobs.length > 0 || this.rules.topLogprobs ? { topLogprobs: this.topLogprobs } : {}),
     };
   }
 

@@ -251,3 +251,67 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 }
 `;
 }
+
+/**
+ * The k most likely tokens of a row under softmax(logits / T), most likely first, ties in
+ * vocabulary order (lib/policy/logits.ts topLogprobs): k rounds of a workgroup arg-max, each over
+ * the tokens after the previous round's winner in that order. Output per row: k (token id bits,
+ * logprob) pairs, so a row reads back 8k bytes whatever the vocabulary.
+ */
+export function topKernel(dtype: LogitsDtype): string {
+  return /* wgsl */ `${common(dtype)}
+@group(0) @binding(4) var<storage, read_write> tops: array<vec2<f32>>;
+var<workgroup> best_i: array<u32, ${WORKGROUP}>;
+
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid3: vec3<u32>) {
+  let item = item_index(wid);
+  if (item >= params.count) { return; }
+  let lid = lid3.x;
+  let V = params.vocab;
+  let K = params.top_k;
+  let base = items[item].x;
+
+  var m = LOWEST;
+  for (var i = lid; i < V; i += WG) { m = max(m, z_at(base, i)); }
+  let zmax = reduce_max(lid, m);
+  var s = 0.0;
+  for (var i = lid; i < V; i += WG) { s += exp(z_at(base, i) - zmax); }
+  let log_total = log(reduce_sum(lid, s));
+
+  // (prev_z, prev_i): the last winner; the next is the largest z below it, or equal and later.
+  var prev_z = 3.4028234e38;
+  var prev_i = 0xffffffffu;
+  var first = true;
+  for (var j = 0u; j < K; j++) {
+    var bz = LOWEST;
+    var bi = 0xffffffffu;
+    for (var i = lid; i < V; i += WG) {
+      let z = z_at(base, i);
+      let after = first || z < prev_z || (z == prev_z && i > prev_i);
+      if (after && (z > bz || bi == 0xffffffffu)) { bz = z; bi = i; }
+    }
+    red_f[lid] = bz;
+    best_i[lid] = bi;
+    workgroupBarrier();
+    for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
+      if (lid < stride) {
+        let oz = red_f[lid + stride];
+        let oi = best_i[lid + stride];
+        let mine = best_i[lid];
+        if (oi != 0xffffffffu && (mine == 0xffffffffu || oz > red_f[lid] || (oz == red_f[lid] && oi < mine))) {
+          red_f[lid] = oz;
+          best_i[lid] = oi;
+        }
+      }
+      workgroupBarrier();
+    }
+    prev_z = workgroupUniformLoad(&red_f[0]);
+    prev_i = workgroupUniformLoad(&best_i[0]);
+    first = false;
+    if (lid == 0u) { tops[item * K + j] = vec2<f32>(bitcast<f32>(prev_i), prev_z - zmax - log_total); }
+    workgroupBarrier();
+  }
+}
+`;
+}

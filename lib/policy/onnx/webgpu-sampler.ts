@@ -6,11 +6,12 @@
  */
 import { UnsupportedError } from '../../errors.js';
 import type { TokenScore } from '../logits.js';
+import type { TopLogprob } from '../types.js';
 import type { SampledToken, SamplingConfig } from '../sampling.js';
 import { newStats, type LogitsOps, type SamplePick, type ScorePick } from './logits-ops.js';
 import type { OrtTensor, OrtTensorClass } from './runtime.js';
 import { GpuAdapterApplier, type GpuHeadAdapter } from './webgpu-adapter.js';
-import { sampleKernel, scoreKernel, type LogitsDtype } from './webgpu-kernels.js';
+import { sampleKernel, scoreKernel, topKernel, type LogitsDtype } from './webgpu-kernels.js';
 import { BufferUsage, MapMode, type GpuBufferLike, type GpuComputePipelineLike, type GpuDeviceLike } from './webgpu-types.js';
 
 const RESULT_BYTES = 16;
@@ -26,6 +27,7 @@ export class WebGpuLogits implements LogitsOps {
   private logits?: GpuBufferLike;
   private items?: GpuBufferLike;
   private results?: GpuBufferLike;
+  private tops?: GpuBufferLike;
   private staging?: GpuBufferLike;
   private readonly elementBytes: number;
 
@@ -44,6 +46,7 @@ export class WebGpuLogits implements LogitsOps {
     const pipelines = {
       sample: pipeline(sampleKernel(dtype), 'webgrpo sample'),
       score: pipeline(scoreKernel(dtype), 'webgrpo score'),
+      top: pipeline(topKernel(dtype), 'webgrpo top'),
     };
     const error = await device.popErrorScope();
     if (error) throw new Error(`WebGPU rejected webgrpo's sampling kernels: ${error.message}`);
@@ -55,7 +58,7 @@ export class WebGpuLogits implements LogitsOps {
     private readonly Tensor: OrtTensorClass,
     private readonly vocabSize: number,
     private readonly dtype: LogitsDtype,
-    private readonly pipelines: Record<'sample' | 'score', GpuComputePipelineLike>,
+    private readonly pipelines: Record<Kind, GpuComputePipelineLike>,
   ) {
     this.elementBytes = dtype === 'float16' ? 2 : 4;
     this.params = device.createBuffer({ size: 32, usage: BufferUsage.UNIFORM | BufferUsage.COPY_DST, label: 'webgrpo params' });
@@ -114,6 +117,19 @@ export class WebGpuLogits implements LogitsOps {
     return picks.map((_, i) => ({ logprob: out[4 * i], entropy: out[4 * i + 1] }));
   }
 
+  async top(logits: OrtTensor, offsets: number[], k: number, temperature: number, hidden?: OrtTensor): Promise<TopLogprob[][]> {
+    const count = Math.min(k, this.vocabSize);
+    const items = new Uint32Array(offsets.length * 2);
+    offsets.forEach((offset, i) => (items[2 * i] = offset));
+    const params = new ArrayBuffer(32);
+    new Uint32Array(params, 0, 4).set([this.vocabSize, offsets.length, 0, count]);
+    new Float32Array(params, 16, 3).set([temperature > 0 ? 1 / temperature : 1, 1, 0]);
+    const adapt = this.adapterRows(offsets.map((offset) => ({ offset })), hidden);
+    const out = await this.run('top', logits, items, params, offsets.length, adapt, offsets.length * count * 8);
+    const ids = new Uint32Array(out.buffer);
+    return offsets.map((_, i) => Array.from({ length: count }, (_, j) => ({ tokenId: ids[2 * (i * count + j)], logprob: out[2 * (i * count + j) + 1] })));
+  }
+
   /** The picked rows still to adapt, as (logits offset, hidden offset) pairs, with the hidden state. */
   private adapterRows(picks: ReadonlyArray<{ offset: number }>, hidden: OrtTensor | undefined): AdapterRows | undefined {
     const adapter = this.#adapter;
@@ -127,19 +143,15 @@ export class WebGpuLogits implements LogitsOps {
     return rows.length ? { adapter, hidden, rows } : undefined;
   }
 
-  private async run(
-    kind: 'sample' | 'score',
-    logits: OrtTensor,
-    items: Uint32Array,
-    params: ArrayBuffer,
-    count: number,
-    adapt?: AdapterRows,
-  ): Promise<Float32Array> {
+  /** Runs one kernel over `count` rows and reads back its output: 16 bytes per row, or `topBytes` for 'top'. */
+  private async run(kind: Kind, logits: OrtTensor, items: Uint32Array, params: ArrayBuffer, count: number, adapt?: AdapterRows, topBytes = 0): Promise<Float32Array> {
     const { device } = this;
-    const resultBytes = count * RESULT_BYTES;
+    const resultBytes = kind === 'top' ? topBytes : count * RESULT_BYTES;
     this.items = this.grow(this.items, items.byteLength, BufferUsage.STORAGE | BufferUsage.COPY_DST, 'webgrpo items');
-    this.results = this.grow(this.results, resultBytes, BufferUsage.STORAGE | BufferUsage.COPY_SRC, 'webgrpo results');
     this.staging = this.grow(this.staging, resultBytes, BufferUsage.MAP_READ | BufferUsage.COPY_DST, 'webgrpo staging');
+    let output: GpuBufferLike;
+    if (kind === 'top') output = this.tops = this.grow(this.tops, resultBytes, BufferUsage.STORAGE | BufferUsage.COPY_SRC, 'webgrpo tops');
+    else output = this.results = this.grow(this.results, resultBytes, BufferUsage.STORAGE | BufferUsage.COPY_SRC, 'webgrpo results');
     device.queue.writeBuffer(this.items, 0, items);
     device.queue.writeBuffer(this.params, 0, params);
 
@@ -150,7 +162,7 @@ export class WebGpuLogits implements LogitsOps {
         { binding: 0, resource: { buffer: logits.gpuBuffer } },
         { binding: 1, resource: { buffer: this.params } },
         { binding: 2, resource: { buffer: this.items, size: items.byteLength } },
-        { binding: 3, resource: { buffer: this.results, size: resultBytes } },
+        { binding: kind === 'top' ? 4 : 3, resource: { buffer: output, size: resultBytes } },
       ],
     });
     const encoder = device.createCommandEncoder({ label: `webgrpo ${kind}` });
@@ -164,15 +176,18 @@ export class WebGpuLogits implements LogitsOps {
     pass.setBindGroup(0, bindGroup);
     pass.dispatchWorkgroups(Math.min(count, MAX_DISPATCH), Math.ceil(count / MAX_DISPATCH));
     pass.end();
-    encoder.copyBufferToBuffer(this.results, 0, this.staging, 0, resultBytes);
+    encoder.copyBufferToBuffer(output, 0, this.staging, 0, resultBytes);
     device.queue.submit([encoder.finish()]);
 
     await this.staging.mapAsync(MapMode.READ, 0, resultBytes);
     const out = new Float32Array(this.staging.getMappedRange(0, resultBytes).slice(0));
     this.staging.unmap();
     this.stats.readbackBytes += resultBytes;
-    this.stats.fullRowBytes += count * this.vocabSize * this.elementBytes;
-    this.stats.rows += count;
+    if (kind !== 'top') {
+      // A row's alternatives come with its sample or score, which counted the row already.
+      this.stats.fullRowBytes += count * this.vocabSize * this.elementBytes;
+      this.stats.rows += count;
+    }
     return out;
   }
 
@@ -189,10 +204,12 @@ export class WebGpuLogits implements LogitsOps {
   destroy(): void {
     this.applier?.destroy();
     this.applier = undefined;
-    for (const buffer of [this.params, this.logits, this.items, this.results, this.staging]) buffer?.destroy();
-    this.logits = this.items = this.results = this.staging = undefined;
+    for (const buffer of [this.params, this.logits, this.items, this.results, this.tops, this.staging]) buffer?.destroy();
+    this.logits = this.items = this.results = this.tops = this.staging = undefined;
   }
 }
+
+type Kind = 'sample' | 'score' | 'top';
 
 interface AdapterRows {
   adapter: GpuHeadAdapter;
