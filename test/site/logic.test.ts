@@ -101,7 +101,7 @@ describe('library diff', () => {
 });
 
 describe('export', () => {
-  it('writes one TRL conversational line per completion, with reward, advantage and group', () => {
+  it('writes one TRL conversational line per completion, with reward, advantage, group and completion id', () => {
     const lines = runJsonl(bundle).trimEnd().split('\n').map((line) => JSON.parse(line));
     expect(lines).toHaveLength(2 * 3 * 3);
     const first = bundle.steps[0].items[0];
@@ -111,8 +111,10 @@ describe('export', () => {
       reward: first.rollouts[0].reward,
       advantage: first.rollouts[0].advantage,
       group_id: `${bundle.run.id}:1:${first.index}`,
+      completion_id: `${bundle.run.id}:1:${first.index}:0`,
     });
     expect(new Set(lines.map((l) => l.group_id)).size).toBe(6);
+    expect(new Set(lines.map((l) => l.completion_id)).size).toBe(lines.length);
   });
 
   it('includes the finished items of a step in progress', () => {
