@@ -1,0 +1,93 @@
+/**
+ * A byte DFA built lazily from the grammar's NFA by subset construction: a DFA state is the set of
+ * live NFA states the input so far can be in, created the first time some input reaches it, and
+ * each of its 256 transitions is computed the first time it is asked for. States are small
+ * integers, so a matcher's whole state is one number and masks can be cached per state.
+ */
+import type { Fragment, Nfa } from './nfa.js';
+
+/** No continuation: the byte leaves the language. */
+export const DEAD = -1;
+const UNKNOWN = -2;
+
+export class LazyDfa {
+  /** Per DFA state, the next state for each byte (`DEAD`, or not computed yet). */
+  readonly transitions: Int32Array[] = [];
+  private readonly sets: Int32Array[] = [];
+  private readonly accepting: boolean[] = [];
+  private readonly ids = new Map<string, number>();
+  private readonly mark: Uint32Array;
+  private stamp = 0;
+  readonly start: number;
+
+  constructor(
+    private readonly nfa: Nfa,
+    private readonly frag: Fragment,
+    private readonly live: Uint8Array,
+  ) {
+    this.mark = new Uint32Array(nfa.size);
+    this.start = this.intern(this.closure([frag.start]));
+  }
+
+  get size(): number {
+    return this.sets.length;
+  }
+
+  next(state: number, byte: number): number {
+    const t = this.transitions[state][byte];
+    return t === UNKNOWN ? this.compute(state, byte) : t;
+  }
+
+  isAccepting(state: number): boolean {
+    return this.accepting[state];
+  }
+
+  private compute(state: number, byte: number): number {
+    const targets: number[] = [];
+    for (const s of this.sets[state]) {
+      const e = this.nfa.edges[s];
+      for (let i = 0; i < e.length; i += 3) {
+        if (byte >= e[i] && byte <= e[i + 1] && this.live[e[i + 2]]) targets.push(e[i + 2]);
+      }
+    }
+    const next = targets.length === 0 ? DEAD : this.intern(this.closure(targets));
+    this.transitions[state][byte] = next;
+    return next;
+  }
+
+  /**
+   * The live states reachable from `seeds` without reading, sorted; only those that read a byte
+   * or accept, so that sets differing in pass-through states are one DFA state.
+   */
+  private closure(seeds: number[]): Int32Array {
+    const stamp = ++this.stamp;
+    const out: number[] = [];
+    const stack = seeds.filter((s) => this.live[s]);
+    for (const s of stack) this.mark[s] = stamp;
+    while (stack.length) {
+      const s = stack.pop()!;
+      if (this.nfa.edges[s].length > 0 || s === this.frag.end) out.push(s);
+      for (const t of this.nfa.eps[s]) {
+        if (this.live[t] && this.mark[t] !== stamp) {
+          this.mark[t] = stamp;
+          stack.push(t);
+        }
+      }
+    }
+    return Int32Array.from(out).sort();
+  }
+
+  private intern(set: Int32Array): number {
+    if (set.length === 0) return DEAD;
+    const key = set.join(',');
+    let id = this.ids.get(key);
+    if (id === undefined) {
+      id = this.sets.length;
+      this.sets.push(set);
+      this.accepting.push(set.includes(this.frag.end));
+      this.transitions.push(new Int32Array(256).fill(UNKNOWN));
+      this.ids.set(key, id);
+    }
+    return id;
+  }
+}
