@@ -2,6 +2,21 @@ export * from './errors.js';
 export * from './math/index.js';
 export * from './route/index.js';
 export type * from './policy/types.js';
+export {
+  applyTokenMask,
+  compileResponseFormat,
+  countAllowed,
+  isAllowed,
+  maskedLogSoftmax,
+  maskedLogSumExp,
+  ResponseGrammar,
+  TokenMatcher,
+  tokenVocabulary,
+  TokenVocabulary,
+  type GrammarOptions,
+  type JsonSchema,
+  type ResponseFormat,
+} from './policy/constrain/index.js';
 export * from './experience/index.js';
 export * from './store/index.js';
 export * from './train/index.js';
