@@ -1,10 +1,11 @@
 /**
  * Random decoding over a constrained vocabulary: at every step pick one of the allowed tokens
- * (half of the time one that closes something — a quote, a bracket, a brace, or end-of-sequence —
- * so walks over unbounded formats still end) until end-of-sequence.
+ * until end-of-sequence. So that walks over unbounded formats still end, end-of-sequence is taken
+ * half of the time it is allowed, a quarter of the steps try a few tokens that would complete the
+ * output, and half of the others pick a token that closes something (a quote, bracket or brace).
+ * After 200 steps every step takes a token that brings the output nearest to complete.
  */
-import { expect } from 'vitest';
-import { isAllowed, type ResponseGrammar } from '../../lib/index.js';
+import { isAllowed, type ResponseGrammar, type TokenMatcher } from '../../lib/index.js';
 import type { TestVocabulary } from '../fixtures/vocabularies.js';
 
 export interface Walk {
@@ -28,7 +29,9 @@ function closing(tv: TestVocabulary): Uint8Array {
   return flags;
 }
 
-export function randomWalk(grammar: ResponseGrammar, tv: TestVocabulary, rng: () => number, maxSteps = 5000): Walk {
+export function randomWalk(grammar: ResponseGrammar, tv: TestVocabulary, rng: () => number, maxSteps = 3000): Walk {
+  // After this many steps the walk heads for the end: each token brings completion closer.
+  const closeAfter = 200;
   const matcher = grammar.matcher(tv.vocabulary);
   const flags = closing(tv);
   const out: number[] = [];
@@ -42,16 +45,52 @@ export function randomWalk(grammar: ResponseGrammar, tv: TestVocabulary, rng: ()
       if (flags[id]) closers.push(id);
     }
     // Never a dead end: some token is always allowed, and end-of-sequence exactly when complete.
-    expect(allowed.length).toBeGreaterThan(0);
-    expect(tv.eosIds.some((id) => isAllowed(mask, id))).toBe(matcher.isComplete());
-    const pool = closers.length > 0 && rng() < 0.5 ? closers : allowed;
-    const id = pool[Math.floor(rng() * pool.length)];
+    if (allowed.length === 0) throw new Error(`no token allowed after ${JSON.stringify(decode(out))}`);
+    const eos = tv.eosIds.find((e) => isAllowed(mask, e));
+    if ((eos !== undefined) !== matcher.isComplete()) throw new Error(`end-of-sequence allowed ${eos !== undefined}, complete ${matcher.isComplete()}`);
+    let id = -1;
+    if (eos !== undefined && rng() < 0.5) id = eos;
+    else if (step >= closeAfter) id = closest(matcher, tv, allowed, rng);
+    else if (rng() < 0.25) id = completing(matcher, allowed, rng);
+    if (id < 0) {
+      const pool = closers.length > 0 && rng() < 0.5 ? closers : allowed;
+      id = pool[Math.floor(rng() * pool.length)];
+    }
     matcher.accept(id);
     if (tv.eosIds.includes(id)) {
-      const text = new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(out));
-      return { text, steps: step + 1, finished: true };
+      return { text: decode(out), steps: step + 1, finished: true };
     }
     for (const b of tv.bytes[id]) out.push(b);
   }
   return { text: '', steps: maxSteps, finished: false };
+}
+
+/** Up to 32 random allowed tokens, the first after which the output is complete, or -1. */
+function completing(matcher: TokenMatcher, allowed: number[], rng: () => number): number {
+  for (let k = 0; k < 32; k++) {
+    const id = allowed[Math.floor(rng() * allowed.length)];
+    const next = matcher.clone();
+    next.accept(id);
+    if (next.isComplete()) return id;
+  }
+  return -1;
+}
+
+/** Of the allowed single-byte tokens and 50 other allowed ones, one that leaves the fewest bytes to write. */
+function closest(matcher: TokenMatcher, tv: TestVocabulary, allowed: number[], rng: () => number): number {
+  const candidates = allowed.filter((id) => tv.bytes[id].length === 1);
+  for (let k = 0; k < 50; k++) candidates.push(allowed[Math.floor(rng() * allowed.length)]);
+  let best = -1;
+  let bestDistance = Infinity;
+  for (const id of candidates) {
+    const next = matcher.clone();
+    next.accept(id);
+    const distance = next.minBytesToComplete();
+    if (distance < bestDistance) [best, bestDistance] = [id, distance];
+  }
+  return best;
+}
+
+function decode(bytes: number[]): string {
+  return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(bytes));
 }

@@ -16,6 +16,7 @@ export class LazyDfa {
   private readonly sets: Int32Array[] = [];
   private readonly accepting: boolean[] = [];
   private readonly ids = new Map<string, number>();
+  private readonly distances = new Map<number, number>();
   private readonly mark: Uint32Array;
   private stamp = 0;
   readonly start: number;
@@ -40,6 +41,35 @@ export class LazyDfa {
 
   isAccepting(state: number): boolean {
     return this.accepting[state];
+  }
+
+  /**
+   * The fewest bytes that complete the output from `state` (0 when it is accepting): a
+   * breadth-first search over bytes, memoised per state. Finite for every live state.
+   */
+  bytesToAccept(state: number): number {
+    const known = this.distances.get(state);
+    if (known !== undefined) return known;
+    const depth = new Map<number, number>([[state, 0]]);
+    const queue = [state];
+    let found = Infinity;
+    for (let head = 0; head < queue.length; head++) {
+      const s = queue[head];
+      const d = depth.get(s)!;
+      if (this.accepting[s]) {
+        found = d;
+        break;
+      }
+      for (let b = 0; b < 256; b++) {
+        const t = this.next(s, b);
+        if (t !== DEAD && !depth.has(t)) {
+          depth.set(t, d + 1);
+          queue.push(t);
+        }
+      }
+    }
+    this.distances.set(state, found);
+    return found;
   }
 
   private compute(state: number, byte: number): number {

@@ -130,6 +130,15 @@ export class TokenMatcher {
     return this.finished || this.table.dfa.isAccepting(this.state);
   }
 
+  /**
+   * The fewest bytes that would complete the output from here (0 when complete). With a token
+   * budget, an engine can keep only tokens after which this still fits, so a long output is
+   * closed in time instead of cut off.
+   */
+  minBytesToComplete(): number {
+    return this.finished ? 0 : this.table.dfa.bytesToAccept(this.state);
+  }
+
   /** Whether an end-of-sequence token has been accepted. */
   isFinished(): boolean {
     return this.finished;
