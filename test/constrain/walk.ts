@@ -91,6 +91,7 @@ function closest(matcher: TokenMatcher, tv: TestVocabulary, allowed: number[], r
   return best;
 }
 
+/** Strict UTF-8; a leading U+FEFF is text here (`\s` matches it), not a byte-order mark to drop. */
 function decode(bytes: number[]): string {
-  return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(bytes));
+  return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(Uint8Array.from(bytes));
 }
