@@ -40,6 +40,7 @@ describe('the allowed-token bitset', () => {
             ok = false;
           }
           expect(isAllowed(mask, id), `token ${id} at step ${step}`).toBe(ok);
+          expect(matcher.canAccept(id)).toBe(ok);
           if (ok) allowed.push(id);
         }
         expect(countAllowed(mask, bpe.bytes.length)).toBe(allowed.length);

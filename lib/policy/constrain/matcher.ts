@@ -116,13 +116,25 @@ export class TokenMatcher {
       return;
     }
     if (this.finished) throw new InvalidInputError('tokenId', `token ${tokenId} came after the end-of-sequence token.`);
-    const bytes = vocabulary.tokenBytes(tokenId);
+    const state = this.after(tokenId);
+    if (state === DEAD) throw new InvalidInputError('tokenId', `token ${tokenId} does not continue the constrained output.`);
+    this.state = state;
+  }
+
+  /** Whether `tokenId` may come next: one token checked alone, without the whole mask. */
+  canAccept(tokenId: number): boolean {
+    const vocabulary = this.table.vocabulary;
+    if (!Number.isInteger(tokenId) || tokenId < 0 || tokenId >= vocabulary.size) return false;
+    if (vocabulary.isEos(tokenId)) return this.isComplete();
+    return !this.finished && this.after(tokenId) !== DEAD;
+  }
+
+  private after(tokenId: number): number {
+    const bytes = this.table.vocabulary.tokenBytes(tokenId);
+    if (bytes.length === 0) return DEAD;
     let state = this.state;
     for (let i = 0; i < bytes.length && state !== DEAD; i++) state = this.table.dfa.next(state, bytes[i]);
-    if (state === DEAD || bytes.length === 0) {
-      throw new InvalidInputError('tokenId', `token ${tokenId} does not continue the constrained output.`);
-    }
-    this.state = state;
+    return state;
   }
 
   /** Whether the output so far is complete (an end-of-sequence token is allowed now). */
