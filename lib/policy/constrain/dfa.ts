@@ -11,8 +11,11 @@ export const DEAD = -1;
 const UNKNOWN = -2;
 
 export class LazyDfa {
-  /** Per DFA state, the next state for each byte (`DEAD`, or not computed yet). */
-  readonly transitions: Int32Array[] = [];
+  /**
+   * `transitions[state * 256 + byte]`: the next state (`DEAD`, or below it when not computed
+   * yet). One flat array, replaced when it grows: read it again after calling `next`.
+   */
+  transitions = new Int32Array(256 * 64).fill(UNKNOWN);
   private readonly sets: Int32Array[] = [];
   private readonly accepting: boolean[] = [];
   private readonly ids = new Map<string, number>();
@@ -35,7 +38,7 @@ export class LazyDfa {
   }
 
   next(state: number, byte: number): number {
-    const t = this.transitions[state][byte];
+    const t = this.transitions[state * 256 + byte];
     return t === UNKNOWN ? this.compute(state, byte) : t;
   }
 
@@ -81,7 +84,7 @@ export class LazyDfa {
       }
     }
     const next = targets.length === 0 ? DEAD : this.intern(this.closure(targets));
-    this.transitions[state][byte] = next;
+    this.transitions[state * 256 + byte] = next;
     return next;
   }
 
@@ -115,7 +118,11 @@ export class LazyDfa {
       id = this.sets.length;
       this.sets.push(set);
       this.accepting.push(set.includes(this.frag.end));
-      this.transitions.push(new Int32Array(256).fill(UNKNOWN));
+      if ((id + 1) * 256 > this.transitions.length) {
+        const grown = new Int32Array(this.transitions.length * 2).fill(UNKNOWN);
+        grown.set(this.transitions);
+        this.transitions = grown;
+      }
       this.ids.set(key, id);
     }
     return id;

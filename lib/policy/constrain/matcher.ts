@@ -48,7 +48,7 @@ export class MaskTable {
   private compute(state: number): Uint32Array {
     const { byte, depth, skip, tokenStart, ids } = this.vocabulary;
     const dfa = this.dfa;
-    const transitions = dfa.transitions;
+    let transitions = dfa.transitions;
     const words = new Uint32Array(this.words);
     const stateAt = this.stateAt;
     stateAt[0] = state;
@@ -58,8 +58,11 @@ export class MaskTable {
     while (i < n) {
       const d = depth[i];
       const from = stateAt[d - 1];
-      let next = transitions[from][byte[i]];
-      if (next < DEAD) next = dfa.next(from, byte[i]);
+      let next = transitions[from * 256 + byte[i]];
+      if (next < DEAD) {
+        next = dfa.next(from, byte[i]);
+        transitions = dfa.transitions;
+      }
       if (next === DEAD) {
         i = skip[i];
         continue;
