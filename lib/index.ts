@@ -4,12 +4,14 @@ export * from './route/index.js';
 export type * from './policy/types.js';
 export {
   applyTokenMask,
+  byteLevelTokenBytes,
   compileResponseFormat,
   countAllowed,
   isAllowed,
   maskedLogSoftmax,
   maskedLogSumExp,
   ResponseGrammar,
+  sentencePieceTokenBytes,
   TokenMatcher,
   tokenVocabulary,
   TokenVocabulary,

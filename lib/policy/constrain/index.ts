@@ -2,3 +2,4 @@ export { compileResponseFormat, ResponseGrammar, type GrammarOptions, type JsonS
 export { TokenMatcher } from './matcher.js';
 export { tokenVocabulary, TokenVocabulary } from './vocabulary.js';
 export { applyTokenMask, countAllowed, isAllowed, maskedLogSoftmax, maskedLogSumExp } from './mask.js';
+export { byteLevelTokenBytes, sentencePieceTokenBytes } from './token-bytes.js';
