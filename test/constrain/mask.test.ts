@@ -26,9 +26,9 @@ describe('the allowed-token bitset', () => {
     };
     const grammar = compileResponseFormat({ type: 'json_schema', schema });
     const rng = mulberry32(9);
-    for (let walk = 0; walk < 3; walk++) {
+    for (let walk = 0; walk < 2; walk++) {
       const matcher = grammar.matcher(bpe.vocabulary);
-      for (let step = 0; step < 40 && !matcher.isFinished(); step++) {
+      for (let step = 0; step < 30 && !matcher.isFinished(); step++) {
         const mask = matcher.allowed();
         const allowed: number[] = [];
         for (let id = 0; id < bpe.bytes.length; id++) {
