@@ -4,6 +4,23 @@ export * from './route/index.js';
 export * from './methods/router/index.js';
 export type * from './policy/types.js';
 export { generateGroups } from './policy/groups.js';
+export {
+  applyTokenMask,
+  byteLevelTokenBytes,
+  compileResponseFormat,
+  countAllowed,
+  isAllowed,
+  maskedLogSoftmax,
+  maskedLogSumExp,
+  ResponseGrammar,
+  sentencePieceTokenBytes,
+  TokenMatcher,
+  tokenVocabulary,
+  TokenVocabulary,
+  type GrammarOptions,
+  type JsonSchema,
+  type ResponseFormat,
+} from './policy/constrain/index.js';
 export * from './experience/index.js';
 export * from './store/index.js';
 export * from './methods/training-free/index.js';

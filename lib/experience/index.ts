@@ -21,3 +21,10 @@ export {
   type RenderOptions,
   type RenderedExperiences,
 } from './render.js';
+export {
+  criticLessonsSchema,
+  criticOperationsSchema,
+  type CriticLessonsSchemaOptions,
+  type CriticOperationsSchemaOptions,
+  type CriticSchemaOptions,
+} from './critic-schema.js';

@@ -1,0 +1,130 @@
+/**
+ * A byte DFA built lazily from the grammar's NFA by subset construction: a DFA state is the set of
+ * live NFA states the input so far can be in, created the first time some input reaches it, and
+ * each of its 256 transitions is computed the first time it is asked for. States are small
+ * integers, so a matcher's whole state is one number and masks can be cached per state.
+ */
+import type { Fragment, Nfa } from './nfa.js';
+
+/** No continuation: the byte leaves the language. */
+export const DEAD = -1;
+const UNKNOWN = -2;
+
+export class LazyDfa {
+  /**
+   * `transitions[state * 256 + byte]`: the next state (`DEAD`, or below it when not computed
+   * yet). One flat array, replaced when it grows: read it again after calling `next`.
+   */
+  transitions = new Int32Array(256 * 64).fill(UNKNOWN);
+  private readonly sets: Int32Array[] = [];
+  private readonly accepting: boolean[] = [];
+  private readonly ids = new Map<string, number>();
+  private readonly distances = new Map<number, number>();
+  private readonly mark: Uint32Array;
+  private stamp = 0;
+  readonly start: number;
+
+  constructor(
+    private readonly nfa: Nfa,
+    private readonly frag: Fragment,
+    private readonly live: Uint8Array,
+  ) {
+    this.mark = new Uint32Array(nfa.size);
+    this.start = this.intern(this.closure([frag.start]));
+  }
+
+  get size(): number {
+    return this.sets.length;
+  }
+
+  next(state: number, byte: number): number {
+    const t = this.transitions[state * 256 + byte];
+    return t === UNKNOWN ? this.compute(state, byte) : t;
+  }
+
+  isAccepting(state: number): boolean {
+    return this.accepting[state];
+  }
+
+  /**
+   * The fewest bytes that complete the output from `state` (0 when it is accepting): a
+   * breadth-first search over bytes, memoised per state. Finite for every live state.
+   */
+  bytesToAccept(state: number): number {
+    const known = this.distances.get(state);
+    if (known !== undefined) return known;
+    const depth = new Map<number, number>([[state, 0]]);
+    const queue = [state];
+    let found = Infinity;
+    for (let head = 0; head < queue.length; head++) {
+      const s = queue[head];
+      const d = depth.get(s)!;
+      if (this.accepting[s]) {
+        found = d;
+        break;
+      }
+      for (let b = 0; b < 256; b++) {
+        const t = this.next(s, b);
+        if (t !== DEAD && !depth.has(t)) {
+          depth.set(t, d + 1);
+          queue.push(t);
+        }
+      }
+    }
+    this.distances.set(state, found);
+    return found;
+  }
+
+  private compute(state: number, byte: number): number {
+    const targets: number[] = [];
+    for (const s of this.sets[state]) {
+      const e = this.nfa.edges[s];
+      for (let i = 0; i < e.length; i += 3) {
+        if (byte >= e[i] && byte <= e[i + 1] && this.live[e[i + 2]]) targets.push(e[i + 2]);
+      }
+    }
+    const next = targets.length === 0 ? DEAD : this.intern(this.closure(targets));
+    this.transitions[state * 256 + byte] = next;
+    return next;
+  }
+
+  /**
+   * The live states reachable from `seeds` without reading, sorted; only those that read a byte
+   * or accept, so that sets differing in pass-through states are one DFA state.
+   */
+  private closure(seeds: number[]): Int32Array {
+    const stamp = ++this.stamp;
+    const out: number[] = [];
+    const stack = seeds.filter((s) => this.live[s]);
+    for (const s of stack) this.mark[s] = stamp;
+    while (stack.length) {
+      const s = stack.pop()!;
+      if (this.nfa.edges[s].length > 0 || s === this.frag.end) out.push(s);
+      for (const t of this.nfa.eps[s]) {
+        if (this.live[t] && this.mark[t] !== stamp) {
+          this.mark[t] = stamp;
+          stack.push(t);
+        }
+      }
+    }
+    return Int32Array.from(out).sort();
+  }
+
+  private intern(set: Int32Array): number {
+    if (set.length === 0) return DEAD;
+    const key = set.join(',');
+    let id = this.ids.get(key);
+    if (id === undefined) {
+      id = this.sets.length;
+      this.sets.push(set);
+      this.accepting.push(set.includes(this.frag.end));
+      if ((id + 1) * 256 > this.transitions.length) {
+        const grown = new Int32Array(this.transitions.length * 2).fill(UNKNOWN);
+        grown.set(this.transitions);
+        this.transitions = grown;
+      }
+      this.ids.set(key, id);
+    }
+    return id;
+  }
+}

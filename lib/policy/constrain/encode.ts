@@ -1,0 +1,149 @@
+/**
+ * From characters to bytes. A string's language is first built over code points (a pattern, a
+ * length bound, or both intersected), then copied into the byte automaton with every character
+ * edge spelled out in UTF-8: raw for the `regex` format, or as the body of a JSON string literal,
+ * where `"`, `\` and control characters are written as escapes (each escape one character).
+ */
+import { utf8Sequences, intersect, normalize, type CharSet, type ByteSequence, MAX_CODE_POINT } from './charset.js';
+import { Nfa, type Fragment } from './nfa.js';
+
+export type Encoding = 'raw' | 'json';
+
+/** Characters a JSON string may hold unescaped. */
+const JSON_RAW: CharSet = normalize([
+  [0x20, 0x21],
+  [0x23, 0x5b],
+  [0x5d, MAX_CODE_POINT],
+]);
+const SHORT_ESCAPES: ReadonlyArray<readonly [number, string]> = [
+  [0x08, 'b'],
+  [0x09, 't'],
+  [0x0a, 'n'],
+  [0x0c, 'f'],
+  [0x0d, 'r'],
+];
+const code = (s: string) => s.charCodeAt(0);
+
+/** Copies the character fragment `frag` of `chars` into `bytes`, encoding every edge. */
+export function lowerChars(chars: Nfa, frag: Fragment, bytes: Nfa, encoding: Encoding): Fragment {
+  const live = chars.live(frag);
+  const map = new Int32Array(chars.size).fill(-1);
+  const get = (s: number) => (map[s] >= 0 ? map[s] : (map[s] = bytes.state()));
+  const suffixes = new Map<string, number>();
+  for (let s = 0; s < chars.size; s++) {
+    if (!live[s]) continue;
+    for (const t of chars.eps[s]) if (live[t]) bytes.epsilon(get(s), get(t));
+    const byTarget = new Map<number, Array<[number, number]>>();
+    const e = chars.edges[s];
+    for (let i = 0; i < e.length; i += 3) {
+      if (!live[e[i + 2]]) continue;
+      const list = byTarget.get(e[i + 2]) ?? [];
+      list.push([e[i], e[i + 1]]);
+      byTarget.set(e[i + 2], list);
+    }
+    for (const [t, ranges] of byTarget) {
+      const set = normalize(ranges);
+      const from = get(s);
+      const to = get(t);
+      if (encoding === 'raw') addUtf8(bytes, from, to, set, suffixes);
+      else addJsonChars(bytes, from, to, set, suffixes);
+    }
+  }
+  return { start: get(frag.start), end: get(frag.end) };
+}
+
+/**
+ * Byte paths `from` → `to` for every character of `set`. Paths that end alike share their tail
+ * states (`suffixes`, keyed by target and byte ranges), which keeps a counted string at a few
+ * states per character.
+ */
+function addUtf8(bytes: Nfa, from: number, to: number, set: CharSet, suffixes: Map<string, number>): void {
+  for (const sequence of utf8Sequences(set)) addSequence(bytes, from, to, sequence, suffixes);
+}
+
+function addSequence(bytes: Nfa, from: number, to: number, sequence: ByteSequence, suffixes: Map<string, number>): void {
+  let cursor = to;
+  let key = `${to}`;
+  for (let i = sequence.length - 1; i >= 1; i--) {
+    const [lo, hi] = sequence[i];
+    key += `:${lo}-${hi}`;
+    let state = suffixes.get(key);
+    if (state === undefined) {
+      state = bytes.state();
+      bytes.edge(state, lo, hi, cursor);
+      suffixes.set(key, state);
+    }
+    cursor = state;
+  }
+  bytes.edge(from, sequence[0][0], sequence[0][1], cursor);
+}
+
+function addJsonChars(bytes: Nfa, from: number, to: number, set: CharSet, suffixes: Map<string, number>): void {
+  addUtf8(bytes, from, to, intersect(set, JSON_RAW), suffixes);
+  const controls = intersect(set, [[0, 0x1f]]);
+  const quote = intersect(set, [[0x22, 0x22]]).length > 0;
+  const backslash = intersect(set, [[0x5c, 0x5c]]).length > 0;
+  if (!quote && !backslash && controls.length === 0) return;
+  const escape = bytes.state();
+  bytes.edge(from, 0x5c, 0x5c, escape);
+  if (quote) bytes.edge(escape, 0x22, 0x22, to);
+  if (backslash) bytes.edge(escape, 0x5c, 0x5c, to);
+  if (controls.length === 0) return;
+  const has = (c: number) => controls.some(([lo, hi]) => c >= lo && c <= hi);
+  for (const [c, letter] of SHORT_ESCAPES) if (has(c)) bytes.edge(escape, code(letter), code(letter), to);
+  // `\u00XX` for every control character: `u`, `0`, `0`, then the high and the low hex digit.
+  const u = bytes.state();
+  const zero = bytes.state();
+  const high = bytes.state();
+  bytes.edge(escape, code('u'), code('u'), u);
+  bytes.edge(u, code('0'), code('0'), zero);
+  bytes.edge(zero, code('0'), code('0'), high);
+  for (const nibble of [0, 1]) {
+    let low = -1;
+    for (let c = nibble * 16; c < nibble * 16 + 16; c++) {
+      if (!has(c)) continue;
+      if (low < 0) {
+        low = bytes.state();
+        bytes.edge(high, code(String(nibble)), code(String(nibble)), low);
+      }
+      const digit = code((c % 16).toString(16));
+      bytes.edge(low, digit, digit, to);
+    }
+  }
+}
+
+/**
+ * The intersection of the character language `frag` with "between `min` and `max` characters":
+ * a product with a counter, built only over reachable pairs. `max` may be Infinity.
+ */
+export function countChars(chars: Nfa, frag: Fragment, min: number, max: number): { nfa: Nfa; frag: Fragment } {
+  const live = chars.live(frag);
+  const out = new Nfa(chars.limit, chars.argument);
+  const top = max === Infinity ? min : max;
+  const ids = new Map<number, number>();
+  const queue: number[] = [];
+  const get = (s: number, k: number) => {
+    const key = s * (top + 1) + k;
+    let id = ids.get(key);
+    if (id === undefined) {
+      id = out.state();
+      ids.set(key, id);
+      queue.push(s, k);
+    }
+    return id;
+  };
+  const start = get(frag.start, 0);
+  const end = out.state();
+  while (queue.length) {
+    const k = queue.pop()!;
+    const s = queue.pop()!;
+    const id = get(s, k);
+    if (s === frag.end && k >= min) out.epsilon(id, end);
+    for (const t of chars.eps[s]) if (live[t]) out.epsilon(id, get(t, k));
+    const e = chars.edges[s];
+    const next = max === Infinity ? Math.min(k + 1, top) : k + 1;
+    if (next > top) continue;
+    for (let i = 0; i < e.length; i += 3) if (live[e[i + 2]]) out.edge(id, e[i], e[i + 1], get(e[i + 2], next));
+  }
+  return { nfa: out, frag: { start, end } };
+}
