@@ -2,6 +2,7 @@ import { InvalidInputError } from '../errors.js';
 import { alphabetise } from './alphabetise.js';
 import { arithmetic } from './arithmetic.js';
 import { digits, shout } from './characters.js';
+import { firstLetter } from './first-letter.js';
 import { jsonFormat } from './json-format.js';
 import { keywords } from './keywords.js';
 import type { Task } from './types.js';
@@ -10,6 +11,7 @@ export type { Task, DatasetOptions } from './types.js';
 export { alphabetise } from './alphabetise.js';
 export { arithmetic } from './arithmetic.js';
 export { characterShare, digits, shout } from './characters.js';
+export { firstLetter } from './first-letter.js';
 export { jsonFormat } from './json-format.js';
 export { keywords } from './keywords.js';
 export { builtinRewards } from './rewards.js';
@@ -22,6 +24,7 @@ export const builtinTasks: Readonly<Record<string, Task>> = Object.freeze({
   [keywords.name]: keywords,
   [digits.name]: digits,
   [shout.name]: shout,
+  [firstLetter.name]: firstLetter,
 });
 
 export function getTask(name: string): Task {

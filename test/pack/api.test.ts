@@ -13,6 +13,7 @@ const ENTRIES: Record<string, () => Promise<Record<string, unknown>>> = {
   'webgrpo/server': () => import('../../lib/server.js'),
   'webgrpo/node': () => import('../../lib/node.js'),
   'webgrpo/grad': () => import('../../lib/grad.js'),
+  'webgrpo/parquet': () => import('../../lib/parquet.js'),
 };
 
 async function listed(): Promise<Map<string, string[]>> {

@@ -68,6 +68,11 @@ close(lp.entropy[0], Math.log(4));
 const router = new w.GrpoRouter({ seed: 1 });
 assert.ok(['a', 'b'].includes(router.route('hello', ['a', 'b'])));
 assert.throws(() => w.computeAdvantages([1, 2, 3], { groupSize: 2 }), (e) => e instanceof w.InvalidInputError && e.argument === 'groupSize');
+
+// webgrpo/parquet loads its writer from the installed package, and refuses a run with no group.
+const { exportParquet } = await import('webgrpo/parquet');
+const emptyRun = { run: { id: 'r', kind: 'gradient', config: {} }, items: [], steps: [], pending: [] };
+assert.throws(() => exportParquet(emptyRun), (e) => e instanceof w.InvalidInputError && e.argument === 'run');
 console.log('webgrpo ok: ' + Object.keys(w).length + ' exports');
 `;
 

@@ -4,6 +4,7 @@ import {
   arithmetic,
   builtinRewards,
   builtinTasks,
+  firstLetter,
   getTask,
   InvalidInputError,
   jsonFormat,
@@ -26,7 +27,7 @@ const byName = (rewards: RewardFunction[], name: string) => rewards.find((r) => 
 
 describe('built-in tasks', () => {
   it('generate small, valid, seeded datasets', () => {
-    expect(Object.keys(builtinTasks)).toEqual(['alphabetise', 'arithmetic', 'json-format', 'keywords', 'digits', 'shout']);
+    expect(Object.keys(builtinTasks)).toEqual(['alphabetise', 'arithmetic', 'json-format', 'keywords', 'digits', 'shout', 'first-letter']);
     for (const task of Object.values(builtinTasks)) {
       const items = task.dataset({ seed: 3 });
       expect(validateDataset(items)).toEqual(items);
@@ -50,6 +51,23 @@ describe('built-in tasks', () => {
     expect(close).toBeGreaterThan(0.8);
     expect(close).toBeLessThan(1);
     expect(await score(byName(rewards, 'exact'), answer, { prompt: 'no answer' })).toBeNull();
+  });
+
+  it('first-letter asks for the first letter of a word and scores each character of the reply', async () => {
+    const items = firstLetter.dataset({ size: 40, seed: 2 });
+    for (const item of items) {
+      const word = /^First letter of (\w+):$/.exec(item.messages![0].content)![1];
+      expect(item.answer).toBe(word[0]);
+    }
+    // The right letter differs with the prompt: no fixed reply is right for most items.
+    expect(new Set(items.map((i) => i.answer)).size).toBeGreaterThan(15);
+    const [reward] = firstLetter.rewards;
+    const tiger: DatasetItem = { prompt: 'First letter of tiger:', answer: 't' };
+    expect(await score(reward, 'tttt', tiger)).toBe(1);
+    expect(await score(reward, 'Tt x', tiger)).toBe(0.5);
+    expect(await score(reward, 'apple', tiger)).toBe(0);
+    expect(await score(reward, '', tiger)).toBe(0);
+    expect(await score(reward, 't', { prompt: 'no answer' })).toBeNull();
   });
 
   it('arithmetic, json-format and keywords score what they say', async () => {
