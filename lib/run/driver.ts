@@ -14,10 +14,9 @@
  * advantages and everything after them are those of an uninterrupted run.
  */
 import { InvalidInputError, throwIfAborted } from '../errors.js';
-import { emptyLibrary } from '../experience/types.js';
 import { itemResultGroup } from './groups.js';
 import { combinedRewards, computeAdvantages, type AdvantageResult } from '../math/advantages.js';
-import type { DatasetItem, ItemResult, RolloutRecord, RunRecord, StepRecord } from '../store/records.js';
+import type { DatasetItem, ItemResult, RolloutRecord, RunRecord, StepPayloadBase, StepRecord } from '../store/records.js';
 import { registerRecordKind } from '../store/validate.js';
 import type { Store } from '../store/types.js';
 import type { Progress } from './events.js';
@@ -31,10 +30,12 @@ import { groupStats, stepStats } from './stats.js';
 
 type Emit = (event: { type: string } & Record<string, unknown>) => Promise<void>;
 type Kind = string;
+/** A method's step payload: an object of its own kind. */
+type Payload<K extends Kind> = StepPayloadBase & { kind: K };
 
 /** A new run of `method`: stored when the run is first iterated, then driven. */
-export function startRun<E, K extends Kind, S, H extends LoopHandles, R>(
-  method: Method<K, S, H, R>,
+export function startRun<E, K extends Kind, S, H extends LoopHandles, R, P extends Payload<K>>(
+  method: Method<K, S, H, R, P>,
   run: RunOf<K>,
   dataset: DatasetItem[],
   handles: H,
@@ -53,7 +54,7 @@ export function startRun<E, K extends Kind, S, H extends LoopHandles, R>(
  * (synchronously, as a start's options are), the stored run and its reward functions (matched by
  * name) when the run is iterated.
  */
-export function resumeRun<E, K extends Kind, S, H extends LoopHandles, R>(method: Method<K, S, H, R>, runId: string, options: H & { store: Store }): Run<E, R> {
+export function resumeRun<E, K extends Kind, S, H extends LoopHandles, R, P extends Payload<K>>(method: Method<K, S, H, R, P>, runId: string, options: H & { store: Store }): Run<E, R> {
   if (!options || typeof options !== 'object' || !options.store) throw new InvalidInputError('store', 'pass the store that holds the run.');
   method.validateHandles(options);
   register(method);
@@ -79,7 +80,7 @@ interface Scored {
   rollouts: RolloutRecord[];
 }
 
-async function drive<K extends Kind, S, H extends LoopHandles, R>(method: Method<K, S, H, R>, inputs: DriveInputs<H>, emit: Emit, internal: AbortSignal): Promise<R> {
+async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payload<K>>(method: Method<K, S, H, R, P>, inputs: DriveInputs<H>, emit: Emit, internal: AbortSignal): Promise<R> {
   const { store, runId, handles } = inputs;
   const signal = handles.signal ? AbortSignal.any([handles.signal, internal]) : internal;
   const lock = await store.lockRun(runId);
@@ -115,7 +116,7 @@ async function drive<K extends Kind, S, H extends LoopHandles, R>(method: Method
     const config = run.config as RunOf<K>['config'];
     const items = await store.getItems(runId);
     schedule = new Schedule(config, items.length);
-    const last = await store.lastStep(runId);
+    const last = (await store.lastStep(runId)) as StepRecord<P> | undefined;
     stepsCompleted = last?.step ?? 0;
     itemsDone = stepsCompleted < schedule.totalSteps ? schedule.plan(stepsCompleted + 1).itemsBefore : schedule.totalItems;
     if (stepsCompleted > 0) {
@@ -207,21 +208,18 @@ async function drive<K extends Kind, S, H extends LoopHandles, R>(method: Method
       // 4. The method ends the step; the record is committed in one transaction.
       const outcome = await method.finishStep(state, { ...report, plan, signal }, results, advantages);
       throwIfAborted(signal);
-      const record: StepRecord = {
+      const record: StepRecord<P> = {
         step,
         epoch: plan.epoch,
         batch: plan.batch,
         items: results,
-        proposed: [],
-        applied: [],
-        skippedOperations: [],
-        library: emptyLibrary(),
         stats: stepStats(results),
-        warnings: [],
+        warnings: outcome.warnings ?? [],
         committedAt: new Date().toISOString(),
-        ...outcome.payload,
+        payload: { ...outcome.payload, kind: method.kind },
       };
-      await store.commitStep(runId, record, outcome.extras);
+      // Every store keeps any method's payload as plain data.
+      await store.commitStep(runId, record as unknown as StepRecord, outcome.extras);
       stepsCompleted = step;
       method.committed?.(state, record);
       for (const event of outcome.committed ?? []) await report.emit(event);
@@ -244,7 +242,7 @@ async function drive<K extends Kind, S, H extends LoopHandles, R>(method: Method
 }
 
 /** Step 3 for one item: its rollouts' advantages (the step's), its result, the method's work on it. */
-async function finishItem<K extends Kind, S, H extends LoopHandles, R>(method: Method<K, S, H, R>, state: S, ctx: ItemContext, scored: Scored, advantages: AdvantageResult): Promise<ItemResult> {
+async function finishItem<K extends Kind, S, H extends LoopHandles, R, P extends Payload<K>>(method: Method<K, S, H, R, P>, state: S, ctx: ItemContext, scored: Scored, advantages: AdvantageResult): Promise<ItemResult> {
   const { plan, position, index } = ctx;
   const g = scored.rollouts.length;
   const own = advantages.advantages.slice(position * g, (position + 1) * g);
@@ -271,9 +269,9 @@ async function finishItem<K extends Kind, S, H extends LoopHandles, R>(method: M
  * An epoch's end: read back from the store (so an epoch finished after a resume includes its
  * earlier steps), handed to `onEpoch` as export groups, and announced.
  */
-async function endEpoch<K extends Kind, S, H extends LoopHandles, R>(method: Method<K, S, H, R>, state: S, inputs: DriveInputs<H>, plan: StepPlan, emit: Reporter['emit'], progress: Progress): Promise<void> {
+async function endEpoch<K extends Kind, S, H extends LoopHandles, R, P extends Payload<K>>(method: Method<K, S, H, R, P>, state: S, inputs: DriveInputs<H>, plan: StepPlan, emit: Reporter['emit'], progress: Progress): Promise<void> {
   const { store, runId, handles } = inputs;
-  const steps = await store.listSteps(runId, { from: plan.step - plan.batch + 1, to: plan.step });
+  const steps = (await store.listSteps(runId, { from: plan.step - plan.batch + 1, to: plan.step })) as unknown as StepRecord<P>[];
   if (handles.onEpoch) {
     const run = (await store.getRun(runId)) as unknown as RunOf<K>;
     const groupsOf = (result: ItemResult) => method.exportGroups?.(run.config as RunOf<K>['config'], runId, result) ?? [itemResultGroup(runId, result)];

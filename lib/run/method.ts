@@ -8,7 +8,7 @@
 import type { ExportGroup } from './groups.js';
 import type { AdvantageOptions, AdvantageResult } from '../math/advantages.js';
 import type { Completion, Policy, PromptInput, Usage } from '../policy/types.js';
-import type { DatasetItem, ItemResult, RolloutRecord, RunWarning, StepExtras, StepRecord } from '../store/records.js';
+import type { DatasetItem, ItemResult, PayloadOf, RolloutRecord, RunWarning, StepExtras, StepPayloadBase, StepRecord } from '../store/records.js';
 import type { RecordKind } from '../store/validate.js';
 import type { Store } from '../store/types.js';
 import type { LoopHandles, RewardFunction } from './options.js';
@@ -25,12 +25,12 @@ export interface Reporter {
 }
 
 /** What the driver hands `open`: the stored run, its store and handles, its last committed step. */
-export interface OpenContext<R, H extends LoopHandles> {
+export interface OpenContext<R, H extends LoopHandles, P extends StepPayloadBase = StepPayloadBase> {
   run: R;
   store: Store;
   handles: H;
   /** The last committed step, absent before the first. */
-  last: StepRecord | undefined;
+  last: StepRecord<P> | undefined;
 }
 
 /** One item of the step being worked on. */
@@ -63,12 +63,14 @@ export interface SampledGroup {
 }
 
 /** How a step ended for the method: its part of the step record, and what it reports. */
-export interface StepOutcome {
+export interface StepOutcome<P extends StepPayloadBase = StepPayloadBase> {
   /**
-   * The method's fields of the step record (library and operations, training metrics, routing; a
-   * method of another kind, its own JSON fields, which its `record` checks).
+   * The method's part of the step record, `kind` its own (library and operations, training
+   * metrics, routing; a method of another kind, its own JSON fields, which its `record` checks).
    */
-  payload: Partial<StepRecord> & { [field: string]: unknown };
+  payload: P;
+  /** Step-level warnings (already reported), kept with the step record. */
+  warnings?: RunWarning[];
   /** Written in the same transaction as the step (the gradient method's adapter checkpoint). */
   extras?: StepExtras;
   /** Extra fields of the `step-end` event. */
@@ -90,9 +92,10 @@ export interface RunTally {
 
 /**
  * A method's hooks. `S` is what the method keeps for the length of one drive (library, trainer,
- * router), `H` its handles, `R` the result a run resolves with.
+ * router), `H` its handles, `R` the result a run resolves with, `P` its step payload (a built-in
+ * kind's own type by default).
  */
-export interface Method<K extends string = string, S = unknown, H extends LoopHandles = LoopHandles, R = unknown> {
+export interface Method<K extends string = string, S = unknown, H extends LoopHandles = LoopHandles, R = unknown, P extends StepPayloadBase & { kind: K } = PayloadOf<K>> {
   readonly kind: K;
   /** The function that resumes this method's runs (named in errors). */
   readonly resumeWith: string;
@@ -113,7 +116,7 @@ export interface Method<K extends string = string, S = unknown, H extends LoopHa
   concurrency?(config: RunOf<K>['config']): number;
 
   /** The method's state for one drive of the run, from the store and the last committed step. */
-  open(ctx: OpenContext<RunOf<K>, H>): Promise<S>;
+  open(ctx: OpenContext<RunOf<K>, H, P>): Promise<S>;
   /** Extra fields of `run-start`. */
   runStart?(state: S): EventFields;
   /** Runs before each step; returns extra fields of `step-start`. */
@@ -133,13 +136,13 @@ export interface Method<K extends string = string, S = unknown, H extends LoopHa
    * Ends the step: `items` in batch order, `advantages` the step's, exactly as stored with the
    * items and emitted (rows are the items' rollouts, item after item).
    */
-  finishStep(state: S, ctx: Reporter & { plan: StepPlan; signal: AbortSignal }, items: ItemResult[], advantages: AdvantageResult): Promise<StepOutcome>;
+  finishStep(state: S, ctx: Reporter & { plan: StepPlan; signal: AbortSignal }, items: ItemResult[], advantages: AdvantageResult): Promise<StepOutcome<P>>;
   /** The step is committed. */
-  committed?(state: S, record: StepRecord): void;
+  committed?(state: S, record: StepRecord<P>): void;
   /** An item result as export groups (default: one group from the item's prompt). */
   exportGroups?(config: RunOf<K>['config'], runId: string, result: ItemResult): ExportGroup[];
   /** Extra fields of `epoch-end` (its `stats`), from the epoch's committed steps. */
-  epochEnd(state: S, epoch: number, steps: StepRecord[]): EventFields;
+  epochEnd(state: S, epoch: number, steps: StepRecord<P>[]): EventFields;
   /** Extra fields of `run-end`. */
   runEnd?(state: S, tally: RunTally): EventFields;
   /** What the run resolves with. */

@@ -6,10 +6,11 @@
 import { InvalidInputError } from '../errors.js';
 import type { RunBundle, RunRecord } from './records.js';
 import type { Store } from './types.js';
+import { upgradeV4Step } from './upgrade-v4.js';
 import { validateBundle } from './validate.js';
 
 export const RUN_EXPORT_FORMAT = 'webgrpo.run';
-export const RUN_EXPORT_VERSION = 1;
+export const RUN_EXPORT_VERSION = 2;
 
 export interface RunExport extends RunBundle {
   format: typeof RUN_EXPORT_FORMAT;
@@ -51,8 +52,9 @@ export async function importRun(store: Store, data: unknown, options: ImportOpti
 }
 
 /**
- * Brings an export document of any known version to the current one. Version 1 is the first; a
- * later format change adds its upgrade step here.
+ * Brings an export document of any known version to the current one. Version 1 is the first;
+ * version 2 moved each step's method fields into its `payload`. A later format change adds its
+ * upgrade step here.
  */
 function upgradeExport(value: unknown): unknown {
   if (typeof value !== 'object' || value === null) throw new InvalidInputError('run', 'expected an exported run object.');
@@ -63,6 +65,10 @@ function upgradeExport(value: unknown): unknown {
   }
   if (doc.version > RUN_EXPORT_VERSION) {
     throw new InvalidInputError('run.version', `is ${doc.version}, newer than this webgrpo reads (${RUN_EXPORT_VERSION}); upgrade webgrpo.`);
+  }
+  if (doc.version === 1) {
+    const v1 = value as { run?: { kind?: unknown }; steps?: unknown };
+    if (Array.isArray(v1.steps)) return { ...v1, version: 2, steps: v1.steps.map((step) => upgradeV4Step(step, v1.run?.kind)) };
   }
   return value;
 }

@@ -4,7 +4,7 @@
  *   <root>/store.json                      { format, schemaVersion }
  *   <root>/runs/<runId>/run.json           the run record
  *   <root>/runs/<runId>/items.json         its dataset
- *   <root>/runs/<runId>/steps/000007.json  one committed step (items, operations, library snapshot)
+ *   <root>/runs/<runId>/steps/000007.json  one committed step (items, stats, the method's payload)
  *   <root>/runs/<runId>/pending/000008-0002.json   a finished item of the step in progress
  *   <root>/runs/<runId>/adapters/000007.json      gradient runs: the adapter checkpoint of step 7
  *   <root>/runs/<runId>/lock               { pid, hostname } of the process running it
@@ -25,6 +25,7 @@ import { codeOf, guard, listJson, processAlive, readJson, removeStaleTemporaries
 import { checkCompleted, checkItems, checkPending, checkRun, checkStep, checkStepNumbers } from './integrity.js';
 import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists } from './rules.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
+import { upgradeV4Step } from './upgrade-v4.js';
 import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
 import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
 
@@ -35,6 +36,22 @@ const MIGRATIONS: ReadonlyArray<(root: string) => Promise<void>> = [
   // v1: the runs folder.
   async (root) => {
     await mkdir(join(root, 'runs'), { recursive: true });
+  },
+  // v2: step records hold the method's fields in `payload` (each step file rewritten in place,
+  // atomically; a rerun after a crash skips the files already done, a damaged file is left to
+  // the integrity check of the read).
+  async (root) => {
+    for (const name of (await readdir(join(root, 'runs'))).filter((n) => !n.startsWith('.'))) {
+      const dir = join(root, 'runs', name);
+      const run = await readJson<{ kind?: unknown }>(join(dir, 'run.json')).catch(() => undefined);
+      for (const file of await listJson(join(dir, 'steps'))) {
+        const path = join(dir, 'steps', file);
+        // A damaged file stays as it is: reading the run reports it, naming the file.
+        const step = await readJson<unknown>(path).catch(() => undefined);
+        const upgraded = upgradeV4Step(step, run?.kind);
+        if (upgraded !== step) await writeAtomic(path, upgraded);
+      }
+    }
   },
 ];
 export const FILE_STORE_VERSION = MIGRATIONS.length;

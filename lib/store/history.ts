@@ -1,5 +1,6 @@
 import { NotFoundError } from '../errors.js';
 import type { ExperienceLibrary } from '../experience/types.js';
+import { stepLibrary } from './payload.js';
 import type { Store } from './types.js';
 
 /**
@@ -14,5 +15,6 @@ export async function libraryAt(store: Store, runId: string, step: number): Prom
   }
   const record = await store.getStep(runId, step);
   if (!record) throw new NotFoundError(`Run "${runId}" has no committed step ${step}.`);
-  return record.library;
+  // A method whose steps keep no library prompts with the initial one throughout.
+  return stepLibrary(record) ?? (await store.getRun(runId))!.initialLibrary;
 }

@@ -6,6 +6,7 @@
 import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import type { GroupRecord } from './session-records.js';
+import { upgradeV4Step } from './upgrade-v4.js';
 import type { DatasetItem, ItemResult, RunRecord, StepRecord } from './records.js';
 
 export interface ItemRow {
@@ -57,7 +58,23 @@ export const MIGRATIONS: readonly Migration[] = [
   (db) => {
     db.createObjectStore('adapters', { keyPath: 'runId' });
   },
+  // v5: step records hold the method's fields in `payload`, under their run's kind.
+  (_db, tx) => {
+    upgradeSteps(tx).catch(() => tx.abort());
+  },
 ];
+
+/** Rewrites every stored v4 step row in the upgrade transaction (a failure aborts the upgrade, leaving v4 as it was). */
+async function upgradeSteps(tx: UpgradeTx): Promise<void> {
+  const kinds = new Map((await tx.objectStore('runs').getAll()).map((run) => [run.id, (run as { kind?: unknown }).kind]));
+  let cursor = await tx.objectStore('steps').openCursor();
+  while (cursor) {
+    const row = cursor.value;
+    const upgraded = upgradeV4Step(row, kinds.get(row.runId));
+    if (upgraded !== row) await cursor.update(upgraded as StepRow);
+    cursor = await cursor.continue();
+  }
+}
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 

@@ -4,4 +4,5 @@ export { MemoryStore } from './memory.js';
 export { exportRun, importRun, RUN_EXPORT_FORMAT, RUN_EXPORT_VERSION, type RunExport, type ImportOptions } from './bundle.js';
 export { validateDataset, validateDatasetItem, validateBundle, type RecordKind } from './validate.js';
 export { libraryAt } from './history.js';
+export { payloadOf, stepLibrary } from './payload.js';
 export { runMethod, type RunMethod } from './method.js';

@@ -14,7 +14,7 @@ import { InvalidInputError, StoreCorruptError } from '../errors.js';
 import { validateLibrary } from '../experience/normalize.js';
 import type { ExperienceLibrary } from '../experience/types.js';
 import type { DatasetItem, ItemResult, RunRecord, StepRecord } from './records.js';
-import { validateDatasetItem } from './validate.js';
+import { recordKind, validateDatasetItem } from './validate.js';
 
 type Obj = Record<string, unknown>;
 
@@ -68,19 +68,29 @@ export function checkItems(value: unknown, run: RunRecord, what: string): Datase
   });
 }
 
-/** A committed step: its number is the one it is stored under; its items and library are there. */
+/**
+ * A committed step: its number is the one it is stored under; its items are there, and its payload
+ * has the shape its method (`RecordKind.read`, looked up by the payload's kind) relies on.
+ */
 export function checkStep(value: unknown, step: number, runId: string, what: string): StepRecord {
   if (!isObj(value)) corrupt(what, 'is not a step record (expected a JSON object)', runId);
   if (value.step !== step) corrupt(what, `holds step ${JSON.stringify(value.step)}, not step ${step}`, runId);
   if (!isCount(value.epoch, 1) || !isCount(value.batch, 1)) corrupt(what, 'has no epoch or batch number', runId);
   if (!Array.isArray(value.items)) corrupt(what, 'has no items', runId);
   value.items.forEach((item, i) => checkResultShape(item, `${what} (items[${i}])`, runId, step));
-  for (const key of ['proposed', 'applied', 'skippedOperations', 'warnings'] as const) {
-    if (!Array.isArray(value[key])) corrupt(what, `has no ${key} list`, runId);
-  }
+  if (!Array.isArray(value.warnings)) corrupt(what, 'has no warnings list', runId);
   if (!isObj(value.stats)) corrupt(what, 'has no stats', runId);
   if (typeof value.committedAt !== 'string') corrupt(what, 'has no commit time', runId);
-  return { ...value, library: checkLibrary(value.library, `${what} (library)`, runId) } as unknown as StepRecord;
+  const payload = value.payload;
+  if (!isObj(payload) || typeof payload.kind !== 'string') corrupt(what, 'has no method payload', runId);
+  const read = recordKind(payload.kind)?.read;
+  if (!read) return value as unknown as StepRecord;
+  try {
+    return { ...value, payload: read(payload, 'payload') } as unknown as StepRecord;
+  } catch (error) {
+    if (!(error instanceof InvalidInputError)) throw error;
+    return corrupt(what, `(payload) is not a ${payload.kind} step payload (${error.message.replace(/\.$/, '')})`, runId);
+  }
 }
 
 /** Step numbers as found (any order): 1..N without a gap or a repeat. Returns N. */

@@ -243,28 +243,61 @@ export interface StepStats {
   stdReward: number | null;
 }
 
-/** One committed step (one batch): its items, the batch update and the library after it. */
-export interface StepRecord {
-  /** 1-based; the library before step 1 is the run's `initialLibrary`. */
-  step: number;
-  epoch: number;
-  batch: number;
-  items: ItemResult[];
+/**
+ * What a method adds to its step records: an object whose `kind` is the run's kind. The store,
+ * validation and export hand it to the method's `record` (`RecordKind`) by that kind.
+ */
+export interface StepPayloadBase {
+  kind: string;
+}
+
+/** A training-free step's payload: the batch update and the library after it. */
+export interface TrainingFreeStepPayload {
+  kind: 'training-free';
   /** Lessons mode: the batch merge exchange (absent when no group proposed anything). */
   merge?: CriticExchange<ExperienceOperation[]>;
   /** The operations handed to `applyOperations` (or the exemplar candidates' outcome). */
   proposed: ExperienceOperation[];
   applied: ApplyResult['applied'];
   skippedOperations: ApplyResult['skipped'];
+  /** The library after the step (the library before step 1 is the run's `initialLibrary`). */
   library: ExperienceLibrary;
+}
+
+/** A gradient step's payload: the metrics of each optimizer update of the step, in order. */
+export interface GradientStepPayload {
+  kind: 'gradient';
+  training: TrainStepMetrics[];
+}
+
+/** A router step's payload: the router after the step's update. */
+export interface RouterStepPayload {
+  kind: 'router';
+  routing: StepRouting;
+}
+
+/** The built-in methods' step payloads. */
+export type StepPayload = TrainingFreeStepPayload | GradientStepPayload | RouterStepPayload;
+
+/** The payload of a kind: a built-in one's own type, or any object of that kind for another method. */
+export type PayloadOf<K extends string> = K extends StepPayload['kind'] ? Extract<StepPayload, { kind: K }> : StepPayloadBase & { kind: K };
+
+/**
+ * One committed step (one batch): the fields every method's steps share, and the method's
+ * `payload`. `P` is the payload type; a method declares its own as `StepRecord<MyPayload>`.
+ */
+export interface StepRecord<P extends StepPayloadBase = StepPayload> {
+  /** 1-based. */
+  step: number;
+  epoch: number;
+  batch: number;
+  items: ItemResult[];
   stats: StepStats;
   /** Step-level warnings (the batch merge); item warnings stay with their items. */
   warnings: RunWarning[];
   committedAt: string;
-  /** Gradient runs: the metrics of each optimizer update of the step, in order. */
-  training?: TrainStepMetrics[];
-  /** Router runs: the router after the step's update. */
-  routing?: StepRouting;
+  /** The method's part of the step; `payload.kind` is the run's kind. */
+  payload: P;
 }
 
 /** The router after a step: its state (what a resume restores), what it would route to, the update. */

@@ -5,8 +5,9 @@
  *
  * Guarantees every implementation gives:
  *  - each write is atomic: a crash or a closed tab leaves either all of it or none of it;
- *  - `commitStep` is the step's one transaction: the step record (items, operations, library
- *    snapshot) lands together with the removal of that step's pending item results;
+ *  - `commitStep` is the step's one transaction: the step record (items and the method's payload,
+ *    a training-free step's library snapshot among them) lands together with the removal of that
+ *    step's pending item results;
  *  - a quota failure throws `StoreQuotaError` and rolls the write back, so the run stays as it was;
  *  - reads return copies: mutating them never changes what is stored.
  */

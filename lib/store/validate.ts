@@ -5,6 +5,7 @@
  */
 import { InvalidInputError } from '../errors.js';
 import { validateLibrary } from '../experience/normalize.js';
+import type { ExperienceLibrary } from '../experience/types.js';
 import { readCheckpoint } from '../grad/format.js';
 import { IMPORTANCE_SAMPLING_MODES, LOSS_TYPES } from '../math/loss-config.js';
 import { GrpoRouter, type GrpoRouterState } from '../route/router.js';
@@ -271,23 +272,31 @@ function validateStep(value: unknown, at: string, itemCount: number, kind: Recor
   int(s.epoch, `${at}.epoch`, 1);
   int(s.batch, `${at}.batch`, 1);
   arr(s.items, `${at}.items`).forEach((item, i) => validateItemResult(item, `${at}.items[${i}]`, itemCount, kind, config));
-  arr(s.proposed, `${at}.proposed`);
-  arr(s.applied, `${at}.applied`);
-  arr(s.skippedOperations, `${at}.skippedOperations`);
-  validateLibrary(s.library, `${at}.library`);
   obj(s.stats, `${at}.stats`);
   arr(s.warnings, `${at}.warnings`);
   str(s.committedAt, `${at}.committedAt`);
-  kind.step?.(s, at, config);
-  // What only one kind's steps carry.
-  if (kind.kind !== 'gradient' && s.training !== undefined) fail(`${at}.training`, 'only gradient runs carry training metrics.');
-  if (kind.kind !== 'router' && s.routing !== undefined) fail(`${at}.routing`, 'only router runs carry a router state.');
+  const payload = obj(s.payload, `${at}.payload`);
+  if (payload.kind !== kind.kind) fail(`${at}.payload.kind`, `is ${JSON.stringify(payload.kind)}; a ${kind.kind} run's steps carry "${kind.kind}" payloads.`);
+  kind.step?.(payload, `${at}.payload`, config);
   return s as unknown as StepRecord;
 }
 
-function validateTraining(s: Obj, at: string): void {
-  if (s.training === undefined) return;
-  arr(s.training, `${at}.training`).forEach((m, i) => {
+/** A training-free step's payload: the batch update's lists and a valid library. */
+function validateTrainingFreeStep(p: Obj, at: string): void {
+  arr(p.proposed, `${at}.proposed`);
+  arr(p.applied, `${at}.applied`);
+  arr(p.skippedOperations, `${at}.skippedOperations`);
+  validateLibrary(p.library, `${at}.library`);
+}
+
+/** A training-free payload as read back: its library normalised (a library stored before exemplars gets its empty list). */
+function readTrainingFreeStep(p: Obj, at: string): Obj {
+  for (const key of ['proposed', 'applied', 'skippedOperations'] as const) arr(p[key], `${at}.${key}`);
+  return { ...p, library: validateLibrary(p.library, `${at}.library`) };
+}
+
+function validateTraining(p: Obj, at: string): void {
+  arr(p.training, `${at}.training`).forEach((m, i) => {
     const metrics = obj(m, `${at}.training[${i}]`);
     for (const key of ['loss', 'gradNorm', 'entropy'] as const) num(metrics[key], `${at}.training[${i}].${key}`);
     int(metrics.step, `${at}.training[${i}].step`, 1);
@@ -355,20 +364,33 @@ export interface RecordKind {
   kind: string;
   /** Checks a stored config of this kind (throws `InvalidInputError` naming the field). */
   config(value: unknown, at: string): void;
-  /** Checks the method's fields of a step record. */
-  step?(step: Record<string, unknown>, at: string, config: Record<string, unknown>): void;
+  /** Checks a step's payload (`step.payload`, whose `kind` is already checked). */
+  step?(payload: Record<string, unknown>, at: string, config: Record<string, unknown>): void;
+  /**
+   * A payload as a store reads it back: the cheap shape checks a resume relies on, and the payload
+   * normalised (default: as stored). Throws `InvalidInputError`, which the store reports as corrupt.
+   */
+  read?(payload: Record<string, unknown>, at: string): Record<string, unknown>;
+  /** The experience library after the step, for methods whose steps keep one. */
+  library?(payload: Record<string, unknown>): ExperienceLibrary;
   /** Checks the method's fields of a rollout (by default a rollout has none). */
   rollout?(rollout: Record<string, unknown>, at: string, config: Record<string, unknown>): void;
   /** Whether runs of this kind keep an adapter checkpoint. */
   adapter?: boolean;
 }
 
-export const TRAINING_FREE_RECORD: RecordKind = { kind: 'training-free', config: validateConfig };
+export const TRAINING_FREE_RECORD: RecordKind = {
+  kind: 'training-free',
+  config: validateConfig,
+  step: validateTrainingFreeStep,
+  read: readTrainingFreeStep,
+  library: (payload) => payload.library as ExperienceLibrary,
+};
 export const GRADIENT_RECORD: RecordKind = { kind: 'gradient', config: validateGradientConfig, step: validateTraining, adapter: true };
 export const ROUTER_RECORD: RecordKind = {
   kind: 'router',
   config: validateRouterConfig,
-  step: (s, at, config) => validateRouting(s.routing, `${at}.routing`, armIds(config)),
+  step: (p, at, config) => validateRouting(p.routing, `${at}.routing`, armIds(config)),
   rollout: (rollout, at, config) => {
     if (!armIds(config).has(str(rollout.arm, `${at}.arm`))) fail(`${at}.arm`, `expected the id of one of the run's arms, got "${String(rollout.arm)}".`);
   },
@@ -382,6 +404,11 @@ export function registerRecordKind(kind: RecordKind): void {
     throw new InvalidInputError('record', 'expected { kind, config(value, at) } with a non-empty kind.');
   }
   RECORD_KINDS.set(kind.kind, kind);
+}
+
+/** The registered record kind of `kind`, or undefined. */
+export function recordKind(kind: string): RecordKind | undefined {
+  return RECORD_KINDS.get(kind);
 }
 
 function recordKindOf(value: unknown, at: string): RecordKind {

@@ -3,6 +3,7 @@
  * (z' = z + s (h A) B on the LM head) in numbers. Pure functions of stored data.
  */
 import { readAdapterFile, type AdapterCheckpoint, type GradientConfig, type RunBundle } from '../../lib/index.js';
+import { stepView } from './step-payload.js';
 
 /** Columns of the per-update charts. x: an update's place on the step axis (the last of a step sits on it). */
 export interface UpdateSeries {
@@ -23,7 +24,7 @@ export interface UpdateSeries {
 export function updateSeries(bundle: RunBundle): UpdateSeries {
   const s: UpdateSeries = { x: [], step: [], loss: [], kl: [], entropy: [], clipLow: [], clipHigh: [], clipRegion: [], gradNorm: [], samplingRatio: [] };
   for (const step of bundle.steps) {
-    const updates = step.training ?? [];
+    const { updates } = stepView(step);
     updates.forEach((m, i) => {
       s.x.push(step.step - 1 + (i + 1) / updates.length);
       s.step.push(step.step);

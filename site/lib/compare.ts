@@ -5,6 +5,7 @@
  */
 import { runMethod, type RunBundle } from '../../lib/index.js';
 import { updateSeries } from './adapter-view.js';
+import { KIND_SETTINGS, kindView } from './kind-view.js';
 import { modelName, runTitle, stepSeries } from './view.js';
 
 /** Curves of several runs on one x axis: null where a run has no point at that x. */
@@ -62,9 +63,8 @@ export function libraryOverlay(bundles: readonly RunBundle[]): Overlay {
   const labels = runLabels(bundles);
   return overlay(
     bundles.map((b, i) => {
-      const trainingFree = b.run.kind !== 'gradient' && b.run.kind !== 'router';
       const s = stepSeries(b);
-      return { label: labels[i], x: trainingFree ? s.step : [], y: s.librarySize };
+      return { label: labels[i], x: kindView(b.run).keepsLibrary ? s.step : [], y: s.librarySize };
     }),
   );
 }
@@ -91,9 +91,7 @@ export function settingRows(bundles: readonly RunBundle[]): SettingRow[] {
     ['Max tokens', (b) => String(b.run.config.maxNewTokens)],
     ['Seed', (b) => String(b.run.config.seed)],
     ['Rewards', (b) => b.run.config.rewards.map((r) => `${r.name}×${r.weight}`).join(' + ')],
-    ['Learning rate', (b) => (b.run.kind === 'gradient' ? String(b.run.config.optimizer.lr) : b.run.kind === 'router' ? String(b.run.config.router.learningRate) : '–')],
-    ['Adapter rank', (b) => (b.run.kind === 'gradient' ? String(b.run.config.adapter.rank) : '–')],
-    ['Updates per step', (b) => (b.run.kind === 'gradient' ? String(b.run.config.numIterations) : '–')],
+    ...KIND_SETTINGS.map((setting): [string, (b: RunBundle) => string] => [setting, (b) => kindView(b.run).settings(b.run)[setting] ?? '–']),
     ['Status', (b) => b.run.status],
     ['Steps done', (b) => String(b.steps.length)],
   ];

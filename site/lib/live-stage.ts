@@ -2,7 +2,8 @@
  * What a running loop is doing, in words, from its latest event: the line under the progress bar.
  * Pure: the run's record says which method is running (and the group size a prompt is sampled with).
  */
-import { runMethod, type RunRecord } from '../../lib/index.js';
+import type { RunRecord } from '../../lib/index.js';
+import { kindView } from './kind-view.js';
 import type { PlaygroundEvent } from './methods.js';
 import { HUMAN_REWARD } from './tasks.js';
 
@@ -44,15 +45,7 @@ export function stageAfter(event: PlaygroundEvent, run: RunRecord | undefined): 
 
 /** What the loop does with a group once its advantages are known. */
 function afterAdvantages(item: number, zeroSpread: boolean, run: RunRecord | undefined): string {
-  // The router learns across the step's groups of a query class, so a flat group still counts.
-  if (run?.kind === 'router') return `Prompt #${item + 1}: rewards handed to the router; it updates once the step’s groups are in`;
-  if (zeroSpread) return `Prompt #${item + 1}: every completion scored the same, nothing to learn`;
-  switch (run ? runMethod(run) : 'exemplars') {
-    case 'gradient':
-      return `Prompt #${item + 1}: advantages ready; the adapter is updated once the step’s groups are in`;
-    case 'lessons':
-      return `The critic is summarising each completion of prompt #${item + 1}`;
-    default:
-      return `Prompt #${item + 1}: keeping its best completion if it beats the group mean`;
-  }
+  const view = kindView(run);
+  if (zeroSpread && !view.learnsFromFlatGroups) return `Prompt #${item + 1}: every completion scored the same, nothing to learn`;
+  return view.afterAdvantages(run, item);
 }

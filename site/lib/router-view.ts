@@ -4,6 +4,7 @@
  * arm (weight, probability, rewarded completions so far). Pure functions of plain data.
  */
 import { queryClassOf, type RouterConfig, type RunBundle, type StepRouting } from '../../lib/index.js';
+import { stepView } from './step-payload.js';
 
 /** One query class's probability per arm after each committed step (null before the class was seen). */
 export interface ClassSeries {
@@ -16,7 +17,7 @@ export interface ClassSeries {
 /** The query classes the router knows after the last committed step, in order of first appearance. */
 function classesOf(bundle: RunBundle): string[] {
   const seen = new Set<string>();
-  for (const step of bundle.steps) for (const queryClass of Object.keys(step.routing?.probabilities ?? {})) seen.add(queryClass);
+  for (const step of bundle.steps) for (const queryClass of Object.keys(stepView(step).routing?.probabilities ?? {})) seen.add(queryClass);
   return [...seen];
 }
 
@@ -25,7 +26,7 @@ export function routingSeries(bundle: RunBundle, config: RouterConfig): ClassSer
   return classesOf(bundle).map((queryClass) => ({
     queryClass,
     step,
-    probabilities: config.arms.map((arm) => bundle.steps.map((s) => s.routing?.probabilities[queryClass]?.[arm.id] ?? null)),
+    probabilities: config.arms.map((arm) => bundle.steps.map((s) => stepView(s).routing?.probabilities[queryClass]?.[arm.id] ?? null)),
   }));
 }
 
@@ -46,10 +47,11 @@ export interface RouterRow {
 
 /** The router after committed step `step` (the latest one before it when `step` is in progress), or null before the first. */
 export function routerAfter(bundle: RunBundle, config: RouterConfig, step: number): { step: number; rows: RouterRow[] } | null {
-  const committed = bundle.steps.filter((s) => s.step <= step && s.routing);
+  const committed = bundle.steps.filter((s) => s.step <= step && stepView(s).routing);
   const last = committed.at(-1);
-  if (!last?.routing) return null;
-  const { state, probabilities } = last.routing;
+  const routing = last && stepView(last).routing;
+  if (!routing) return null;
+  const { state, probabilities } = routing;
   const counts = new Map<string, number>();
   const key = (queryClass: string, arm: string) => `${queryClass}\u0000${arm}`;
   for (const s of committed) {

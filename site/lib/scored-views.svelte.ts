@@ -5,6 +5,7 @@
  */
 import { SvelteMap } from 'svelte/reactivity';
 import type { GrpoLossConfig, ItemResult, Policy, RunRecord } from '../../lib/index.js';
+import { kindView } from './kind-view.js';
 import { scoredViews, type ScoredViews } from './token-views.js';
 
 const keyOf = (runId: string, result: ItemResult) => `${runId}:${result.step}:${result.index}`;
@@ -38,18 +39,17 @@ export class ScoredTokenViews {
         ? 'This model cannot score given completions (hosted APIs rarely can).'
         : policy.info.model !== run.config.policy.model
           ? 'The model loaded is not the one this run used.'
-          : run.kind === 'router'
-            ? 'A router group is written from several prompt variants, so it has no one prompt to score it with.'
-          : result.rollouts.some((r) => r.tokenIds.length !== r.logprobs.length || r.tokenIds.length === 0)
-            ? 'This group has no token log-probs to compare with.'
-            : null;
+          : (kindView(run).unscorable ??
+            (result.rollouts.some((r) => r.tokenIds.length !== r.logprobs.length || r.tokenIds.length === 0)
+              ? 'This group has no token log-probs to compare with.'
+              : null));
     if (why) {
       this.#groups.set(key, { unavailable: why });
       return;
     }
     try {
       const scored = await policy!.scoreCompletions!({ ...result.prompt, completions: result.rollouts.map((r) => r.tokenIds), temperature: run.config.temperature });
-      const loss: GrpoLossConfig = run.kind === 'gradient' ? { lossType: run.config.loss.lossType } : {};
+      const loss: GrpoLossConfig = kindView(run).loss(run);
       this.#groups.set(key, scoredViews(result.rollouts, scored, loss));
     } catch (error) {
       this.#groups.set(key, { unavailable: `Scoring failed: ${error instanceof Error ? error.message : String(error)}` });

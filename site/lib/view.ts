@@ -4,6 +4,7 @@
  */
 import { emptyLibrary, epochStats, runMethod, type EpochStats, type ExperienceLibrary, type ItemResult, type RunBundle, type RunRecord, type StepRouting } from '../../lib/index.js';
 import type { TrainStepMetrics } from '../../lib/grad.js';
+import { stepView } from './step-payload.js';
 
 /** Steps in one epoch (the loop's schedule: the dataset in batches). */
 export function stepsPerEpoch(bundle: RunBundle): number {
@@ -23,10 +24,10 @@ export function epochRows(bundle: RunBundle): Array<EpochStats & { partial: bool
   const byEpoch = new Map<number, RunBundle['steps']>();
   for (const step of bundle.steps) byEpoch.set(step.epoch, [...(byEpoch.get(step.epoch) ?? []), step]);
   return [...byEpoch].map(([epoch, steps]) => {
-    const last = steps[steps.length - 1];
-    const lastUpdate = last.training?.at(-1);
+    const last = stepView(steps[steps.length - 1]);
+    const lastUpdate = last.updates.at(-1);
     return {
-      ...epochStats(epoch, steps, last.library),
+      ...epochStats(epoch, steps, last.library ?? bundle.run.initialLibrary),
       partial: steps.length < stepsPerEpoch(bundle),
       ...(lastUpdate ? { lastUpdate } : {}),
       ...(last.routing ? { routing: last.routing } : {}),
@@ -59,8 +60,9 @@ export function stepSeries(bundle: RunBundle): StepSeries {
     s.low.push(meanReward === null ? null : meanReward - sd);
     s.high.push(meanReward === null ? null : meanReward + sd);
     s.zeroSpread.push(groups ? zeroSpreadGroups / groups : 0);
-    s.librarySize.push(step.library.entries.length + step.library.exemplars.length);
-    const count = (kind: string) => step.applied.filter((a) => a.operation === kind).length;
+    const { library = bundle.run.initialLibrary, applied } = stepView(step);
+    s.librarySize.push(library.entries.length + library.exemplars.length);
+    const count = (kind: string) => applied.filter((a) => a.operation === kind).length;
     s.added.push(count('ADD'));
     s.updated.push(count('UPDATE'));
     s.deleted.push(count('DELETE'));
@@ -71,7 +73,8 @@ export function stepSeries(bundle: RunBundle): StepSeries {
 /** The library before step 1 (step 0) or after a committed step. */
 export function libraryAfter(bundle: RunBundle, step: number): ExperienceLibrary {
   if (step <= 0) return bundle.run.initialLibrary ?? emptyLibrary();
-  return bundle.steps.find((s) => s.step === step)?.library ?? bundle.steps[bundle.steps.length - 1]?.library ?? bundle.run.initialLibrary;
+  const shown = bundle.steps.find((s) => s.step === step) ?? bundle.steps[bundle.steps.length - 1];
+  return (shown && stepView(shown).library) ?? bundle.run.initialLibrary;
 }
 
 /** The highest step with anything to show: the last committed one, or the one in progress. */

@@ -17,6 +17,7 @@ import {
   importRun,
   InvalidInputError,
   MemoryStore,
+  payloadOf,
   readAdapterFile,
   readCheckpoint,
   writeAdapterFile,
@@ -84,7 +85,7 @@ describe.each(stores)('%s store', (_, open) => {
       expect(state.b.some((x) => x !== 0)).toBe(true);
       // Steps carry their updates' metrics.
       const steps = await store.listSteps('run-a');
-      expect(steps.map((s) => s.training?.length)).toEqual([1, 1, 1]);
+      expect(steps.map((s) => payloadOf(s, 'gradient')?.training.length)).toEqual([1, 1, 1]);
       expect(await store.getAdapter('run-a')).toEqual(checkpoint);
     } finally {
       result.trainer.dispose();

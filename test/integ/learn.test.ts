@@ -19,6 +19,7 @@ import {
   type Policy,
   type PolicyRecording,
   type StepRecord,
+  type TrainingFreeStepPayload,
 } from '../../lib/index.js';
 import { scriptedPolicy } from '../tfgrpo/helpers/scripted-policy.js';
 
@@ -43,7 +44,7 @@ async function tellStep(step: StepRecord, dataset: ReturnType<typeof alphabetise
 }
 
 const dataset = alphabetise.dataset({ size: 6, seed: 2 });
-let step: StepRecord;
+let step: StepRecord<TrainingFreeStepPayload>;
 let groups: GroupRecord[];
 let recording: PolicyRecording;
 
@@ -52,7 +53,7 @@ beforeAll(async () => {
   const store = new MemoryStore();
   const run = trainingFreeGrpo({ dataset, rewards: alphabetise.rewards, groupSize: 3, epochs: 1, batchSize: 6, policy: scriptedPolicy(), critic: seedless(), store, runId: 'loop' });
   await run.result();
-  step = (await store.listSteps('loop'))[0];
+  step = (await store.listSteps('loop'))[0] as StepRecord<TrainingFreeStepPayload>;
   groups = await tellStep(step, dataset);
   const recorder = recordingPolicy(seedless());
   await learnFromGroups({ critic: recorder, groups });
@@ -62,14 +63,14 @@ beforeAll(async () => {
 describe('learnFromGroups', () => {
   it('does what the loop does with the same groups: same critiques, merge, operations and library, byte for byte', async () => {
     expect(step.items.some((i) => i.skipped === 'zero-spread')).toBe(true);
-    expect(step.applied.length).toBeGreaterThan(0);
+    expect(step.payload.applied.length).toBeGreaterThan(0);
     const learned = await learnFromGroups({ critic: replayPolicy(recording), groups });
     expect(learned.step).toBe(1);
-    expect(JSON.stringify(learned.library)).toBe(JSON.stringify(step.library));
-    expect(learned.merge).toEqual(step.merge);
-    expect(learned.proposed).toEqual(step.proposed);
-    expect(learned.applied).toEqual(step.applied);
-    expect(learned.skipped).toEqual(step.skippedOperations);
+    expect(JSON.stringify(learned.library)).toBe(JSON.stringify(step.payload.library));
+    expect(learned.merge).toEqual(step.payload.merge);
+    expect(learned.proposed).toEqual(step.payload.proposed);
+    expect(learned.applied).toEqual(step.payload.applied);
+    expect(learned.skipped).toEqual(step.payload.skippedOperations);
     learned.groups.forEach((g, i) => {
       const item = step.items[i];
       expect(g.groupId).toBe(groups[i].id);

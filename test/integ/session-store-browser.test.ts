@@ -1,7 +1,7 @@
 /**
  * Session groups in the real IndexedDB of headless Chromium (test/browser/pages/session-store.html):
- * they survive a reopened database, a database of the previous schema is migrated with its runs
- * kept, and a full quota is a StoreQuotaError that leaves the stored group as it was.
+ * they survive a reopened database, a database of an older schema is migrated with its runs kept
+ * (their steps in today's shape), and a full quota is a StoreQuotaError that leaves the stored group as it was.
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,7 +18,7 @@ interface SessionsWindow {
   sessions: {
     askAndTell(name: string, rewards: number[]): Promise<Told>;
     reopen(name: string, groupId: string): Promise<{ group: GroupRecord; ids: string[] }>;
-    migrate(name: string): Promise<{ version: number; stores: string[]; run: { id: string } | undefined; groupId: string }>;
+    migrate(name: string): Promise<{ version: number; stores: string[]; run: { id: string } | undefined; step: Record<string, unknown> | undefined; groupId: string }>;
     quota(name: string, groupId: string): Promise<{ error?: { code: string; message: string }; kept: GroupRecord }>;
   };
   ready?: boolean;
@@ -44,9 +44,20 @@ describe('session groups in headless Chromium (real IndexedDB)', () => {
     expect(reopened.ids).toEqual([told.groupId]);
 
     const migrated = await page.evaluate(() => (window as unknown as SessionsWindow).sessions.migrate('legacy'));
-    expect(migrated.version).toBe(4);
+    expect(migrated.version).toBe(5);
     expect(migrated.stores).toEqual(['adapters', 'groups', 'items', 'leases', 'pending', 'runs', 'steps']);
     expect(migrated.run?.id).toBe('old');
+    const library = { nextId: 0, entries: [], exemplars: [] };
+    expect(migrated.step).toEqual({
+      step: 1,
+      epoch: 1,
+      batch: 1,
+      items: [],
+      stats: {},
+      warnings: [],
+      committedAt: '2025-01-01T00:00:00.000Z',
+      payload: { kind: 'training-free', proposed: [], applied: [], skippedOperations: [], library },
+    });
 
     const quota = await page.evaluate(([id]) => (window as unknown as SessionsWindow).sessions.quota('sessions', id), [told.groupId] as const);
     expect(quota.error?.code).toBe('StoreQuota');

@@ -15,6 +15,7 @@ import {
   InvalidInputError,
   MemoryStore,
   mulberry32,
+  payloadOf,
   resumeRouterGrpo,
   resumeTrainingFreeGrpo,
   routerGrpo,
@@ -118,8 +119,8 @@ describe('routerGrpo', () => {
 
     // Every step carries the router; every rollout its arm; arms share one call per arm and item.
     const steps = await store.listSteps('route');
-    expect(steps.map((s) => s.routing?.state.totalUpdates)).toEqual(steps.map((s) => s.step));
-    expect(steps.at(-1)!.routing!.probabilities).toEqual(result.probabilities);
+    expect(steps.map((s) => payloadOf(s, 'router')?.routing.state.totalUpdates)).toEqual(steps.map((s) => s.step));
+    expect(payloadOf(steps.at(-1), 'router')!.routing.probabilities).toEqual(result.probabilities);
     const routed = events.filter((e) => e.type === 'routed');
     const ends = events.filter((e) => e.type === 'item-end');
     expect(ends.map((e) => e.result.rollouts.map((r) => r.arm))).toEqual(routed.map((e) => e.arms));
@@ -195,11 +196,11 @@ describe('routerGrpo', () => {
         const back = await exportRun(target, 'route');
         expect(back.run).toEqual(exported.run);
         expect(back.steps).toEqual(exported.steps);
-        expect(back.steps.at(-1)!.routing!.state.totalUpdates).toBe(4);
+        expect(payloadOf(back.steps.at(-1), 'router')!.routing.state.totalUpdates).toBe(4);
         expect(back.steps[0].items[0].rollouts.every((r) => ARMS.some((a) => a.id === r.arm))).toBe(true);
         // Resume works from the imported copy (the run is complete: nothing left to do).
         const done = await resumeRouterGrpo('route', { policy: armSensitivePolicy(), rewards, store: target }).result();
-        expect(done.router).toEqual(back.steps.at(-1)!.routing!.state);
+        expect(done.router).toEqual(payloadOf(back.steps.at(-1), 'router')!.routing.state);
       }
     } finally {
       for (const target of stores) await target.close();
@@ -217,16 +218,19 @@ describe('routerGrpo', () => {
     }
     expect(new Set(lines.map((l) => l.prompt)).size).toBeGreaterThan(dataset.length);
 
-    // Validation is strict about the routing: an unknown arm, a missing state, routing on a gradient step.
+    // Validation is strict about the routing: an unknown arm, a missing state, a payload of another kind.
     const withArm = structuredClone(exported);
     withArm.steps[0].items[0].rollouts[0].arm = 'nope';
     expect(() => validateBundle(withArm)).toThrow(/rollouts\[0\]\.arm/);
     const noRouting = structuredClone(exported);
-    delete noRouting.steps[1].routing;
-    expect(() => validateBundle(noRouting)).toThrow(/steps\[1\]\.routing/);
+    delete noRouting.steps[1].payload.routing;
+    expect(() => validateBundle(noRouting)).toThrow(/steps\[1\]\.payload\.routing/);
     const badState = structuredClone(exported);
-    badState.steps[0].routing.state.weights = 3;
+    badState.steps[0].payload.routing.state.weights = 3;
     expect(() => validateBundle(badState)).toThrow(/routing\.state/);
+    const otherKind = structuredClone(exported);
+    otherKind.steps[0].payload.kind = 'gradient';
+    expect(() => validateBundle(otherKind)).toThrow(/steps\[0\]\.payload\.kind/);
     const oneArm = structuredClone(exported);
     oneArm.run.config.arms = oneArm.run.config.arms.slice(0, 1);
     expect(() => validateBundle(oneArm)).toThrow(InvalidInputError);
@@ -255,7 +259,7 @@ describe('routerGrpo', () => {
       expect(result.status).toBe('completed');
       const steps = await store.listSteps('onnx');
       expect(steps).toHaveLength(1);
-      expect(steps[0].routing!.stats).toMatchObject({ updated: true, samplesProcessed: 6 });
+      expect(payloadOf(steps[0], 'router')!.routing.stats).toMatchObject({ updated: true, samplesProcessed: 6 });
       expect(steps[0].items.flatMap((i) => i.rollouts.map((r) => r.arm)).every((arm) => arm !== undefined)).toBe(true);
     } finally {
       await policy.dispose();

@@ -25,6 +25,7 @@ import {
   type RecordKind,
   type RewardFunction,
   type Run,
+  type StepRecord,
   type Store,
 } from '../../lib/index.js';
 
@@ -56,6 +57,12 @@ interface State {
   picks: Pick[];
 }
 
+/** The method's part of each step record. */
+interface BestOfGPayload {
+  kind: 'best-of-g';
+  picks: Pick[];
+}
+
 const record: RecordKind = {
   kind: 'best-of-g',
   config(value, at) {
@@ -64,12 +71,12 @@ const record: RecordKind = {
       if (!Number.isInteger(c?.[key])) throw new InvalidInputError(`${at}.${key}`, 'expected an integer.');
     }
   },
-  step(step, at) {
-    if (!Array.isArray(step.picks)) throw new InvalidInputError(`${at}.picks`, 'expected an array.');
+  step(payload, at) {
+    if (!Array.isArray(payload.picks)) throw new InvalidInputError(`${at}.picks`, 'expected an array.');
   },
 };
 
-export const bestOfG: Method<'best-of-g', State, LoopHandles, BestOfGResult> = {
+export const bestOfG: Method<'best-of-g', State, LoopHandles, BestOfGResult, BestOfGPayload> = {
   kind: 'best-of-g',
   resumeWith: 'resumeBestOfG',
   record,
@@ -79,8 +86,9 @@ export const bestOfG: Method<'best-of-g', State, LoopHandles, BestOfGResult> = {
   advantages: () => ({ scaleRewards: 'group' }),
   concurrency: (config) => config.concurrency as number,
   async open({ run, store }) {
-    const steps = await store.listSteps(run.id);
-    return { picks: steps.flatMap((s) => (s as unknown as { picks: Pick[] }).picks) };
+    // The store hands out any method's steps; these are this method's own.
+    const steps = (await store.listSteps(run.id)) as unknown as StepRecord<BestOfGPayload>[];
+    return { picks: steps.flatMap((s) => s.payload.picks) };
   },
   async finishStep(state, { plan }, items) {
     const picks = items.map((item) => {
@@ -88,7 +96,7 @@ export const bestOfG: Method<'best-of-g', State, LoopHandles, BestOfGResult> = {
       return { step: plan.step, index: item.index, text: best.text, reward: best.reward ?? 0 };
     });
     state.picks.push(...picks);
-    return { payload: { picks }, end: { picks } };
+    return { payload: { kind: 'best-of-g', picks }, end: { picks } };
   },
   epochEnd: (_state, epoch, steps) => ({ stats: { epoch, ...stepStats(steps.flatMap((s) => s.items)) } }),
   result: async (state, { runId, status, stepsCompleted }) => ({ runId, status, stepsCompleted, picks: state.picks }),

@@ -7,7 +7,7 @@
  * end; failures arrive as errors; and the playground's view functions read the stored run.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { digits, MemoryStore, readAdapterFile, type WorkerScope } from '../../lib/index.js';
+import { digits, MemoryStore, payloadOf, readAdapterFile, type WorkerScope } from '../../lib/index.js';
 import type { GradientEvent } from '../../lib/grad.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { adapterPoint, adapterShape, adapterTrace, updateSeries } from '../../site/lib/adapter-view.js';
@@ -92,7 +92,7 @@ describe('a gradient run in the model worker', () => {
     // What the panels draw from it.
     const series = updateSeries(bundle);
     expect(series.x).toEqual([0.5, 1, 1.5, 2]);
-    expect(series.loss).toEqual(bundle.steps.flatMap((s) => s.training!.map((m) => m.loss)));
+    expect(series.loss).toEqual(bundle.steps.flatMap((s) => payloadOf(s, 'gradient')!.training.map((m) => m.loss)));
     const point = adapterPoint(bundle.adapter!);
     const b = readAdapterFile(bundle.adapter!.adapter).b;
     expect(point).toMatchObject({ step: 2, updates: 4 });
@@ -103,7 +103,7 @@ describe('a gradient run in the model worker', () => {
       rank: 4,
       parameters: 4 * (policy.head!.hiddenSize + policy.head!.vocabSize),
     });
-    expect(epochRows(bundle)[0].lastUpdate).toEqual(bundle.steps[1].training!.at(-1));
+    expect(epochRows(bundle)[0].lastUpdate).toEqual(payloadOf(bundle.steps[1], 'gradient')!.training.at(-1));
   });
 
   it('cancels in the worker when the signal aborts, and resumes to the end', async () => {

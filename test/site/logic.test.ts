@@ -4,7 +4,7 @@
  * the UI reads it, then derived into what the panels draw and the files the user exports.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { alphabetise, MemoryStore, runGroups, trainingFreeGrpo, type RunBundle } from '../../lib/index.js';
+import { alphabetise, MemoryStore, payloadOf, runGroups, trainingFreeGrpo, type RunBundle, type StepRecord } from '../../lib/index.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { countDiff, diffLibraries } from '../../site/lib/diff.js';
 import { EtaClock, formatDuration } from '../../site/lib/eta.js';
@@ -15,6 +15,9 @@ import { rewardsOf } from '../../site/lib/tasks.js';
 import { streamingPolicy, type GroupStream } from '../../site/lib/streaming.js';
 import { displayStatus, epochRows, groupsAt, lastStepShown, libraryAfter, stepSeries, totalSteps } from '../../site/lib/view.js';
 import { rewardWindow } from '../../site/lib/charts.js';
+
+/** A training-free step's payload (its library and operations). */
+const tf = (step: StepRecord) => payloadOf(step, 'training-free')!;
 
 let bundle: RunBundle;
 
@@ -47,7 +50,7 @@ describe('run view', () => {
       [1, 3, false],
       [2, 3, false],
     ]);
-    expect(rows[1].librarySize).toBe(bundle.steps[3].library.exemplars.length);
+    expect(rows[1].librarySize).toBe(tf(bundle.steps[3]).library.exemplars.length);
   });
 
   it('gives the charts one point per committed step, with the band around the mean', () => {
@@ -57,8 +60,8 @@ describe('run view', () => {
       const { meanReward, stdReward } = bundle.steps[i].stats;
       expect(s.mean[i]).toBe(meanReward);
       expect(s.high[i]! - s.low[i]!).toBeCloseTo(2 * (stdReward ?? 0), 12);
-      expect(s.librarySize[i]).toBe(bundle.steps[i].library.exemplars.length + bundle.steps[i].library.entries.length);
-      expect(s.added[i]).toBe(bundle.steps[i].applied.filter((a) => a.operation === 'ADD').length);
+      expect(s.librarySize[i]).toBe(tf(bundle.steps[i]).library.exemplars.length + tf(bundle.steps[i]).library.entries.length);
+      expect(s.added[i]).toBe(tf(bundle.steps[i]).applied.filter((a) => a.operation === 'ADD').length);
     }
   });
 
@@ -93,7 +96,7 @@ describe('library diff', () => {
   it('agrees with the operations the run applied', () => {
     for (const step of bundle.steps) {
       const counts = countDiff(diffLibraries(libraryAfter(bundle, step.step - 1), libraryAfter(bundle, step.step)));
-      const applied = (kind: string) => step.applied.filter((a) => a.operation === kind).length;
+      const applied = (kind: string) => tf(step).applied.filter((a) => a.operation === kind).length;
       expect(counts.added).toBe(applied('ADD'));
       expect(counts.deleted).toBe(applied('DELETE'));
     }
@@ -125,7 +128,7 @@ describe('export', () => {
   it('writes the library as JSON that names its run and step', () => {
     const doc = JSON.parse(libraryJson(libraryAfter(bundle, 2), bundle.run.id, 2));
     expect(doc).toMatchObject({ format: 'webgrpo.library', runId: bundle.run.id, step: 2 });
-    expect(doc.library).toEqual(bundle.steps[1].library);
+    expect(doc.library).toEqual(tf(bundle.steps[1]).library);
   });
 });
 

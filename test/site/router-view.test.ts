@@ -3,7 +3,7 @@
  * the routing series per query class, the router table after a step, and the run's title.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { alphabetise, MemoryStore, routerGrpo, type RouterConfig, type RunBundle } from '../../lib/index.js';
+import { alphabetise, MemoryStore, payloadOf, routerGrpo, type RouterConfig, type RunBundle } from '../../lib/index.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { PLAYGROUND_ARMS } from '../../site/lib/arms.js';
 import { methodOf } from '../../site/lib/methods.js';
@@ -54,7 +54,7 @@ describe('router view', () => {
   it('tabulates the router after a step: weights, probabilities, and rewarded completions per arm', () => {
     const after = routerAfter(bundle, config, 4)!;
     expect(after.step).toBe(4);
-    const { state } = bundle.steps[3].routing!;
+    const { state } = payloadOf(bundle.steps[3], 'router')!.routing;
     for (const row of after.rows) {
       expect(row.samples).toBe(state.sampleCounts[row.queryClass]);
       // Every rewarded completion of the class was written by one arm.

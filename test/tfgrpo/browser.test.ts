@@ -12,6 +12,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
 import { expectNear } from '../fixtures/near.js';
 import { recordReference, standardShape, timeless, type Reference } from './helpers/fixture.js';
+import { payloadOf } from '../../lib/index.js';
 
 interface TfWindow {
   tf: {
@@ -100,7 +101,7 @@ describe('Training-Free GRPO in headless Chromium (real IndexedDB)', () => {
     expect(stopped.error?.message).toMatch(/storage quota/);
     expect(stopped.lastStep).toBe(2);
     expect(stopped.pending).toBe(3);
-    expect(stopped.libraryEntries).toBe(reference.bundle.steps[1].library.entries.length);
+    expect(stopped.libraryEntries).toBe(payloadOf(reference.bundle.steps[1], 'training-free')!.library.entries.length);
 
     const resumed = await page.evaluate(([rec]) => (window as unknown as TfWindow).tf.resume(rec, 'quota'), [reference.recording] as const);
     expect(resumed.error).toBeUndefined();

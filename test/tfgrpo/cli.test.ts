@@ -40,7 +40,7 @@ function io(options: { policy?: () => Policy; interactive?: boolean; interrupt?:
   return { io: value, out: () => out.join(''), err: () => err.join(''), loaded };
 }
 
-const libraryOf = async (file: string) => JSON.stringify(JSON.parse(await readFile(file, 'utf8')).steps.at(-1).library);
+const libraryOf = async (file: string) => JSON.stringify(JSON.parse(await readFile(file, 'utf8')).steps.at(-1).payload.library);
 
 describe('webgrpo train (in process, scripted model)', () => {
   it('prints help and rejects bad usage with exit code 2', async () => {

@@ -79,9 +79,10 @@ describe('the file store on resume', () => {
       'steps/000003.json',
       async (dir) => {
         const path = join(dir, 'runs/r/steps/000003.json');
-        await writeFile(path, JSON.stringify({ ...JSON.parse(await readFile(path, 'utf8')), library: { entries: 'lots' } }));
+        const step = JSON.parse(await readFile(path, 'utf8'));
+        await writeFile(path, JSON.stringify({ ...step, payload: { ...step.payload, library: { entries: 'lots' } } }));
       },
-      /\(library\) is not an experience library/,
+      /\(payload\) is not a training-free step payload \(payload\.library/,
     ],
     [
       'a run record without its initial library',
@@ -203,9 +204,12 @@ describe('the IndexedDB store on resume', () => {
     ['a step record of {}', (db) => db.put('steps', { runId: 'r', step: 3 }), /the steps record \["r",3\]/, /has no epoch or batch number/],
     [
       'a library of the wrong shape',
-      async (db) => db.put('steps', { ...(await db.get('steps', ['r', 3])), library: [] }),
+      async (db) => {
+        const step = (await db.get('steps', ['r', 3]))!;
+        await db.put('steps', { ...step, payload: { ...step.payload, library: [] } });
+      },
       /the steps record \["r",3\]/,
-      /is not an experience library/,
+      /is not a training-free step payload \(payload\.library/,
     ],
   ];
 

@@ -12,6 +12,7 @@ import {
   AlreadyRunningError,
   InvalidInputError,
   MemoryStore,
+  payloadOf,
   replayPolicy,
   resumeTrainingFreeGrpo,
   StoreError,
@@ -176,15 +177,16 @@ describe('events', () => {
 describe('untrusted critic output', () => {
   it('never puts anything into the library that a parsed reply did not propose, cleaned', () => {
     for (const step of reference.bundle.steps) {
-      expect(() => validateLibrary(step.library)).not.toThrow();
+      const update = payloadOf(step, 'training-free')!;
+      expect(() => validateLibrary(update.library)).not.toThrow();
       const fromGroups = step.items.flatMap((i) => i.groupUpdate?.parsed ?? []);
-      const sources = step.merge?.parsed ?? fromGroups;
-      for (const op of step.proposed) expect(sources).toContainEqual(op);
-      for (const applied of step.applied.filter((a) => a.operation !== 'DELETE')) {
-        const candidates = step.proposed.map((p) => cleanContent(p.content ?? '', 400).text);
+      const sources = update.merge?.parsed ?? fromGroups;
+      for (const op of update.proposed) expect(sources).toContainEqual(op);
+      for (const applied of update.applied.filter((a) => a.operation !== 'DELETE')) {
+        const candidates = update.proposed.map((p) => cleanContent(p.content ?? '', 400).text);
         expect(candidates).toContain(applied.content);
       }
-      for (const entry of step.library.entries) {
+      for (const entry of update.library.entries) {
         expect(entry.text).not.toMatch(/[\r\n]/);
         expect(entry.text.length).toBeLessThanOrEqual(400);
       }
@@ -258,7 +260,7 @@ describe('exemplar mode', () => {
     // An item never sees its own exemplar.
     for (const step of ref.bundle.steps) {
       for (const item of step.items) {
-        const own = ref.bundle.steps.flatMap((s) => s.library.exemplars).filter((e) => item.prompt.messages?.at(-1)?.content.endsWith(e.item));
+        const own = ref.bundle.steps.flatMap((s) => payloadOf(s, 'training-free')!.library.exemplars).filter((e) => item.prompt.messages?.at(-1)?.content.endsWith(e.item));
         for (const e of own) expect(item.experienceIds).not.toContain(e.id);
       }
     }

@@ -127,7 +127,7 @@ describe.each(kinds)('$name store', (kind) => {
     expect((await store.listSteps('r', { from: 2, to: 2 })).map((s) => s.step)).toEqual([2]);
     expect((await store.getRun('r'))?.updatedAt).toBe(sampleStep(3).committedAt);
     expect(await libraryAt(store, 'r', 0)).toEqual(sampleRun('r').initialLibrary);
-    expect(await libraryAt(store, 'r', 2)).toEqual(sampleStep(2).library);
+    expect(await libraryAt(store, 'r', 2)).toEqual(sampleStep(2).payload.library);
     await expectError(libraryAt(store, 'r', 7), NotFoundError);
     await store.close();
   });
@@ -157,7 +157,7 @@ describe.each(kinds)('$name store', (kind) => {
     await store.commitStep('r', sampleStep(1));
     await store.putItemResult('r', sampleItemResult(2, 0));
     const exported = await exportRun(store, 'r');
-    expect(exported).toMatchObject({ format: 'webgrpo.run', version: 1 });
+    expect(exported).toMatchObject({ format: 'webgrpo.run', version: 2 });
     const json = JSON.stringify(exported);
 
     const target = new MemoryStore();
@@ -203,7 +203,9 @@ describe('importRun validation', () => {
       [(d) => (d.steps[1].step = 5), 'run.steps[1].step'],
       [(d) => (d.steps[0].items[0].rollouts[1].logprobs[2] = 'x'), 'run.steps[0].items[0].rollouts[1].logprobs[2]'],
       [(d) => (d.steps[0].items[0].index = 99), 'run.steps[0].items[0].index'],
-      [(d) => (d.steps[0].library.entries[1].id = 'G0'), 'run.steps[0].library.entries[1].id'],
+      [(d) => (d.steps[0].payload.library.entries[1].id = 'G0'), 'run.steps[0].payload.library.entries[1].id'],
+      [(d) => (d.steps[0].payload.kind = 'router'), 'run.steps[0].payload.kind'],
+      [(d) => delete d.steps[0].payload, 'run.steps[0].payload'],
       [(d) => (d.pending = [d.steps[0].items[0]]), 'run.pending[0].step'],
       [(d) => (d.run.itemCount = 7), 'run.items'],
     ];

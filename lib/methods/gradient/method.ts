@@ -10,7 +10,7 @@
  */
 import { InvalidInputError, throwIfAborted } from '../../errors.js';
 import { MemoryStore } from '../../store/memory.js';
-import type { GradientConfig, StepRecord } from '../../store/records.js';
+import type { GradientConfig, GradientStepPayload, StepRecord } from '../../store/records.js';
 import type { Store } from '../../store/types.js';
 import { GRADIENT_RECORD, validateDataset } from '../../store/validate.js';
 import { resumeRun, startRun } from '../../run/driver.js';
@@ -65,7 +65,7 @@ function gradientMethod(initial?: HeadAdapterWeights): Method<'gradient', Gradie
       const trainer = createTrainer(handles, run.config);
       const checkpoint = last ? await store.getAdapter(run.id) : undefined;
       if (checkpoint) trainer.load(readCheckpoint(checkpoint).state);
-      const control = last?.training?.at(-1)?.adaptiveEntropy;
+      const control = last?.payload.training.at(-1)?.adaptiveEntropy;
       if (control && run.config.loss.adaptiveEntropy) trainer.restoreAdaptiveEntropy(control);
       else if (initial) trainer.load({ a: initial.a, b: initial.b, m: zerosLike(initial), v: zerosLike(initial), updates: 0 });
       return { config: run.config, handles, trainer };
@@ -89,7 +89,7 @@ function gradientMethod(initial?: HeadAdapterWeights): Method<'gradient', Gradie
       trainer.releaseStates();
       throwIfAborted(signal);
       const adapter = writeCheckpoint(await trainer.state(), trainer.shape, plan.step, handles.policy.info.model);
-      return { payload: { training }, extras: { adapter }, end: { training } };
+      return { payload: { kind: 'gradient', training }, extras: { adapter }, end: { training } };
     },
     epochEnd: (_state, epoch, steps) => ({ stats: gradientEpochStats(epoch, steps) }),
     result: async ({ trainer }, { runId, status, epochsCompleted, stepsCompleted, itemsProcessed }) => ({
@@ -147,9 +147,9 @@ function zerosLike(w: { a: Float32Array; b: Float32Array }) {
 }
 
 /** Rewards of an epoch's steps and the last update's loss, KL and gradient norm. */
-export function gradientEpochStats(epoch: number, steps: readonly StepRecord[]): GradientEpochStats {
+export function gradientEpochStats(epoch: number, steps: readonly StepRecord<GradientStepPayload>[]): GradientEpochStats {
   const stats = stepStats(steps.flatMap((s) => s.items));
-  const last = steps.at(-1)?.training?.at(-1);
+  const last = steps.at(-1)?.payload.training.at(-1);
   return {
     epoch,
     steps: steps.length,

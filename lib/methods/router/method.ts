@@ -63,7 +63,7 @@ export const routerMethod: Method<'router', RouterState, RouterHandles, RouterRe
     // The router draws from `draw`, which routeItem reseeds per item.
     let draw: Rng = mulberry32(config.seed);
     const seeded = { rng: () => draw() };
-    const router = last?.routing ? GrpoRouter.fromJSON(last.routing.state, seeded) : new GrpoRouter({ ...config.router, ...seeded });
+    const router = last ? GrpoRouter.fromJSON(last.payload.routing.state, seeded) : new GrpoRouter({ ...config.router, ...seeded });
     return { config, router, armIds: config.arms.map((a) => a.id), reseed: (seed) => (draw = mulberry32(seed)) };
   },
   sample: (state, ctx, prepared) => routeItem(state.config, state.router, state.reseed, ctx, prepared),
@@ -72,7 +72,7 @@ export const routerMethod: Method<'router', RouterState, RouterHandles, RouterRe
   async finishStep({ router, armIds }) {
     const stats = router.update();
     const routing: StepRouting = { state: router.toJSON(), probabilities: routingProbabilities(router, armIds), stats };
-    return { payload: { routing }, end: { routing } };
+    return { payload: { kind: 'router', routing }, end: { routing } };
   },
   exportGroups: (config, runId, result) =>
     config.arms.flatMap((arm) => {

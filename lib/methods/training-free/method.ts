@@ -71,7 +71,7 @@ export const trainingFreeMethod: Method<'training-free', TrainingFreeState, Trai
   async open({ run, handles, last }) {
     return {
       config: run.config,
-      library: last?.library ?? run.initialLibrary,
+      library: last?.payload.library ?? run.initialLibrary,
       critic: handles.critic ?? handles.policy,
       tokens: tokenCounter(handles.countTokens, handles.policy),
     };
@@ -85,7 +85,7 @@ export const trainingFreeMethod: Method<'training-free', TrainingFreeState, Trai
   handleGroup: (state, ctx, result, rewards) => critiqueItem({ critic: state.critic, config: state.config, signal: ctx.signal }, ctx, result, rewards, state.library),
   finishStep: (state, ctx, items) => finishStep({ critic: state.critic, config: state.config, signal: ctx.signal }, ctx.plan, items, state.library, ctx.warn),
   committed(state, record) {
-    state.library = record.library;
+    state.library = record.payload.library;
   },
   epochEnd: (state, epoch, steps) => ({ stats: epochStats(epoch, steps, state.library), library: state.library }),
   runEnd: (state, tally) => ({ library: state.library, warnings: tally.warnings }),

@@ -1,14 +1,19 @@
 /** A training-free epoch's statistics: its groups' rewards, the library after it, its operations. */
 import type { ExperienceLibrary } from '../../experience/types.js';
-import type { StepRecord } from '../../store/records.js';
+import type { StepPayloadBase, StepRecord } from '../../store/records.js';
+import { payloadOf } from '../../store/payload.js';
 import { stepStats } from '../../run/stats.js';
 import type { EpochStats } from './events.js';
 
-/** Aggregates the committed steps of one epoch; `library` is the library after its last step. */
-export function epochStats(epoch: number, steps: readonly StepRecord[], library: ExperienceLibrary): EpochStats {
+/**
+ * Aggregates the committed steps of one epoch; `library` is the library after its last step. Steps
+ * of another method (the playground's table of any run) count no operations.
+ */
+export function epochStats(epoch: number, steps: readonly StepRecord<StepPayloadBase>[], library: ExperienceLibrary): EpochStats {
   const items = steps.flatMap((s) => s.items);
   const stats = stepStats(items);
-  const count = (kind: string) => steps.reduce((n, s) => n + s.applied.filter((a) => a.operation === kind).length, 0);
+  const updates = steps.map((s) => payloadOf(s, 'training-free'));
+  const count = (kind: string) => updates.reduce((n, u) => n + (u?.applied.filter((a) => a.operation === kind).length ?? 0), 0);
   return {
     epoch,
     steps: steps.length,
@@ -26,7 +31,7 @@ export function epochStats(epoch: number, steps: readonly StepRecord[], library:
       added: count('ADD'),
       updated: count('UPDATE'),
       deleted: count('DELETE'),
-      skipped: steps.reduce((n, s) => n + s.skippedOperations.filter((k) => k.reason !== 'NONE').length, 0),
+      skipped: updates.reduce((n, u) => n + (u?.skippedOperations.filter((k) => k.reason !== 'NONE').length ?? 0), 0),
     },
     warnings: steps.reduce((n, s) => n + s.warnings.length + s.items.reduce((m, item) => m + item.warnings.length, 0), 0),
   };

@@ -6,7 +6,7 @@
  */
 import { applyExemplars } from '../../experience/exemplars.js';
 import type { ApplyResult, ExemplarCandidate, ExperienceLibrary, ExperienceOperation } from '../../experience/types.js';
-import type { CriticExchange, ItemResult, RunWarning, TrainingFreeConfig } from '../../store/records.js';
+import type { CriticExchange, ItemResult, RunWarning, TrainingFreeConfig, TrainingFreeStepPayload } from '../../store/records.js';
 import type { StepOutcome } from '../../run/method.js';
 import type { StepPlan } from '../../run/schedule.js';
 import type { CriticContext } from './critic.js';
@@ -18,7 +18,7 @@ export async function finishStep(
   items: ItemResult[],
   library: ExperienceLibrary,
   warn: (warning: RunWarning) => Promise<void>,
-): Promise<StepOutcome> {
+): Promise<StepOutcome<TrainingFreeStepPayload>> {
   const { config } = ctx;
   const { step } = plan;
   const warnings: RunWarning[] = [];
@@ -40,13 +40,14 @@ export async function finishStep(
 
   return {
     payload: {
+      kind: 'training-free',
       ...(merge ? { merge } : {}),
       proposed,
       applied: outcome.applied,
       skippedOperations: outcome.skipped,
       library: outcome.library,
-      warnings,
     },
+    warnings,
     end: { library: outcome.library },
     committed: [
       {

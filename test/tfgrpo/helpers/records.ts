@@ -1,5 +1,5 @@
 /** Small, valid records for store tests (what the loop would write, with made-up numbers). */
-import { alphabetise, type DatasetItem, type ItemResult, type RunRecord, type StepRecord, type Policy } from '../../../lib/index.js';
+import { alphabetise, type DatasetItem, type ItemResult, type RunRecord, type StepRecord, type Policy, type TrainingFreeStepPayload } from '../../../lib/index.js';
 import { resolveConfig } from '../../../lib/methods/training-free/options.js';
 
 const stubPolicy: Policy = {
@@ -51,19 +51,22 @@ export function sampleItemResult(step: number, position: number, index = positio
   };
 }
 
-export function sampleStep(step: number, text = `Lesson of step ${step}.`): StepRecord {
+export function sampleStep(step: number, text = `Lesson of step ${step}.`): StepRecord<TrainingFreeStepPayload> {
   return {
     step,
     epoch: 1,
     batch: step,
     items: [sampleItemResult(step, 0), sampleItemResult(step, 1)],
-    proposed: [{ operation: 'ADD', content: text }],
-    applied: [{ operation: 'ADD', id: `G${step}`, content: text, index: 0 }],
-    skippedOperations: [],
-    library: {
-      nextId: step + 1,
-      entries: Array.from({ length: step + 1 }, (_, i) => ({ id: `G${i}`, text: i === 0 ? 'Start here.' : `Lesson of step ${i}.`, createdStep: i, updatedStep: i })),
-      exemplars: [],
+    payload: {
+      kind: 'training-free',
+      proposed: [{ operation: 'ADD', content: text }],
+      applied: [{ operation: 'ADD', id: `G${step}`, content: text, index: 0 }],
+      skippedOperations: [],
+      library: {
+        nextId: step + 1,
+        entries: Array.from({ length: step + 1 }, (_, i) => ({ id: `G${i}`, text: i === 0 ? 'Start here.' : `Lesson of step ${i}.`, createdStep: i, updatedStep: i })),
+        exemplars: [],
+      },
     },
     stats: { groups: 2, zeroSpreadGroups: 0, rollouts: 4, scorable: 4, meanReward: 0.625, stdReward: 0.43, },
     warnings: [],
