@@ -8,7 +8,8 @@
  *   zeroPoints  [N, ceil(blocks / 2)]       4-bit, low nibble first; absent: 8
  *   W[k, n] = (q[n, k] - zero[n, k / blockSize]) * scale[n, k / blockSize]
  */
-import type { Vec } from './kernels.js';
+/** A buffer of activations or gradients (kernels.ts sums in float64 over either). */
+type Vec = Float32Array | Float64Array;
 
 export interface Q4Matrix {
   kind: 'q4';

@@ -9,8 +9,14 @@
  */
 import type { KvOps, KvState } from './kv-cache.js';
 import type { LogitsOps } from './logits-ops.js';
-import type { PassMode } from './passes.js';
 import type { OrtSession, OrtTensor, OrtTensorClass } from './runtime.js';
+
+
+/**
+ * 'incremental': the graph runs any number of new tokens on a cache; 'two-pass': only the two passes
+ * transformers.js runs (a prefill from an empty cache, one new token on a cache).
+ */
+export type PassMode = 'incremental' | 'two-pass';
 
 export interface ForwardResult {
   logits: OrtTensor;
@@ -22,7 +28,7 @@ export interface ForwardResult {
 export class Decoder {
   /** Forward passes run (for tests and benchmarks: a group costs one prefill plus one per step). */
   runs = 0;
-  /** Which passes the graph supports (passes.ts); set once at load. */
+  /** Which passes the graph supports (probed by passes.ts); set once at load. */
   passMode: PassMode = 'incremental';
 
   constructor(

@@ -15,11 +15,9 @@
  */
 import { ModelLoadError } from '../../errors.js';
 import { halfToFloat } from '../logits.js';
-import type { Decoder } from './decoder.js';
+import type { Decoder, PassMode } from './decoder.js';
 import type { KvState } from './kv-cache.js';
 import type { OrtTensor } from './runtime.js';
-
-export type PassMode = 'incremental' | 'two-pass';
 
 /**
  * 'padded': rows of different lengths decode together (right-aligned, leading padding masked);
