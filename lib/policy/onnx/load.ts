@@ -13,6 +13,7 @@ import { resolveModelLocation, type ModelLocation } from './location.js';
 import { HostLogits, type LogitsOps } from './logits-ops.js';
 import { probePadding, probePasses } from './passes.js';
 import { OnnxPolicy, type OnnxTokenizer } from './policy.js';
+import { tokenBytesTable } from './token-table.js';
 import { loadRuntime, type OrtSession, type OrtTensorClass, type Runtime, type Transformers } from './runtime.js';
 import { WebGpuLogits } from './webgpu-sampler.js';
 import type { GpuDeviceLike } from './webgpu-types.js';
@@ -179,6 +180,8 @@ async function assemble(
     maxLogits,
     maxBatchRows,
     batchMode,
+    // transformers.js keeps the parsed tokenizer.json; it is the only place the token strings are.
+    tokenBytes: () => tokenBytesTable((tokenizer as { _tokenizerJSON?: unknown })._tokenizerJSON, vocabSize),
     ...(hidden !== undefined ? { hiddenSize: Number(config.hidden_size), device } : {}),
     release: async () => {
       await model.dispose();
