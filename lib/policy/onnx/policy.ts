@@ -4,7 +4,7 @@
  */
 import { InvalidInputError, UnsupportedError, WebgrpoError } from '../../errors.js';
 import { compileResponseFormat, type ResponseFormat, type ResponseGrammar } from '../constrain/format.js';
-import { tokenVocabulary, type TokenVocabulary } from '../constrain/vocabulary.js';
+import type { TokenVocabulary } from '../constrain/vocabulary.js';
 import { MAX_TOP_LOGPROBS } from '../logits.js';
 import { resolveSampling } from '../sampling.js';
 import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, ScoreOptions, ScoreResult } from '../types.js';
@@ -54,8 +54,8 @@ export interface OnnxPolicyParts {
   maxBatchRows?: number;
   /** Whether padded rows may share a batch (passes.ts probePadding); default 'padded'. */
   batchMode?: 'padded' | 'equal-length';
-  /** The bytes each logits column writes (token-table.ts), for `responseFormat`; absent: constrained decoding is refused. */
-  tokenBytes?: () => Uint8Array[];
+  /** The bytes each logits column writes and the tokens that end an output (token-table.ts), for `responseFormat`; absent: constrained decoding is refused. */
+  vocabulary?: () => TokenVocabulary;
   release(): Promise<void>;
 }
 
@@ -75,7 +75,7 @@ export class OnnxPolicy implements Policy {
   private readonly grammars = new Map<string, ResponseGrammar>();
 
   constructor(private readonly parts: OnnxPolicyParts) {
-    this.info = { ...parts.info, responseFormats: parts.tokenBytes !== undefined && parts.info.backend !== 'webgpu' };
+    this.info = { ...parts.info, responseFormats: parts.vocabulary !== undefined && parts.info.backend !== 'webgpu' };
     const { decoder, vocabSize, hiddenSize, maxLogits, device, tokenizer } = parts;
     this.head =
       decoder.hiddenName !== undefined && hiddenSize !== undefined
@@ -151,7 +151,7 @@ export class OnnxPolicy implements Policy {
   }
 
   private constraint(format: ResponseFormat): NonNullable<GroupRequest['constraint']> {
-    if (!this.info.responseFormats || !this.parts.tokenBytes) {
+    if (!this.info.responseFormats || !this.parts.vocabulary) {
       throw new UnsupportedError(
         this.info.backend === 'webgpu'
           ? 'responseFormat is not supported on the WebGPU backend yet (its sampler runs on the GPU without a token mask); load the model with device "wasm" or "cpu".'
@@ -166,7 +166,7 @@ export class OnnxPolicy implements Policy {
       if (this.grammars.size >= MAX_GRAMMARS) this.grammars.clear();
       this.grammars.set(key, grammar);
     }
-    this.vocabulary ??= tokenVocabulary(this.parts.tokenBytes(), [...this.parts.eosIds]);
+    this.vocabulary ??= this.parts.vocabulary();
     return { matcher: grammar.matcher(this.vocabulary), vocabulary: this.vocabulary };
   }
 
