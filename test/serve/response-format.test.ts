@@ -8,6 +8,7 @@ import { Ajv } from 'ajv';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
+import { openAiPolicy } from '../../lib/openai.js';
 import { serve } from '../../lib/server.js';
 
 let policy: OnnxPolicy;
@@ -73,6 +74,12 @@ describe('response_format on /v1/chat/completions', () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect((error as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('response_format');
+  });
+
+  it('openAiPolicy forwards responseFormat to the server', async () => {
+    const remote = openAiPolicy({ baseURL: server.url, model: 'tiny' });
+    const group = await remote.generateGroup({ messages, groupSize: 3, seed: 8, maxNewTokens: 120, responseFormat: { type: 'json_schema', schema } });
+    for (const c of group.completions) expect(validate(JSON.parse(c.text))).toBe(true);
   });
 
   it('/v1/models lists the formats', async () => {
