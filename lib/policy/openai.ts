@@ -47,7 +47,10 @@ export interface OpenAiPolicyOptions {
   random?: () => number;
   /** Largest response body read, in bytes; a larger one is a `ResponseTooLargeError`. Default 64 MiB. */
   maxResponseBytes?: number;
-  /** Whether the server honours `response_format` on chat completions (OpenAI, vLLM, webgrpo serve do). Default true. */
+  /**
+   * Whether the server honours `response_format` on chat completions (OpenAI, vLLM, and webgrpo serve
+   * where its `/v1/models` lists it). Default false: a server without it answers 400, so it is opt-in.
+   */
   responseFormats?: boolean;
 }
 
@@ -61,7 +64,7 @@ export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
   if (typeof options.model !== 'string' || options.model === '') throw new InvalidInputError('model', 'must name the model to call.');
   const base = options.baseURL.replace(/\/+$/, '');
   const extensions = options.extensions ?? false;
-  const responseFormats = options.responseFormats ?? true;
+  const responseFormats = options.responseFormats ?? false;
   const http: HttpOptions = {
     fetch: options.fetch ?? ((input, init) => fetch(input, init)),
     headers: { ...options.headers, ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}) },
@@ -162,7 +165,7 @@ function positiveInteger(value: number, name: string): number {
 
 /** OpenAI's `response_format` takes JSON formats, on chat completions only. */
 function checkResponseFormat(format: ResponseFormat, chat: boolean, supported: boolean): void {
-  if (!supported) throw new UnsupportedError('responseFormat: this endpoint was configured without response_format support (responseFormats: false).');
+  if (!supported) throw new UnsupportedError('responseFormat: this endpoint was configured without response_format support; pass responseFormats: true for a server that has it.');
   if (!chat) throw new UnsupportedError('responseFormat: OpenAI\'s response_format exists on the chat endpoint only; send messages.');
   if (format.type !== 'json_schema' && format.type !== 'json_object') {
     throw new UnsupportedError(`responseFormat: OpenAI's response_format has no ${JSON.stringify(format.type)} type; use json_schema or json_object.`);

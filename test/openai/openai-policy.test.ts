@@ -27,7 +27,7 @@ describe('openAiPolicy against webgrpo serve', () => {
     expect(group.completions.map((c) => c.logprobs)).toEqual(expected.completions.map((c) => c.logprobs));
     expect(group.completions.every((c) => c.tokenIds.length === 0)).toBe(true);
     expect(group.usage).toEqual(expected.usage);
-    expect(policy.info).toEqual({ model: 'toy', backend: 'http', note: expect.stringContaining('127.0.0.1'), responseFormats: true });
+    expect(policy.info).toEqual({ model: 'toy', backend: 'http', note: expect.stringContaining('127.0.0.1'), responseFormats: false });
   });
 
   it('gets token ids, top log-probs and top_k through the extensions, on the completions endpoint', async () => {
@@ -118,7 +118,7 @@ describe('openAiPolicy against other servers', () => {
   });
 
   it('forwards responseFormat as response_format, and refuses what the API cannot say', async () => {
-    const policy = openAiPolicy({ baseURL: fake.url, model: 'm', ...fast });
+    const policy = openAiPolicy({ baseURL: fake.url, model: 'm', responseFormats: true, ...fast });
     const schema = { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] };
     await policy.generateGroup({ messages, groupSize: 1, maxNewTokens: 8, responseFormat: { type: 'json_schema', schema } });
     await policy.generateGroup({ messages, groupSize: 1, maxNewTokens: 8, responseFormat: { type: 'json_object' } });
@@ -130,7 +130,7 @@ describe('openAiPolicy against other servers', () => {
     ]);
     await expect(policy.generateGroup({ messages, groupSize: 1, maxNewTokens: 8, responseFormat: { type: 'regex', pattern: 'a+' } })).rejects.toThrow(UnsupportedError);
     await expect(policy.generateGroup({ prompt: 'x', groupSize: 1, maxNewTokens: 8, responseFormat: { type: 'json_object' } })).rejects.toThrow(UnsupportedError);
-    const plain = openAiPolicy({ baseURL: fake.url, model: 'm', responseFormats: false });
+    const plain = openAiPolicy({ baseURL: fake.url, model: 'm' });
     expect(plain.info.responseFormats).toBe(false);
     await expect(plain.generateGroup({ messages, groupSize: 1, maxNewTokens: 8, responseFormat: { type: 'json_object' } })).rejects.toThrow(UnsupportedError);
     expect(fake.requests).toHaveLength(3);

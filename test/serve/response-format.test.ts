@@ -77,7 +77,7 @@ describe('response_format on /v1/chat/completions', () => {
   });
 
   it('openAiPolicy forwards responseFormat to the server', async () => {
-    const remote = openAiPolicy({ baseURL: server.url, model: 'tiny' });
+    const remote = openAiPolicy({ baseURL: server.url, model: 'tiny', responseFormats: true });
     const group = await remote.generateGroup({ messages, groupSize: 3, seed: 8, maxNewTokens: 120, responseFormat: { type: 'json_schema', schema } });
     for (const c of group.completions) expect(validate(JSON.parse(c.text))).toBe(true);
   });
