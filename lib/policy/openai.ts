@@ -12,7 +12,8 @@
  *   `topK` / `minP` are refused rather than silently ignored.
  * - The API key lives in this closure only: never in `info`, errors or anything serialisable.
  */
-import { HttpError, InvalidInputError } from '../errors.js';
+import { HttpError, InvalidInputError, UnsupportedError } from '../errors.js';
+import type { ResponseFormat } from './constrain/format.js';
 import { postJson, type HttpOptions } from './openai-http.js';
 import type { Completion, FinishReason, GenerateGroupOptions, GroupResult, Policy, TopLogprob } from './types.js';
 
@@ -46,6 +47,11 @@ export interface OpenAiPolicyOptions {
   random?: () => number;
   /** Largest response body read, in bytes; a larger one is a `ResponseTooLargeError`. Default 64 MiB. */
   maxResponseBytes?: number;
+  /**
+   * Whether the server honours `response_format` on chat completions (OpenAI, vLLM, and webgrpo serve
+   * where its `/v1/models` lists it). Default false: a server without it answers 400, so it is opt-in.
+   */
+  responseFormats?: boolean;
 }
 
 /** Groups asked one completion per call after a server rejected `n`, before `n` is tried again. */
@@ -58,6 +64,7 @@ export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
   if (typeof options.model !== 'string' || options.model === '') throw new InvalidInputError('model', 'must name the model to call.');
   const base = options.baseURL.replace(/\/+$/, '');
   const extensions = options.extensions ?? false;
+  const responseFormats = options.responseFormats ?? false;
   const http: HttpOptions = {
     fetch: options.fetch ?? ((input, init) => fetch(input, init)),
     headers: { ...options.headers, ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}) },
@@ -79,6 +86,7 @@ export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
     const chat = options.endpoint === 'chat' || (options.endpoint !== 'completions' && o.messages !== undefined);
     if (chat && o.messages === undefined) throw new InvalidInputError('messages', 'the chat endpoint needs messages, not a prompt.');
     if (!chat && o.prompt === undefined) throw new InvalidInputError('prompt', 'the completions endpoint needs a prompt, not messages.');
+    if (o.responseFormat !== undefined) checkResponseFormat(o.responseFormat, chat, responseFormats);
     const completions: Completion[] = [];
     let promptTokens = 0;
     let completionTokens = 0;
@@ -119,6 +127,10 @@ export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
     if (o.topP !== undefined && o.topP < 1) body.top_p = o.topP;
     if (seed !== undefined) body.seed = seed;
     if (o.stop?.length) body.stop = o.stop;
+    if (o.responseFormat?.type === 'json_object') body.response_format = { type: 'json_object' };
+    else if (o.responseFormat?.type === 'json_schema') {
+      body.response_format = { type: 'json_schema', json_schema: { name: 'response', schema: o.responseFormat.schema, strict: true } };
+    }
     const top = o.topLogprobs ?? 0;
     if (withLogprobs) {
       if (chat) {
@@ -138,7 +150,7 @@ export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
   }
 
   return {
-    info: { model: options.model, backend: 'http', note: `OpenAI-compatible endpoint ${new URL(base).origin}` },
+    info: { model: options.model, backend: 'http', note: `OpenAI-compatible endpoint ${new URL(base).origin}`, responseFormats },
     generateGroup,
     async dispose() {
       // Nothing is held between calls.
@@ -149,6 +161,15 @@ export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
 function positiveInteger(value: number, name: string): number {
   if (!Number.isInteger(value) || value < 1) throw new InvalidInputError(name, `must be a positive integer, got ${value}.`);
   return value;
+}
+
+/** OpenAI's `response_format` takes JSON formats, on chat completions only. */
+function checkResponseFormat(format: ResponseFormat, chat: boolean, supported: boolean): void {
+  if (!supported) throw new UnsupportedError('responseFormat: this endpoint was configured without response_format support; pass responseFormats: true for a server that has it.');
+  if (!chat) throw new UnsupportedError('responseFormat: OpenAI\'s response_format exists on the chat endpoint only; send messages.');
+  if (format.type !== 'json_schema' && format.type !== 'json_object') {
+    throw new UnsupportedError(`responseFormat: OpenAI's response_format has no ${JSON.stringify(format.type)} type; use json_schema or json_object.`);
+  }
 }
 
 function validate(o: GenerateGroupOptions, extensions: boolean): void {

@@ -15,6 +15,11 @@
  * takes the first maximal logit; its `logprob` is under the untempered distribution (T = 1) and
  * `sampledLogprob` is 0 (the filtered distribution is a point mass).
  *
+ * With an allowed-token bitset (constrained decoding, lib/policy/constrain), steps 2 and 3 run over
+ * the allowed tokens only: disallowed ones leave the kept set after log Z is taken, so `logprob`
+ * stays the unconstrained one and `sampledLogprob` is exact under the constraint; greedy takes the
+ * first maximal allowed logit.
+ *
  * The WebGPU backend runs the same steps in a kernel (lib/policy/onnx/webgpu-sampler.ts) so logits
  * never leave the GPU; this file is its reference and the CPU/WASM implementation.
  */
@@ -69,8 +74,9 @@ export function sampleToken(
   config: SamplingConfig,
   u: number,
   scratch: Float64Array = new Float64Array(2 * vocabSize),
+  mask?: Uint32Array,
 ): SampledToken {
-  if (config.temperature === 0) return greedy(logits, offset, vocabSize);
+  if (config.temperature === 0) return greedy(logits, offset, vocabSize, mask);
   const inverseT = 1 / config.temperature;
   const z = scratch.subarray(0, vocabSize);
   const e = scratch.subarray(vocabSize, 2 * vocabSize); // exp(z - max), computed once
@@ -83,8 +89,42 @@ export function sampleToken(
   let total = 0;
   for (let i = 0; i < vocabSize; i++) total += e[i] = Math.exp(z[i] - max);
   const logTotal = Math.log(total);
+  if (mask) {
+    // Disallowed tokens drop out of the kept set: z = -Infinity, no mass.
+    let allowedMax = -Infinity;
+    total = 0;
+    for (let i = 0; i < vocabSize; i++) {
+      if (((mask[i >>> 5] >>> (i & 31)) & 1) === 0) {
+        z[i] = -Infinity;
+        e[i] = 0;
+      } else {
+        total += e[i];
+        if (z[i] > allowedMax) allowedMax = z[i];
+      }
+    }
+    if (allowedMax === -Infinity) throw new InvalidInputError('mask', 'allows no token of the row.');
+    return drawKept(logits, offset, vocabSize, config, u, z, e, max, allowedMax, total, logTotal, inverseT, mask);
+  }
+  return drawKept(logits, offset, vocabSize, config, u, z, e, max, max, total, logTotal, inverseT, undefined);
+}
 
-  const theta = keepThreshold(z, vocabSize, max, config);
+/** Steps 2 and 3 over z (the disallowed at -Infinity); `total` is the mass of the allowed tokens. */
+function drawKept(
+  logits: ArrayLike<number>,
+  offset: number,
+  vocabSize: number,
+  config: SamplingConfig,
+  u: number,
+  z: Float64Array,
+  e: Float64Array,
+  max: number,
+  allowedMax: number,
+  total: number,
+  logTotal: number,
+  inverseT: number,
+  mask: Uint32Array | undefined,
+): SampledToken {
+  const theta = keepThreshold(z, vocabSize, allowedMax, config);
   let kept = total;
   if (theta > -Infinity) {
     kept = 0;
@@ -96,12 +136,12 @@ export function sampleToken(
   let cumulative = 0;
   let tokenId = -1;
   for (let i = 0; i < vocabSize; i++) {
-    if (z[i] < theta) continue;
+    if (z[i] < theta || (mask && ((mask[i >>> 5] >>> (i & 31)) & 1) === 0)) continue;
     cumulative += e[i];
     tokenId = i;
     if (cumulative > target) break;
   }
-  const zs = z[tokenId] - max;
+  const zs = logits[offset + tokenId] * inverseT - max;
   return { tokenId, logprob: zs - logTotal, sampledLogprob: zs - Math.log(kept) };
 }
 
@@ -117,18 +157,22 @@ export function keepThreshold(z: Float64Array, vocabSize: number, max: number, c
   return theta;
 }
 
-function greedy(logits: ArrayLike<number>, offset: number, vocabSize: number): SampledToken {
-  let best = 0;
+function greedy(logits: ArrayLike<number>, offset: number, vocabSize: number, mask?: Uint32Array): SampledToken {
+  let best = -1;
+  let bestValue = -Infinity;
   let max = -Infinity;
   for (let i = 0; i < vocabSize; i++) {
-    if (logits[offset + i] > max) {
-      max = logits[offset + i];
+    const value = logits[offset + i];
+    if (value > max) max = value;
+    if ((best < 0 || value > bestValue) && (!mask || ((mask[i >>> 5] >>> (i & 31)) & 1) === 1)) {
+      bestValue = value;
       best = i;
     }
   }
+  if (best < 0) throw new InvalidInputError('mask', 'allows no token of the row.');
   let total = 0;
   for (let i = 0; i < vocabSize; i++) total += Math.exp(logits[offset + i] - max);
-  return { tokenId: best, logprob: -Math.log(total), sampledLogprob: 0 };
+  return { tokenId: best, logprob: bestValue - max - Math.log(total), sampledLogprob: 0 };
 }
 
 /** The k-th largest of z[0..n) for 0 < k < n: a size-k min-heap, O(n log k). */

@@ -3,6 +3,7 @@
  * (a local ONNX model, an OpenAI-compatible endpoint, a worker, a recording for tests).
  * Plain data in and out; no framework types.
  */
+import type { ResponseFormat } from './constrain/format.js';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
@@ -83,6 +84,12 @@ export interface GenerateGroupOptions extends PromptInput, SamplingOptions {
   onToken?: (event: TokenEvent) => void;
   /** How many most likely alternatives to report per token (`Completion.topLogprobs`), at most 20; 0 or absent: none. */
   topLogprobs?: number;
+  /**
+   * Constrain every completion to a format (a JSON Schema, any JSON object, a regular expression);
+   * honoured where `info.responseFormats` is true. `sampledLogprobs` are then under the masked
+   * distribution, `logprobs` stay the unconstrained ones.
+   */
+  responseFormat?: ResponseFormat;
 }
 
 export interface ScoreOptions extends PromptInput {
@@ -123,6 +130,8 @@ export interface PolicyInfo {
    * running batch only when its prompt is as long as the batch's rows.
    */
   batchMode?: 'padded' | 'equal-length';
+  /** Whether `generateGroup` honours `responseFormat` (constrained decoding, or a server's structured output). */
+  responseFormats?: boolean;
 }
 
 export interface Policy {

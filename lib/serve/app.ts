@@ -1,4 +1,5 @@
 /** Routing of the OpenAI-compatible API onto a session. */
+import { badField } from './api-error.js';
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { toJsonl, type JsonlFormat } from '../export/jsonl.js';
@@ -38,7 +39,15 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
   const guard = requestGuard(options);
   const view = (group: Parameters<typeof groupView>[0]) => groupView(group, servedName(group.model, session.policy.info.model, modelId));
   const startedAt = Math.floor(Date.now() / 1000);
-  const model = { id: modelId, object: 'model', created: startedAt, owned_by: 'webgrpo' };
+  // Whether chat completions honour `response_format` (constrained decoding in the policy).
+  const responseFormats = session.policy.info.responseFormats === true;
+  const model = {
+    id: modelId,
+    object: 'model',
+    created: startedAt,
+    owned_by: 'webgrpo',
+    capabilities: { response_format: responseFormats ? ['text', 'json_object', 'json_schema'] : ['text'] },
+  };
 
   const generation =
     (kind: 'chat' | 'text'): Handler =>
@@ -46,6 +55,9 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
       const body = await readJson(req, options.bodyLimit);
       const request = kind === 'chat' ? parseChatRequest(body, limits) : parseCompletionRequest(body, limits);
       if (request.model !== modelId) throw unknownModel(request.model, modelId);
+      if (request.responseFormat && !responseFormats) {
+        throw badField('response_format', `is not supported by ${session.policy.info.backend} policies here; send {"type": "text"} or leave it out.`, 'unsupported_parameter');
+      }
       const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomBytes(12).toString('hex')}`;
       const promptChars = request.input.prompt?.length ?? 0;
       await respond(res, { id, created: Math.floor(Date.now() / 1000), model: modelId, request, promptChars }, session, signal);

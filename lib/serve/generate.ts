@@ -24,6 +24,7 @@ export async function respond(res: ServerResponse, ctx: ResponseContext, session
     maxNewTokens: request.maxTokens,
     signal,
     ...(request.topLogprobs > 0 ? { topLogprobs: request.topLogprobs } : {}),
+    ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
   };
 
   if (!request.stream) {

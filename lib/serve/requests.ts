@@ -3,6 +3,8 @@
  * Field names, types and ranges follow OpenAI's API; `top_k`, `min_p`, `return_token_ids` and
  * `return_tokens_as_token_ids` follow vLLM's extensions.
  */
+import { WebgrpoError } from '../errors.js';
+import { compileResponseFormat, type ResponseFormat } from '../policy/constrain/format.js';
 import type { ChatMessage, PromptInput, SamplingOptions } from '../policy/types.js';
 import { ApiError, badField } from './api-error.js';
 import {
@@ -43,6 +45,8 @@ export interface GenerationRequest {
   returnTokenIds: boolean;
   /** vLLM's `return_tokens_as_token_ids`: log-prob tokens as `token_id:<id>`. */
   tokensAsIds: boolean;
+  /** OpenAI's `response_format` (chat completions): `json_schema` or `json_object`; absent: free text. */
+  responseFormat?: ResponseFormat;
 }
 
 const MAX_STOP_STRINGS = 16;
@@ -57,7 +61,6 @@ const UNSUPPORTED: Record<string, (value: unknown) => boolean> = {
   functions: (v) => Array.isArray(v) && v.length === 0,
   tool_choice: (v) => v === 'none' || v === 'auto',
   function_call: (v) => v === 'none' || v === 'auto',
-  response_format: (v) => isObject(v) && v.type === 'text',
   audio: () => false,
   prediction: () => false,
   modalities: (v) => Array.isArray(v) && v.length === 1 && v[0] === 'text',
@@ -77,7 +80,40 @@ export function parseChatRequest(raw: unknown, limits: Limits): GenerationReques
     optionalInteger(body, 'max_completion_tokens', { min: 1, max: limits.maxTokens }) ??
     optionalInteger(body, 'max_tokens', { min: 1, max: limits.maxTokens }) ??
     limits.defaultMaxTokens;
-  return { kind: 'chat', model, input: { messages }, maxTokens, logprobs, topLogprobs, ...common(body, limits) };
+  const responseFormat = parseResponseFormat(body.response_format);
+  return { kind: 'chat', model, input: { messages }, maxTokens, logprobs, topLogprobs, ...common(body, limits), ...(responseFormat ? { responseFormat } : {}) };
+}
+
+/**
+ * OpenAI's `response_format`: `{type: 'text'}` (or none), `{type: 'json_object'}`, or
+ * `{type: 'json_schema', json_schema: {name, schema, strict}}`. The format is compiled here so a
+ * schema outside the supported subset is a 400 before the request queues. Decoding is always
+ * constrained, so `strict: false` gets the same guarantee as `strict: true`.
+ */
+function parseResponseFormat(value: unknown): ResponseFormat | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!isObject(value)) throw badField('response_format', `must be an object, got ${typeName(value)}.`, 'invalid_type');
+  let format: ResponseFormat;
+  if (value.type === 'text') return undefined;
+  if (value.type === 'json_object') format = { type: 'json_object' };
+  else if (value.type === 'json_schema') {
+    const spec = value.json_schema;
+    if (!isObject(spec)) throw badField('response_format.json_schema', `must be an object with name and schema, got ${typeName(spec)}.`, 'invalid_type');
+    if (typeof spec.name !== 'string' || spec.name === '') throw badField('response_format.json_schema.name', 'must be a non-empty string.');
+    if (spec.strict !== undefined && spec.strict !== null && typeof spec.strict !== 'boolean') throw badField('response_format.json_schema.strict', 'must be a boolean.', 'invalid_type');
+    const schema = spec.schema ?? true;
+    if (typeof schema !== 'boolean' && !isObject(schema)) throw badField('response_format.json_schema.schema', `must be a JSON Schema object, got ${typeName(schema)}.`, 'invalid_type');
+    format = { type: 'json_schema', schema };
+  } else {
+    throw badField('response_format.type', `must be "text", "json_object" or "json_schema", got ${JSON.stringify(value.type)?.slice(0, 40)}.`);
+  }
+  try {
+    compileResponseFormat(format);
+  } catch (error) {
+    if (error instanceof WebgrpoError) throw badField('response_format', error.message);
+    throw error;
+  }
+  return format;
 }
 
 export function parseCompletionRequest(raw: unknown, limits: Limits): GenerationRequest {

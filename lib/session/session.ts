@@ -5,6 +5,7 @@
  * for export, or for a later look. Any number of tasks may interleave asks and tells on one
  * policy: model calls wait in one FIFO queue, and every group keeps its own id and completions.
  */
+import type { ResponseFormat } from '../policy/constrain/format.js';
 import { InvalidInputError, NotFoundError } from '../errors.js';
 import { computeAdvantages } from '../math/advantages.js';
 import type {
@@ -64,6 +65,8 @@ export interface AskInput extends PromptInput, SamplingOptions {
   maxNewTokens?: number;
   /** Alternatives to report per token; needs a policy that reports them. */
   topLogprobs?: number;
+  /** Constrain the completions to a format; needs a policy with `info.responseFormats`. */
+  responseFormat?: ResponseFormat;
   meta?: GroupMeta;
   signal?: AbortSignal;
   onToken?: (event: TokenEvent) => void;
@@ -172,6 +175,7 @@ export function createSession(options: SessionOptions): Session {
       maxNewTokens: sampling.maxNewTokens,
       groupSize: input.n,
       ...(input.topLogprobs ? { topLogprobs: input.topLogprobs } : {}),
+      ...(input.responseFormat ? { responseFormat: input.responseFormat } : {}),
       ...(input.signal ? { signal: input.signal } : {}),
       ...(input.onToken ? { onToken: input.onToken } : {}),
     };

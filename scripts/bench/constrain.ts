@@ -18,6 +18,7 @@ import { resolveSampling, sampleToken } from '../../lib/policy/sampling.js';
 import { characterVocabulary, syntheticByteBpe, type TestVocabulary } from '../../test/fixtures/vocabularies.js';
 import { performance } from 'node:perf_hooks';
 import { measure, ms } from './_measure.js';
+import { engineSection } from './_constrain-engine.js';
 
 const FORMATS: Array<[string, ResponseFormat]> = [
   ['critic operations (default bounds)', { type: 'json_schema', schema: criticOperationsSchema() }],
@@ -191,6 +192,8 @@ export async function run(): Promise<string> {
     '| format | automaton states | compile ms |',
     '| --- | ---: | ---: |',
     ...compiles,
+    '',
+    await engineSection(),
   ];
   return lines.join('\n');
 }

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AbortError, HttpError, InvalidInputError, ResponseTooLargeError } from '../../lib/errors.js';
+import { AbortError, HttpError, InvalidInputError, ResponseTooLargeError, UnsupportedError } from '../../lib/errors.js';
 import { MemoryStore, trainingFreeGrpo } from '../../lib/index.js';
 import { N_PROBE_GROUPS, openAiPolicy } from '../../lib/openai.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
@@ -27,7 +27,7 @@ describe('openAiPolicy against webgrpo serve', () => {
     expect(group.completions.map((c) => c.logprobs)).toEqual(expected.completions.map((c) => c.logprobs));
     expect(group.completions.every((c) => c.tokenIds.length === 0)).toBe(true);
     expect(group.usage).toEqual(expected.usage);
-    expect(policy.info).toEqual({ model: 'toy', backend: 'http', note: expect.stringContaining('127.0.0.1') });
+    expect(policy.info).toEqual({ model: 'toy', backend: 'http', note: expect.stringContaining('127.0.0.1'), responseFormats: false });
   });
 
   it('gets token ids, top log-probs and top_k through the extensions, on the completions endpoint', async () => {
@@ -115,6 +115,25 @@ describe('openAiPolicy against other servers', () => {
     const next = await policy.generateGroup({ messages, groupSize: 3, maxNewTokens: 8 });
     expect(next.completions).toHaveLength(3);
     expect(fake.requests.slice(4).map((r) => r.body.n)).toEqual([3]);
+  });
+
+  it('forwards responseFormat as response_format, and refuses what the API cannot say', async () => {
+    const policy = openAiPolicy({ baseURL: fake.url, model: 'm', responseFormats: true, ...fast });
+    const schema = { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] };
+    await policy.generateGroup({ messages, groupSize: 1, maxNewTokens: 8, responseFormat: { type: 'json_schema', schema } });
+    await policy.generateGroup({ messages, groupSize: 1, maxNewTokens: 8, responseFormat: { type: 'json_object' } });
+    await policy.generateGroup({ messages, groupSize: 1, maxNewTokens: 8 });
+    expect(fake.requests.map((r) => r.body.response_format)).toEqual([
+      { type: 'json_schema', json_schema: { name: 'response', schema, strict: true } },
+      { type: 'json_object' },
+      undefined,
+    ]);
+    await expect(policy.generateGroup({ messages, groupSize: 1, maxNewTokens: 8, responseFormat: { type: 'regex', pattern: 'a+' } })).rejects.toThrow(UnsupportedError);
+    await expect(policy.generateGroup({ prompt: 'x', groupSize: 1, maxNewTokens: 8, responseFormat: { type: 'json_object' } })).rejects.toThrow(UnsupportedError);
+    const plain = openAiPolicy({ baseURL: fake.url, model: 'm' });
+    expect(plain.info.responseFormats).toBe(false);
+    await expect(plain.generateGroup({ messages, groupSize: 1, maxNewTokens: 8, responseFormat: { type: 'json_object' } })).rejects.toThrow(UnsupportedError);
+    expect(fake.requests).toHaveLength(3);
   });
 
   it('probes n again some groups after a server rejected it', async () => {

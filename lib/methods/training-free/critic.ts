@@ -5,6 +5,7 @@
  */
 import { InvalidInputError, throwIfAborted } from '../../errors.js';
 import { fillTemplate } from '../../experience/render.js';
+import type { JsonSchema } from '../../policy/constrain/format.js';
 import type { ChatMessage, Policy } from '../../policy/types.js';
 import type { CriticExchange, TrainingFreeConfig } from '../../store/records.js';
 import type { Parsed } from './parse.js';
@@ -26,9 +27,10 @@ export interface CriticContext {
 export const MAX_CRITIC_REPLY = 4000;
 
 /** One critic reply to `messages` (greedy at the default critic temperature 0). */
-export async function criticReply(ctx: CriticContext, messages: ChatMessage[], seedParts: Array<string | number>): Promise<string> {
+export async function criticReply(ctx: CriticContext, messages: ChatMessage[], seedParts: Array<string | number>, schema?: JsonSchema): Promise<string> {
   const { config, critic, signal } = ctx;
   const group = await critic.generateGroup({
+    ...(schema !== undefined && constrains(critic) ? { responseFormat: { type: 'json_schema' as const, schema } } : {}),
     messages,
     groupSize: 1,
     maxNewTokens: config.criticMaxNewTokens,
@@ -66,16 +68,34 @@ export function refusal(error: unknown): string | undefined {
   return error instanceof InvalidInputError ? `the critic model refused the request (${error.message.replace(/\.$/, '')})` : undefined;
 }
 
-/** Asks, parses, and on failure asks once more with a repair prompt. */
+/** Whether the critic policy decodes under a JSON Schema (then its answers parse every time). */
+export function constrains(critic: Policy): boolean {
+  return critic.info.responseFormats === true;
+}
+
+/** A schema-constrained answer: its shape for the prompt, and the schema for the decoder. */
+export interface AnswerSchema {
+  /** The bare JSON answer, as the prompt describes it (e.g. `{"lessons": ["..."]}`). */
+  shape: string;
+  schema: JsonSchema;
+}
+
+/**
+ * Asks, parses, and on failure asks once more with a repair prompt. With `answer` and a critic
+ * that `constrains`, the prompt asks for the bare JSON object and decoding follows the schema.
+ */
 export async function askStructured<T>(
   ctx: CriticContext,
   prompt: string,
   seedParts: Array<string | number>,
   parse: (text: string) => Parsed<T>,
   format: string,
+  answer?: AnswerSchema,
 ): Promise<StructuredReply<T>> {
+  const constrained = answer !== undefined && constrains(ctx.critic) ? answer : undefined;
+  const asked = constrained ? `${prompt}\n\nAnswer with only this JSON object, no tags and no other text: ${constrained.shape}` : prompt;
   try {
-    return await exchange(ctx, prompt, seedParts, parse, format);
+    return await exchange(ctx, asked, seedParts, parse, constrained ? `only the JSON object ${constrained.shape}` : format, constrained?.schema);
   } catch (error) {
     const problem = refusal(error);
     if (problem === undefined) throw error;
@@ -89,14 +109,15 @@ async function exchange<T>(
   seedParts: Array<string | number>,
   parse: (text: string) => Parsed<T>,
   format: string,
+  schema: JsonSchema | undefined,
 ): Promise<StructuredReply<T>> {
   const messages = criticMessages(ctx.config, prompt);
-  const first = await criticReply(ctx, messages, seedParts);
+  const first = await criticReply(ctx, messages, seedParts, schema);
   const parsed = parse(first);
   if (parsed.ok) return { exchange: { outputs: [first], parsed: parsed.value }, notes: parsed.notes };
 
   const repair = fillTemplate(ctx.config.templates.repair, { problem: parsed.problem, format });
-  const second = await criticReply(ctx, [...messages, { role: 'assistant', content: first }, { role: 'user', content: repair }], [...seedParts, 'repair']);
+  const second = await criticReply(ctx, [...messages, { role: 'assistant', content: first }, { role: 'user', content: repair }], [...seedParts, 'repair'], schema);
   const retried = parse(second);
   if (retried.ok) return { exchange: { outputs: [first, second], parsed: retried.value }, notes: retried.notes };
   return { exchange: { outputs: [first, second] }, problem: `${parsed.problem} After a repair request: ${retried.problem}` };

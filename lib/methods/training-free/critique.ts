@@ -11,11 +11,12 @@
  * Critic replies are untrusted: structured replies are parsed, repaired once, and otherwise skipped
  * with a warning, so the library never receives a malformed entry.
  */
+import { criticLessonsSchema, criticOperationsSchema } from '../../experience/critic-schema.js';
 import { applyOperations, cleanContent } from '../../experience/operations.js';
 import { fillTemplate, formatLesson } from '../../experience/render.js';
 import type { ApplyResult, ExperienceLibrary, ExperienceOperation } from '../../experience/types.js';
 import type { CriticExchange, WarningStage } from '../../store/records.js';
-import { askStructured, criticMessages, criticReply, refusal, type CriticContext } from './critic.js';
+import { askStructured, criticMessages, criticReply, refusal, type AnswerSchema, type CriticContext } from './critic.js';
 import { parseLessons, parseOperations } from './parse.js';
 
 /** Longest summary kept (summaries are fed back into the critique prompt). */
@@ -95,6 +96,7 @@ export async function critiqueGroup(
     ['critique', ...key],
     parseLessons,
     'the lessons as a JSON array of strings inside <lessons></lessons> tags',
+    { shape: '{"lessons": ["...", ...]}', schema: criticLessonsSchema({ maxLessons: config.lessonsPerGroup, maxLength: config.maxExperienceLength }) },
   );
   if (critique.problem) await warn('critique', `Critique skipped: ${critique.problem}`);
   let lessons = (critique.exchange.parsed ?? []).map((l) => cleanContent(l, config.maxExperienceLength).text).filter((l) => l !== '');
@@ -113,6 +115,7 @@ export async function critiqueGroup(
     ['group-update', ...key],
     parseOperations,
     'a JSON array of operations inside <operations></operations> tags',
+    operationsAnswer(library, config.maxExperienceLength),
   );
   if (update.problem) await warn('group-update', `Group update skipped: ${update.problem}`);
   for (const note of update.notes ?? []) await warn('group-update', note);
@@ -153,6 +156,7 @@ export async function mergeAndApply(
       ['batch-merge', step],
       parseOperations,
       'a JSON array of operations inside <operations></operations> tags',
+      operationsAnswer(library, config.maxExperienceLength),
     );
     merge = reply.exchange;
     notes.push(...(reply.notes ?? []));
@@ -165,6 +169,14 @@ export async function mergeAndApply(
   }
   const outcome = applyOperations(library, proposed, { step, maxLength: config.maxExperienceLength });
   return { ...(merge ? { merge } : {}), proposed, ...outcome, notes };
+}
+
+/** The operations answer, UPDATE and DELETE limited to the library's ids. */
+function operationsAnswer(library: ExperienceLibrary, maxLength: number): AnswerSchema {
+  return {
+    shape: '{"operations": [{"operation": "ADD", "content": "..."} | {"operation": "UPDATE", "id": "G1", "content": "..."} | {"operation": "DELETE", "id": "G1"} | {"operation": "NONE"}]}',
+    schema: criticOperationsSchema({ maxLength, ids: library.entries.map((e) => e.id) }),
+  };
 }
 
 /** Rewards as the critic reads them: at most four decimals, no float noise. */

@@ -181,7 +181,10 @@ export class GroupBatcher {
       while (end < entries.length && sameDraw(entries[end].job.request, request)) end++;
       const group = entries.slice(start, end);
       const at = offsets.slice(start, end);
-      const picks = group.map(({ row }, i) => ({ offset: at[i], u: row.rng() }));
+      const picks = group.map(({ row }, i) => {
+        const mask = row.allowed();
+        return mask ? { offset: at[i], u: row.rng(), mask } : { offset: at[i], u: row.rng() };
+      });
       const tokens = await decoder.logits.sample(result.logits, picks, request.sampling, result.hidden);
       const k = request.topLogprobs ?? 0;
       const tops = k > 0 ? await decoder.logits.top(result.logits, at, k, request.sampling.temperature, result.hidden) : undefined;

@@ -13,6 +13,8 @@ import { resolveModelLocation, type ModelLocation } from './location.js';
 import { HostLogits, type LogitsOps } from './logits-ops.js';
 import { probePadding, probePasses } from './passes.js';
 import { OnnxPolicy, type OnnxTokenizer } from './policy.js';
+import { tokenBytesTable } from './token-table.js';
+import { tokenVocabulary } from '../constrain/vocabulary.js';
 import { loadRuntime, type OrtSession, type OrtTensorClass, type Runtime, type Transformers } from './runtime.js';
 import { WebGpuLogits } from './webgpu-sampler.js';
 import type { GpuDeviceLike } from './webgpu-types.js';
@@ -179,6 +181,14 @@ async function assemble(
     maxLogits,
     maxBatchRows,
     batchMode,
+    // transformers.js keeps the parsed tokenizer.json; it is the only place the token strings are.
+    // A model whose generation config names no end token still needs one to close an output: the
+    // tokenizer's (the row then repeats it, skipped in the text, until maxNewTokens).
+    vocabulary: () =>
+      tokenVocabulary(
+        tokenBytesTable((tokenizer as { _tokenizerJSON?: unknown })._tokenizerJSON, vocabSize),
+        eosIds.size > 0 ? [...eosIds] : [tokenizer.eos_token_id].filter((id): id is number => Number.isInteger(id)),
+      ),
     ...(hidden !== undefined ? { hiddenSize: Number(config.hidden_size), device } : {}),
     release: async () => {
       await model.dispose();

@@ -14,6 +14,8 @@ import type { HeadAdapterBinding, HostHeadAdapter } from './webgpu-adapter.js';
 export interface SamplePick {
   offset: number;
   u: number;
+  /** Allowed tokens (constrained decoding); absent: all. */
+  mask?: Uint32Array;
 }
 
 export interface ScorePick {
@@ -69,9 +71,9 @@ export class HostLogits implements LogitsOps {
   }
 
   async sample(logits: OrtTensor, picks: SamplePick[], config: SamplingConfig, hidden?: OrtTensor): Promise<SampledToken[]> {
-    return picks.map(({ offset, u }) => {
+    return picks.map(({ offset, u, mask }) => {
       const [row, start] = this.row(logits, offset, hidden);
-      return sampleToken(row, start, this.vocabSize, config, u, this.scratch);
+      return sampleToken(row, start, this.vocabSize, config, u, this.scratch, mask);
     });
   }
 

@@ -2,7 +2,9 @@
  * The ONNX `Policy`: validates requests, turns prompts into tokens, and runs one request at a time
  * through the decoder (onnxruntime sessions are not re-entrant, and the WebGPU buffers are shared).
  */
-import { InvalidInputError, WebgrpoError } from '../../errors.js';
+import { InvalidInputError, UnsupportedError, WebgrpoError } from '../../errors.js';
+import { compileResponseFormat, type ResponseFormat, type ResponseGrammar } from '../constrain/format.js';
+import type { TokenVocabulary } from '../constrain/vocabulary.js';
 import { MAX_TOP_LOGPROBS } from '../logits.js';
 import { resolveSampling } from '../sampling.js';
 import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, ScoreOptions, ScoreResult } from '../types.js';
@@ -16,6 +18,8 @@ import type { GpuDeviceLike } from './webgpu-types.js';
 export const MAX_GROUP_SIZE = 64;
 /** Rows decoding at once by default (generateGroups, concurrent calls); `maxBatchRows` at load changes it. */
 export const MAX_BATCH_ROWS = 256;
+/** Compiled response formats kept per policy. */
+const MAX_GRAMMARS = 32;
 
 export interface OnnxPolicyStats {
   /** Decoder forward passes run so far: a group costs one prefill pass plus one per step. */
@@ -50,6 +54,8 @@ export interface OnnxPolicyParts {
   maxBatchRows?: number;
   /** Whether padded rows may share a batch (passes.ts probePadding); default 'padded'. */
   batchMode?: 'padded' | 'equal-length';
+  /** The bytes each logits column writes and the tokens that end an output (token-table.ts), for `responseFormat`; absent: constrained decoding is refused. */
+  vocabulary?: () => TokenVocabulary;
   release(): Promise<void>;
 }
 
@@ -63,9 +69,13 @@ export class OnnxPolicy implements Policy {
   private tail: Promise<unknown> = Promise.resolve();
   private disposed = false;
   private readonly batcher: GroupBatcher;
+  /** Built on the first constrained request. */
+  private vocabulary: TokenVocabulary | undefined;
+  /** Compiled formats by their JSON, so a schema compiles once and its masks are shared. */
+  private readonly grammars = new Map<string, ResponseGrammar>();
 
   constructor(private readonly parts: OnnxPolicyParts) {
-    this.info = parts.info;
+    this.info = { ...parts.info, responseFormats: parts.vocabulary !== undefined && parts.info.backend !== 'webgpu' };
     const { decoder, vocabSize, hiddenSize, maxLogits, device, tokenizer } = parts;
     this.head =
       decoder.hiddenName !== undefined && hiddenSize !== undefined
@@ -136,7 +146,28 @@ export class OnnxPolicy implements Policy {
       signal: options.signal,
       onToken,
       decode: (ids) => tokenizer.decode(ids, { skip_special_tokens: true }),
+      ...(options.responseFormat !== undefined ? { constraint: this.constraint(options.responseFormat) } : {}),
     };
+  }
+
+  private constraint(format: ResponseFormat): NonNullable<GroupRequest['constraint']> {
+    if (!this.info.responseFormats || !this.parts.vocabulary) {
+      throw new UnsupportedError(
+        this.info.backend === 'webgpu'
+          ? 'responseFormat is not supported on the WebGPU backend yet (its sampler runs on the GPU without a token mask); load the model with device "wasm" or "cpu".'
+          : 'responseFormat needs the tokenizer vocabulary, which this policy was built without.',
+      );
+    }
+    const key = JSON.stringify(format);
+    let grammar = this.grammars.get(key);
+    if (!grammar) {
+      grammar = compileResponseFormat(format);
+      // A server sees formats from its callers: bound what it keeps.
+      if (this.grammars.size >= MAX_GRAMMARS) this.grammars.clear();
+      this.grammars.set(key, grammar);
+    }
+    this.vocabulary ??= this.parts.vocabulary();
+    return { matcher: grammar.matcher(this.vocabulary), vocabulary: this.vocabulary };
   }
 
   scoreCompletions(options: ScoreOptions): Promise<ScoreResult> {

@@ -5,7 +5,10 @@
  * abort. Nothing sampled after the end is ever recorded.
  */
 import type { Rng } from '../../math/random.js';
+import type { TokenMatcher } from '../constrain/matcher.js';
+import type { TokenVocabulary } from '../constrain/vocabulary.js';
 import type { SampledToken } from '../sampling.js';
+import { rowMask } from './constrained-row.js';
 import type { Completion, FinishReason, TopLogprob } from '../types.js';
 
 export interface StopRules {
@@ -16,6 +19,8 @@ export interface StopRules {
   topLogprobs?: number;
   /** Token ids to text, special tokens skipped. */
   decode(ids: number[]): string;
+  /** A constrained output: the matcher each row starts from (cloned per row) and its vocabulary. */
+  constraint?: { matcher: TokenMatcher; vocabulary: TokenVocabulary };
 }
 
 export class RowDecoder {
@@ -27,12 +32,21 @@ export class RowDecoder {
   finishReason?: FinishReason;
   private cut = -1;
   private checkedLength = 0;
+  private readonly matcher: TokenMatcher | undefined;
 
   constructor(
     readonly row: number,
     readonly rng: Rng,
     private readonly rules: StopRules,
-  ) {}
+  ) {
+    this.matcher = rules.constraint?.matcher.clone();
+  }
+
+  /** The tokens this row may sample next; undefined when unconstrained. */
+  allowed(): Uint32Array | undefined {
+    const { matcher } = this;
+    return matcher && rowMask(matcher, this.rules.constraint!.vocabulary, this.rules.maxNewTokens - this.tokenIds.length);
+  }
 
   get running(): boolean {
     return this.finishReason === undefined;
@@ -44,6 +58,7 @@ export class RowDecoder {
 
   push(token: SampledToken, top?: TopLogprob[]): void {
     if (top) this.topLogprobs.push(top);
+    this.matcher?.accept(token.tokenId);
     this.tokenIds.push(token.tokenId);
     this.logprobs.push(token.logprob);
     this.sampledLogprobs.push(token.sampledLogprob);
