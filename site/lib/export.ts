@@ -45,3 +45,13 @@ export function fileStem(bundle: RunBundle): string {
 export function adapterJson(checkpoint: AdapterCheckpoint): string {
   return `${JSON.stringify(checkpoint.adapter, null, 2)}\n`;
 }
+
+/** The run id an exported run file names, when it names one (importRun checks the rest). */
+export function exportedRunId(text: string): string | undefined {
+  try {
+    const id = (JSON.parse(text) as { run?: { id?: unknown } } | null)?.run?.id;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}

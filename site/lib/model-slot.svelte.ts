@@ -4,11 +4,12 @@
  * choice twice reuses the policy; a new choice disposes the old one (ending its worker). A model
  * loaded for gradient runs (trainable: with its hidden state) serves training-free runs too.
  */
-import type { Policy } from '../../lib/index.js';
+import type { Policy, RunRecord } from '../../lib/index.js';
 import type { OnnxDevice } from '../../lib/onnx.js';
 import { calibratedLoad, calibrationNote, type CalibrationCache } from './calibrate.js';
 import { hardwareWebGpu, type DeviceReport } from './device.js';
 import {
+  bundledModelPath,
   ENDPOINT_ID,
   hubModelCached,
   loadEndpoint,
@@ -117,6 +118,31 @@ export class ModelSlot {
       this.deviceNote = `Auto chose WebAssembly: WebGPU did not load (${error instanceof Error ? error.message : String(error)}).`;
       return load('wasm');
     }
+  }
+
+  /**
+   * Points the picker at the model a stored run used, on the device it ran on: another backend
+   * would give other numbers than the uninterrupted run. Where that device is gone, the run
+   * resumes on WebAssembly, and the returned notice says so.
+   */
+  chooseFor(record: RunRecord, report: DeviceReport | null): string | null {
+    const used = record.config.policy;
+    if (used.backend === 'http') {
+      if (this.id !== ENDPOINT_ID || this.endpoint.model !== used.model) {
+        throw new Error(`This run used the endpoint model "${used.model}": choose "OpenAI-compatible endpoint", enter its URL and key, then resume.`);
+      }
+      return null;
+    }
+    const path = (p: string) => p.replace(/\/+$/, '');
+    const model = ONNX_MODELS.find((m) => (m.source === 'bundled' ? path(bundledModelPath()) === path(used.model) : m.hubId === used.model));
+    if (!model) throw new Error(`This run used the model "${used.model}", which the playground does not offer.`);
+    this.id = model.id;
+    if (used.backend === 'webgpu' && !report?.webgpu) {
+      this.device = 'wasm';
+      return 'This run was started on WebGPU, which this browser does not offer now: it resumes on WebAssembly, so its numbers can differ from an uninterrupted run.';
+    }
+    if (used.backend === 'webgpu' || used.backend === 'wasm') this.device = used.backend;
+    return null;
   }
 
   cancel(): void {

@@ -17,10 +17,10 @@ import {
 import { adapterPoint, adapterTrace, type AdapterPoint } from './adapter-view.js';
 import { probeDevice, type DeviceReport } from './device.js';
 import { EtaClock } from './eta.js';
-import { adapterJson, download, fileStem, libraryJson, runJson, runJsonl } from './export.js';
+import { adapterJson, download, exportedRunId, fileStem, libraryJson, runJson, runJsonl } from './export.js';
 import { methodOf, type Method, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
 import { ModelSlot } from './model-slot.svelte.js';
-import { bundledModelPath, ENDPOINT_ID, ONNX_MODELS } from './models.js';
+import { RunComparison } from './run-comparison.svelte.js';
 import { Runner } from './runner.js';
 import { INITIAL_SETUP, setupProblems, type Setup } from './setup.js';
 import { stageAfter } from './live-stage.js';
@@ -83,9 +83,8 @@ export class Playground {
   readonly scored = new ScoredTokenViews(() => this.model.policy);
   /** Gradient runs: the adapter after each step (recorded here as steps commit, and the stored checkpoint). */
   adapterPoints = $state.raw<AdapterPoint[]>([]);
-  /** Runs ticked for comparison, and their bundles while the comparison is in view. */
-  compareIds = $state<string[]>([]);
-  comparison = $state.raw<RunBundle[] | null>(null);
+  /** Runs ticked for comparison, and the comparison in view. */
+  readonly compare = new RunComparison();
   #runner: Runner | null = null;
   /** A task a method moved away from, to move back to (see chooseMethod). */
   #movedTask: { from: string; to: string } | null = null;
@@ -156,7 +155,7 @@ export class Playground {
 
   async select(runId: string | null): Promise<void> {
     this.selectedId = runId;
-    this.comparison = null;
+    this.compare.close();
     this.viewStep = null;
     this.runError = null;
     const bundle = runId && this.store ? await this.store.readBundle(runId) : null;
@@ -215,7 +214,7 @@ export class Playground {
       this.resumingId = runId;
       const record = await this.store!.getRun(runId);
       if (!record) throw new Error('That run is no longer stored.');
-      this.#chooseModelOf(record);
+      this.notice = this.model.chooseFor(record, this.device);
       const method = methodOf(runMethod(record));
       const runner = new Runner();
       const rewards = rewardsOf(record.config, { [HUMAN_REWARD]: this.ratings.reward(runner.controller.signal) });
@@ -248,31 +247,6 @@ export class Playground {
     const onStream = (stream: GroupStream | null) => (this.stream = stream ? { ...stream, item: this.#streamItem } : null);
     const policy = streamingPolicy(await this.model.ensure(this.device, { trainable: method.trainsAdapter }), onStream, { hasCritic: method.needsCritic });
     return { policy, trainer: this.model.trainer, store: this.store!, signal: runner.controller.signal, rewards, ...(task ? { task } : {}), onStream };
-  }
-
-  /**
-   * Points the model picker at the model a stored run used, on the device it ran on: another
-   * backend would give other numbers than the uninterrupted run. Where that device is gone, the
-   * run resumes on WebAssembly and `notice` says so.
-   */
-  #chooseModelOf(record: RunRecord): void {
-    const used = record.config.policy;
-    if (used.backend === 'http') {
-      if (this.model.id !== ENDPOINT_ID || this.model.endpoint.model !== used.model) {
-        throw new Error(`This run used the endpoint model "${used.model}": choose "OpenAI-compatible endpoint", enter its URL and key, then resume.`);
-      }
-      return;
-    }
-    const path = (p: string) => p.replace(/\/+$/, '');
-    const model = ONNX_MODELS.find((m) => (m.source === 'bundled' ? path(bundledModelPath()) === path(used.model) : m.hubId === used.model));
-    if (!model) throw new Error(`This run used the model "${used.model}", which the playground does not offer.`);
-    this.model.id = model.id;
-    if (used.backend === 'webgpu' && !this.device?.webgpu) {
-      this.model.device = 'wasm';
-      this.notice = 'This run was started on WebGPU, which this browser does not offer now: it resumes on WebAssembly, so its numbers can differ from an uninterrupted run.';
-    } else if (used.backend === 'webgpu' || used.backend === 'wasm') {
-      this.model.device = used.backend;
-    }
   }
 
   async #drive(run: PlaygroundRun, runner: Runner): Promise<void> {
@@ -377,27 +351,9 @@ export class Playground {
     return this.pieces.ensure(runId, result, this.bundle?.run.config.policy.model);
   }
 
-  // ---- compare ----
-
-  toggleCompare(runId: string): void {
-    this.compareIds = this.compareIds.includes(runId) ? this.compareIds.filter((id) => id !== runId) : [...this.compareIds, runId];
-  }
-
-  /** Reads the ticked runs (in the order they were ticked) and shows them side by side. */
-  async openComparison(): Promise<void> {
-    if (!this.store || this.compareIds.length < 2) return;
-    const store = this.store;
-    const bundles = await Promise.all(this.compareIds.map((id) => store.readBundle(id).catch(() => null)));
-    this.comparison = bundles.filter((b): b is RunBundle => b !== null);
-  }
-
-  closeComparison(): void {
-    this.comparison = null;
-  }
-
   async deleteRun(runId: string): Promise<void> {
     if (!this.store || this.live?.runId === runId) return;
-    this.compareIds = this.compareIds.filter((id) => id !== runId);
+    this.compare.forget(runId);
     await this.store.deleteRun(runId);
     await this.#views?.deleteRun(runId);
     await this.refreshRuns();
@@ -409,7 +365,7 @@ export class Playground {
     this.runError = null;
     try {
       const text = await file.text();
-      const id = runIdOf(text);
+      const id = exportedRunId(text);
       const existing = id ? await this.store.getRun(id) : undefined;
       if (existing) throw new Error(`this run (${runTitle(existing)}) is already in your list. Delete it there first to import the file again.`);
       const record = await importRun(this.store, text);
@@ -444,13 +400,3 @@ export class Playground {
 }
 
 export const app = new Playground();
-
-/** The run id an exported run file names, when it names one (importRun checks the rest). */
-function runIdOf(text: string): string | undefined {
-  try {
-    const id = (JSON.parse(text) as { run?: { id?: unknown } } | null)?.run?.id;
-    return typeof id === 'string' ? id : undefined;
-  } catch {
-    return undefined;
-  }
-}

@@ -105,7 +105,10 @@ describe('the playground, walked', { timeout: 240_000 }, () => {
   it('keeps Start focused, brings the live run into view, keeps Pause focused, and never flashes "interrupted"', async () => {
     await page.setViewportSize({ width: 375, height: 812 });
     await page.screenshot({ path: join(artifacts, 'walk-setup-375.png') });
-    await smallRun(4);
+    // Long enough (8 prompts x 2 epochs, 48 tokens) to be still running when Pause is pressed.
+    await smallRun(8);
+    await field('Epochs').fill('2');
+    await field('Max tokens').fill('48');
     // Every text the run's status chip shows, from the first one to the last.
     await page.evaluate(() => {
       const seen: string[] = [];
