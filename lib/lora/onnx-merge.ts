@@ -9,6 +9,7 @@
  * (nodes, other weights, external-data references) is copied as bytes, in its order.
  */
 import { ModelLoadError, UnsupportedError } from '../errors.js';
+import { concat, fieldHeader, fields, findField, LENGTH_DELIMITED } from '../policy/onnx/protobuf.js';
 import type { LoraAdapter } from './adapter.js';
 import { floatToHalf } from './half.js';
 import { matmulAdd } from './kernels.js';
@@ -16,7 +17,6 @@ import { LORA_MODULES, type DecoderWeights } from './weights.js';
 
 const MODEL_GRAPH = 7;
 const GRAPH_INITIALIZER = 5;
-const LENGTH_DELIMITED = 2;
 const FLOAT = 1;
 const FLOAT16 = 10;
 
@@ -50,7 +50,7 @@ export function mergedWeights(weights: DecoderWeights, adapter: LoraAdapter): Ma
 /** `model` with the named initializers' data replaced (same dims and data type). */
 export async function replaceInitializers(model: Uint8Array, replacements: Map<string, Float32Array>): Promise<Uint8Array> {
   const { onnx } = (await import('onnx-proto')).default;
-  const graph = fields(model, 0, model.length).find((f) => f.number === MODEL_GRAPH && f.wireType === LENGTH_DELIMITED);
+  const graph = findField(model, 0, model.length, MODEL_GRAPH);
   if (!graph) throw new ModelLoadError('The ONNX file has no graph.');
   const parts: Uint8Array[] = [];
   const done = new Set<string>();
@@ -77,7 +77,7 @@ export async function replaceInitializers(model: Uint8Array, replacements: Map<s
       throw new ModelLoadError(`Initializer ${name} has data type ${tensor.dataType}; merging writes fp32 and fp16 weights.`);
     }
     const encoded = onnx.TensorProto.encode({ name, dims: tensor.dims, dataType: tensor.dataType, rawData: raw }).finish();
-    parts.push(model.subarray(copiedFrom, field.tagStart), header(GRAPH_INITIALIZER, encoded.length), encoded);
+    parts.push(model.subarray(copiedFrom, field.tagStart), fieldHeader(GRAPH_INITIALIZER, encoded.length), encoded);
     copiedFrom = field.end;
     done.add(name);
   }
@@ -85,7 +85,7 @@ export async function replaceInitializers(model: Uint8Array, replacements: Map<s
   const missing = [...replacements.keys()].filter((n) => !done.has(n));
   if (missing.length > 0) throw new ModelLoadError(`The ONNX graph has no initializer ${missing[0]} to merge into.`);
   const body = concat(parts);
-  return concat([model.subarray(0, graph.tagStart), header(MODEL_GRAPH, body.length), body, model.subarray(graph.end)]);
+  return concat([model.subarray(0, graph.tagStart), fieldHeader(MODEL_GRAPH, body.length), body, model.subarray(graph.end)]);
 }
 
 /** The adapted model's ONNX bytes: `replaceInitializers(model, mergedWeights(weights, adapter))`. */
@@ -93,81 +93,8 @@ export async function mergeLoraIntoOnnx(model: Uint8Array, weights: DecoderWeigh
   return replaceInitializers(model, mergedWeights(weights, adapter));
 }
 
-interface Field {
-  number: number;
-  wireType: number;
-  start: number;
-  end: number;
-  tagStart: number;
-}
-
-function fields(bytes: Uint8Array, start: number, end: number): Field[] {
-  const out: Field[] = [];
-  let pos = start;
-  while (pos < end) {
-    const tagStart = pos;
-    const [tag, afterTag] = varint(bytes, pos);
-    const wireType = tag & 7;
-    pos = afterTag;
-    let payload = pos;
-    if (wireType === 0) pos = varint(bytes, pos)[1];
-    else if (wireType === 1) pos += 8;
-    else if (wireType === 5) pos += 4;
-    else if (wireType === LENGTH_DELIMITED) {
-      const [length, after] = varint(bytes, pos);
-      payload = after;
-      pos = after + length;
-    } else throw new ModelLoadError(`The ONNX file is malformed (wire type ${wireType} at byte ${tagStart}).`);
-    if (pos > end) throw new ModelLoadError('The ONNX file is truncated.');
-    out.push({ number: Math.floor(tag / 8), wireType, start: payload, end: pos, tagStart });
-  }
-  return out;
-}
-
 function initializerName(body: Uint8Array): string {
   for (const f of fields(body, 0, body.length)) if (f.number === 8 && f.wireType === LENGTH_DELIMITED) return new TextDecoder().decode(body.subarray(f.start, f.end));
   return '';
 }
 
-function varint(bytes: Uint8Array, pos: number): [number, number] {
-  let value = 0;
-  let scale = 1;
-  for (;;) {
-    if (pos >= bytes.length) throw new ModelLoadError('The ONNX file is truncated.');
-    const byte = bytes[pos++];
-    value += (byte & 0x7f) * scale;
-    if (byte < 0x80) return [value, pos];
-    scale *= 128;
-  }
-}
-
-function header(number: number, length: number): Uint8Array {
-  const out: number[] = [];
-  for (let v = number * 8 + LENGTH_DELIMITED; ; ) {
-    if (v < 0x80) {
-      out.push(v);
-      break;
-    }
-    out.push((v % 128) | 0x80);
-    v = Math.floor(v / 128);
-  }
-  for (let v = length; ; ) {
-    if (v < 0x80) {
-      out.push(v);
-      break;
-    }
-    out.push((v % 128) | 0x80);
-    v = Math.floor(v / 128);
-  }
-  return Uint8Array.from(out);
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
-}

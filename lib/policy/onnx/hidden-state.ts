@@ -14,6 +14,7 @@
  * a large model costs one copy of its bytes and no parsing of its weights.
  */
 import { ModelLoadError } from '../../errors.js';
+import { concat, fieldHeader, fields, findField, LENGTH_DELIMITED, type Field } from './protobuf.js';
 
 export interface HiddenStateGraph {
   /** The model with the extra output. */
@@ -33,7 +34,6 @@ const GRAPH_INITIALIZER = 5;
 const GRAPH_INPUT = 11;
 const GRAPH_OUTPUT = 12;
 const GRAPH_VALUE_INFO = 13;
-const LENGTH_DELIMITED = 2;
 
 /** Ops exports put between the head and `logits`: casts, reshapes, scaling, bias, soft-capping. */
 const PASS_THROUGH = new Set(['Cast', 'Identity', 'Reshape', 'Squeeze', 'Unsqueeze', 'Flatten', 'Mul', 'Div', 'Add', 'Sub', 'Tanh']);
@@ -142,97 +142,8 @@ function tensorHeader(body: Uint8Array): { name: string; dataType: number } {
   return { name, dataType };
 }
 
-interface Field {
-  number: number;
-  wireType: number;
-  /** Payload range for length-delimited fields. */
-  start: number;
-  end: number;
-  /** The value of varint fields (small ones; enough for data types). */
-  value: number;
-  /** Where the field's tag starts. */
-  tagStart: number;
-}
-
-function* fields(bytes: Uint8Array, start: number, end: number): Generator<Field> {
-  let pos = start;
-  while (pos < end) {
-    const tagStart = pos;
-    const [tag, afterTag] = varint(bytes, pos);
-    const number = Math.floor(tag / 8);
-    const wireType = tag & 7;
-    pos = afterTag;
-    let value = 0;
-    let payloadStart = pos;
-    switch (wireType) {
-      case 0: {
-        [value, pos] = varint(bytes, pos);
-        break;
-      }
-      case 1:
-        pos += 8;
-        break;
-      case 2: {
-        const [length, after] = varint(bytes, pos);
-        payloadStart = after;
-        pos = after + length;
-        break;
-      }
-      case 5:
-        pos += 4;
-        break;
-      default:
-        throw new ModelLoadError(`The ONNX file is malformed (wire type ${wireType} at byte ${tagStart}).`);
-    }
-    if (pos > end) throw new ModelLoadError('The ONNX file is truncated.');
-    yield { number, wireType, start: payloadStart, end: pos, value, tagStart };
-  }
-}
-
-function findField(bytes: Uint8Array, start: number, end: number, number: number): Field | undefined {
-  for (const field of fields(bytes, start, end)) if (field.number === number && field.wireType === LENGTH_DELIMITED) return field;
-  return undefined;
-}
-
-/** Reads a varint as a JS number (exact below 2^53: lengths and small values). */
-function varint(bytes: Uint8Array, pos: number): [number, number] {
-  let value = 0;
-  let scale = 1;
-  for (;;) {
-    if (pos >= bytes.length) throw new ModelLoadError('The ONNX file is truncated.');
-    const byte = bytes[pos++];
-    value += (byte & 0x7f) * scale;
-    if (byte < 0x80) return [value, pos];
-    scale *= 128;
-  }
-}
-
-function encodeVarint(value: number): number[] {
-  const out: number[] = [];
-  while (value >= 0x80) {
-    out.push((value % 128) | 0x80);
-    value = Math.floor(value / 128);
-  }
-  out.push(value);
-  return out;
-}
-
-function fieldHeader(number: number, length: number): Uint8Array {
-  return Uint8Array.from([...encodeVarint(number * 8 + LENGTH_DELIMITED), ...encodeVarint(length)]);
-}
-
 /** The model with `extra` appended to the payload of the graph field (whose length grows). */
 function splice(model: Uint8Array, graph: Field, extra: Uint8Array): Uint8Array {
   const header = fieldHeader(MODEL_GRAPH, graph.end - graph.start + extra.length);
   return concat([model.subarray(0, graph.tagStart), header, model.subarray(graph.start, graph.end), extra, model.subarray(graph.end)]);
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }
