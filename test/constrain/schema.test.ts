@@ -40,7 +40,7 @@ describe.each(vocabularies)('random schemas, random walks over the %s', (name, t
           if (!validate(value)) throw new Error(`${text} does not validate against ${JSON.stringify(schema)}: ${ajv.errorsText(validate.errors)}`);
         }
       }),
-      { numRuns: 120 },
+      { numRuns: 120, seed: 1904 },
     );
   });
 
