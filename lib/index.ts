@@ -54,3 +54,6 @@ export { newRunRecord, type Run, type RunOf, type CustomRunRecord } from './run/
 export type { Method, StepOutcome, PreparedItem, SampledGroup, ItemContext, OpenContext, Reporter, RunTally, EventFields } from './run/method.js';
 export { registerMethod, methodOf, methodKinds, type RegisteredMethod } from './methods/registry.js';
 export { checkRunId, type GroupSamplingOptions } from './run/options.js';
+export { evaluate, type EvaluateOptions, type EvaluateProgress, type JudgedSample } from './run/evaluate.js';
+export type { EvalEvent } from './run/events.js';
+export type { EvaluationOption, LoopEvaluationOptions } from './run/held-out.js';

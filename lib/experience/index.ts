@@ -15,6 +15,8 @@ export { normalizeExperienceLibrary, validateLibrary, type NormalizeLibraryOptio
 export {
   renderExperiences,
   withExperiences,
+  promptWithLibrary,
+  type LibraryPromptOptions,
   DEFAULT_EXPERIENCE_TOKEN_BUDGET,
   DEFAULT_LESSONS_TEMPLATE,
   DEFAULT_EXEMPLARS_TEMPLATE,

@@ -126,6 +126,24 @@ export function withExperiences(input: PromptInput, experiences: string, templat
   return mapPromptText(input, (prompt) => fillTemplate(template, { experiences, prompt }));
 }
 
+export interface LibraryPromptOptions extends Omit<RenderOptions, 'excludeItem'> {
+  /**
+   * The template around the task (`{{experiences}}`, `{{prompt}}`); default the lessons one, or the
+   * exemplars one for a library of exemplars only.
+   */
+  template?: string;
+}
+
+/**
+ * A task's prompt with the library in it, as a Training-Free run puts it there: rendered under the
+ * token budget, without the task's own exemplar, through the template. `included` lists the ids used.
+ */
+export function promptWithLibrary(base: PromptInput, library: ExperienceLibrary, options: LibraryPromptOptions = {}): { prompt: PromptInput; included: string[] } {
+  const rendered = renderExperiences(library, { tokenBudget: options.tokenBudget, countTokens: options.countTokens, excludeItem: promptText(base) });
+  const template = options.template ?? (library.entries.length === 0 && library.exemplars.length > 0 ? DEFAULT_EXEMPLARS_TEMPLATE : DEFAULT_LESSONS_TEMPLATE);
+  return { prompt: withExperiences(base, rendered.text, template), included: rendered.included };
+}
+
 /** The prompt with `map` applied to its task text: the raw prompt, or the last user message. */
 export function mapPromptText(input: PromptInput, map: (text: string) => string): PromptInput {
   if (input.prompt !== undefined) return { prompt: map(input.prompt) };

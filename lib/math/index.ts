@@ -52,4 +52,5 @@ export {
 } from './batch.js';
 export { logSumExp, mean, nanMean, nanStd, softmax, std } from './stats.js';
 export { mulberry32, randomInt, type Rng } from './random.js';
+export { passAtK } from './pass-at-k.js';
 export type { Rows } from './validate.js';

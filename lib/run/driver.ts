@@ -9,9 +9,13 @@
  *   4. the method ends the step; the step record (common fields + the method's payload) is
  *      committed in one transaction
  *
+ * With an `evaluation` split, the policy is evaluated on it before the first step and at the end of
+ * each due epoch (held-out.ts), kept with the run and announced as an `eval` event.
+ *
  * A run killed anywhere and resumed continues from its first unfinished item: finished items come
  * back from the store, the rest are sampled again from the same seeds, so the step's groups, its
- * advantages and everything after them are those of an uninterrupted run.
+ * advantages and everything after them are those of an uninterrupted run. A due evaluation that
+ * was not kept (killed between a commit and its end) runs first.
  */
 import { InvalidInputError, throwIfAborted } from '../errors.js';
 import { itemResultGroup } from './groups.js';
@@ -20,6 +24,7 @@ import type { DatasetItem, ItemResult, RolloutRecord, RunRecord, StepPayloadBase
 import { registerRecordKind } from '../store/validate.js';
 import type { Store } from '../store/types.js';
 import type { Progress } from './events.js';
+import { evaluateHeldOut, evaluationDue, resolveEvaluation, type EvaluationOption } from './held-out.js';
 import type { DriveInputs, ItemContext, Method, PreparedItem, Reporter, RunTally, SampledGroup } from './method.js';
 import { matchRewards, type LoopHandles } from './options.js';
 import { deriveSeed } from './random.js';
@@ -42,9 +47,11 @@ export function startRun<E, K extends Kind, S, H extends LoopHandles, R, P exten
   store: Store,
 ): Run<E, R> {
   register(method);
+  const evaluation = resolveEvaluation((handles as H & EvaluationOption).evaluation, run.config);
+  const stored = evaluation ? { ...run, config: { ...run.config, evaluation } } : run;
   return new LoopRun<E, R>(run.id, async (emit, signal) => {
     // Every store keeps any method's run record as plain data.
-    await store.createRun(run as unknown as RunRecord, dataset);
+    await store.createRun(stored as unknown as RunRecord, dataset);
     return drive(method, { store, runId: run.id, handles, rewards: handles.rewards, resumed: false }, emit as Emit, signal);
   });
 }
@@ -127,6 +134,18 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
     throwIfAborted(signal);
     if (run.status !== 'running') await store.setRunStatus(runId, { status: 'running' });
     await emit({ type: 'run-start', runId, resumed: inputs.resumed, config, ...method.runStart?.(state), progress: progress(stepsCompleted + 1) });
+
+    /** The held-out evaluation after `epoch` when it is due, kept with the run and announced. */
+    const evaluateAfter = async (epoch: number, kept: ReadonlyArray<{ epoch: number }>) => {
+      const { evaluation } = config;
+      if (!evaluation || !evaluationDue(evaluation, epoch, schedule!.epochs) || kept.some((e) => e.epoch === epoch)) return;
+      const prompt = method.evaluationPrompt ? (item: DatasetItem) => method.evaluationPrompt!(state, item) : undefined;
+      const record = await evaluateHeldOut({ policy: handles.policy, rewards: inputs.rewards, config: { ...config, evaluation }, ...(prompt ? { prompt } : {}), signal }, epoch, stepsCompleted);
+      throwIfAborted(signal);
+      await store.putEvaluation(runId, record);
+      await report.emit({ type: 'eval', epoch, step: stepsCompleted, evaluation: record, progress: progress(stepsCompleted) });
+    };
+    if (stepsCompleted % schedule.stepsPerEpoch === 0) await evaluateAfter(stepsCompleted / schedule.stepsPerEpoch, run.evaluations ?? []);
 
     const sampling: RolloutSettings = config;
     const concurrency = method.concurrency?.(config) ?? 1;
@@ -224,7 +243,10 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
       method.committed?.(state, record);
       for (const event of outcome.committed ?? []) await report.emit(event);
       await report.emit({ type: 'step-end', step, epoch: plan.epoch, batch: plan.batch, stats: record.stats, ...outcome.end, progress: progress(step) });
-      if (plan.lastOfEpoch) await endEpoch(method, state, inputs, plan, report.emit, progress(step));
+      if (plan.lastOfEpoch) {
+        await endEpoch(method, state, inputs, plan, report.emit, progress(step));
+        await evaluateAfter(plan.epoch, []);
+      }
     }
 
     await store.setRunStatus(runId, { status: 'completed' });

@@ -4,7 +4,7 @@
  * Each method's own event union (training-free, gradient, router) builds on these.
  */
 import type { Completion, Usage } from '../policy/types.js';
-import type { GroupStats } from '../store/records.js';
+import type { EvaluationRecord, GroupStats } from '../store/records.js';
 
 export interface Progress {
   /** The step in progress, or the last one when the run ends (1-based). */
@@ -36,6 +36,18 @@ export interface RunEnd {
   itemsProcessed: number;
   stepsCompleted: number;
   error?: string;
+  progress: Progress;
+}
+
+/**
+ * A held-out evaluation finished (runs given an `evaluation` split): after `epoch` (0: before the
+ * first step), with `step` steps committed; the record is also kept in the run's `evaluations`.
+ */
+export interface EvalEvent {
+  type: 'eval';
+  epoch: number;
+  step: number;
+  evaluation: EvaluationRecord;
   progress: Progress;
 }
 

@@ -123,6 +123,11 @@ export interface Method<K extends string = string, S = unknown, H extends LoopHa
   stepStart?(state: S, plan: StepPlan): Promise<EventFields>;
   /** The item's prompt (default: the dataset's own). */
   prepare?(state: S, ctx: ItemContext): Promise<PreparedItem>;
+  /**
+   * A held-out item's prompt for the run's evaluation, from the state as it stands (default: the
+   * item's own; training-free puts the library in, as it does for training items).
+   */
+  evaluationPrompt?(state: S, item: DatasetItem): Promise<PromptInput>;
   /** Samples the item's group (default: one `generateGroup` of G at the run's temperature). */
   sample?(state: S, ctx: ItemContext, prepared: PreparedItem): Promise<SampledGroup>;
   /** Sees each item's rewards as soon as they are known, in batch order (finished items of a resumed step too). */

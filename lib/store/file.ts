@@ -23,10 +23,10 @@ import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { AlreadyRunningError, NotFoundError, StoreCorruptError, StoreError } from '../errors.js';
 import { codeOf, guard, listJson, processAlive, readJson, removeStaleTemporaries, writeAtomic } from './file-io.js';
 import { checkCompleted, checkItems, checkPending, checkRun, checkStep, checkStepNumbers } from './integrity.js';
-import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists } from './rules.js';
+import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists, withEvaluation } from './rules.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import { upgradeV4Step } from './upgrade-v4.js';
-import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
+import type { DatasetItem, EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
 import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
 
 const FORMAT = 'webgrpo.file-store';
@@ -140,6 +140,11 @@ export class FileStore implements Store {
     if (patch.error !== undefined) next.error = patch.error;
     else delete next.error;
     await guard(`update run "${runId}"`, () => writeAtomic(join(this.#dir(runId), 'run.json'), next));
+  }
+
+  async putEvaluation(runId: string, evaluation: EvaluationRecord): Promise<void> {
+    const run = await this.#requireRun(runId);
+    await guard(`keep the evaluation of epoch ${evaluation.epoch} of run "${runId}"`, () => writeAtomic(join(this.#dir(runId), 'run.json'), withEvaluation(run, evaluation)));
   }
 
   async deleteRun(runId: string): Promise<void> {

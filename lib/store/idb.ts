@@ -11,9 +11,9 @@ import { openDB, type IDBPDatabase, type IDBPTransaction, type StoreNames } from
 import { NotFoundError, StoreCorruptError, StoreError, StoreQuotaError, WebgrpoError } from '../errors.js';
 import { migrate, SCHEMA_VERSION, type WebgrpoDB } from './idb-schema.js';
 import { checkCompleted, checkItems, checkPending, checkRun, checkStep, checkStepNumbers, remedy } from './integrity.js';
-import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists } from './rules.js';
+import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists, withEvaluation } from './rules.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
-import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
+import type { DatasetItem, EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
 import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
 
 export interface IdbStoreOptions {
@@ -92,6 +92,14 @@ export class IdbStore implements Store {
       if (patch.error !== undefined) next.error = patch.error;
       else delete next.error;
       await tx.objectStore('runs').put(next);
+    });
+  }
+
+  async putEvaluation(runId: string, evaluation: EvaluationRecord): Promise<void> {
+    await this.#write(['runs'], `keep the evaluation of epoch ${evaluation.epoch}`, async (tx) => {
+      const run = await tx.objectStore('runs').get(runId);
+      if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
+      await tx.objectStore('runs').put(withEvaluation(checkRun(run, runId, this.#what('runs', runId)), evaluation));
     });
   }
 

@@ -4,8 +4,8 @@
  */
 import { NotFoundError } from '../errors.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
-import type { DatasetItem, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
-import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists } from './rules.js';
+import type { DatasetItem, EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
+import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists, withEvaluation } from './rules.js';
 import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
 
 interface RunData {
@@ -42,6 +42,11 @@ export class MemoryStore implements Store {
     data.run = { ...data.run, status: patch.status, updatedAt: new Date().toISOString() };
     if (patch.error !== undefined) data.run.error = patch.error;
     else delete data.run.error;
+  }
+
+  async putEvaluation(runId: string, evaluation: EvaluationRecord): Promise<void> {
+    const data = this.#data(runId);
+    data.run = withEvaluation(data.run, clone(evaluation));
   }
 
   async deleteRun(runId: string): Promise<void> {

@@ -4,7 +4,7 @@
  * stores' contract test holds each implementation to them.
  */
 import { AlreadyRunningError, StoreError } from '../errors.js';
-import type { RunRecord } from './records.js';
+import type { EvaluationRecord, RunRecord } from './records.js';
 
 /** Most recently updated first; ties by id, so every store lists alike. */
 export function byRecentUpdate(a: RunRecord, b: RunRecord): number {
@@ -34,4 +34,15 @@ export function checkNextStep(runId: string, lastStep: number, step: number): vo
   if (step !== lastStep + 1) {
     throw new StoreError(`Run "${runId}" expects step ${lastStep + 1} next, not step ${step}; another loop may have committed it.`);
   }
+}
+
+/**
+ * The run with `evaluation` kept among its evaluations, in epoch order: one per epoch, a later one
+ * of the same epoch (a resume finishing an interrupted evaluation) replacing the earlier.
+ */
+export function withEvaluation(run: RunRecord, evaluation: EvaluationRecord): RunRecord {
+  const evaluations = (run.evaluations ?? []).filter((e) => e.epoch !== evaluation.epoch);
+  evaluations.push(evaluation);
+  evaluations.sort((a, b) => a.epoch - b.epoch);
+  return { ...run, evaluations, updatedAt: evaluation.evaluatedAt };
 }

@@ -12,7 +12,7 @@
  *  - reads return copies: mutating them never changes what is stored.
  */
 import type { AdapterCheckpoint } from '../grad/format.js';
-import type { DatasetItem, ItemResult, RunBundle, RunRecord, RunStatus, StepExtras, StepRecord } from './records.js';
+import type { DatasetItem, EvaluationRecord, ItemResult, RunBundle, RunRecord, RunStatus, StepExtras, StepRecord } from './records.js';
 
 export interface RunLock {
   readonly runId: string;
@@ -43,6 +43,11 @@ export interface Store {
   listRuns(): Promise<RunRecord[]>;
   /** Sets a run's status (and `updatedAt`). Throws `NotFoundError` for an unknown run. */
   setRunStatus(runId: string, patch: RunStatusPatch): Promise<void>;
+  /**
+   * Keeps a held-out evaluation with the run (in `RunRecord.evaluations`, replacing one of the same
+   * epoch). Throws `NotFoundError` for an unknown run.
+   */
+  putEvaluation(runId: string, evaluation: EvaluationRecord): Promise<void>;
   /** Removes a run and everything stored with it. */
   deleteRun(runId: string): Promise<void>;
 

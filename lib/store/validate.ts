@@ -229,7 +229,50 @@ function validateRun(value: unknown, at: string): RunRecord {
   kind.config(run.config, `${at}.config`);
   validateLibrary(run.initialLibrary, `${at}.initialLibrary`);
   int(run.itemCount, `${at}.itemCount`, 1);
+  const config = run.config as Obj;
+  if (config.evaluation !== undefined) validateEvaluationConfig(config.evaluation, `${at}.config.evaluation`);
+  if (run.evaluations !== undefined) arr(run.evaluations, `${at}.evaluations`).forEach((e, i) => validateEvaluation(e, `${at}.evaluations[${i}]`));
   return run as unknown as RunRecord;
+}
+
+/** A run's held-out split and how it is sampled and judged. */
+function validateEvaluationConfig(value: unknown, at: string): void {
+  const c = obj(value, at);
+  validateDataset(c.items, `${at}.items`);
+  for (const key of ['every', 'samples', 'maxNewTokens'] as const) int(c[key], `${at}.${key}`, 1);
+  int(c.seed, `${at}.seed`);
+  if (num(c.temperature, `${at}.temperature`) < 0) fail(`${at}.temperature`, 'expected a number >= 0.');
+  if (c.correct !== 'exact') {
+    const rule = obj(c.correct, `${at}.correct`);
+    str(rule.reward, `${at}.correct.reward`);
+    num(rule.atLeast, `${at}.correct.atLeast`);
+  }
+}
+
+/** One stored evaluation: its epoch, its aggregates and every item's samples. */
+function validateEvaluation(value: unknown, at: string): void {
+  const e = obj(value, at);
+  int(e.epoch, `${at}.epoch`);
+  int(e.step, `${at}.step`);
+  str(e.evaluatedAt, `${at}.evaluatedAt`);
+  const summary = obj(e.summary, `${at}.summary`);
+  for (const key of ['items', 'samples', 'judged'] as const) int(summary[key], `${at}.summary.${key}`);
+  for (const key of ['meanReward', 'accuracy'] as const) nullableNum(summary[key], `${at}.summary.${key}`);
+  for (const [k, v] of Object.entries(obj(summary.passAtK, `${at}.summary.passAtK`))) num(v, `${at}.summary.passAtK.${k}`);
+  arr(e.items, `${at}.items`).forEach((value, i) => {
+    const p = `${at}.items[${i}]`;
+    const item = obj(value, p);
+    int(item.index, `${p}.index`);
+    obj(item.prompt, `${p}.prompt`);
+    arr(item.samples, `${p}.samples`).forEach((sample, j) => {
+      const q = `${p}.samples[${j}]`;
+      const s = obj(sample, q);
+      str(s.text, `${q}.text`);
+      arr(s.rewards, `${q}.rewards`).forEach((v, k) => nullableNum(v, `${q}.rewards[${k}]`));
+      nullableNum(s.reward, `${q}.reward`);
+      if (s.correct !== null) bool(s.correct, `${q}.correct`);
+    });
+  });
 }
 
 function validateItemResult(value: unknown, at: string, itemCount: number, kind: RecordKind, config: Obj): ItemResult {

@@ -7,7 +7,7 @@
  */
 import type { PromptInput } from '../../policy/types.js';
 import type { GradientConfig, ItemResult, StepStats } from '../../store/records.js';
-import type { ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
+import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 import type { TrainStepMetrics } from '../../grad/metrics.js';
 
 export interface GradientEpochStats {
@@ -34,6 +34,7 @@ export type GradientEvent =
   | (StepRef & { type: 'train'; iteration: number; iterations: number; metrics: TrainStepMetrics })
   | (StepRef & { type: 'step-end'; batch: number; stats: StepStats; training: TrainStepMetrics[]; progress: Progress })
   | { type: 'epoch-end'; epoch: number; stats: GradientEpochStats; progress: Progress }
+  | EvalEvent
   | RunEnd;
 
 export type GradientEventType = GradientEvent['type'];

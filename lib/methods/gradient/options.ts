@@ -13,6 +13,7 @@ import { GROUP_SAMPLING_DEFAULTS, integer, real, validateHandles, type GroupSamp
 import { resolveShape, type AdapterInit } from '../../grad/adapter.js';
 import type { AdapterFile } from '../../grad/format.js';
 import { resolveOptimizer, type OptimizerOptions } from '../../grad/optimizer.js';
+import type { EvaluationOption } from '../../run/held-out.js';
 
 /** The common handles; the policy is the model being trained, an ONNX policy loaded with `hiddenState: true`. */
 export type GradientHandles = LoopHandles<OnnxPolicy>;
@@ -47,7 +48,7 @@ export interface GradientLossOptions extends GrpoLossExtras {
   adaptiveEntropy?: AdaptiveEntropyOptions;
 }
 
-export interface GradientGrpoOptions extends GradientHandles, GroupSamplingOptions {
+export interface GradientGrpoOptions extends GradientHandles, GroupSamplingOptions, EvaluationOption {
   dataset: DatasetItem[];
   /** Completions per item; default 8. */
   groupSize?: number;

@@ -6,7 +6,7 @@
  */
 import type { PromptInput } from '../../policy/types.js';
 import type { ItemResult, RouterConfig, StepRouting, StepStats } from '../../store/records.js';
-import type { ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
+import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 
 export type RouterEvent =
   | { type: 'run-start'; runId: string; resumed: boolean; config: RouterConfig; progress: Progress }
@@ -18,6 +18,7 @@ export type RouterEvent =
   | (ItemRef & { type: 'item-end'; result: ItemResult; reused: boolean; progress: Progress })
   | (StepRef & { type: 'step-end'; batch: number; stats: StepStats; routing: StepRouting; progress: Progress })
   | { type: 'epoch-end'; epoch: number; stats: RouterEpochStats; progress: Progress }
+  | EvalEvent
   | RunEnd;
 
 /** The rewards of an epoch's steps. */

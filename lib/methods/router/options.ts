@@ -8,11 +8,12 @@ import type { DatasetItem, RouterArm, RouterConfig } from '../../store/records.j
 import { validateArms } from '../../store/validate.js';
 import { GROUP_SAMPLING_DEFAULTS, integer, real, validateHandles, type GroupSamplingOptions, type LoopHandles } from '../../run/options.js';
 import { GrpoRouter } from '../../route/router.js';
+import type { EvaluationOption } from '../../run/held-out.js';
 
 /** The common handles; the policy samples every arm's completions (the arms are prompt and sampling variants of it). */
 export type RouterHandles = LoopHandles;
 
-export interface RouterGrpoOptions extends RouterHandles, GroupSamplingOptions {
+export interface RouterGrpoOptions extends RouterHandles, GroupSamplingOptions, EvaluationOption {
   dataset: DatasetItem[];
   /** What the router chooses between: at least two, with unique ids. */
   arms: RouterArm[];

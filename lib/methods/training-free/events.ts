@@ -6,7 +6,7 @@
 import type { AppliedOperation, ExperienceLibrary, ExperienceOperation, SkippedOperation } from '../../experience/types.js';
 import type { PromptInput } from '../../policy/types.js';
 import type { CriticExchange, ItemResult, RunWarning, StepStats, TrainingFreeConfig } from '../../store/records.js';
-import type { ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
+import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 
 export interface EpochStats {
   epoch: number;
@@ -47,6 +47,7 @@ export type TrainingFreeEvent =
     })
   | (StepRef & { type: 'step-end'; batch: number; stats: StepStats; library: ExperienceLibrary; progress: Progress })
   | { type: 'epoch-end'; epoch: number; stats: EpochStats; library: ExperienceLibrary; progress: Progress }
+  | EvalEvent
   | (RunEnd & { library: ExperienceLibrary; warnings: number });
 
 export type TrainingFreeEventType = TrainingFreeEvent['type'];

@@ -5,24 +5,18 @@
  * the group's best output (`critiqueItem`). The result is plain data; the step applies it.
  */
 import { selectExemplar } from '../../experience/exemplars.js';
-import { promptText, renderExperiences, withExperiences } from '../../experience/render.js';
+import { promptText, promptWithLibrary } from '../../experience/render.js';
 import type { ExperienceLibrary } from '../../experience/types.js';
-import type { ItemResult, RunWarning, TrainingFreeConfig, WarningStage } from '../../store/records.js';
+import type { DatasetItem, ItemResult, RunWarning, TrainingFreeConfig, WarningStage } from '../../store/records.js';
 import type { ItemContext, PreparedItem } from '../../run/method.js';
 import { promptOf } from '../../run/rollout.js';
 import type { CriticContext } from './critic.js';
 import { critiqueGroup } from './critique.js';
 
 /** The item's prompt, with as much of the library as the token budget allows. */
-export function prepareItem(config: TrainingFreeConfig, library: ExperienceLibrary, countTokens: (text: string) => number, ctx: ItemContext): PreparedItem {
-  const base = promptOf(ctx.item);
-  const rendered = renderExperiences(library, {
-    tokenBudget: config.experienceTokenBudget,
-    countTokens,
-    excludeItem: promptText(base),
-  });
-  const prompt = withExperiences(base, rendered.text, config.templates.prompt);
-  return { prompt, experienceIds: rendered.included, start: { experienceIds: rendered.included } };
+export function prepareItem(config: TrainingFreeConfig, library: ExperienceLibrary, countTokens: (text: string) => number, item: DatasetItem): PreparedItem {
+  const { prompt, included } = promptWithLibrary(promptOf(item), library, { tokenBudget: config.experienceTokenBudget, countTokens, template: config.templates.prompt });
+  return { prompt, experienceIds: included, start: { experienceIds: included } };
 }
 
 /** What the critic (or the exemplar rule) makes of a scored group, added to `result`. */

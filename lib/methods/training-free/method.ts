@@ -81,7 +81,12 @@ export const trainingFreeMethod: Method<'training-free', TrainingFreeState, Trai
     await state.tokens.prepare(state.library);
     return { library: state.library };
   },
-  prepare: async (state, ctx) => prepareItem(state.config, state.library, state.tokens.count, ctx),
+  prepare: async (state, ctx) => prepareItem(state.config, state.library, state.tokens.count, ctx.item),
+  // Held-out items see the library as it stands, as the next step's items will.
+  async evaluationPrompt(state, item) {
+    await state.tokens.prepare(state.library);
+    return prepareItem(state.config, state.library, state.tokens.count, item).prompt;
+  },
   handleGroup: (state, ctx, result, rewards) => critiqueItem({ critic: state.critic, config: state.config, signal: ctx.signal }, ctx, result, rewards, state.library),
   finishStep: (state, ctx, items) => finishStep({ critic: state.critic, config: state.config, signal: ctx.signal }, ctx.plan, items, state.library, ctx.warn),
   committed(state, record) {

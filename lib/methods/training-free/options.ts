@@ -12,6 +12,7 @@ import type { Policy } from '../../policy/types.js';
 import type { DatasetItem, LoopMode, PromptTemplates, TrainingFreeConfig } from '../../store/records.js';
 import { integer, real, validateHandles, type LoopHandles } from '../../run/options.js';
 import { defaultTemplates, REQUIRED_PLACEHOLDERS } from './prompts.js';
+import type { EvaluationOption } from '../../run/held-out.js';
 
 /** A training-free run's handles: the common ones, the critic and the token counter. */
 export interface TrainingFreeHandles extends LoopHandles {
@@ -29,7 +30,7 @@ export function validateTrainingFreeHandles(handles: TrainingFreeHandles): void 
   }
 }
 
-export interface TrainingFreeGrpoOptions extends TrainingFreeHandles {
+export interface TrainingFreeGrpoOptions extends TrainingFreeHandles, EvaluationOption {
   dataset: DatasetItem[];
   /** `lessons` (the paper: a critic writes lessons) or `exemplars` (best outputs as examples). Default `lessons`. */
   mode?: LoopMode;

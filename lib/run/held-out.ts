@@ -1,0 +1,116 @@
+/**
+ * A run's held-out evaluation: the `evaluation` option resolved into the run's stored config, the
+ * epochs it is due after, and one evaluation of the policy as the run stands (`evaluate`). The
+ * draws come from the evaluation's own seed, never from the training stream, so a run evaluates
+ * without changing what it trains on; every evaluation uses the same per-item seeds, so the
+ * epochs' results differ by the training alone.
+ */
+import { InvalidInputError } from '../errors.js';
+import type { Policy, PromptInput } from '../policy/types.js';
+import type { CorrectRule, DatasetItem, EvaluationConfig, EvaluationRecord } from '../store/records.js';
+import { validateDataset } from '../store/validate.js';
+import { evaluate } from './evaluate.js';
+import { integer, real, type RewardFunction } from './options.js';
+import { deriveSeed } from './random.js';
+
+/** The held-out split a run evaluates on, and how (every method's start options take it). */
+export interface LoopEvaluationOptions {
+  /** Held-out items, never trained on (for a built-in task: its dataset under another seed). */
+  dataset: DatasetItem[];
+  /** Evaluate after every `every`-th epoch (and after the last one). Default 1. Epoch 0, before training, always. */
+  every?: number;
+  /** Samples per item (pass@k for k up to this). Default 1. */
+  samples?: number;
+  /** Default the run's temperature; 0 is greedy (one sample per item). */
+  temperature?: number;
+  /** Default the run's. */
+  maxNewTokens?: number;
+  /** Seed of the evaluation's draws. Default derived from the run's seed. */
+  seed?: number;
+  /** `'exact'` (the default: the answer, whitespace and case aside) or `{ reward, atLeast? }` (default 1). */
+  correct?: CorrectRule | { reward: string; atLeast?: number };
+}
+
+/** The start option every method takes for a held-out evaluation. */
+export interface EvaluationOption {
+  evaluation?: LoopEvaluationOptions;
+}
+
+interface RunSampling {
+  temperature: number;
+  maxNewTokens: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  seed: number;
+  rewards: ReadonlyArray<{ name: string; weight: number }>;
+}
+
+/** The stored form of `options` for a run of `config` (undefined: the run evaluates nothing). */
+export function resolveEvaluation(options: LoopEvaluationOptions | undefined, config: RunSampling): EvaluationConfig | undefined {
+  if (options === undefined) return undefined;
+  if (!options || typeof options !== 'object') throw new InvalidInputError('evaluation', 'expected { dataset, every?, samples?, temperature?, ... }.');
+  const items = validateDataset(options.dataset, 'evaluation.dataset');
+  const samples = integer(options.samples, 'evaluation.samples', 1, 1, 1024);
+  const temperature = real(options.temperature, 'evaluation.temperature', config.temperature, 0, 100);
+  if (temperature === 0 && samples > 1) {
+    throw new InvalidInputError('evaluation.samples', `is ${samples}, but greedy decoding (temperature 0) writes the same answer every time; use samples: 1.`);
+  }
+  return {
+    items,
+    every: integer(options.every, 'evaluation.every', 1, 1),
+    samples,
+    temperature,
+    maxNewTokens: integer(options.maxNewTokens, 'evaluation.maxNewTokens', config.maxNewTokens, 1),
+    seed: integer(options.seed, 'evaluation.seed', deriveSeed(config.seed, 'evaluation'), 0, 0xffffffff),
+    correct: correctRule(options.correct, config.rewards),
+  };
+}
+
+function correctRule(rule: LoopEvaluationOptions['correct'], rewards: ReadonlyArray<{ name: string }>): CorrectRule {
+  if (rule === undefined || rule === 'exact') return 'exact';
+  if (!rule || typeof rule !== 'object' || typeof rule.reward !== 'string') {
+    throw new InvalidInputError('evaluation.correct', "expected 'exact' or { reward, atLeast? } (a run stores it, so no function).");
+  }
+  if (!rewards.some((r) => r.name === rule.reward)) {
+    throw new InvalidInputError('evaluation.correct.reward', `"${rule.reward}" is not one of the run's rewards (${rewards.map((r) => r.name).join(', ')}).`);
+  }
+  return { reward: rule.reward, atLeast: real(rule.atLeast, 'evaluation.correct.atLeast', 1, -Number.MAX_VALUE, Number.MAX_VALUE) };
+}
+
+/** Whether the run evaluates after `epoch` of `epochs` (0: before the first step). */
+export function evaluationDue(evaluation: EvaluationConfig, epoch: number, epochs: number): boolean {
+  return epoch === 0 || epoch === epochs || epoch % evaluation.every === 0;
+}
+
+/** What one evaluation of a run needs: the policy as it stands and the prompts as the method makes them. */
+export interface HeldOutContext {
+  policy: Policy;
+  rewards: RewardFunction[];
+  config: RunSampling & { evaluation: EvaluationConfig };
+  prompt?: (item: DatasetItem) => Promise<PromptInput>;
+  signal: AbortSignal;
+}
+
+/** Evaluates the run's policy on its held-out split after `epoch`, with `step` steps committed. */
+export async function evaluateHeldOut(ctx: HeldOutContext, epoch: number, step: number): Promise<EvaluationRecord> {
+  const { config } = ctx;
+  const { evaluation } = config;
+  const evaluated = await evaluate({
+    policy: ctx.policy,
+    dataset: evaluation.items,
+    // The run's stored weights, as its advantages use them.
+    rewards: ctx.rewards.map((reward, k) => ({ name: reward.name, weight: config.rewards[k].weight, score: (c) => reward.score(c) })),
+    samples: evaluation.samples,
+    temperature: evaluation.temperature,
+    topK: config.topK,
+    topP: config.topP,
+    minP: config.minP,
+    maxNewTokens: evaluation.maxNewTokens,
+    seed: evaluation.seed,
+    correct: evaluation.correct,
+    ...(ctx.prompt ? { prompt: ctx.prompt } : {}),
+    signal: ctx.signal,
+  });
+  return { epoch, step, evaluatedAt: new Date().toISOString(), ...evaluated };
+}
