@@ -11,7 +11,11 @@ import { HUMAN_REWARD } from './tasks.js';
 export function stageAfter(event: PlaygroundEvent, run: RunRecord | undefined): string | null {
   switch (event.type) {
     case 'run-start':
-      return event.resumed ? 'Resumed' : 'Started';
+      return event.config.evaluation && event.progress.itemsDone === 0 ? 'Answering the held-out prompts before training' : event.resumed ? 'Resumed' : 'Started';
+    case 'epoch-end':
+      return run?.config.evaluation ? `Epoch ${event.epoch} done: answering the held-out prompts` : null;
+    case 'eval':
+      return event.epoch === 0 ? 'Held-out answers of the base model kept' : `Held-out answers after epoch ${event.epoch} kept`;
     case 'step-start':
       return `Step ${event.step}: ${event.items.length} prompt${event.items.length === 1 ? '' : 's'}`;
     case 'item-start':

@@ -11,6 +11,7 @@ import {
   routerGrpo,
   trainingFreeGrpo,
   type DatasetItem,
+  type LoopEvaluationOptions,
   type LoopMode,
   type Policy,
   type RewardFunction,
@@ -49,6 +50,8 @@ export interface RunContext {
 export interface StartContext extends RunContext {
   dataset: DatasetItem[];
   setup: Setup;
+  /** The held-out split the run is evaluated on, before training and after each epoch. */
+  evaluation?: LoopEvaluationOptions;
 }
 
 export interface Method {
@@ -74,7 +77,7 @@ export interface Method {
 
 function trainingFree(mode: LoopMode): Pick<Method, 'start' | 'resume'> {
   return {
-    start: ({ policy, store, signal, rewards, task, dataset, setup: s }) =>
+    start: ({ policy, store, signal, rewards, task, dataset, evaluation, setup: s }) =>
       trainingFreeGrpo({
         mode,
         policy,
@@ -82,6 +85,7 @@ function trainingFree(mode: LoopMode): Pick<Method, 'start' | 'resume'> {
         rewards,
         store,
         signal,
+        ...(evaluation ? { evaluation } : {}),
         groupSize: s.groupSize,
         epochs: s.epochs,
         batchSize: s.batchSize,
@@ -140,8 +144,9 @@ export const METHODS: readonly Method[] = [
     tasks: ['digits', 'shout'],
     settings: [...COMMON_SETTINGS, ...ADAPTER_SETTINGS],
     start: (context) => {
-      const { dataset, task, rewards, setup: s } = context;
+      const { dataset, task, rewards, evaluation, setup: s } = context;
       const settings = {
+        ...(evaluation ? { evaluation } : {}),
         groupSize: s.groupSize,
         epochs: s.epochs,
         batchSize: s.batchSize,
@@ -168,13 +173,14 @@ export const METHODS: readonly Method[] = [
     // these, alphabetise on the bundled model moves to Hot (p ≈ 0.8 after 16 steps, a few seconds).
     defaults: { items: 8, groupSize: 8, epochs: 4, batchSize: 2, temperature: 1, maxNewTokens: 24, routerLr: 0.1, minSamples: 5 },
     settings: [...COMMON_SETTINGS, ...ROUTER_SETTINGS],
-    start: ({ policy, store, signal, rewards, task, dataset, setup: s }) =>
+    start: ({ policy, store, signal, rewards, task, dataset, evaluation, setup: s }) =>
       routerGrpo({
         policy,
         dataset,
         rewards,
         store,
         signal,
+        ...(evaluation ? { evaluation } : {}),
         arms: [...PLAYGROUND_ARMS],
         groupSize: s.groupSize,
         epochs: s.epochs,

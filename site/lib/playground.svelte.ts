@@ -26,6 +26,7 @@ import { INITIAL_SETUP, setupProblems, type Setup } from './setup.js';
 import { stageAfter } from './live-stage.js';
 import { streamingPolicy, type GroupStream } from './streaming.js';
 import { HumanRatings } from './human-reward.svelte.js';
+import { HELD_OUT_ITEMS, heldOutEvaluation, heldOutItems } from './held-out.js';
 import { HUMAN_REWARD, promptLabel, readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
 import { TokenShading } from './token-shading.svelte.js';
 import { ScoredTokenViews } from './scored-views.svelte.js';
@@ -204,7 +205,10 @@ export class Playground {
       const runner = new Runner();
       const rewards = s.rateMyself ? [this.ratings.reward(runner.controller.signal)] : task ? task.rewards : [builtinRewards[s.reward]];
       const context = await this.#context(runner, method, rewards, task?.name);
-      await this.#drive(method.start({ ...context, dataset, setup: s }), runner);
+      // A person rating every completion is the reward: held-out prompts would ask them for more.
+      const heldOut = s.rateMyself ? [] : task ? heldOutItems(task, s.seed, dataset) : (this.upload?.items ?? []).slice(s.items, s.items + HELD_OUT_ITEMS);
+      const evaluation = heldOutEvaluation(heldOut, s.temperature);
+      await this.#drive(method.start({ ...context, dataset, setup: s, ...(evaluation ? { evaluation } : {}) }), runner);
     });
   }
 
@@ -332,6 +336,14 @@ export class Playground {
             pending: b.pending.filter((r) => r.step !== record.step),
             ...(checkpoint ? { adapter: checkpoint } : {}),
           };
+        }
+        break;
+      }
+      case 'eval': {
+        const b = this.bundle;
+        if (b?.run.id === live.runId) {
+          const evaluations = [...(b.run.evaluations ?? []).filter((e) => e.epoch !== event.epoch), event.evaluation].sort((x, y) => x.epoch - y.epoch);
+          this.bundle = { ...b, run: { ...b.run, evaluations } };
         }
         break;
       }

@@ -22,6 +22,7 @@ import {
   type EvaluationRecord,
   type LoopEvaluationOptions,
   type Store,
+  type TrainingFreeRunRecord,
 } from '../../lib/index.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 
@@ -166,7 +167,7 @@ describe('a training-free run with a held-out split', () => {
     const result = await run.result();
     const [before, after] = events.filter((e) => e.type === 'eval').map((e) => e.evaluation!);
     expect(before.summary).toMatchObject({ greedy: true, samples: 1 });
-    const start = (await store.getRun('tf'))!;
+    const start = (await store.getRun('tf')) as TrainingFreeRunRecord;
     for (const item of before.items) {
       expect(item.prompt).toEqual(promptWithLibrary({ messages: heldOut[item.index].messages }, start.initialLibrary, { template: start.config.templates.prompt }).prompt);
       expect(JSON.stringify(item.prompt)).toContain('Answer with digits only.');

@@ -1,0 +1,101 @@
+/**
+ * The playground's held-out evaluation: the split a run is evaluated on (the chosen task's
+ * generator under another seed, without any prompt the run trains on; for an upload, the items
+ * after those it trains on), and what the before/after panel draws from a run's evaluations:
+ * the base policy (epoch 0) against the trained one (the latest epoch), and their answers to the
+ * same held-out prompts side by side. Pure.
+ */
+import type { DatasetItem, EvaluationRecord, LoopEvaluationOptions, RunBundle, Task } from '../../lib/index.js';
+import { promptLabel } from './tasks.js';
+
+/** Held-out prompts per run: few enough to evaluate in seconds on the bundled model. */
+export const HELD_OUT_ITEMS = 8;
+/** Samples per held-out prompt: pass@2 next to the exact-match rate. */
+export const HELD_OUT_SAMPLES = 2;
+
+/** The seed of a task's held-out generator: never the training seed. */
+export function heldOutSeed(seed: number): number {
+  return seed + 1_000_003;
+}
+
+/** `size` items of `task` under the held-out seed that are not among `train` (same prompt). */
+export function heldOutItems(task: Pick<Task, 'dataset'>, seed: number, train: readonly DatasetItem[], size = HELD_OUT_ITEMS): DatasetItem[] {
+  const seen = new Set(train.map(promptLabel));
+  const candidates = task.dataset({ size: size * 3, seed: heldOutSeed(seed) });
+  const kept: DatasetItem[] = [];
+  for (const item of candidates) {
+    const label = promptLabel(item);
+    if (seen.has(label)) continue;
+    seen.add(label);
+    kept.push(item);
+    if (kept.length === size) break;
+  }
+  return kept;
+}
+
+/** The evaluation a run of the playground gets: none without held-out items. */
+export function heldOutEvaluation(items: DatasetItem[], temperature: number): LoopEvaluationOptions | undefined {
+  if (items.length === 0) return undefined;
+  // Greedy decoding has one answer per prompt: more samples would repeat it.
+  return { dataset: items, samples: temperature === 0 ? 1 : HELD_OUT_SAMPLES, temperature };
+}
+
+/** One held-out prompt with the base and the trained policy's first answers. */
+export interface ExampleRow {
+  index: number;
+  prompt: string;
+  /** The reference answer as text, when the item has one. */
+  answer: string | null;
+  before: SampleCell;
+  after: SampleCell | null;
+}
+
+export interface SampleCell {
+  /** Model output: untrusted text, rendered as text only. */
+  text: string;
+  reward: number | null;
+  correct: boolean | null;
+}
+
+export interface BeforeAfter {
+  before: EvaluationRecord;
+  /** The latest evaluation after training; null until the first epoch's. */
+  after: EvaluationRecord | null;
+  examples: ExampleRow[];
+  /** The largest k pass@k is reported for. */
+  k: number;
+}
+
+/** What the panel shows of a run's evaluations, or null when it has none (yet). */
+export function beforeAfter(bundle: RunBundle, examples = 4): BeforeAfter | null {
+  const evaluations = bundle.run.evaluations ?? [];
+  const before = evaluations.find((e) => e.epoch === 0);
+  if (!before) return null;
+  const after = evaluations.filter((e) => e.epoch > 0).at(-1) ?? null;
+  const items = bundle.run.config.evaluation?.items ?? [];
+  const cell = (record: EvaluationRecord, index: number): SampleCell | null => {
+    const sample = record.items.find((i) => i.index === index)?.samples[0];
+    return sample ? { text: sample.text, reward: sample.reward, correct: sample.correct } : null;
+  };
+  const rows: ExampleRow[] = before.items.slice(0, examples).map((item) => {
+    const answer = item.answer;
+    return {
+      index: item.index,
+      prompt: promptLabel(items[item.index] ?? item.prompt),
+      answer: typeof answer === 'string' || typeof answer === 'number' ? String(answer) : answer === undefined ? null : JSON.stringify(answer),
+      before: cell(before, item.index)!,
+      after: after ? cell(after, item.index) : null,
+    };
+  });
+  return { before, after, examples: rows, k: before.summary.samples };
+}
+
+/** A share as a whole percentage, or a dash. */
+export function percent(x: number | null | undefined): string {
+  return x === null || x === undefined ? '—' : `${Math.round(x * 100)}%`;
+}
+
+/** The change between two shares in percentage points, signed, or null. */
+export function pointsChange(before: number | null | undefined, after: number | null | undefined): number | null {
+  return before === null || before === undefined || after === null || after === undefined ? null : Math.round((after - before) * 100);
+}

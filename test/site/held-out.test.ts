@@ -1,0 +1,89 @@
+/**
+ * The playground's held-out split and its before/after view on a real run: a Training-Free run of
+ * the toy policy (a deterministic character-level model) on the arithmetic task with the split the
+ * playground builds, read back as the panel reads it.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { alphabetise, arithmetic, MemoryStore, trainingFreeGrpo, type DatasetItem, type RunBundle } from '../../lib/index.js';
+import { createToyPolicy } from '../fixtures/toy-policy.js';
+import { beforeAfter, HELD_OUT_ITEMS, HELD_OUT_SAMPLES, heldOutEvaluation, heldOutItems, heldOutSeed, percent, pointsChange } from '../../site/lib/held-out.js';
+import { promptLabel } from '../../site/lib/tasks.js';
+
+describe('the held-out split', () => {
+  it("is the task's generator under another seed, without any prompt the run trains on", () => {
+    const train = alphabetise.dataset({ size: 6, seed: 3 });
+    const held = heldOutItems(alphabetise, 3, train);
+    expect(held).toHaveLength(HELD_OUT_ITEMS);
+    expect(heldOutSeed(3)).not.toBe(3);
+    const trained = new Set(train.map(promptLabel));
+    expect(held.some((item) => trained.has(promptLabel(item)))).toBe(false);
+    expect(new Set(held.map(promptLabel)).size).toBe(held.length);
+    // A generator whose items overlap the training set's: the overlapping ones are left out.
+    const overlapping = { dataset: ({ size = 1 }: { size?: number } = {}) => Array.from({ length: size }, (_, i): DatasetItem => ({ prompt: `q${i % 5}` })) };
+    expect(heldOutItems(overlapping, 0, [{ prompt: 'q1' }, { prompt: 'q3' }]).map((i) => i.prompt)).toEqual(['q0', 'q2', 'q4']);
+  });
+
+  it('is sampled twice per prompt, once when greedy, and not at all without items', () => {
+    const items = arithmetic.dataset({ size: 2 });
+    expect(heldOutEvaluation(items, 0.7)).toEqual({ dataset: items, samples: HELD_OUT_SAMPLES, temperature: 0.7 });
+    expect(heldOutEvaluation(items, 0)?.samples).toBe(1);
+    expect(heldOutEvaluation([], 1)).toBeUndefined();
+  });
+});
+
+describe('the before/after view', () => {
+  let bundle: RunBundle;
+  beforeAll(async () => {
+    const store = new MemoryStore();
+    const dataset = arithmetic.dataset({ size: 3, seed: 5 });
+    const run = trainingFreeGrpo({
+      policy: createToyPolicy(),
+      dataset,
+      rewards: arithmetic.rewards,
+      mode: 'exemplars',
+      task: 'arithmetic',
+      store,
+      groupSize: 3,
+      epochs: 2,
+      batchSize: 2,
+      maxNewTokens: 8,
+      evaluation: heldOutEvaluation(heldOutItems(arithmetic, 5, dataset, 5), 1),
+    });
+    await run.result();
+    bundle = await store.readBundle(run.runId);
+  });
+
+  it('sets the base policy (epoch 0) against the latest epoch, answer by answer', () => {
+    const view = beforeAfter(bundle)!;
+    const evaluations = bundle.run.evaluations!;
+    expect(evaluations.map((e) => e.epoch)).toEqual([0, 1, 2]);
+    expect(view.before).toBe(evaluations[0]);
+    expect(view.after).toBe(evaluations[2]);
+    expect(view.k).toBe(HELD_OUT_SAMPLES);
+    expect(view.examples).toHaveLength(4);
+    const items = bundle.run.config.evaluation!.items;
+    view.examples.forEach((row, i) => {
+      expect(row.index).toBe(i);
+      expect(row.prompt).toBe(promptLabel(items[i]));
+      expect(row.answer).toBe(String(items[i].answer));
+      const first = (epoch: number) => evaluations[epoch].items[i].samples[0];
+      expect(row.before).toEqual({ text: first(0).text, reward: first(0).reward, correct: first(0).correct });
+      expect(row.after).toEqual({ text: first(2).text, reward: first(2).reward, correct: first(2).correct });
+    });
+  });
+
+  it('shows only the base policy until an epoch is evaluated, and nothing without evaluations', () => {
+    const early = { ...bundle, run: { ...bundle.run, evaluations: bundle.run.evaluations!.slice(0, 1) } };
+    const view = beforeAfter(early)!;
+    expect(view.after).toBeNull();
+    expect(view.examples.every((row) => row.after === null)).toBe(true);
+    expect(beforeAfter({ ...bundle, run: { ...bundle.run, evaluations: [] } })).toBeNull();
+  });
+
+  it('writes shares as percentages and their change in points', () => {
+    expect(percent(0.375)).toBe('38%');
+    expect(percent(null)).toBe('—');
+    expect(pointsChange(0.25, 0.6)).toBe(35);
+    expect(pointsChange(0.5, null)).toBeNull();
+  });
+});
