@@ -2,7 +2,7 @@
  * The playground walked the way a newcomer walks it, keyboard included, on the production build in
  * headless Chromium, whose only WebGPU adapter is SwiftShader (software): what Auto picks and says,
  * where the run and the focus go on Start and Pause, that a finished run never reads as
- * interrupted, a person's ratings as the reward, and the setup form's answers to empty numbers, a
+ * interrupted, the held-out answers before and after training, a person's ratings as the reward, and the setup form's answers to empty numbers, a
  * bad upload after a good one, a moved task, a run imported twice and an endpoint nobody listens on.
  */
 import { createServer } from 'node:net';
@@ -144,6 +144,24 @@ describe('the playground, walked', { timeout: 240_000 }, () => {
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
+  it('answers held-out prompts before and after training, side by side, as text', async () => {
+    const panel = page.locator('section[aria-labelledby="eval-title"]');
+    await panel.waitFor({ timeout: 30_000 });
+    expect(await panel.locator('p.hint').first().textContent()).toMatch(/8 prompts the run never trains on, 2 answers each at temperature 0\.7:\s+the base model before the first step, and the trained one after epoch 2/);
+    const tiles = panel.locator('dl.tiles > div');
+    expect(await tiles.locator('dt').allTextContents()).toEqual(['Exact match', 'pass@2', 'Mean reward']);
+    expect(await tiles.first().locator('dd').first().textContent()).toMatch(/^\d+% → \d+%$/);
+    const rows = panel.locator('tbody tr');
+    expect(await rows.count()).toBe(4);
+    for (const row of await rows.all()) {
+      expect(await row.locator('th .answer').textContent()).toMatch(/^answer: Sorted: /);
+      // Each side is the model's text in a <pre>, never markup.
+      expect(await row.locator('td pre').count()).toBe(2);
+      expect(await row.locator('td pre *').count()).toBe(0);
+    }
+    await panel.screenshot({ path: join(artifacts, 'walk-held-out-1280.png') });
+  });
+
   it('shades tokens by entropy, by the ratio to the sampling model and by their share of the gradient, with the scale shown', async () => {
     const view = field('Shade tokens by');
     const purple = () => page.locator('article.group .tok').evaluateAll((els) => els.filter((el) => getComputedStyle(el).backgroundColor.startsWith('rgba(124, 58, 237')).length);
@@ -180,6 +198,8 @@ describe('the playground, walked', { timeout: 240_000 }, () => {
     await panel.getByRole('button', { name: 'Thumbs down (1)' }).nth(2).click();
     await expect.poll(() => statusChip().textContent(), { timeout: 60_000 }).toBe('completed');
     expect(await panel.count()).toBe(0);
+    // The person is the reward: no held-out prompts to ask them about.
+    expect(await page.locator('section[aria-labelledby="eval-title"]').count()).toBe(0);
 
     const [jsonl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Training data (JSONL)' }).click()]);
     const lines = (await readFile((await jsonl.path()) as string, 'utf8')).trimEnd().split('\n').map((line) => JSON.parse(line));
