@@ -10,43 +10,8 @@ import { readCheckpoint } from '../grad/format.js';
 import { IMPORTANCE_SAMPLING_MODES, LOSS_TYPES } from '../math/loss-config.js';
 import { GrpoRouter, type GrpoRouterState } from '../route/router.js';
 import type { DatasetItem, GradientConfig, ItemResult, JsonValue, RouterArm, RouterConfig, RunBundle, RunRecord, StepRecord, TrainingFreeConfig } from './records.js';
-
-type Obj = Record<string, unknown>;
-
-function fail(at: string, message: string): never {
-  throw new InvalidInputError(at, message);
-}
-function obj(value: unknown, at: string): Obj {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) fail(at, 'expected an object.');
-  return value as Obj;
-}
-function arr(value: unknown, at: string): unknown[] {
-  if (!Array.isArray(value)) fail(at, 'expected an array.');
-  return value;
-}
-function str(value: unknown, at: string): string {
-  if (typeof value !== 'string') fail(at, 'expected a string.');
-  return value;
-}
-function num(value: unknown, at: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value)) fail(at, 'expected a finite number.');
-  return value;
-}
-function int(value: unknown, at: string, min = 0): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) fail(at, `expected an integer >= ${min}.`);
-  return value;
-}
-function bool(value: unknown, at: string): boolean {
-  if (typeof value !== 'boolean') fail(at, 'expected true or false.');
-  return value;
-}
-function oneOf<T extends string>(value: unknown, options: readonly T[], at: string): T {
-  if (!options.includes(value as T)) fail(at, `expected one of ${options.map((o) => `"${o}"`).join(', ')}.`);
-  return value as T;
-}
-function nullableNum(value: unknown, at: string): void {
-  if (value !== null) num(value, at);
-}
+import { arr, bool, fail, int, nullableNum, num, obj, oneOf, str, type Obj } from './shape.js';
+import { validateEvaluation, validateEvaluationConfig } from './validate-evaluation.js';
 
 function isJson(value: unknown, depth = 0): value is JsonValue {
   if (depth > 64) return false;
@@ -230,49 +195,9 @@ function validateRun(value: unknown, at: string): RunRecord {
   validateLibrary(run.initialLibrary, `${at}.initialLibrary`);
   int(run.itemCount, `${at}.itemCount`, 1);
   const config = run.config as Obj;
-  if (config.evaluation !== undefined) validateEvaluationConfig(config.evaluation, `${at}.config.evaluation`);
+  if (config.evaluation !== undefined) validateDataset(validateEvaluationConfig(config.evaluation, `${at}.config.evaluation`).items, `${at}.config.evaluation.items`);
   if (run.evaluations !== undefined) arr(run.evaluations, `${at}.evaluations`).forEach((e, i) => validateEvaluation(e, `${at}.evaluations[${i}]`));
   return run as unknown as RunRecord;
-}
-
-/** A run's held-out split and how it is sampled and judged. */
-function validateEvaluationConfig(value: unknown, at: string): void {
-  const c = obj(value, at);
-  validateDataset(c.items, `${at}.items`);
-  for (const key of ['every', 'samples', 'maxNewTokens'] as const) int(c[key], `${at}.${key}`, 1);
-  int(c.seed, `${at}.seed`);
-  if (num(c.temperature, `${at}.temperature`) < 0) fail(`${at}.temperature`, 'expected a number >= 0.');
-  if (c.correct !== 'exact') {
-    const rule = obj(c.correct, `${at}.correct`);
-    str(rule.reward, `${at}.correct.reward`);
-    num(rule.atLeast, `${at}.correct.atLeast`);
-  }
-}
-
-/** One stored evaluation: its epoch, its aggregates and every item's samples. */
-function validateEvaluation(value: unknown, at: string): void {
-  const e = obj(value, at);
-  int(e.epoch, `${at}.epoch`);
-  int(e.step, `${at}.step`);
-  str(e.evaluatedAt, `${at}.evaluatedAt`);
-  const summary = obj(e.summary, `${at}.summary`);
-  for (const key of ['items', 'samples', 'judged'] as const) int(summary[key], `${at}.summary.${key}`);
-  for (const key of ['meanReward', 'accuracy'] as const) nullableNum(summary[key], `${at}.summary.${key}`);
-  for (const [k, v] of Object.entries(obj(summary.passAtK, `${at}.summary.passAtK`))) num(v, `${at}.summary.passAtK.${k}`);
-  arr(e.items, `${at}.items`).forEach((value, i) => {
-    const p = `${at}.items[${i}]`;
-    const item = obj(value, p);
-    int(item.index, `${p}.index`);
-    obj(item.prompt, `${p}.prompt`);
-    arr(item.samples, `${p}.samples`).forEach((sample, j) => {
-      const q = `${p}.samples[${j}]`;
-      const s = obj(sample, q);
-      str(s.text, `${q}.text`);
-      arr(s.rewards, `${q}.rewards`).forEach((v, k) => nullableNum(v, `${q}.rewards[${k}]`));
-      nullableNum(s.reward, `${q}.reward`);
-      if (s.correct !== null) bool(s.correct, `${q}.correct`);
-    });
-  });
 }
 
 function validateItemResult(value: unknown, at: string, itemCount: number, kind: RecordKind, config: Obj): ItemResult {

@@ -1,0 +1,42 @@
+/**
+ * The shape checks every validator of stored data builds on: each throws an `InvalidInputError`
+ * whose `argument` is the path to the bad field, or returns the value as its type.
+ */
+import { InvalidInputError } from '../errors.js';
+
+export type Obj = Record<string, unknown>;
+
+export function fail(at: string, message: string): never {
+  throw new InvalidInputError(at, message);
+}
+export function obj(value: unknown, at: string): Obj {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) fail(at, 'expected an object.');
+  return value as Obj;
+}
+export function arr(value: unknown, at: string): unknown[] {
+  if (!Array.isArray(value)) fail(at, 'expected an array.');
+  return value;
+}
+export function str(value: unknown, at: string): string {
+  if (typeof value !== 'string') fail(at, 'expected a string.');
+  return value;
+}
+export function num(value: unknown, at: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) fail(at, 'expected a finite number.');
+  return value;
+}
+export function int(value: unknown, at: string, min = 0): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) fail(at, `expected an integer >= ${min}.`);
+  return value;
+}
+export function bool(value: unknown, at: string): boolean {
+  if (typeof value !== 'boolean') fail(at, 'expected true or false.');
+  return value;
+}
+export function oneOf<T extends string>(value: unknown, options: readonly T[], at: string): T {
+  if (!options.includes(value as T)) fail(at, `expected one of ${options.map((o) => `"${o}"`).join(', ')}.`);
+  return value as T;
+}
+export function nullableNum(value: unknown, at: string): void {
+  if (value !== null) num(value, at);
+}
