@@ -5,7 +5,7 @@
  * rate and pass@k. The same call measures a base model, an adapter, an endpoint or an experience
  * library before and after training; the loops call it on their held-out split (driver.ts).
  */
-import { InvalidInputError, throwIfAborted } from '../errors.js';
+import { InvalidInputError, throwIfAborted, WebgrpoError } from '../errors.js';
 import { promptWithLibrary, type LibraryPromptOptions } from '../experience/render.js';
 import type { ExperienceLibrary } from '../experience/types.js';
 import { combinedRewards } from '../math/advantages.js';
@@ -111,7 +111,7 @@ export async function evaluate(options: EvaluateOptions): Promise<Evaluation> {
     for (const [i, index] of indices.entries()) {
       const item = dataset[index];
       const { completions } = groups[i];
-      if (completions.length !== samples) throw new InvalidInputError('policy', `returned ${completions.length} completions for ${samples} samples of item ${index}.`);
+      if (completions.length !== samples) throw new WebgrpoError('Generation', `The policy returned ${completions.length} completions for ${samples} samples of item ${index}.`);
       usage.promptTokens += groups[i].usage.promptTokens;
       usage.completionTokens += groups[i].usage.completionTokens;
       const table = await rewardTable(options.rewards, completions, item, prompts[i], index);

@@ -12,6 +12,7 @@ import { gradientGrpo, resumeGradientGrpo, type GradientResult } from '../../lib
 import { openIdbStore } from '../../lib/idb.js';
 import {
   digits,
+  evaluate,
   exportRun,
   importRun,
   InvalidInputError,
@@ -100,6 +101,11 @@ describe('a gradient run with a held-out split', () => {
     }
     const kept = await store.getRun('reference');
     expect(kept?.evaluations).toEqual(announced);
+    // The last one is evaluate() of the policy with the trained adapter still attached, from the run's evaluation seed.
+    const config = kept!.config.evaluation!;
+    const direct = await evaluate({ policy: onnx, dataset: heldOut, rewards: digits.rewards, samples: 2, maxNewTokens: 4, seed: config.seed, correct: config.correct });
+    expect(direct.items).toEqual(announced[2].items);
+    expect(direct.items).not.toEqual(announced[0].items);
     expect(kept?.config.evaluation).toMatchObject({ every: 1, samples: 2, temperature: 1, maxNewTokens: 4, correct: { reward: 'digit_share', atLeast: 0.5 }, items: heldOut });
   });
 
