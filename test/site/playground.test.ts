@@ -257,6 +257,14 @@ describe('the playground', { timeout: 240_000 }, () => {
     expect(normB).toBeGreaterThan(0);
     await shoot('6-gradient-done');
 
+    // The held-out prompts, evaluated in the worker before the first step and after each epoch
+    // (the reload cut the run between them): the trained adapter's digits reach them too.
+    const heldOut = page.locator('section[aria-labelledby="eval-title"]');
+    expect(await heldOut.locator('p.hint').first().textContent()).toMatch(/the trained one after epoch 3/);
+    expect(await heldOut.locator('p.note').textContent()).toContain('no reference answers');
+    const [before, after] = ((await heldOut.locator('dt:text-is("Mean reward") + dd').textContent()) ?? '').split('→').map(Number);
+    expect(after).toBeGreaterThan(before + 0.2);
+
     // The groups: the mean reward of the last step is clearly above the first's.
     const [jsonl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Training data (JSONL)' }).click()]);
     expect(jsonl.suggestedFilename()).toMatch(/^webgrpo-digits-.*\.jsonl$/);
