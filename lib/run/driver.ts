@@ -140,10 +140,12 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
       const { evaluation } = config;
       if (!evaluation || !evaluationDue(evaluation, epoch, schedule!.epochs) || kept.some((e) => e.epoch === epoch)) return;
       const prompt = method.evaluationPrompt ? (item: DatasetItem) => method.evaluationPrompt!(state, item) : undefined;
-      const record = await evaluateHeldOut({ policy: handles.policy, rewards: inputs.rewards, config: { ...config, evaluation }, ...(prompt ? { prompt } : {}), signal }, epoch, stepsCompleted);
+      const policy = method.evaluationPolicy?.(state) ?? handles.policy;
+      const record = await evaluateHeldOut({ policy, rewards: inputs.rewards, config: { ...config, evaluation }, ...(prompt ? { prompt } : {}), signal }, epoch, stepsCompleted);
       throwIfAborted(signal);
       await store.putEvaluation(runId, record);
-      await report.emit({ type: 'eval', epoch, step: stepsCompleted, evaluation: record, progress: progress(stepsCompleted) });
+      // Where the run stands: the step just finished, or before any, the first one (as run-start says).
+      await report.emit({ type: 'eval', epoch, step: stepsCompleted, evaluation: record, progress: progress(Math.max(1, stepsCompleted)) });
     };
     if (stepsCompleted % schedule.stepsPerEpoch === 0) await evaluateAfter(stepsCompleted / schedule.stepsPerEpoch, run.evaluations ?? []);
 

@@ -128,6 +128,11 @@ export interface Method<K extends string = string, S = unknown, H extends LoopHa
    * item's own; training-free puts the library in, as it does for training items).
    */
   evaluationPrompt?(state: S, item: DatasetItem): Promise<PromptInput>;
+  /**
+   * The policy the run's evaluation samples (default: the run's own). A method that samples from
+   * another one as it trains (a model with its updates merged in) returns that.
+   */
+  evaluationPolicy?(state: S): Policy;
   /** Samples the item's group (default: one `generateGroup` of G at the run's temperature). */
   sample?(state: S, ctx: ItemContext, prepared: PreparedItem): Promise<SampledGroup>;
   /** Sees each item's rewards as soon as they are known, in batch order (finished items of a resumed step too). */

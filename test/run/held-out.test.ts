@@ -4,7 +4,7 @@
  * evaluation with the run; it trains exactly as without an evaluation (the evaluation draws from
  * its own seeds); a run stopped between an epoch's commit and its evaluation evaluates first when
  * resumed and ends as the uninterrupted run; exports carry the evaluations; a Training-Free run's
- * held-out prompts carry its library.
+ * held-out prompts carry its library; a method that samples from a policy of its own is evaluated on it.
  */
 import 'fake-indexeddb/auto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,15 +17,21 @@ import {
   importRun,
   InvalidInputError,
   MemoryStore,
+  newRunRecord,
   promptWithLibrary,
+  startRun,
   trainingFreeGrpo,
   validateBundle,
   type EvaluationRecord,
+  type GenerateGroupOptions,
   type LoopEvaluationOptions,
+  type Method,
+  type Policy,
   type Store,
   type TrainingFreeRunRecord,
 } from '../../lib/index.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
+import { bestOfG, countingPolicy, lengthReward } from './best-of-g.js';
 
 let onnx: OnnxPolicy;
 beforeAll(async () => {
@@ -55,7 +61,7 @@ function start(store: Store, runId: string, options: { evaluation?: LoopEvaluati
   });
 }
 
-type Event = { type: string; epoch?: number; evaluation?: EvaluationRecord };
+type Event = { type: string; epoch?: number; evaluation?: EvaluationRecord; progress?: { step: number } };
 
 async function drain(run: AsyncIterable<Event>, stop?: (e: Event) => boolean, controller?: AbortController): Promise<Event[]> {
   const events: Event[] = [];
@@ -94,6 +100,9 @@ describe('a gradient run with a held-out split', () => {
     expect(order).toEqual(['eval0', 'step-start', 'step-start', 'epoch-end1', 'eval1', 'step-start', 'step-start', 'epoch-end2', 'eval2', 'run-end']);
     const announced = events.filter((e) => e.type === 'eval').map((e) => e.evaluation!);
     expect(announced.map((e) => [e.epoch, e.step])).toEqual([[0, 0], [1, 2], [2, 4]]);
+    // Progress never runs backwards: before the first step the run stands at step 1, as run-start says.
+    const steps = events.filter((e) => e.type === 'run-start' || e.type === 'eval' || e.type === 'epoch-end').map((e) => e.progress?.step);
+    expect(steps).toEqual([1, 1, 2, 2, 4, 4]);
     for (const record of announced) {
       expect(record.summary).toMatchObject({ items: 3, samples: 2, judged: 3, rewardNames: digits.rewards.map((r) => r.name) });
       for (const item of record.items) for (const sample of item.samples) expect(sample.correct).toBe((sample.rewards[0] as number) >= 0.5);
@@ -189,5 +198,29 @@ describe('a training-free run with a held-out split', () => {
     expect(() => trainingFreeGrpo({ ...base, evaluation: { dataset: heldOut, every: 0 } })).toThrow(/evaluation\.every: expected an integer from 1/);
     expect(() => trainingFreeGrpo({ ...base, evaluation: { dataset: heldOut, samples: 3, temperature: 0 } })).toThrow(/greedy decoding/);
     expect(() => trainingFreeGrpo({ ...base, evaluation: { dataset: heldOut, correct: { reward: 'nope' } } })).toThrow(InvalidInputError);
+  });
+});
+
+describe('a method that samples from a policy of its own', () => {
+  it('is evaluated on the policy it names', async () => {
+    // Stands for a model with the method's updates merged in: it answers differently from the run's policy.
+    const own: Policy = {
+      info: { model: 'merged', backend: 'test' },
+      async generateGroup(o: GenerateGroupOptions) {
+        const completions = Array.from({ length: o.groupSize }, () => ({ text: 'zzz', tokenIds: [1, 1, 1], logprobs: [-1, -1, -1], finishReason: 'eos' as const }));
+        return { promptTokenIds: [1], completions, usage: { promptTokens: 1, completionTokens: 3 * o.groupSize } };
+      },
+      async dispose() {},
+    };
+    const method = { ...bestOfG, kind: 'best-of-g-merged', record: { ...bestOfG.record, kind: 'best-of-g-merged' }, evaluationPolicy: () => own } as unknown as Method<'best-of-g-merged'>;
+    const dataset = [{ prompt: 'one' }, { prompt: 'two' }];
+    const config = { groupSize: 2, epochs: 1, batchSize: 2, concurrency: 1, temperature: 1, topK: 0, topP: 1, minP: 0, maxNewTokens: 8, rewards: [{ name: 'length', weight: 1 }], seed: 0, shuffle: true, policy: { model: 'counting', backend: 'test' } };
+    const store = new MemoryStore();
+    const handles = { policy: countingPolicy(), rewards: [lengthReward], evaluation: { dataset: [{ prompt: 'held out' }], correct: { reward: 'length', atLeast: 3 } } };
+    await startRun(method, newRunRecord('best-of-g-merged', 'merged', config, dataset.length), dataset, handles, store).result();
+    const kept = (await store.getRun('merged'))!.evaluations!;
+    expect(kept.map((e) => e.items[0].samples[0].text)).toEqual(['zzz', 'zzz']);
+    // The training groups were the run's policy's ('a' repeated).
+    expect((await store.listSteps('merged'))[0].items[0].rollouts.every((r) => /^a+$/.test(r.text))).toBe(true);
   });
 });
