@@ -53,7 +53,7 @@ describe('LoraGrpoTrainer', () => {
     // The sampler's log-probs (the batch's old ones) are the training forward's.
     const ids = policy.promptIds(prompts[0]);
     const row = batch.rollout.sequences[0];
-    const length = batch.rollout.responseMask[0].filter(Boolean).length;
+    const length = Array.from(batch.rollout.responseMask[0]).filter(Boolean).length;
     const tokens = Array.from(row).slice(0, length).map(Number);
     const ours = loraLogprobs(model.weights, createLoraAdapter(model.weights.shape, { r: 2, seed: 3 }), { tokens: [...ids, ...tokens], completionStart: ids.length }, { temperature: 0.9 });
     ours.forEach((lp, t) => expect(Math.abs(lp - Number(batch.rollout.oldLogProbs[0][t]))).toBeLessThan(1e-4));
@@ -68,7 +68,7 @@ describe('LoraGrpoTrainer', () => {
     const first = await a.trainStep(batch, prompts);
     const { advantages: flat } = computeAdvantages([...rewards, ...rewards].map((r) => [r]), { groupSize: 4 });
     const advantages = [flat.slice(0, 4), flat.slice(4)];
-    const rows = batch.rollout.responseMask.map((m) => m.filter(Boolean).length);
+    const rows = batch.rollout.responseMask.map((m) => Array.from(m).filter(Boolean).length);
     const groups = prompts.map((p, g) => ({
       promptIds: policy.promptIds(p),
       completions: [0, 1, 2, 3].map((i) => Array.from(batch.rollout.sequences[g * 4 + i]).slice(0, rows[g * 4 + i]).map(Number)),
@@ -94,7 +94,7 @@ describe('LoraGrpoTrainer', () => {
     });
     const score = (row: number) => {
       const ids = policy.promptIds(prompts[Math.floor(row / 4)]);
-      const n = batch.rollout.responseMask[row].filter(Boolean).length;
+      const n = Array.from(batch.rollout.responseMask[row]).filter(Boolean).length;
       const tokens = Array.from(batch.rollout.sequences[row]).slice(0, n).map(Number);
       return loraLogprobs(model.weights, model.adapter, { tokens: [...ids, ...tokens], completionStart: ids.length }, { temperature: 0.9 }).reduce((x, y) => x + y, 0);
     };
