@@ -135,7 +135,7 @@ export interface LoraRunConfig extends LoopConfig {
   loss: GradientConfig['loss'];
   optimizer: GradientConfig['optimizer'];
   /** PEFT's LoRA settings; a new adapter's A is drawn from `seed`, B starts at zero. */
-  lora: { r: number; alpha: number; useRslora: boolean; targetModules: LoraModule[]; seed: number; numLayers: number };
+  lora: { r: number; alpha: number; useRslora: boolean; targetModules: LoraModule[]; seed: number };
 }
 
 /** The resolved, serialisable options of a router run (`routerGrpo`); each completion of a group is routed on its own. */

@@ -23,7 +23,7 @@ function validateGradientConfig(value: unknown, at: string): GradientConfig {
 function validateLoraConfig(value: unknown, at: string): LoraRunConfig {
   const c = validateTrainingConfig(value, at);
   const lora = obj(c.lora, `${at}.lora`);
-  for (const key of ['r', 'numLayers'] as const) int(lora[key], `${at}.lora.${key}`, 1);
+  int(lora.r, `${at}.lora.r`, 1);
   int(lora.seed, `${at}.lora.seed`);
   if (num(lora.alpha, `${at}.lora.alpha`) <= 0) fail(`${at}.lora.alpha`, 'expected a number > 0.');
   bool(lora.useRslora, `${at}.lora.useRslora`);
