@@ -61,7 +61,7 @@ describe('loraGrpo', () => {
     }
     expect(differs).toBeGreaterThan(1e-4);
     // The result's adapter is the last checkpoint's.
-    expect(result.adapter.layers).toEqual((await store.getAdapter('follows'))!.adapter.layers);
+    expect(result.adapter.layers).toEqual((await store.getAdapter('follows'))!.adapter.layers as unknown);
   });
 
   it('checks its options synchronously and stores them resolved', () => {
