@@ -6,7 +6,7 @@
  * bundle whose checkpoint is not a LoRA one is refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportPeftAdapter, importPeftAdapter, loraGrpo, readLoraCheckpoint, type LoraEvent } from '../../lib/grad.js';
+import { exportPeftAdapter, importPeftAdapter, loraGrpo, readLoraCheckpoint, type LoraAdapterFile, type LoraEvent } from '../../lib/grad.js';
 import { digits, exportRun, importRun, MemoryStore, type RunBundle } from '../../lib/index.js';
 import { loraLogprobs } from '../../lib/lora/model.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
@@ -61,7 +61,7 @@ describe('loraGrpo', () => {
     }
     expect(differs).toBeGreaterThan(1e-4);
     // The result's adapter is the last checkpoint's.
-    expect(result.adapter.layers).toEqual((await store.getAdapter('follows'))!.adapter.layers as unknown);
+    expect(result.adapter.layers).toEqual(((await store.getAdapter('follows'))!.adapter as LoraAdapterFile).layers);
   });
 
   it('checks its options synchronously and stores them resolved', () => {
