@@ -6,7 +6,7 @@
  *   <root>/runs/<runId>/items.json         its dataset
  *   <root>/runs/<runId>/steps/000007.json  one committed step (items, stats, the method's payload)
  *   <root>/runs/<runId>/pending/000008-0002.json   a finished item of the step in progress
- *   <root>/runs/<runId>/adapters/000007.json      gradient runs: the adapter checkpoint of step 7
+ *   <root>/runs/<runId>/adapters/000007.json      gradient and lora runs: the adapter checkpoint of step 7
  *   <root>/runs/<runId>/lock               { pid, hostname } of the process running it
  *   <root>/groups/<groupId>.json           an ask/tell session's group (`openFileSessionStore`)
  *
