@@ -292,8 +292,9 @@ describe('the playground', { timeout: 240_000 }, () => {
     await page.getByLabel('Max tokens', { exact: true }).fill('8');
     await page.getByLabel('Rank', { exact: true }).fill('2');
     await page.getByRole('button', { name: 'Start run' }).click();
+    // The last run (gradient) is in view until this one starts.
+    await expect.poll(() => header().locator('h2').textContent(), { timeout: 60_000 }).toContain('digits · lora');
     await expect.poll(() => statusChip().textContent(), { timeout: 180_000 }).toBe('completed');
-    expect(await header().locator('h2').textContent()).toContain('digits · lora');
     const adapter = page.locator('section[aria-labelledby="adapter-title"]');
     expect(await adapter.locator('h3').textContent()).toBe('Adapter after step 2');
     expect(await adapter.textContent()).toContain('y = x W + s·(x Aᵀ) Bᵀ');
@@ -316,7 +317,7 @@ describe('the playground', { timeout: 240_000 }, () => {
     await configure(page, { prompts: 2, epochs: 2 });
     await page.getByLabel('Samples before routing', { exact: true }).fill('3');
     await page.getByRole('button', { name: 'Start run' }).click();
-    // The last run (gradient) is in view until this one starts.
+    // The last run (LoRA) is in view until this one starts.
     await expect.poll(() => header().locator('h2').textContent(), { timeout: 60_000 }).toContain('alphabetise · router');
     await expect.poll(() => statusChip().textContent(), { timeout: 120_000 }).toBe('completed');
 
