@@ -134,8 +134,11 @@ export interface LoraRunConfig extends LoopConfig {
   numIterations: number;
   loss: GradientConfig['loss'];
   optimizer: GradientConfig['optimizer'];
-  /** PEFT's LoRA settings; a new adapter's A is drawn from `seed`, B starts at zero. */
-  lora: { r: number; alpha: number; useRslora: boolean; targetModules: LoraModule[]; seed: number };
+  /**
+   * PEFT's LoRA settings; a new adapter's A is drawn from `seed`, B starts at zero. `initial`: the
+   * run started from a given adapter (which only its checkpoints keep).
+   */
+  lora: { r: number; alpha: number; useRslora: boolean; targetModules: LoraModule[]; seed: number; initial?: boolean };
 }
 
 /** The resolved, serialisable options of a router run (`routerGrpo`); each completion of a group is routed on its own. */

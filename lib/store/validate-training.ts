@@ -27,6 +27,7 @@ function validateLoraConfig(value: unknown, at: string): LoraRunConfig {
   int(lora.seed, `${at}.lora.seed`);
   if (num(lora.alpha, `${at}.lora.alpha`) <= 0) fail(`${at}.lora.alpha`, 'expected a number > 0.');
   bool(lora.useRslora, `${at}.lora.useRslora`);
+  if (lora.initial !== undefined) bool(lora.initial, `${at}.lora.initial`);
   const targets = arr(lora.targetModules, `${at}.lora.targetModules`);
   if (targets.length === 0) fail(`${at}.lora.targetModules`, 'expected at least one module.');
   targets.forEach((t, i) => oneOf(t, LORA_MODULES, `${at}.lora.targetModules[${i}]`));

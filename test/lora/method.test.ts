@@ -6,7 +6,7 @@
  * bundle whose checkpoint is not a LoRA one is refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportPeftAdapter, importPeftAdapter, loraGrpo, readLoraCheckpoint, type LoraAdapterFile, type LoraEvent } from '../../lib/grad.js';
+import { exportPeftAdapter, importPeftAdapter, loraGrpo, readLoraCheckpoint, resumeLoraGrpo, type LoraAdapterFile, type LoraEvent } from '../../lib/grad.js';
 import { digits, exportRun, importRun, MemoryStore, type RunBundle } from '../../lib/index.js';
 import { loraLogprobs } from '../../lib/lora/model.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
@@ -98,7 +98,12 @@ describe('loraGrpo', () => {
       const ours = loraLogprobs(weights, adapter, { tokens: [...promptIds, ...rollout.tokenIds], completionStart: promptIds.length });
       rollout.logprobs.forEach((lp, t) => expect(Math.abs(lp - ours[t])).toBeLessThan(1e-4));
     }
-    expect((await store.getRun('continued'))!.config).toMatchObject({ lora: { r: 2, alpha: 4 } });
+    expect((await store.getRun('continued'))!.config).toMatchObject({ lora: { r: 2, alpha: 4, initial: true } });
+
+    // Stopped before its first commit, such a run cannot resume: no store holds its starting adapter.
+    const early = new MemoryStore();
+    for await (const event of loraGrpo({ ...shape, policy, store: early, runId: 'early', initialAdapter: adapter })) if (event.type === 'run-start') break;
+    await expect(resumeLoraGrpo('early', { policy, rewards: shape.rewards, store: early }).result()).rejects.toMatchObject({ code: 'InvalidInput', message: expect.stringMatching(/initialAdapter/) });
   });
 
   it('refuses an import whose checkpoint is not a LoRA adapter, and keeps the store as it was', async () => {

@@ -74,6 +74,9 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
         if (!isLoraCheckpoint(checkpoint)) throw new StoreCorruptError(`run "${run.id}"`, `Run "${run.id}" is a lora run but its checkpoint is a head adapter's.`);
         resumed = readLoraCheckpoint(checkpoint);
       }
+      if (!resumed && !initial && config.lora.initial) {
+        throw new InvalidInputError('runId', `run "${run.id}" started from a given adapter and stopped before its first step was committed, so no store holds that adapter; start it again with loraGrpo({ initialAdapter }).`);
+      }
       const adapter = resumed?.adapter ?? (initial ? structuredClone(initial) : undefined);
       const model = await loraModel(handles.policy, adapter ?? { ...config.lora });
       checkTrainable(model.weights, model.adapter);
@@ -156,7 +159,7 @@ function initialAdapter(value: NonNullable<LoraGrpoOptions['initialAdapter']>, c
   const adapter = typeof value === 'object' && 'layers' in value && 'config' in value ? value : readLoraAdapterFile(value, 'initialAdapter');
   const { r, alpha, useRslora, targetModules } = adapter.config;
   if (!Array.isArray(adapter.layers) || !(r >= 1)) throw new InvalidInputError('initialAdapter', 'expected a LoRA adapter ({ config, scale, layers }) or a LoRA adapter file.');
-  config.lora = { ...config.lora, r, alpha, useRslora, targetModules: [...targetModules] };
+  config.lora = { ...config.lora, r, alpha, useRslora, targetModules: [...targetModules], initial: true };
   return { config: adapter.config, scale: adapter.scale, layers: adapter.layers };
 }
 
