@@ -7,7 +7,11 @@
  *   const run = gradientGrpo({ policy, dataset: digits.dataset(), rewards: digits.rewards });
  *   for await (const event of run) if (event.type === 'train') console.log(event.metrics.loss);
  *
- * or, step by step in the shape of the seed trainer:
+ * Full-depth LoRA (every attention and MLP projection of every layer) runs the same way:
+ *
+ *   const run = loraGrpo({ policy: await loadOnnxPolicy({ model }), dataset, rewards, lora: { r: 8 } });
+ *
+ * or, step by step in the shape of the seed trainer (GrpoTrainer on the head, LoraGrpoTrainer on every layer):
  *
  *   const trainer = new GrpoTrainer(policy, { lr: 0.02 }, new GrpoConfig({ numGenerations: 8 }));
  *   const { loss, metrics } = await trainer.trainStep(groupRolloutBatch(groups), prompts);
@@ -52,3 +56,19 @@ export { LoraTrainer, type LoraGroup, type LoraStepResult, type LoraTrainerOptio
 export { exportPeftAdapter, importPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, type PeftExportOptions, type PeftFolder } from './lora/peft.js';
 export { readSafetensors, writeSafetensors, type SafetensorsDtype, type SafetensorsFile, type SafetensorsTensor } from './lora/safetensors.js';
 export { mergeLoraIntoOnnx } from './lora/onnx-merge.js';
+export { LoraGrpoTrainer, loraModel, type GroupTrainer, type LoraBasePolicy, type LoraGrpoTrainerOptions, type LoraModel } from './lora/grpo-trainer.js';
+export {
+  readLoraAdapterFile,
+  writeLoraAdapterFile,
+  readLoraCheckpoint,
+  writeLoraCheckpoint,
+  LORA_ADAPTER_FORMAT,
+  type LoraAdapterFile,
+  type LoraCheckpoint,
+} from './lora/format.js';
+
+// Full-depth LoRA GRPO as a run of the driver: sampling follows the adapter (merged weights
+// swapped into the policy after every update), checkpoints with every step, resume, export.
+export { loraGrpo, resumeLoraGrpo, type LoraRun, type LoraResult } from './methods/lora/method.js';
+export { LORA_GRPO_DEFAULTS, type LoraGrpoOptions, type LoraHandles, type LoraPolicy } from './methods/lora/options.js';
+export type { LoraEvent, LoraEventType } from './methods/lora/events.js';

@@ -45,7 +45,9 @@ export {
   readCheckpoint,
   writeAdapterFile,
   writeCheckpoint,
+  isLoraCheckpoint,
   type AdapterCheckpoint,
+  type HeadAdapterCheckpoint,
   type AdapterFile,
 } from './grad/format.js';
 export type { HeadAdapterWeights } from './policy/head-adapter.js';

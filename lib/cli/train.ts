@@ -21,6 +21,7 @@ import { parseDatasetJsonl } from '../tasks/jsonl.js';
 import { builtinTasks, getTask } from '../tasks/index.js';
 import { builtinRewards } from '../tasks/rewards.js';
 import { Progress, table, type ViewIo } from './train-view.js';
+import { adapterOptions, int, num, TRAINS_POLICY, UsageError } from './train-flags.js';
 import { methodKinds, methodOf } from '../methods/registry.js';
 import type { RewardFunction } from '../run/options.js';
 import type { Run } from '../run/run.js';
@@ -38,8 +39,9 @@ const HELP = `Usage: webgrpo train [options]
 
 GRPO on a local model. Training-Free GRPO (arXiv 2510.08191, the default): the model's best and
 worst attempts are compared and turned into an experience library that later prompts carry, no
-weights change. Gradient GRPO trains an adapter on the model's LM head. The router learns which
-prompt variant (arm) to use per kind of question.
+weights change. Gradient GRPO trains an adapter on the model's LM head; LoRA GRPO trains LoRA on
+the attention and MLP projections of every layer. The router learns which prompt variant (arm) to
+use per kind of question.
 
 Model
   --model <dir|id>       ONNX model folder or Hugging Face id (default: the bundled tiny model)
@@ -56,9 +58,14 @@ Data
 
 Loop
   --method <m>           lessons (a critic writes lessons) | exemplars (best outputs kept as
-                         examples) | gradient (an LM-head adapter, trained) | router (learns an
-                         arm per query class). Default lessons; exemplars on the bundled model,
-                         whose random weights cannot write a critique.
+                         examples) | gradient (an LM-head adapter, trained) | lora (LoRA on every
+                         layer, trained; sampling follows it) | router (learns an arm per query
+                         class). Default lessons; exemplars on the bundled model, whose random
+                         weights cannot write a critique.
+  --rank <r>             gradient, lora: the adapter's rank (default 8)
+  --alpha <a>            lora: the scale's numerator, s = alpha / r (default 16)
+  --target-modules <m>   lora: comma-separated projections (default all: q_proj,k_proj,v_proj,
+                         o_proj,gate_proj,up_proj,down_proj)
   --mode <mode>          lessons | exemplars: the same as --method
   --arms <file>          router: JSON array of arms {id, label, instruction?, temperatureScale?}
                          (default: as asked, terse, cool, hot)
@@ -97,6 +104,9 @@ const OPTIONS = {
   method: { type: 'string' },
   mode: { type: 'string' },
   arms: { type: 'string' },
+  rank: { type: 'string' },
+  alpha: { type: 'string' },
+  'target-modules': { type: 'string' },
   epochs: { type: 'string' },
   group: { type: 'string' },
   batch: { type: 'string' },
@@ -114,8 +124,6 @@ const OPTIONS = {
   quiet: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
-
-class UsageError extends Error {}
 
 export async function run(argv: string[], io: TrainIo = nodeIo()): Promise<number> {
   let values;
@@ -149,20 +157,6 @@ export async function run(argv: string[], io: TrainIo = nodeIo()): Promise<numbe
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>['values'];
 
-function int(value: string | undefined, name: string): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isInteger(n)) throw new UsageError(`--${name} expects an integer, got "${value}".`);
-  return n;
-}
-
-function num(value: string | undefined, name: string): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isFinite(n)) throw new UsageError(`--${name} expects a number, got "${value}".`);
-  return n;
-}
-
 async function train(values: Values, store: FileStore, io: TrainIo): Promise<number> {
   const bundled = values.model === undefined && values.replay === undefined;
   const resumed = values.resume !== undefined ? await store.getRun(values.resume) : undefined;
@@ -185,8 +179,8 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
     if (io.interactive && !values.quiet) io.stderr('\r'.padEnd(61) + '\r');
   }
   const recorder: RecordingPolicy | undefined = values.record !== undefined ? recordingPolicy(policy) : undefined;
-  // A gradient run trains the policy itself, so it is never wrapped in a recorder.
-  const active = recorder && kind !== 'gradient' ? recorder : policy;
+  // Gradient and LoRA runs train the policy itself, so it is never wrapped in a recorder.
+  const active = recorder && !TRAINS_POLICY.has(kind) ? recorder : policy;
   io.stderr(`Model: ${policy.info.model} (${policy.info.backend}${policy.info.note ? `; ${policy.info.note}` : ''})\n`);
 
   const format = values['export-format'];
@@ -225,6 +219,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
       rewards,
       ...(mode ? { mode } : {}),
       ...(kind === 'router' ? { arms: values.arms !== undefined ? JSON.parse(await readFile(values.arms, 'utf8')) : CLI_ARMS } : {}),
+      ...adapterOptions(kind, values),
       task: values.task,
       epochs: int(values.epochs, 'epochs'),
       groupSize: int(values.group, 'group'),

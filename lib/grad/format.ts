@@ -20,6 +20,7 @@ import { InvalidInputError } from '../errors.js';
 import type { HeadAdapterWeights } from '../policy/head-adapter.js';
 import { MAX_RANK } from './adapter.js';
 import type { AdapterState } from './state.js';
+import type { LoraCheckpoint } from '../lora/format.js';
 
 export const ADAPTER_FORMAT = 'webgrpo.adapter';
 export const ADAPTER_VERSION = 1;
@@ -40,12 +41,20 @@ export interface AdapterFile {
 }
 
 /** An adapter file plus the optimizer's state: what a gradient run stores after each step. */
-export interface AdapterCheckpoint {
+export interface HeadAdapterCheckpoint {
   /** The run's step after which it was taken. */
   step: number;
   adapter: AdapterFile;
   /** AdamW's moments (base64 float32, shaped like A and B) and its update count. */
   optimizer: { updates: number; m: { a: string; b: string }; v: { a: string; b: string } };
+}
+
+/** What a store keeps after each step of a run that trains an adapter: the head's (gradient) or every layer's (lora). */
+export type AdapterCheckpoint = HeadAdapterCheckpoint | LoraCheckpoint;
+
+/** Whether a checkpoint is a full-depth LoRA adapter's (else the head adapter's). */
+export function isLoraCheckpoint(checkpoint: AdapterCheckpoint): checkpoint is LoraCheckpoint {
+  return checkpoint.adapter.target === 'decoder';
 }
 
 export function writeAdapterFile(weights: HeadAdapterWeights, meta: { model?: string; updates?: number } = {}): AdapterFile {
@@ -110,7 +119,7 @@ export function readAdapterFile(data: unknown, at = 'adapter'): HeadAdapterWeigh
   };
 }
 
-export function writeCheckpoint(state: AdapterState, shape: Omit<HeadAdapterWeights, 'a' | 'b'>, step: number, model?: string): AdapterCheckpoint {
+export function writeCheckpoint(state: AdapterState, shape: Omit<HeadAdapterWeights, 'a' | 'b'>, step: number, model?: string): HeadAdapterCheckpoint {
   return {
     step,
     adapter: writeAdapterFile({ ...shape, a: state.a, b: state.b }, { model, updates: state.updates }),

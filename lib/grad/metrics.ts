@@ -1,3 +1,5 @@
+import type { GrpoLossMetrics } from '../math/loss.js';
+
 /** What one optimizer update of gradient GRPO reports (plain data: it is stored with each step). */
 
 export interface TrainStepMetrics {
@@ -44,4 +46,14 @@ export interface TrainStepMetrics {
   /** Optimizer updates so far, this one included. */
   step: number;
   learningRate: number;
+}
+
+/** The metrics a loss type or option adds, copied when present. */
+export function optionalMetrics(m: GrpoLossMetrics): Partial<TrainStepMetrics> {
+  const out: Partial<TrainStepMetrics> = {};
+  for (const key of ['clipRatioLowMin', 'clipRatioHighMax', 'cispoClipRatio', 'vespoPhiMean', 'policyLoss'] as const) {
+    if (m[key] !== undefined) out[key] = m[key];
+  }
+  if (m.importanceSamplingRatio) out.importanceSamplingRatio = { ...m.importanceSamplingRatio };
+  return out;
 }

@@ -15,7 +15,7 @@ import { InvalidInputError } from '../errors.js';
 import type { AdvantageOptions, AdvantageResult } from '../math/advantages.js';
 import { GroupRolloutBatch, GrpoConfig, type GrpoConfigInit } from '../math/batch.js';
 import { appliedEntropyCoef, nextAdaptiveEntropy, resolveAdaptiveEntropy, type AdaptiveEntropyOptions, type AdaptiveEntropyState, type ResolvedAdaptiveEntropy } from '../math/adaptive-entropy.js';
-import type { GrpoLossConfig, GrpoLossMetrics } from '../math/loss.js';
+import type { GrpoLossConfig } from '../math/loss.js';
 import { samplingCorrection, type SamplingSettings } from '../math/sampling-correction.js';
 import type { Rows } from '../math/validate.js';
 import { nanMean, nanStd } from '../math/stats.js';
@@ -29,7 +29,7 @@ import { HostEngine } from './host-engine.js';
 import { writeAdapterFile, type AdapterFile } from './format.js';
 import { grpoObjective, tokenLayout, type TokenLayout } from './objective.js';
 import { clipFactor, resolveOptimizer, type OptimizerOptions, type ResolvedOptimizer } from './optimizer.js';
-import type { TrainStepMetrics } from './metrics.js';
+import { optionalMetrics, type TrainStepMetrics } from './metrics.js';
 import { WebGpuEngine } from './webgpu/engine.js';
 
 export interface TrainerOptions {
@@ -302,16 +302,6 @@ export class GrpoTrainer {
   #checkOpen(): void {
     if (this.#disposed) throw new InvalidInputError('trainer', 'was disposed; create a new GrpoTrainer.');
   }
-}
-
-/** The metrics a loss type or option adds, copied when present. */
-function optionalMetrics(m: GrpoLossMetrics): Partial<TrainStepMetrics> {
-  const out: Partial<TrainStepMetrics> = {};
-  for (const key of ['clipRatioLowMin', 'clipRatioHighMax', 'cispoClipRatio', 'vespoPhiMean', 'policyLoss'] as const) {
-    if (m[key] !== undefined) out[key] = m[key];
-  }
-  if (m.importanceSamplingRatio) out.importanceSamplingRatio = { ...m.importanceSamplingRatio };
-  return out;
 }
 
 function promptOf(prompt: PromptInput, group: number): PromptInput {

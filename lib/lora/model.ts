@@ -46,11 +46,14 @@ export interface LoraForwardOptions {
 export interface LoraGroupPass {
   /** Per completion, the log-probs of its tokens. */
   logprobs: number[][];
+  /** Per completion, the entropy of the distribution each of its tokens was scored under. */
+  entropies: number[][];
   /**
    * Adds d loss / d (A, B) into `grad` (an adapter of the same layout, see zerosLike) for the
-   * given d loss / d logp of each completion token. Frees the pass's activations.
+   * given d loss / d logp of each completion token, and d loss / d entropy when the loss has an
+   * entropy term. Frees the pass's activations.
    */
-  backward(dlogps: ReadonlyArray<ArrayLike<number>>, grad: LoraAdapter): void;
+  backward(dlogps: ReadonlyArray<ArrayLike<number>>, grad: LoraAdapter, dentropies?: ReadonlyArray<ArrayLike<number>>): void;
 }
 
 /** The forward of a group, kept for its backward. */
@@ -59,9 +62,10 @@ export function loraGroupForward(weights: DecoderWeights, adapter: LoraAdapter, 
   let f: Forward | undefined = forward(weights, adapter, packed, options);
   return {
     logprobs: f.logprobs,
-    backward: (dlogps, grad) => {
+    entropies: f.entropies,
+    backward: (dlogps, grad, dentropies) => {
       if (!f) throw new InvalidInputError('backward', 'was already taken for this pass; run the forward again.');
-      backward(weights, adapter, packed, f, dlogps, grad, options);
+      backward(weights, adapter, packed, f, dlogps, grad, options, dentropies);
       f = undefined;
     },
   };
@@ -137,8 +141,11 @@ function pack(weights: DecoderWeights, group: LoraGroupInput): Packed {
 
 interface Forward {
   logprobs: number[][];
+  entropies: number[][];
   /** Softmax(z / T) of each scored row [scored, vocab]. */
   probs: Float64Array;
+  /** Entropy of each scored row's softmax. */
+  entropy: Float64Array;
   inputs: Vec[];
   caches: Array<LayerCache | undefined>;
   last: Vec;
@@ -177,6 +184,7 @@ function forward(weights: DecoderWeights, adapter: LoraAdapter, packed: Packed, 
   const probs = new Float64Array(scored * V);
   headForward(weights, hs, scored, probs);
   const flat = new Array<number>(scored);
+  const entropy = new Float64Array(scored);
   for (let k = 0; k < scored; k++) {
     const z = probs.subarray(k * V, (k + 1) * V);
     let max = -Infinity;
@@ -188,15 +196,23 @@ function forward(weights: DecoderWeights, adapter: LoraAdapter, packed: Packed, 
     for (let v = 0; v < V; v++) sum += Math.exp(z[v] - max);
     const logSum = max + Math.log(sum);
     flat[k] = z[packed.scoredTokens[k]] - logSum;
-    for (let v = 0; v < V; v++) z[v] = Math.exp(z[v] - logSum);
+    let h = 0;
+    for (let v = 0; v < V; v++) {
+      const logp = z[v] - logSum;
+      z[v] = Math.exp(logp);
+      h -= z[v] * logp;
+    }
+    entropy[k] = h;
   }
   const logprobs: number[][] = [];
+  const entropies: number[][] = [];
   let at = 0;
   for (const n of packed.lengths) {
     logprobs.push(flat.slice(at, at + n));
+    entropies.push(Array.from(entropy.subarray(at, at + n)));
     at += n;
   }
-  return { logprobs, probs, inputs, caches, last: x, invF, layout };
+  return { logprobs, entropies, probs, entropy, inputs, caches, last: x, invF, layout };
 }
 
 function backward(
@@ -207,11 +223,14 @@ function backward(
   dlogps: ReadonlyArray<ArrayLike<number>>,
   grad: LoraAdapter,
   options: LoraForwardOptions,
+  dentropies?: ReadonlyArray<ArrayLike<number>>,
 ): void {
-  if (dlogps.length !== packed.lengths.length) throw new InvalidInputError('dlogps', `has ${dlogps.length} rows for ${packed.lengths.length} completions.`);
-  packed.lengths.forEach((n, i) => {
-    if (dlogps[i]?.length !== n) throw new InvalidInputError(`dlogps[${i}]`, `has ${dlogps[i]?.length} entries for ${n} completion tokens.`);
-  });
+  for (const [name, rows] of [['dlogps', dlogps], ['dentropies', dentropies ?? dlogps]] as const) {
+    if (rows.length !== packed.lengths.length) throw new InvalidInputError(name, `has ${rows.length} rows for ${packed.lengths.length} completions.`);
+    packed.lengths.forEach((n, i) => {
+      if (rows[i]?.length !== n) throw new InvalidInputError(`${name}[${i}]`, `has ${rows[i]?.length} entries for ${n} completion tokens.`);
+    });
+  }
   if (grad.layers.length !== adapter.layers.length) throw new InvalidInputError('grad', "must have the adapter's layout (zerosLike(adapter)).");
   const { shape } = weights;
   const { hiddenSize: H, vocabSize: V } = shape;
@@ -220,14 +239,20 @@ function backward(
   const temperature = options.temperature ?? 1;
   const scored = packed.scoredRows.length;
 
-  // d logp / d z = (onehot(token) - softmax(z / T)) / T, through the head, onto the scored rows.
+  // d logp / d z = (onehot(token) - softmax(z / T)) / T and d H / d z_v = -p_v (log p_v + H) / T,
+  // through the head, onto the scored rows.
   const dz = new Float64Array(scored * V);
   let k = 0;
   for (const [i, n] of packed.lengths.entries()) {
     for (let c = 0; c < n; c++, k++) {
       const g = dlogps[i][c];
-      if (g === 0) continue;
-      for (let v = 0; v < V; v++) dz[k * V + v] = (-g * f.probs[k * V + v]) / temperature;
+      const e = dentropies ? dentropies[i][c] : 0;
+      if (g === 0 && e === 0) continue;
+      for (let v = 0; v < V; v++) {
+        const p = f.probs[k * V + v];
+        const dh = p > 0 ? -p * (Math.log(p) + f.entropy[k]) : 0;
+        dz[k * V + v] = (-g * p + e * dh) / temperature;
+      }
       dz[k * V + packed.scoredTokens[k]] += g / temperature;
     }
   }

@@ -9,6 +9,7 @@ import type { LoopHandles } from '../run/options.js';
 import { registerResume } from '../run/run.js';
 import { registerRecordKind } from '../store/validate.js';
 import { gradientMethodHooks } from './gradient/method.js';
+import { loraMethodHooks } from './lora/method.js';
 import { routerMethod } from './router/method.js';
 import { trainingFreeMethod } from './training-free/method.js';
 
@@ -39,4 +40,5 @@ export function methodKinds(): string[] {
 
 registerMethod(trainingFreeMethod);
 registerMethod(gradientMethodHooks);
+registerMethod(loraMethodHooks);
 registerMethod(routerMethod);

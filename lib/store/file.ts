@@ -6,7 +6,7 @@
  *   <root>/runs/<runId>/items.json         its dataset
  *   <root>/runs/<runId>/steps/000007.json  one committed step (items, stats, the method's payload)
  *   <root>/runs/<runId>/pending/000008-0002.json   a finished item of the step in progress
- *   <root>/runs/<runId>/adapters/000007.json      gradient runs: the adapter checkpoint of step 7
+ *   <root>/runs/<runId>/adapters/000007.json      gradient and lora runs: the adapter checkpoint of step 7
  *   <root>/runs/<runId>/lock               { pid, hostname } of the process running it
  *   <root>/groups/<groupId>.json           an ask/tell session's group (`openFileSessionStore`)
  *
@@ -23,7 +23,7 @@ import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { AlreadyRunningError, NotFoundError, StoreCorruptError, StoreError } from '../errors.js';
 import { codeOf, guard, listJson, processAlive, readJson, removeStaleTemporaries, writeAtomic } from './file-io.js';
 import { checkCompleted, checkItems, checkPending, checkRun, checkStep, checkStepNumbers } from './integrity.js';
-import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists, withEvaluation } from './rules.js';
+import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, keepsAdapter, runExists, withEvaluation } from './rules.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import { upgradeV4Step } from './upgrade-v4.js';
 import type { DatasetItem, EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
@@ -242,8 +242,8 @@ export class FileStore implements Store {
     if (last === undefined) return undefined;
     const path = join(this.#dir(runId), 'adapters', `${pad(last, 6)}.json`);
     const adapter = await guard(`read the adapter of run "${runId}"`, () => readJson<AdapterCheckpoint>(path));
-    // Every gradient step commits its checkpoint: without it a resume would restart the adapter from scratch.
-    if (adapter === undefined && run.kind === 'gradient') {
+    // Every step of a gradient or lora run commits its checkpoint: without it a resume would restart the adapter from scratch.
+    if (adapter === undefined && keepsAdapter(run.kind)) {
       throw new StoreCorruptError(path, `${path} is missing: step ${last} of run "${runId}" was committed with it; restore it from a backup or an export of the run, or delete the run and start it again.`);
     }
     return adapter;

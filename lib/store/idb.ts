@@ -11,7 +11,7 @@ import { openDB, type IDBPDatabase, type IDBPTransaction, type StoreNames } from
 import { NotFoundError, StoreCorruptError, StoreError, StoreQuotaError, WebgrpoError } from '../errors.js';
 import { migrate, SCHEMA_VERSION, type WebgrpoDB } from './idb-schema.js';
 import { checkCompleted, checkItems, checkPending, checkRun, checkStep, checkStepNumbers, remedy } from './integrity.js';
-import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists, withEvaluation } from './rules.js';
+import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, keepsAdapter, runExists, withEvaluation } from './rules.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import type { DatasetItem, EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
 import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
@@ -179,12 +179,12 @@ export class IdbStore implements Store {
   async getAdapter(runId: string): Promise<AdapterCheckpoint | undefined> {
     const run = await this.#requireRun(runId);
     const [last, row] = await this.#read(['steps', 'adapters'], async (tx) => [await this.#lastNumber(tx, runId), await tx.objectStore('adapters').get(runId)] as const);
-    // Every gradient step commits its checkpoint: without it a resume would restart the adapter from scratch.
-    if (run.kind === 'gradient' && last > 0 && (row === undefined || row.step !== last)) {
+    // Every step of a gradient or lora run commits its checkpoint: without it a resume would restart the adapter from scratch.
+    if (keepsAdapter(run.kind) && last > 0 && (row === undefined || row.step !== last)) {
       const what = this.#what('adapters', runId);
       throw new StoreCorruptError(what, `${what} ${row ? `is of step ${row.step}` : 'is missing'}, but step ${last} was committed with its checkpoint; ${remedy(runId)}.`);
     }
-    return row && stripRunId(row);
+    return row && (stripRunId(row) as AdapterCheckpoint);
   }
 
   async lockRun(runId: string): Promise<RunLock> {
@@ -227,7 +227,7 @@ export class IdbStore implements Store {
         steps: steps.map((row) => checkStep(stripRunId(row), row.step, runId, this.#what('steps', runId, row.step))),
         pending: pending.map((row) => checkPending(stripRunId(row), steps.length, run, this.#what('pending', runId, row.step, row.position))),
       };
-      if (adapter) bundle.adapter = stripRunId(adapter);
+      if (adapter) bundle.adapter = stripRunId(adapter) as AdapterCheckpoint;
       return bundle;
     });
   }

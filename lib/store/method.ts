@@ -1,7 +1,7 @@
 /** Which method a stored run uses: a training-free mode, or its kind for the other loops. */
 import type { LoopMode, RunRecord } from './records.js';
 
-export type RunMethod = LoopMode | 'gradient' | 'router';
+export type RunMethod = LoopMode | 'gradient' | 'lora' | 'router';
 
 export function runMethod(run: RunRecord): RunMethod {
   return run.kind === 'training-free' ? run.config.mode : run.kind;

@@ -8,6 +8,7 @@ import type { TrainStepMetrics } from '../grad/metrics.js';
 import type { AdaptiveEntropyOptions } from '../math/adaptive-entropy.js';
 import type { GrpoLossExtras } from '../math/batch.js';
 import type { ImportanceSamplingLevel, LossType } from '../math/loss.js';
+import type { LoraModule } from '../lora/weights.js';
 import type { ChatMessage, FinishReason, PolicyInfo, PromptInput, Usage } from '../policy/types.js';
 import type { RouterArm } from '../route/arm.js';
 import type { GrpoRouterState, RouterUpdateStats } from '../route/router.js';
@@ -132,6 +133,18 @@ export interface GradientConfig extends LoopConfig {
   adapter: { rank: number; scale: number; seed: number; hiddenSize: number; vocabSize: number };
 }
 
+/** The resolved, serialisable options of a full-depth LoRA GRPO run (`loraGrpo`): the gradient run's objective and optimizer, LoRA on every layer. */
+export interface LoraRunConfig extends LoopConfig {
+  numIterations: number;
+  loss: GradientConfig['loss'];
+  optimizer: GradientConfig['optimizer'];
+  /**
+   * PEFT's LoRA settings; a new adapter's A is drawn from `seed`, B starts at zero. `initial`: the
+   * run started from a given adapter (which only its checkpoints keep).
+   */
+  lora: { r: number; alpha: number; useRslora: boolean; targetModules: LoraModule[]; seed: number; initial?: boolean };
+}
+
 /** The resolved, serialisable options of a router run (`routerGrpo`); each completion of a group is routed on its own. */
 export interface RouterConfig extends LoopConfig {
   arms: RouterArm[];
@@ -165,13 +178,18 @@ export interface GradientRunRecord extends RunRecordBase {
   config: GradientConfig;
 }
 
+export interface LoraRunRecord extends RunRecordBase {
+  kind: 'lora';
+  config: LoraRunConfig;
+}
+
 export interface RouterRunRecord extends RunRecordBase {
   kind: 'router';
   config: RouterConfig;
 }
 
 /** A stored run; `kind` tells which loop runs it (and the shape of its config). */
-export type RunRecord = TrainingFreeRunRecord | GradientRunRecord | RouterRunRecord;
+export type RunRecord = TrainingFreeRunRecord | GradientRunRecord | LoraRunRecord | RouterRunRecord;
 
 export type WarningStage = 'summary' | 'critique' | 'group-update' | 'batch-merge' | 'reward' | 'exemplar';
 
@@ -276,6 +294,14 @@ export interface GradientStepPayload {
   training: TrainStepMetrics[];
 }
 
+/** A LoRA step's payload: each update's metrics, and what following the adapter cost the sampler. */
+export interface LoraStepPayload {
+  kind: 'lora';
+  training: TrainStepMetrics[];
+  /** Milliseconds to merge the adapter into the model's weights and build the sampler's session after the step's updates. */
+  refreshMs: number;
+}
+
 /** A router step's payload: the router after the step's update. */
 export interface RouterStepPayload {
   kind: 'router';
@@ -283,7 +309,7 @@ export interface RouterStepPayload {
 }
 
 /** The built-in methods' step payloads. */
-export type StepPayload = TrainingFreeStepPayload | GradientStepPayload | RouterStepPayload;
+export type StepPayload = TrainingFreeStepPayload | GradientStepPayload | LoraStepPayload | RouterStepPayload;
 
 /** The payload of a kind: a built-in one's own type, or any object of that kind for another method. */
 export type PayloadOf<K extends string> = K extends StepPayload['kind'] ? Extract<StepPayload, { kind: K }> : StepPayloadBase & { kind: K };
@@ -316,7 +342,7 @@ export interface StepRouting {
 
 /** Store-side extras of a step commit, written in the same transaction. */
 export interface StepExtras {
-  /** Gradient runs: the adapter and optimizer after the step (the store keeps the latest). */
+  /** Gradient and lora runs: the adapter and optimizer after the step (the store keeps the latest). */
   adapter?: AdapterCheckpoint;
 }
 
@@ -418,6 +444,6 @@ export interface RunBundle {
   steps: StepRecord[];
   /** Finished items of the step in progress (not yet committed as a step). */
   pending: ItemResult[];
-  /** Gradient runs: the adapter checkpoint of the last committed step. */
+  /** Gradient and lora runs: the adapter checkpoint of the last committed step. */
   adapter?: AdapterCheckpoint;
 }

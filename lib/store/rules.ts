@@ -1,10 +1,16 @@
 /**
  * The rules every store (memory, IndexedDB, files) keeps alike, in one place: which run is listed
- * first, and the errors of a taken id, a step out of turn and a run held by another loop. The
+ * first, which runs keep an adapter checkpoint, and the errors of a taken id, a step out of turn and a run held by another loop. The
  * stores' contract test holds each implementation to them.
  */
 import { AlreadyRunningError, StoreError } from '../errors.js';
 import type { EvaluationRecord, RunRecord } from './records.js';
+import { recordKind } from './validate.js';
+
+/** Whether every step of a run of this kind commits an adapter checkpoint (gradient, lora). */
+export function keepsAdapter(kind: string): boolean {
+  return recordKind(kind)?.adapter !== undefined;
+}
 
 /** Most recently updated first; ties by id, so every store lists alike. */
 export function byRecentUpdate(a: RunRecord, b: RunRecord): number {

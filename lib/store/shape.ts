@@ -3,6 +3,7 @@
  * whose `argument` is the path to the bad field, or returns the value as its type.
  */
 import { InvalidInputError } from '../errors.js';
+import type { JsonValue } from './records.js';
 
 export type Obj = Record<string, unknown>;
 
@@ -39,4 +40,17 @@ export function oneOf<T extends string>(value: unknown, options: readonly T[], a
 }
 export function nullableNum(value: unknown, at: string): void {
   if (value !== null) num(value, at);
+}
+
+/** Plain JSON data (no functions, class instances or non-finite numbers), at most 64 levels deep. */
+export function isJson(value: unknown, depth = 0): value is JsonValue {
+  if (depth > 64) return false;
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (Array.isArray(value)) return value.every((v) => isJson(v, depth + 1));
+  if (typeof value === 'object') {
+    const proto = Object.getPrototypeOf(value);
+    return (proto === Object.prototype || proto === null) && Object.values(value).every((v) => isJson(v, depth + 1));
+  }
+  return false;
 }

@@ -60,7 +60,7 @@ export interface Store {
 
   /**
    * Commits a step in one transaction. Throws `StoreError` if the step exists already or is not
-   * the one after the last committed step (another loop got there first). `extras.adapter` (gradient
+   * the one after the last committed step (another loop got there first). `extras.adapter` (gradient and lora
    * runs) replaces the run's adapter checkpoint in the same transaction.
    */
   commitStep(runId: string, step: StepRecord, extras?: StepExtras): Promise<void>;
@@ -68,7 +68,7 @@ export interface Store {
   listSteps(runId: string, range?: StepRange): Promise<StepRecord[]>;
   /** The last committed step, or undefined before the first. */
   lastStep(runId: string): Promise<StepRecord | undefined>;
-  /** Gradient runs: the adapter checkpoint committed with the last step, or undefined before the first. */
+  /** Gradient and lora runs: the adapter checkpoint committed with the last step (the head adapter's or a LoRA one), or undefined before the first. */
   getAdapter(runId: string): Promise<AdapterCheckpoint | undefined>;
 
   /**

@@ -6,24 +6,16 @@
 import { InvalidInputError } from '../errors.js';
 import { validateLibrary } from '../experience/normalize.js';
 import type { ExperienceLibrary } from '../experience/types.js';
-import { readCheckpoint } from '../grad/format.js';
-import { IMPORTANCE_SAMPLING_MODES, LOSS_TYPES } from '../math/loss-config.js';
 import { GrpoRouter, type GrpoRouterState } from '../route/router.js';
-import type { DatasetItem, GradientConfig, ItemResult, JsonValue, RouterArm, RouterConfig, RunBundle, RunRecord, StepRecord, TrainingFreeConfig } from './records.js';
-import { arr, bool, fail, int, nullableNum, num, obj, oneOf, str, type Obj } from './shape.js';
+import type { DatasetItem, ItemResult, JsonValue, RouterArm, RouterConfig, RunBundle, RunRecord, StepRecord, TrainingFreeConfig } from './records.js';
+import type { RecordKind } from './record-kind.js';
+import { arr, bool, fail, int, isJson, num, nullableNum, obj, oneOf, str, type Obj } from './shape.js';
 import { validateEvaluation, validateEvaluationConfig } from './validate-evaluation.js';
+import { validateLoopConfig, validateRewardsAndPolicy } from './validate-fields.js';
+import { GRADIENT_RECORD, LORA_RECORD } from './validate-training.js';
 
-function isJson(value: unknown, depth = 0): value is JsonValue {
-  if (depth > 64) return false;
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
-  if (typeof value === 'number') return Number.isFinite(value);
-  if (Array.isArray(value)) return value.every((v) => isJson(v, depth + 1));
-  if (typeof value === 'object') {
-    const proto = Object.getPrototypeOf(value);
-    return (proto === Object.prototype || proto === null) && Object.values(value).every((v) => isJson(v, depth + 1));
-  }
-  return false;
-}
+export type { RecordKind };
+export { GRADIENT_RECORD, LORA_RECORD };
 
 /** A dataset item: exactly one of a non-empty `prompt` or `messages` with a user turn; JSON fields. */
 export function validateDatasetItem(value: unknown, at: string): DatasetItem {
@@ -80,49 +72,6 @@ function validateConfig(value: unknown, at: string): TrainingFreeConfig {
   return c as unknown as TrainingFreeConfig;
 }
 
-function validateGradientConfig(value: unknown, at: string): GradientConfig {
-  const c = validateLoopConfig(value, at);
-  int(c.numIterations, `${at}.numIterations`, 1);
-  const loss = obj(c.loss, `${at}.loss`);
-  oneOf(loss.lossType, LOSS_TYPES, `${at}.loss.lossType`);
-  oneOf(loss.importanceSamplingLevel, ['token', 'sequence'] as const, `${at}.loss.importanceSamplingLevel`);
-  oneOf(loss.scaleRewards, ['group', 'batch', 'none'] as const, `${at}.loss.scaleRewards`);
-  for (const key of ['clipParam', 'beta', 'entropyCoeff'] as const) num(loss[key], `${at}.loss.${key}`);
-  for (const key of ['epsilonHigh', 'delta'] as const) if (loss[key] !== undefined) num(loss[key], `${at}.loss.${key}`);
-  if (loss.maxCompletionLength !== undefined) int(loss.maxCompletionLength, `${at}.loss.maxCompletionLength`, 1);
-  validateLossExtras(loss, `${at}.loss`);
-  const optimizer = obj(c.optimizer, `${at}.optimizer`);
-  for (const key of ['lr', 'beta1', 'beta2', 'eps', 'weightDecay'] as const) num(optimizer[key], `${at}.optimizer.${key}`);
-  if (typeof optimizer.maxGradNorm !== 'number' || !(optimizer.maxGradNorm >= 0)) fail(`${at}.optimizer.maxGradNorm`, 'expected a number >= 0.');
-  const adapter = obj(c.adapter, `${at}.adapter`);
-  for (const key of ['rank', 'hiddenSize', 'vocabSize'] as const) int(adapter[key], `${at}.adapter.${key}`, 1);
-  int(adapter.seed, `${at}.adapter.seed`);
-  num(adapter.scale, `${at}.adapter.scale`);
-  return c as unknown as GradientConfig;
-}
-
-/**
- * The newer objective's options a gradient run may carry (all optional): their types here, their
- * values where the trainer is built (`GrpoConfig`, `resolveAdaptiveEntropy`), as for a new run.
- */
-function validateLossExtras(loss: Obj, at: string): void {
-  for (const key of ['sapoTemperaturePos', 'sapoTemperatureNeg', 'vespoKPos', 'vespoLambdaPos', 'vespoKNeg', 'vespoLambdaNeg', 'offPolicyMaskThreshold', 'topEntropyQuantile'] as const) {
-    if (loss[key] !== undefined) num(loss[key], `${at}.${key}`);
-  }
-  for (const key of ['biasCorrectedKl', 'maskTruncatedCompletions'] as const) {
-    if (loss[key] !== undefined && typeof loss[key] !== 'boolean') fail(`${at}.${key}`, 'expected true or false.');
-  }
-  if (loss.importanceSampling !== undefined && loss.importanceSampling !== null) {
-    const correction = obj(loss.importanceSampling, `${at}.importanceSampling`);
-    oneOf(correction.mode, IMPORTANCE_SAMPLING_MODES, `${at}.importanceSampling.mode`);
-    for (const key of ['clipMax', 'clipMin'] as const) if (correction[key] !== undefined && correction[key] !== null) num(correction[key], `${at}.importanceSampling.${key}`);
-  }
-  if (loss.adaptiveEntropy !== undefined) {
-    const adaptive = obj(loss.adaptiveEntropy, `${at}.adaptiveEntropy`);
-    for (const key of ['target', 'delta', 'min', 'max'] as const) if (adaptive[key] !== undefined) num(adaptive[key], `${at}.adaptiveEntropy.${key}`);
-  }
-}
-
 /**
  * A router run's arms: at least two, unique non-empty ids, labels, an optional instruction and an
  * optional temperature scale above 0 (up to 10). Returns clean copies.
@@ -157,30 +106,6 @@ function validateRouterConfig(value: unknown, at: string): RouterConfig {
   for (const key of ['learningRate', 'temperature'] as const) num(router[key], `${at}.router.${key}`);
   int(router.minSamples, `${at}.router.minSamples`);
   return c as unknown as RouterConfig;
-}
-
-/** The fields of `LoopConfig` (gradient and router runs): groups, schedule, sampling, rewards, policy. */
-function validateLoopConfig(value: unknown, at: string): Obj {
-  const c = obj(value, at);
-  for (const key of ['groupSize', 'epochs', 'batchSize', 'maxNewTokens'] as const) int(c[key], `${at}.${key}`, 1);
-  for (const key of ['topK', 'seed'] as const) int(c[key], `${at}.${key}`);
-  for (const key of ['temperature', 'topP', 'minP'] as const) num(c[key], `${at}.${key}`);
-  bool(c.shuffle, `${at}.shuffle`);
-  validateRewardsAndPolicy(c, at);
-  return c;
-}
-
-/** The fields every kind's config has: the reward columns, the policy, the task's name. */
-function validateRewardsAndPolicy(c: Obj, at: string): void {
-  arr(c.rewards, `${at}.rewards`).forEach((r, i) => {
-    const reward = obj(r, `${at}.rewards[${i}]`);
-    str(reward.name, `${at}.rewards[${i}].name`);
-    num(reward.weight, `${at}.rewards[${i}].weight`);
-  });
-  const info = obj(c.policy, `${at}.policy`);
-  str(info.model, `${at}.policy.model`);
-  str(info.backend, `${at}.policy.backend`);
-  if (c.task !== undefined) str(c.task, `${at}.task`);
 }
 
 function validateRun(value: unknown, at: string): RunRecord {
@@ -263,14 +188,6 @@ function readTrainingFreeStep(p: Obj, at: string): Obj {
   return { ...p, library: validateLibrary(p.library, `${at}.library`) };
 }
 
-function validateTraining(p: Obj, at: string): void {
-  arr(p.training, `${at}.training`).forEach((m, i) => {
-    const metrics = obj(m, `${at}.training[${i}]`);
-    for (const key of ['loss', 'gradNorm', 'entropy'] as const) num(metrics[key], `${at}.training[${i}].${key}`);
-    int(metrics.step, `${at}.training[${i}].step`, 1);
-  });
-}
-
 /** The arm ids of a router run's config (its rollouts must name one of them). */
 function armIds(config: Obj): Set<string> {
   return new Set((config.arms as RouterArm[]).map((a) => a.id));
@@ -315,36 +232,11 @@ export function validateBundle(value: unknown, at = 'run'): RunBundle {
   const bundle: RunBundle = { run, items, steps, pending };
   if (b.adapter !== undefined) {
     if (!kind.adapter) fail(`${at}.adapter`, `${run.kind} runs carry no adapter.`);
-    const { step } = readCheckpoint(b.adapter, `${at}.adapter`);
+    const step = kind.adapter(b.adapter, `${at}.adapter`);
     if (step !== steps.length) fail(`${at}.adapter.step`, `is ${step}; the checkpoint must be the last committed step's (${steps.length}).`);
     bundle.adapter = b.adapter as RunBundle['adapter'];
   }
   return bundle;
-}
-
-/**
- * What the store knows of one kind of run: how to check its stored config, the method's fields of
- * its step records and rollouts, and whether it keeps an adapter checkpoint. Each method has one
- * (its `record`); the driver registers it when a run of the method starts or resumes, so imports
- * and stores check a new method's runs without knowing it.
- */
-export interface RecordKind {
-  kind: string;
-  /** Checks a stored config of this kind (throws `InvalidInputError` naming the field). */
-  config(value: unknown, at: string): void;
-  /** Checks a step's payload (`step.payload`, whose `kind` is already checked). */
-  step?(payload: Record<string, unknown>, at: string, config: Record<string, unknown>): void;
-  /**
-   * A payload as a store reads it back: the cheap shape checks a resume relies on, and the payload
-   * normalised (default: as stored). Throws `InvalidInputError`, which the store reports as corrupt.
-   */
-  read?(payload: Record<string, unknown>, at: string): Record<string, unknown>;
-  /** The experience library after the step, for methods whose steps keep one. */
-  library?(payload: Record<string, unknown>): ExperienceLibrary;
-  /** Checks the method's fields of a rollout (by default a rollout has none). */
-  rollout?(rollout: Record<string, unknown>, at: string, config: Record<string, unknown>): void;
-  /** Whether runs of this kind keep an adapter checkpoint. */
-  adapter?: boolean;
 }
 
 export const TRAINING_FREE_RECORD: RecordKind = {
@@ -354,7 +246,6 @@ export const TRAINING_FREE_RECORD: RecordKind = {
   read: readTrainingFreeStep,
   library: (payload) => payload.library as ExperienceLibrary,
 };
-export const GRADIENT_RECORD: RecordKind = { kind: 'gradient', config: validateGradientConfig, step: validateTraining, adapter: true };
 export const ROUTER_RECORD: RecordKind = {
   kind: 'router',
   config: validateRouterConfig,
@@ -364,7 +255,7 @@ export const ROUTER_RECORD: RecordKind = {
   },
 };
 
-const RECORD_KINDS = new Map<string, RecordKind>([TRAINING_FREE_RECORD, GRADIENT_RECORD, ROUTER_RECORD].map((k) => [k.kind, k]));
+const RECORD_KINDS = new Map<string, RecordKind>([TRAINING_FREE_RECORD, GRADIENT_RECORD, LORA_RECORD, ROUTER_RECORD].map((k) => [k.kind, k]));
 
 /** Makes runs of `kind.kind` known to imports and validation. Registering the same kind again replaces it. */
 export function registerRecordKind(kind: RecordKind): void {

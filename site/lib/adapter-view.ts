@@ -1,8 +1,10 @@
 /**
- * What the panels of a gradient run draw: its optimizer updates as chart columns, and its adapter
- * (z' = z + s (h A) B on the LM head) in numbers. Pure functions of stored data.
+ * What the panels of a run that trains an adapter draw: its optimizer updates as chart columns, and
+ * its adapter in numbers: the head adapter (z' = z + s (h A) B on the LM head) of a gradient run,
+ * or the LoRA pairs (y = x W + s x A^T B^T) on every layer of a lora run. Pure functions of stored data.
  */
-import { readAdapterFile, type AdapterCheckpoint, type GradientConfig, type RunBundle } from '../../lib/index.js';
+import { readAdapterFile, type AdapterCheckpoint, type GradientConfig, type GradientRunRecord, type LoraRunRecord, type RunBundle } from '../../lib/index.js';
+import { readLoraAdapterFile } from '../../lib/lora/format.js';
 import { stepView } from './step-payload.js';
 
 /** Columns of the per-update charts. x: an update's place on the step axis (the last of a step sits on it). */
@@ -49,14 +51,20 @@ export interface AdapterPoint {
   updates: number;
 }
 
+/** Norms over every A and every B: one pair on the head, or all of a LoRA adapter's pairs together. */
 export function adapterPoint(checkpoint: AdapterCheckpoint): AdapterPoint {
+  const { step, optimizer } = checkpoint;
+  if (checkpoint.adapter.target === 'decoder') {
+    const pairs = readLoraAdapterFile(checkpoint.adapter, 'checkpoint.adapter').layers.flatMap((layer) => Object.values(layer));
+    return { step, normA: norm(pairs.map((p) => p.A)), normB: norm(pairs.map((p) => p.B)), updates: optimizer.updates };
+  }
   const weights = readAdapterFile(checkpoint.adapter, 'checkpoint.adapter');
-  return { step: checkpoint.step, normA: norm(weights.a), normB: norm(weights.b), updates: checkpoint.optimizer.updates };
+  return { step, normA: norm([weights.a]), normB: norm([weights.b]), updates: optimizer.updates };
 }
 
-function norm(values: Float32Array): number {
+function norm(tensors: Float32Array[]): number {
   let sum = 0;
-  for (const v of values) sum += v * v;
+  for (const values of tensors) for (const v of values) sum += v * v;
   return Math.sqrt(sum);
 }
 
@@ -76,6 +84,39 @@ export interface AdapterShapeSummary {
   parameters: number;
   /** Its share of the LM head's d x V weights. */
   shareOfHead: number;
+}
+
+/** What the adapter panel says a run's adapter is: where it sits, its size, its file. */
+export interface AdapterAbout {
+  formula: string;
+  explanation: string;
+  parameters: number | null;
+  detail: string;
+  file: string;
+}
+
+export function adapterAbout(run: GradientRunRecord | LoraRunRecord, checkpoint: AdapterCheckpoint | undefined): AdapterAbout {
+  if (run.kind === 'gradient') {
+    const shape = adapterShape(run.config);
+    return {
+      formula: 'z′ = z + s·(h A) B',
+      explanation: 'on the output layer: h is the model’s last hidden state, z its logits. Only A and B train; B starts at zero, so training starts at the base model, which stays the KL reference.',
+      parameters: shape.parameters,
+      detail: `rank ${shape.rank}, scale ${shape.scale} · d ${shape.hiddenSize}, V ${shape.vocabSize} · ${Math.round(shape.shareOfHead * 100)}% of the head’s`,
+      file: 'A webgrpo.adapter file for attachAdapter, or to train further (initialAdapter).',
+    };
+  }
+  const { r, alpha, targetModules } = run.config.lora;
+  // The checkpoint names each pair's dimensions; before the first step only the settings are known.
+  const layers = checkpoint?.adapter.target === 'decoder' ? checkpoint.adapter.layers : undefined;
+  const parameters = layers ? layers.reduce((n, layer) => n + Object.values(layer).reduce((m, p) => m + r * (p.inDim + p.outDim), 0), 0) : null;
+  return {
+    formula: 'y = x W + s·(x Aᵀ) Bᵀ',
+    explanation: `on ${targetModules.join(', ')} of every layer: the model reads its prompt differently, not only its last layer. B starts at zero, so training starts at the base model; after each step the adapter is merged into the weights the next step samples from.`,
+    parameters,
+    detail: `rank ${r}, alpha ${alpha} (s = ${alpha / r})${layers ? ` · ${layers.length} layers` : ''}`,
+    file: 'A webgrpo.lora file for loraGrpo’s initialAdapter; exportPeftAdapter turns the adapter into PEFT’s folder.',
+  };
 }
 
 export function adapterShape(config: GradientConfig): AdapterShapeSummary {

@@ -1,13 +1,13 @@
 /**
- * The worker's side of gradient runs (see gradient-protocol.ts): a run's loop, trainer and store
- * live here, next to the policy they train, served by the worker transport's run protocol
+ * The worker's side of gradient and LoRA runs (see gradient-protocol.ts): a run's loop, trainer
+ * and store live here, next to the policy they train, served by the worker transport's run protocol
  * (`exposeRuns`). `serveGradientRuns` hands back the scope `exposePolicy` should use, which no
  * longer sees the runs.
  */
 import { exposeRuns, InvalidInputError, type Store, type WorkerScope } from '../../lib/index.js';
-import type { GradientRun } from '../../lib/grad.js';
+import type { GradientRun, LoraRun } from '../../lib/grad.js';
 import type { OnnxPolicy } from '../../lib/onnx.js';
-import type { TrainRequest } from './gradient-protocol.js';
+import type { GradientSettings, LoraSettings, TrainRequest } from './gradient-protocol.js';
 import { watchedGenerate, type GroupStream } from './streaming.js';
 import { rewardsOf } from './tasks.js';
 
@@ -23,17 +23,25 @@ export function serveGradientRuns(getPolicy: () => OnnxPolicy | null, scope: Wor
     const request = message as TrainRequest;
     const policy = getPolicy();
     if (!policy?.head) throw new InvalidInputError('policy', 'has no trainable head: the worker must load the model with hiddenState: true.');
-    const [{ gradientGrpo, resumeGradientGrpo }, runs] = await Promise.all([import('../../lib/grad.js'), openStore()]);
+    const [grad, runs] = await Promise.all([import('../../lib/grad.js'), openStore()]);
     const handles = {
       policy: watched(policy, (stream) => report(stream)),
       rewards: rewardsOf({ ...(request.task ? { task: request.task } : {}), rewards: request.rewards }),
       store: runs,
       signal,
     };
+    const task = request.task ? { task: request.task } : {};
+    if (request.method === 'lora') {
+      const run: LoraRun =
+        request.kind === 'start' ? grad.loraGrpo({ ...(request.settings as LoraSettings), ...handles, dataset: request.dataset, runId: request.runId, ...task }) : grad.resumeLoraGrpo(request.runId, handles);
+      // The policy samples from the adapted weights after a run; put the base model back, so the next run starts from it.
+      const release = () => run.result().then(async () => policy.replaceGraph((await policy.modelGraph()).graph), () => undefined);
+      return { events: run[Symbol.asyncIterator](), finish: release, stop: release };
+    }
     const run: GradientRun =
       request.kind === 'start'
-        ? gradientGrpo({ ...request.settings, ...handles, dataset: request.dataset, runId: request.runId, ...(request.task ? { task: request.task } : {}) })
-        : resumeGradientGrpo(request.runId, handles);
+        ? grad.gradientGrpo({ ...(request.settings as GradientSettings), ...handles, dataset: request.dataset, runId: request.runId, ...task })
+        : grad.resumeGradientGrpo(request.runId, handles);
     // The trainer stays on the policy after a run; take it off, so the next run starts from the base model.
     const release = () => run.result().then(({ trainer }) => trainer.dispose(), () => undefined);
     return { events: run[Symbol.asyncIterator](), finish: release, stop: release };

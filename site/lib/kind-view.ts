@@ -12,6 +12,8 @@ export type KindSetting = (typeof KIND_SETTINGS)[number];
 export interface KindView<R extends RunRecord = RunRecord> {
   /** The run keeps an experience library (its panel, the library charts, its prompts carry one). */
   keepsLibrary: boolean;
+  /** The run trains an adapter, checkpointed with every step (its panel, its norm over the steps). */
+  trainsAdapter: boolean;
   /** Why the loaded model cannot score its groups again, when it cannot whatever the model. */
   unscorable?: string;
   /** A group whose completions all scored the same still teaches it something. */
@@ -29,6 +31,7 @@ type Views = { [K in RunRecord['kind']]: KindView<Extract<RunRecord, { kind: K }
 const VIEWS: Views = {
   'training-free': {
     keepsLibrary: true,
+    trainsAdapter: false,
     learnsFromFlatGroups: false,
     loss: () => ({}),
     settings: () => ({}),
@@ -39,13 +42,23 @@ const VIEWS: Views = {
   },
   gradient: {
     keepsLibrary: false,
+    trainsAdapter: true,
     learnsFromFlatGroups: false,
     loss: (run) => ({ lossType: run.config.loss.lossType }),
     settings: (run) => ({ 'Learning rate': String(run.config.optimizer.lr), 'Adapter rank': String(run.config.adapter.rank), 'Updates per step': String(run.config.numIterations) }),
     afterAdvantages: (_run, item) => `Prompt #${item + 1}: advantages ready; the adapter is updated once the step’s groups are in`,
   },
+  lora: {
+    keepsLibrary: false,
+    trainsAdapter: true,
+    learnsFromFlatGroups: false,
+    loss: (run) => ({ lossType: run.config.loss.lossType }),
+    settings: (run) => ({ 'Learning rate': String(run.config.optimizer.lr), 'Adapter rank': String(run.config.lora.r), 'Updates per step': String(run.config.numIterations) }),
+    afterAdvantages: (_run, item) => `Prompt #${item + 1}: advantages ready; LoRA on every layer is updated once the step’s groups are in, then merged into the weights the next step samples from`,
+  },
   router: {
     keepsLibrary: false,
+    trainsAdapter: false,
     unscorable: 'A router group is written from several prompt variants, so it has no one prompt to score it with.',
     // The router learns across the step's groups of a query class, so a flat group still counts.
     learnsFromFlatGroups: true,

@@ -1,8 +1,8 @@
 /**
  * How a run improves its policy. Each method is one entry: its label and explanation for the
  * picker, the settings it suggests, and how it starts and resumes a run. Training-free runs loop on
- * the page around the model in its worker; gradient runs loop in the worker, next to the model
- * they train (gradient-protocol.ts), and the page holds them as the same stream of events. Router
+ * the page around the model in its worker; gradient and LoRA runs loop in the worker, next to the
+ * model they train (gradient-protocol.ts), and the page holds them as the same stream of events. Router
  * runs loop on the page like training-free ones.
  */
 import {
@@ -19,14 +19,14 @@ import {
   type Store,
   type TrainingFreeEvent,
 } from '../../lib/index.js';
-import type { GradientEvent } from '../../lib/grad.js';
+import type { GradientEvent, LoraEvent } from '../../lib/grad.js';
 import { PLAYGROUND_ARMS } from './arms.js';
 import { workerGradientRun } from './gradient-client.js';
 import type { RewardSpec } from './gradient-protocol.js';
 import { ADAPTER_SETTINGS, COMMON_SETTINGS, ROUTER_SETTINGS, type NumericSetting, type Setup } from './setup.js';
 import type { GroupStream } from './streaming.js';
 
-export type PlaygroundEvent = TrainingFreeEvent | GradientEvent | RouterEvent;
+export type PlaygroundEvent = TrainingFreeEvent | GradientEvent | LoraEvent | RouterEvent;
 
 /** A run as the page drives it: its events, pulled one at a time. */
 export interface PlaygroundRun extends AsyncIterable<PlaygroundEvent> {
@@ -157,11 +157,43 @@ export const METHODS: readonly Method[] = [
         optimizer: { lr: s.lr },
         adapter: { rank: s.rank },
       };
-      const request = { kind: 'start' as const, runId: crypto.randomUUID(), dataset, rewards: specs(rewards), settings, ...(task ? { task } : {}) };
+      const request = { kind: 'start' as const, method: 'gradient' as const, runId: crypto.randomUUID(), dataset, rewards: specs(rewards), settings, ...(task ? { task } : {}) };
       return workerGradientRun(worker(context), request, context);
     },
     resume: (runId, context) =>
-      workerGradientRun(worker(context), { kind: 'resume', runId, rewards: specs(context.rewards), ...(context.task ? { task: context.task } : {}) }, context),
+      workerGradientRun(worker(context), { kind: 'resume', method: 'gradient', runId, rewards: specs(context.rewards), ...(context.task ? { task: context.task } : {}) }, context),
+  },
+  {
+    id: 'lora',
+    label: 'LoRA (every layer)',
+    summary:
+      'GRPO as TRL runs it with PEFT: low-rank adapters on the attention and MLP projections of every layer, trained on the CPU with an exact backward through the whole model. After each step the adapter is merged into the weights the next step samples from, so it can change how the model reads its prompt, not only which tokens come out.',
+    needsCritic: false,
+    trainsAdapter: true,
+    // The head adapter's shape, at the smaller learning rate LoRA on every layer takes; one update
+    // per step keeps a step of the bundled model around a second on the CPU.
+    defaults: { items: 8, groupSize: 8, epochs: 3, batchSize: 2, temperature: 1, maxNewTokens: 16, lr: 0.005, rank: 4, iterations: 1 },
+    tasks: ['digits', 'shout'],
+    settings: [...COMMON_SETTINGS, ...ADAPTER_SETTINGS],
+    start: (context) => {
+      const { dataset, task, rewards, evaluation, setup: s } = context;
+      const settings = {
+        ...(evaluation ? { evaluation } : {}),
+        groupSize: s.groupSize,
+        epochs: s.epochs,
+        batchSize: s.batchSize,
+        numIterations: s.iterations,
+        temperature: s.temperature,
+        maxNewTokens: s.maxNewTokens,
+        seed: s.seed,
+        optimizer: { lr: s.lr },
+        lora: { r: s.rank, alpha: 2 * s.rank },
+      };
+      const request = { kind: 'start' as const, method: 'lora' as const, runId: crypto.randomUUID(), dataset, rewards: specs(rewards), settings, ...(task ? { task } : {}) };
+      return workerGradientRun(worker(context), request, context);
+    },
+    resume: (runId, context) =>
+      workerGradientRun(worker(context), { kind: 'resume', method: 'lora', runId, rewards: specs(context.rewards), ...(context.task ? { task: context.task } : {}) }, context),
   },
   {
     id: 'router',

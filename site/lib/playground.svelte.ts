@@ -27,6 +27,7 @@ import { stageAfter } from './live-stage.js';
 import { streamingPolicy, type GroupStream } from './streaming.js';
 import { HumanRatings } from './human-reward.svelte.js';
 import { HELD_OUT_ITEMS, heldOutEvaluation, heldOutItems } from './held-out.js';
+import { kindView } from './kind-view.js';
 import { HUMAN_REWARD, promptLabel, readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
 import { TokenShading } from './token-shading.svelte.js';
 import { ScoredTokenViews } from './scored-views.svelte.js';
@@ -160,7 +161,7 @@ export class Playground {
     this.viewStep = null;
     this.runError = null;
     const bundle = runId && this.store ? await this.store.readBundle(runId) : null;
-    this.adapterPoints = bundle?.run.kind === 'gradient' ? await this.#adapterPoints(bundle) : [];
+    this.adapterPoints = bundle && kindView(bundle.run).trainsAdapter ? await this.#adapterPoints(bundle) : [];
     this.bundle = bundle;
   }
 
@@ -168,7 +169,7 @@ export class Playground {
   async #reload(runId: string): Promise<void> {
     const bundle = await this.store?.readBundle(runId).catch(() => null);
     if (!bundle || this.selectedId !== runId) return;
-    this.adapterPoints = bundle.run.kind === 'gradient' ? await this.#adapterPoints(bundle) : [];
+    this.adapterPoints = kindView(bundle.run).trainsAdapter ? await this.#adapterPoints(bundle) : [];
     this.bundle = bundle;
   }
 
@@ -394,7 +395,7 @@ export class Playground {
     if (this.bundle) download(runJsonl(this.bundle), `${fileStem(this.bundle)}.jsonl`, 'application/jsonl');
   }
 
-  /** The adapter of a gradient run's last committed step, as an adapter file. */
+  /** The adapter of a gradient or lora run's last committed step, as its adapter file. */
   exportAdapter(): void {
     const checkpoint = this.bundle?.adapter;
     if (this.bundle && checkpoint) download(adapterJson(checkpoint), `${fileStem(this.bundle)}-adapter-step${checkpoint.step}.json`, 'application/json');

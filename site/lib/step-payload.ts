@@ -11,7 +11,7 @@ export interface StepPayloadView {
   library?: ExperienceLibrary;
   /** The library operations the step applied (training-free). */
   applied: AppliedOperation[];
-  /** The optimizer updates of the step, in order (gradient). */
+  /** The optimizer updates of the step, in order (gradient, lora). */
   updates: TrainStepMetrics[];
   /** The router after the step (router). */
   routing?: StepRouting;
@@ -22,6 +22,7 @@ type Readers = { [K in StepPayload['kind']]: (payload: Extract<StepPayload, { ki
 const READERS: Readers = {
   'training-free': (payload) => ({ applied: payload.applied }),
   gradient: (payload) => ({ updates: payload.training }),
+  lora: (payload) => ({ updates: payload.training }),
   router: (payload) => ({ routing: payload.routing }),
 };
 

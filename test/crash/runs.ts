@@ -1,15 +1,15 @@
 /**
- * The three loops' runs for the crash matrix, each on a deterministic model: the training-free
- * loop replays a recording (with the export after every epoch), the router loop samples the toy
- * policy, the gradient loop trains an adapter on the bundled ONNX model. `start` and `resume`
- * drive one to its end on a store.
+ * The loops' runs for the crash matrix, each on a deterministic model: the training-free loop
+ * replays a recording (with the export after every epoch), the router loop samples the toy
+ * policy, the gradient loop trains an adapter on the bundled ONNX model's head and the lora loop
+ * LoRA on its every layer. `start` and `resume` drive one to its end on a store.
  */
 import { readFile } from 'node:fs/promises';
 import { replayPolicy, resumeRouterGrpo, resumeTrainingFreeGrpo, routerGrpo, trainingFreeGrpo, type EpochHook, type RewardFunction, type Store } from '../../lib/index.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { standardShape } from '../tfgrpo/helpers/fixture.js';
 
-export type LoopKind = 'training-free' | 'router' | 'gradient';
+export type LoopKind = 'training-free' | 'router' | 'gradient' | 'lora';
 
 /** What `webgrpo train --export-jsonl` writes. */
 export const EXPORT = { format: 'conversational', include: ['reward', 'advantage', 'groupId', 'completionId'] } as const;
@@ -57,9 +57,21 @@ export async function drive(kind: LoopKind, mode: 'start' | 'resume', store: Sto
         : resumeRouterGrpo('r', { policy, rewards: routerRewards, store });
     return (await run.result()).status;
   }
-  const { gradientGrpo, resumeGradientGrpo } = await import('../../lib/grad.js');
+  const { gradientGrpo, resumeGradientGrpo, loraGrpo, resumeLoraGrpo } = await import('../../lib/grad.js');
   const { bundledModelPath, loadOnnxPolicy } = await import('../../lib/onnx.js');
   const { digits } = await import('../../lib/index.js');
+  if (kind === 'lora') {
+    const policy = await loadOnnxPolicy({ model: await bundledModelPath() });
+    try {
+      const run =
+        mode === 'start'
+          ? loraGrpo({ policy, store, runId: 'r', dataset: digits.dataset({ size: 4, seed: 1 }), rewards: digits.rewards, task: 'digits', groupSize: 4, batchSize: 2, epochs: 1, maxNewTokens: 6, seed: 1, lora: { r: 2 } })
+          : resumeLoraGrpo('r', { policy, rewards: digits.rewards, store });
+      return (await run.result()).status;
+    } finally {
+      await policy.dispose();
+    }
+  }
   const policy = await loadOnnxPolicy({ model: await bundledModelPath(), hiddenState: true });
   try {
     const run =

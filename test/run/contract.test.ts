@@ -11,7 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gradientGrpo, resumeGradientGrpo } from '../../lib/grad.js';
+import { gradientGrpo, loraGrpo, resumeGradientGrpo, resumeLoraGrpo, type LoraPolicy } from '../../lib/grad.js';
 import { openIdbStore } from '../../lib/idb.js';
 import {
   alphabetise,
@@ -59,16 +59,20 @@ interface Case {
 }
 
 let onnx: OnnxPolicy;
+/** The LoRA runs' policy: its weights are replaced as the adapter trains, so it is not the gradient runs'. */
+let loraOnnx: OnnxPolicy;
 let recording: PolicyRecording;
 const dirs: string[] = [];
 beforeAll(async () => {
   onnx = await loadOnnxPolicy({ model: await bundledModelPath(), hiddenState: true });
+  loraOnnx = await loadOnnxPolicy({ model: await bundledModelPath() });
   recording = (await recordReference(standardShape({ batchSize: 2, dataset: alphabetise.dataset({ size: 4, seed: 1 }) }))).recording;
   const exemplars = await recordReference(standardShape({ batchSize: 2, dataset: alphabetise.dataset({ size: 4, seed: 1 }), mode: 'exemplars' }));
   recording = { ...recording, calls: [...recording.calls, ...exemplars.recording.calls] };
 }, 120_000);
 afterAll(async () => {
   await onnx?.dispose();
+  await loraOnnx?.dispose();
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
 });
 
@@ -76,6 +80,19 @@ afterAll(async () => {
 function slow<P extends Policy>(policy: P, delayMs: number | undefined): P {
   if (!delayMs) return policy;
   return { ...policy, generateGroup: async (o: GenerateGroupOptions) => (await new Promise((r) => setTimeout(r, delayMs)), policy.generateGroup(o)) };
+}
+
+/** `slow` for the LoRA runs' policy, keeping the methods that swap its weights. */
+function slowLora(policy: OnnxPolicy, delayMs: number | undefined): LoraPolicy {
+  if (!delayMs) return policy;
+  return {
+    info: policy.info,
+    generateGroup: async (o: GenerateGroupOptions) => (await new Promise((r) => setTimeout(r, delayMs)), policy.generateGroup(o)),
+    modelGraph: () => policy.modelGraph(),
+    replaceGraph: (graph) => policy.replaceGraph(graph),
+    promptIds: (input) => policy.promptIds(input),
+    dispose: async () => undefined,
+  };
 }
 
 function armPolicy(): Policy {
@@ -149,6 +166,34 @@ const cases: Case[] = [
       return JSON.stringify({ a, b, updates });
     },
     dispose: (r) => (r as { trainer: { dispose(): void } }).trainer.dispose(),
+  },
+  {
+    name: 'lora',
+    epochs: 2,
+    items: 4,
+    concurrent: false,
+    start: (o) =>
+      loraGrpo({
+        policy: slowLora(loraOnnx, o.delayMs),
+        dataset: digits.dataset({ size: 4, seed: 2 }),
+        rewards: digits.rewards,
+        groupSize: 4,
+        batchSize: 2,
+        epochs: 2,
+        maxNewTokens: 4,
+        lora: { r: 2, alpha: 4 },
+        optimizer: { lr: 0.01 },
+        store: o.store,
+        runId: o.runId,
+        signal: o.signal,
+        onEpoch: o.onEpoch,
+      }) as unknown as AnyRun,
+    resume: (runId, store) => resumeLoraGrpo(runId, { policy: loraOnnx, rewards: digits.rewards, store }) as unknown as AnyRun,
+    fingerprint: (r) => {
+      const { layers, updates } = (r as { adapter: { layers: unknown; updates: number } }).adapter;
+      return JSON.stringify({ layers, updates });
+    },
+    dispose: () => undefined,
   },
   {
     name: 'router',

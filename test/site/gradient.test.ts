@@ -1,16 +1,18 @@
 /**
- * The playground's gradient runs as they cross the worker boundary, in Node: the page side
+ * The playground's gradient and LoRA runs as they cross the worker boundary, in Node: the page side
  * (`workerGradientRun`) and the worker side (`serveGradientRuns`) joined by a stand-in for the
  * Worker, with real MessagePorts (so every event is structured-cloned, as in the browser), the
  * bundled model loaded with its hidden state (onnxruntime-node) and a MemoryStore. A run pulls
  * every event, streams its groups, leaves the base model behind; a cancelled run resumes to the
- * end; failures arrive as errors; and the playground's view functions read the stored run.
+ * end; failures arrive as errors; and the playground's view functions read the stored run. A LoRA
+ * run trains the same worker's policy, leaves its base weights behind, and its adapter is drawn
+ * like the head adapter.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { digits, MemoryStore, payloadOf, readAdapterFile, type WorkerScope } from '../../lib/index.js';
-import type { GradientEvent } from '../../lib/grad.js';
+import { readLoraAdapterFile, type GradientEvent, type LoraEvent } from '../../lib/grad.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import { adapterPoint, adapterShape, adapterTrace, updateSeries } from '../../site/lib/adapter-view.js';
+import { adapterAbout, adapterPoint, adapterShape, adapterTrace, updateSeries } from '../../site/lib/adapter-view.js';
 import { workerGradientRun, type TrainerWorker } from '../../site/lib/gradient-client.js';
 import type { TrainRequest } from '../../site/lib/gradient-protocol.js';
 import { serveGradientRuns } from '../../site/lib/gradient-worker.js';
@@ -48,11 +50,13 @@ function workerPair(loaded: () => OnnxPolicy | null, store: MemoryStore) {
 const settings = { groupSize: 4, epochs: 1, batchSize: 2, numIterations: 2, maxNewTokens: 8, seed: 3, optimizer: { lr: 0.02 }, adapter: { rank: 4 } };
 
 function startRequest(runId: string, size = 4): TrainRequest {
-  return { kind: 'start', runId, dataset: digits.dataset({ size, seed: 3 }), task: 'digits', rewards: [{ name: 'digit_share', weight: 1 }], settings };
+  return { kind: 'start', method: 'gradient', runId, dataset: digits.dataset({ size, seed: 3 }), task: 'digits', rewards: [{ name: 'digit_share', weight: 1 }], settings };
 }
 
-async function collect(run: AsyncIterable<GradientEvent>, onEvent: (event: GradientEvent) => void = () => undefined): Promise<GradientEvent[]> {
-  const events: GradientEvent[] = [];
+type Event = GradientEvent | LoraEvent;
+
+async function collect(run: AsyncIterable<Event>, onEvent: (event: Event) => void = () => undefined): Promise<Event[]> {
+  const events: Event[] = [];
   for await (const event of run) {
     events.push(event);
     onEvent(event);
@@ -117,7 +121,7 @@ describe('a gradient run in the model worker', () => {
     expect((await store.getRun('r2'))?.status).toBe('aborted');
     expect((await store.getAdapter('r2'))?.step).toBe(1);
 
-    const resume: TrainRequest = { kind: 'resume', runId: 'r2', task: 'digits', rewards: [{ name: 'digit_share', weight: 1 }] };
+    const resume: TrainRequest = { kind: 'resume', method: 'gradient', runId: 'r2', task: 'digits', rewards: [{ name: 'digit_share', weight: 1 }] };
     const second = await collect(workerGradientRun(worker, resume, { signal: new AbortController().signal, onStream: () => undefined }));
     expect(second[0]).toMatchObject({ type: 'run-start', resumed: true });
     expect(second.filter((e) => e.type === 'step-end').map((e) => (e as { step: number }).step)).toEqual([2, 3, 4]);
@@ -132,7 +136,43 @@ describe('a gradient run in the model worker', () => {
     await expect(collect(run)).rejects.toMatchObject({ name: 'InvalidInputError', message: expect.stringMatching(/hiddenState: true/) });
 
     const { worker } = workerPair(() => policy, store);
-    const missing: TrainRequest = { kind: 'resume', runId: 'nope', task: 'digits', rewards: [{ name: 'digit_share', weight: 1 }] };
+    const missing: TrainRequest = { kind: 'resume', method: 'gradient', runId: 'nope', task: 'digits', rewards: [{ name: 'digit_share', weight: 1 }] };
     await expect(collect(workerGradientRun(worker, missing, { signal: new AbortController().signal, onStream: () => undefined }))).rejects.toThrow(/no run "nope"/);
+  });
+});
+
+describe('a LoRA run in the model worker', () => {
+  it('trains LoRA on every layer of the worker\'s policy, resumes, and leaves the base weights behind', async () => {
+    const store = new MemoryStore();
+    const { worker } = workerPair(() => policy, store);
+    const probe = { prompt: 'Count:', completions: [[10, 11, 12]] };
+    const before = await policy.scoreCompletions(probe);
+    const lora = { groupSize: 4, epochs: 1, batchSize: 1, numIterations: 1, maxNewTokens: 6, seed: 3, optimizer: { lr: 0.02 }, lora: { r: 2, alpha: 4 } };
+    const request: TrainRequest = { kind: 'start', method: 'lora', runId: 'l1', dataset: digits.dataset({ size: 2, seed: 3 }), task: 'digits', rewards: [{ name: 'digit_share', weight: 1 }], settings: lora };
+    const controller = new AbortController();
+    const first = await collect(workerGradientRun(worker, request, { signal: controller.signal, onStream: () => undefined }), (event) => {
+      if (event.type === 'step-end') controller.abort();
+    });
+    expect(first.at(-1)).toMatchObject({ type: 'run-end', status: 'aborted', stepsCompleted: 1 });
+    const end = first.find((e) => e.type === 'step-end') as Extract<LoraEvent, { type: 'step-end' }>;
+    expect(end.refreshMs).toBeGreaterThan(0);
+    // Stopped: the worker put the base weights back.
+    expect((await policy.scoreCompletions(probe)).logprobs).toEqual(before.logprobs);
+
+    const resume: TrainRequest = { kind: 'resume', method: 'lora', runId: 'l1', task: 'digits', rewards: [{ name: 'digit_share', weight: 1 }] };
+    const second = await collect(workerGradientRun(worker, resume, { signal: new AbortController().signal, onStream: () => undefined }));
+    expect(second.at(-1)).toMatchObject({ type: 'run-end', status: 'completed', stepsCompleted: 2 });
+    expect((await policy.scoreCompletions(probe)).logprobs).toEqual(before.logprobs);
+
+    const bundle = await store.readBundle('l1');
+    expect(bundle.run).toMatchObject({ kind: 'lora', config: { lora: { r: 2, alpha: 4 } } });
+    expect(updateSeries(bundle).loss).toEqual(bundle.steps.flatMap((s) => payloadOf(s, 'lora')!.training.map((m) => m.loss)));
+    const point = adapterPoint(bundle.adapter!);
+    const pairs = readLoraAdapterFile(bundle.adapter!.adapter).layers.flatMap((layer) => Object.values(layer));
+    expect(point).toMatchObject({ step: 2, updates: 2 });
+    expect(point.normB).toBeCloseTo(Math.hypot(...pairs.flatMap((p) => Array.from(p.B))), 10);
+    expect(point.normB).toBeGreaterThan(0);
+    const about = adapterAbout(bundle.run as Extract<typeof bundle.run, { kind: 'lora' }>, bundle.adapter);
+    expect(about.parameters).toBe(pairs.reduce((n, p) => n + p.A.length + p.B.length, 0));
   });
 });

@@ -14,6 +14,7 @@ const lessons = sampleRun('tf');
 const base = sampleRun('x');
 // Only the config fields the views read; the rest is the training-free sample's.
 const gradient = { ...base, kind: 'gradient', config: { ...base.config, optimizer: { lr: 0.02 }, adapter: { rank: 4 }, numIterations: 3, loss: { lossType: 'dapo' } } } as unknown as RunRecord;
+const lora = { ...base, kind: 'lora', config: { ...base.config, optimizer: { lr: 0.005 }, lora: { r: 2, alpha: 4, targetModules: ['q_proj'] }, numIterations: 1, loss: { lossType: 'grpo' } } } as unknown as RunRecord;
 const router = { ...base, kind: 'router', config: { ...base.config, router: { learningRate: 0.5 } } } as unknown as RunRecord;
 
 const metrics = { step: 1, loss: 0.25, gradNorm: 1, entropy: 2 };
@@ -24,6 +25,7 @@ describe('stepView', () => {
     const tf = sampleStep(2);
     expect(stepView(tf)).toEqual({ library: tf.payload.library, applied: tf.payload.applied, updates: [] });
     expect(stepView(withPayload({ kind: 'gradient', training: [metrics] }))).toEqual({ applied: [], updates: [metrics] });
+    expect(stepView(withPayload({ kind: 'lora', training: [metrics], refreshMs: 12 }))).toEqual({ applied: [], updates: [metrics] });
     const routing = { state: {}, probabilities: { short: { a: 1 } }, stats: { updated: true } };
     expect(stepView(withPayload({ kind: 'router', routing }))).toEqual({ applied: [], updates: [], routing });
     expect(stepView(withPayload({ kind: 'best-of-g', picks: [] }))).toEqual({ applied: [], updates: [] });
@@ -35,7 +37,10 @@ describe('kindView', () => {
     expect(kindView(lessons).settings(lessons)).toEqual({});
     expect(kindView(gradient).settings(gradient)).toEqual({ 'Learning rate': '0.02', 'Adapter rank': '4', 'Updates per step': '3' });
     expect(kindView(router).settings(router)).toEqual({ 'Learning rate': '0.5' });
-    expect([lessons, gradient, router].map((r) => kindView(r).keepsLibrary)).toEqual([true, false, false]);
+    expect(kindView(lora).settings(lora)).toEqual({ 'Learning rate': '0.005', 'Adapter rank': '2', 'Updates per step': '1' });
+    expect([lessons, gradient, lora, router].map((r) => kindView(r).keepsLibrary)).toEqual([true, false, false, false]);
+    expect([lessons, gradient, lora, router].map((r) => kindView(r).trainsAdapter)).toEqual([false, true, true, false]);
+    expect(kindView(lora).loss(lora)).toEqual({ lossType: 'grpo' });
     expect(kindView(gradient).loss(gradient)).toEqual({ lossType: 'dapo' });
     expect(kindView(router).unscorable).toMatch(/several prompt variants/);
     expect(kindView(lessons).unscorable).toBeUndefined();
@@ -47,6 +52,7 @@ describe('kindView', () => {
     expect(stageAfter(advantages(false), undefined)).toMatch(/keeping its best completion/);
     expect(stageAfter(advantages(false), gradient)).toMatch(/the adapter is updated/);
     expect(stageAfter(advantages(true), gradient)).toMatch(/nothing to learn/);
+    expect(stageAfter(advantages(false), lora)).toMatch(/LoRA on every layer is updated/);
     expect(stageAfter(advantages(true), router)).toMatch(/rewards handed to the router/);
   });
 });

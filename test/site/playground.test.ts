@@ -3,7 +3,7 @@
  * headless Chromium. One epoch of a built-in task on the bundled tiny model (WebAssembly: the
  * harness's WebGPU is a CPU emulation, much slower), the curves and the library filling in, a
  * reload that finds everything still there, exports that parse, pause / resume / cancel, and a run
- * interrupted by a reload and resumed; a gradient run and a router run. Screenshots of the main views at 1280 and 375 px go to
+ * interrupted by a reload and resumed; a gradient run, a LoRA run and a router run. Screenshots of the main views at 1280 and 375 px go to
  * test-artifacts/site/ (not committed).
  */
 import { readFile } from 'node:fs/promises';
@@ -288,13 +288,44 @@ describe('the playground', { timeout: 240_000 }, () => {
     await page.getByRole('radio', { name: /exemplars/ }).check();
   });
 
+  it('trains LoRA on every layer in the worker, sampling from the merged weights, and exports the adapter', async () => {
+    await page.goto(baseURL);
+    await page.getByLabel('Device', { exact: true }).selectOption('wasm');
+    await page.getByRole('radio', { name: /LoRA \(every layer\)/ }).check();
+    expect(await page.getByLabel('Task', { exact: true }).inputValue()).toBe('digits');
+    await page.getByLabel('Prompts', { exact: true }).fill('2');
+    await page.getByLabel('Group size', { exact: true }).fill('4');
+    await page.getByLabel('Epochs', { exact: true }).fill('1');
+    await page.getByLabel('Batch', { exact: true }).fill('1');
+    await page.getByLabel('Max tokens', { exact: true }).fill('8');
+    await page.getByLabel('Rank', { exact: true }).fill('2');
+    await page.getByRole('button', { name: 'Start run' }).click();
+    // The last run (gradient) is in view until this one starts.
+    await expect.poll(() => header().locator('h2').textContent(), { timeout: 60_000 }).toContain('digits · lora');
+    await expect.poll(() => statusChip().textContent(), { timeout: 180_000 }).toBe('completed');
+    const adapter = page.locator('section[aria-labelledby="adapter-title"]');
+    expect(await adapter.locator('h3').textContent()).toBe('Adapter after step 2');
+    expect(await adapter.textContent()).toContain('y = x W + s·(x Aᵀ) Bᵀ');
+    const normB = Number(await adapter.locator('dt:text-is("‖B‖") + dd').textContent());
+    expect(normB).toBeGreaterThan(0);
+    const charts = page.locator('section[aria-labelledby="charts-title"]');
+    expect(await charts.locator('figcaption strong').allTextContents()).toContain('Loss');
+    await shoot('6b-lora-done');
+    const [file] = await Promise.all([page.waitForEvent('download'), adapter.getByRole('button', { name: 'Download adapter (JSON)' }).click()]);
+    expect(file.suggestedFilename()).toMatch(/^webgrpo-digits-.*-adapter-step2\.json$/);
+    const saved = JSON.parse(await readFile((await file.path()) as string, 'utf8'));
+    expect(saved).toMatchObject({ format: 'webgrpo.lora', version: 1, target: 'decoder', r: 2, alpha: 4, updates: 2 });
+    expect(saved.layers).toHaveLength(4);
+    await page.getByRole('radio', { name: /exemplars/ }).check();
+  });
+
   it('routes between prompt variants with the router method, and keeps the routing after a reload', async () => {
     await page.goto(baseURL);
     await page.getByRole('radio', { name: /Router/ }).check();
     await configure(page, { prompts: 2, epochs: 2 });
     await page.getByLabel('Samples before routing', { exact: true }).fill('3');
     await page.getByRole('button', { name: 'Start run' }).click();
-    // The last run (gradient) is in view until this one starts.
+    // The last run (LoRA) is in view until this one starts.
     await expect.poll(() => header().locator('h2').textContent(), { timeout: 60_000 }).toContain('alphabetise · router');
     await expect.poll(() => statusChip().textContent(), { timeout: 120_000 }).toBe('completed');
 

@@ -178,11 +178,12 @@ describe('webgrpo train (spawned, the bundled tiny ONNX model)', () => {
 
 describe('webgrpo train --method (every method through the registry, the bundled tiny ONNX model)', () => {
   it.each([
-    ['gradient', /loss/, 'gradient'],
-    ['router', /zero-spread/, 'router'],
-  ])('--method %s trains, stores and resumes through the registry', async (method, table, kind) => {
+    ['gradient', /loss/, 'gradient', []],
+    ['lora', /loss/, 'lora', ['--rank', '2', '--alpha', '4', '--target-modules', 'q_proj,v_proj,down_proj']],
+    ['router', /zero-spread/, 'router', []],
+  ])('--method %s trains, stores and resumes through the registry', async (method, table, kind, extra) => {
     const dir = await tempDir();
-    const args = ['train', '--method', method, '--task', 'digits', '--size', '4', '--epochs', '2', '--group', '4', '--batch', '2', '--max-new-tokens', '6', '--store', join(dir, 'runs'), '--run-id', 'm', '--out', join(dir, 'run.json')];
+    const args = ['train', '--method', method, ...extra, '--task', 'digits', '--size', '4', '--epochs', '2', '--group', '4', '--batch', '2', '--max-new-tokens', '6', '--store', join(dir, 'runs'), '--run-id', 'm', '--out', join(dir, 'run.json')];
     const result = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'lib/cli/main.ts'), ...args], { cwd: root, encoding: 'utf8', timeout: 120_000 });
     expect(result.status, result.stderr).toBe(0);
     expect(result.stderr).toMatch(/step 4\/4/);
@@ -190,6 +191,7 @@ describe('webgrpo train --method (every method through the registry, the bundled
     const exported = JSON.parse(await readFile(join(dir, 'run.json'), 'utf8'));
     expect(exported.run).toMatchObject({ kind, status: 'completed' });
     expect(exported.steps).toHaveLength(4);
+    if (kind === 'lora') expect(exported.run.config.lora).toMatchObject({ r: 2, alpha: 4, targetModules: ['q_proj', 'v_proj', 'down_proj'] });
     // A finished run resumes to nothing left to do, through the same registry.
     const again = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'lib/cli/main.ts'), 'train', '--resume', 'm', '--store', join(dir, 'runs')], { cwd: root, encoding: 'utf8', timeout: 120_000 });
     expect(again.status, again.stderr).toBe(0);
@@ -200,6 +202,14 @@ describe('webgrpo train --method (every method through the registry, the bundled
     const dir = await tempDir();
     const { io: value, err } = io();
     expect(await run(['--method', 'weights', '--task', 'digits', '--store', dir], value)).toBe(2);
-    expect(err()).toMatch(/Unknown method "weights"; choose lessons, exemplars, gradient, router/);
+    expect(err()).toMatch(/Unknown method "weights"; choose lessons, exemplars, gradient, lora, router/);
+  });
+
+  it('refuses adapter flags the method does not take', async () => {
+    for (const argv of [['--method', 'gradient', '--alpha', '4'], ['--method', 'exemplars', '--rank', '2'], ['--method', 'gradient', '--rank', 'two']]) {
+      const { io: value, err } = io();
+      expect(await run([...argv, '--task', 'digits', '--store', await tempDir()], value)).toBe(2);
+      expect(err()).toMatch(/--(alpha|rank)/);
+    }
   });
 });

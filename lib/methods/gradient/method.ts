@@ -10,7 +10,7 @@
  */
 import { InvalidInputError, throwIfAborted } from '../../errors.js';
 import { MemoryStore } from '../../store/memory.js';
-import type { GradientConfig, GradientStepPayload, StepRecord } from '../../store/records.js';
+import type { GradientConfig, GradientStepPayload, LoraStepPayload, StepRecord } from '../../store/records.js';
 import type { Store } from '../../store/types.js';
 import { GRADIENT_RECORD, validateDataset } from '../../store/validate.js';
 import { resumeRun, startRun } from '../../run/driver.js';
@@ -147,7 +147,7 @@ function zerosLike(w: { a: Float32Array; b: Float32Array }) {
 }
 
 /** Rewards of an epoch's steps and the last update's loss, KL and gradient norm. */
-export function gradientEpochStats(epoch: number, steps: readonly StepRecord<GradientStepPayload>[]): GradientEpochStats {
+export function gradientEpochStats(epoch: number, steps: readonly StepRecord<GradientStepPayload | LoraStepPayload>[]): GradientEpochStats {
   const stats = stepStats(steps.flatMap((s) => s.items));
   const last = steps.at(-1)?.payload.training.at(-1);
   return {

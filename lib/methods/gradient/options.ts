@@ -95,6 +95,27 @@ export function validateGradientHandles(handles: GradientHandles): void {
 export function resolveGradientConfig(options: GradientGrpoOptions): GradientConfig {
   validateGradientHandles(options);
   const head = options.policy.head!;
+  const config = resolveTrainingConfig(options);
+  const shape = resolveShape(head.hiddenSize, head.vocabSize, options.adapter);
+  // A new adapter's A is drawn from the run's seed.
+  return { ...config, adapter: { rank: shape.rank, scale: shape.scale, seed: config.seed, hiddenSize: shape.hiddenSize, vocabSize: shape.vocabSize } };
+}
+
+/** The options every run that trains an adapter shares (gradient, lora), checked and resolved into the stored config. */
+export interface TrainingOptions extends LoopHandles, GroupSamplingOptions {
+  groupSize?: number;
+  epochs?: number;
+  batchSize?: number;
+  numIterations?: number;
+  temperature?: number;
+  seed?: number;
+  loss?: GradientLossOptions;
+  optimizer?: OptimizerOptions;
+  task?: string;
+}
+
+/** The objective, schedule, sampling and optimizer of a run that trains an adapter; `lr` is the method's default learning rate. */
+export function resolveTrainingConfig(options: TrainingOptions, lr?: number): Omit<GradientConfig, 'adapter'> {
   const d = GRADIENT_DEFAULTS;
   const loss = options.loss ?? {};
   const groupSize = integer(options.groupSize, 'groupSize', d.groupSize, 2, 64);
@@ -108,8 +129,7 @@ export function resolveGradientConfig(options: GradientGrpoOptions): GradientCon
   const scaleRewards = loss.scaleRewards ?? d.scaleRewards;
   if (!['group', 'batch', 'none'].includes(scaleRewards)) throw new InvalidInputError('loss.scaleRewards', `expected "group", "batch" or "none", got ${String(scaleRewards)}.`);
   const seed = integer(options.seed, 'seed', d.seed, 0, 2 ** 32 - 1);
-  const shape = resolveShape(head.hiddenSize, head.vocabSize, options.adapter);
-  const config: GradientConfig = {
+  const config: Omit<GradientConfig, 'adapter'> = {
     groupSize,
     epochs: integer(options.epochs, 'epochs', d.epochs, 1, 10_000),
     batchSize: integer(options.batchSize, 'batchSize', d.batchSize, 1),
@@ -136,9 +156,7 @@ export function resolveGradientConfig(options: GradientGrpoOptions): GradientCon
       ...(maskTruncatedCompletions !== undefined ? { maskTruncatedCompletions } : {}),
       ...(adaptiveEntropy !== undefined ? { adaptiveEntropy: { ...adaptiveEntropy } } : {}),
     },
-    optimizer: resolveOptimizer(options.optimizer),
-    // A new adapter's A is drawn from the run's seed.
-    adapter: { rank: shape.rank, scale: shape.scale, seed, hiddenSize: shape.hiddenSize, vocabSize: shape.vocabSize },
+    optimizer: resolveOptimizer(lr === undefined ? options.optimizer : { lr, ...dropUndefined(options.optimizer) }),
     policy: { ...options.policy.info },
   };
   if (typeof config.shuffle !== 'boolean') throw new InvalidInputError('shuffle', 'expected true or false.');
@@ -146,8 +164,15 @@ export function resolveGradientConfig(options: GradientGrpoOptions): GradientCon
   return config;
 }
 
+function dropUndefined(options: OptimizerOptions | undefined): OptimizerOptions {
+  if (options === undefined) return {};
+  // Anything but an object is refused as the optimizer's own check refuses it.
+  if (options === null || typeof options !== 'object') resolveOptimizer(options);
+  return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
+}
+
 /** The trainer's objective options from a stored config. */
-export function grpoConfigOf(config: GradientConfig): GrpoConfig {
+export function grpoConfigOf(config: Pick<GradientConfig, 'loss' | 'groupSize'>): GrpoConfig {
   const { scaleRewards: _scale, maskTruncatedCompletions: _mask, adaptiveEntropy: _adaptive, ...loss } = config.loss;
   return new GrpoConfig({ numGenerations: config.groupSize, ...loss });
 }

@@ -32,7 +32,7 @@ export class Decoder {
   passMode: PassMode = 'incremental';
 
   constructor(
-    private readonly session: OrtSession,
+    private session: OrtSession,
     private readonly Tensor: OrtTensorClass,
     readonly kv: KvOps,
     readonly logits: LogitsOps,
@@ -47,6 +47,18 @@ export class Decoder {
    */
   get inputNames(): readonly string[] {
     return this.session.inputNames;
+  }
+
+  /** The session passes run on. */
+  get current(): OrtSession {
+    return this.session;
+  }
+
+  /** Runs later passes on `session` (the same model's inputs and outputs, other weights); returns the old one. */
+  replaceSession(session: OrtSession): OrtSession {
+    const old = this.session;
+    this.session = session;
+    return old;
   }
 
   async forward(tokens: ArrayLike<number>, rows: number, length: number, past: KvState, lastOnly = false): Promise<ForwardResult> {

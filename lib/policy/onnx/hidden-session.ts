@@ -13,7 +13,7 @@ import type { ModelLocation } from './location.js';
 import type { OrtSession, Transformers } from './runtime.js';
 
 interface SessionClass {
-  create(model: Uint8Array, options: Record<string, unknown>): Promise<OrtSession & { release(): Promise<void> }>;
+  create(model: Uint8Array, options: Record<string, unknown>): Promise<OrtSession>;
 }
 
 export interface HiddenSession {
@@ -22,9 +22,56 @@ export interface HiddenSession {
   hidden: string;
 }
 
+/** The graph file a session was built from, and its external data files. */
+export interface ModelFiles {
+  /** The graph file's path in the model (`onnx/model.onnx`). */
+  graphFile: string;
+  graph: Uint8Array;
+  /** External data files by the name the graph refers to them by (`model.onnx_data`). */
+  externalData: Record<string, Uint8Array>;
+}
+
 /**
- * `old` must be the session transformers.js made for `location` (its `config.dtype` names the file
- * it loaded). On success `old` is released; on failure it is released too and the error thrown.
+ * Reads the files `session` was built from, as transformers.js found them for `location` (its
+ * `config.dtype` names the file it loaded).
+ */
+export async function readModelFiles(transformers: Transformers, location: ModelLocation, modelConfig: unknown, backend: Backend, session: OrtSession, isNode: boolean): Promise<ModelFiles> {
+  const dtype = (session as { config?: { dtype?: string } }).config?.dtype;
+  const files = await transformers.ModelRegistry.get_model_files(location.id, {
+    config: modelConfig as never,
+    dtype: dtype as never,
+    device: backend as never,
+  });
+  const graphFile = files.find((file) => file.endsWith('.onnx'));
+  if (!graphFile) throw new ModelLoadError(`Could not tell which ONNX file ${location.id} was loaded from.`);
+  const dataFiles = files.filter((file) => file.startsWith(`${graphFile}_data`));
+  const read = (file: string) => readModelFile(transformers, location, file, isNode);
+  const [graph, ...data] = await Promise.all([read(graphFile), ...dataFiles.map(read)]);
+  return { graphFile, graph, externalData: Object.fromEntries(dataFiles.map((file, i) => [file.slice(file.lastIndexOf('/') + 1), data[i]])) };
+}
+
+/**
+ * A session for `graph` made like `like` (the one transformers.js made): the same execution
+ * provider, the external data files, and on WebGPU the cache (and `gpuOutputs`) left on the GPU.
+ */
+export async function createSessionLike(like: OrtSession, graph: Uint8Array, backend: Backend, externalData: Record<string, Uint8Array>, gpuOutputs: string[] = []): Promise<OrtSession> {
+  const Session = like.constructor as unknown as SessionClass;
+  // Errors only, as transformers.js creates its sessions: onnxruntime's warnings (nodes it places
+  // on the CPU beside the WebGPU provider, by design) would reach the page as console errors.
+  const options: Record<string, unknown> = { executionProviders: [backend], logSeverityLevel: 3 };
+  const data = Object.entries(externalData);
+  if (data.length > 0) options.externalData = data.map(([path, bytes]) => ({ path, data: bytes }));
+  if (backend === 'webgpu') {
+    // The cache and the hidden state stay on the GPU, as transformers.js keeps the cache.
+    const names = [...like.outputNames.filter((name) => name.startsWith('present')), ...gpuOutputs];
+    options.preferredOutputLocation = Object.fromEntries(names.map((name) => [name, 'gpu-buffer']));
+  }
+  return Session.create(graph, options);
+}
+
+/**
+ * `old` must be the session transformers.js made for `location`. On success `old` is released; on
+ * failure it is released too and the error thrown.
  */
 export async function rebuildWithHiddenState(
   transformers: Transformers,
@@ -34,33 +81,11 @@ export async function rebuildWithHiddenState(
   old: OrtSession,
   isNode: boolean,
 ): Promise<HiddenSession> {
-  const dtype = (old as { config?: { dtype?: string } }).config?.dtype;
-  const files = await transformers.ModelRegistry.get_model_files(location.id, {
-    config: modelConfig as never,
-    dtype: dtype as never,
-    device: backend as never,
-  });
-  const graphFile = files.find((file) => file.endsWith('.onnx'));
-  if (!graphFile) throw new ModelLoadError(`Could not tell which ONNX file ${location.id} was loaded from.`);
-  const dataFiles = files.filter((file) => file.startsWith(`${graphFile}_data`));
-
-  const read = (file: string) => readModelFile(transformers, location, file, isNode);
-  const [graph, ...data] = await Promise.all([read(graphFile), ...dataFiles.map(read)]);
-  const rewritten = await exposeHiddenState(graph);
-
-  const Session = old.constructor as unknown as SessionClass;
-  // Errors only, as transformers.js creates its sessions: onnxruntime's warnings (nodes it places
-  // on the CPU beside the WebGPU provider, by design) would reach the page as console errors.
-  const options: Record<string, unknown> = { executionProviders: [backend], logSeverityLevel: 3 };
-  if (dataFiles.length > 0) options.externalData = dataFiles.map((file, i) => ({ path: file.slice(file.lastIndexOf('/') + 1), data: data[i] }));
-  if (backend === 'webgpu') {
-    // The cache and the hidden state stay on the GPU, as transformers.js keeps the cache.
-    const names = [...old.outputNames.filter((name) => name.startsWith('present')), rewritten.name];
-    options.preferredOutputLocation = Object.fromEntries(names.map((name) => [name, 'gpu-buffer']));
-  }
+  const files = await readModelFiles(transformers, location, modelConfig, backend, old, isNode);
+  const rewritten = await exposeHiddenState(files.graph);
   await (old as OrtSession & { release(): Promise<void> }).release();
   try {
-    return { session: await Session.create(rewritten.bytes, options), hidden: rewritten.name };
+    return { session: await createSessionLike(old, rewritten.bytes, backend, files.externalData, [rewritten.name]), hidden: rewritten.name };
   } catch (cause) {
     throw new ModelLoadError(`Could not build the decoder with its hidden state exposed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }

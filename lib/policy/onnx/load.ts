@@ -9,6 +9,7 @@ import { Decoder } from './decoder.js';
 import { chooseDevice, type Backend, type OnnxDevice } from './device.js';
 import { GpuKv, HostKv, type KvLayout, type KvOps } from './kv-cache.js';
 import { rebuildWithHiddenState } from './hidden-session.js';
+import { graphAccess } from './model-graph.js';
 import { resolveModelLocation, type ModelLocation } from './location.js';
 import { HostLogits, type LogitsOps } from './logits-ops.js';
 import { probePadding, probePasses } from './passes.js';
@@ -130,6 +131,7 @@ async function assemble(
   const sessionName = model.sessions.model ? 'model' : 'decoder_model_merged';
   let session = model.sessions[sessionName] as OrtSession | undefined;
   if (!session) throw new ModelLoadError(`${label} has no decoder session; webgrpo needs a causal language model.`);
+  const loaded = session;
   let hidden: string | undefined;
   if (withHidden) {
     if (!(Number(config.hidden_size) > 0)) throw new ModelLoadError(`${label}: config.json states no hidden_size, which an adapter on the head needs.`);
@@ -171,6 +173,7 @@ async function assemble(
   const batchMode = await probePadding(probe, tryFailing);
   const decoder = new Decoder(session, runtime.Tensor, kv, logits, hidden);
   decoder.passMode = passMode;
+  const graph = graphAccess({ transformers: runtime.transformers, location, modelConfig: model.config, backend, isNode: runtime.isNode, loaded, current: () => decoder.current, hidden });
   return new OnnxPolicy({
     info: { model: label, backend, note, passMode, batchMode },
     tokenizer,
@@ -190,6 +193,13 @@ async function assemble(
         eosIds.size > 0 ? [...eosIds] : [tokenizer.eos_token_id].filter((id): id is number => Number.isInteger(id)),
       ),
     ...(hidden !== undefined ? { hiddenSize: Number(config.hidden_size), device } : {}),
+    graph,
+    replaceSession: async (next) => {
+      const old = decoder.replaceSession(next);
+      // The model object owns its sessions: disposing it releases the current one.
+      model.sessions[sessionName] = next as never;
+      await (old as OrtSession & { release(): Promise<void> }).release();
+    },
     release: async () => {
       await model.dispose();
     },

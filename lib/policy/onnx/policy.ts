@@ -7,8 +7,10 @@ import { compileResponseFormat, type ResponseFormat, type ResponseGrammar } from
 import type { TokenVocabulary } from '../constrain/vocabulary.js';
 import { MAX_TOP_LOGPROBS } from '../logits.js';
 import { resolveSampling } from '../sampling.js';
-import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, ScoreOptions, ScoreResult } from '../types.js';
+import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, PromptInput, ScoreOptions, ScoreResult } from '../types.js';
 import type { Decoder } from './decoder.js';
+import type { GraphAccess, ModelGraph } from './model-graph.js';
+import type { OrtSession } from './runtime.js';
 import { GroupBatcher, type GroupRequest } from './batch.js';
 import { TrainableHead } from './head.js';
 import { promptTokenIds, type PromptTokenizer } from './prompt.js';
@@ -56,6 +58,10 @@ export interface OnnxPolicyParts {
   batchMode?: 'padded' | 'equal-length';
   /** The bytes each logits column writes and the tokens that end an output (token-table.ts), for `responseFormat`; absent: constrained decoding is refused. */
   vocabulary?: () => TokenVocabulary;
+  /** The base model's files and sessions of other graphs of it (replaceGraph); absent: the weights cannot be replaced. */
+  graph?: GraphAccess;
+  /** Puts `session` in place of the decoder's and releases the old one. */
+  replaceSession?(session: OrtSession): Promise<void>;
   release(): Promise<void>;
 }
 
@@ -198,10 +204,49 @@ export class OnnxPolicy implements Policy {
     });
   }
 
+  /**
+   * The base model as its files hold it: the ONNX graph, its external data and config.json (what a
+   * LoRA merge starts from). The files are read once and kept while the policy lives.
+   */
+  modelGraph(): Promise<ModelGraph> {
+    this.checkOpen();
+    if (!this.parts.graph) return Promise.reject(new UnsupportedError('This policy cannot read its model files.'));
+    return this.parts.graph.read();
+  }
+
+  /**
+   * Samples and scores with the weights of `graph` from now on: another graph of the same model
+   * (the same inputs and outputs; LoRA-merged weights, mergeLoraIntoOnnx). Call it between
+   * requests: generations already running finish on the old weights first. A graph whose inputs
+   * or outputs differ is refused and the policy keeps its weights. Passing the base graph (`modelGraph().graph`) returns to the base model.
+   */
+  async replaceGraph(graph: Uint8Array): Promise<void> {
+    this.checkOpen();
+    const { graph: access, replaceSession } = this.parts;
+    if (!access || !replaceSession) throw new UnsupportedError('This policy cannot replace its weights.');
+    if (!(graph instanceof Uint8Array) || graph.length === 0) throw new InvalidInputError('graph', 'must be the bytes of an ONNX model.');
+    await this.batcher.drained();
+    await this.serialize(async () => {
+      const session = await access.build(graph);
+      const names = (s: OrtSession) => JSON.stringify([[...s.inputNames].sort(), [...s.outputNames].sort()]);
+      if (names(session) !== names(this.parts.decoder.current)) {
+        await (session as OrtSession & { release(): Promise<void> }).release();
+        throw new InvalidInputError('graph', "has other inputs or outputs than the policy's model; pass a graph of the same model with other weights.");
+      }
+      await replaceSession(session);
+    });
+  }
+
   async encode(text: string): Promise<number[]> {
     if (typeof text !== 'string') throw new InvalidInputError('text', 'must be a string.');
     this.checkOpen();
     return this.parts.tokenizer.encode(text, { add_special_tokens: false });
+  }
+
+  /** The token ids a prompt becomes (chat template applied to messages), as sampling and scoring see it. */
+  promptIds(input: PromptInput): number[] {
+    this.checkOpen();
+    return promptTokenIds(this.parts.tokenizer, input);
   }
 
   /** Token ids back to text; special tokens are skipped unless `skipSpecialTokens` is false. */

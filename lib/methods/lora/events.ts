@@ -1,0 +1,28 @@
+/**
+ * What a LoRA GRPO run tells its caller: the gradient method's events (lib/methods/gradient/events.ts),
+ * with the run's LoRA config, and in `step-end` what following the adapter cost the sampler.
+ */
+import type { PromptInput } from '../../policy/types.js';
+import type { ItemResult, LoraRunConfig, StepStats } from '../../store/records.js';
+import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
+import type { TrainStepMetrics } from '../../grad/metrics.js';
+import type { GradientEpochStats } from '../gradient/events.js';
+
+export type LoraEvent =
+  | { type: 'run-start'; runId: string; resumed: boolean; config: LoraRunConfig; progress: Progress }
+  | (StepRef & { type: 'step-start'; batch: number; items: number[]; progress: Progress })
+  | (ItemRef & { type: 'item-start'; position: number; prompt: PromptInput })
+  | RolloutEvent
+  | (ItemRef & { type: 'item-end'; result: ItemResult; reused: boolean; progress: Progress })
+  /** One optimizer update (`iteration` of `iterations` on this step's batch). */
+  | (StepRef & { type: 'train'; iteration: number; iterations: number; metrics: TrainStepMetrics })
+  /**
+   * The step's updates, and `refreshMs`: milliseconds to merge the adapter into the weights and
+   * build the session the next step samples from.
+   */
+  | (StepRef & { type: 'step-end'; batch: number; stats: StepStats; training: TrainStepMetrics[]; refreshMs: number; progress: Progress })
+  | { type: 'epoch-end'; epoch: number; stats: GradientEpochStats; progress: Progress }
+  | EvalEvent
+  | RunEnd;
+
+export type LoraEventType = LoraEvent['type'];

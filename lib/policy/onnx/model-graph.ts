@@ -1,0 +1,75 @@
+/**
+ * A loaded policy's model as a graph that can be read and replaced: the base model's files (what a
+ * LoRA merge starts from, lib/lora/onnx-merge.ts) and a new session built from another graph of
+ * the same model (the merged weights), swapped in for the one the policy samples and scores with.
+ * The swap builds the new session before releasing the old one, so a failed build leaves the
+ * policy as it was; for that moment both sessions' weights are in memory.
+ */
+import { ModelLoadError } from '../../errors.js';
+import type { Backend } from './device.js';
+import { createSessionLike, readModelFiles } from './hidden-session.js';
+import { exposeHiddenState } from './hidden-state.js';
+import type { ModelLocation } from './location.js';
+import type { OrtSession, Transformers } from './runtime.js';
+
+/** The base model as its files hold it. */
+export interface ModelGraph {
+  /** The ONNX graph file's bytes (`onnx/model.onnx`, or the dtype's file). */
+  graph: Uint8Array;
+  /** External data files by the name the graph refers to them by. */
+  externalData: Record<string, Uint8Array>;
+  /** The model's config.json. */
+  config: Record<string, unknown>;
+}
+
+export interface GraphAccess {
+  read(): Promise<ModelGraph>;
+  /** A session of `graph` (the hidden state exposed again when the policy has it), in place of the current one. */
+  build(graph: Uint8Array): Promise<OrtSession>;
+}
+
+export interface GraphSource {
+  transformers: Transformers;
+  location: ModelLocation;
+  modelConfig: unknown;
+  backend: Backend;
+  isNode: boolean;
+  /** The session transformers.js made (its dtype names the file; it may be released since). */
+  loaded: OrtSession;
+  /** The session running now, which a new one is made like. */
+  current(): OrtSession;
+  /** The hidden-state output's name when the policy exposes it. */
+  hidden: string | undefined;
+}
+
+export function graphAccess(source: GraphSource): GraphAccess {
+  let files: Promise<Awaited<ReturnType<typeof readModelFiles>>> | undefined;
+  const readFiles = () => {
+    // Read once: the external data files are needed again by every session built later.
+    files ??= readModelFiles(source.transformers, source.location, source.modelConfig, source.backend, source.loaded, source.isNode);
+    files.catch(() => (files = undefined));
+    return files;
+  };
+  return {
+    async read() {
+      const { graph, externalData } = await readFiles();
+      return { graph, externalData, config: { ...(source.modelConfig as Record<string, unknown>) } };
+    },
+    async build(graph) {
+      const { externalData } = await readFiles();
+      let bytes = graph;
+      const gpuOutputs: string[] = [];
+      if (source.hidden !== undefined) {
+        const rewritten = await exposeHiddenState(graph);
+        if (rewritten.name !== source.hidden) throw new ModelLoadError(`The new graph's hidden state is ${rewritten.name}; the policy reads ${source.hidden}.`);
+        bytes = rewritten.bytes;
+        gpuOutputs.push(rewritten.name);
+      }
+      try {
+        return await createSessionLike(source.current(), bytes, source.backend, externalData, gpuOutputs);
+      } catch (cause) {
+        throw new ModelLoadError(`Could not build a session from the new graph: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+      }
+    },
+  };
+}

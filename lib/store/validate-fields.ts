@@ -1,0 +1,29 @@
+/**
+ * The config fields every run kind shares. Errors are `InvalidInputError`s whose `argument` is the
+ * path to the bad field.
+ */
+import { arr, bool, int, num, obj, str, type Obj } from './shape.js';
+
+/** The fields of `LoopConfig` (gradient and router runs): groups, schedule, sampling, rewards, policy. */
+export function validateLoopConfig(value: unknown, at: string): Obj {
+  const c = obj(value, at);
+  for (const key of ['groupSize', 'epochs', 'batchSize', 'maxNewTokens'] as const) int(c[key], `${at}.${key}`, 1);
+  for (const key of ['topK', 'seed'] as const) int(c[key], `${at}.${key}`);
+  for (const key of ['temperature', 'topP', 'minP'] as const) num(c[key], `${at}.${key}`);
+  bool(c.shuffle, `${at}.shuffle`);
+  validateRewardsAndPolicy(c, at);
+  return c;
+}
+
+/** The fields every kind's config has: the reward columns, the policy, the task's name. */
+export function validateRewardsAndPolicy(c: Obj, at: string): void {
+  arr(c.rewards, `${at}.rewards`).forEach((r, i) => {
+    const reward = obj(r, `${at}.rewards[${i}]`);
+    str(reward.name, `${at}.rewards[${i}].name`);
+    num(reward.weight, `${at}.rewards[${i}].weight`);
+  });
+  const info = obj(c.policy, `${at}.policy`);
+  str(info.model, `${at}.policy.model`);
+  str(info.backend, `${at}.policy.backend`);
+  if (c.task !== undefined) str(c.task, `${at}.task`);
+}

@@ -1,0 +1,140 @@
+/**
+ * LoraGrpoTrainer on the bundled model, in the seed trainer's shape (`trainStep(groupRolloutBatch,
+ * prompts) -> { loss, metrics }`): it starts at the base model (zero KL, ratio 1), computes the
+ * same loss and update as LoraTrainer on the same rollouts, learns toward the positive
+ * advantages, trains with the entropy bonus and the sampling correction, and both adapters'
+ * trainers run behind the one `GroupTrainer` interface.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GrpoTrainer, groupRolloutBatch, rolloutSampling } from '../../lib/grad.js';
+import { computeAdvantages, GrpoConfig } from '../../lib/index.js';
+import { createLoraAdapter } from '../../lib/lora/adapter.js';
+import { loraModel, LoraGrpoTrainer, type GroupTrainer, type LoraModel } from '../../lib/lora/grpo-trainer.js';
+import { loraLogprobs } from '../../lib/lora/model.js';
+import { LoraTrainer } from '../../lib/lora/trainer.js';
+import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
+import type { PromptInput } from '../../lib/policy/types.js';
+import { TINY_DIR } from '../onnx/fixtures.js';
+
+let policy: OnnxPolicy;
+let base: LoraModel;
+let batch: ReturnType<typeof groupRolloutBatch>;
+let sampling: ReturnType<typeof rolloutSampling>;
+const prompts: PromptInput[] = [{ prompt: 'Count: 1 2' }, { messages: [{ role: 'user', content: 'Reply in CAPITALS.' }] }];
+const rewards = [0.1, 0.9, 0.4, 0.2];
+
+beforeAll(async () => {
+  policy = await loadOnnxPolicy({ model: TINY_DIR, hiddenState: true });
+  base = await loraModel(policy, { r: 2, seed: 3 });
+  const groups = [];
+  for (const [i, prompt] of prompts.entries()) {
+    const group = await policy.generateGroup({ ...prompt, groupSize: 4, maxNewTokens: 8, seed: i, temperature: 0.9 });
+    groups.push({ completions: group.completions, rewards });
+  }
+  batch = groupRolloutBatch(groups);
+  sampling = rolloutSampling(groups);
+});
+afterAll(() => policy?.dispose());
+
+/** A fresh adapter of the same seed on the same weights. */
+const fresh = (seed = 3): LoraModel => ({ ...base, adapter: createLoraAdapter(base.weights.shape, { r: 2, seed }) });
+
+describe('LoraGrpoTrainer', () => {
+  it('starts at the base model: zero KL, no clipping, the sampled log-probs to 1e-4', async () => {
+    const model = fresh();
+    const trainer = new LoraGrpoTrainer(model, { lr: 1e-3 }, new GrpoConfig({ numGenerations: 4, beta: 0.05 }), { temperature: 0.9 });
+    const { loss, metrics } = await trainer.trainStep(batch, prompts);
+    expect(metrics.kl).toBe(0);
+    expect(metrics.clipRatioRegion).toBe(0);
+    expect(loss).toBe(metrics.loss);
+    expect(metrics.tokens).toBe(batch.rollout.responseMask.flat().filter(Boolean).length);
+    expect(metrics.gradNorm).toBeGreaterThan(0);
+    expect(metrics.step).toBe(1);
+    // The sampler's log-probs (the batch's old ones) are the training forward's.
+    const ids = policy.promptIds(prompts[0]);
+    const row = batch.rollout.sequences[0];
+    const length = Array.from(batch.rollout.responseMask[0]).filter(Boolean).length;
+    const tokens = Array.from(row).slice(0, length).map(Number);
+    const ours = loraLogprobs(model.weights, createLoraAdapter(model.weights.shape, { r: 2, seed: 3 }), { tokens: [...ids, ...tokens], completionStart: ids.length }, { temperature: 0.9 });
+    ours.forEach((lp, t) => expect(Math.abs(lp - Number(batch.rollout.oldLogProbs[0][t]))).toBeLessThan(1e-4));
+  });
+
+  it('takes the same update as LoraTrainer on the same rollouts', async () => {
+    const config = new GrpoConfig({ numGenerations: 4, beta: 0, entropyCoeff: 0 });
+    const ours = fresh();
+    const theirs = fresh();
+    const a = new LoraGrpoTrainer(ours, { lr: 1e-3 }, config, { temperature: 0.9 });
+    const b = new LoraTrainer(theirs.weights, theirs.adapter, { optimizer: { lr: 1e-3 }, loss: config.toLossConfig(), temperature: 0.9 });
+    const first = await a.trainStep(batch, prompts);
+    const { advantages: flat } = computeAdvantages([...rewards, ...rewards].map((r) => [r]), { groupSize: 4 });
+    const advantages = [flat.slice(0, 4), flat.slice(4)];
+    const rows = batch.rollout.responseMask.map((m) => Array.from(m).filter(Boolean).length);
+    const groups = prompts.map((p, g) => ({
+      promptIds: policy.promptIds(p),
+      completions: [0, 1, 2, 3].map((i) => Array.from(batch.rollout.sequences[g * 4 + i]).slice(0, rows[g * 4 + i]).map(Number)),
+      oldLogps: [0, 1, 2, 3].map((i) => Array.from(batch.rollout.oldLogProbs[g * 4 + i]).slice(0, rows[g * 4 + i]).map(Number)),
+      advantages: advantages[g],
+    }));
+    const second = b.step(groups);
+    expect(Math.abs(first.loss - second.loss)).toBeLessThan(1e-9);
+    expect(Math.abs(first.metrics.gradNorm - second.metrics.gradNorm) / second.metrics.gradNorm).toBeLessThan(1e-6);
+    ours.adapter.layers.forEach((layer, l) => {
+      for (const [module, pair] of Object.entries(layer)) {
+        const other = theirs.adapter.layers[l][module as keyof typeof layer]!;
+        pair.B.forEach((x, i) => expect(Math.abs(x - other.B[i])).toBeLessThan(1e-7));
+      }
+    });
+  });
+
+  it('raises the log-probs of the completions with positive advantage', async () => {
+    const model = fresh();
+    const trainer = new LoraGrpoTrainer(model, { lr: 5e-3 }, new GrpoConfig({ numGenerations: 4, beta: 0.01, entropyCoeff: 0.01 }), {
+      temperature: 0.9,
+      adaptiveEntropy: { target: 1 },
+    });
+    const score = (row: number) => {
+      const ids = policy.promptIds(prompts[Math.floor(row / 4)]);
+      const n = Array.from(batch.rollout.responseMask[row]).filter(Boolean).length;
+      const tokens = Array.from(batch.rollout.sequences[row]).slice(0, n).map(Number);
+      return loraLogprobs(model.weights, model.adapter, { tokens: [...ids, ...tokens], completionStart: ids.length }, { temperature: 0.9 }).reduce((x, y) => x + y, 0);
+    };
+    // Row 1 of each group has the highest reward (0.9), row 2 the mean one (0.4).
+    const before = [1, 2, 5, 6].map(score);
+    const losses: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const { loss, metrics } = await trainer.trainStep(batch, prompts, { sampling: { temperature: 0.9, topK: 5 }, ...sampling });
+      losses.push(loss);
+      expect(metrics.importanceSamplingRatio).toBeDefined();
+      expect(metrics.adaptiveEntropy).toBeDefined();
+    }
+    const after = [1, 2, 5, 6].map(score);
+    expect(after[0]).toBeGreaterThan(before[0]);
+    expect(after[2]).toBeGreaterThan(before[2]);
+    expect(losses[3]).toBeLessThan(losses[0]);
+    expect(trainer.optimizer.state.step).toBe(4);
+  });
+
+  it('stands behind GroupTrainer with the head adapter\'s GrpoTrainer', async () => {
+    const config = new GrpoConfig({ numGenerations: 4 });
+    const head = new GrpoTrainer(policy, { lr: 0.01 }, config, { temperature: 0.9 });
+    try {
+      const trainers: GroupTrainer[] = [head, new LoraGrpoTrainer(fresh(), { lr: 1e-3 }, config, { temperature: 0.9 })];
+      for (const trainer of trainers) {
+        const { loss, metrics } = await trainer.trainStep(batch, prompts);
+        expect(Number.isFinite(loss)).toBe(true);
+        expect(metrics.step).toBe(1);
+        expect(metrics.tokens).toBeGreaterThan(0);
+      }
+    } finally {
+      head.dispose();
+    }
+  });
+
+  it('refuses a batch of another group size and a prompt count that does not match', async () => {
+    const trainer = new LoraGrpoTrainer(fresh(), {}, new GrpoConfig({ numGenerations: 8 }));
+    await expect(trainer.trainStep(batch, prompts)).rejects.toMatchObject({ code: 'InvalidInput' });
+    const four = new LoraGrpoTrainer(fresh(), {}, new GrpoConfig({ numGenerations: 4 }));
+    await expect(four.trainStep(batch, [prompts[0]])).rejects.toMatchObject({ code: 'InvalidInput' });
+    expect(() => new LoraGrpoTrainer({} as LoraModel)).toThrow(expect.objectContaining({ code: 'InvalidInput' }));
+  });
+});

@@ -1,0 +1,122 @@
+/**
+ * The `lora` method on the bundled model: the sampler follows the adapter (a step's rollouts carry
+ * the log-probs of the adapter as the previous step left it, to 1e-4), every step commits a LoRA
+ * checkpoint and reports what the refresh cost, the options are checked and stored as the
+ * gradient method's are, a run starts from an adapter handed back through PEFT's files, and a
+ * bundle whose checkpoint is not a LoRA one is refused.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exportPeftAdapter, importPeftAdapter, loraGrpo, readLoraCheckpoint, resumeLoraGrpo, type LoraAdapterFile, type LoraEvent } from '../../lib/grad.js';
+import { digits, exportRun, importRun, MemoryStore, type RunBundle } from '../../lib/index.js';
+import { loraLogprobs } from '../../lib/lora/model.js';
+import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
+import type { DecoderWeights } from '../../lib/lora/weights.js';
+import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
+import { TINY_DIR } from '../onnx/fixtures.js';
+
+let policy: OnnxPolicy;
+let weights: DecoderWeights;
+beforeAll(async () => {
+  policy = await loadOnnxPolicy({ model: TINY_DIR });
+  const { graph, config } = await policy.modelGraph();
+  weights = await readDecoderWeights(graph, { config });
+});
+afterAll(() => policy?.dispose());
+
+const shape = { dataset: digits.dataset({ size: 2, seed: 5 }), rewards: digits.rewards, groupSize: 4, batchSize: 1, maxNewTokens: 5, lora: { r: 2, alpha: 4 }, optimizer: { lr: 0.02 } };
+
+describe('loraGrpo', () => {
+  it('samples each step from the adapter the step before left, and commits it with the step', async () => {
+    const store = new MemoryStore();
+    const run = loraGrpo({ ...shape, policy, store, runId: 'follows' });
+    const afterStep: Record<number, ReturnType<typeof readLoraCheckpoint>> = {};
+    const events: LoraEvent[] = [];
+    for await (const event of run) {
+      events.push(event);
+      if (event.type === 'step-end') afterStep[event.step] = readLoraCheckpoint(await store.getAdapter('follows'));
+    }
+    const result = await run.result();
+    expect(result).toMatchObject({ status: 'completed', stepsCompleted: 2 });
+    expect(events.filter((e) => e.type === 'train')).toHaveLength(2);
+    for (const end of events.filter((e) => e.type === 'step-end')) expect(end.refreshMs).toBeGreaterThan(0);
+    expect(afterStep[1].step).toBe(1);
+    expect(afterStep[2].state.step).toBe(2);
+    // The first update moved B away from zero.
+    const moved = Math.max(...afterStep[1].adapter.layers.flatMap((layer) => Object.values(layer).flatMap((p) => Array.from(p.B, Math.abs))));
+    expect(moved).toBeGreaterThan(1e-4);
+
+    const step2 = (await store.getStep('follows', 2))!;
+    expect(step2.payload).toMatchObject({ kind: 'lora' });
+    const item = step2.items[0];
+    const promptIds = policy.promptIds(item.prompt);
+    let differs = 0;
+    for (const rollout of item.rollouts) {
+      const sequence = { tokens: [...promptIds, ...rollout.tokenIds], completionStart: promptIds.length };
+      const adapted = loraLogprobs(weights, afterStep[1].adapter, sequence);
+      const base = loraLogprobs(weights, { ...afterStep[1].adapter, layers: afterStep[1].adapter.layers.map(() => ({})) }, sequence);
+      rollout.logprobs.forEach((lp, t) => {
+        expect(Math.abs(lp - adapted[t])).toBeLessThan(1e-4);
+        differs = Math.max(differs, Math.abs(lp - base[t]));
+      });
+    }
+    expect(differs).toBeGreaterThan(1e-4);
+    // The result's adapter is the last checkpoint's.
+    expect(result.adapter.layers).toEqual(((await store.getAdapter('follows'))!.adapter as LoraAdapterFile).layers);
+  });
+
+  it('checks its options synchronously and stores them resolved', () => {
+    expect(() => loraGrpo({ ...shape, policy, lora: { r: 0 } })).toThrow(expect.objectContaining({ code: 'InvalidInput', argument: 'lora.r' }));
+    expect(() => loraGrpo({ ...shape, policy, lora: { targetModules: ['qkv_proj' as never] } })).toThrow(expect.objectContaining({ code: 'InvalidInput' }));
+    expect(() => loraGrpo({ ...shape, policy, loss: { lossType: 'nope' as never } })).toThrow(expect.objectContaining({ code: 'InvalidInput' }));
+    expect(() => loraGrpo({ ...shape, policy, optimizer: { lr: -1 } })).toThrow(expect.objectContaining({ code: 'InvalidInput' }));
+    const sampler = { info: policy.info, generateGroup: policy.generateGroup.bind(policy), dispose: async () => undefined };
+    expect(() => loraGrpo({ ...shape, policy: sampler as never })).toThrow(expect.objectContaining({ code: 'InvalidInput', argument: 'policy' }));
+  });
+
+  it('stores the resolved objective, optimizer and LoRA settings with the run', async () => {
+    const store = new MemoryStore();
+    const run = loraGrpo({ ...shape, policy, store, runId: 'config', epochs: 1, loss: { lossType: 'grpo', beta: 0.02, maskTruncatedCompletions: true }, optimizer: {} });
+    // The run is stored when it starts; leaving at run-start stops it before any sampling.
+    for await (const event of run) if (event.type === 'run-start') break;
+    const config = (await store.getRun('config'))!.config;
+    expect(config).toMatchObject({
+      loss: { lossType: 'grpo', beta: 0.02, clipParam: 0.2, entropyCoeff: 0.01, maskTruncatedCompletions: true, scaleRewards: 'group' },
+      optimizer: { lr: 2e-3, maxGradNorm: 1 },
+      lora: { r: 2, alpha: 4, useRslora: false, targetModules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'], seed: 0 },
+    });
+  });
+
+  it('starts from an adapter handed back through PEFT files', async () => {
+    const first = await loraGrpo({ ...shape, policy, store: new MemoryStore() }).result();
+    const folder = exportPeftAdapter(first.trainer.adapter, { baseModel: 'webgrpo-tiny' });
+    const adapter = importPeftAdapter(folder, weights.shape);
+    const store = new MemoryStore();
+    await loraGrpo({ ...shape, policy, store, runId: 'continued', epochs: 1, initialAdapter: adapter }).result();
+    const step1 = (await store.getStep('continued', 1))!;
+    const promptIds = policy.promptIds(step1.items[0].prompt);
+    for (const rollout of step1.items[0].rollouts) {
+      const ours = loraLogprobs(weights, adapter, { tokens: [...promptIds, ...rollout.tokenIds], completionStart: promptIds.length });
+      rollout.logprobs.forEach((lp, t) => expect(Math.abs(lp - ours[t])).toBeLessThan(1e-4));
+    }
+    expect((await store.getRun('continued'))!.config).toMatchObject({ lora: { r: 2, alpha: 4, initial: true } });
+
+    // Stopped before its first commit, such a run cannot resume: no store holds its starting adapter.
+    const early = new MemoryStore();
+    for await (const event of loraGrpo({ ...shape, policy, store: early, runId: 'early', initialAdapter: adapter })) if (event.type === 'run-start') break;
+    await expect(resumeLoraGrpo('early', { policy, rewards: shape.rewards, store: early }).result()).rejects.toMatchObject({ code: 'InvalidInput', message: expect.stringMatching(/initialAdapter/) });
+  });
+
+  it('refuses an import whose checkpoint is not a LoRA adapter, and keeps the store as it was', async () => {
+    const store = new MemoryStore();
+    await loraGrpo({ ...shape, policy, store, runId: 'source', epochs: 1 }).result();
+    const text = JSON.stringify(await exportRun(store, 'source'));
+    const broken = JSON.parse(text) as RunBundle;
+    // A head adapter's checkpoint in a lora run's place.
+    broken.adapter!.adapter = { format: 'webgrpo.adapter', version: 1, target: 'lm_head' } as never;
+    const other = new MemoryStore();
+    await expect(importRun(other, JSON.stringify(broken))).rejects.toMatchObject({ code: 'InvalidInput' });
+    expect(await other.listRuns()).toEqual([]);
+    await importRun(other, text);
+    expect((await other.getAdapter('source'))?.step).toBe(2);
+  });
+});
