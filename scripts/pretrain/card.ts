@@ -69,10 +69,10 @@ ${spec.seed}; ${config.steps} AdamW updates of ${config.batch} chats (mean token
 log-likelihood per reply), peak learning rate ${config.lr} after ${config.warmup} warmup updates, cosine to
 ${config.lrFloor} x peak, weight decay ${config.weightDecay}, gradient norm clipped at ${config.maxGradNorm}.
 Full-parameter gradients from webgrpo's own CPU engine (\`lib/lora/full-grad.ts\`, the LoRA engine's
-backward into every weight). On a shared two-core machine: ${trained.seconds.toFixed(0)} s wall
-(${trained.cpuSeconds.toFixed(0)} s CPU), ${(trained.rows / trained.seconds).toFixed(0)} tokens/s forward and backward,
-final batch loss ${trained.finalLoss.toFixed(3)}. Single-threaded floating point in a fixed order: the same
-command gives the same weights on the same Node version.
+backward into every weight) on ${trained.workers} worker threads (data parallel: each takes an equal share
+of the batch; the gradients are summed in worker order, so the same command gives the same weights on
+the same Node version). On a shared two-core machine: ${trained.seconds.toFixed(0)} s wall,
+${(trained.rows / trained.seconds).toFixed(0)} tokens/s forward and backward, final batch loss ${trained.finalLoss.toFixed(3)}.
 
 onnxruntime's log-probs of the exported model equal the engine's to ${f.logprobDifference.toExponential(1)} (checked at export).
 

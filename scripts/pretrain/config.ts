@@ -39,6 +39,8 @@ export interface PretrainConfig {
    * at temperature 1 lands at a partial skill that reward can sharpen.
    */
   wrongShare: number;
+  /** Worker threads computing gradients (a fixed count: the gradient's summation order depends on it). */
+  workers: number;
 }
 
 export const PRETRAIN: PretrainConfig = {
@@ -51,6 +53,7 @@ export const PRETRAIN: PretrainConfig = {
   weightDecay: 0,
   maxGradNorm: 1,
   wrongShare: 0.3,
+  workers: 4,
 };
 
 /** The learning rate of update `step` (0-based): linear warmup, then cosine to lrFloor x peak. */

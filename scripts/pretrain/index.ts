@@ -7,7 +7,7 @@
  *   -> checks: the tokenizer's chat prompt equals the corpus', onnxruntime's log-probs equal the engine's
  *   -> held-out accuracy per task through the ONNX policy, greedy and at temperature 1 -> README.md
  *
- * Options: --steps N (fewer updates, for a trial run), --out DIR, --card (no training: measure the
+ * Options: --workers N (default PRETRAIN.workers), --steps N (fewer updates, for a trial run), --out DIR, --card (no training: measure the
  * folder's model again and rewrite its card; training facts come from its training.json).
  */
 import { readFile, writeFile } from 'node:fs/promises';
@@ -26,12 +26,13 @@ import { skillAccuracy } from './accuracy.js';
 import { writeCard, CARD_EVAL, type CardFacts } from './card.js';
 import { PRETRAIN, SKILL_SPEC } from './config.js';
 import { buildCorpus, chatPromptIds } from './corpus.js';
+import { shareWeights } from './parallel.js';
 import { pretrain, type TrainResult } from './train.js';
 import { toBuilder, toDecoder } from './weights.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const { values } = parseArgs({ options: { steps: { type: 'string' }, out: { type: 'string' }, card: { type: 'boolean' } } });
-const config = { ...PRETRAIN, ...(values.steps ? { steps: Number(values.steps) } : {}) };
+const { values } = parseArgs({ options: { steps: { type: 'string' }, out: { type: 'string' }, card: { type: 'boolean' }, workers: { type: 'string' } } });
+const config = { ...PRETRAIN, ...(values.steps ? { steps: Number(values.steps) } : {}), ...(values.workers ? { workers: Number(values.workers) } : {}) };
 const dir = values.out ?? join(root, 'public/models/webgrpo-skill');
 const factsFile = join(dir, 'training.json');
 
@@ -44,12 +45,12 @@ if (values.card) {
   weights = await readDecoderWeights(new Uint8Array(await readFile(join(dir, 'onnx/model.onnx'))), { config: JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) });
   trained = (JSON.parse(await readFile(factsFile, 'utf8')) as { trained: TrainResult }).trained;
 } else {
-  weights = toDecoder(SKILL_SPEC, initWeights(SKILL_SPEC, vocabSize));
+  weights = shareWeights(toDecoder(SKILL_SPEC, initWeights(SKILL_SPEC, vocabSize)));
   console.log(`${decoderParameterCount(weights)} parameters; ${corpus.length} examples; ${config.steps} updates of ${config.batch}`);
-  trained = pretrain(weights, corpus, config, (log) =>
+  trained = await pretrain(weights, corpus, config, (log) =>
     console.log(`step ${log.step}  loss ${log.loss.toFixed(4)}  lr ${log.lr.toExponential(2)}  |g| ${log.gradNorm.toFixed(3)}  ${(log.rows / log.seconds).toFixed(0)} rows/s  ${log.seconds.toFixed(0)} s`),
   );
-  console.log(`trained in ${trained.seconds.toFixed(0)} s (${trained.cpuSeconds.toFixed(0)} s CPU), ${(trained.rows / trained.seconds).toFixed(0)} rows/s`);
+  console.log(`trained in ${trained.seconds.toFixed(0)} s on ${trained.workers} workers, ${(trained.rows / trained.seconds).toFixed(0)} rows/s`);
   await buildModel(SKILL_SPEC, dir, toBuilder(weights));
   // What only the training run can measure, kept for --card.
   await writeFile(factsFile, `${JSON.stringify({ config, trained }, null, 2)}\n`);
