@@ -39,8 +39,9 @@ const close: RewardFunction = {
   score: ({ text, item }) => {
     const answer = answerOf(item);
     if (answer === null) return null;
-    const value = lastNumber(text);
     const target = Number(answer);
+    if (!Number.isFinite(target)) return null;
+    const value = lastNumber(text);
     return value === undefined ? 0 : Math.max(0, 1 - Math.abs(value - target) / Math.max(10, Math.abs(target)));
   },
 };
