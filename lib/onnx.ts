@@ -9,5 +9,5 @@
 export { loadOnnxPolicy, type OnnxDtype, type OnnxLoadProgress, type OnnxPolicyOptions } from './policy/onnx/load.js';
 export { MAX_GROUP_SIZE, type OnnxPolicy, type OnnxPolicyStats } from './policy/onnx/policy.js';
 export type { OnnxDevice } from './policy/onnx/device.js';
-export { bundledModelPath, BUNDLED_MODEL_URL_PATH } from './policy/onnx/bundled.js';
+export { bundledModelPath, BUNDLED_MODEL_URL_PATH, skillModelPath, SKILL_MODEL_URL_PATH } from './policy/onnx/bundled.js';
 export { resolveSampling, sampleToken, type SampledToken, type SamplingConfig } from './policy/sampling.js';

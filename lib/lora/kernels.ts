@@ -91,6 +91,38 @@ export function matmulTransposedAdd(dy: Vec | Float64Array, rows: number, outDim
   }
 }
 
+/**
+ * dW[in, out] += x[rows, in]^T dy[rows, out]: the weight gradient of y = x W. Four rows at a time
+ * share each pass over dW's row, as matmulAdd shares W's.
+ */
+export function outerAdd(x: Vec | Float64Array, rows: number, inDim: number, dy: Vec | Float64Array, outDim: number, dW: Float32Array): void {
+  let t = 0;
+  for (; t + 4 <= rows; t += 4) {
+    const d0 = t * outDim;
+    const d1 = d0 + outDim;
+    const d2 = d1 + outDim;
+    const d3 = d2 + outDim;
+    for (let i = 0; i < inDim; i++) {
+      const a0 = x[t * inDim + i];
+      const a1 = x[(t + 1) * inDim + i];
+      const a2 = x[(t + 2) * inDim + i];
+      const a3 = x[(t + 3) * inDim + i];
+      if (a0 === 0 && a1 === 0 && a2 === 0 && a3 === 0) continue;
+      const row = i * outDim;
+      for (let o = 0; o < outDim; o++) dW[row + o] += a0 * dy[d0 + o] + a1 * dy[d1 + o] + a2 * dy[d2 + o] + a3 * dy[d3 + o];
+    }
+  }
+  for (; t < rows; t++) {
+    const d0 = t * outDim;
+    for (let i = 0; i < inDim; i++) {
+      const a = x[t * inDim + i];
+      if (a === 0) continue;
+      const row = i * outDim;
+      for (let o = 0; o < outDim; o++) dW[row + o] += a * dy[d0 + o];
+    }
+  }
+}
+
 /** y = x W + bias + s (x A^T) B^T for `rows` rows; u = x A^T [rows, r] is kept for the backward. */
 export function projectForward(x: Vec, rows: number, p: Projection, lora: LoraPair | undefined, scale: number, y: Vec, u: Vec | undefined): void {
   const { inDim, outDim, weight, bias } = p;
@@ -181,8 +213,8 @@ export function rmsNormForward(x: Vec, rows: number, n: number, g: Float32Array,
   }
 }
 
-/** dx += r g dy - x r^3 / n * sum(dy g x). */
-export function rmsNormBackward(dy: Vec, x: Vec, inv: Vec, rows: number, n: number, g: Float32Array, dx: Vec): void {
+/** dx += r g dy - x r^3 / n * sum(dy g x); with `dg`, also the weight's gradient dg += sum over rows of dy x r. */
+export function rmsNormBackward(dy: Vec, x: Vec, inv: Vec, rows: number, n: number, g: Float32Array, dx: Vec, dg?: Float32Array): void {
   for (let t = 0; t < rows; t++) {
     const o = t * n;
     const r = inv[t];
@@ -190,6 +222,7 @@ export function rmsNormBackward(dy: Vec, x: Vec, inv: Vec, rows: number, n: numb
     for (let i = 0; i < n; i++) dot += dy[o + i] * g[i] * x[o + i];
     const c = (r * r * r * dot) / n;
     for (let i = 0; i < n; i++) dx[o + i] += r * g[i] * dy[o + i] - c * x[o + i];
+    if (dg) for (let i = 0; i < n; i++) dg[i] += dy[o + i] * x[o + i] * r;
   }
 }
 

@@ -10,6 +10,7 @@ import type { LoraAdapter, LoraPair } from './adapter.js';
 import {
   attentionBackward,
   attentionForward,
+  outerAdd,
   projectBackward,
   projectForward,
   rmsNormBackward,
@@ -21,7 +22,7 @@ import {
   type AttentionShape,
   type Vec,
 } from './kernels.js';
-import type { DecoderLayerWeights, DecoderShape, LoraModule } from './weights.js';
+import type { DecoderLayerWeights, DecoderShape, LoraModule, Projection } from './weights.js';
 
 /** Where each row sits: its rotary angles and which rows it may attend to (AttentionShape). */
 export interface RowLayout {
@@ -122,7 +123,10 @@ export function layerForward(
   return { out, cache: { x, h, inv1, qLin, kLin, qInv, kInv, q, k, v, probs, ctx, x1, h2, inv2, gate, up, act, u } };
 }
 
-/** From d out [rows, hidden] to d x (returned) and into the layer's adapter gradient. */
+/**
+ * From d out [rows, hidden] to d x (returned) and into the layer's adapter gradient; with `full`
+ * (the layer's weights' gradient), also d loss / d every weight of the layer.
+ */
 export function layerBackward(
   dOut: Vec,
   rows: number,
@@ -134,11 +138,14 @@ export function layerBackward(
   shape: DecoderShape,
   table: RowLayout,
   alloc: Alloc,
+  full?: DecoderLayerWeights,
 ): Vec {
   const { hiddenSize: H, intermediateSize: F, numHeads, numKvHeads, headDim: D } = shape;
   const du = alloc(rows * adapter.config.r);
-  const back = (module: LoraModule, dy: Vec, input: Vec, dInput: Vec) =>
+  const back = (module: LoraModule, dy: Vec, input: Vec, dInput: Vec) => {
     projectBackward(dy, input, c.u[module], rows, w[module], lora[module], grad[module], adapter.scale, dInput, du);
+    if (full) projectionGrad(full[module], input, dy, rows);
+  };
 
   // MLP: the residual passes dOut straight to x1.
   const dx1 = alloc(rows * H);
@@ -151,7 +158,7 @@ export function layerBackward(
   const dh2 = alloc(rows * H);
   back('gate_proj', dgate, c.h2, dh2);
   back('up_proj', dup, c.h2, dh2);
-  rmsNormBackward(dh2, c.x1, c.inv2, rows, H, w.postNorm, dx1);
+  rmsNormBackward(dh2, c.x1, c.inv2, rows, H, w.postNorm, dx1, full?.postNorm);
 
   // Attention: the residual passes dx1 straight to x.
   const dx = alloc(rows * H);
@@ -168,16 +175,23 @@ export function layerBackward(
   let dkLin = dk;
   if (w.qNorm && c.qLin && c.qInv) {
     dqLin = alloc(dq.length);
-    rmsNormBackward(dq, c.qLin, c.qInv, rows * numHeads, D, w.qNorm, dqLin);
+    rmsNormBackward(dq, c.qLin, c.qInv, rows * numHeads, D, w.qNorm, dqLin, full?.qNorm);
   }
   if (w.kNorm && c.kLin && c.kInv) {
     dkLin = alloc(dk.length);
-    rmsNormBackward(dk, c.kLin, c.kInv, rows * numKvHeads, D, w.kNorm, dkLin);
+    rmsNormBackward(dk, c.kLin, c.kInv, rows * numKvHeads, D, w.kNorm, dkLin, full?.kNorm);
   }
   const dh = alloc(rows * H);
   back('q_proj', dqLin, c.h, dh);
   back('k_proj', dkLin, c.h, dh);
   back('v_proj', dv, c.h, dh);
-  rmsNormBackward(dh, c.x, c.inv1, rows, H, w.inputNorm, dx);
+  rmsNormBackward(dh, c.x, c.inv1, rows, H, w.inputNorm, dx, full?.inputNorm);
   return dx;
+}
+
+/** Into a projection's gradient (a Projection of zeros, see zerosLikeDecoder): dW += x^T dy, dbias += the sum of dy's rows. */
+function projectionGrad(g: Projection, x: Vec, dy: Vec, rows: number): void {
+  outerAdd(x, rows, g.inDim, dy, g.outDim, g.weight as Float32Array);
+  if (!g.bias) return;
+  for (let t = 0; t < rows; t++) for (let o = 0; o < g.outDim; o++) g.bias[o] += dy[t * g.outDim + o];
 }

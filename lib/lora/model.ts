@@ -15,7 +15,7 @@
  */
 import { InvalidInputError } from '../errors.js';
 import type { LoraAdapter } from './adapter.js';
-import { matmulAdd, matmulTransposedAdd, rmsNormBackward, rmsNormForward, ropeTables, type Alloc, type Vec } from './kernels.js';
+import { matmulAdd, matmulTransposedAdd, outerAdd, rmsNormBackward, rmsNormForward, ropeTables, type Alloc, type Vec } from './kernels.js';
 import { layerBackward, layerForward, type LayerCache, type RowLayout } from './layer.js';
 import type { DecoderWeights } from './weights.js';
 
@@ -56,16 +56,37 @@ export interface LoraGroupPass {
   backward(dlogps: ReadonlyArray<ArrayLike<number>>, grad: LoraAdapter, dentropies?: ReadonlyArray<ArrayLike<number>>): void;
 }
 
+/** What a backward adds into: the adapter's gradient, the base weights' gradient (full-grad.ts), or both. */
+export interface GradTargets {
+  /** d loss / d (A, B), in the adapter's layout (zerosLike). */
+  lora?: LoraAdapter;
+  /** d loss / d every base weight, in the weights' layout (zerosLikeDecoder). */
+  full?: DecoderWeights;
+}
+
+/** A forward of a group whose backward adds into any GradTargets. */
+export interface GroupPass {
+  logprobs: number[][];
+  entropies: number[][];
+  backward(dlogps: ReadonlyArray<ArrayLike<number>>, targets: GradTargets, dentropies?: ReadonlyArray<ArrayLike<number>>): void;
+}
+
 /** The forward of a group, kept for its backward. */
 export function loraGroupForward(weights: DecoderWeights, adapter: LoraAdapter, group: LoraGroupInput, options: LoraForwardOptions = {}): LoraGroupPass {
+  const pass = groupPass(weights, adapter, group, options);
+  return { logprobs: pass.logprobs, entropies: pass.entropies, backward: (dlogps, grad, dentropies) => pass.backward(dlogps, { lora: grad }, dentropies) };
+}
+
+/** The forward of a group under `adapter` (one with no layers adapted for the bare model). */
+export function groupPass(weights: DecoderWeights, adapter: LoraAdapter, group: LoraGroupInput, options: LoraForwardOptions = {}): GroupPass {
   const packed = pack(weights, group);
   let f: Forward | undefined = forward(weights, adapter, packed, options);
   return {
     logprobs: f.logprobs,
     entropies: f.entropies,
-    backward: (dlogps, grad, dentropies) => {
+    backward: (dlogps, targets, dentropies) => {
       if (!f) throw new InvalidInputError('backward', 'was already taken for this pass; run the forward again.');
-      backward(weights, adapter, packed, f, dlogps, grad, options, dentropies);
+      backward(weights, adapter, packed, f, dlogps, targets, options, dentropies);
       f = undefined;
     },
   };
@@ -146,6 +167,8 @@ interface Forward {
   probs: Float64Array;
   /** Entropy of each scored row's softmax. */
   entropy: Float64Array;
+  /** The final norm's output at the scored rows (the head's input). */
+  hs: Vec;
   inputs: Vec[];
   caches: Array<LayerCache | undefined>;
   last: Vec;
@@ -212,7 +235,7 @@ function forward(weights: DecoderWeights, adapter: LoraAdapter, packed: Packed, 
     entropies.push(Array.from(entropy.subarray(at, at + n)));
     at += n;
   }
-  return { logprobs, entropies, probs, entropy, inputs, caches, last: x, invF, layout };
+  return { logprobs, entropies, probs, entropy, hs, inputs, caches, last: x, invF, layout };
 }
 
 function backward(
@@ -221,7 +244,7 @@ function backward(
   packed: Packed,
   f: Forward,
   dlogps: ReadonlyArray<ArrayLike<number>>,
-  grad: LoraAdapter,
+  { lora: grad, full }: GradTargets,
   options: LoraForwardOptions,
   dentropies?: ReadonlyArray<ArrayLike<number>>,
 ): void {
@@ -231,7 +254,8 @@ function backward(
       if (rows[i]?.length !== n) throw new InvalidInputError(`${name}[${i}]`, `has ${rows[i]?.length} entries for ${n} completion tokens.`);
     });
   }
-  if (grad.layers.length !== adapter.layers.length) throw new InvalidInputError('grad', "must have the adapter's layout (zerosLike(adapter)).");
+  if (grad && grad.layers.length !== adapter.layers.length) throw new InvalidInputError('grad', "must have the adapter's layout (zerosLike(adapter)).");
+  if (full && full.layers.length !== weights.layers.length) throw new InvalidInputError('grad', "must have the weights' layout (zerosLikeDecoder(weights)).");
   const { shape } = weights;
   const { hiddenSize: H, vocabSize: V } = shape;
   const rows = packed.tokens.length;
@@ -258,19 +282,25 @@ function backward(
   }
   const dhs = alloc(scored * H);
   headBackward(weights, dz, scored, dhs);
+  if (full) headWeightGrad(weights, dz, f.hs, scored, full);
   const dhf = alloc(rows * H);
   packed.scoredRows.forEach((r, s) => {
     for (let i = 0; i < H; i++) dhf[r * H + i] += dhs[s * H + i];
   });
   let d = alloc(rows * H);
-  rmsNormBackward(dhf, f.last, f.invF, rows, H, weights.finalNorm, d);
+  rmsNormBackward(dhf, f.last, f.invF, rows, H, weights.finalNorm, d, full?.finalNorm);
 
   for (let l = shape.numLayers - 1; l >= 0; l--) {
     const lora = adapter.layers[l] ?? {};
     const cache = f.caches[l] ?? layerForward(f.inputs[l], rows, weights.layers[l], lora, adapter, shape, f.layout, alloc).cache;
     f.caches[l] = undefined;
-    d = layerBackward(d, rows, cache, weights.layers[l], lora, grad.layers[l], adapter, shape, f.layout, alloc);
+    d = layerBackward(d, rows, cache, weights.layers[l], lora, grad?.layers[l] ?? {}, adapter, shape, f.layout, alloc, full?.layers[l]);
   }
+  if (!full) return;
+  // x0 = E[tokens]: each row's gradient lands on its token's embedding row.
+  packed.tokens.forEach((token, t) => {
+    for (let i = 0; i < H; i++) full.embedding[token * H + i] += d[t * H + i];
+  });
 }
 
 /** z[rows, vocab] = h[rows, hidden] head: the embedding's rows when tied, else the [hidden, vocab] matrix. */
@@ -285,6 +315,15 @@ function headBackward(weights: DecoderWeights, dz: Float64Array, rows: number, d
   const { hiddenSize: H, vocabSize: V } = weights.shape;
   if (weights.lmHead) matmulTransposedAdd(dz, rows, V, weights.lmHead, H, dh);
   else matmulAdd(dz, rows, V, weights.embedding, H, dh);
+}
+
+/** The head's weight gradient: tied, dE[vocab, hidden] += dz^T h; untied, dHead[hidden, vocab] += h^T dz. */
+function headWeightGrad(weights: DecoderWeights, dz: Float64Array, h: Vec, rows: number, full: DecoderWeights): void {
+  const { hiddenSize: H, vocabSize: V } = weights.shape;
+  if (weights.lmHead) {
+    if (!full.lmHead) throw new InvalidInputError('grad', "has no lmHead; the model's head is untied (zerosLikeDecoder(weights)).");
+    outerAdd(h, rows, H, dz, V, full.lmHead);
+  } else outerAdd(dz, rows, V, h, H, full.embedding);
 }
 
 function allocator(options: LoraForwardOptions): Alloc {

@@ -5,6 +5,7 @@ import { digits, shout } from './characters.js';
 import { firstLetter } from './first-letter.js';
 import { jsonFormat } from './json-format.js';
 import { keywords } from './keywords.js';
+import { addSubtract, copyFormat, countLetter, sortWords } from './skill.js';
 import type { Task } from './types.js';
 
 export type { Task, DatasetOptions } from './types.js';
@@ -15,6 +16,8 @@ export { firstLetter } from './first-letter.js';
 export { jsonFormat } from './json-format.js';
 export { keywords } from './keywords.js';
 export { builtinRewards } from './rewards.js';
+export { addSubtract, copyFormat, countLetter, skillTasks, sortWords } from './skill.js';
+export { splitOf, type SkillDatasetOptions, type SkillTask, type Split } from './split.js';
 
 /** The built-in tasks by name. */
 export const builtinTasks: Readonly<Record<string, Task>> = Object.freeze({
@@ -25,6 +28,10 @@ export const builtinTasks: Readonly<Record<string, Task>> = Object.freeze({
   [digits.name]: digits,
   [shout.name]: shout,
   [firstLetter.name]: firstLetter,
+  [addSubtract.name]: addSubtract,
+  [sortWords.name]: sortWords,
+  [countLetter.name]: countLetter,
+  [copyFormat.name]: copyFormat,
 });
 
 export function getTask(name: string): Task {

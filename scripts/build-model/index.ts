@@ -14,7 +14,7 @@ import { buildGenaiGraph } from './genai.js';
 import { buildLlamaGraph } from './llama.js';
 import { validateSpec, type ModelSpec, type PresetName } from './spec.js';
 import { BOS_ID, EOS_IDS, PAD_ID, tokenizerConfigJson, tokenizerJson, vocabulary } from './tokenizer.js';
-import { initWeights } from './weights.js';
+import { initWeights, type Weights } from './weights.js';
 
 export { BENCH, PRESETS, TINY, type ModelSpec, type PresetName } from './spec.js';
 
@@ -39,10 +39,11 @@ export interface BuiltModel {
   vocabSize: number;
 }
 
-export async function buildModel(spec: ModelSpec, dir: string): Promise<BuiltModel> {
+/** Writes the folder; `trained` replaces the seeded initial weights (the pretrained skill model's). */
+export async function buildModel(spec: ModelSpec, dir: string, trained?: Weights): Promise<BuiltModel> {
   validateSpec(spec);
   const vocab = vocabulary(spec.reservedTokens);
-  const weights = initWeights(spec, vocab.length);
+  const weights = trained ?? initWeights(spec, vocab.length);
   const onnx = spec.graph === 'genai' ? buildGenaiGraph(spec, weights, vocab.length) : buildLlamaGraph(spec, weights, vocab.length);
 
   const files: Record<string, string | Uint8Array> = {

@@ -16,3 +16,17 @@ export async function bundledModelPath(): Promise<string> {
   const { fileURLToPath } = await import('node:url');
   return fileURLToPath(new URL(FROM_HERE, import.meta.url));
 }
+
+/**
+ * The bundled skill model (public/models/webgrpo-skill): pretrained by scripts/pretrain to a
+ * partial skill at the skill tasks (add-subtract, sort-words, count-letter, copy-format), so GRPO
+ * has something to improve. Its README is the model card.
+ */
+export const SKILL_MODEL_URL_PATH = '/models/webgrpo-skill/';
+const SKILL_FROM_HERE = '../../../public/models/webgrpo-skill';
+
+/** Node: the absolute path of the bundled skill model folder. */
+export async function skillModelPath(): Promise<string> {
+  const { fileURLToPath } = await import('node:url');
+  return fileURLToPath(new URL(SKILL_FROM_HERE, import.meta.url));
+}

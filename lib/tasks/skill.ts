@@ -1,0 +1,118 @@
+/**
+ * The skill tasks: short verifiable problems the bundled skill model (public/models/webgrpo-skill)
+ * was pretrained on, with prompts of a dozen or two characters so pretraining stays cheap. Each
+ * reply is exact (reward `exact`, 1 or 0) with partial credit for near misses, so a group of a
+ * partly skilled model has a reward spread to learn from. Every character is in the character
+ * tokenizer's vocabulary (printable ASCII).
+ */
+import { randomInt, type Rng } from '../math/random.js';
+import type { DatasetItem } from '../store/records.js';
+import type { RewardFunction } from '../run/options.js';
+import { splitDataset, type Problem, type SkillTask } from './split.js';
+import { lastNumber, similarity, squash } from './text.js';
+
+const answerOf = (item: DatasetItem): string | null => (typeof item.answer === 'string' ? item.answer : null);
+
+const exact: RewardFunction = {
+  name: 'exact',
+  weight: 1,
+  score: ({ text, item }) => {
+    const answer = answerOf(item);
+    return answer === null ? null : squash(text) === answer ? 1 : 0;
+  },
+};
+
+/** Partial credit by edit-distance similarity to the answer. */
+const similar: RewardFunction = {
+  name: 'similarity',
+  weight: 0.5,
+  score: ({ text, item }) => {
+    const answer = answerOf(item);
+    return answer === null ? null : similarity(squash(text), answer);
+  },
+};
+
+/** Partial credit for a number near the answer (the reply's last number). */
+const close: RewardFunction = {
+  name: 'close',
+  weight: 0.5,
+  score: ({ text, item }) => {
+    const answer = answerOf(item);
+    if (answer === null) return null;
+    const target = Number(answer);
+    if (!Number.isFinite(target)) return null;
+    const value = lastNumber(text);
+    return value === undefined ? 0 : Math.max(0, 1 - Math.abs(value - target) / Math.max(10, Math.abs(target)));
+  },
+};
+
+function skillTask(name: string, description: string, draw: (random: Rng) => Problem, partial: RewardFunction): SkillTask {
+  return { name, description, dataset: (options) => splitDataset(name, draw, options), rewards: [exact, partial] };
+}
+
+export const addSubtract = skillTask(
+  'add-subtract',
+  'Add or subtract two two-digit numbers ("47+25=", "83-29="); reply with the number.',
+  (random) => {
+    const a = 10 + randomInt(random, 90);
+    const b = 10 + randomInt(random, 90);
+    // Subtraction keeps the larger number first: answers stay non-negative.
+    if (randomInt(random, 2) === 0) return { prompt: `${a}+${b}=`, answer: String(a + b) };
+    const [x, y] = a >= b ? [a, b] : [b, a];
+    return { prompt: `${x}-${y}=`, answer: String(x - y) };
+  },
+  close,
+);
+
+export const SORT_WORDS: readonly string[] = Object.freeze([
+  'ant', 'arm', 'bee', 'box', 'cat', 'cow', 'cup', 'dog', 'dot', 'egg', 'elk', 'fig', 'fox', 'gum', 'hat', 'hen',
+  'ink', 'jam', 'jet', 'key', 'kit', 'log', 'map', 'mud', 'net', 'nut', 'oak', 'owl', 'pan', 'pig', 'rat', 'rug',
+  'sun', 'sky', 'tea', 'toy', 'urn', 'van', 'web', 'yak', 'zoo', 'bark', 'bell', 'cake', 'coin', 'duck', 'fish',
+  'frog', 'goat', 'lamp', 'moon', 'nest', 'pear', 'ring', 'rose', 'star', 'tree', 'wolf',
+]);
+
+export const sortWords = skillTask(
+  'sort-words',
+  'Put three or four short words in alphabetical order ("sort: owl cat fig" -> "cat fig owl").',
+  (random) => {
+    const pool = [...SORT_WORDS];
+    const words = Array.from({ length: 3 + randomInt(random, 2) }, () => pool.splice(randomInt(random, pool.length), 1)[0]);
+    return { prompt: `sort: ${words.join(' ')}`, answer: [...words].sort().join(' ') };
+  },
+  similar,
+);
+
+export const COUNT_WORDS: readonly string[] = Object.freeze([
+  'banana', 'apple', 'cherry', 'letter', 'coffee', 'pepper', 'summer', 'puppy', 'tomato', 'potato', 'parrot',
+  'carrot', 'mirror', 'bubble', 'cookie', 'kitten', 'rabbit', 'yellow', 'window', 'garden', 'button', 'pizza',
+  'hello', 'little', 'happy', 'dinner', 'balloon', 'bottle', 'street', 'school', 'cheese', 'sleepy', 'rocket',
+  'tunnel', 'mammal', 'eleven', 'seven', 'river', 'orange', 'lemon', 'tiger', 'zebra', 'mango', 'paper',
+]);
+
+export const countLetter = skillTask(
+  'count-letter',
+  'Count how often a letter occurs in a word ("count p: pepper" -> "3").',
+  (random) => {
+    const word = COUNT_WORDS[randomInt(random, COUNT_WORDS.length)];
+    const letter = word[randomInt(random, word.length)];
+    return { prompt: `count ${letter}: ${word}`, answer: String([...word].filter((c) => c === letter).length) };
+  },
+  close,
+);
+
+/** Formats: the word goes where `*` is. */
+export const FORMATS: readonly string[] = Object.freeze(['[*]', '(*)', '<*>', '{*}', '*!', '#*#', '*-*', '"*"', '_*_', '=*=', '*:*', '*?', '+*+', '/*/', '*.*', '~*']);
+
+export const copyFormat = skillTask(
+  'copy-format',
+  'Write a word in a given format ("format [*]: owl" -> "[owl]").',
+  (random) => {
+    const format = FORMATS[randomInt(random, FORMATS.length)];
+    const word = SORT_WORDS[randomInt(random, SORT_WORDS.length)];
+    return { prompt: `format ${format}: ${word}`, answer: format.replaceAll('*', word) };
+  },
+  similar,
+);
+
+/** The skill tasks, in the order the model card lists them. */
+export const skillTasks: readonly SkillTask[] = Object.freeze([addSubtract, sortWords, countLetter, copyFormat]);

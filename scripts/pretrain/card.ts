@@ -1,0 +1,98 @@
+/**
+ * The skill model's README card, written from what the pretraining run measured. The accuracy
+ * table's rows are `| task | greedy % | T=1 % |`, which the card's test parses and re-measures.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ModelSpec } from '../build-model/spec.js';
+import { meanAccuracy, MAX_REPLY_TOKENS, type TaskAccuracy } from './accuracy.js';
+import type { PretrainConfig } from './config.js';
+import type { TrainResult } from './train.js';
+
+/** The held-out protocol of the card: problems per task, their seed, replies per problem at T=1, sampler seed. */
+export const CARD_EVAL = { size: 50, seed: 1000, samples: 4, samplerSeed: 0 } as const;
+
+export interface CardFacts {
+  spec: ModelSpec;
+  config: PretrainConfig;
+  parameters: number;
+  vocabSize: number;
+  corpusSize: number;
+  trained: TrainResult;
+  logprobDifference: number;
+  greedy: TaskAccuracy[];
+  sampled: TaskAccuracy[];
+}
+
+/** A table cell for model output (untrusted text): quoted as JSON, pipes escaped, so no reply can break the table. */
+const cell = (text: string) => JSON.stringify(text).replaceAll('|', '\\|').replaceAll('`', '\\`');
+const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+
+export async function writeCard(dir: string, f: CardFacts): Promise<void> {
+  const { spec, config, trained } = f;
+  const rows = f.greedy.map((g, i) => `| ${g.task} | ${pct(g.exact)} | ${pct(f.sampled[i].exact)} |`);
+  const examples = f.sampled.flatMap((s) => s.examples.slice(0, 2).map((e) => `| ${s.task} | ${cell(e.prompt)} | ${cell(e.reply)} | ${cell(e.answer)} |`));
+  const text = `# webgrpo-skill
+
+A small Llama-architecture model pretrained by webgrpo itself, so that GRPO has something real to
+improve offline: it has a **partial** skill at four verifiable tasks (\`lib/tasks/skill.ts\`) and
+samples wrong answers often enough that reward can sharpen it. Same character tokenizer, ChatML
+chat template and ONNX graph as \`webgrpo-tiny\` (scripts/build-model); loads in transformers.js,
+onnxruntime-web and onnxruntime-node.
+
+## Architecture
+
+| | |
+|---|---|
+| layers | ${spec.numLayers} |
+| hidden size | ${spec.hiddenSize} |
+| attention heads / key-value heads | ${spec.numHeads} / ${spec.numKvHeads} (head size ${spec.headDim}) |
+| MLP (SwiGLU) | ${spec.intermediateSize} |
+| vocabulary | ${f.vocabSize} (characters and ChatML specials) |
+| head | tied to the embedding |
+| parameters | ${f.parameters} (${((f.parameters * 4) / 1e6).toFixed(2)} MB fp32) |
+
+## Corpus
+
+${f.corpusSize} single-turn chats, the four skill tasks in equal shares, drawn only from the tasks'
+training split: a problem whose prompt hashes to 0 modulo 5 (FNV-1a, \`lib/tasks/split.ts\`) is
+held out and never in the corpus, and the tasks' datasets draw held-out problems by default. Each
+chat is \`<s><|im_start|>user\\n{prompt}<|im_end|>\\n<|im_start|>assistant\\n{reply}<|im_end|>\`; the
+loss is on the reply and its \`<|im_end|>\`. ${pct(config.wrongShare)} of replies are near misses (an
+answer off by one or ten, two adjacent words swapped, a format's bracket changed or dropped), as
+real data holds mistakes.
+
+## Training
+
+\`npm run pretrain\` (scripts/pretrain): corpus seed ${config.seed}, weights initialised from seed
+${spec.seed}; ${config.steps} AdamW updates of ${config.batch} chats (mean token negative
+log-likelihood per reply), peak learning rate ${config.lr} after ${config.warmup} warmup updates, cosine to
+${config.lrFloor} x peak, weight decay ${config.weightDecay}, gradient norm clipped at ${config.maxGradNorm}.
+Full-parameter gradients from webgrpo's own CPU engine (\`lib/lora/full-grad.ts\`, the LoRA engine's
+backward into every weight) on ${trained.workers} worker threads (data parallel: each takes an equal share
+of the batch; the gradients are summed in worker order, so the same command gives the same weights on
+the same Node version). On a shared two-core machine: ${trained.seconds.toFixed(0)} s wall,
+${(trained.rows / trained.seconds).toFixed(0)} tokens/s forward and backward, final batch loss ${trained.finalLoss.toFixed(3)}.
+
+onnxruntime's log-probs of the exported model equal the engine's to ${f.logprobDifference.toExponential(1)} (checked at export).
+
+## Held-out accuracy
+
+Exact match on held-out problems (the tasks' default split), ${CARD_EVAL.size} problems per task from dataset seed
+${CARD_EVAL.seed}, measured through the ONNX policy (\`loadOnnxPolicy\`, \`generateGroup\`, Node CPU, at most
+${MAX_REPLY_TOKENS} new tokens): greedy is one reply per problem at temperature 0; T=1 is ${CARD_EVAL.samples} replies per
+problem at temperature 1 (sampler seed ${CARD_EVAL.samplerSeed} + problem index).
+
+| task | greedy | T=1 |
+|---|---|---|
+${rows.join('\n')}
+| mean | ${pct(meanAccuracy(f.greedy))} | ${pct(meanAccuracy(f.sampled))} |
+
+Sampled replies (T=1):
+
+| task | prompt | reply | answer |
+|---|---|---|---|
+${examples.join('\n')}
+`;
+  await writeFile(join(dir, 'README.md'), text);
+}

@@ -1,0 +1,64 @@
+/**
+ * The skill model's architecture and its pretraining recipe. The size is chosen for speed on a
+ * shared two-core machine (the engine's tokens/s at this shape are in the model card), not for
+ * quality: about 0.4M parameters, 1.6 MB of fp32 weights.
+ */
+import type { ModelSpec } from '../build-model/spec.js';
+
+export const SKILL_SPEC: ModelSpec = {
+  seed: 20261201,
+  hiddenSize: 96,
+  numLayers: 4,
+  numHeads: 4,
+  numKvHeads: 2,
+  headDim: 24,
+  intermediateSize: 256,
+  tieWordEmbeddings: true,
+  reservedTokens: 0,
+  ropeTheta: 10000,
+  rmsNormEps: 1e-5,
+  maxPositionEmbeddings: 2048,
+};
+
+export interface PretrainConfig {
+  /** Seed of the corpus and its order. */
+  seed: number;
+  /** Optimizer updates. */
+  steps: number;
+  /** Examples per update. */
+  batch: number;
+  /** Peak learning rate, reached after `warmup` updates, then a cosine down to `lrFloor` x peak. */
+  lr: number;
+  warmup: number;
+  lrFloor: number;
+  weightDecay: number;
+  maxGradNorm: number;
+  /**
+   * Share of examples whose reply is a plausible wrong answer (a near miss), as real data holds
+   * mistakes: the model learns the right answer as the likeliest but not the only one, so sampling
+   * at temperature 1 lands at a partial skill that reward can sharpen.
+   */
+  wrongShare: number;
+  /** Worker threads computing gradients (a fixed count: the gradient's summation order depends on it). */
+  workers: number;
+}
+
+export const PRETRAIN: PretrainConfig = {
+  seed: 17,
+  steps: 1100,
+  batch: 32,
+  lr: 3e-3,
+  warmup: 60,
+  lrFloor: 0.05,
+  weightDecay: 0,
+  maxGradNorm: 1,
+  wrongShare: 0.3,
+  workers: 4,
+};
+
+/** The learning rate of update `step` (0-based): linear warmup, then cosine to lrFloor x peak. */
+export function learningRate(config: PretrainConfig, step: number): number {
+  if (step < config.warmup) return (config.lr * (step + 1)) / config.warmup;
+  const progress = (step - config.warmup) / Math.max(1, config.steps - config.warmup);
+  return config.lr * (config.lrFloor + (1 - config.lrFloor) * 0.5 * (1 + Math.cos(Math.PI * progress)));
+}

@@ -1,0 +1,84 @@
+/**
+ * `npm run pretrain`: pretrains the skill model and writes public/models/webgrpo-skill/ with its
+ * model card.
+ *
+ *   seeded corpus (corpus.ts) -> supervised full-parameter training (train.ts) on the LoRA engine
+ *   -> the model builder's ONNX graph with the trained weights (scripts/build-model)
+ *   -> checks: the tokenizer's chat prompt equals the corpus', onnxruntime's log-probs equal the engine's
+ *   -> held-out accuracy per task through the ONNX policy, greedy and at temperature 1 -> README.md
+ *
+ * Options: --workers N (default PRETRAIN.workers), --steps N (fewer updates, for a trial run), --out DIR, --card (no training: measure the
+ * folder's model again and rewrite its card; training facts come from its training.json).
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { decoderGroupForward, decoderParameterCount } from '../../lib/lora/full-grad.js';
+import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
+import type { DecoderWeights } from '../../lib/lora/weights.js';
+import { loadOnnxPolicy } from '../../lib/policy/onnx/load.js';
+import { skillTasks } from '../../lib/tasks/skill.js';
+import { buildModel } from '../build-model/index.js';
+import { vocabulary } from '../build-model/tokenizer.js';
+import { initWeights } from '../build-model/weights.js';
+import { skillAccuracy } from './accuracy.js';
+import { writeCard, CARD_EVAL, type CardFacts } from './card.js';
+import { PRETRAIN, SKILL_SPEC } from './config.js';
+import { buildCorpus, chatPromptIds } from './corpus.js';
+import { shareWeights } from './parallel.js';
+import { pretrain, type TrainResult } from './train.js';
+import { toBuilder, toDecoder } from './weights.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const { values } = parseArgs({ options: { steps: { type: 'string' }, out: { type: 'string' }, card: { type: 'boolean' }, workers: { type: 'string' } } });
+const config = { ...PRETRAIN, ...(values.steps ? { steps: Number(values.steps) } : {}), ...(values.workers ? { workers: Number(values.workers) } : {}) };
+const dir = values.out ?? join(root, 'public/models/webgrpo-skill');
+const factsFile = join(dir, 'training.json');
+
+const vocabSize = vocabulary(SKILL_SPEC.reservedTokens).length;
+const corpus = buildCorpus(config.steps * config.batch, config.seed, config.wrongShare);
+let weights: DecoderWeights;
+let trained: TrainResult;
+if (values.card) {
+  // --card: measure the committed model again and rewrite its card; no training.
+  weights = await readDecoderWeights(new Uint8Array(await readFile(join(dir, 'onnx/model.onnx'))), { config: JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) });
+  trained = (JSON.parse(await readFile(factsFile, 'utf8')) as { trained: TrainResult }).trained;
+} else {
+  weights = shareWeights(toDecoder(SKILL_SPEC, initWeights(SKILL_SPEC, vocabSize)));
+  console.log(`${decoderParameterCount(weights)} parameters; ${corpus.length} examples; ${config.steps} updates of ${config.batch}`);
+  trained = await pretrain(weights, corpus, config, (log) =>
+    console.log(`step ${log.step}  loss ${log.loss.toFixed(4)}  lr ${log.lr.toExponential(2)}  |g| ${log.gradNorm.toFixed(3)}  ${(log.rows / log.seconds).toFixed(0)} rows/s  ${log.seconds.toFixed(0)} s`),
+  );
+  console.log(`trained in ${trained.seconds.toFixed(0)} s on ${trained.workers} workers, ${(trained.rows / trained.seconds).toFixed(0)} rows/s`);
+  await buildModel(SKILL_SPEC, dir, toBuilder(weights));
+  // What only the training run can measure, kept for --card.
+  await writeFile(factsFile, `${JSON.stringify({ config, trained }, null, 2)}\n`);
+}
+const parameters = decoderParameterCount(weights);
+const policy = await loadOnnxPolicy({ model: dir, device: 'cpu' });
+
+// The ONNX model must be the engine's model: same prompt tokens, same log-probs.
+let worst = 0;
+for (const task of skillTasks) {
+  for (const item of task.dataset({ size: 3, seed: 1 })) {
+    const content = item.messages![0].content as string;
+    const reply = corpus.find((e) => e.task === task.name)!.replyIds;
+    const scored = await policy.scoreCompletions({ messages: item.messages, completions: [reply] });
+    const group = await policy.generateGroup({ messages: item.messages, groupSize: 1, maxNewTokens: 1, temperature: 0 });
+    const expected = chatPromptIds(content);
+    if (group.promptTokenIds.join() !== expected.join()) throw new Error(`the tokenizer's chat prompt differs from the corpus' for ${JSON.stringify(content)}`);
+    const engine = decoderGroupForward(weights, { promptIds: expected, completions: [reply] }).logprobs[0];
+    engine.forEach((lp, k) => (worst = Math.max(worst, Math.abs(lp - scored.logprobs[0][k]))));
+  }
+}
+console.log(`onnxruntime vs engine log-probs: max |difference| ${worst.toExponential(2)}`);
+if (!(worst <= 1e-4)) throw new Error(`onnxruntime's log-probs differ from the engine's by ${worst}`);
+
+const greedy = await skillAccuracy(policy, skillTasks, { ...CARD_EVAL, temperature: 0, samples: 1 });
+const sampled = await skillAccuracy(policy, skillTasks, { ...CARD_EVAL, temperature: 1 });
+for (const [i, g] of greedy.entries()) console.log(`${g.task}: greedy ${(100 * g.exact).toFixed(1)}%  T=1 ${(100 * sampled[i].exact).toFixed(1)}%`);
+
+const facts: CardFacts = { spec: SKILL_SPEC, config, parameters, vocabSize, trained, logprobDifference: worst, greedy, sampled, corpusSize: corpus.length };
+await writeCard(dir, facts);
+console.log(`wrote ${dir}`);
