@@ -75,7 +75,11 @@ export class OnnxPolicy implements Policy {
   private readonly grammars = new Map<string, ResponseGrammar>();
 
   constructor(private readonly parts: OnnxPolicyParts) {
-    this.info = { ...parts.info, responseFormats: parts.vocabulary !== undefined && parts.info.backend !== 'webgpu' };
+    this.info = {
+      ...parts.info,
+      responseFormats: parts.vocabulary !== undefined && parts.info.backend !== 'webgpu',
+      ...(Number.isFinite(parts.maxPositions) ? { maxPositions: parts.maxPositions } : {}),
+    };
     const { decoder, vocabSize, hiddenSize, maxLogits, device, tokenizer } = parts;
     this.head =
       decoder.hiddenName !== undefined && hiddenSize !== undefined
