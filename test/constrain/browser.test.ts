@@ -3,7 +3,8 @@
  * the bundled model:
  *  - the WebGPU sampling kernel with token masks draws what lib/policy/sampling.ts draws with the
  *    same masks, for each filter, in float32 and float16, and uploads one bit per token per row;
- *  - random schemas on fixed seeds: every completion parses and validates (ajv), on both engines;
+ *  - random schemas on fixed seeds: every completion parses and validates (ajv), on both engines,
+ *    and on WebGPU with a byte-level BPE model (byte-level-model.ts);
  *  - `sampledLogprobs` under a constraint are the log-probs of the masked distribution recomputed
  *    from the same engine's scores, to 1e-4 (the GPU kernel against the host's float64 math), and
  *    `logprobs` the unconstrained ones, also against Node (CPU) to 1e-3, the tolerance of one
@@ -22,6 +23,7 @@ import { tokenBytesTable } from '../../lib/policy/onnx/token-table.js';
 import type { SampledToken, SamplingConfig } from '../../lib/policy/sampling.js';
 import type { GenerateGroupOptions, GroupResult, PolicyInfo, ScoreOptions, ScoreResult } from '../../lib/policy/types.js';
 import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
+import { BYTE_LEVEL_MODEL_DIR, BYTE_LEVEL_MODEL_URL, buildByteLevelModel } from './byte-level-model.js';
 import { schemaArbitrary } from './schemas.js';
 
 type Device = 'wasm' | 'webgpu';
@@ -30,8 +32,9 @@ type KernelReport =
   | { dtype: string; config: SamplingConfig; gpu: SampledToken[]; cpu: SampledToken[]; allowed: boolean[] }
   | { dtype: string; maskBytes: number; calls: number; rows: number; words: number };
 interface ConstrainPage {
-  load(device: Device): Promise<Outcome<PolicyInfo>>;
-  generate(device: Device, options: GenerateGroupOptions): Promise<Outcome<GroupResult>>;
+  load(device: Device, model?: string, name?: string): Promise<Outcome<PolicyInfo>>;
+  /** `device`: a device, or the name a model was loaded under. */
+  generate(device: string, options: GenerateGroupOptions): Promise<Outcome<GroupResult>>;
   score(device: Device, options: ScoreOptions): Promise<Outcome<ScoreResult>>;
   stats(device: Device): { maskBytes: number };
   maskedKernels(configs: SamplingConfig[]): Promise<Outcome<KernelReport[]>>;
@@ -58,10 +61,12 @@ beforeAll(async () => {
   const path = await bundledModelPath();
   cpu = await loadOnnxPolicy({ model: path, device: 'cpu' });
   bytes = tokenBytesTable(JSON.parse(await readFile(join(path, 'tokenizer.json'), 'utf8')), 102);
+  await buildByteLevelModel(BYTE_LEVEL_MODEL_DIR);
   session = await launchBrowser();
   page = await session.open('/test/browser/pages/constrain.html');
   await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true, null, { timeout: 60_000 });
   for (const device of DEVICES) expect(await call('load', device)).toMatchObject({ backend: device, responseFormats: true });
+  expect(await call('load', 'webgpu', BYTE_LEVEL_MODEL_URL, 'bytes')).toMatchObject({ backend: 'webgpu', responseFormats: true });
 }, 180_000);
 afterAll(async () => {
   await session?.close();
@@ -114,6 +119,18 @@ describe('responseFormat in Chromium', () => {
           const value: unknown = JSON.parse(c.text);
           if (!validate(value)) throw new Error(`${device}: ${c.text} does not validate against ${JSON.stringify(schema)}: ${ajv.errorsText(validate.errors)}`);
         }
+      }
+    }
+  }, 300_000);
+
+  it('every completion of a random schema, non-ASCII text included, parses and validates on WebGPU with a byte-level BPE tokenizer', async () => {
+    const schemas = fc.sample(schemaArbitrary(true), { seed: 1920, numRuns: 5 });
+    for (const [i, schema] of schemas.entries()) {
+      const validate = ajv.compile(schema);
+      const group = await call('generate', 'bytes', { prompt: 'JSON:', groupSize: 2, maxNewTokens: 120, seed: 60 + i, responseFormat: { type: 'json_schema', schema } });
+      for (const c of group.completions) {
+        const value: unknown = JSON.parse(c.text);
+        if (!validate(value)) throw new Error(`${c.text} does not validate against ${JSON.stringify(schema)}: ${ajv.errorsText(validate.errors)}`);
       }
     }
   }, 300_000);
