@@ -23,6 +23,10 @@ export interface CriticSchemaOptions {
 export interface CriticOperationsSchemaOptions extends CriticSchemaOptions {
   /** Most operations in one answer. Default 8. */
   maxOperations?: number;
+  /** Fewest operations in one answer. Default 0. */
+  minOperations?: number;
+  /** Whether NONE may be answered (the batch merge leaves it out). Default true. */
+  none?: boolean;
   /**
    * The library's entry ids (`G3`, ...): UPDATE and DELETE may name only these, and are left out
    * when the list is empty. Without it any `G<n>` is allowed.
@@ -33,6 +37,8 @@ export interface CriticOperationsSchemaOptions extends CriticSchemaOptions {
 export interface CriticLessonsSchemaOptions extends CriticSchemaOptions {
   /** Most lessons in one answer (the critique prompt's `max_lessons`). Default 3. */
   maxLessons?: number;
+  /** Fewest lessons in one answer. Default 0. */
+  minLessons?: number;
 }
 
 function lessonText(maxLength: number) {
@@ -41,10 +47,10 @@ function lessonText(maxLength: number) {
 
 /** `{ "lessons": ["...", ...] }`: the group critique's answer. */
 export function criticLessonsSchema(options: CriticLessonsSchemaOptions = {}): Record<string, unknown> {
-  const { maxLessons = 3, maxLength = 200 } = options;
+  const { maxLessons = 3, minLessons = 0, maxLength = 200 } = options;
   return {
     type: 'object',
-    properties: { lessons: { type: 'array', items: lessonText(maxLength), minItems: 0, maxItems: maxLessons } },
+    properties: { lessons: { type: 'array', items: lessonText(maxLength), minItems: Math.min(minLessons, maxLessons), maxItems: maxLessons } },
     required: ['lessons'],
     additionalProperties: false,
   };
@@ -52,7 +58,7 @@ export function criticLessonsSchema(options: CriticLessonsSchemaOptions = {}): R
 
 /** `{ "operations": [{ "operation": "ADD", "content": "..." }, ...] }`: the group update's and the batch merge's answer. */
 export function criticOperationsSchema(options: CriticOperationsSchemaOptions = {}): Record<string, unknown> {
-  const { maxOperations = 8, maxLength = 200, ids } = options;
+  const { maxOperations = 8, minOperations = 0, maxLength = 200, ids, none = true } = options;
   const id = ids === undefined ? { type: 'string', pattern: ID_PATTERN } : { enum: [...new Set(ids)] };
   const content = lessonText(maxLength);
   const shape = (operation: string, properties: Record<string, unknown>) => ({
@@ -63,10 +69,10 @@ export function criticOperationsSchema(options: CriticOperationsSchemaOptions = 
   });
   const branches = [shape('ADD', { content })];
   if (ids === undefined || ids.length > 0) branches.push(shape('UPDATE', { id, content }), shape('DELETE', { id }));
-  branches.push(shape('NONE', {}));
+  if (none) branches.push(shape('NONE', {}));
   return {
     type: 'object',
-    properties: { operations: { type: 'array', items: { anyOf: branches }, minItems: 0, maxItems: maxOperations } },
+    properties: { operations: { type: 'array', items: { anyOf: branches }, minItems: Math.min(minOperations, maxOperations), maxItems: maxOperations } },
     required: ['operations'],
     additionalProperties: false,
   };

@@ -132,6 +132,11 @@ export interface PolicyInfo {
   batchMode?: 'padded' | 'equal-length';
   /** Whether `generateGroup` honours `responseFormat` (constrained decoding, or a server's structured output). */
   responseFormats?: boolean;
+  /**
+   * Local models: the longest prompt plus completion, in tokens (the model's position limit);
+   * absent where unknown. Callers with long prompts (the lessons critic) cut them to fit.
+   */
+  maxPositions?: number;
 }
 
 export interface Policy {

@@ -98,6 +98,18 @@ interface Row {
   sample: number;
 }
 
+/** What the WebGPU path moves per step, which is a size, not a timing (no hardware GPU runs this bench). */
+const WEBGPU_NOTE = [
+  '### WebGPU',
+  '',
+  'On WebGPU the logits stay on the GPU and each constrained row\'s allowed tokens go to the',
+  'sampling kernel as a bitset: ceil(V / 32) × 4 bytes per row and step (16 bytes for the bundled',
+  "model's 102 tokens, 18,992 for a 151,936-token vocabulary), 32 times less than a float per token,",
+  'and `policy.stats().maskBytes` counts it. The kernel drops the disallowed tokens before top-k,',
+  'top-p, min-p and the draw. Not timed here: the only WebGPU on this machine is SwiftShader, a CPU',
+  'emulation (test/constrain/browser.test.ts checks it for correctness).',
+].join('\n');
+
 export async function run(): Promise<string> {
   const vocabularies: Array<[string, TestVocabulary]> = [
     ['character (102)', characterVocabulary()],
@@ -194,6 +206,8 @@ export async function run(): Promise<string> {
     ...compiles,
     '',
     await engineSection(),
+    '',
+    WEBGPU_NOTE,
   ];
   return lines.join('\n');
 }

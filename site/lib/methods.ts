@@ -59,7 +59,7 @@ export interface Method {
   label: string;
   /** One or two sentences for someone who has not read the paper. */
   summary: string;
-  /** True when the model must also write critiques (small models cannot). */
+  /** True when the model also writes critiques (the run then makes one-row critic calls). */
   needsCritic: boolean;
   /** True when the method trains an adapter: it needs a local ONNX model loaded with its hidden state. */
   trainsAdapter: boolean;
@@ -125,11 +125,13 @@ export const METHODS: readonly Method[] = [
   {
     id: 'lessons',
     label: 'Training-free: lessons',
-    summary: 'The Training-Free GRPO paper: the model compares better and worse answers of each group and writes short lessons into the library. Needs a model that can write JSON.',
+    summary: 'The Training-Free GRPO paper: the model compares better and worse answers of each group and writes short lessons into the library. A model running here writes its critic’s JSON under a schema, so every reply parses.',
     needsCritic: true,
     trainsAdapter: false,
     defaults: TRAINING_FREE_DEFAULTS,
     settings: COMMON_SETTINGS,
+    onBundled:
+      'On the bundled random-weight model the critic is the model itself: its lessons are gibberish, but it writes them under the lessons’ and operations’ JSON schemas, so every reply parses and every operation is valid and applied. Its context holds 2048 characters, so long critic prompts are cut (marked where they are). A model that can read its prompt writes lessons worth keeping.',
     ...trainingFree('lessons'),
   },
   {

@@ -114,6 +114,18 @@ describe('responseFormat on the ONNX engine', () => {
     }
   });
 
+  it('a format whose DFA outgrows its cap fails its own request alone; the batch beside it goes on', async () => {
+    const good = { prompt: 'Hello', groupSize: 2, maxNewTokens: 12, seed: 4 };
+    const alone = await policy.generateGroup(good);
+    // `.*a.{20}` needs about 2^20 DFA states, past the default cap of 50,000. The unconstrained
+    // request is decoding already when the other joins its batch and fails.
+    const beside = policy.generateGroup(good);
+    const bad = policy.generateGroup({ prompt: 'Hi', groupSize: 2, maxNewTokens: 30, seed: 1, responseFormat: { type: 'regex', pattern: '.*a.{20}' } });
+    await expect(bad).rejects.toThrow(/responseFormat\.pattern: needs more than 50000 DFA states/);
+    await expect(bad).rejects.toBeInstanceOf(InvalidInputError);
+    expect(await beside).toEqual(alone);
+  }, 120_000);
+
   it('a request without a format is the same bit for bit', async () => {
     const options = { prompt: 'Hello', groupSize: 3, maxNewTokens: 20, seed: 9, topK: 20 };
     const [a, b] = [await policy.generateGroup(options), await policy.generateGroup({ ...options, responseFormat: undefined })];

@@ -115,3 +115,32 @@ describe('the regex language, byte by byte', () => {
     }
   });
 });
+
+describe('a format whose DFA would blow up', () => {
+  // `.*a.{20}` must remember which of the last 20 characters were `a`: about 2^20 DFA states.
+  it('stops at maxDfaStates with an InvalidInputError naming the format, as a regex and as a schema pattern', () => {
+    for (const [format, argument] of [
+      [{ type: 'regex', pattern: '.*a.{20}' }, 'responseFormat.pattern'],
+      [{ type: 'json_schema', schema: { type: 'object', properties: { s: { type: 'string', pattern: '^.*a.{20}$' } }, required: ['s'] } }, 'responseFormat.schema'],
+    ] as const) {
+      const grammar = compileResponseFormat(format, { maxDfaStates: 3000 });
+      const matcher = grammar.matcher(character.vocabulary);
+      let error: unknown;
+      try {
+        // Decoding reaches new states fast: the fewest bytes to the end is a search over them.
+        for (let step = 0; step < 400; step++) {
+          matcher.minBytesToComplete();
+          const mask = matcher.allowed();
+          const id = [...Array(character.bytes.length).keys()].find((i) => (mask[i >>> 5] >>> (i & 31)) & 1 && !character.eosIds.includes(i))!;
+          matcher.accept(id);
+        }
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(InvalidInputError);
+      expect((error as InvalidInputError).argument).toBe(argument);
+      expect((error as Error).message).toMatch(/needs more than 3000 DFA states/);
+      expect(grammar.dfaStates).toBe(3000);
+    }
+  });
+});

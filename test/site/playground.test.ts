@@ -3,7 +3,8 @@
  * headless Chromium. One epoch of a built-in task on the bundled tiny model (WebAssembly: the
  * harness's WebGPU is a CPU emulation, much slower), the curves and the library filling in, a
  * reload that finds everything still there, exports that parse, pause / resume / cancel, and a run
- * interrupted by a reload and resumed; a gradient run, a LoRA run and a router run. Screenshots of the main views at 1280 and 375 px go to
+ * interrupted by a reload and resumed; a gradient run, a LoRA run, a router run and a lessons run
+ * (the bundled model as its own critic). Screenshots of the main views at 1280 and 375 px go to
  * test-artifacts/site/ (not committed).
  */
 import { readFile } from 'node:fs/promises';
@@ -358,6 +359,30 @@ describe('the playground', { timeout: 240_000 }, () => {
     const variants = new Set(PLAYGROUND_ARMS.map((a) => a.id));
     for (const line of lines) expect(variants.has(line.arm)).toBe(true);
     expect(new Set(lines.map((line) => line.completion_id)).size).toBe(lines.length);
+  });
+
+  it('runs the lessons mode on the bundled model: its critic writes gibberish lessons as valid operations, with no warning', async () => {
+    await page.goto(baseURL);
+    const lessons = page.getByRole('radio', { name: /Training-free: lessons/ });
+    expect(await lessons.isDisabled()).toBe(false);
+    await lessons.check();
+    await expect.poll(() => page.locator('section[aria-labelledby="setup-title"] .hint.warn').textContent()).toContain('its lessons are gibberish');
+    await configure(page, { prompts: 2, epochs: 1 });
+    await page.getByRole('button', { name: 'Start run' }).click();
+    await expect.poll(() => header().locator('h2').textContent(), { timeout: 60_000 }).toContain('alphabetise · lessons');
+    await expect.poll(() => statusChip().textContent(), { timeout: 180_000 }).toBe('completed');
+
+    // Every critiqued group has lessons and one operation per lesson; nothing was skipped or repaired.
+    const critiqued = page.locator('article.group').filter({ has: page.locator('h5', { hasText: 'Critique' }) });
+    expect(await critiqued.count()).toBeGreaterThan(0);
+    for (const group of await critiqued.all()) {
+      const proposed = await group.locator('.critic').first().locator('ul > li').count();
+      expect(proposed).toBeGreaterThan(0);
+      expect(await group.locator('.critic', { hasText: 'Proposed library operations' }).locator('li').count()).toBe(proposed);
+      expect(await group.locator('.critic details pre').first().textContent()).toMatch(/^\s*\{/); // the bare JSON the schema asks for
+    }
+    expect(await page.locator('article.group .warnings').count()).toBe(0);
+    await shoot('8-lessons');
   });
 
   it('deletes a run only on a second click', async () => {

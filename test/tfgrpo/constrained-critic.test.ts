@@ -42,7 +42,11 @@ describe('the lessons-mode critic with responseFormat', () => {
       expect(s1.responseFormat).toBeUndefined(); // summaries are free text
       expect(s2.responseFormat).toBeUndefined();
       if (responseFormats) {
-        expect(critique.responseFormat).toEqual({ type: 'json_schema', schema: criticLessonsSchema({ maxLessons: config.lessonsPerGroup, maxLength: config.maxExperienceLength }) });
+        // With ground truth the critiqued group has a reward spread: at least one lesson. Each lesson
+        // is as long as two fit the 512-token reply (JSON included).
+        expect(critique.responseFormat).toEqual({ type: 'json_schema', schema: criticLessonsSchema({ maxLessons: 2, minLessons: 1, maxLength: Math.floor((512 - 14) / 2) - 3 }) });
+        // One operation per proposed lesson.
+        expect(update.responseFormat).toMatchObject({ type: 'json_schema', schema: { properties: { operations: { minItems: 1, maxItems: 1 } } } });
         expect(update.responseFormat).toMatchObject({ type: 'json_schema' });
         expect(critique.messages!.at(-1)!.content).toContain('Answer with only this JSON object');
       } else {

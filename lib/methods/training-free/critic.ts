@@ -10,6 +10,7 @@ import type { ChatMessage, Policy } from '../../policy/types.js';
 import type { CriticExchange, TrainingFreeConfig } from '../../store/records.js';
 import type { Parsed } from './parse.js';
 import { deriveSeed } from '../../run/random.js';
+import { criticBudget, fitPrompt, type CriticPrompt } from './budget.js';
 
 /** The settings the critic's work depends on (a run's config has them all). */
 export type CriticConfig = Pick<
@@ -26,14 +27,17 @@ export interface CriticContext {
 /** Longest critic reply kept in a record (summaries are fed back into later prompts). */
 export const MAX_CRITIC_REPLY = 4000;
 
-/** One critic reply to `messages` (greedy at the default critic temperature 0). */
+/**
+ * One critic reply to `messages` (greedy at the default critic temperature 0), at most
+ * `criticMaxNewTokens` long and at most half the critic's context (budget.ts).
+ */
 export async function criticReply(ctx: CriticContext, messages: ChatMessage[], seedParts: Array<string | number>, schema?: JsonSchema): Promise<string> {
   const { config, critic, signal } = ctx;
   const group = await critic.generateGroup({
     ...(schema !== undefined && constrains(critic) ? { responseFormat: { type: 'json_schema' as const, schema } } : {}),
     messages,
     groupSize: 1,
-    maxNewTokens: config.criticMaxNewTokens,
+    maxNewTokens: criticBudget(critic, config.criticMaxNewTokens).maxNewTokens,
     temperature: config.criticTemperature,
     seed: deriveSeed(config.seed, 'critic', ...seedParts),
     signal,
@@ -42,6 +46,11 @@ export async function criticReply(ctx: CriticContext, messages: ChatMessage[], s
   throwIfAborted(signal);
   const text = group.completions[0]?.text ?? '';
   return text.length > MAX_CRITIC_REPLY ? text.slice(0, MAX_CRITIC_REPLY) : text;
+}
+
+/** `prompt` filled and cut to fit the critic's context (budget.ts), followed by `suffix`. */
+export function criticPrompt(ctx: CriticContext, prompt: CriticPrompt, suffix = ''): Promise<string> {
+  return fitPrompt(prompt, ctx.config.templates.criticSystem, suffix, criticBudget(ctx.critic, ctx.config.criticMaxNewTokens));
 }
 
 export function criticMessages(config: CriticConfig, prompt: string): ChatMessage[] {
@@ -83,17 +92,18 @@ export interface AnswerSchema {
 /**
  * Asks, parses, and on failure asks once more with a repair prompt. With `answer` and a critic
  * that `constrains`, the prompt asks for the bare JSON object and decoding follows the schema.
+ * The prompt is cut to fit the critic's context; the request for the answer's format never is.
  */
 export async function askStructured<T>(
   ctx: CriticContext,
-  prompt: string,
+  prompt: CriticPrompt,
   seedParts: Array<string | number>,
   parse: (text: string) => Parsed<T>,
   format: string,
   answer?: AnswerSchema,
 ): Promise<StructuredReply<T>> {
   const constrained = answer !== undefined && constrains(ctx.critic) ? answer : undefined;
-  const asked = constrained ? `${prompt}\n\nAnswer with only this JSON object, no tags and no other text: ${constrained.shape}` : prompt;
+  const asked = await criticPrompt(ctx, prompt, constrained ? `\n\nAnswer with only this JSON object, no tags and no other text: ${constrained.shape}` : '');
   try {
     return await exchange(ctx, asked, seedParts, parse, constrained ? `only the JSON object ${constrained.shape}` : format, constrained?.schema);
   } catch (error) {
@@ -117,7 +127,14 @@ async function exchange<T>(
   if (parsed.ok) return { exchange: { outputs: [first], parsed: parsed.value }, notes: parsed.notes };
 
   const repair = fillTemplate(ctx.config.templates.repair, { problem: parsed.problem, format });
-  const second = await criticReply(ctx, [...messages, { role: 'assistant', content: first }, { role: 'user', content: repair }], [...seedParts, 'repair'], schema);
+  // The first reply is shown back as far as the context allows (the prompt and the repair request already take their share).
+  const shown = await fitPrompt(
+    { template: '{{reply}}', fields: { reply: first }, cut: ['reply'] },
+    `${ctx.config.templates.criticSystem}\n${prompt}\n${repair}`,
+    '',
+    criticBudget(ctx.critic, ctx.config.criticMaxNewTokens, 4),
+  );
+  const second = await criticReply(ctx, [...messages, { role: 'assistant', content: shown }, { role: 'user', content: repair }], [...seedParts, 'repair'], schema);
   const retried = parse(second);
   if (retried.ok) return { exchange: { outputs: [first, second], parsed: retried.value }, notes: retried.notes };
   return { exchange: { outputs: [first, second] }, problem: `${parsed.problem} After a repair request: ${retried.problem}` };

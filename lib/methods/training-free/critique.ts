@@ -13,10 +13,11 @@
  */
 import { criticLessonsSchema, criticOperationsSchema } from '../../experience/critic-schema.js';
 import { applyOperations, cleanContent } from '../../experience/operations.js';
-import { fillTemplate, formatLesson } from '../../experience/render.js';
+import { formatLesson } from '../../experience/render.js';
 import type { ApplyResult, ExperienceLibrary, ExperienceOperation } from '../../experience/types.js';
 import type { CriticExchange, WarningStage } from '../../store/records.js';
-import { askStructured, criticMessages, criticReply, refusal, type AnswerSchema, type CriticContext } from './critic.js';
+import { criticBudget, type PromptField } from './budget.js';
+import { askStructured, criticMessages, criticPrompt, criticReply, refusal, type AnswerSchema, type CriticContext } from './critic.js';
 import { parseLessons, parseOperations } from './parse.js';
 
 /** Longest summary kept (summaries are fed back into the critique prompt). */
@@ -75,7 +76,11 @@ export async function critiqueGroup(
   for (const [row, rollout] of rollouts.entries()) {
     let summary = '';
     try {
-      const prompt = fillTemplate(config.templates.summary, { task, reference, reward: showReward(rollout.reward), attempt: rollout.text });
+      const prompt = await criticPrompt(ctx, {
+        template: config.templates.summary,
+        fields: { task, reference, reward: showReward(rollout.reward), attempt: rollout.text },
+        cut: ['attempt', 'reference', 'task'],
+      });
       summary = (await criticReply(ctx, criticMessages(config, prompt), ['summary', ...key, row])).trim();
       if (summary === '') await warn('summary', `The critic gave no summary for attempt ${row + 1}; its raw text stands in.`);
     } catch (error) {
@@ -88,15 +93,32 @@ export async function critiqueGroup(
   await emit({ type: 'summaries', summaries: [...summaries] });
 
   // Group critique: what separates the better attempts from the worse, as at most N lessons.
-  const libraryText = library.entries.length ? library.entries.map(formatLesson).join('\n') : '(none yet)';
-  const attempts = rollouts.map((r, row) => `Attempt ${row + 1} (reward ${showReward(r.reward)}):\n${summaries[row]}`).join('\n\n');
+  const experiences = listing(library, '(none yet)');
+  const attempts: PromptField = {
+    items: summaries,
+    join: (shown) => shown.map((summary, row) => `Attempt ${row + 1} (reward ${showReward(rollouts[row].reward)}):\n${summary}`).join('\n\n'),
+  };
+  const replyTokens = criticBudget(ctx.critic, config.criticMaxNewTokens).maxNewTokens;
   const critique = await askStructured(
     ctx,
-    fillTemplate(config.templates.critique, { task, reference, attempts, experiences: libraryText, max_lessons: String(config.lessonsPerGroup) }),
+    {
+      template: config.templates.critique,
+      fields: { task, reference, attempts, experiences, max_lessons: String(config.lessonsPerGroup) },
+      cut: ['attempts', 'experiences', 'reference', 'task'],
+    },
     ['critique', ...key],
     parseLessons,
     'the lessons as a JSON array of strings inside <lessons></lessons> tags',
-    { shape: '{"lessons": ["...", ...]}', schema: criticLessonsSchema({ maxLessons: config.lessonsPerGroup, maxLength: config.maxExperienceLength }) },
+    {
+      shape: '{"lessons": ["...", ...]}',
+      schema: criticLessonsSchema({
+        maxLessons: config.lessonsPerGroup,
+        // A critiqued group's rewards differ (with ground truth), so there is a difference to name;
+        // whether the lesson is new is the group update's call (NONE).
+        minLessons: config.givenGroundTruth ? 1 : 0,
+        maxLength: itemLength(replyTokens, config.lessonsPerGroup, LESSONS_JSON, LESSON_JSON, config.maxExperienceLength),
+      }),
+    },
   );
   if (critique.problem) await warn('critique', `Critique skipped: ${critique.problem}`);
   let lessons = (critique.exchange.parsed ?? []).map((l) => cleanContent(l, config.maxExperienceLength).text).filter((l) => l !== '');
@@ -111,11 +133,16 @@ export async function critiqueGroup(
   // Group update: the lessons checked against the library, as operations.
   const update = await askStructured(
     ctx,
-    fillTemplate(config.templates.groupUpdate, { experiences: libraryText, lessons: lessons.map((l, i) => `${i + 1}. ${l}`).join('\n') }),
+    {
+      template: config.templates.groupUpdate,
+      fields: { experiences, lessons: { items: lessons, join: (shown) => shown.map((l, i) => `${i + 1}. ${l}`).join('\n') } },
+      cut: ['experiences', 'lessons'],
+    },
     ['group-update', ...key],
     parseOperations,
     'a JSON array of operations inside <operations></operations> tags',
-    operationsAnswer(library, config.maxExperienceLength),
+    // One operation per proposed lesson, as the prompt asks.
+    operationsAnswer(library, { replyTokens, maxLength: config.maxExperienceLength, count: [lessons.length, lessons.length], none: true }),
   );
   if (update.problem) await warn('group-update', `Group update skipped: ${update.problem}`);
   for (const note of update.notes ?? []) await warn('group-update', note);
@@ -149,14 +176,23 @@ export async function mergeAndApply(
   let merge: CriticExchange<ExperienceOperation[]> | undefined;
   let proposed: ExperienceOperation[] = [];
   if (fromGroups.length > 0) {
-    const experiences = library.entries.length ? library.entries.map(formatLesson).join('\n') : '(empty)';
     const reply = await askStructured(
       ctx,
-      fillTemplate(config.templates.batchMerge, { experiences, operations: JSON.stringify(fromGroups, null, 2) }),
+      {
+        template: config.templates.batchMerge,
+        fields: { experiences: listing(library, '(empty)'), operations: { items: fromGroups.map((op) => JSON.stringify(op)), join: (shown) => `[\n  ${shown.join(',\n  ')}\n]` } },
+        cut: ['experiences', 'operations'],
+      },
       ['batch-merge', step],
       parseOperations,
       'a JSON array of operations inside <operations></operations> tags',
-      operationsAnswer(library, config.maxExperienceLength),
+      // The merge keeps at least one of the proposed edits and leaves out NONE, as the prompt asks.
+      operationsAnswer(library, {
+        replyTokens: criticBudget(ctx.critic, config.criticMaxNewTokens).maxNewTokens,
+        maxLength: config.maxExperienceLength,
+        count: [1, Math.min(fromGroups.length, MAX_MERGED)],
+        none: false,
+      }),
     );
     merge = reply.exchange;
     notes.push(...(reply.notes ?? []));
@@ -171,11 +207,52 @@ export async function mergeAndApply(
   return { ...(merge ? { merge } : {}), proposed, ...outcome, notes };
 }
 
+/** Most operations one batch merge may answer. */
+const MAX_MERGED = 16;
+/** Characters of a lessons answer around its items (`{"lessons":[]}`), and per item (quotes, comma). */
+const LESSONS_JSON = 14;
+const LESSON_JSON = 3;
+/** ... of an operations answer (`{"operations":[]}`), and per operation besides its id and content (an UPDATE's). */
+const OPERATIONS_JSON = 17;
+const OPERATION_JSON = 44;
+
+/**
+ * The longest lesson text for which `items` of them, with their JSON, fit a reply of `tokens`
+ * (an ASCII character per token, no whitespace between JSON tokens), at least 20 characters and
+ * at most `maxLength`. Any longer answer (whitespace, multi-token characters) is still closed in
+ * time: the engine keeps only tokens after which the answer can complete in the tokens left.
+ */
+function itemLength(tokens: number, items: number, fixed: number, perItem: number, maxLength: number): number {
+  return Math.max(20, Math.min(maxLength, Math.floor((tokens - fixed) / Math.max(1, items)) - perItem));
+}
+
+/** The library's entries, one per line (each cut alike when the prompt must be shorter). */
+function listing(library: ExperienceLibrary, empty: string): PromptField {
+  return library.entries.length ? { items: library.entries.map(formatLesson), join: (shown) => shown.join('\n') } : empty;
+}
+
+interface OperationsBounds {
+  replyTokens: number;
+  maxLength: number;
+  /** Fewest and most operations. */
+  count: [number, number];
+  none: boolean;
+}
+
 /** The operations answer, UPDATE and DELETE limited to the library's ids. */
-function operationsAnswer(library: ExperienceLibrary, maxLength: number): AnswerSchema {
+function operationsAnswer(library: ExperienceLibrary, bounds: OperationsBounds): AnswerSchema {
+  const ids = library.entries.map((e) => e.id);
+  const [minOperations, maxOperations] = bounds.count;
+  const idLength = Math.max(0, ...ids.map((id) => id.length));
   return {
-    shape: '{"operations": [{"operation": "ADD", "content": "..."} | {"operation": "UPDATE", "id": "G1", "content": "..."} | {"operation": "DELETE", "id": "G1"} | {"operation": "NONE"}]}',
-    schema: criticOperationsSchema({ maxLength, ids: library.entries.map((e) => e.id) }),
+    shape: `{"operations": [{"operation": "ADD", "content": "..."} | {"operation": "UPDATE", "id": "G1", "content": "..."} | {"operation": "DELETE", "id": "G1"}${bounds.none ? ' | {"operation": "NONE"}' : ''}]}`,
+    schema: criticOperationsSchema({
+      ids,
+      minOperations,
+      maxOperations,
+      none: bounds.none,
+      maxLength: itemLength(bounds.replyTokens, maxOperations, OPERATIONS_JSON, OPERATION_JSON + idLength, bounds.maxLength),
+    }),
   };
 }
 

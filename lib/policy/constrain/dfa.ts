@@ -3,7 +3,12 @@
  * live NFA states the input so far can be in, created the first time some input reaches it, and
  * each of its 256 transitions is computed the first time it is asked for. States are small
  * integers, so a matcher's whole state is one number and masks can be cached per state.
+ *
+ * Subset construction can need exponentially many states (`.*a.{20}` remembers where each of the
+ * last 20 characters was an `a`: about 2^20 sets), each a kilobyte of transitions, so the DFA is
+ * capped: past `maxStates` the next new state is an `InvalidInputError` naming the format.
  */
+import { InvalidInputError } from '../../errors.js';
 import type { Fragment, Nfa } from './nfa.js';
 
 /** No continuation: the byte leaves the language. */
@@ -28,6 +33,8 @@ export class LazyDfa {
     private readonly nfa: Nfa,
     private readonly frag: Fragment,
     private readonly live: Uint8Array,
+    /** Most states before decoding stops with an error. */
+    private readonly maxStates = Infinity,
   ) {
     this.mark = new Uint32Array(nfa.size);
     this.start = this.intern(this.closure([frag.start]));
@@ -115,6 +122,12 @@ export class LazyDfa {
     const key = set.join(',');
     let id = this.ids.get(key);
     if (id === undefined) {
+      if (this.sets.length >= this.maxStates) {
+        throw new InvalidInputError(
+          this.nfa.argument,
+          `needs more than ${this.maxStates} DFA states to decode (a repeat after an open-ended part, such as .*a.{20}, multiplies them); bound the open-ended part or shorten the repeat (compileResponseFormat's maxDfaStates sets the cap).`,
+        );
+      }
       id = this.sets.length;
       this.sets.push(set);
       this.accepting.push(set.includes(this.frag.end));

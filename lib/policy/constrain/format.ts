@@ -36,6 +36,11 @@ export interface GrammarOptions {
   maxDepth?: number;
   /** Most automaton states the format may compile to. Default 500,000. */
   maxStates?: number;
+  /**
+   * Most DFA states decoding may discover (about 1 KiB each) before it stops with an
+   * `InvalidInputError`. Default 50,000.
+   */
+  maxDfaStates?: number;
 }
 
 export class ResponseGrammar {
@@ -48,8 +53,9 @@ export class ResponseGrammar {
     readonly format: ResponseFormat,
     nfa: Nfa,
     frag: Fragment,
+    maxDfaStates = DEFAULT_MAX_DFA_STATES,
   ) {
-    this.dfa = new LazyDfa(nfa, frag, nfa.live(frag));
+    this.dfa = new LazyDfa(nfa, frag, nfa.live(frag), maxDfaStates);
     this.automatonStates = nfa.size;
   }
 
@@ -69,9 +75,12 @@ export class ResponseGrammar {
   }
 }
 
+/** GrammarOptions.maxDfaStates's default: 50 MiB of transitions at most per grammar. */
+const DEFAULT_MAX_DFA_STATES = 50_000;
+
 export function compileResponseFormat(format: ResponseFormat, options: GrammarOptions = {}): ResponseGrammar {
-  const { maxWhitespace = 4, maxDepth = 4, maxStates = 500_000 } = options;
-  for (const [name, value] of Object.entries({ maxWhitespace, maxDepth, maxStates })) {
+  const { maxWhitespace = 4, maxDepth = 4, maxStates = 500_000, maxDfaStates = DEFAULT_MAX_DFA_STATES } = options;
+  for (const [name, value] of Object.entries({ maxWhitespace, maxDepth, maxStates, maxDfaStates })) {
     if (!Number.isInteger(value) || value < 0) throw new InvalidInputError(name, `must be a non-negative integer, got ${value}.`);
   }
   if (typeof format !== 'object' || format === null) throw new InvalidInputError('responseFormat', 'must be an object with a type.');
@@ -80,18 +89,18 @@ export function compileResponseFormat(format: ResponseFormat, options: GrammarOp
       if (!('schema' in format)) throw new InvalidInputError('responseFormat.schema', 'is missing.');
       const nfa = new Nfa(maxStates, 'responseFormat.schema');
       const json = new JsonBuilder(nfa, { maxWhitespace, maxDepth });
-      return new ResponseGrammar(format, nfa, new SchemaCompiler(json, format.schema, 'responseFormat.schema').compile());
+      return new ResponseGrammar(format, nfa, new SchemaCompiler(json, format.schema, 'responseFormat.schema').compile(), maxDfaStates);
     }
     case 'json_object': {
       const nfa = new Nfa(maxStates, 'responseFormat');
       const json = new JsonBuilder(nfa, { maxWhitespace, maxDepth });
-      return new ResponseGrammar(format, nfa, json.map(() => json.anyValue(Math.max(maxDepth - 1, 0))));
+      return new ResponseGrammar(format, nfa, json.map(() => json.anyValue(Math.max(maxDepth - 1, 0))), maxDfaStates);
     }
     case 'regex': {
       if (typeof format.pattern !== 'string') throw new InvalidInputError('responseFormat.pattern', 'must be a string.');
       const chars = regexChars(format.pattern, 'responseFormat.pattern', 'full', maxStates);
       const nfa = new Nfa(maxStates, 'responseFormat.pattern');
-      return new ResponseGrammar(format, nfa, lowerChars(chars.nfa, chars.frag, nfa, 'raw'));
+      return new ResponseGrammar(format, nfa, lowerChars(chars.nfa, chars.frag, nfa, 'raw'), maxDfaStates);
     }
     default:
       throw new InvalidInputError(

@@ -44,6 +44,8 @@ interface Job {
   rows: RowDecoder[];
   resolve(result: GroupResult): void;
   reject(error: unknown): void;
+  /** Set when the job's own constraint failed (its rows left the batch; the others go on). */
+  failed?: boolean;
 }
 
 interface Active {
@@ -179,21 +181,44 @@ export class GroupBatcher {
       const { request } = entries[start].job;
       let end = start + 1;
       while (end < entries.length && sameDraw(entries[end].job.request, request)) end++;
-      const group = entries.slice(start, end);
-      const at = offsets.slice(start, end);
-      const picks = group.map(({ row }, i) => {
-        const mask = row.allowed();
-        return mask ? { offset: at[i], u: row.rng(), mask } : { offset: at[i], u: row.rng() };
-      });
-      const tokens = await decoder.logits.sample(result.logits, picks, request.sampling, result.hidden);
-      const k = request.topLogprobs ?? 0;
-      const tops = k > 0 ? await decoder.logits.top(result.logits, at, k, request.sampling.temperature, result.hidden) : undefined;
-      group.forEach(({ job, row }, i) => {
-        row.push(tokens[i], tops?.[i]);
-        job.request.onToken?.({ row: row.row, tokenId: tokens[i].tokenId, logprob: tokens[i].logprob, ...(tops ? { topLogprobs: tops[i] } : {}) });
+      // A row's constraint may fail (a format whose automaton outgrows its cap): that request
+      // fails alone and its rows leave the batch; the other requests go on.
+      const group = entries.slice(start, end).flatMap((entry, i) => {
+        if (entry.job.failed) return [];
+        try {
+          const mask = entry.row.allowed();
+          const u = entry.row.rng();
+          return [{ entry, pick: mask ? { offset: offsets[start + i], u, mask } : { offset: offsets[start + i], u } }];
+        } catch (error) {
+          this.failJob(entry.job, error);
+          return [];
+        }
       });
       start = end;
+      if (group.length === 0) continue;
+      const picks = group.map((g) => g.pick);
+      const tokens = await decoder.logits.sample(result.logits, picks, request.sampling, result.hidden);
+      const k = request.topLogprobs ?? 0;
+      const at = picks.map((p) => p.offset);
+      const tops = k > 0 ? await decoder.logits.top(result.logits, at, k, request.sampling.temperature, result.hidden) : undefined;
+      group.forEach(({ entry: { job, row } }, i) => {
+        if (job.failed) return;
+        try {
+          row.push(tokens[i], tops?.[i]);
+        } catch (error) {
+          this.failJob(job, error);
+          return;
+        }
+        job.request.onToken?.({ row: row.row, tokenId: tokens[i].tokenId, logprob: tokens[i].logprob, ...(tops ? { topLogprobs: tops[i] } : {}) });
+      });
     }
+  }
+
+  /** Fails one job: its rows stop and leave the batch at the next `leave`; it is never answered. */
+  private failJob(job: Job, error: unknown): void {
+    job.failed = true;
+    for (const row of job.rows) row.abort();
+    job.reject(error);
   }
 
   /** Aborts `rows`, drops every row that ended from the batch, and answers the jobs that are done. */
@@ -213,6 +238,7 @@ export class GroupBatcher {
   }
 
   private finish(job: Job): void {
+    if (job.failed) return;
     for (const row of job.rows) row.abort(); // only rows still running when the signal fired
     const { promptIds } = job.request;
     const completions = job.rows.map((row) => row.completion());

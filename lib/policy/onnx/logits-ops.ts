@@ -30,6 +30,8 @@ export interface TransferStats {
   fullRowBytes: number;
   /** Rows sampled or scored. */
   rows: number;
+  /** Bytes of allowed-token masks copied to the device (WebGPU: one bit per token per constrained row). */
+  maskBytes: number;
 }
 
 export interface LogitsOps {
@@ -52,7 +54,7 @@ export interface LogitsOps {
 }
 
 export function newStats(): TransferStats {
-  return { readbackBytes: 0, fullRowBytes: 0, rows: 0 };
+  return { readbackBytes: 0, fullRowBytes: 0, rows: 0, maskBytes: 0 };
 }
 
 /** Logits in host memory (onnxruntime-node, or the WASM backend). */

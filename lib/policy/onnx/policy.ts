@@ -32,6 +32,8 @@ export interface OnnxPolicyStats {
   fullRowBytes: number;
   /** Logits rows sampled or scored. */
   rows: number;
+  /** Bytes of allowed-token bitsets uploaded for constrained rows (WebGPU; 0 where the mask stays in host memory). */
+  maskBytes: number;
 }
 
 export interface OnnxTokenizer extends PromptTokenizer {
@@ -81,7 +83,11 @@ export class OnnxPolicy implements Policy {
   private readonly grammars = new Map<string, ResponseGrammar>();
 
   constructor(private readonly parts: OnnxPolicyParts) {
-    this.info = { ...parts.info, responseFormats: parts.vocabulary !== undefined && parts.info.backend !== 'webgpu' };
+    this.info = {
+      ...parts.info,
+      responseFormats: parts.vocabulary !== undefined,
+      ...(Number.isFinite(parts.maxPositions) ? { maxPositions: parts.maxPositions } : {}),
+    };
     const { decoder, vocabSize, hiddenSize, maxLogits, device, tokenizer } = parts;
     this.head =
       decoder.hiddenName !== undefined && hiddenSize !== undefined
@@ -157,13 +163,7 @@ export class OnnxPolicy implements Policy {
   }
 
   private constraint(format: ResponseFormat): NonNullable<GroupRequest['constraint']> {
-    if (!this.info.responseFormats || !this.parts.vocabulary) {
-      throw new UnsupportedError(
-        this.info.backend === 'webgpu'
-          ? 'responseFormat is not supported on the WebGPU backend yet (its sampler runs on the GPU without a token mask); load the model with device "wasm" or "cpu".'
-          : 'responseFormat needs the tokenizer vocabulary, which this policy was built without.',
-      );
-    }
+    if (!this.parts.vocabulary) throw new UnsupportedError('responseFormat needs the tokenizer vocabulary, which this policy was built without.');
     const key = JSON.stringify(format);
     let grammar = this.grammars.get(key);
     if (!grammar) {

@@ -5,7 +5,10 @@
  * `sample` is the GPU form of lib/policy/sampling.ts (same steps, float32 instead of float64):
  * max and log-sum-exp of z = logits / T; the keep threshold from top-k, top-p and min-p, found
  * exactly by bisection over the order-preserving integer keys of the floats; the kept mass; and
- * the inverse CDF in vocabulary order via a workgroup prefix sum. Output per row:
+ * the inverse CDF in vocabulary order via a workgroup prefix sum. With `use_mask`, each row has
+ * an allowed-token bitset (constrained decoding, `mask_words` words per row): the disallowed
+ * tokens drop out before the filters and the draw, and the kept mass is shifted by the largest
+ * allowed z (so a mask of unlikely tokens does not underflow in float32). Output per row:
  * (token id bits, logprob, sampled logprob, 0).
  *
  * `score` gives, per (row, target token), the log-prob and the entropy of softmax(logits / T).
@@ -37,6 +40,10 @@ struct Params {
   top_p: f32,
   log_min_p: f32,
   use_min_p: u32,
+  mask_words: u32,
+  use_mask: u32,
+  pad0: u32,
+  pad1: u32,
 }
 @group(0) @binding(1) var<uniform> params: Params;
 @group(0) @binding(2) var<storage, read> items: array<vec2<u32>>;
@@ -97,8 +104,14 @@ fn item_index(wid: vec3<u32>) -> u32 { return wid.x + wid.y * 65535u; }
 
 export function sampleKernel(dtype: LogitsDtype): string {
   return /* wgsl */ `${common(dtype)}
+@group(0) @binding(5) var<storage, read> masks: array<u32>;
 var<workgroup> found: atomic<u32>;
 var<workgroup> last_kept: atomic<u32>;
+
+fn allowed(item: u32, i: u32) -> bool {
+  if (params.use_mask == 0u) { return true; }
+  return ((masks[item * params.mask_words + (i >> 5u)] >> (i & 31u)) & 1u) == 1u;
+}
 
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid3: vec3<u32>) {
@@ -110,8 +123,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
   let u = bitcast<f32>(items[item].y);
 
   var m = LOWEST;
-  for (var i = lid; i < V; i += WG) { m = max(m, z_at(base, i)); }
+  var am = LOWEST;
+  for (var i = lid; i < V; i += WG) {
+    let z = z_at(base, i);
+    m = max(m, z);
+    if (allowed(item, i)) { am = max(am, z); }
+  }
   let zmax = reduce_max(lid, m);
+  // The largest allowed z: the greedy pick, and the shift of the kept mass.
+  let amax = reduce_max(lid, am);
   var s = 0.0;
   for (var i = lid; i < V; i += WG) { s += exp(z_at(base, i) - zmax); }
   let total = reduce_sum(lid, s);
@@ -123,26 +143,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
   workgroupBarrier();
 
   if (params.greedy != 0u) {
-    // First index holding the maximum; logprob under T = 1 (the host sets inv_temp = 1).
+    // First allowed index holding the allowed maximum; logprob under T = 1 (the host sets inv_temp = 1).
     var best = 0xffffffffu;
-    for (var i = lid; i < V; i += WG) { if (z_at(base, i) == zmax) { best = min(best, i); } }
+    for (var i = lid; i < V; i += WG) { if (z_at(base, i) == amax && allowed(item, i)) { best = min(best, i); } }
     atomicMin(&found, best);
     workgroupBarrier();
     if (lid == 0u) {
-      results[item] = vec4<f32>(bitcast<f32>(atomicLoad(&found)), -log(total), 0.0, 0.0);
+      results[item] = vec4<f32>(bitcast<f32>(atomicLoad(&found)), amax - zmax - log(total), 0.0, 0.0);
     }
     return;
   }
 
-  // Keep threshold as a key: tokens with key_of(z) >= theta are kept (theta 0 keeps all).
+  // Keep threshold as a key: allowed tokens with key_of(z) >= theta are kept (theta 0 keeps all).
   var theta = 0u;
   if (params.top_k > 0u && params.top_k < V) {
-    // Largest key with at least k tokens at or above it: the k-th largest value.
+    // Largest key with at least k allowed tokens at or above it: the k-th largest allowed value.
     var k = 0u;
     for (var bit = 31i; bit >= 0i; bit--) {
       let cand = k | (1u << u32(bit));
       var c = 0u;
-      for (var i = lid; i < V; i += WG) { c += select(0u, 1u, key_of(z_at(base, i)) >= cand); }
+      for (var i = lid; i < V; i += WG) { c += select(0u, 1u, key_of(z_at(base, i)) >= cand && allowed(item, i)); }
       if (reduce_count(lid, c) >= params.top_k) { k = cand; }
     }
     theta = k;
@@ -151,7 +171,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     var km = 0.0;
     for (var i = lid; i < V; i += WG) {
       let z = z_at(base, i);
-      if (key_of(z) >= theta) { km += exp(z - zmax); }
+      if (key_of(z) >= theta && allowed(item, i)) { km += exp(z - amax); }
     }
     let budget = params.top_p * reduce_sum(lid, km);
     // Largest key whose strictly-greater kept mass is still >= budget; one above it is the
@@ -163,13 +183,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
       for (var i = lid; i < V; i += WG) {
         let z = z_at(base, i);
         let key = key_of(z);
-        if (key > cand && key >= theta) { mass += exp(z - zmax); }
+        if (key > cand && key >= theta && allowed(item, i)) { mass += exp(z - amax); }
       }
       if (reduce_sum(lid, mass) >= budget) { k = cand; }
     }
     theta = max(theta, k + 1u);
   }
-  if (params.use_min_p != 0u) { theta = max(theta, key_of(zmax + params.log_min_p)); }
+  if (params.use_min_p != 0u) { theta = max(theta, key_of(amax + params.log_min_p)); }
 
   // Kept mass, then the inverse CDF over contiguous chunks, one per thread.
   let chunk = (V + WG - 1u) / WG;
@@ -179,7 +199,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
   var last = 0xffffffffu;
   for (var i = start; i < end; i++) {
     let z = z_at(base, i);
-    if (key_of(z) >= theta) { local += exp(z - zmax); last = i; }
+    if (key_of(z) >= theta && allowed(item, i)) { local += exp(z - amax); last = i; }
   }
   let kept = reduce_sum(lid, local);
   let goal = u * kept;
@@ -201,8 +221,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     var pick = last;
     for (var i = start; i < end; i++) {
       let z = z_at(base, i);
-      if (key_of(z) >= theta) {
-        cumulative += exp(z - zmax);
+      if (key_of(z) >= theta && allowed(item, i)) {
+        cumulative += exp(z - amax);
         if (cumulative > goal) { pick = i; break; }
       }
     }
@@ -213,8 +233,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     var token = atomicLoad(&found);
     // Rounding can leave u * kept past the last cumulative sum: take the last kept token.
     if (token == 0xffffffffu) { token = atomicLoad(&last_kept); }
-    let zs = z_at(base, token) - zmax;
-    results[item] = vec4<f32>(bitcast<f32>(token), zs - log(total), zs - log(kept), 0.0);
+    let z = z_at(base, token);
+    results[item] = vec4<f32>(bitcast<f32>(token), z - zmax - log(total), z - amax - log(kept), 0.0);
   }
 }
 `;

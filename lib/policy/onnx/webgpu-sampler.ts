@@ -15,6 +15,8 @@ import { sampleKernel, scoreKernel, topKernel, type LogitsDtype } from './webgpu
 import { BufferUsage, MapMode, type GpuBufferLike, type GpuComputePipelineLike, type GpuDeviceLike } from './webgpu-types.js';
 
 const RESULT_BYTES = 16;
+/** The kernels' uniform block (webgpu-kernels.ts Params). */
+const PARAMS_BYTES = 48;
 const MAX_DISPATCH = 65535;
 
 export class WebGpuLogits implements LogitsOps {
@@ -29,6 +31,8 @@ export class WebGpuLogits implements LogitsOps {
   private results?: GpuBufferLike;
   private tops?: GpuBufferLike;
   private staging?: GpuBufferLike;
+  /** The rows' allowed-token bitsets (constrained decoding), one bit per token. */
+  private masks?: GpuBufferLike;
   private readonly elementBytes: number;
 
   /**
@@ -61,7 +65,7 @@ export class WebGpuLogits implements LogitsOps {
     private readonly pipelines: Record<Kind, GpuComputePipelineLike>,
   ) {
     this.elementBytes = dtype === 'float16' ? 2 : 4;
-    this.params = device.createBuffer({ size: 32, usage: BufferUsage.UNIFORM | BufferUsage.COPY_DST, label: 'webgrpo params' });
+    this.params = device.createBuffer({ size: PARAMS_BYTES, usage: BufferUsage.UNIFORM | BufferUsage.COPY_DST, label: 'webgrpo params' });
   }
 
   get adapter(): GpuHeadAdapter | undefined {
@@ -98,19 +102,39 @@ export class WebGpuLogits implements LogitsOps {
       items[2 * i] = pick.offset;
       floats[2 * i + 1] = Math.min(pick.u, 0.99999994); // float32 rounding must not reach 1
     });
-    const params = new ArrayBuffer(32);
+    const masks = this.maskBits(picks);
+    const params = new ArrayBuffer(PARAMS_BYTES);
     new Uint32Array(params, 0, 4).set([this.vocabSize, picks.length, greedy ? 1 : 0, config.topK]);
     new Float32Array(params, 16, 3).set([greedy ? 1 : 1 / config.temperature, config.topP, config.minP > 0 ? Math.log(config.minP) : 0]);
-    new Uint32Array(params, 28, 1).set([config.minP > 0 ? 1 : 0]);
-    const out = await this.run('sample', logits, items, params, picks.length, this.adapterRows(picks, hidden));
+    new Uint32Array(params, 28, 3).set([config.minP > 0 ? 1 : 0, this.maskWords, masks ? 1 : 0]);
+    const out = await this.run('sample', logits, items, params, picks.length, this.adapterRows(picks, hidden), 0, masks);
     const ids = new Uint32Array(out.buffer);
     return picks.map((_, i) => ({ tokenId: ids[4 * i], logprob: out[4 * i + 1], sampledLogprob: out[4 * i + 2] }));
+  }
+
+  private get maskWords(): number {
+    return (this.vocabSize + 31) >>> 5;
+  }
+
+  /**
+   * The picks' masks as one bitset per row (rows without one allow every token), or undefined when
+   * no pick has a mask. Bits past a mask's own length (a tokenizer smaller than the logits) are 0.
+   */
+  private maskBits(picks: SamplePick[]): Uint32Array | undefined {
+    if (!picks.some((pick) => pick.mask)) return undefined;
+    const words = this.maskWords;
+    const bits = new Uint32Array(picks.length * words);
+    picks.forEach(({ mask }, i) => {
+      if (mask) bits.set(mask.length > words ? mask.subarray(0, words) : mask, i * words);
+      else bits.fill(0xffffffff, i * words, (i + 1) * words);
+    });
+    return bits;
   }
 
   async score(logits: OrtTensor, picks: ScorePick[], temperature: number, hidden?: OrtTensor): Promise<TokenScore[]> {
     const items = new Uint32Array(picks.length * 2);
     picks.forEach((pick, i) => items.set([pick.offset, pick.target], 2 * i));
-    const params = new ArrayBuffer(32);
+    const params = new ArrayBuffer(PARAMS_BYTES);
     new Uint32Array(params, 0, 4).set([this.vocabSize, picks.length, 0, 0]);
     new Float32Array(params, 16, 3).set([temperature > 0 ? 1 / temperature : 1, 1, 0]);
     const out = await this.run('score', logits, items, params, picks.length, this.adapterRows(picks, hidden));
@@ -121,7 +145,7 @@ export class WebGpuLogits implements LogitsOps {
     const count = Math.min(k, this.vocabSize);
     const items = new Uint32Array(offsets.length * 2);
     offsets.forEach((offset, i) => (items[2 * i] = offset));
-    const params = new ArrayBuffer(32);
+    const params = new ArrayBuffer(PARAMS_BYTES);
     new Uint32Array(params, 0, 4).set([this.vocabSize, offsets.length, 0, count]);
     new Float32Array(params, 16, 3).set([temperature > 0 ? 1 / temperature : 1, 1, 0]);
     const adapt = this.adapterRows(offsets.map((offset) => ({ offset })), hidden);
@@ -143,8 +167,11 @@ export class WebGpuLogits implements LogitsOps {
     return rows.length ? { adapter, hidden, rows } : undefined;
   }
 
-  /** Runs one kernel over `count` rows and reads back its output: 16 bytes per row, or `topBytes` for 'top'. */
-  private async run(kind: Kind, logits: OrtTensor, items: Uint32Array, params: ArrayBuffer, count: number, adapt?: AdapterRows, topBytes = 0): Promise<Float32Array> {
+  /**
+   * Runs one kernel over `count` rows and reads back its output: 16 bytes per row, or `topBytes`
+   * for 'top'. 'sample' binds the rows' mask bitsets (`masks`; a stand-in when none).
+   */
+  private async run(kind: Kind, logits: OrtTensor, items: Uint32Array, params: ArrayBuffer, count: number, adapt?: AdapterRows, topBytes = 0, masks?: Uint32Array): Promise<Float32Array> {
     const { device } = this;
     const resultBytes = kind === 'top' ? topBytes : count * RESULT_BYTES;
     this.items = this.grow(this.items, items.byteLength, BufferUsage.STORAGE | BufferUsage.COPY_DST, 'webgrpo items');
@@ -154,6 +181,13 @@ export class WebGpuLogits implements LogitsOps {
     else output = this.results = this.grow(this.results, resultBytes, BufferUsage.STORAGE | BufferUsage.COPY_SRC, 'webgrpo results');
     device.queue.writeBuffer(this.items, 0, items);
     device.queue.writeBuffer(this.params, 0, params);
+    if (kind === 'sample') {
+      this.masks = this.grow(this.masks, masks?.byteLength ?? 4, BufferUsage.STORAGE | BufferUsage.COPY_DST, 'webgrpo masks');
+      if (masks) {
+        device.queue.writeBuffer(this.masks, 0, masks);
+        this.stats.maskBytes += masks.byteLength;
+      }
+    }
 
     const pipeline = this.pipelines[kind];
     const bindGroup = device.createBindGroup({
@@ -163,6 +197,7 @@ export class WebGpuLogits implements LogitsOps {
         { binding: 1, resource: { buffer: this.params } },
         { binding: 2, resource: { buffer: this.items, size: items.byteLength } },
         { binding: kind === 'top' ? 4 : 3, resource: { buffer: output, size: resultBytes } },
+        ...(kind === 'sample' ? [{ binding: 5, resource: { buffer: this.masks!, size: masks?.byteLength ?? 4 } }] : []),
       ],
     });
     const encoder = device.createCommandEncoder({ label: `webgrpo ${kind}` });
@@ -204,8 +239,8 @@ export class WebGpuLogits implements LogitsOps {
   destroy(): void {
     this.applier?.destroy();
     this.applier = undefined;
-    for (const buffer of [this.params, this.logits, this.items, this.results, this.tops, this.staging]) buffer?.destroy();
-    this.logits = this.items = this.results = this.tops = this.staging = undefined;
+    for (const buffer of [this.params, this.logits, this.items, this.results, this.tops, this.staging, this.masks]) buffer?.destroy();
+    this.logits = this.items = this.results = this.tops = this.staging = this.masks = undefined;
   }
 }
 
