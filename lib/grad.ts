@@ -52,3 +52,7 @@ export { LoraTrainer, type LoraGroup, type LoraStepResult, type LoraTrainerOptio
 export { exportPeftAdapter, importPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, type PeftExportOptions, type PeftFolder } from './lora/peft.js';
 export { readSafetensors, writeSafetensors, type SafetensorsDtype, type SafetensorsFile, type SafetensorsTensor } from './lora/safetensors.js';
 export { mergeLoraIntoOnnx } from './lora/onnx-merge.js';
+
+// Full-parameter training on the same engine: the backward into every base weight (pretraining,
+// supervised fine-tuning) from the same d loss / d logp.
+export { decoderGroupForward, decoderParameterCount, decoderTensors, DecoderOptimizer, zerosLikeDecoder, type DecoderGroupPass } from './lora/full-grad.js';
