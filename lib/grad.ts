@@ -72,3 +72,7 @@ export {
 export { loraGrpo, resumeLoraGrpo, type LoraRun, type LoraResult } from './methods/lora/method.js';
 export { LORA_GRPO_DEFAULTS, type LoraGrpoOptions, type LoraHandles, type LoraPolicy } from './methods/lora/options.js';
 export type { LoraEvent, LoraEventType } from './methods/lora/events.js';
+
+// Full-parameter training on the same engine: the backward into every base weight (pretraining,
+// supervised fine-tuning) from the same d loss / d logp.
+export { decoderGroupForward, decoderParameterCount, decoderTensors, DecoderOptimizer, zerosLikeDecoder, type DecoderGroupPass } from './lora/full-grad.js';

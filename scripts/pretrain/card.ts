@@ -22,6 +22,8 @@ export interface CardFacts {
   logprobDifference: number;
   greedy: TaskAccuracy[];
   sampled: TaskAccuracy[];
+  /** Share of the card's held-out count-letter problems whose answer is 1. */
+  countLetterOnes: number;
 }
 
 /** A table cell for model output (untrusted text): quoted as JSON, pipes escaped, so no reply can break the table. */
@@ -87,6 +89,11 @@ problem at temperature 1 (sampler seed ${CARD_EVAL.samplerSeed} + problem index)
 |---|---|---|
 ${rows.join('\n')}
 | mean | ${pct(meanAccuracy(f.greedy))} | ${pct(meanAccuracy(f.sampled))} |
+
+Most letters occur once in their word: a reply of "1" to every count-letter problem would score
+${pct(f.countLetterOnes)} on these held-out problems, so count-letter's accuracy says little about counting.
+What GRPO does on this model (full-depth LoRA and the head adapter, held-out accuracy before and
+after): BENCHMARKS.md, "skill" (\`npm run bench -- skill\`).
 
 Sampled replies (T=1):
 

@@ -18,7 +18,7 @@ import { decoderGroupForward, decoderParameterCount } from '../../lib/lora/full-
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { loadOnnxPolicy } from '../../lib/policy/onnx/load.js';
-import { skillTasks } from '../../lib/tasks/skill.js';
+import { countLetter, skillTasks } from '../../lib/tasks/skill.js';
 import { buildModel } from '../build-model/index.js';
 import { vocabulary } from '../build-model/tokenizer.js';
 import { initWeights } from '../build-model/weights.js';
@@ -79,6 +79,8 @@ const greedy = await skillAccuracy(policy, skillTasks, { ...CARD_EVAL, temperatu
 const sampled = await skillAccuracy(policy, skillTasks, { ...CARD_EVAL, temperature: 1 });
 for (const [i, g] of greedy.entries()) console.log(`${g.task}: greedy ${(100 * g.exact).toFixed(1)}%  T=1 ${(100 * sampled[i].exact).toFixed(1)}%`);
 
-const facts: CardFacts = { spec: SKILL_SPEC, config, parameters, vocabSize, trained, logprobDifference: worst, greedy, sampled, corpusSize: corpus.length };
+const counts = countLetter.dataset({ size: CARD_EVAL.size, seed: CARD_EVAL.seed });
+const countLetterOnes = counts.filter((item) => item.answer === '1').length / counts.length;
+const facts: CardFacts = { spec: SKILL_SPEC, config, parameters, vocabSize, trained, logprobDifference: worst, greedy, sampled, corpusSize: corpus.length, countLetterOnes };
 await writeCard(dir, facts);
 console.log(`wrote ${dir}`);
