@@ -1,6 +1,8 @@
 /**
  * Learning on a prompt-dependent reward, full-depth LoRA against the LM-head adapter, side by side
- * on the bundled model (random weights, a character tokenizer) in Node: the `first-letter` task
+ * in Node on both bundled models (the same character tokenizer): `webgrpo-skill`, pretrained on
+ * the skill tasks (prompts in its chat template, as it was trained), and `webgrpo-tiny`, random
+ * weights (raw prompts). The task is `first-letter`
  * ("First letter of tiger:", reward = share of the reply's characters equal to the word's first
  * letter). Both adapters get the same training prompts, group size, steps and seed:
  *
@@ -29,6 +31,18 @@ import { FIRST_LETTER_WORDS } from '../../lib/tasks/first-letter.js';
 import { readFile } from 'node:fs/promises';
 
 const TINY_DIR = fileURLToPath(new URL('../../public/models/webgrpo-tiny', import.meta.url));
+const SKILL_DIR = fileURLToPath(new URL('../../public/models/webgrpo-skill', import.meta.url));
+
+interface Model {
+  name: string;
+  dir: string;
+  /** Prompts in the chat template (the skill model's training format) or raw. */
+  chat: boolean;
+}
+const MODELS: Model[] = [
+  { name: 'webgrpo-skill', dir: SKILL_DIR, chat: true },
+  { name: 'webgrpo-tiny (random)', dir: TINY_DIR, chat: false },
+];
 const SEEDS = [1, 2, 3];
 const STEPS = 40;
 const GROUP = 8;
@@ -41,6 +55,7 @@ const reward = firstLetter.rewards[0];
 // The task's reward is synchronous and reads only the text and the item.
 const score = (text: string, item: DatasetItem) => (reward.score({ text, item } as RewardContext) as number | null) ?? 0;
 const promptOf = (item: DatasetItem) => item.messages![0].content;
+const inputOf = (model: Model, item: DatasetItem) => (model.chat ? { messages: item.messages } : { prompt: promptOf(item) });
 const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
 
 function datasets(seed: number): { train: DatasetItem[]; heldOut: DatasetItem[] } {
@@ -60,12 +75,12 @@ interface Measure {
   examples: string[];
 }
 
-async function measure(policy: OnnxPolicy, items: DatasetItem[], seed: number): Promise<Measure> {
+async function measure(model: Model, policy: OnnxPolicy, items: DatasetItem[], seed: number): Promise<Measure> {
   const rewards: number[] = [];
   const firsts: string[] = [];
   const examples: string[] = [];
   for (const [i, item] of items.entries()) {
-    const group = await policy.generateGroup({ prompt: promptOf(item), groupSize: GROUP, maxNewTokens: MAX_NEW, temperature: 1, seed: seed * 7919 + i });
+    const group = await policy.generateGroup({ ...inputOf(model, item), groupSize: GROUP, maxNewTokens: MAX_NEW, temperature: 1, seed: seed * 7919 + i });
     const texts = group.completions.map((c) => c.text);
     rewards.push(...texts.map((t) => score(t, item)));
     const counts = new Map<string, number>();
@@ -76,28 +91,34 @@ async function measure(policy: OnnxPolicy, items: DatasetItem[], seed: number): 
   return { reward: mean(rewards), right: firsts.filter((f, i) => f === items[i].answer).length, distinct: new Set(firsts).size, examples };
 }
 
-async function sampleBatch(policy: OnnxPolicy, items: DatasetItem[], step: number, seed: number): Promise<GroupResult[]> {
+async function sampleBatch(model: Model, policy: OnnxPolicy, items: DatasetItem[], step: number, seed: number): Promise<GroupResult[]> {
   const groups: GroupResult[] = [];
   for (const [i, item] of items.entries()) {
-    groups.push(await policy.generateGroup({ prompt: promptOf(item), groupSize: GROUP, maxNewTokens: MAX_NEW, temperature: 1, seed: seed * 100_003 + step * 101 + i }));
+    groups.push(await policy.generateGroup({ ...inputOf(model, item), groupSize: GROUP, maxNewTokens: MAX_NEW, temperature: 1, seed: seed * 100_003 + step * 101 + i }));
   }
   return groups;
 }
 
-async function trainLora(seed: number, dirs: string[]): Promise<{ before: Measure; after: Measure; seconds: number }> {
+interface Trained {
+  before: Measure;
+  after: Measure;
+  seconds: number;
+}
+
+async function trainLora(model: Model, seed: number, dirs: string[]): Promise<Trained> {
   const started = performance.now();
   const { train, heldOut } = datasets(seed);
-  const bytes = new Uint8Array(await readFile(join(TINY_DIR, 'onnx/model.onnx')));
-  const config = JSON.parse(await readFile(join(TINY_DIR, 'config.json'), 'utf8')) as Record<string, unknown>;
+  const bytes = new Uint8Array(await readFile(join(model.dir, 'onnx/model.onnx')));
+  const config = JSON.parse(await readFile(join(model.dir, 'config.json'), 'utf8')) as Record<string, unknown>;
   const weights = await readDecoderWeights(bytes, { config });
   const adapter = createLoraAdapter(weights.shape, { r: 8, alpha: 16, seed });
   const trainer = new LoraTrainer(weights, adapter, { optimizer: { lr: LORA_LR }, temperature: 1 });
-  let policy = await loadOnnxPolicy({ model: TINY_DIR });
+  let policy = await loadOnnxPolicy({ model: model.dir });
   try {
-    const before = await measure(policy, heldOut, seed);
+    const before = await measure(model, policy, heldOut, seed);
     for (let step = 0; step < STEPS; step++) {
       const items = train.slice(step * BATCH, (step + 1) * BATCH);
-      const groups = await sampleBatch(policy, items, step, seed);
+      const groups = await sampleBatch(model, policy, items, step, seed);
       const rewards = groups.flatMap((g, i) => g.completions.map((c) => score(c.text, items[i])));
       const { advantages } = computeAdvantages(rewards, { groupSize: GROUP });
       const batch: LoraGroup[] = groups.map((g, i) => ({
@@ -110,31 +131,31 @@ async function trainLora(seed: number, dirs: string[]): Promise<{ before: Measur
       // Sampling follows the adapter: the next groups come from W + s A^T B^T.
       const dir = await mkdtemp(join(tmpdir(), 'webgrpo-learn-'));
       dirs.push(dir);
-      await cp(TINY_DIR, dir, { recursive: true });
+      await cp(model.dir, dir, { recursive: true });
       await writeFile(join(dir, 'onnx/model.onnx'), await mergeLoraIntoOnnx(bytes, weights, adapter));
       await policy.dispose();
       policy = await loadOnnxPolicy({ model: dir });
     }
-    return { before, after: await measure(policy, heldOut, seed), seconds: (performance.now() - started) / 1000 };
+    return { before, after: await measure(model, policy, heldOut, seed), seconds: (performance.now() - started) / 1000 };
   } finally {
     await policy.dispose();
   }
 }
 
-async function trainHead(seed: number): Promise<{ before: Measure; after: Measure; seconds: number }> {
+async function trainHead(model: Model, seed: number): Promise<Trained> {
   const started = performance.now();
   const { train, heldOut } = datasets(seed);
-  const policy = await loadOnnxPolicy({ model: TINY_DIR, hiddenState: true });
+  const policy = await loadOnnxPolicy({ model: model.dir, hiddenState: true });
   const trainer = new GrpoTrainer(policy, { lr: HEAD_LR }, new GrpoConfig({ numGenerations: GROUP }), { temperature: 1, adapter: { seed } });
   try {
-    const before = await measure(policy, heldOut, seed);
+    const before = await measure(model, policy, heldOut, seed);
     for (let step = 0; step < STEPS; step++) {
       const items = train.slice(step * BATCH, (step + 1) * BATCH);
-      const groups = await sampleBatch(policy, items, step, seed);
+      const groups = await sampleBatch(model, policy, items, step, seed);
       const batch = groupRolloutBatch(groups.map((g, i) => ({ completions: g.completions, rewards: g.completions.map((c) => score(c.text, items[i])) })));
-      await trainer.trainStep(batch, items.map((item) => ({ prompt: promptOf(item) })));
+      await trainer.trainStep(batch, items.map((item) => inputOf(model, item)));
     }
-    return { before, after: await measure(policy, heldOut, seed), seconds: (performance.now() - started) / 1000 };
+    return { before, after: await measure(model, policy, heldOut, seed), seconds: (performance.now() - started) / 1000 };
   } finally {
     trainer.dispose();
     await policy.dispose();
@@ -146,12 +167,15 @@ export async function run(): Promise<string> {
   const rows: string[] = [];
   const examples: string[] = [];
   try {
-    for (const seed of SEEDS) {
-      for (const [name, train] of [['full-depth LoRA', trainLora], ['head adapter', trainHead]] as const) {
-        console.log(`  ${name}, seed ${seed}…`);
-        const { before, after, seconds } = await train(seed, dirs);
-        rows.push(`| ${name} | ${seed} | ${before.reward.toFixed(3)} | ${after.reward.toFixed(3)} | ${before.right} / ${after.right} | ${before.distinct} / ${after.distinct} | ${seconds.toFixed(0)} |`);
-        examples.push(`${name}, seed ${seed}, after: ${after.examples.join(', ')}`);
+    for (const model of MODELS) {
+      for (const seed of SEEDS) {
+        for (const [name, train] of [['full-depth LoRA', trainLora], ['head adapter', trainHead]] as const) {
+          console.log(`  ${model.name}, ${name}, seed ${seed}…`);
+          const { before, after, seconds } = await train(model, seed, dirs);
+          rows.push(`| ${model.name} | ${name} | ${seed} | ${before.reward.toFixed(3)} | ${after.reward.toFixed(3)} | ${before.right} / ${after.right} | ${before.distinct} / ${after.distinct} | ${seconds.toFixed(0)} |`);
+          if (seed === SEEDS[0]) examples.push(`${model.name}, ${name}, seed ${seed}, before: ${before.examples.join(', ')}`);
+          examples.push(`${model.name}, ${name}, seed ${seed}, after: ${after.examples.join(', ')}`);
+        }
       }
     }
   } finally {
@@ -160,13 +184,13 @@ export async function run(): Promise<string> {
   return [
     '## learning: a prompt-dependent reward, full-depth LoRA against the head adapter',
     '',
-    `Bundled model (random weights, character tokenizer), task \`first-letter\`; ${STEPS} GRPO steps of ${BATCH} prompts x ${GROUP} completions of at most ${MAX_NEW} characters, temperature 1, for each adapter and seed. LoRA rank 8, alpha 16, all seven projections of all layers, lr ${LORA_LR}, sampling from the merged model after every update; head adapter rank 8, lr ${HEAD_LR}. Measured on the 26 held-out words (one per letter, never trained on), 8 samples each: mean reward, held-out words whose replies most often start with the right letter, and how many distinct starting letters the replies have over the 26 words (1 = the same letter whatever the word).`,
+    `Both bundled models (character tokenizer): \`webgrpo-skill\` (pretrained on the four skill tasks, never on this one; prompts in its chat template) and \`webgrpo-tiny\` (random weights; raw prompts). Task \`first-letter\`; ${STEPS} GRPO steps of ${BATCH} prompts x ${GROUP} completions of at most ${MAX_NEW} characters, temperature 1, for each adapter and seed. LoRA rank 8, alpha 16, all seven projections of all layers, lr ${LORA_LR}, sampling from the merged model after every update; head adapter rank 8, lr ${HEAD_LR}. Measured on the 26 held-out words (one per letter, never trained on), 8 samples each: mean reward, held-out words whose replies most often start with the right letter, and how many distinct starting letters the replies have over the 26 words (1 = the same letter whatever the word).`,
     '',
-    '| adapter | seed | held-out reward before | after | right first letter, before / after (of 26) | distinct first letters, before / after | wall s |',
-    '|---|---:|---:|---:|---:|---:|---:|',
+    '| model | adapter | seed | held-out reward before | after | right first letter, before / after (of 26) | distinct first letters, before / after | wall s |',
+    '|---|---|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
-    'What the models write after training (held-out word, first sample):',
+    'What the models write (held-out word, first sample):',
     '',
     ...examples.map((e) => `- ${e}`),
   ].join('\n');
