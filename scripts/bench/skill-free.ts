@@ -55,6 +55,8 @@ interface Learned {
   warnings: number;
   /** Lessons mode: critiques asked for, those that parsed, and the first critic reply. */
   critiques: { asked: number; parsed: number; first?: string };
+  /** Lessons mode: group updates (the critic's operations on the library), the operations proposed, applied and skipped. */
+  updates: { asked: number; parsed: number; first?: string; proposed: number; applied: number; skipped: number };
 }
 
 async function learn(policy: OnnxPolicy, task: SkillTask, mode: LoopMode): Promise<Learned> {
@@ -74,14 +76,21 @@ async function learn(policy: OnnxPolicy, task: SkillTask, mode: LoopMode): Promi
     task: task.name,
   });
   const critiques: Learned['critiques'] = { asked: 0, parsed: 0 };
+  const updates: Learned['updates'] = { asked: 0, parsed: 0, proposed: 0, applied: 0, skipped: 0 };
   for await (const event of run) {
-    if (event.type !== 'critique') continue;
-    critiques.asked += 1;
-    if (event.exchange.parsed !== undefined) critiques.parsed += 1;
-    critiques.first ??= event.exchange.outputs[0];
+    if (event.type === 'critique' || event.type === 'group-update') {
+      const tally = event.type === 'critique' ? critiques : updates;
+      tally.asked += 1;
+      if (event.exchange.parsed !== undefined) tally.parsed += 1;
+      tally.first ??= event.exchange.outputs[0];
+    } else if (event.type === 'operations') {
+      updates.proposed += event.proposed.length;
+      updates.applied += event.applied.length;
+      updates.skipped += event.skipped.length;
+    }
   }
   const result = await run.result();
-  return { library: result.library, seconds: (performance.now() - started) / 1000, warnings: result.warnings, critiques };
+  return { library: result.library, seconds: (performance.now() - started) / 1000, warnings: result.warnings, critiques, updates };
 }
 
 /** The first reply to each of the first `n` held-out problems. */
@@ -99,6 +108,7 @@ export async function run(): Promise<string> {
   const policy = await loadOnnxPolicy({ model: SKILL_DIR });
   const rows: string[] = [];
   const notes: string[] = [];
+  const lessonTotals = { critiques: 0, parsed: 0, updates: 0, proposed: 0, applied: 0 };
   type Row = 'base' | 'turns' | LoopMode;
   const means: Record<Row, [number, number]> = { base: [0, 0], exemplars: [0, 0], turns: [0, 0], lessons: [0, 0] };
   const add = (key: Row, m: Measured) => {
@@ -115,7 +125,7 @@ export async function run(): Promise<string> {
       notes.push(`- ${task.name}, held-out prompts ${items.slice(0, 3).map((i) => cell(i.messages![0].content)).join(', ')}; base greedy: ${replies(base.greedy, 3).join(', ')}`);
       for (const mode of ['exemplars', 'lessons'] as const) {
         console.log(`  ${task.name}: ${mode}…`);
-        const { library, seconds, warnings, critiques } = await learn(policy, task, mode);
+        const { library, seconds, warnings, critiques, updates } = await learn(policy, task, mode);
         const after = await measure(policy, task, items, { library });
         add(mode, after);
         const size = mode === 'exemplars' ? `${library.exemplars.length} exemplars` : `${library.entries.length} lessons`;
@@ -129,7 +139,15 @@ export async function run(): Promise<string> {
           notes.push(`  - exemplars as earlier chat turns: greedy ${replies(turns.greedy, 3).join(', ')}`);
         }
         if (mode === 'exemplars' && library.exemplars.length > 0) notes.push(`    - first exemplars kept: ${library.exemplars.slice(0, 2).map((e) => `${cell(e.item)} -> ${cell(e.output)} (reward ${e.score.toFixed(2)})`).join(', ')}`);
-        if (mode === 'lessons') notes.push(`    - critiques: ${critiques.asked} asked, ${critiques.parsed} parsed; the first critic reply begins ${cell((critiques.first ?? '').slice(0, 80))}`);
+        if (mode === 'lessons') {
+          lessonTotals.critiques += critiques.asked;
+          lessonTotals.parsed += critiques.parsed;
+          lessonTotals.updates += updates.asked;
+          lessonTotals.proposed += updates.proposed;
+          lessonTotals.applied += updates.applied;
+          notes.push(`    - critiques: ${critiques.asked} asked, ${critiques.parsed} parsed; the first critic reply begins ${cell((critiques.first ?? '').slice(0, 80))}`);
+          notes.push(`    - group updates: ${updates.asked} asked, ${updates.parsed} parsed, the first begins ${cell((updates.first ?? '').slice(0, 80))}; operations ${updates.proposed} proposed, ${updates.applied} applied, ${updates.skipped} skipped`);
+        }
         if (mode === 'lessons' && library.entries.length > 0) notes.push(`    - lessons: ${library.entries.slice(0, 2).map((e) => cell(e.text)).join(', ')}`);
       }
     }
@@ -146,7 +164,7 @@ export async function run(): Promise<string> {
     ...rows,
     ...(['base', 'exemplars', 'turns', 'lessons'] as const).map((key) => `| **mean** | ${key === 'turns' ? 'exemplars as chat turns' : key} | | ${pct(means[key][0])} | ${pct(means[key][1])} | | |`),
     '',
-    `Over the four tasks, exemplars change held-out exact match by ${(100 * (means.exemplars[0] - means.base[0])).toFixed(1)} points greedy and ${(100 * (means.exemplars[1] - means.base[1])).toFixed(1)} at T=1; the same exemplars given as earlier chat turns (\`evaluate\`'s \`prompt\` option: every turn in the pretraining format, no preamble) by ${(100 * (means.turns[0] - means.base[0])).toFixed(1)} and ${(100 * (means.turns[1] - means.base[1])).toFixed(1)}; lessons by ${(100 * (means.lessons[0] - means.base[0])).toFixed(1)} and ${(100 * (means.lessons[1] - means.base[1])).toFixed(1)}. A lessons library that stays empty leaves every prompt as it was, so its rows equal the base: the 0.42M-parameter model, asked to critique, writes nothing that parses into a lesson (the critique counts are in the notes). Exemplars put a few hundred characters of English preamble and worked examples before a prompt the model only ever saw alone; the lever for making them usable is the corpus (pretraining chats with worked examples in the user turn), not this run, and the model here is left as it is.`,
+    `Over the four tasks, exemplars change held-out exact match by ${(100 * (means.exemplars[0] - means.base[0])).toFixed(1)} points greedy and ${(100 * (means.exemplars[1] - means.base[1])).toFixed(1)} at T=1; the same exemplars given as earlier chat turns (\`evaluate\`'s \`prompt\` option: every turn in the pretraining format, no preamble) by ${(100 * (means.turns[0] - means.base[0])).toFixed(1)} and ${(100 * (means.turns[1] - means.base[1])).toFixed(1)}; lessons by ${(100 * (means.lessons[0] - means.base[0])).toFixed(1)} and ${(100 * (means.lessons[1] - means.base[1])).toFixed(1)}. In lessons mode the critic is the 0.42M-parameter skill model itself: ${lessonTotals.parsed} of its ${lessonTotals.critiques} critiques parsed (the notes show what the lesson strings hold), its ${lessonTotals.updates} group updates proposed ${lessonTotals.proposed} operations and ${lessonTotals.applied} reached the library; an empty library leaves every prompt as it was, which is why those rows can equal the base. Exemplars put a few hundred characters of English preamble and worked examples before a prompt the model only ever saw alone; the lever for making them usable is the corpus (pretraining chats with worked examples in the user turn), not this run, and the model here is left as it is.`,
     '',
     'What the model writes (first held-out problems, greedy):',
     '',
