@@ -8,16 +8,24 @@ import { BATCH, GROUP, HEAD_LR, LORA_LR, MAX_NEW, MODELS, SEEDS, STEPS, trainHea
 export async function run(): Promise<string> {
   const rows: string[] = [];
   const examples: string[] = [];
+  const summary: string[] = [];
+  const mean = (xs: number[]) => xs.reduce((sum, x) => sum + x, 0) / xs.length;
   for (const model of MODELS) {
+    const gains: Record<string, { right: number[]; reward: number[] }> = {};
     for (const seed of SEEDS) {
       for (const [name, train] of [['full-depth LoRA', trainLora], ['head adapter', trainHead]] as const) {
         console.log(`  ${model.name}, ${name}, seed ${seed}…`);
         const { before, after, seconds } = await train(model, seed);
+        gains[name] ??= { right: [], reward: [] };
+        gains[name].right.push(after.right - before.right);
+        gains[name].reward.push(after.reward - before.reward);
         rows.push(`| ${model.name} | ${name} | ${seed} | ${before.reward.toFixed(3)} | ${after.reward.toFixed(3)} | ${before.right} / ${after.right} | ${before.distinct} / ${after.distinct} | ${seconds.toFixed(0)} |`);
         if (seed === SEEDS[0]) examples.push(`${model.name}, ${name}, seed ${seed}, before: ${before.examples.join(', ')}`);
         examples.push(`${model.name}, ${name}, seed ${seed}, after: ${after.examples.join(', ')}`);
       }
     }
+    const said = Object.entries(gains).map(([name, g]) => `${name} ${mean(g.right) >= 0 ? '+' : ''}${mean(g.right).toFixed(1)} words with the right letter and ${mean(g.reward) >= 0 ? '+' : ''}${mean(g.reward).toFixed(3)} reward (seeds ${g.right.map((x) => (x >= 0 ? `+${x}` : String(x))).join(', ')} words)`);
+    summary.push(`- ${model.name}, mean change over the ${SEEDS.length} seeds: ${said.join('; ')}.`);
   }
   return [
     '## learning: a prompt-dependent reward, full-depth LoRA against the head adapter',
@@ -27,6 +35,8 @@ export async function run(): Promise<string> {
     '| model | adapter | seed | held-out reward before | after | right first letter, before / after (of 26) | distinct first letters, before / after | wall s |',
     '|---|---|---:|---:|---:|---:|---:|---:|',
     ...rows,
+    '',
+    ...summary,
     '',
     'What the models write (held-out word, first sample):',
     '',
