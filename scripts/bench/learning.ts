@@ -1,172 +1,44 @@
 /**
  * Learning on a prompt-dependent reward, full-depth LoRA against the LM-head adapter, side by side
- * on the bundled model (random weights, a character tokenizer) in Node: the `first-letter` task
- * ("First letter of tiger:", reward = share of the reply's characters equal to the word's first
- * letter). Both adapters get the same training prompts, group size, steps and seed:
- *
- * - full-depth LoRA (rank 8 on all seven projections of every layer, LoraTrainer): each step
- *   samples its groups from the adapted model (the adapter merged into the ONNX file with
- *   mergeLoraIntoOnnx and loaded as a fresh policy), computes advantages, and updates;
- * - the head adapter (GrpoTrainer, rank 8 on the LM head), whose policy samples adapted logits.
- *
- * Each is measured before and after on held-out words (one word per letter, never trained on):
- * mean reward of 8 samples per word, and which letter the replies start with.
+ * on both bundled models: `webgrpo-skill` (pretrained on the skill tasks) and `webgrpo-tiny`
+ * (random weights); the runs are in _first-letter-grpo.ts.
  */
-import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { GrpoTrainer, groupRolloutBatch } from '../../lib/grad.js';
-import { computeAdvantages, firstLetter, GrpoConfig, type DatasetItem } from '../../lib/index.js';
-import { createLoraAdapter } from '../../lib/lora/adapter.js';
-import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
-import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
-import { LoraTrainer, type LoraGroup } from '../../lib/lora/trainer.js';
-import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import type { GroupResult } from '../../lib/policy/types.js';
-import type { RewardContext } from '../../lib/run/options.js';
-import { FIRST_LETTER_WORDS } from '../../lib/tasks/first-letter.js';
-import { readFile } from 'node:fs/promises';
-
-const TINY_DIR = fileURLToPath(new URL('../../public/models/webgrpo-tiny', import.meta.url));
-const SEEDS = [1, 2, 3];
-const STEPS = 40;
-const GROUP = 8;
-const BATCH = 4;
-const MAX_NEW = 3;
-const LORA_LR = 2e-3;
-const HEAD_LR = 0.02;
-
-const reward = firstLetter.rewards[0];
-// The task's reward is synchronous and reads only the text and the item.
-const score = (text: string, item: DatasetItem) => (reward.score({ text, item } as RewardContext) as number | null) ?? 0;
-const promptOf = (item: DatasetItem) => item.messages![0].content;
-const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
-
-function datasets(seed: number): { train: DatasetItem[]; heldOut: DatasetItem[] } {
-  const heldOutWords = new Set(FIRST_LETTER_WORDS.filter((_, i) => i % 2 === 1));
-  const wordOf = (item: DatasetItem) => promptOf(item).slice('First letter of '.length, -1);
-  const train = firstLetter.dataset({ size: 4 * STEPS * BATCH, seed }).filter((item) => !heldOutWords.has(wordOf(item))).slice(0, STEPS * BATCH);
-  const heldOut = [...heldOutWords].map((word): DatasetItem => ({ messages: [{ role: 'user', content: `First letter of ${word}:` }], answer: word[0] }));
-  return { train, heldOut };
-}
-
-interface Measure {
-  reward: number;
-  /** Held-out words whose most frequent first character of the replies is the right letter. */
-  right: number;
-  /** Distinct most frequent first characters over the held-out words. */
-  distinct: number;
-  examples: string[];
-}
-
-async function measure(policy: OnnxPolicy, items: DatasetItem[], seed: number): Promise<Measure> {
-  const rewards: number[] = [];
-  const firsts: string[] = [];
-  const examples: string[] = [];
-  for (const [i, item] of items.entries()) {
-    const group = await policy.generateGroup({ prompt: promptOf(item), groupSize: GROUP, maxNewTokens: MAX_NEW, temperature: 1, seed: seed * 7919 + i });
-    const texts = group.completions.map((c) => c.text);
-    rewards.push(...texts.map((t) => score(t, item)));
-    const counts = new Map<string, number>();
-    for (const t of texts) if (t.length > 0) counts.set(t[0].toLowerCase(), (counts.get(t[0].toLowerCase()) ?? 0) + 1);
-    firsts.push([...counts.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? '');
-    if (i < 4) examples.push(`${promptOf(item).slice('First letter of '.length)} ${JSON.stringify(texts[0])}`);
-  }
-  return { reward: mean(rewards), right: firsts.filter((f, i) => f === items[i].answer).length, distinct: new Set(firsts).size, examples };
-}
-
-async function sampleBatch(policy: OnnxPolicy, items: DatasetItem[], step: number, seed: number): Promise<GroupResult[]> {
-  const groups: GroupResult[] = [];
-  for (const [i, item] of items.entries()) {
-    groups.push(await policy.generateGroup({ prompt: promptOf(item), groupSize: GROUP, maxNewTokens: MAX_NEW, temperature: 1, seed: seed * 100_003 + step * 101 + i }));
-  }
-  return groups;
-}
-
-async function trainLora(seed: number, dirs: string[]): Promise<{ before: Measure; after: Measure; seconds: number }> {
-  const started = performance.now();
-  const { train, heldOut } = datasets(seed);
-  const bytes = new Uint8Array(await readFile(join(TINY_DIR, 'onnx/model.onnx')));
-  const config = JSON.parse(await readFile(join(TINY_DIR, 'config.json'), 'utf8')) as Record<string, unknown>;
-  const weights = await readDecoderWeights(bytes, { config });
-  const adapter = createLoraAdapter(weights.shape, { r: 8, alpha: 16, seed });
-  const trainer = new LoraTrainer(weights, adapter, { optimizer: { lr: LORA_LR }, temperature: 1 });
-  let policy = await loadOnnxPolicy({ model: TINY_DIR });
-  try {
-    const before = await measure(policy, heldOut, seed);
-    for (let step = 0; step < STEPS; step++) {
-      const items = train.slice(step * BATCH, (step + 1) * BATCH);
-      const groups = await sampleBatch(policy, items, step, seed);
-      const rewards = groups.flatMap((g, i) => g.completions.map((c) => score(c.text, items[i])));
-      const { advantages } = computeAdvantages(rewards, { groupSize: GROUP });
-      const batch: LoraGroup[] = groups.map((g, i) => ({
-        promptIds: g.promptTokenIds,
-        completions: g.completions.map((c) => c.tokenIds),
-        advantages: advantages.slice(i * GROUP, (i + 1) * GROUP),
-        oldLogps: g.completions.map((c) => c.logprobs),
-      }));
-      trainer.step(batch);
-      // Sampling follows the adapter: the next groups come from W + s A^T B^T.
-      const dir = await mkdtemp(join(tmpdir(), 'webgrpo-learn-'));
-      dirs.push(dir);
-      await cp(TINY_DIR, dir, { recursive: true });
-      await writeFile(join(dir, 'onnx/model.onnx'), await mergeLoraIntoOnnx(bytes, weights, adapter));
-      await policy.dispose();
-      policy = await loadOnnxPolicy({ model: dir });
-    }
-    return { before, after: await measure(policy, heldOut, seed), seconds: (performance.now() - started) / 1000 };
-  } finally {
-    await policy.dispose();
-  }
-}
-
-async function trainHead(seed: number): Promise<{ before: Measure; after: Measure; seconds: number }> {
-  const started = performance.now();
-  const { train, heldOut } = datasets(seed);
-  const policy = await loadOnnxPolicy({ model: TINY_DIR, hiddenState: true });
-  const trainer = new GrpoTrainer(policy, { lr: HEAD_LR }, new GrpoConfig({ numGenerations: GROUP }), { temperature: 1, adapter: { seed } });
-  try {
-    const before = await measure(policy, heldOut, seed);
-    for (let step = 0; step < STEPS; step++) {
-      const items = train.slice(step * BATCH, (step + 1) * BATCH);
-      const groups = await sampleBatch(policy, items, step, seed);
-      const batch = groupRolloutBatch(groups.map((g, i) => ({ completions: g.completions, rewards: g.completions.map((c) => score(c.text, items[i])) })));
-      await trainer.trainStep(batch, items.map((item) => ({ prompt: promptOf(item) })));
-    }
-    return { before, after: await measure(policy, heldOut, seed), seconds: (performance.now() - started) / 1000 };
-  } finally {
-    trainer.dispose();
-    await policy.dispose();
-  }
-}
+import { BATCH, GROUP, HEAD_LR, LORA_LR, MAX_NEW, MODELS, SEEDS, STEPS, trainHead, trainLora } from './_first-letter-grpo.js';
 
 export async function run(): Promise<string> {
-  const dirs: string[] = [];
   const rows: string[] = [];
   const examples: string[] = [];
-  try {
+  const summary: string[] = [];
+  const mean = (xs: number[]) => xs.reduce((sum, x) => sum + x, 0) / xs.length;
+  for (const model of MODELS) {
+    const gains: Record<string, { right: number[]; reward: number[] }> = {};
     for (const seed of SEEDS) {
       for (const [name, train] of [['full-depth LoRA', trainLora], ['head adapter', trainHead]] as const) {
-        console.log(`  ${name}, seed ${seed}…`);
-        const { before, after, seconds } = await train(seed, dirs);
-        rows.push(`| ${name} | ${seed} | ${before.reward.toFixed(3)} | ${after.reward.toFixed(3)} | ${before.right} / ${after.right} | ${before.distinct} / ${after.distinct} | ${seconds.toFixed(0)} |`);
-        examples.push(`${name}, seed ${seed}, after: ${after.examples.join(', ')}`);
+        console.log(`  ${model.name}, ${name}, seed ${seed}…`);
+        const { before, after, seconds } = await train(model, seed);
+        gains[name] ??= { right: [], reward: [] };
+        gains[name].right.push(after.right - before.right);
+        gains[name].reward.push(after.reward - before.reward);
+        rows.push(`| ${model.name} | ${name} | ${seed} | ${before.reward.toFixed(3)} | ${after.reward.toFixed(3)} | ${before.right} / ${after.right} | ${before.distinct} / ${after.distinct} | ${seconds.toFixed(0)} |`);
+        if (seed === SEEDS[0]) examples.push(`${model.name}, ${name}, seed ${seed}, before: ${before.examples.join(', ')}`);
+        examples.push(`${model.name}, ${name}, seed ${seed}, after: ${after.examples.join(', ')}`);
       }
     }
-  } finally {
-    await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+    const said = Object.entries(gains).map(([name, g]) => `${name} ${mean(g.right) >= 0 ? '+' : ''}${mean(g.right).toFixed(1)} words with the right letter and ${mean(g.reward) >= 0 ? '+' : ''}${mean(g.reward).toFixed(3)} reward (seeds ${g.right.map((x) => (x >= 0 ? `+${x}` : String(x))).join(', ')} words)`);
+    summary.push(`- ${model.name}, mean change over the ${SEEDS.length} seeds: ${said.join('; ')}.`);
   }
   return [
     '## learning: a prompt-dependent reward, full-depth LoRA against the head adapter',
     '',
-    `Bundled model (random weights, character tokenizer), task \`first-letter\`; ${STEPS} GRPO steps of ${BATCH} prompts x ${GROUP} completions of at most ${MAX_NEW} characters, temperature 1, for each adapter and seed. LoRA rank 8, alpha 16, all seven projections of all layers, lr ${LORA_LR}, sampling from the merged model after every update; head adapter rank 8, lr ${HEAD_LR}. Measured on the 26 held-out words (one per letter, never trained on), 8 samples each: mean reward, held-out words whose replies most often start with the right letter, and how many distinct starting letters the replies have over the 26 words (1 = the same letter whatever the word).`,
+    `Both bundled models (character tokenizer): \`webgrpo-skill\` (pretrained on the four skill tasks, never on this one; prompts in its chat template) and \`webgrpo-tiny\` (random weights; raw prompts). Task \`first-letter\`; ${STEPS} GRPO steps of ${BATCH} prompts x ${GROUP} completions of at most ${MAX_NEW} characters, temperature 1, for each adapter and seed. LoRA rank 8, alpha 16, all seven projections of all layers, lr ${LORA_LR}, sampling from the merged model after every update; head adapter rank 8, lr ${HEAD_LR}. Measured on the 26 held-out words (one per letter, never trained on), 8 samples each: mean reward, held-out words whose replies most often start with the right letter, and how many distinct starting letters the replies have over the 26 words (1 = the same letter whatever the word).`,
     '',
-    '| adapter | seed | held-out reward before | after | right first letter, before / after (of 26) | distinct first letters, before / after | wall s |',
-    '|---|---:|---:|---:|---:|---:|---:|',
+    '| model | adapter | seed | held-out reward before | after | right first letter, before / after (of 26) | distinct first letters, before / after | wall s |',
+    '|---|---|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
-    'What the models write after training (held-out word, first sample):',
+    ...summary,
+    '',
+    'What the models write (held-out word, first sample):',
     '',
     ...examples.map((e) => `- ${e}`),
   ].join('\n');

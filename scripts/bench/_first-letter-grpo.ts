@@ -1,0 +1,165 @@
+/**
+ * GRPO on a prompt-dependent reward with either adapter, the same prompts, group size, steps and
+ * seed, measured before and after on held-out words; shared by the learning benchmark and the
+ * learning test (test/lora/learning.test.ts). It runs in Node on either bundled model (the same character tokenizer): `webgrpo-skill`, pretrained on
+ * the skill tasks (prompts in its chat template, as it was trained), and `webgrpo-tiny`, random
+ * weights (raw prompts). The task is `first-letter`
+ * ("First letter of tiger:", reward = share of the reply's characters equal to the word's first
+ * letter). Both adapters get the same training prompts, group size, steps and seed:
+ *
+ * - full-depth LoRA (rank 8 on all seven projections of every layer, LoraTrainer): each step
+ *   samples its groups from the adapted model (the adapter merged into the ONNX file with
+ *   mergeLoraIntoOnnx and loaded as a fresh policy), computes advantages, and updates;
+ * - the head adapter (GrpoTrainer, rank 8 on the LM head), whose policy samples adapted logits.
+ *
+ * Each is measured before and after on held-out words (one word per letter, never trained on):
+ * mean reward of 8 samples per word, and which letter the replies start with.
+ */
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { GrpoTrainer, groupRolloutBatch } from '../../lib/grad.js';
+import { computeAdvantages, firstLetter, GrpoConfig, type DatasetItem } from '../../lib/index.js';
+import { createLoraAdapter } from '../../lib/lora/adapter.js';
+import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
+import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
+import { LoraTrainer, type LoraGroup } from '../../lib/lora/trainer.js';
+import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
+import type { GroupResult } from '../../lib/policy/types.js';
+import type { RewardContext } from '../../lib/run/options.js';
+import { FIRST_LETTER_WORDS } from '../../lib/tasks/first-letter.js';
+
+const TINY_DIR = fileURLToPath(new URL('../../public/models/webgrpo-tiny', import.meta.url));
+const SKILL_DIR = fileURLToPath(new URL('../../public/models/webgrpo-skill', import.meta.url));
+
+export interface Model {
+  name: string;
+  dir: string;
+  /** Prompts in the chat template (the skill model's training format) or raw. */
+  chat: boolean;
+}
+export const MODELS: Model[] = [
+  { name: 'webgrpo-skill', dir: SKILL_DIR, chat: true },
+  { name: 'webgrpo-tiny (random)', dir: TINY_DIR, chat: false },
+];
+export const SEEDS = [1, 2, 3];
+export const STEPS = 40;
+export const GROUP = 8;
+export const BATCH = 4;
+export const MAX_NEW = 3;
+export const LORA_LR = 2e-3;
+export const HEAD_LR = 0.02;
+
+const reward = firstLetter.rewards[0];
+// The task's reward is synchronous and reads only the text and the item.
+const score = (text: string, item: DatasetItem) => (reward.score({ text, item } as RewardContext) as number | null) ?? 0;
+const promptOf = (item: DatasetItem) => item.messages![0].content;
+const inputOf = (model: Model, item: DatasetItem) => (model.chat ? { messages: item.messages } : { prompt: promptOf(item) });
+const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+
+function datasets(seed: number, steps: number): { train: DatasetItem[]; heldOut: DatasetItem[] } {
+  const heldOutWords = new Set(FIRST_LETTER_WORDS.filter((_, i) => i % 2 === 1));
+  const wordOf = (item: DatasetItem) => promptOf(item).slice('First letter of '.length, -1);
+  const train = firstLetter.dataset({ size: 4 * steps * BATCH, seed }).filter((item) => !heldOutWords.has(wordOf(item))).slice(0, steps * BATCH);
+  const heldOut = [...heldOutWords].map((word): DatasetItem => ({ messages: [{ role: 'user', content: `First letter of ${word}:` }], answer: word[0] }));
+  return { train, heldOut };
+}
+
+export interface Measure {
+  reward: number;
+  /** Held-out words whose most frequent first character of the replies is the right letter. */
+  right: number;
+  /** Distinct most frequent first characters over the held-out words. */
+  distinct: number;
+  examples: string[];
+}
+
+async function measure(model: Model, policy: OnnxPolicy, items: DatasetItem[], seed: number): Promise<Measure> {
+  const rewards: number[] = [];
+  const firsts: string[] = [];
+  const examples: string[] = [];
+  for (const [i, item] of items.entries()) {
+    const group = await policy.generateGroup({ ...inputOf(model, item), groupSize: GROUP, maxNewTokens: MAX_NEW, temperature: 1, seed: seed * 7919 + i });
+    const texts = group.completions.map((c) => c.text);
+    rewards.push(...texts.map((t) => score(t, item)));
+    const counts = new Map<string, number>();
+    for (const t of texts) if (t.length > 0) counts.set(t[0].toLowerCase(), (counts.get(t[0].toLowerCase()) ?? 0) + 1);
+    firsts.push([...counts.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? '');
+    if (i < 4) examples.push(`${promptOf(item).slice('First letter of '.length)} ${JSON.stringify(texts[0])}`);
+  }
+  return { reward: mean(rewards), right: firsts.filter((f, i) => f === items[i].answer).length, distinct: new Set(firsts).size, examples };
+}
+
+async function sampleBatch(model: Model, policy: OnnxPolicy, items: DatasetItem[], step: number, seed: number): Promise<GroupResult[]> {
+  const groups: GroupResult[] = [];
+  for (const [i, item] of items.entries()) {
+    groups.push(await policy.generateGroup({ ...inputOf(model, item), groupSize: GROUP, maxNewTokens: MAX_NEW, temperature: 1, seed: seed * 100_003 + step * 101 + i }));
+  }
+  return groups;
+}
+
+export interface Trained {
+  before: Measure;
+  after: Measure;
+  seconds: number;
+}
+
+export async function trainLora(model: Model, seed: number, steps = STEPS): Promise<Trained> {
+  const dirs: string[] = [];
+  const started = performance.now();
+  const { train, heldOut } = datasets(seed, steps);
+  const bytes = new Uint8Array(await readFile(join(model.dir, 'onnx/model.onnx')));
+  const config = JSON.parse(await readFile(join(model.dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+  const weights = await readDecoderWeights(bytes, { config });
+  const adapter = createLoraAdapter(weights.shape, { r: 8, alpha: 16, seed });
+  const trainer = new LoraTrainer(weights, adapter, { optimizer: { lr: LORA_LR }, temperature: 1 });
+  let policy = await loadOnnxPolicy({ model: model.dir });
+  try {
+    const before = await measure(model, policy, heldOut, seed);
+    for (let step = 0; step < steps; step++) {
+      const items = train.slice(step * BATCH, (step + 1) * BATCH);
+      const groups = await sampleBatch(model, policy, items, step, seed);
+      const rewards = groups.flatMap((g, i) => g.completions.map((c) => score(c.text, items[i])));
+      const { advantages } = computeAdvantages(rewards, { groupSize: GROUP });
+      const batch: LoraGroup[] = groups.map((g, i) => ({
+        promptIds: g.promptTokenIds,
+        completions: g.completions.map((c) => c.tokenIds),
+        advantages: advantages.slice(i * GROUP, (i + 1) * GROUP),
+        oldLogps: g.completions.map((c) => c.logprobs),
+      }));
+      trainer.step(batch);
+      // Sampling follows the adapter: the next groups come from W + s A^T B^T.
+      const dir = await mkdtemp(join(tmpdir(), 'webgrpo-learn-'));
+      dirs.push(dir);
+      await cp(model.dir, dir, { recursive: true });
+      await writeFile(join(dir, 'onnx/model.onnx'), await mergeLoraIntoOnnx(bytes, weights, adapter));
+      await policy.dispose();
+      policy = await loadOnnxPolicy({ model: dir });
+    }
+    return { before, after: await measure(model, policy, heldOut, seed), seconds: (performance.now() - started) / 1000 };
+  } finally {
+    await policy.dispose();
+    await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+  }
+}
+
+export async function trainHead(model: Model, seed: number, steps = STEPS): Promise<Trained> {
+  const started = performance.now();
+  const { train, heldOut } = datasets(seed, steps);
+  const policy = await loadOnnxPolicy({ model: model.dir, hiddenState: true });
+  const trainer = new GrpoTrainer(policy, { lr: HEAD_LR }, new GrpoConfig({ numGenerations: GROUP }), { temperature: 1, adapter: { seed } });
+  try {
+    const before = await measure(model, policy, heldOut, seed);
+    for (let step = 0; step < steps; step++) {
+      const items = train.slice(step * BATCH, (step + 1) * BATCH);
+      const groups = await sampleBatch(model, policy, items, step, seed);
+      const batch = groupRolloutBatch(groups.map((g, i) => ({ completions: g.completions, rewards: g.completions.map((c) => score(c.text, items[i])) })));
+      await trainer.trainStep(batch, items.map((item) => inputOf(model, item)));
+    }
+    return { before, after: await measure(model, policy, heldOut, seed), seconds: (performance.now() - started) / 1000 };
+  } finally {
+    trainer.dispose();
+    await policy.dispose();
+  }
+}
