@@ -88,6 +88,10 @@ export class GpuRecorder {
 
   /** A zeroed buffer of n floats (WebGPU zero-fills new buffers), or one holding `data`; temporary unless `keep`. */
   tensor(n: number, data?: Float32Array | Uint32Array, keep = false): Tensor {
+    const limit = this.device.limits.maxStorageBufferBindingSize;
+    if (n * 4 > limit) {
+      throw new UnsupportedError(`A tensor of ${n} floats does not fit one WebGPU storage binding (${limit} bytes); train on fewer or shorter completions per group, or request the device with a larger maxStorageBufferBindingSize.`);
+    }
     const buffer = this.device.createBuffer({ size: Math.max(16, Math.ceil((n * 4) / 16) * 16), usage: STORAGE, label: 'webgrpo lora tensor' });
     if (data) this.device.queue.writeBuffer(buffer, 0, data);
     if (!keep) this.#temporaries.push(buffer);

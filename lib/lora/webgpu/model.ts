@@ -55,30 +55,34 @@ export function createWebgpuLoraModel(device: GpuDeviceLike, weights: DecoderWei
   const recorder = new GpuRecorder(device);
   const all: Tensor[] = [];
   const upload = (data: Float32Array): Tensor => {
-    if (data.byteLength > device.limits.maxStorageBufferBindingSize) {
-      throw new UnsupportedError(`A weight of ${data.length} floats does not fit one WebGPU storage binding (${device.limits.maxStorageBufferBindingSize} bytes).`);
-    }
     const t = recorder.tensor(data.length, data, true);
     all.push(t);
     return t;
   };
-  const layers = weights.layers.map((w: DecoderLayerWeights, l): GpuLayer => {
-    const projections = Object.fromEntries(
-      LORA_MODULES.map((m) => {
-        const p = w[m];
-        if (!(p.weight instanceof Float32Array)) throw new UnsupportedError(`Layer ${l} ${m} is 4-bit (MatMulNBits); the WebGPU LoRA engine takes float32 weights. Use the CPU engine.`);
-        return [m, { inDim: p.inDim, outDim: p.outDim, weight: upload(p.weight), ...(p.bias ? { bias: upload(p.bias) } : {}) }];
-      }),
-    ) as Record<LoraModule, GpuProjection>;
-    return { inputNorm: upload(w.inputNorm), postNorm: upload(w.postNorm), ...(w.qNorm ? { qNorm: upload(w.qNorm) } : {}), ...(w.kNorm ? { kNorm: upload(w.kNorm) } : {}), projections };
-  });
-  const buffers: ModelBuffers = {
-    embedding: upload(weights.embedding),
-    ...(weights.lmHead ? { lmHead: upload(weights.lmHead) } : {}),
-    finalNorm: upload(weights.finalNorm),
-    layers,
-    all,
-  };
+  let buffers: ModelBuffers;
+  try {
+    const layers = weights.layers.map((w: DecoderLayerWeights, l): GpuLayer => {
+      const projections = Object.fromEntries(
+        LORA_MODULES.map((m) => {
+          const p = w[m];
+          if (!(p.weight instanceof Float32Array)) throw new UnsupportedError(`Layer ${l} ${m} is 4-bit (MatMulNBits); the WebGPU LoRA engine takes float32 weights. Use the CPU engine.`);
+          return [m, { inDim: p.inDim, outDim: p.outDim, weight: upload(p.weight), ...(p.bias ? { bias: upload(p.bias) } : {}) }];
+        }),
+      ) as Record<LoraModule, GpuProjection>;
+      return { inputNorm: upload(w.inputNorm), postNorm: upload(w.postNorm), ...(w.qNorm ? { qNorm: upload(w.qNorm) } : {}), ...(w.kNorm ? { kNorm: upload(w.kNorm) } : {}), projections };
+    });
+    buffers = {
+      embedding: upload(weights.embedding),
+      ...(weights.lmHead ? { lmHead: upload(weights.lmHead) } : {}),
+      finalNorm: upload(weights.finalNorm),
+      layers,
+      all,
+    };
+  } catch (error) {
+    // A weight that cannot be uploaded (4-bit, too large) frees the ones already on the device.
+    for (const t of all) t.buffer.destroy();
+    throw error;
+  }
   const model: WebgpuLoraModel = {
     device,
     weights,
