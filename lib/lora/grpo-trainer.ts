@@ -8,7 +8,8 @@
  *
  * The objective is the head trainer's (`grpoObjective`: every loss type and option, the sampling
  * correction, truncation masks, adaptive entropy, the driver's advantages); the log-probs,
- * entropies and their gradient come from the CPU decoder (model.ts) instead of the head. The KL
+ * entropies and their gradient come from the decoder (model.ts on the CPU, webgpu/model.ts on
+ * WebGPU with `engine: 'webgpu'`) instead of the head. The KL
  * reference is the base model: the same decoder with the adapter off. Calling `trainStep` again
  * on the same batch is another iteration on it (TRL's `num_iterations`): the reference
  * log-probs are kept, the adapted model is run again.
@@ -27,10 +28,11 @@ import { samplingCorrection } from '../math/sampling-correction.js';
 import { nanMean, nanStd } from '../math/stats.js';
 import type { PromptInput } from '../policy/types.js';
 import { createLoraAdapter, zerosLike, type LoraAdapter, type LoraOptions } from './adapter.js';
-import { loraGroupForward, type LoraForwardOptions, type LoraGroupPass } from './model.js';
+import { loraGroupForward, type LoraForwardOptions } from './model.js';
 import { readDecoderWeights } from './onnx-weights.js';
 import { LoraOptimizer, type LoraOptimizerState } from './optimizer.js';
 import type { DecoderWeights } from './weights.js';
+import { webgpuLoraGroupForward, type WebgpuLoraModel } from './webgpu/model.js';
 
 /** What one GRPO update is, for either adapter (`GrpoTrainer` on the head, `LoraGrpoTrainer` on every layer). */
 export interface GroupTrainer {
@@ -77,6 +79,21 @@ export interface LoraGrpoTrainerOptions {
   recompute?: boolean;
   /** The optimizer's state to continue from (a checkpoint's). */
   state?: LoraOptimizerState;
+  /**
+   * Where the forward and backward run: 'cpu' (default, model.ts), or 'webgpu' with `gpu`, the
+   * model's weights on a device (createWebgpuLoraModel(device, model.weights)). The optimizer
+   * runs on the CPU either way; `recompute` and `precision` apply to the CPU engine only.
+   */
+  engine?: 'cpu' | 'webgpu';
+  gpu?: WebgpuLoraModel;
+}
+
+/** One group's pass on either engine (the WebGPU one's backward is asynchronous). */
+interface EnginePass {
+  logprobs: number[][];
+  entropies: number[][];
+  backward(dlogps: ReadonlyArray<ArrayLike<number>>, grad: LoraAdapter, dentropies?: ReadonlyArray<ArrayLike<number>>): void | Promise<void>;
+  dispose?(): void;
 }
 
 export class LoraGrpoTrainer implements GroupTrainer {
@@ -89,6 +106,7 @@ export class LoraGrpoTrainer implements GroupTrainer {
   readonly #maskTruncated: boolean;
   readonly #adaptive: ResolvedAdaptiveEntropy | undefined;
   readonly #forward: LoraForwardOptions;
+  readonly #gpu: WebgpuLoraModel | undefined;
   #entropyState: AdaptiveEntropyState;
   /** The batch whose reference log-probs are kept (they do not change with the adapter). */
   #reference?: { batch: GroupRolloutBatch; prompts: string; refLogps: Float64Array };
@@ -111,6 +129,24 @@ export class LoraGrpoTrainer implements GroupTrainer {
       throw new InvalidInputError('temperature', `must be a finite number > 0 (the rollouts' sampling temperature), got ${this.temperature}.`);
     }
     this.#forward = { temperature: this.temperature, precision: options.precision, recompute: options.recompute ?? true };
+    const engine = options.engine ?? 'cpu';
+    if (engine !== 'cpu' && engine !== 'webgpu') throw new InvalidInputError('engine', `must be 'cpu' or 'webgpu', got ${String(engine)}.`);
+    if (engine === 'webgpu') {
+      if (!options.gpu) throw new InvalidInputError('gpu', "is needed with engine 'webgpu': createWebgpuLoraModel(device, model.weights).");
+      if (options.gpu.weights !== model.weights) throw new InvalidInputError('gpu', "holds other weights than the model's; upload model.weights (createWebgpuLoraModel(device, model.weights)).");
+    }
+    this.#gpu = engine === 'webgpu' ? options.gpu : undefined;
+  }
+
+  /** Which engine runs the forward and backward. */
+  get engine(): 'cpu' | 'webgpu' {
+    return this.#gpu ? 'webgpu' : 'cpu';
+  }
+
+  async #pass(adapter: LoraAdapter, promptIds: readonly number[], completions: number[][], options: LoraForwardOptions): Promise<EnginePass> {
+    const group = { promptIds, completions };
+    if (this.#gpu) return webgpuLoraGroupForward(this.#gpu, adapter, group, options);
+    return loraGroupForward(this.#model.weights, adapter, group, options);
   }
 
   get adapter(): LoraAdapter {
@@ -149,24 +185,30 @@ export class LoraGrpoTrainer implements GroupTrainer {
     const promptIds = prompts.map((p, g) => this.#promptIds(p, g));
     throwIfAborted(options.signal);
 
-    const passes = this.#groups(layout, batch.groupSize, (rows, g) => loraGroupForward(this.#model.weights, this.#model.adapter, { promptIds: promptIds[g], completions: rows }, this.#forward));
-    const logps = new Float64Array(layout.count);
-    const entropies = new Float64Array(layout.count);
-    passes.forEach((pass, g) => {
-      pass.logprobs.forEach((row, i) => logps.set(row, layout.offsets[g * batch.groupSize + i]));
-      pass.entropies.forEach((row, i) => entropies.set(row, layout.offsets[g * batch.groupSize + i]));
-    });
-    const refLogps = this.#loss.beta === 0 ? new Float64Array(layout.count) : this.#referenceLogps(batch, layout, prompts, promptIds);
-    throwIfAborted(options.signal);
-    const objective = grpoObjective(batch, layout, { logps, entropies, refLogps }, lossConfig, options.advantages ?? this.#advantages, {
-      ...(options.samplingLogprobs ? { samplingLogprobs: options.samplingLogprobs } : {}),
-      ...(this.#maskTruncated ? { truncated: options.truncated } : {}),
-    });
+    const passes = await this.#groups(layout, batch.groupSize, (rows, g) => this.#pass(this.#model.adapter, promptIds[g], rows, this.#forward));
     const grad = zerosLike(this.#model.adapter);
-    passes.forEach((pass, g) => {
-      const rows = (values: Float64Array) => pass.logprobs.map((row, i) => values.subarray(layout.offsets[g * batch.groupSize + i], layout.offsets[g * batch.groupSize + i] + row.length));
-      pass.backward(rows(objective.dLogp), grad, rows(objective.dEntropy));
-    });
+    let objective: ReturnType<typeof grpoObjective>;
+    // A WebGPU pass holds its activations on the device until its backward; free them on any throw.
+    try {
+      const logps = new Float64Array(layout.count);
+      const entropies = new Float64Array(layout.count);
+      passes.forEach((pass, g) => {
+        pass.logprobs.forEach((row, i) => logps.set(row, layout.offsets[g * batch.groupSize + i]));
+        pass.entropies.forEach((row, i) => entropies.set(row, layout.offsets[g * batch.groupSize + i]));
+      });
+      const refLogps = this.#loss.beta === 0 ? new Float64Array(layout.count) : await this.#referenceLogps(batch, layout, prompts, promptIds);
+      throwIfAborted(options.signal);
+      objective = grpoObjective(batch, layout, { logps, entropies, refLogps }, lossConfig, options.advantages ?? this.#advantages, {
+        ...(options.samplingLogprobs ? { samplingLogprobs: options.samplingLogprobs } : {}),
+        ...(this.#maskTruncated ? { truncated: options.truncated } : {}),
+      });
+      for (const [g, pass] of passes.entries()) {
+        const rows = (values: Float64Array) => pass.logprobs.map((row, i) => values.subarray(layout.offsets[g * batch.groupSize + i], layout.offsets[g * batch.groupSize + i] + row.length));
+        await pass.backward(rows(objective.dLogp), grad, rows(objective.dEntropy));
+      }
+    } finally {
+      for (const pass of passes) pass.dispose?.();
+    }
     const { gradNorm, clip } = this.optimizer.update(this.#model.adapter, grad);
     if (this.#adaptive) this.#entropyState = nextAdaptiveEntropy(this.#entropyState, objective.metrics.trainedEntropy ?? 0, this.#adaptive);
 
@@ -212,23 +254,24 @@ export class LoraGrpoTrainer implements GroupTrainer {
   }
 
   /** The base model's log-probs (the adapter off) of the batch's tokens, kept while the batch is the same. */
-  #referenceLogps(batch: GroupRolloutBatch, layout: TokenLayout, prompts: PromptInput[], promptIds: ReadonlyArray<readonly number[]>): Float64Array {
+  async #referenceLogps(batch: GroupRolloutBatch, layout: TokenLayout, prompts: PromptInput[], promptIds: ReadonlyArray<readonly number[]>): Promise<Float64Array> {
     const key = JSON.stringify(prompts);
     if (this.#reference?.batch === batch && this.#reference.prompts === key) return this.#reference.refLogps;
     const off = zerosLike(this.#model.adapter);
     const refLogps = new Float64Array(layout.count);
-    this.#groups(layout, batch.groupSize, (rows, g) => {
-      const pass = loraGroupForward(this.#model.weights, off, { promptIds: promptIds[g], completions: rows }, { ...this.#forward, recompute: true });
+    await this.#groups(layout, batch.groupSize, async (rows, g) => {
+      const pass = await this.#pass(off, promptIds[g], rows, { ...this.#forward, recompute: true });
       pass.logprobs.forEach((row, i) => refLogps.set(row, layout.offsets[g * batch.groupSize + i]));
+      pass.dispose?.();
       return pass;
     });
     this.#reference = { batch, prompts: key, refLogps };
     return refLogps;
   }
 
-  #groups(layout: TokenLayout, groupSize: number, run: (rows: number[][], group: number) => LoraGroupPass): LoraGroupPass[] {
-    const passes: LoraGroupPass[] = [];
-    for (let g = 0; g * groupSize < layout.completions.length; g++) passes.push(run(layout.completions.slice(g * groupSize, (g + 1) * groupSize), g));
+  async #groups(layout: TokenLayout, groupSize: number, run: (rows: number[][], group: number) => Promise<EnginePass>): Promise<EnginePass[]> {
+    const passes: EnginePass[] = [];
+    for (let g = 0; g * groupSize < layout.completions.length; g++) passes.push(await run(layout.completions.slice(g * groupSize, (g + 1) * groupSize), g));
     return passes;
   }
 

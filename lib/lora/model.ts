@@ -118,8 +118,8 @@ function asGroup({ tokens, completionStart }: LoraSequence): LoraGroupInput {
   return { promptIds: tokens.slice(0, completionStart), completions: [tokens.slice(completionStart)] };
 }
 
-/** The group as rows: tokens, positions, attention segments, and the rows that predict each completion token. */
-interface Packed {
+/** The group as rows (shared with the WebGPU engine, lib/lora/webgpu/model.ts): tokens, positions, attention segments, and the rows that predict each completion token. */
+export interface Packed {
   tokens: number[];
   layout: Omit<RowLayout, 'cos' | 'sin'>;
   positions: Int32Array;
@@ -129,7 +129,7 @@ interface Packed {
   lengths: number[];
 }
 
-function pack(weights: DecoderWeights, group: LoraGroupInput): Packed {
+export function pack(weights: DecoderWeights, group: LoraGroupInput): Packed {
   const { promptIds, completions } = group;
   if (!Array.isArray(promptIds) || promptIds.length === 0) throw new InvalidInputError('promptIds', 'must hold at least one token.');
   if (!Array.isArray(completions)) throw new InvalidInputError('completions', 'must be an array of token-id arrays.');

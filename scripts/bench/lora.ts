@@ -11,6 +11,8 @@
  *    of ArrayBuffer memory, per completion token.
  * 3. The cost of making the sampler follow the adapter: merging W + s A^T B^T into a copy of the
  *    graph's initializers (mergeLoraIntoOnnx) and building a new onnxruntime session from it.
+ * 4. In Chromium: one group's forward and backward on the CPU engine in the tab and on the WebGPU
+ *    engine (WGSL, lib/lora/webgpu), same tokens, on the bench model and on the bundled one.
  */
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -27,7 +29,11 @@ import { LoraTrainer } from '../../lib/lora/trainer.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
-import { BENCH, buildModel, MODEL_DIRS } from '../build-model/index.js';
+import { BENCH, BENCH_MODEL_URL, buildModel, MODEL_DIRS } from '../build-model/index.js';
+import type { Page } from 'playwright-core';
+import { createServer } from 'vite';
+import { launchChromium } from '../../test/browser/launch.js';
+import { browserServerConfig } from '../../test/browser/server-config.js';
 import { measureTrainStep } from './_grad-measure.js';
 import { ms } from './_measure.js';
 
@@ -182,10 +188,55 @@ export async function run(): Promise<string> {
 
   console.log('  refresh cost: merge and new session (bundled and bench model)…');
   const refresh = { tiny: await refreshCost(TINY_DIR), bench: await refreshCost(MODEL_DIRS.bench) };
-  return report({ tokens, sequenceTokens, promptTokens: promptIds.length, ortScore: { ms: median(ortScore.map((c) => c.ms)), cpuMs: median(ortScore.map((c) => c.cpuMs)) }, forward, steps, head, refresh, parameters: loraParameterCount(adapter) });
+
+  console.log('  Chromium: CPU engine and WebGPU engine (SwiftShader), bench and bundled model…');
+  const tinyPolicy = await loadOnnxPolicy({ model: TINY_DIR });
+  const tinyGroup = await tinyPolicy.generateGroup({ prompt: PROMPT, groupSize: GROUP, maxNewTokens: NEW_TOKENS, seed: 1 });
+  const tinyInput = { promptIds: await tinyPolicy.encode(PROMPT), completions: tinyGroup.completions.map((c) => c.tokenIds) };
+  await tinyPolicy.dispose();
+  // The bundled model first: its warm-up round warms the tab's JIT for the bench model's single run.
+  const browser = await inChromium(async (page) => {
+    const tiny = await callPage<EngineSteps>(page, 'step', '/models/webgrpo-tiny', tinyInput, RANK, 3, true);
+    const bench = await callPage<EngineSteps>(page, 'step', BENCH_MODEL_URL, { promptIds, completions }, RANK, 1, false);
+    return { tiny, bench };
+  });
+  return report({
+    browser,
+    tinyTokens: tinyInput.completions.reduce((n, c) => n + c.length, 0), tokens, sequenceTokens, promptTokens: promptIds.length, ortScore: { ms: median(ortScore.map((c) => c.ms)), cpuMs: median(ortScore.map((c) => c.cpuMs)) }, forward, steps, head, refresh, parameters: loraParameterCount(adapter) });
+}
+
+interface EngineSteps {
+  cpu: { forwardMs: number; stepMs: number };
+  webgpu: { forwardMs: number; stepMs: number };
+}
+
+async function inChromium<T>(fn: (page: Page) => Promise<T>): Promise<T> {
+  const server = await createServer(browserServerConfig);
+  await server.listen();
+  const address = server.httpServer?.address();
+  const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  const browser = await launchChromium();
+  try {
+    const page = await browser.newPage();
+    await page.goto(`${base}/scripts/bench/pages/lora.html`);
+    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true, null, { timeout: 120_000 });
+    return await fn(page);
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+}
+
+async function callPage<T>(page: Page, name: string, ...args: unknown[]): Promise<T> {
+  return (await page.evaluate(
+    ([n, a]) => (window as unknown as { bench: Record<string, (...x: unknown[]) => Promise<unknown>> }).bench[n as string](...(a as unknown[])),
+    [name, args] as const,
+  )) as T;
 }
 
 function report(r: {
+  browser: { bench: EngineSteps; tiny: EngineSteps };
+  tinyTokens: number;
   tokens: number;
   sequenceTokens: number;
   promptTokens: number;
@@ -232,6 +283,24 @@ function report(r: {
     'The LoRA engine is single-threaded JavaScript (float64 sums over float32 weights and activations); onnxruntime runs SIMD kernels. ' +
       'The "x LoRA forward" column is the step-to-forward ratio within one engine (the 3x goal); the "x onnxruntime" column is the distance the WebGPU engine has to close. ' +
       'The backward needs no base-weight gradients, so it costs about one forward; recomputation adds a second forward for the memory it saves.',
+    '',
+    '### In Chromium: the CPU engine in the tab against the WebGPU engine (WGSL)',
+    '',
+    `One group's forward and backward to every A and B (no optimizer, which is the same CPU code on both), activations kept on both engines, the same tokens; wall time, best of 3 runs after a warm-up on the bundled model, then 1 run on the bench model (SwiftShader takes minutes per bench-model step). ` +
+      `The bundled model (0.8M parameters) scores its own ${GROUP} completions of the same prompt (${r.tinyTokens} completion tokens).`,
+    '',
+    '| model | engine | forward, ms | forward + backward, ms | step x forward | WebGPU step x CPU step |',
+    '|---|---|---:|---:|---:|---:|',
+    ...(['bench', 'tiny'] as const).flatMap((k) => {
+      const e = r.browser[k];
+      const name = k === 'bench' ? 'bench (28M)' : 'bundled (0.8M)';
+      return [
+        `| ${name} | CPU (TypeScript in the tab) | ${ms(e.cpu.forwardMs)} | ${ms(e.cpu.stepMs)} | ${x(e.cpu.stepMs, e.cpu.forwardMs)} | |`,
+        `| ${name} | WebGPU (SwiftShader), WGSL | ${ms(e.webgpu.forwardMs)} | ${ms(e.webgpu.stepMs)} | ${x(e.webgpu.stepMs, e.webgpu.forwardMs)} | ${x(e.webgpu.stepMs, e.cpu.stepMs)} |`,
+      ];
+    }),
+    '',
+    "SwiftShader is Chromium's software WebGPU: the WGSL kernels run on this machine's two shared CPU cores through an emulation layer, so these rows show that the kernels run at the bench model's shapes and what they cost without a GPU. They say nothing about speed on a real GPU.",
   ];
   return lines.join('\n');
 }

@@ -137,4 +137,14 @@ describe('LoraGrpoTrainer', () => {
     await expect(four.trainStep(batch, [prompts[0]])).rejects.toMatchObject({ code: 'InvalidInput' });
     expect(() => new LoraGrpoTrainer({} as LoraModel)).toThrow(expect.objectContaining({ code: 'InvalidInput' }));
   });
+
+  it("refuses an unknown engine, and 'webgpu' without the model's weights on a device", () => {
+    const config = new GrpoConfig({ numGenerations: 4 });
+    const model = fresh();
+    expect(() => new LoraGrpoTrainer(model, {}, config, { engine: 'gpu' as 'cpu' })).toThrow(/engine: must be 'cpu' or 'webgpu'/);
+    expect(() => new LoraGrpoTrainer(model, {}, config, { engine: 'webgpu' })).toThrow(/gpu: is needed with engine 'webgpu'/);
+    const other = { device: {} as never, weights: { ...model.weights }, dispose: () => undefined };
+    expect(() => new LoraGrpoTrainer(model, {}, config, { engine: 'webgpu', gpu: other })).toThrow(/other weights/);
+    expect(new LoraGrpoTrainer(model, {}, config).engine).toBe('cpu');
+  });
 });
