@@ -23,7 +23,7 @@ import type { GradientEvent, LoraEvent } from '../../lib/grad.js';
 import { PLAYGROUND_ARMS } from './arms.js';
 import { workerGradientRun } from './gradient-client.js';
 import type { RewardSpec } from './gradient-protocol.js';
-import { ADAPTER_SETTINGS, COMMON_SETTINGS, ROUTER_SETTINGS, SKILL_GRADIENT_DEFAULTS, type NumericSetting, type Setup } from './setup.js';
+import { ADAPTER_SETTINGS, COMMON_SETTINGS, ROUTER_SETTINGS, SKILL_GRADIENT_DEFAULTS, SKILL_LORA_DEFAULTS, type NumericSetting, type Setup } from './setup.js';
 import type { GroupStream } from './streaming.js';
 
 export type PlaygroundEvent = TrainingFreeEvent | GradientEvent | LoraEvent | RouterEvent;
@@ -189,6 +189,7 @@ export const METHODS: readonly Method[] = [
     // The head adapter's shape, at the smaller learning rate LoRA on every layer takes; one update
     // per step keeps a step of the bundled model around a second on the CPU.
     defaults: { items: 8, groupSize: 8, epochs: 3, batchSize: 2, temperature: 1, maxNewTokens: 16, lr: 0.005, rank: 4, iterations: 1 },
+    skillDefaults: SKILL_LORA_DEFAULTS,
     tasks: { skill: SKILL_LEARNABLE, tiny: ['digits', 'shout'] },
     settings: [...COMMON_SETTINGS, ...ADAPTER_SETTINGS],
     start: (context) => {

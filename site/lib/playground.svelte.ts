@@ -131,6 +131,16 @@ export class Playground {
     }
   }
 
+  /**
+   * Picks a model. Moving onto or off the skill model changes what an adapter method can learn and
+   * the settings it learns with, so those are applied again, as when the method is picked.
+   */
+  chooseModel(id: string): void {
+    const wasSkill = this.model.id === 'skill';
+    this.model.id = id;
+    if (wasSkill !== (id === 'skill') && methodOf(this.setup.method).tasks) this.chooseMethod(this.setup.method);
+  }
+
   /** The settings of the chosen method that cannot be run as typed, by setting. */
   readonly problems = $derived(setupProblems(this.setup, methodOf(this.setup.method).settings));
 

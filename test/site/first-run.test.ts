@@ -49,4 +49,16 @@ describe('the first run', { timeout: 420_000 }, () => {
     for (const row of rows) expect(await row.locator('th .answer').textContent()).toMatch(/^answer: \S+$/);
     expect(playground.errors).toEqual([]);
   });
+
+  it('moves to what the tiny model can learn when it is picked, and back with the skill model', async () => {
+    const field = (label: string) => page.getByLabel(label, { exact: true });
+    await field('Model').selectOption('tiny');
+    expect(await field('Task').inputValue()).toBe('digits');
+    expect([await field('Prompts').inputValue(), await field('Batch').inputValue(), await field('Updates per step').inputValue()]).toEqual(['8', '2', '2']);
+    await field('Model').selectOption('skill');
+    expect(await field('Task').inputValue()).toBe('copy-format');
+    expect([await field('Prompts').inputValue(), await field('Batch').inputValue(), await field('Updates per step').inputValue()]).toEqual(['64', '8', '1']);
+    await page.getByRole('radio', { name: 'LoRA (every layer)' }).check();
+    expect([await field('Task').inputValue(), await field('Learning rate').inputValue(), await field('Epochs').inputValue()]).toEqual(['copy-format', '0.002', '2']);
+  });
 });
