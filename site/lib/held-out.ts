@@ -1,15 +1,21 @@
 /**
  * The playground's held-out evaluation: the split a run is evaluated on (the chosen task's
- * generator under another seed, without any prompt the run trains on; for an upload, the items
- * after those it trains on), and what the before/after panel draws from a run's evaluations:
+ * generator under another seed, without any prompt the run trains on; for a skill task, its
+ * held-out problems, which the skill model never saw in pretraining and a run never trains on; for
+ * an upload, the items after those it trains on), and what the before/after panel draws from a run's evaluations:
  * the base policy (epoch 0) against the trained one (the latest epoch), and their answers to the
  * same held-out prompts side by side. Pure.
  */
 import type { DatasetItem, EvaluationRecord, LoopEvaluationOptions, RunBundle, Task } from '../../lib/index.js';
-import { promptLabel } from './tasks.js';
+import { promptLabel, skillTaskOf } from './tasks.js';
 
 /** Held-out prompts per run: few enough to evaluate in seconds on the bundled model. */
 export const HELD_OUT_ITEMS = 8;
+/**
+ * Held-out prompts of a skill task: their replies are a few characters, so the skill model answers
+ * 32 in about a second, and a rise of ten points is more than the noise of 8 would be.
+ */
+export const SKILL_HELD_OUT_ITEMS = 32;
 /** Samples per held-out prompt: pass@2 next to the exact-match rate. */
 export const HELD_OUT_SAMPLES = 2;
 
@@ -18,10 +24,24 @@ export function heldOutSeed(seed: number): number {
   return seed + 1_000_003;
 }
 
-/** `size` items of `task` under the held-out seed that are not among `train` (same prompt). */
+/** A run's training items: a skill task's from its training split, never its held-out problems. */
+export function trainingItems(task: Task, size: number, seed: number): DatasetItem[] {
+  return skillTaskOf(task)?.dataset({ size, seed, split: 'train' }) ?? task.dataset({ size, seed });
+}
+
+/** How many held-out prompts a run of `task` is evaluated on. */
+export function heldOutSize(task: Pick<Task, 'dataset'>): number {
+  return skillTaskOf(task) ? SKILL_HELD_OUT_ITEMS : HELD_OUT_ITEMS;
+}
+
+/**
+ * `size` items of `task` under the held-out seed that are not among `train` (same prompt); for a
+ * skill task, from its held-out split.
+ */
 export function heldOutItems(task: Pick<Task, 'dataset'>, seed: number, train: readonly DatasetItem[], size = HELD_OUT_ITEMS): DatasetItem[] {
   const seen = new Set(train.map(promptLabel));
-  const candidates = task.dataset({ size: size * 3, seed: heldOutSeed(seed) });
+  const options = { size: size * 3, seed: heldOutSeed(seed) };
+  const candidates = skillTaskOf(task)?.dataset({ ...options, split: 'heldout' }) ?? task.dataset(options);
   const kept: DatasetItem[] = [];
   for (const item of candidates) {
     const label = promptLabel(item);

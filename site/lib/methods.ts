@@ -23,7 +23,7 @@ import type { GradientEvent, LoraEvent } from '../../lib/grad.js';
 import { PLAYGROUND_ARMS } from './arms.js';
 import { workerGradientRun } from './gradient-client.js';
 import type { RewardSpec } from './gradient-protocol.js';
-import { ADAPTER_SETTINGS, COMMON_SETTINGS, ROUTER_SETTINGS, type NumericSetting, type Setup } from './setup.js';
+import { ADAPTER_SETTINGS, COMMON_SETTINGS, ROUTER_SETTINGS, SKILL_GRADIENT_DEFAULTS, SKILL_LORA_DEFAULTS, type NumericSetting, type Setup } from './setup.js';
 import type { GroupStream } from './streaming.js';
 
 export type PlaygroundEvent = TrainingFreeEvent | GradientEvent | LoraEvent | RouterEvent;
@@ -63,10 +63,16 @@ export interface Method {
   needsCritic: boolean;
   /** True when the method trains an adapter: it needs a local ONNX model loaded with its hidden state. */
   trainsAdapter: boolean;
-  /** Settings that suit it on the bundled model, applied when it is picked. */
+  /** Settings that suit it on the bundled webgrpo-tiny model, applied when it is picked. */
   defaults: Partial<Omit<Setup, 'task' | 'method'>>;
-  /** Tasks it can learn on the bundled model; picking it moves a built-in task to the first. */
-  tasks?: readonly string[];
+  /** Settings that suit it on the bundled webgrpo-skill model, applied instead when that is the model. */
+  skillDefaults?: Partial<Omit<Setup, 'task' | 'method'>>;
+  /**
+   * Tasks it can learn on each bundled model: skill tasks on webgrpo-skill, rewards on every token
+   * on the random-weight webgrpo-tiny (whose list also serves hub models). Picking the method moves
+   * a built-in task to the model's first (`learnableTasks`).
+   */
+  tasks?: { skill: readonly string[]; tiny: readonly string[] };
   /** The numeric settings it runs with (the form checks these before Start). */
   settings: readonly NumericSetting[];
   /** What to expect from it on the bundled random-weight model, where that is not learning. */
@@ -99,6 +105,13 @@ function trainingFree(mode: LoopMode): Pick<Method, 'start' | 'resume'> {
     resume: (runId, { policy, rewards, store, signal }) => resumeTrainingFreeGrpo(runId, { policy, rewards, store, signal }),
   };
 }
+
+/**
+ * The skill tasks an adapter lifts on webgrpo-skill, the one the playground starts on first: its
+ * replies at temperature 1 are right two times in three, against nearly always when greedy, so
+ * the skill is there for GRPO to sharpen.
+ */
+const SKILL_LEARNABLE = ['copy-format', 'count-letter', 'sort-words', 'add-subtract'];
 
 const TRAINING_FREE_DEFAULTS = { items: 4, groupSize: 4, epochs: 2, batchSize: 2, temperature: 0.7, maxNewTokens: 48 };
 
@@ -143,7 +156,8 @@ export const METHODS: readonly Method[] = [
     // What test/grad learns with: groups of 8, 16 tokens, two groups per step, AdamW at 0.02. Two
     // updates per step: the second sees the ratio to the sampling policy move, so clipping shows.
     defaults: { items: 8, groupSize: 8, epochs: 3, batchSize: 2, temperature: 1, maxNewTokens: 16, lr: 0.02, rank: 8, iterations: 2 },
-    tasks: ['digits', 'shout'],
+    skillDefaults: SKILL_GRADIENT_DEFAULTS,
+    tasks: { skill: SKILL_LEARNABLE, tiny: ['digits', 'shout'] },
     settings: [...COMMON_SETTINGS, ...ADAPTER_SETTINGS],
     start: (context) => {
       const { dataset, task, rewards, evaluation, setup: s } = context;
@@ -175,7 +189,8 @@ export const METHODS: readonly Method[] = [
     // The head adapter's shape, at the smaller learning rate LoRA on every layer takes; one update
     // per step keeps a step of the bundled model around a second on the CPU.
     defaults: { items: 8, groupSize: 8, epochs: 3, batchSize: 2, temperature: 1, maxNewTokens: 16, lr: 0.005, rank: 4, iterations: 1 },
-    tasks: ['digits', 'shout'],
+    skillDefaults: SKILL_LORA_DEFAULTS,
+    tasks: { skill: SKILL_LEARNABLE, tiny: ['digits', 'shout'] },
     settings: [...COMMON_SETTINGS, ...ADAPTER_SETTINGS],
     start: (context) => {
       const { dataset, task, rewards, evaluation, setup: s } = context;
@@ -228,6 +243,11 @@ export const METHODS: readonly Method[] = [
     resume: (runId, { policy, rewards, store, signal }) => resumeRouterGrpo(runId, { policy, rewards, store, signal }),
   },
 ];
+
+/** The tasks `method` can learn on the model chosen (by its id in models.ts), or undefined for any task. */
+export function learnableTasks(method: Method, modelId: string): readonly string[] | undefined {
+  return method.tasks ? (modelId === 'skill' ? method.tasks.skill : method.tasks.tiny) : undefined;
+}
 
 export function methodOf(id: string): Method {
   return METHODS.find((m) => m.id === id) ?? METHODS[0];

@@ -134,7 +134,7 @@ export class ModelSlot {
       return null;
     }
     const path = (p: string) => p.replace(/\/+$/, '');
-    const model = ONNX_MODELS.find((m) => (m.source === 'bundled' ? path(bundledModelPath()) === path(used.model) : m.hubId === used.model));
+    const model = ONNX_MODELS.find((m) => (m.source === 'bundled' ? path(bundledModelPath(m.folder as string)) === path(used.model) : m.hubId === used.model));
     if (!model) throw new Error(`This run used the model "${used.model}", which the playground does not offer.`);
     this.id = model.id;
     if (used.backend === 'webgpu' && !report?.webgpu) {

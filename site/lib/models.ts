@@ -15,14 +15,25 @@ export interface OnnxModel {
   source: 'bundled' | 'hub';
   /** Hub id for `source: 'hub'`. */
   hubId?: string;
+  /** The folder under the site's models/ for `source: 'bundled'`. */
+  folder?: string;
   detail: string;
 }
 
+/** The first is the playground's default: the model whose first run shows GRPO teaching it something. */
 export const ONNX_MODELS: readonly OnnxModel[] = [
+  {
+    id: 'skill',
+    label: 'webgrpo-skill (bundled, offline)',
+    source: 'bundled',
+    folder: 'webgrpo-skill',
+    detail: 'A 0.42M-parameter model webgrpo pretrained to a partial skill at four small tasks (add-subtract, sort-words, count-letter, copy-format): GRPO can make it better.',
+  },
   {
     id: 'tiny',
     label: 'webgrpo-tiny (bundled, offline)',
     source: 'bundled',
+    folder: 'webgrpo-tiny',
     detail: 'A 0.8M-parameter model with random weights that ships with the site: it shows every mechanic offline, but writes gibberish.',
   },
   {
@@ -57,9 +68,9 @@ export interface EndpointSettings {
   apiKey: string;
 }
 
-/** The bundled model's path on this site (absolute, since the worker resolves against its own URL). */
-export function bundledModelPath(base: string = document.baseURI): string {
-  return new URL('./models/webgrpo-tiny/', base).pathname;
+/** A bundled model's path on this site (absolute, since the worker resolves against its own URL). */
+export function bundledModelPath(folder: string, base: string = document.baseURI): string {
+  return new URL(`./models/${folder}/`, base).pathname;
 }
 
 export interface OnnxInit {
@@ -76,7 +87,7 @@ export type LoadDevice = Exclude<OnnxDevice, 'auto' | 'cpu'>;
 /** What `loadOnnxPolicy` gets for a catalog model. 4-bit weights with fp16 math on WebGPU, 4-bit on WASM. */
 export function onnxInit(model: OnnxModel, device: LoadDevice, trainable = false): OnnxInit {
   const extra = trainable ? { hiddenState: true } : {};
-  if (model.source === 'bundled') return { model: bundledModelPath(), device, ...extra };
+  if (model.source === 'bundled') return { model: bundledModelPath(model.folder as string), device, ...extra };
   return { model: model.hubId as string, device, dtype: device === 'webgpu' ? 'q4f16' : 'q4', ...extra };
 }
 

@@ -18,7 +18,7 @@ import { adapterPoint, adapterTrace, type AdapterPoint } from './adapter-view.js
 import { probeDevice, type DeviceReport } from './device.js';
 import { EtaClock } from './eta.js';
 import { adapterJson, download, exportedRunId, fileStem, libraryJson, runJson, runJsonl } from './export.js';
-import { methodOf, type Method, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
+import { learnableTasks, methodOf, type Method, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
 import { ModelSlot } from './model-slot.svelte.js';
 import { RunComparison } from './run-comparison.svelte.js';
 import { Runner } from './runner.js';
@@ -26,7 +26,7 @@ import { INITIAL_SETUP, setupProblems, type Setup } from './setup.js';
 import { stageAfter } from './live-stage.js';
 import { streamingPolicy, type GroupStream } from './streaming.js';
 import { HumanRatings } from './human-reward.svelte.js';
-import { HELD_OUT_ITEMS, heldOutEvaluation, heldOutItems } from './held-out.js';
+import { HELD_OUT_ITEMS, heldOutEvaluation, heldOutItems, heldOutSize, trainingItems } from './held-out.js';
 import { kindView } from './kind-view.js';
 import { HUMAN_REWARD, promptLabel, readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
 import { TokenShading } from './token-shading.svelte.js';
@@ -117,16 +117,28 @@ export class Playground {
    */
   chooseMethod(id: string): void {
     const method = methodOf(id);
-    Object.assign(this.setup, method.defaults, { method: method.id });
+    const onSkill = this.model.id === 'skill';
+    Object.assign(this.setup, (onSkill && method.skillDefaults) || method.defaults, { method: method.id });
+    const tasks = learnableTasks(method, this.model.id);
     const moved = this.#movedTask;
-    if (moved && this.setup.task === moved.to && (!method.tasks || method.tasks.includes(moved.from))) {
+    if (moved && this.setup.task === moved.to && (!tasks || tasks.includes(moved.from))) {
       this.setup.task = moved.from;
       this.#movedTask = null;
     }
-    if (method.tasks && this.setup.task !== 'upload' && !method.tasks.includes(this.setup.task)) {
-      this.#movedTask = { from: this.#movedTask?.from ?? this.setup.task, to: method.tasks[0] };
-      this.setup.task = method.tasks[0];
+    if (tasks && this.setup.task !== 'upload' && !tasks.includes(this.setup.task)) {
+      this.#movedTask = { from: this.#movedTask?.from ?? this.setup.task, to: tasks[0] };
+      this.setup.task = tasks[0];
     }
+  }
+
+  /**
+   * Picks a model. Moving onto or off the skill model changes what an adapter method can learn and
+   * the settings it learns with, so those are applied again, as when the method is picked.
+   */
+  chooseModel(id: string): void {
+    const wasSkill = this.model.id === 'skill';
+    this.model.id = id;
+    if (wasSkill !== (id === 'skill') && methodOf(this.setup.method).tasks) this.chooseMethod(this.setup.method);
   }
 
   /** The settings of the chosen method that cannot be run as typed, by setting. */
@@ -202,12 +214,12 @@ export class Playground {
       const method = methodOf(s.method);
       if (s.rateMyself && method.trainsAdapter) throw new Error('Gradient runs score in the model’s worker: rate completions yourself with a training-free or router run.');
       const task = s.task === 'upload' ? null : builtinTasks[s.task];
-      const dataset = task ? task.dataset({ size: s.items, seed: s.seed }) : (this.upload?.items ?? []).slice(0, s.items);
+      const dataset = task ? trainingItems(task, s.items, s.seed) : (this.upload?.items ?? []).slice(0, s.items);
       const runner = new Runner();
       const rewards = s.rateMyself ? [this.ratings.reward(runner.controller.signal)] : task ? task.rewards : [builtinRewards[s.reward]];
       const context = await this.#context(runner, method, rewards, task?.name);
       // A person rating every completion is the reward: held-out prompts would ask them for more.
-      const heldOut = s.rateMyself ? [] : task ? heldOutItems(task, s.seed, dataset) : (this.upload?.items ?? []).slice(s.items, s.items + HELD_OUT_ITEMS);
+      const heldOut = s.rateMyself ? [] : task ? heldOutItems(task, s.seed, dataset, heldOutSize(task)) : (this.upload?.items ?? []).slice(s.items, s.items + HELD_OUT_ITEMS);
       const evaluation = heldOutEvaluation(heldOut, s.temperature);
       await this.#drive(method.start({ ...context, dataset, setup: s, ...(evaluation ? { evaluation } : {}) }), runner);
     });

@@ -7,7 +7,10 @@ import {
   builtinTasks,
   InvalidInputError,
   parseDatasetJsonl,
+  skillTasks,
   type DatasetItem,
+  type SkillTask,
+  type Task,
   type RewardFunction,
   type TrainingFreeConfig,
 } from '../../lib/index.js';
@@ -19,10 +22,17 @@ export interface UploadedDataset {
 
 export const BUILTIN_TASKS = Object.values(builtinTasks);
 
+/** The tasks the bundled skill model was pretrained on, with a held-out split (lib/tasks/skill.ts). */
+export const SKILL_TASK_NAMES: readonly string[] = skillTasks.map((t) => t.name);
+
+/** The task as a skill task (one that draws from a training or a held-out split), or undefined. */
+export function skillTaskOf(task: Pick<Task, 'dataset'>): SkillTask | undefined {
+  return skillTasks.find((t) => t === task);
+}
+
 /** The name of the reward a person gives by rating completions (human-reward.svelte.ts). */
 export const HUMAN_REWARD = 'you';
 
-/** Rewards offered for uploaded datasets, with what each checks. */
 /** Rewards for an uploaded dataset: a short name for the picker, and what it scores. */
 export const UPLOAD_REWARDS: ReadonlyArray<{ name: string; label: string; detail: string }> = [
   { name: 'similarity', label: 'similarity', detail: 'edit-distance closeness to the answer, from 0 to 1' },

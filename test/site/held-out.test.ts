@@ -4,9 +4,21 @@
  * playground builds, read back as the panel reads it.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { alphabetise, arithmetic, MemoryStore, trainingFreeGrpo, type DatasetItem, type RunBundle } from '../../lib/index.js';
+import { alphabetise, arithmetic, copyFormat, MemoryStore, skillTasks, splitOf, trainingFreeGrpo, type DatasetItem, type RunBundle } from '../../lib/index.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
-import { beforeAfter, HELD_OUT_ITEMS, HELD_OUT_SAMPLES, heldOutEvaluation, heldOutItems, heldOutSeed, percent, pointsChange } from '../../site/lib/held-out.js';
+import {
+  beforeAfter,
+  HELD_OUT_ITEMS,
+  HELD_OUT_SAMPLES,
+  heldOutEvaluation,
+  heldOutItems,
+  heldOutSeed,
+  heldOutSize,
+  percent,
+  pointsChange,
+  SKILL_HELD_OUT_ITEMS,
+  trainingItems,
+} from '../../site/lib/held-out.js';
 import { promptLabel } from '../../site/lib/tasks.js';
 
 describe('the held-out split', () => {
@@ -21,6 +33,22 @@ describe('the held-out split', () => {
     // A generator whose items overlap the training set's: the overlapping ones are left out.
     const overlapping = { dataset: ({ size = 1 }: { size?: number } = {}) => Array.from({ length: size }, (_, i): DatasetItem => ({ prompt: `q${i % 5}` })) };
     expect(heldOutItems(overlapping, 0, [{ prompt: 'q1' }, { prompt: 'q3' }]).map((i) => i.prompt)).toEqual(['q0', 'q2', 'q4']);
+  });
+
+  it("of a skill task is the task's held-out problems, and a run trains on its training split only", () => {
+    for (const task of skillTasks) {
+      const train = trainingItems(task, 64, 0);
+      const held = heldOutItems(task, 0, train, heldOutSize(task));
+      expect(held).toHaveLength(SKILL_HELD_OUT_ITEMS);
+      const prompt = (item: DatasetItem) => item.messages![0].content;
+      // Held out: never in the skill model's pretraining corpus; trained on: only the other split.
+      expect(held.map((i) => splitOf(prompt(i)))).toEqual(held.map(() => 'heldout'));
+      expect(train.map((i) => splitOf(prompt(i)))).toEqual(train.map(() => 'train'));
+    }
+    // Other tasks keep their generator and the smaller held-out set.
+    expect(trainingItems(alphabetise, 3, 2)).toEqual(alphabetise.dataset({ size: 3, seed: 2 }));
+    expect(heldOutSize(alphabetise)).toBe(HELD_OUT_ITEMS);
+    expect(copyFormat.dataset({ size: 4, seed: 9 })).not.toEqual(trainingItems(copyFormat, 4, 9));
   });
 
   it('is sampled twice per prompt, once when greedy, and not at all without items', () => {

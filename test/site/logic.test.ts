@@ -218,3 +218,26 @@ describe('group chart', () => {
     expect(spread.hi).toBeCloseTo(1.1, 12);
   });
 });
+
+describe('the first run', () => {
+  it('is gradient GRPO on the bundled skill model, at a task it can learn there, from settings the form accepts', async () => {
+    const [{ bundledModelPath, ONNX_MODELS }, { learnableTasks, methodOf }, { INITIAL_SETUP, SKILL_GRADIENT_DEFAULTS, setupProblems }] = await Promise.all([
+      import('../../site/lib/models.js'),
+      import('../../site/lib/methods.js'),
+      import('../../site/lib/setup.js'),
+    ]);
+    const model = ONNX_MODELS[0];
+    expect(model).toMatchObject({ id: 'skill', source: 'bundled', folder: 'webgrpo-skill' });
+    const method = methodOf(INITIAL_SETUP.method);
+    expect(method.trainsAdapter).toBe(true);
+    expect(learnableTasks(method, model.id)?.[0]).toBe(INITIAL_SETUP.task);
+    expect(method.skillDefaults).toBe(SKILL_GRADIENT_DEFAULTS);
+    expect(INITIAL_SETUP).toMatchObject(SKILL_GRADIENT_DEFAULTS);
+    expect(setupProblems(INITIAL_SETUP, method.settings)).toEqual({});
+    // webgrpo-tiny stays for mechanics: its tasks are the token-level ones.
+    expect(learnableTasks(method, 'tiny')).toEqual(['digits', 'shout']);
+    expect(ONNX_MODELS.find((m) => m.id === 'tiny')?.folder).toBe('webgrpo-tiny');
+    expect(learnableTasks(methodOf('exemplars'), 'skill')).toBeUndefined();
+    expect(bundledModelPath(model.folder as string, 'http://127.0.0.1:5173/sub/')).toBe('/sub/models/webgrpo-skill/');
+  });
+});

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundledModelPath, loadOnnxPolicy } from '../../lib/onnx.js';
 import { serve } from '../../lib/server.js';
 import { PLAYGROUND_ARMS } from '../../site/lib/arms.js';
-import { artifacts, startPlayground, type Playground } from './preview.js';
+import { artifacts, chooseTiny, startPlayground, type Playground } from './preview.js';
 
 let playground: Playground;
 let baseURL: string;
@@ -34,6 +34,7 @@ async function shoot(name: string): Promise<void> {
 
 /** A small, quick run: the tiny model writes 16 characters per completion. */
 async function configure(p: Page, { prompts, epochs }: { prompts: number; epochs: number }): Promise<void> {
+  await chooseTiny(p);
   await p.getByLabel('Device', { exact: true }).selectOption('wasm');
   await p.getByLabel('Task', { exact: true }).selectOption('alphabetise');
   await p.getByLabel('Prompts', { exact: true }).fill(String(prompts));
@@ -70,6 +71,7 @@ describe('the playground', { timeout: 240_000 }, () => {
   });
 
   it('runs one epoch on the bundled model and shows groups, curves and the library', async () => {
+    await chooseTiny(page, { exemplars: true });
     await configure(page, { prompts: 4, epochs: 1 });
     await page.getByRole('button', { name: 'Start run' }).click();
     await page.locator('article.group').first().waitFor({ timeout: 60_000 });
@@ -129,6 +131,7 @@ describe('the playground', { timeout: 240_000 }, () => {
   });
 
   it('pauses, resumes, cancels, and resumes a cancelled run to the end', async () => {
+    await chooseTiny(page, { exemplars: true });
     await configure(page, { prompts: 4, epochs: 2 });
     await page.getByRole('button', { name: 'Start run' }).click();
     await expect.poll(() => statusChip().textContent(), { timeout: 30_000 }).toBe('running');
@@ -149,6 +152,7 @@ describe('the playground', { timeout: 240_000 }, () => {
   });
 
   it('resumes a run interrupted by a reload', async () => {
+    await chooseTiny(page, { exemplars: true });
     await configure(page, { prompts: 8, epochs: 1 });
     await page.getByRole('button', { name: 'Start run' }).click();
     await expect.poll(() => header().getByRole('status').textContent(), { timeout: 60_000 }).toMatch(/^\s*[12] \/ 8 groups/);
@@ -222,6 +226,7 @@ describe('the playground', { timeout: 240_000 }, () => {
 
   it('trains an adapter with gradient GRPO in the worker, survives a reload mid-run, and exports the adapter', async () => {
     await page.goto(baseURL); // a fresh page: the bundled model, nothing loaded
+    await chooseTiny(page);
     await page.getByLabel('Device', { exact: true }).selectOption('wasm');
     await page.getByRole('radio', { name: /Gradient \(adapter\)/ }).check();
     // The method brings the settings it learns with on the bundled model (test/grad's).
@@ -291,6 +296,7 @@ describe('the playground', { timeout: 240_000 }, () => {
 
   it('trains LoRA on every layer in the worker, sampling from the merged weights, and exports the adapter', async () => {
     await page.goto(baseURL);
+    await chooseTiny(page);
     await page.getByLabel('Device', { exact: true }).selectOption('wasm');
     await page.getByRole('radio', { name: /LoRA \(every layer\)/ }).check();
     expect(await page.getByLabel('Task', { exact: true }).inputValue()).toBe('digits');
@@ -363,6 +369,7 @@ describe('the playground', { timeout: 240_000 }, () => {
 
   it('runs the lessons mode on the bundled model: its critic writes gibberish lessons as valid operations, with no warning', async () => {
     await page.goto(baseURL);
+    await chooseTiny(page);
     const lessons = page.getByRole('radio', { name: /Training-free: lessons/ });
     expect(await lessons.isDisabled()).toBe(false);
     await lessons.check();

@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { BrowserContext, BrowserContextOptions } from 'playwright-core';
+import type { BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
 import { build, preview } from 'vite';
 import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
 
@@ -45,4 +45,14 @@ export async function startPlayground(contextOptions: BrowserContextOptions = {}
       await rm(outDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Picks the random-weight webgrpo-tiny model, which the tests of mechanics run on (the default is
+ * webgrpo-skill), and, when asked, the exemplars method with its settings (training-free on alphabetise was the
+ * playground's first run before).
+ */
+export async function chooseTiny(page: Page, { exemplars = false }: { exemplars?: boolean } = {}): Promise<void> {
+  await page.getByLabel('Model', { exact: true }).selectOption('tiny');
+  if (exemplars) await page.getByRole('radio', { name: 'Training-free: exemplars' }).check();
 }

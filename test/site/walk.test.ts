@@ -10,7 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { artifacts, startPlayground, type Playground } from './preview.js';
+import { artifacts, chooseTiny, startPlayground, type Playground } from './preview.js';
 
 let playground: Playground;
 let page: Page;
@@ -67,6 +67,7 @@ describe('the playground, walked', { timeout: 240_000 }, () => {
   });
 
   it('names an emptied or out-of-range number, and starts nothing until it is fixed', async () => {
+    await chooseTiny(page, { exemplars: true });
     await smallRun(2);
     await field('Group size').fill('');
     await expect.poll(() => setup().textContent()).toContain('Group size: enter a whole number from 2 to 16.');
