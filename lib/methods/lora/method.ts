@@ -16,8 +16,7 @@ import type { TrainStepMetrics } from '../../grad/metrics.js';
 import { groupRolloutBatch, rolloutSampling } from '../../grad/rollouts.js';
 import type { LoraAdapter } from '../../lora/adapter.js';
 import { readLoraAdapterFile, readLoraCheckpoint, writeLoraAdapterFile, writeLoraCheckpoint, type LoraAdapterFile } from '../../lora/format.js';
-import { loraModel, LoraGrpoTrainer } from '../../lora/grpo-trainer.js';
-import { mergeLoraIntoOnnx } from '../../lora/onnx-merge.js';
+import type { LoraGrpoTrainer } from '../../lora/grpo-trainer.js';
 import type { LoraOptimizerState } from '../../lora/optimizer.js';
 import { moduleDims, type DecoderWeights } from '../../lora/weights.js';
 import { resumeRun, startRun } from '../../run/driver.js';
@@ -78,6 +77,7 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
         throw new InvalidInputError('runId', `run "${run.id}" started from a given adapter and stopped before its first step was committed, so no store holds that adapter; start it again with loraGrpo({ initialAdapter }).`);
       }
       const adapter = resumed?.adapter ?? (initial ? structuredClone(initial) : undefined);
+      const { loraModel, LoraGrpoTrainer, mergeLoraIntoOnnx } = await loraEngine();
       const model = await loraModel(handles.policy, adapter ?? { ...config.lora });
       checkTrainable(model.weights, model.adapter);
       const trainer = new LoraGrpoTrainer(model, config.optimizer, grpoConfigOf(config), {
@@ -113,6 +113,7 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
       trainer.releaseStates();
       throwIfAborted(signal);
       const started = performance.now();
+      const { mergeLoraIntoOnnx } = await loraEngine();
       await handles.policy.replaceGraph(await mergeLoraIntoOnnx(graph, trainer.weights, trainer.adapter));
       const refreshMs = performance.now() - started;
       const adapter = writeLoraCheckpoint(trainer.adapter, trainer.optimizer.state, plan.step, handles.policy.info.model);
@@ -130,6 +131,15 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
     }),
     interrupted: ({ trainer }) => trainer.releaseStates(),
   };
+}
+
+/**
+ * The training engine, loaded when a LoRA run opens: the method registry (and so the package's
+ * main entry, and a page that only shows stored runs) holds these hooks without the engine's code.
+ */
+async function loraEngine() {
+  const [{ loraModel, LoraGrpoTrainer }, { mergeLoraIntoOnnx }] = await Promise.all([import('../../lora/grpo-trainer.js'), import('../../lora/onnx-merge.js')]);
+  return { loraModel, LoraGrpoTrainer, mergeLoraIntoOnnx };
 }
 
 /** The LoRA method as the registry holds it (runs resume from their checkpoint). */
