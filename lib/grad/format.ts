@@ -17,6 +17,7 @@
  * same encoding, so a resumed run continues exactly where it stopped.
  */
 import { InvalidInputError } from '../errors.js';
+import { decodeFloats, encodeFloats } from './float-base64.js';
 import type { HeadAdapterWeights } from '../policy/head-adapter.js';
 import { MAX_RANK } from './adapter.js';
 import type { AdapterState } from './state.js';
@@ -150,32 +151,4 @@ export function readCheckpoint(data: unknown, at = 'checkpoint'): { step: number
     updates: optimizer.updates as number,
   };
   return { step: cp.step as number, weights, state };
-}
-
-function encodeFloats(values: Float32Array): string {
-  const bytes = new Uint8Array(values.length * 4);
-  const view = new DataView(bytes.buffer);
-  values.forEach((x, i) => view.setFloat32(i * 4, x, true));
-  let binary = '';
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(binary);
-}
-
-function decodeFloats(value: unknown, count: number, at: string): Float32Array {
-  if (typeof value !== 'string') throw new InvalidInputError(at, 'expected base64 text of float32 values.');
-  let binary: string;
-  try {
-    binary = atob(value);
-  } catch (error) {
-    throw new InvalidInputError(at, 'is not valid base64.', { cause: error });
-  }
-  if (binary.length !== count * 4) throw new InvalidInputError(at, `holds ${binary.length} bytes; expected ${count} float32 values (${count * 4} bytes).`);
-  const view = new DataView(new ArrayBuffer(binary.length));
-  for (let i = 0; i < binary.length; i++) view.setUint8(i, binary.charCodeAt(i));
-  const out = new Float32Array(count);
-  for (let i = 0; i < count; i++) {
-    out[i] = view.getFloat32(i * 4, true);
-    if (!Number.isFinite(out[i])) throw new InvalidInputError(at, `value ${i} is ${out[i]}; adapter weights must be finite.`);
-  }
-  return out;
 }

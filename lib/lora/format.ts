@@ -14,6 +14,7 @@
  * stopped with. To hand an adapter to PEFT or TRL, `exportPeftAdapter` writes PEFT's own folder.
  */
 import { InvalidInputError } from '../errors.js';
+import { decodeFloats, encodeFloats } from '../grad/float-base64.js';
 import { loraScale, resolveLoraConfig, type LoraAdapter, type LoraPair } from './adapter.js';
 import type { LoraOptimizerState } from './optimizer.js';
 import { LORA_MODULES, type LoraModule } from './weights.js';
@@ -169,32 +170,4 @@ function decodeLayers(value: unknown, r: number, targets: readonly LoraModule[],
 function object(value: unknown, at: string): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidInputError(at, 'expected an object.');
   return value as Record<string, unknown>;
-}
-
-function encodeFloats(values: Float32Array): string {
-  const bytes = new Uint8Array(values.length * 4);
-  const view = new DataView(bytes.buffer);
-  values.forEach((x, i) => view.setFloat32(i * 4, x, true));
-  let binary = '';
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(binary);
-}
-
-function decodeFloats(value: unknown, count: number, at: string): Float32Array {
-  if (typeof value !== 'string') throw new InvalidInputError(at, 'expected base64 text of float32 values.');
-  let binary: string;
-  try {
-    binary = atob(value);
-  } catch (error) {
-    throw new InvalidInputError(at, 'is not valid base64.', { cause: error });
-  }
-  if (binary.length !== count * 4) throw new InvalidInputError(at, `holds ${binary.length} bytes; expected ${count} float32 values (${count * 4} bytes).`);
-  const view = new DataView(new ArrayBuffer(binary.length));
-  for (let i = 0; i < binary.length; i++) view.setUint8(i, binary.charCodeAt(i));
-  const out = new Float32Array(count);
-  for (let i = 0; i < count; i++) {
-    out[i] = view.getFloat32(i * 4, true);
-    if (!Number.isFinite(out[i])) throw new InvalidInputError(at, `value ${i} is ${out[i]}; adapter weights must be finite.`);
-  }
-  return out;
 }
