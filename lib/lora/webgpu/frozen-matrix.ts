@@ -3,7 +3,8 @@
  * float32; IEEE half or bfloat16 when the weights were read from 16-bit initializers (the
  * Float32Array holds them widened exactly, so they narrow back with no loss, two a u32); 4-bit
  * MatMulNBits blocks as they are. A matmul or lookup over one dequantizes in the kernel, so a
- * fp16 model takes half the device memory of its float32 copy and a 4-bit one about a sixth.
+ * fp16 model takes half the device memory of its float32 copy, and 4-bit projections (block 32)
+ * about a sixth of theirs.
  *
  * A matrix marked 16-bit whose values no longer all fit 16 bits (weights changed after reading)
  * is uploaded as float32: the numbers are the weights' own, whatever the storage.
