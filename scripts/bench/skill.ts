@@ -12,9 +12,9 @@ const EVAL = { size: 25, seed: 2000, samples: 4, samplerSeed: 7 };
 /** The goal of the payoff: exact match at temperature 1 up by this many points. */
 const GOAL = 0.3;
 export const SKILL_RUNS: Array<{ name: string; options: SkillGrpoOptions }> = [
-  { name: 'head adapter, four tasks', options: { adapter: 'head', seed: 1, steps: 40, batch: 8, group: 8, lr: 0.02, eval: EVAL } },
+  { name: 'head adapter, four tasks', options: { adapter: 'head', seed: 1, steps: 160, batch: 8, group: 8, lr: 0.01, eval: EVAL } },
   { name: 'full-depth LoRA, four tasks', options: { adapter: 'lora', seed: 1, steps: 80, batch: 8, group: 8, lr: 3e-3, eval: EVAL } },
-  { name: 'head adapter, copy-format', options: { adapter: 'head', seed: 1, steps: 20, batch: 8, group: 8, lr: 0.02, tasks: [copyFormat], eval: EVAL } },
+  { name: 'head adapter, copy-format', options: { adapter: 'head', seed: 1, steps: 80, batch: 8, group: 8, lr: 0.01, tasks: [copyFormat], eval: EVAL } },
   { name: 'full-depth LoRA, copy-format', options: { adapter: 'lora', seed: 1, steps: 20, batch: 8, group: 8, lr: 2e-3, tasks: [copyFormat], eval: EVAL } },
 ];
 

@@ -60,6 +60,6 @@ describe('the first run', { timeout: 420_000 }, () => {
     expect(await field('Task').inputValue()).toBe('copy-format');
     expect([await field('Prompts').inputValue(), await field('Batch').inputValue(), await field('Learning rate').inputValue(), await field('Epochs').inputValue()]).toEqual(['64', '8', '0.002', '2']);
     await page.getByRole('radio', { name: 'Gradient (adapter)' }).check();
-    expect([await field('Task').inputValue(), await field('Learning rate').inputValue(), await field('Epochs').inputValue(), await field('Updates per step').inputValue()]).toEqual(['copy-format', '0.02', '4', '1']);
+    expect([await field('Task').inputValue(), await field('Learning rate').inputValue(), await field('Epochs').inputValue(), await field('Updates per step').inputValue()]).toEqual(['copy-format', '0.01', '10', '1']);
   });
 });
