@@ -26,3 +26,12 @@ export function mulberry32(seed: number): Rng {
 export function randomInt(rng: Rng, n: number): number {
   return Math.min(n - 1, Math.floor(rng() * n));
 }
+
+/** Fisher-Yates in place, drawing from `rng`; returns the same array. */
+export function shuffleInPlace<T>(rng: Rng, items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = randomInt(rng, i + 1);
+    [items[i], items[j]] = [items[j], items[i]];
+  }
+  return items;
+}

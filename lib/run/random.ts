@@ -2,7 +2,7 @@
  * Seeds for everything the loop draws: each (run seed, purpose, epoch, item...) gets its own 32-bit
  * seed, so a resumed run draws exactly what an uninterrupted one would, in any order.
  */
-import { mulberry32 } from '../math/random.js';
+import { mulberry32, shuffleInPlace } from '../math/random.js';
 
 /**
  * A stable 32-bit seed from the parts' text: FNV-1a, then murmur3's finaliser so that parts that
@@ -25,11 +25,5 @@ export function deriveSeed(...parts: Array<string | number>): number {
 
 /** Fisher-Yates with a seeded PRNG; returns a new array. */
 export function seededShuffle<T>(items: readonly T[], seed: number): T[] {
-  const out = [...items];
-  const random = mulberry32(seed);
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [out[i], out[j]] = [out[j], out[i]];
-  }
-  return out;
+  return shuffleInPlace(mulberry32(seed), [...items]);
 }

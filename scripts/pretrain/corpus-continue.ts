@@ -7,7 +7,7 @@
  */
 import type { ExemplarEntry, ExperienceLibrary } from '../../lib/experience/types.js';
 import { promptWithLibrary } from '../../lib/experience/render.js';
-import { mulberry32, randomInt, type Rng } from '../../lib/math/random.js';
+import { mulberry32, randomInt, shuffleInPlace, type Rng } from '../../lib/math/random.js';
 import type { DatasetItem } from '../../lib/store/records.js';
 import { skillTasks } from '../../lib/tasks/skill.js';
 import type { SkillTask } from '../../lib/tasks/split.js';
@@ -25,10 +25,7 @@ function rebalanceOnes(items: DatasetItem[], oneShare: number, random: Rng): Dat
   const others = items.filter((item) => item.answer !== '1');
   const keepOnes = Math.round((others.length * oneShare) / (1 - oneShare));
   const kept = [...others, ...ones.slice(0, keepOnes)];
-  for (let i = kept.length - 1; i > 0; i--) {
-    const j = randomInt(random, i + 1);
-    [kept[i], kept[j]] = [kept[j], kept[i]];
-  }
+  shuffleInPlace(random, kept);
   return kept;
 }
 
@@ -50,10 +47,7 @@ function withExemplars(task: SkillTask, item: DatasetItem, pool: DatasetItem[], 
     const candidate = pool[randomInt(random, pool.length)];
     if (contentOf(candidate) !== content && !chosen.includes(candidate)) chosen.push(candidate);
   }
-  for (let i = chosen.length - 1; i > 0; i--) {
-    const j = randomInt(random, i + 1);
-    [chosen[i], chosen[j]] = [chosen[j], chosen[i]];
-  }
+  shuffleInPlace(random, chosen);
   const ids = new Set<number>();
   while (ids.size < chosen.length) ids.add(randomInt(random, 24));
   const exemplars: ExemplarEntry[] = chosen.map((p, i) => ({ id: `E${[...ids][i]}`, item: contentOf(p), output: p.answer as string, score: 1, createdStep: 0, updatedStep: 0 }));
@@ -81,9 +75,6 @@ export function buildContinuationCorpus(config: ContinueConfig): Example[] {
       examples.push({ task: task.name, promptIds: chatPromptIds(content), replyIds: [...encodeText(reply), IM_END_ID], correct });
     }
   });
-  for (let i = examples.length - 1; i > 0; i--) {
-    const j = randomInt(random, i + 1);
-    [examples[i], examples[j]] = [examples[j], examples[i]];
-  }
+  shuffleInPlace(random, examples);
   return examples.slice(0, count);
 }

@@ -4,7 +4,7 @@
  * near misses (an answer off by one, two words swapped, a wrong bracket), so the model learns the
  * right answer as likeliest but not certain.
  */
-import { mulberry32, randomInt, type Rng } from '../../lib/math/random.js';
+import { mulberry32, randomInt, shuffleInPlace, type Rng } from '../../lib/math/random.js';
 import { skillTasks } from '../../lib/tasks/skill.js';
 import { BOS_ID, IM_END_ID, SPECIAL_TOKENS, vocabulary } from '../build-model/tokenizer.js';
 
@@ -72,9 +72,6 @@ export function buildCorpus(count: number, seed: number, wrongShare: number): Ex
       examples.push({ task: task.name, promptIds: chatPromptIds(item.messages![0].content as string), replyIds: [...encodeText(reply), IM_END_ID], correct });
     }
   });
-  for (let i = examples.length - 1; i > 0; i--) {
-    const j = randomInt(random, i + 1);
-    [examples[i], examples[j]] = [examples[j], examples[i]];
-  }
+  shuffleInPlace(random, examples);
   return examples.slice(0, count);
 }
