@@ -15,8 +15,7 @@
  * log-probs are kept, the adapted model is run again.
  */
 import { InvalidInputError, throwIfAborted } from '../errors.js';
-import type { TrainStepMetrics } from '../grad/metrics.js';
-import { optionalMetrics } from '../grad/metrics.js';
+import { stepMetrics } from '../grad/metrics.js';
 import { grpoObjective, tokenLayout, type TokenLayout } from '../grad/objective.js';
 import type { OptimizerOptions } from '../grad/optimizer.js';
 import type { TrainStepOptions, TrainStepResult } from '../grad/trainer.js';
@@ -25,7 +24,6 @@ import type { AdvantageOptions } from '../math/advantages.js';
 import { GroupRolloutBatch, GrpoConfig, type GrpoConfigInit } from '../math/batch.js';
 import type { GrpoLossConfig } from '../math/loss.js';
 import { samplingCorrection } from '../math/sampling-correction.js';
-import { nanMean, nanStd } from '../math/stats.js';
 import type { PromptInput } from '../policy/types.js';
 import { createLoraAdapter, zerosLike, type LoraAdapter, type LoraOptions } from './adapter.js';
 import { loraGroupForward, type LoraForwardOptions } from './model.js';
@@ -212,30 +210,14 @@ export class LoraGrpoTrainer implements GroupTrainer {
     const { gradNorm, clip } = this.optimizer.update(this.#model.adapter, grad);
     if (this.#adaptive) this.#entropyState = nextAdaptiveEntropy(this.#entropyState, objective.metrics.trainedEntropy ?? 0, this.#adaptive);
 
-    const { advantages, rewards, fracRewardZeroStd } = objective.advantages;
-    const metrics: TrainStepMetrics = {
-      loss: objective.loss,
-      ...(objective.metrics.kl !== undefined ? { kl: objective.metrics.kl } : {}),
-      entropy: objective.metrics.entropy ?? 0,
-      clipRatioLow: objective.metrics.clipRatioLow ?? 0,
-      clipRatioHigh: objective.metrics.clipRatioHigh ?? 0,
-      clipRatioRegion: objective.metrics.clipRatioRegion ?? 0,
-      ...optionalMetrics(objective.metrics),
-      entropyCoef: this.#adaptive ? this.#entropyState.coef : entropyCoef,
-      ...(this.#adaptive ? { adaptiveEntropy: { ...this.#entropyState } } : {}),
-      rewardMean: nanMean(rewards),
-      rewardStd: nanStd(rewards),
-      fracRewardZeroStd,
-      advantageMean: nanMean(advantages),
-      advantageStd: nanStd(advantages),
-      advantageMin: Math.min(...advantages),
-      advantageMax: Math.max(...advantages),
+    const metrics = stepMetrics(objective, {
       gradNorm,
       clipCoef: clip,
-      tokens: objective.activeTokens,
       step: this.optimizer.state.step,
       learningRate: this.optimizer.options.lr,
-    };
+      entropyCoef,
+      ...(this.#adaptive ? { adaptiveEntropy: this.#entropyState } : {}),
+    });
     return { loss: objective.loss, metrics };
   }
 
