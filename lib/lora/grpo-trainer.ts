@@ -81,6 +81,7 @@ export interface LoraGrpoTrainerOptions {
    * Where the forward and backward run: 'cpu' (default, model.ts), or 'webgpu' with `gpu`, the
    * model's weights on a device (createWebgpuLoraModel(device, model.weights)). The optimizer
    * runs on the CPU either way; `recompute` and `precision` apply to the CPU engine only.
+   * `dispose()` frees `gpu`.
    */
   engine?: 'cpu' | 'webgpu';
   gpu?: WebgpuLoraModel;
@@ -106,6 +107,7 @@ export class LoraGrpoTrainer implements GroupTrainer {
   readonly #forward: LoraForwardOptions;
   readonly #gpu: WebgpuLoraModel | undefined;
   #entropyState: AdaptiveEntropyState;
+  #disposed = false;
   /** The batch whose reference log-probs are kept (they do not change with the adapter). */
   #reference?: { batch: GroupRolloutBatch; prompts: string; refLogps: Float64Array };
 
@@ -160,6 +162,7 @@ export class LoraGrpoTrainer implements GroupTrainer {
    * Resolves with the loss before the update. The adapter is updated in place.
    */
   async trainStep(batch: GroupRolloutBatch, prompts: PromptInput[], options: TrainStepOptions = {}): Promise<TrainStepResult> {
+    if (this.#disposed) throw new InvalidInputError('trainer', 'was disposed; create a new LoraGrpoTrainer.');
     if (!(batch instanceof GroupRolloutBatch)) throw new InvalidInputError('batch', 'must be a GroupRolloutBatch.');
     if (batch.groupSize !== this.config.numGenerations) {
       throw new InvalidInputError('batch', `has groups of ${batch.groupSize}, but the config's numGenerations is ${this.config.numGenerations}.`);
@@ -228,6 +231,17 @@ export class LoraGrpoTrainer implements GroupTrainer {
       throw new InvalidInputError('adaptiveEntropy', 'expected { coef, lastEntropy? } with finite numbers, as metrics.adaptiveEntropy reports it.');
     }
     this.#entropyState = { coef: state.coef, ...(state.lastEntropy !== undefined ? { lastEntropy: state.lastEntropy } : {}) };
+  }
+
+  /**
+   * Frees the WebGPU model's buffers (the `gpu` it was made with) and the kept reference
+   * log-probs. The adapter and the optimizer's state stay readable; trainStep is refused after.
+   */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    this.#reference = undefined;
+    this.#gpu?.dispose();
   }
 
   /** Forgets the kept reference log-probs (the next batch computes its own). */
