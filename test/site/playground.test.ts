@@ -15,6 +15,7 @@ import { bundledModelPath, loadOnnxPolicy } from '../../lib/onnx.js';
 import { serve } from '../../lib/server.js';
 import { PLAYGROUND_ARMS } from '../../site/lib/arms.js';
 import { artifacts, chooseTiny, startPlayground, type Playground } from './preview.js';
+import { readZip, safetensorsHeader } from './zip-reader.js';
 
 let playground: Playground;
 let baseURL: string;
@@ -318,11 +319,20 @@ describe('the playground', { timeout: 240_000 }, () => {
     const charts = page.locator('section[aria-labelledby="charts-title"]');
     expect(await charts.locator('figcaption strong').allTextContents()).toContain('Loss');
     await shoot('6b-lora-done');
-    const [file] = await Promise.all([page.waitForEvent('download'), adapter.getByRole('button', { name: 'Download adapter (JSON)' }).click()]);
-    expect(file.suggestedFilename()).toMatch(/^webgrpo-digits-.*-adapter-step2\.json$/);
-    const saved = JSON.parse(await readFile((await file.path()) as string, 'utf8'));
-    expect(saved).toMatchObject({ format: 'webgrpo.lora', version: 1, target: 'decoder', r: 2, alpha: 4, updates: 2 });
-    expect(saved.layers).toHaveLength(4);
+    // The WebAssembly model trains on the CPU, and the panel says so.
+    expect(await adapter.textContent()).toContain('trained on the CPU');
+    // The download is PEFT's folder in a zip, for PeftModel.from_pretrained.
+    const [file] = await Promise.all([page.waitForEvent('download'), adapter.getByRole('button', { name: 'Download adapter (PEFT zip)' }).click()]);
+    expect(file.suggestedFilename()).toMatch(/^webgrpo-digits-.*-adapter-step2-peft\.zip$/);
+    const files = readZip(new Uint8Array(await readFile((await file.path()) as string)));
+    expect([...files.keys()].sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
+    const peft = JSON.parse(new TextDecoder().decode(files.get('adapter_config.json')));
+    expect(peft).toMatchObject({ peft_type: 'LORA', r: 2, lora_alpha: 4, base_model_name_or_path: 'webgrpo-tiny' });
+    expect(peft.target_modules).toHaveLength(7);
+    const names = Object.keys(safetensorsHeader(files.get('adapter_model.safetensors')!));
+    // Four layers, seven projections, A and B each.
+    expect(names).toHaveLength(4 * 7 * 2);
+    for (const name of names) expect(name).toMatch(/^base_model\.model\.model\.layers\.[0-3]\.(self_attn\.[qkvo]|mlp\.(gate|up|down))_proj\.lora_[AB]\.weight$/);
     await page.getByRole('radio', { name: /exemplars/ }).check();
   });
 
