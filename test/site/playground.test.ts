@@ -336,6 +336,29 @@ describe('the playground', { timeout: 240_000 }, () => {
     await page.getByRole('radio', { name: /exemplars/ }).check();
   });
 
+  it('trains LoRA on WebGPU when the model runs on WebGPU, and says so', async () => {
+    await page.goto(baseURL);
+    await chooseTiny(page);
+    // The harness's WebGPU is SwiftShader: one step of one small group.
+    await page.getByLabel('Device', { exact: true }).selectOption('webgpu');
+    await page.getByRole('radio', { name: /LoRA \(every layer\)/ }).check();
+    await page.getByLabel('Prompts', { exact: true }).fill('1');
+    await page.getByLabel('Group size', { exact: true }).fill('4');
+    await page.getByLabel('Epochs', { exact: true }).fill('1');
+    await page.getByLabel('Batch', { exact: true }).fill('1');
+    await page.getByLabel('Max tokens', { exact: true }).fill('4');
+    await page.getByLabel('Rank', { exact: true }).fill('2');
+    await page.getByRole('button', { name: 'Start run' }).click();
+    // The last run (two steps, also digits · lora) is in view until this one commits its step.
+    const adapter = page.locator('section[aria-labelledby="adapter-title"]');
+    await expect.poll(() => adapter.locator('h3').textContent(), { timeout: 200_000 }).toBe('Adapter after step 1');
+    await expect.poll(() => statusChip().textContent(), { timeout: 60_000 }).toBe('completed');
+    expect(await adapter.textContent()).toContain('trained on WebGPU');
+    expect(await header().textContent()).toContain('trained on WebGPU');
+    await page.getByLabel('Device', { exact: true }).selectOption('wasm');
+    await page.getByRole('radio', { name: /exemplars/ }).check();
+  });
+
   it('routes between prompt variants with the router method, and keeps the routing after a reload', async () => {
     await page.goto(baseURL);
     await page.getByRole('radio', { name: /Router/ }).check();
