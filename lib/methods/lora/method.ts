@@ -101,13 +101,14 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
         gpu?.dispose();
         throw error;
       }
-      const control = last?.payload.training.at(-1)?.adaptiveEntropy;
-      if (control && config.loss.adaptiveEntropy) trainer.restoreAdaptiveEntropy(control);
-      // The policy samples from the run's model from the first item on: the base one for a fresh
-      // adapter (B = 0), else the adapter merged in.
       try {
+        const control = last?.payload.training.at(-1)?.adaptiveEntropy;
+        if (control && config.loss.adaptiveEntropy) trainer.restoreAdaptiveEntropy(control);
+        // The policy samples from the run's model from the first item on: the base one for a fresh
+        // adapter (B = 0), else the adapter merged in.
         await handles.policy.replaceGraph(adapter ? await mergeLoraIntoOnnx(model.graph, model.weights, model.adapter) : model.graph);
       } catch (error) {
+        // The drive has no state to dispose yet: free the trainer's WebGPU weights here.
         trainer.dispose();
         throw error;
       }
