@@ -1,7 +1,7 @@
 import type { AdaptiveEntropyState } from '../math/adaptive-entropy.js';
+import type { AdvantageResult } from '../math/advantages.js';
 import type { GrpoLossMetrics } from '../math/loss.js';
 import { nanMean, nanStd } from '../math/stats.js';
-import type { ObjectiveResult } from './objective.js';
 
 /** What one optimizer update of gradient GRPO reports (plain data: it is stored with each step). */
 
@@ -61,6 +61,18 @@ function optionalMetrics(m: GrpoLossMetrics): Partial<TrainStepMetrics> {
   return out;
 }
 
+/**
+ * The objective's numbers an update reports (`grpoObjective`'s result has them). Stated here, not
+ * imported from objective.ts: these metrics are public types of the main entry, which must not
+ * reach the engines' declarations (and through them the model runtime's).
+ */
+export interface ObjectiveNumbers {
+  loss: number;
+  metrics: GrpoLossMetrics;
+  advantages: AdvantageResult;
+  activeTokens: number;
+}
+
 /** What an update adds to its objective's numbers: the optimizer's side and the entropy controller's. */
 export interface UpdateFacts {
   gradNorm: number;
@@ -75,7 +87,7 @@ export interface UpdateFacts {
 }
 
 /** One update's metrics, from its objective and its optimizer step (both trainers report these). */
-export function stepMetrics(objective: ObjectiveResult, update: UpdateFacts): TrainStepMetrics {
+export function stepMetrics(objective: ObjectiveNumbers, update: UpdateFacts): TrainStepMetrics {
   const { advantages, rewards, fracRewardZeroStd } = objective.advantages;
   const m = objective.metrics;
   return {
