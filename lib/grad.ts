@@ -52,7 +52,7 @@ export {
   type LoraSequence,
 } from './lora/model.js';
 export type { LoraOptimizerState } from './lora/optimizer.js';
-export { createWebgpuLoraModel, webgpuLoraGroupForward, type WebgpuLoraGroupPass, type WebgpuLoraModel } from './lora/webgpu/model.js';
+export { createWebgpuLoraModel, webgpuLoraGroupForward, webgpuLoraModelStats, type WebgpuLoraGroupPass, type WebgpuLoraModel, type WebgpuLoraModelStats } from './lora/webgpu/model.js';
 export { LoraTrainer, type LoraGroup, type LoraStepResult, type LoraTrainerOptions } from './lora/trainer.js';
 export { exportPeftAdapter, importPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, type PeftExportOptions, type PeftFolder } from './lora/peft.js';
 export { readSafetensors, writeSafetensors, type SafetensorsDtype, type SafetensorsFile, type SafetensorsTensor } from './lora/safetensors.js';

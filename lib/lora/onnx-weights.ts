@@ -9,12 +9,13 @@
  * Transpose when tied). Norm weights are only multiplied in, so they are found by their module
  * names (`input_layernorm`, `post_attention_layernorm`, `q_norm`, `k_norm`, `model.norm`), which
  * every exporter keeps. fp32, fp16 and bf16 initializers are read (fp16 and bf16 widened to
- * float32), inline or from external data files; 4-bit MatMulNBits projections stay packed.
+ * float32, and marked as such for an engine that keeps them at 16 bits), inline or from external
+ * data files; 4-bit MatMulNBits projections stay packed.
  */
 import { ModelLoadError, UnsupportedError } from '../errors.js';
 import { bfloat16ToFloat, halfToFloat } from './half.js';
 import type { Q4Matrix } from './q4.js';
-import { LORA_MODULES, moduleDims, type DecoderLayerWeights, type DecoderShape, type DecoderWeights, type LoraModule, type Projection } from './weights.js';
+import { LORA_MODULES, moduleDims, type DecoderLayerWeights, type HalfType, type DecoderShape, type DecoderWeights, type LoraModule, type Projection } from './weights.js';
 
 type TensorProto = import('onnx-proto').onnx.TensorProto;
 type NodeProto = import('onnx-proto').onnx.NodeProto;
@@ -42,6 +43,7 @@ export async function readDecoderWeights(model: Uint8Array, options: ReadWeights
   }
   const read = (name: string): Float32Array => floats(initializers.get(name)!, options.externalData);
   const dims = (name: string): number[] => initializers.get(name)!.dims.map(Number);
+  const half = (name: string): HalfType | undefined => halfType(initializers.get(name)!);
 
   const embedNode = (graph.node as NodeProto[]).find((n) => n.opType === 'Gather' && initializers.has(n.input[0]) && fedBy(n.input[1], 'input_ids', producers));
   if (!embedNode) throw new ModelLoadError('No Gather reads the embedding table with input_ids; this is not a decoder export webgrpo can train LoRA on.');
@@ -58,7 +60,8 @@ export async function readDecoderWeights(model: Uint8Array, options: ReadWeights
     const [inDim, outDim] = quantized ? [quantized.K, quantized.N] : dims(node.input[1]);
     const bias = (consumers.get(node.output[0]) ?? []).find((n) => n.opType === 'Add' && n.input.some((i) => initializers.has(i) && dims(i).reduce((a, b) => a * b, 1) === outDim));
     const biasName = bias?.input.find((i) => initializers.has(i));
-    projections.set(key, { inDim, outDim, weight: quantized ?? read(node.input[1]), initializer: node.input[1], ...(biasName ? { bias: read(biasName) } : {}) });
+    const halfWeight = quantized ? undefined : half(node.input[1]);
+    projections.set(key, { inDim, outDim, weight: quantized ?? read(node.input[1]), initializer: node.input[1], ...(biasName ? { bias: read(biasName) } : {}), ...(halfWeight ? { half: halfWeight } : {}) });
   }
 
   const byName = (pattern: RegExp, what: string, required: boolean): Float32Array | undefined => {
@@ -95,17 +98,28 @@ export async function readDecoderWeights(model: Uint8Array, options: ReadWeights
   const head = findHead('logits', producers, initializers);
   if (!head) throw new ModelLoadError('Could not find the MatMul that produces "logits".');
   let lmHead: Float32Array | undefined;
+  let lmHeadHalf: HalfType | undefined;
   if (initializers.has(head.input[1])) {
     const [inDim, outDim] = dims(head.input[1]);
     if (inDim !== hiddenSize || outDim !== vocabSize) throw new ModelLoadError(`The LM head is [${inDim}, ${outDim}]; expected [${hiddenSize}, ${vocabSize}].`);
     lmHead = read(head.input[1]);
+    lmHeadHalf = half(head.input[1]);
   } else {
     const transpose = producers.get(head.input[1]);
     if (transpose?.opType !== 'Transpose' || transpose.input[0] !== embedNode.input[0]) {
       throw new ModelLoadError('The LM head is neither a constant matrix nor the transposed embedding.');
     }
   }
-  return { shape, embedding: read(embedNode.input[0]), layers, finalNorm, ...(lmHead ? { lmHead } : {}) };
+  const embeddingHalf = half(embedNode.input[0]);
+  return {
+    shape,
+    embedding: read(embedNode.input[0]),
+    layers,
+    finalNorm,
+    ...(lmHead ? { lmHead } : {}),
+    ...(embeddingHalf ? { embeddingHalf } : {}),
+    ...(lmHeadHalf ? { lmHeadHalf } : {}),
+  };
 }
 
 /** A 4-bit MatMulNBits weight, kept packed (q4.ts dequantizes a column per use). */
@@ -196,6 +210,10 @@ function bytesOf(t: TensorProto, external: Record<string, Uint8Array> | undefine
   if (!file) throw new ModelLoadError(`Initializer ${t.name} is in external file "${entry.location}", which was not given.`);
   const offset = Number(entry.offset ?? 0);
   return file.subarray(offset, offset + Number(entry.length ?? file.length - offset));
+}
+
+function halfType(t: TensorProto): HalfType | undefined {
+  return t.dataType === FLOAT16 ? 'float16' : t.dataType === BFLOAT16 ? 'bfloat16' : undefined;
 }
 
 /** A float initializer as float32 (fp16 and bf16 widened), from raw, typed or external data. */

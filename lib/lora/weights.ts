@@ -35,12 +35,20 @@ export interface DecoderShape {
 
 import type { Q4Matrix } from './q4.js';
 
+/**
+ * The 16-bit float type a weight was stored in by the export. The Float32Array holds it widened
+ * exactly, so an engine can keep it at 16 bits with no loss (the WebGPU engine does).
+ */
+export type HalfType = 'float16' | 'bfloat16';
+
 /** A frozen projection y = x W (+ bias); W is [inDim, outDim] row-major, or 4-bit blocks (q4.ts). */
 export interface Projection {
   inDim: number;
   outDim: number;
   weight: Float32Array | Q4Matrix;
   bias?: Float32Array;
+  /** Set when the float32 weight was read from a 16-bit initializer. */
+  half?: HalfType;
   /** The ONNX initializer the weight was read from (what a merge rewrites). */
   initializer?: string;
 }
@@ -68,6 +76,9 @@ export interface DecoderWeights {
   finalNorm: Float32Array;
   /** Untied head [hidden, vocab]; absent when the head reads the embedding (tied). */
   lmHead?: Float32Array;
+  /** Set when the embedding or the untied head was read from a 16-bit initializer. */
+  embeddingHalf?: HalfType;
+  lmHeadHalf?: HalfType;
 }
 
 /** The [inDim, outDim] of each module in a layer of this shape. */

@@ -7,7 +7,8 @@ import type { IDBPDatabase } from 'idb';
 import { StoreError } from '../errors.js';
 import type { GroupRecord, SessionStore } from './session-records.js';
 import type { WebgrpoDB } from './idb-schema.js';
-import { mapErrors, openWebgrpoDatabase } from './idb.js';
+import { mapErrors } from './idb-errors.js';
+import { openWebgrpoDatabase } from './idb-open.js';
 
 export interface IdbSessionStoreOptions {
   /** Database name. Default `webgrpo` (the run store's). */

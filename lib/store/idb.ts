@@ -7,9 +7,13 @@
  * uses the Web Locks API where it exists (held by this tab, released by the browser when the tab
  * closes or crashes) and otherwise a lease row renewed by a heartbeat.
  */
-import { openDB, type IDBPDatabase, type IDBPTransaction, type StoreNames } from 'idb';
-import { NotFoundError, StoreCorruptError, StoreError, StoreQuotaError, WebgrpoError } from '../errors.js';
-import { migrate, SCHEMA_VERSION, type WebgrpoDB } from './idb-schema.js';
+import type { IDBPDatabase } from 'idb';
+import { NotFoundError, StoreCorruptError, StoreError } from '../errors.js';
+import { mapErrors } from './idb-errors.js';
+import { lockRunInIdb } from './idb-lock.js';
+import { openWebgrpoDatabase } from './idb-open.js';
+import type { WebgrpoDB } from './idb-schema.js';
+import { requests, runRange, stripRunId, type Names, type Tx } from './idb-tx.js';
 import { checkCompleted, checkItems, checkPending, checkRun, checkStep, checkStepNumbers, remedy } from './integrity.js';
 import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, keepsAdapter, runExists, withEvaluation } from './rules.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
@@ -23,9 +27,6 @@ export interface IdbStoreOptions {
   leaseMs?: number;
 }
 
-type Names = StoreNames<WebgrpoDB>;
-type Tx<N extends Names[], M extends IDBTransactionMode> = IDBPTransaction<WebgrpoDB, N, M>;
-
 /** Opens (creating or migrating) the database and returns a store on it. */
 export async function openIdbStore(options: IdbStoreOptions = {}): Promise<IdbStore> {
   const name = options.name ?? 'webgrpo';
@@ -33,20 +34,6 @@ export async function openIdbStore(options: IdbStoreOptions = {}): Promise<IdbSt
   const db = await openWebgrpoDatabase(name, () => store?.close());
   store = new IdbStore(db, name, options.leaseMs ?? 10_000);
   return store;
-}
-
-/**
- * Opens the database `name`, creating or migrating it to the current schema. `onBlocking` runs when
- * another tab wants a newer schema: close the connection then, rather than block its upgrade.
- */
-export async function openWebgrpoDatabase(name: string, onBlocking: () => void): Promise<IDBPDatabase<WebgrpoDB>> {
-  return mapErrors(`open IndexedDB database "${name}"`, () =>
-    openDB<WebgrpoDB>(name, SCHEMA_VERSION, {
-      upgrade: (database, oldVersion, newVersion, tx) => migrate(database, oldVersion, newVersion ?? SCHEMA_VERSION, tx),
-      blocked: () => undefined,
-      blocking: onBlocking,
-    }),
-  );
 }
 
 export class IdbStore implements Store {
@@ -192,7 +179,7 @@ export class IdbStore implements Store {
     if (this.#held.has(runId)) throw alreadyRunning(runId, 'in this page');
     this.#held.add(runId);
     try {
-      const release = webLocks() ? await this.#webLock(runId) : await this.#lease(runId);
+      const release = await lockRunInIdb(this.#name, runId, { write: (names, what, body) => this.#write(names, what, body), leaseMs: this.#leaseMs, closed: () => this.#closed });
       let held = true;
       return {
         runId,
@@ -259,48 +246,6 @@ export class IdbStore implements Store {
     this.#db.close();
   }
 
-  async #webLock(runId: string): Promise<() => Promise<void>> {
-    let unlock!: () => void;
-    const held = new Promise<void>((resolve) => (unlock = resolve));
-    const acquired = await new Promise<boolean>((resolve, reject) => {
-      (webLocks() as LockManager)
-        .request(`webgrpo:${this.#name}:${runId}`, { ifAvailable: true }, async (lock) => {
-          resolve(lock !== null);
-          if (lock) await held;
-        })
-        .catch(reject);
-    });
-    if (!acquired) throw alreadyRunning(runId, 'in another tab or window');
-    return async () => unlock();
-  }
-
-  async #lease(runId: string): Promise<() => Promise<void>> {
-    const owner = crypto.randomUUID();
-    const claim = () =>
-      this.#write(['leases'], `claim run "${runId}"`, async (tx) => {
-        const lease = await tx.objectStore('leases').get(runId);
-        if (lease && lease.owner !== owner && lease.expiresAt > Date.now()) {
-          throw alreadyRunning(runId, `in another tab or process (its lease runs until ${new Date(lease.expiresAt).toISOString()})`);
-        }
-        await tx.objectStore('leases').put({ runId, owner, expiresAt: Date.now() + this.#leaseMs });
-      });
-    await claim();
-    const heartbeat = setInterval(() => {
-      if (this.#closed) return;
-      // A failed renewal (another holder took over an expired lease) surfaces at the next claim.
-      claim().catch(() => undefined);
-    }, this.#leaseMs / 3);
-    (heartbeat as { unref?: () => void }).unref?.();
-    return async () => {
-      clearInterval(heartbeat);
-      if (this.#closed) return;
-      await this.#write(['leases'], `release run "${runId}"`, async (tx) => {
-        const lease = await tx.objectStore('leases').get(runId);
-        if (lease?.owner === owner) await tx.objectStore('leases').delete(runId);
-      });
-    };
-  }
-
   async #requireRun(runId: string): Promise<RunRecord> {
     const run = await this.getRun(runId);
     if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
@@ -360,60 +305,4 @@ export class IdbStore implements Store {
   #checkOpen(): void {
     if (this.#closed) throw new StoreError(`IndexedDB database "${this.#name}" is closed; open a new store.`);
   }
-}
-
-/**
- * Issues the requests of a transaction in order and awaits them. If one throws as it is made (a
- * quota or data error), the requests already made are rejected by the abort that follows; they are
- * marked handled here so that only the first error surfaces.
- */
-async function requests(issue: Array<() => Promise<unknown>>): Promise<void> {
-  const made: Promise<unknown>[] = [];
-  for (const request of issue) {
-    const promise = request();
-    promise.catch(() => undefined);
-    made.push(promise);
-  }
-  await Promise.all(made);
-}
-
-function runRange(runId: string): IDBKeyRange {
-  return IDBKeyRange.bound([runId], [runId, []]);
-}
-
-function stripRunId<T extends { runId: string }>(row: T): Omit<T, 'runId'> {
-  const { runId: _runId, ...rest } = row;
-  return rest;
-}
-
-function webLocks(): LockManager | undefined {
-  return (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks;
-}
-
-/**
- * Our typed errors pass through; quota failures become `StoreQuotaError`; the rest `StoreError`.
- * `remedy` ends the quota message.
- */
-export async function mapErrors<T>(what: string, body: () => Promise<T>, remedy = 'free space (delete old runs) and resume'): Promise<T> {
-  try {
-    return await body();
-  } catch (error) {
-    if (isQuotaError(error)) {
-      throw new StoreQuotaError(
-        `Could not ${what}: the browser's storage quota for this site is used up. Nothing of this write was kept; ${remedy}.`,
-        { cause: error },
-      );
-    }
-    if (error instanceof WebgrpoError) throw error;
-    throw new StoreError(`Could not ${what}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-  }
-}
-
-function isQuotaError(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const name = (error as { name?: unknown }).name;
-  if (name === 'QuotaExceededError') return true;
-  // Some engines report the abort with the quota error as its cause.
-  const cause = (error as { cause?: unknown }).cause;
-  return cause !== undefined && cause !== error && isQuotaError(cause);
 }

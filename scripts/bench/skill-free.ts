@@ -4,9 +4,11 @@
  * the best reply of each group with reward spread becomes a worked example; lessons mode: the
  * model itself is the critic), and `evaluate()` measures the same held-out problems with the same
  * sampler seeds before (no library) and after (the library rendered into every prompt, as the run
- * does), greedy and at temperature 1. The model was pretrained on bare single-turn prompts of a
- * dozen or two characters, never with worked examples in its context, so whether it can use them
- * is the question measured here; the table says, and the notes show what it writes.
+ * does), greedy and at temperature 1. The model's second pretraining phase put prompts of this very
+ * form in its corpus (a fifth of its chats carry 1 to 6 worked examples of the same task in the
+ * exemplars template, their replies right more often than the rest), never with held-out problems;
+ * whether it learnt to use them on held-out problems is what the exemplars rows measure, and the
+ * notes show what it writes.
  */
 import { evaluate, skillTasks, trainingFreeGrpo, type DatasetItem, type Evaluation, type ExperienceLibrary, type LoopMode, type SkillTask } from '../../lib/index.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
@@ -164,7 +166,7 @@ export async function run(): Promise<string> {
     ...rows,
     ...(['base', 'exemplars', 'turns', 'lessons'] as const).map((key) => `| **mean** | ${key === 'turns' ? 'exemplars as chat turns' : key} | | ${pct(means[key][0])} | ${pct(means[key][1])} | | |`),
     '',
-    `Over the four tasks, exemplars change held-out exact match by ${(100 * (means.exemplars[0] - means.base[0])).toFixed(1)} points greedy and ${(100 * (means.exemplars[1] - means.base[1])).toFixed(1)} at T=1; the same exemplars given as earlier chat turns (\`evaluate\`'s \`prompt\` option: every turn in the pretraining format, no preamble) by ${(100 * (means.turns[0] - means.base[0])).toFixed(1)} and ${(100 * (means.turns[1] - means.base[1])).toFixed(1)}; lessons by ${(100 * (means.lessons[0] - means.base[0])).toFixed(1)} and ${(100 * (means.lessons[1] - means.base[1])).toFixed(1)}. In lessons mode the critic is the 0.42M-parameter skill model itself: ${lessonTotals.parsed} of its ${lessonTotals.critiques} critiques parsed (the notes show what the lesson strings hold), its ${lessonTotals.updates} group updates proposed ${lessonTotals.proposed} operations and ${lessonTotals.applied} reached the library; an empty library leaves every prompt as it was, which is why those rows can equal the base. Exemplars put a few hundred characters of English preamble and worked examples before a prompt the model only ever saw alone; the lever for making them usable is the corpus (pretraining chats with worked examples in the user turn), not this run, and the model here is left as it is.`,
+    `Over the four tasks, exemplars change held-out exact match by ${(100 * (means.exemplars[0] - means.base[0])).toFixed(1)} points greedy and ${(100 * (means.exemplars[1] - means.base[1])).toFixed(1)} at T=1; the same exemplars given as earlier chat turns (\`evaluate\`'s \`prompt\` option: every turn in the pretraining format, no preamble) by ${(100 * (means.turns[0] - means.base[0])).toFixed(1)} and ${(100 * (means.turns[1] - means.base[1])).toFixed(1)}; lessons by ${(100 * (means.lessons[0] - means.base[0])).toFixed(1)} and ${(100 * (means.lessons[1] - means.base[1])).toFixed(1)}. In lessons mode the critic is the 0.42M-parameter skill model itself: ${lessonTotals.parsed} of its ${lessonTotals.critiques} critiques parsed (the notes show what the lesson strings hold), its ${lessonTotals.updates} group updates proposed ${lessonTotals.proposed} operations and ${lessonTotals.applied} reached the library; an empty library leaves every prompt as it was, which is why those rows can equal the base. The skill model's second pretraining phase had a fifth of its chats in the exemplars template (1 to 6 worked examples of the same task, replies right 90% of the time against 50% without), so the exemplars rows say whether it learnt to use such a prompt on problems it never saw; chat turns and lessons were never in its corpus.`,
     '',
     'What the model writes (first held-out problems, greedy):',
     '',

@@ -62,3 +62,43 @@ export function learningRate(config: PretrainConfig, step: number): number {
   const progress = (step - config.warmup) / Math.max(1, config.steps - config.warmup);
   return config.lr * (config.lrFloor + (1 - config.lrFloor) * 0.5 * (1 + Math.cos(Math.PI * progress)));
 }
+
+/**
+ * The second phase, continued from the first phase's weights. It does three things the first
+ * corpus does not:
+ *  - more near misses (`wrongShare`), so that sampling at temperature 1 lands in the partial-skill
+ *    band while the likeliest answer stays right: GRPO's job is then to turn the skill the model
+ *    shows greedily into the skill it shows when sampling;
+ *  - a share of chats with worked examples in their prompt (`exemplarShare`), in the exact form a
+ *    Training-Free run renders its exemplars, so the model has seen such prompts; their replies
+ *    are near misses less often (`exemplarWrongShare`), as curated few-shot prompts are cleaner data;
+ *  - count-letter problems whose answer is 1 kept at `countLetterOneShare` (about three in four
+ *    are 1 otherwise), so that replying "1" is no longer the best guess.
+ * Tasks in `taskShares` (skillTasks order): more of the two the first phase left weakest.
+ */
+export interface ContinueConfig extends PretrainConfig {
+  taskShares: readonly number[];
+  exemplarShare: number;
+  exemplarWrongShare: number;
+  /** Worked examples per exemplar prompt: 1 to this many. */
+  maxExemplars: number;
+  countLetterOneShare: number;
+}
+
+export const CONTINUE: ContinueConfig = {
+  seed: 18,
+  steps: 320,
+  batch: 32,
+  lr: 1e-3,
+  warmup: 20,
+  lrFloor: 0.1,
+  weightDecay: 0,
+  maxGradNorm: 1,
+  wrongShare: 0.5,
+  workers: 4,
+  taskShares: [0.3, 0.3, 0.2, 0.2],
+  exemplarShare: 0.2,
+  exemplarWrongShare: 0.1,
+  maxExemplars: 6,
+  countLetterOneShare: 0.34,
+};

@@ -2,12 +2,14 @@
  * `npm run pretrain`: pretrains the skill model and writes public/models/webgrpo-skill/ with its
  * model card.
  *
- *   seeded corpus (corpus.ts) -> supervised full-parameter training (train.ts) on the LoRA engine
+ *   phase 1: seeded corpus (corpus.ts) -> supervised full-parameter training (train.ts) on the LoRA engine
+ *   phase 2: continued on the second corpus (corpus-continue.ts: more near misses, worked examples, count-letter rebalanced)
  *   -> the model builder's ONNX graph with the trained weights (scripts/build-model)
  *   -> checks: the tokenizer's chat prompt equals the corpus', onnxruntime's log-probs equal the engine's
  *   -> held-out accuracy per task through the ONNX policy, greedy and at temperature 1 -> README.md
  *
- * Options: --workers N (default PRETRAIN.workers), --steps N (fewer updates, for a trial run), --out DIR, --card (no training: measure the
+ * Options: --workers N (default PRETRAIN.workers), --steps N (fewer phase-1 updates, for a trial run), --out DIR,
+ * --from DIR (skip phase 1: continue from the phase-1 model in DIR), --card (no training: measure the
  * folder's model again and rewrite its card; training facts come from its training.json).
  */
 import { readFile, writeFile } from 'node:fs/promises';
@@ -23,37 +25,54 @@ import { buildModel } from '../build-model/index.js';
 import { vocabulary } from '../build-model/tokenizer.js';
 import { initWeights } from '../build-model/weights.js';
 import { skillAccuracy } from './accuracy.js';
-import { writeCard, CARD_EVAL, type CardFacts } from './card.js';
-import { PRETRAIN, SKILL_SPEC } from './config.js';
+import { writeCard, CARD_EVAL, type CardFacts, type PhaseFacts } from './card.js';
+import { CONTINUE, PRETRAIN, SKILL_SPEC } from './config.js';
+import { buildContinuationCorpus } from './corpus-continue.js';
 import { buildCorpus, chatPromptIds } from './corpus.js';
 import { shareWeights } from './parallel.js';
-import { pretrain, type TrainResult } from './train.js';
+import { pretrain, type TrainLog, type TrainResult } from './train.js';
 import { toBuilder, toDecoder } from './weights.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const { values } = parseArgs({ options: { steps: { type: 'string' }, out: { type: 'string' }, card: { type: 'boolean' }, workers: { type: 'string' } } });
-const config = { ...PRETRAIN, ...(values.steps ? { steps: Number(values.steps) } : {}), ...(values.workers ? { workers: Number(values.workers) } : {}) };
+const { values } = parseArgs({ options: { steps: { type: 'string' }, out: { type: 'string' }, card: { type: 'boolean' }, workers: { type: 'string' }, from: { type: 'string' } } });
+const workers = values.workers ? { workers: Number(values.workers) } : {};
+const config = { ...PRETRAIN, ...(values.steps ? { steps: Number(values.steps) } : {}), ...workers };
+const continued = { ...CONTINUE, ...workers };
 const dir = values.out ?? join(root, 'public/models/webgrpo-skill');
 const factsFile = join(dir, 'training.json');
 
 const vocabSize = vocabulary(SKILL_SPEC.reservedTokens).length;
 const corpus = buildCorpus(config.steps * config.batch, config.seed, config.wrongShare);
+const corpus2 = buildContinuationCorpus(continued);
+const readModel = async (from: string) =>
+  readDecoderWeights(new Uint8Array(await readFile(join(from, 'onnx/model.onnx'))), { config: JSON.parse(await readFile(join(from, 'config.json'), 'utf8')) });
+const log = (line: TrainLog) =>
+  console.log(`step ${line.step}  loss ${line.loss.toFixed(4)}  lr ${line.lr.toExponential(2)}  |g| ${line.gradNorm.toFixed(3)}  ${(line.rows / line.seconds).toFixed(0)} rows/s  ${line.seconds.toFixed(0)} s`);
 let weights: DecoderWeights;
-let trained: TrainResult;
+let trained: PhaseFacts;
 if (values.card) {
   // --card: measure the committed model again and rewrite its card; no training.
-  weights = await readDecoderWeights(new Uint8Array(await readFile(join(dir, 'onnx/model.onnx'))), { config: JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) });
-  trained = (JSON.parse(await readFile(factsFile, 'utf8')) as { trained: TrainResult }).trained;
+  weights = await readModel(dir);
+  trained = JSON.parse(await readFile(factsFile, 'utf8')) as PhaseFacts;
 } else {
-  weights = shareWeights(toDecoder(SKILL_SPEC, initWeights(SKILL_SPEC, vocabSize)));
-  console.log(`${decoderParameterCount(weights)} parameters; ${corpus.length} examples; ${config.steps} updates of ${config.batch}`);
-  trained = await pretrain(weights, corpus, config, (log) =>
-    console.log(`step ${log.step}  loss ${log.loss.toFixed(4)}  lr ${log.lr.toExponential(2)}  |g| ${log.gradNorm.toFixed(3)}  ${(log.rows / log.seconds).toFixed(0)} rows/s  ${log.seconds.toFixed(0)} s`),
-  );
-  console.log(`trained in ${trained.seconds.toFixed(0)} s on ${trained.workers} workers, ${(trained.rows / trained.seconds).toFixed(0)} rows/s`);
+  let phase1: TrainResult | { from: string; trained: TrainResult };
+  if (values.from) {
+    // The phase-1 facts travel with the phase-1 model (its training.json), so the card can still state them.
+    const from = values.from;
+    weights = shareWeights(await readModel(from));
+    phase1 = { from, trained: (JSON.parse(await readFile(join(from, 'training.json'), 'utf8')) as { trained: TrainResult }).trained };
+  } else {
+    weights = shareWeights(toDecoder(SKILL_SPEC, initWeights(SKILL_SPEC, vocabSize)));
+    console.log(`phase 1: ${decoderParameterCount(weights)} parameters; ${corpus.length} examples; ${config.steps} updates of ${config.batch}`);
+    phase1 = await pretrain(weights, corpus, config, log);
+  }
+  console.log(`phase 2: ${corpus2.length} examples; ${continued.steps} updates of ${continued.batch}`);
+  const phase2 = await pretrain(weights, corpus2, continued, log);
+  console.log(`phase 2 trained in ${phase2.seconds.toFixed(0)} s on ${phase2.workers} workers, ${(phase2.rows / phase2.seconds).toFixed(0)} rows/s`);
   await buildModel(SKILL_SPEC, dir, toBuilder(weights));
   // What only the training run can measure, kept for --card.
-  await writeFile(factsFile, `${JSON.stringify({ config, trained }, null, 2)}\n`);
+  trained = { config, trained: 'trained' in phase1 ? phase1.trained : phase1, ...('from' in phase1 ? { continuedFrom: phase1.from } : {}), continued, phase2 };
+  await writeFile(factsFile, `${JSON.stringify(trained, null, 2)}\n`);
 }
 const parameters = decoderParameterCount(weights);
 const policy = await loadOnnxPolicy({ model: dir, device: 'cpu' });
@@ -81,6 +100,6 @@ for (const [i, g] of greedy.entries()) console.log(`${g.task}: greedy ${(100 * g
 
 const counts = countLetter.dataset({ size: CARD_EVAL.size, seed: CARD_EVAL.seed });
 const countLetterOnes = counts.filter((item) => item.answer === '1').length / counts.length;
-const facts: CardFacts = { spec: SKILL_SPEC, config, parameters, vocabSize, trained, logprobDifference: worst, greedy, sampled, corpusSize: corpus.length, countLetterOnes };
+const facts: CardFacts = { spec: SKILL_SPEC, parameters, vocabSize, training: trained, logprobDifference: worst, greedy, sampled, corpusSize: corpus.length, corpus2Size: corpus2.length, countLetterOnes };
 await writeCard(dir, facts);
 console.log(`wrote ${dir}`);

@@ -116,6 +116,10 @@ describe('fp16 initializers', () => {
     const q = read.layers[1].q_proj.weight as Float32Array;
     const original = weights.layers[1].q_proj.weight as Float32Array;
     q.forEach((x, i) => expect(x).toBe(halfToFloat(floatToHalf(original[i]))));
+    // Marked as 16-bit (an engine may keep them so); the float32 embedding and the fp32 model's weights are not.
+    expect(read.layers[1].q_proj.half).toBe('float16');
+    expect(read.embeddingHalf).toBeUndefined();
+    expect(weights.layers[1].q_proj.half).toBeUndefined();
 
     const adapter = createLoraAdapter(read.shape, { r: 2, targetModules: ['q_proj'], seed: 8 });
     adapter.layers[1].q_proj!.B.fill(0.25);

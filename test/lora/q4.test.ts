@@ -13,7 +13,9 @@ import { loraGroupForward } from '../../lib/lora/model.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
+import type { Q4Matrix } from '../../lib/lora/q4.js';
 import { readFolderWeights } from './fixtures.js';
+import { quantizeQ4 } from './packed-decoder.js';
 
 const { onnx } = onnxProto;
 const BLOCK = 32;
@@ -23,34 +25,6 @@ afterAll(async () => {
   await policy?.dispose();
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
-
-/** Asymmetric 4-bit quantization of W [K, N] per column in blocks of K, packed as MatMulNBits wants. */
-function quantize(w: Float32Array, K: number, N: number): { packed: Uint8Array; scales: Float32Array; zeros: Uint8Array } {
-  const blocks = Math.ceil(K / BLOCK);
-  const packed = new Uint8Array(N * blocks * (BLOCK / 2));
-  const scales = new Float32Array(N * blocks);
-  const zeros = new Uint8Array(N * Math.ceil(blocks / 2));
-  for (let n = 0; n < N; n++) {
-    for (let b = 0; b < blocks; b++) {
-      let lo = 0;
-      let hi = 0;
-      for (let i = 0; i < BLOCK && b * BLOCK + i < K; i++) {
-        const v = w[(b * BLOCK + i) * N + n];
-        lo = Math.min(lo, v);
-        hi = Math.max(hi, v);
-      }
-      const scale = Math.fround((hi - lo) / 15 || 1);
-      const zero = Math.min(15, Math.max(0, Math.round(-lo / scale)));
-      scales[n * blocks + b] = scale;
-      zeros[n * Math.ceil(blocks / 2) + (b >> 1)] |= zero << ((b & 1) * 4);
-      for (let i = 0; i < BLOCK && b * BLOCK + i < K; i++) {
-        const q = Math.min(15, Math.max(0, Math.round(w[(b * BLOCK + i) * N + n] / scale) + zero));
-        packed[(n * blocks + b) * (BLOCK / 2) + (i >> 1)] |= q << ((i & 1) * 4);
-      }
-    }
-  }
-  return { packed, scales, zeros };
-}
 
 /** The bundled graph with every layer projection a MatMulNBits node over quantized weights. */
 function quantizedGraph(bytes: Uint8Array): Uint8Array {
@@ -64,7 +38,7 @@ function quantizedGraph(bytes: Uint8Array): Uint8Array {
     const [K, N] = t.dims!.map(Number);
     const raw = t.rawData!;
     const w = new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength));
-    const { packed, scales, zeros } = quantize(w, K, N);
+    const { packed, scales, zeroPoints: zeros } = quantizeQ4(w, K, N, BLOCK) as Required<Q4Matrix>;
     const blocks = Math.ceil(K / BLOCK);
     graph.initializer.splice(graph.initializer.indexOf(t), 1);
     graph.initializer.push(

@@ -21,7 +21,13 @@ export interface WebgpuCase {
   summary: string;
 }
 
-export function webgpuCase(seed: number): WebgpuCase {
+/** Bounds of the drawn hidden and MLP widths (wider ones give 4-bit weights several blocks per column). */
+export interface CaseWidths {
+  hidden: [number, number];
+  intermediate: [number, number];
+}
+
+export function webgpuCase(seed: number, widths: CaseWidths = { hidden: [3, 12], intermediate: [3, 20] }): WebgpuCase {
   const rng = mulberry32(seed);
   const int = (lo: number, hi: number) => lo + Math.floor(rng() * (hi - lo + 1));
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rng() * xs.length)];
@@ -30,8 +36,8 @@ export function webgpuCase(seed: number): WebgpuCase {
   const headDim = 2 * int(1, 4);
   const shape = {
     vocabSize: int(5, 24),
-    hiddenSize: int(3, 12),
-    intermediateSize: int(3, 20),
+    hiddenSize: int(...widths.hidden),
+    intermediateSize: int(...widths.intermediate),
     numLayers: int(1, 3),
     numHeads,
     numKvHeads,

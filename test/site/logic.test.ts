@@ -220,8 +220,8 @@ describe('group chart', () => {
 });
 
 describe('the first run', () => {
-  it('is gradient GRPO on the bundled skill model, at a task it can learn there, from settings the form accepts', async () => {
-    const [{ bundledModelPath, ONNX_MODELS }, { learnableTasks, methodOf }, { INITIAL_SETUP, SKILL_GRADIENT_DEFAULTS, setupProblems }] = await Promise.all([
+  it('is LoRA GRPO on the bundled skill model, at a task it can learn there, from settings the form accepts', async () => {
+    const [{ bundledModelPath, ONNX_MODELS }, { learnableTasks, methodOf }, { INITIAL_SETUP, SKILL_LORA_DEFAULTS, setupProblems }] = await Promise.all([
       import('../../site/lib/models.js'),
       import('../../site/lib/methods.js'),
       import('../../site/lib/setup.js'),
@@ -231,8 +231,8 @@ describe('the first run', () => {
     const method = methodOf(INITIAL_SETUP.method);
     expect(method.trainsAdapter).toBe(true);
     expect(learnableTasks(method, model.id)?.[0]).toBe(INITIAL_SETUP.task);
-    expect(method.skillDefaults).toBe(SKILL_GRADIENT_DEFAULTS);
-    expect(INITIAL_SETUP).toMatchObject(SKILL_GRADIENT_DEFAULTS);
+    expect(method.skillDefaults).toBe(SKILL_LORA_DEFAULTS);
+    expect(INITIAL_SETUP).toMatchObject(SKILL_LORA_DEFAULTS);
     expect(setupProblems(INITIAL_SETUP, method.settings)).toEqual({});
     // webgrpo-tiny stays for mechanics: its tasks are the token-level ones.
     expect(learnableTasks(method, 'tiny')).toEqual(['digits', 'shout']);

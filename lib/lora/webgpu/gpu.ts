@@ -6,13 +6,20 @@
  */
 import { UnsupportedError } from '../../errors.js';
 import { BufferUsage, MapMode, type GpuBufferLike, type GpuCommandEncoderLike, type GpuComputePipelineLike, type GpuDeviceLike } from '../../policy/onnx/webgpu-types.js';
+import { gatherHalf, MATMUL_Q4, matmulHalf } from './frozen-kernels.js';
 import * as K from './kernels.js';
 
-export type KernelName = 'matmul' | 'gather' | 'scatter' | 'bias' | 'add' | 'rmsnorm' | 'rmsnormBackward' | 'rope' | 'attention' | 'attentionBackwardQ' | 'attentionBackwardKv' | 'swiglu' | 'swigluBackward' | 'softmax' | 'dlogits';
+export type TiledKernel = 'matmul' | 'matmulF16' | 'matmulBf16' | 'matmulQ4';
+export type KernelName = TiledKernel | 'gather' | 'gatherF16' | 'gatherBf16' | 'scatter' | 'bias' | 'add' | 'rmsnorm' | 'rmsnormBackward' | 'rope' | 'attention' | 'attentionBackwardQ' | 'attentionBackwardKv' | 'swiglu' | 'swigluBackward' | 'softmax' | 'dlogits';
 
 const SOURCES: Record<KernelName, string> = {
   matmul: K.MATMUL,
+  matmulF16: matmulHalf('f16'),
+  matmulBf16: matmulHalf('bf16'),
+  matmulQ4: MATMUL_Q4,
   gather: K.GATHER,
+  gatherF16: gatherHalf('f16'),
+  gatherBf16: gatherHalf('bf16'),
   scatter: K.SCATTER,
   bias: K.BIAS,
   add: K.ADD,
@@ -75,8 +82,12 @@ export class GpuRecorder {
   readonly #byName: Record<KernelName, GpuComputePipelineLike>;
   readonly ready: Promise<void>;
   #encoder: GpuCommandEncoderLike;
-  /** Buffers of this recording (uniforms, scratch) freed once it has run. */
+  /** Buffers of this recording (uniforms, scratch), in the order made; freed once they have run. */
   #temporaries: GpuBufferLike[] = [];
+  /** Storage tensors among the temporaries not yet freed, with their bytes. */
+  #live = new Map<GpuBufferLike, number>();
+  #liveBytes = 0;
+  #peakBytes = 0;
 
   constructor(device: GpuDeviceLike) {
     this.device = device;
@@ -92,28 +103,79 @@ export class GpuRecorder {
     if (n * 4 > limit) {
       throw new UnsupportedError(`A tensor of ${n} floats does not fit one WebGPU storage binding (${limit} bytes); train on fewer or shorter completions per group, or request the device with a larger maxStorageBufferBindingSize.`);
     }
-    const buffer = this.device.createBuffer({ size: Math.max(16, Math.ceil((n * 4) / 16) * 16), usage: STORAGE, label: 'webgrpo lora tensor' });
+    const size = Math.max(16, Math.ceil((n * 4) / 16) * 16);
+    const buffer = this.device.createBuffer({ size, usage: STORAGE, label: 'webgrpo lora tensor' });
     if (data) this.device.queue.writeBuffer(buffer, 0, data);
-    if (!keep) this.#temporaries.push(buffer);
+    if (!keep) {
+      this.#temporaries.push(buffer);
+      this.#live.set(buffer, size);
+      this.#liveBytes += size;
+      this.#peakBytes = Math.max(this.#peakBytes, this.#liveBytes);
+    }
     return { buffer, length: n };
   }
 
+  /** Bytes of the recording's storage tensors alive now and at most since it began (uniforms aside). */
+  get bytes(): { live: number; peak: number } {
+    return { live: this.#liveBytes, peak: this.#peakBytes };
+  }
+
+  /** A point in the recording's allocations, for `release`. */
+  mark(): number {
+    return this.#temporaries.length;
+  }
+
+  /**
+   * Submits what is recorded and frees the temporaries made since `from` (up to `to`), except
+   * `keep`: WebGPU lets a buffer be destroyed once the work that uses it is submitted.
+   */
+  release(from: number, keep: Tensor[] = [], to = this.#temporaries.length): void {
+    this.#submit();
+    const kept = new Set(keep.map((t) => t.buffer));
+    for (const buffer of this.#temporaries.slice(from, to)) if (!kept.has(buffer)) this.#destroy(buffer);
+  }
+
+  /** Submits what is recorded and frees these temporaries. */
+  free(tensors: Tensor[]): void {
+    this.#submit();
+    for (const t of tensors) this.#destroy(t.buffer);
+  }
+
+  #submit(): void {
+    this.device.queue.submit([this.#encoder.finish()]);
+    this.#encoder = this.device.createCommandEncoder({ label: 'webgrpo lora' });
+  }
+
+  #destroy(buffer: GpuBufferLike): void {
+    const size = this.#live.get(buffer);
+    if (size !== undefined) {
+      this.#live.delete(buffer);
+      this.#liveBytes -= size;
+    }
+    buffer.destroy();
+  }
+
   /** Runs `name` with one thread per item (u32s and f32s are the kernel's Params). */
-  run(name: Exclude<KernelName, 'matmul'>, threads: number, u32s: number[], f32s: number[], buffers: Tensor[]): void {
+  run(name: Exclude<KernelName, TiledKernel>, threads: number, u32s: number[], f32s: number[], buffers: Tensor[]): void {
     const groups = Math.max(1, Math.ceil(threads / K.WG));
     this.#dispatch(name, u32s, f32s, buffers, Math.min(groups, 65535), Math.ceil(groups / 65535));
   }
 
   matmul(a: Tensor, b: Tensor, c: Tensor, s: MatmulShape): void {
     const u32s = [s.M, s.N, s.K, s.sam, s.sak, s.sbk, s.sbn, s.accumulate ? 1 : 0];
-    this.#dispatch('matmul', u32s, [s.alpha ?? 1], [a, b, c], Math.max(1, Math.ceil(s.N / K.TILE)), Math.max(1, Math.ceil(s.M / K.TILE)));
+    this.tiled('matmul', u32s, [s.alpha ?? 1], [a, b, c], s.M, s.N);
+  }
+
+  /** A 16 x 16 tiled kernel over an [M, N] output (kernels.ts tiledMatmul). */
+  tiled(name: TiledKernel, u32s: number[], f32s: number[], buffers: Tensor[], M: number, N: number): void {
+    this.#dispatch(name, u32s, f32s, buffers, Math.max(1, Math.ceil(N / K.TILE)), Math.max(1, Math.ceil(M / K.TILE)));
   }
 
   #dispatch(name: KernelName, u32s: number[], f32s: number[], buffers: Tensor[], x: number, y: number): void {
-    const params = new ArrayBuffer(48);
-    new Uint32Array(params, 0, 8).set(u32s);
-    new Float32Array(params, 32, 4).set(f32s);
-    const uniform = this.device.createBuffer({ size: 48, usage: BufferUsage.UNIFORM | BufferUsage.COPY_DST, label: 'webgrpo lora params' });
+    const params = new ArrayBuffer(64);
+    new Uint32Array(params, 0, 12).set(u32s);
+    new Float32Array(params, 48, 4).set(f32s);
+    const uniform = this.device.createBuffer({ size: 64, usage: BufferUsage.UNIFORM | BufferUsage.COPY_DST, label: 'webgrpo lora params' });
     this.device.queue.writeBuffer(uniform, 0, params);
     this.#temporaries.push(uniform);
     const pipeline = this.#byName[name];
@@ -142,8 +204,7 @@ export class GpuRecorder {
       if (t.length > 0) this.#encoder.copyBufferToBuffer(t.buffer, 0, staging, at * 4, t.length * 4);
       at += t.length;
     }
-    this.device.queue.submit([this.#encoder.finish()]);
-    this.#encoder = this.device.createCommandEncoder({ label: 'webgrpo lora' });
+    this.#submit();
     try {
       await staging.mapAsync(MapMode.READ, 0, bytes);
       const flat = new Float32Array(staging.getMappedRange(0, bytes).slice(0, total * 4));
@@ -157,7 +218,7 @@ export class GpuRecorder {
 
   /** Frees the recording's temporaries (after it ran, or for a pass dropped before its backward). */
   discard(): void {
-    for (const buffer of this.#temporaries) buffer.destroy();
+    for (const buffer of this.#temporaries) this.#destroy(buffer);
     this.#temporaries = [];
   }
 }

@@ -1,7 +1,7 @@
 /**
  * WGSL for the full-depth LoRA training pass (lib/lora/webgpu/model.ts), one kernel per operation
  * of lib/lora/kernels.ts, over float32 row-major buffers. Every kernel reads its sizes from one
- * uniform of eight u32 and four f32 (Params), so the host side builds every dispatch the same way.
+ * uniform of twelve u32 and four f32 (Params), so the host side builds every dispatch the same way.
  *
  *   matmul     C[M, N] = alpha op(A) op(B) (+ C): strided operands cover x W, dy W^T, x A^T, u B^T,
  *              dy^T u and du^T x with no transposed copies; 16 x 16 tiles through workgroup memory
@@ -20,8 +20,8 @@
  *   dlogits    dz = ((onehot - p) g + e dH/dz) / T per element
  */
 
-const PARAMS = /* wgsl */ `
-struct Params { u0: u32, u1: u32, u2: u32, u3: u32, u4: u32, u5: u32, u6: u32, u7: u32, f0: f32, f1: f32, f2: f32, f3: f32 }
+export const PARAMS = /* wgsl */ `
+struct Params { u0: u32, u1: u32, u2: u32, u3: u32, u4: u32, u5: u32, u6: u32, u7: u32, u8: u32, u9: u32, u10: u32, u11: u32, f0: f32, f1: f32, f2: f32, f3: f32 }
 @group(0) @binding(0) var<uniform> p: Params;
 fn flat(gid: vec3<u32>) -> u32 { return gid.x + gid.y * 65535u * 64u; }
 `;
@@ -30,7 +30,7 @@ fn flat(gid: vec3<u32>) -> u32 { return gid.x + gid.y * 65535u * 64u; }
 export const WG = 64;
 export const TILE = 16;
 
-const ELEMENTWISE = (bindings: string, body: string) => /* wgsl */ `${PARAMS}
+export const ELEMENTWISE = (bindings: string, body: string) => /* wgsl */ `${PARAMS}
 ${bindings}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -38,11 +38,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   ${body}
 }`;
 
-/** u0 M, u1 N, u2 K, u3 A's row stride, u4 A's k stride, u5 B's k stride, u6 B's column stride, u7 accumulate; f0 alpha. */
-export const MATMUL = /* wgsl */ `${PARAMS}
+/**
+ * A 16 x 16 tiled C[M, N] = alpha A B (+ C) with A(m, k) = a[m u3 + k u4] and B(k, n) = `loadB`
+ * (kb, col in range): u0 M, u1 N, u2 K, u7 accumulate; f0 alpha. `bindings` declare c and B's
+ * buffers from binding 2 on, `functions` what loadB calls.
+ */
+export const tiledMatmul = (bindings: string, functions: string, loadB: string) => /* wgsl */ `${PARAMS}
 @group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<f32>;
-@group(0) @binding(3) var<storage, read_write> c: array<f32>;
+${bindings}
+${functions}
 var<workgroup> ta: array<f32, ${TILE * TILE}>;
 var<workgroup> tb: array<f32, ${TILE * TILE}>;
 @compute @workgroup_size(${TILE}, ${TILE})
@@ -58,7 +62,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     ta[lid.y * ${TILE}u + lid.x] = va;
     let kb = t * ${TILE}u + lid.y;
     var vb = 0.0;
-    if (kb < p.u2 && col < p.u1) { vb = b[kb * p.u5 + col * p.u6]; }
+    if (kb < p.u2 && col < p.u1) { vb = ${loadB}; }
     tb[lid.y * ${TILE}u + lid.x] = vb;
     workgroupBarrier();
     for (var k = 0u; k < ${TILE}u; k++) { acc += ta[lid.y * ${TILE}u + k] * tb[k * ${TILE}u + lid.x]; }
@@ -71,6 +75,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     c[at] = prior + p.f0 * acc;
   }
 }`;
+
+/** u0 M, u1 N, u2 K, u3 A's row stride, u4 A's k stride, u5 B's k stride, u6 B's column stride, u7 accumulate; f0 alpha. */
+export const MATMUL = tiledMatmul(
+  `@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> c: array<f32>;`,
+  '',
+  'b[kb * p.u5 + col * p.u6]',
+);
 
 /** u0 output rows, u1 row width. */
 export const GATHER = ELEMENTWISE(

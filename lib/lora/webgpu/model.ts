@@ -1,35 +1,38 @@
 /**
  * The full-depth LoRA training pass on WebGPU: the same decoder, log-probs and backward as
  * lib/lora/model.ts (the CPU engine, which derives each step), every operation a WGSL kernel
- * (kernels.ts) on float32 buffers. The frozen weights are uploaded once per model
- * (createWebgpuLoraModel); per pass the adapter's A and B and the group's tokens are uploaded,
+ * (kernels.ts, layer.ts) with float32 activations. The frozen weights are uploaded once per model
+ * (createWebgpuLoraModel) in the format the export stores them: float32, 16-bit halves or 4-bit
+ * MatMulNBits blocks, dequantized in the kernels that read them (frozen-matrix.ts), never as a
+ * float32 copy on the device. Per pass the adapter's A and B and the group's tokens are uploaded,
  * every activation stays on the GPU, and only the per-token log-probs and entropies (forward) and
  * the A and B gradients (backward) are read back.
  *
- * Activations are all kept between forward and backward (no recomputation on this engine).
- * 4-bit (MatMulNBits) weights are not supported here: the CPU engine dequantizes them on the fly.
+ * The backward frees each layer's buffers once it is through the layer. With `recompute` the
+ * forward keeps only each layer's input and rebuilds the layer's activations from it in the
+ * backward, as the CPU engine does: one layer's activations at a time plus every layer's input,
+ * for one more forward's time. The same kernels on the same inputs give the same numbers.
  */
-import { InvalidInputError, UnsupportedError } from '../../errors.js';
+import { InvalidInputError } from '../../errors.js';
 import type { GpuDeviceLike } from '../../policy/onnx/webgpu-types.js';
 import type { LoraAdapter, LoraPair } from '../adapter.js';
 import { ropeTables } from '../kernels.js';
 import { pack, type LoraForwardOptions, type LoraGroupInput, type Packed } from '../model.js';
-import { LORA_MODULES, type DecoderLayerWeights, type DecoderShape, type DecoderWeights, type LoraModule } from '../weights.js';
+import type { Q4Matrix } from '../q4.js';
+import { LORA_MODULES, type DecoderLayerWeights, type DecoderWeights, type HalfType, type LoraModule } from '../weights.js';
+import type { FrozenFormat } from './frozen-kernels.js';
+import { frozenGather, frozenMatmul, matrixTensors, uploadMatrix, type FrozenMatrix } from './frozen-matrix.js';
 import { GpuRecorder, type Tensor } from './gpu.js';
+import { layerBackward, layerForward, type GpuLayer, type GpuProjection, type LayerActs, type LayerGrads, type PassContext } from './layer.js';
 
-interface GpuProjection {
-  inDim: number;
-  outDim: number;
-  weight: Tensor;
-  bias?: Tensor;
-}
-
-interface GpuLayer {
-  inputNorm: Tensor;
-  postNorm: Tensor;
-  qNorm?: Tensor;
-  kNorm?: Tensor;
-  projections: Record<LoraModule, GpuProjection>;
+/** What a model holds on its device. */
+export interface WebgpuLoraModelStats {
+  /** Every buffer of the model's weights, bytes as allocated. */
+  bytes: number;
+  /** The matrices' bytes (projections, embedding, untied head) by the format each is stored in. */
+  matrixBytes: Record<FrozenFormat, number>;
+  /** The rest: norm weights and biases (float32). */
+  otherBytes: number;
 }
 
 /** The frozen decoder's weights in GPU buffers, for every pass of a run. */
@@ -41,48 +44,63 @@ export interface WebgpuLoraModel {
 }
 
 interface ModelBuffers {
-  embedding: Tensor;
-  lmHead?: Tensor;
+  embedding: FrozenMatrix;
+  lmHead?: FrozenMatrix;
   finalNorm: Tensor;
   layers: GpuLayer[];
   all: Tensor[];
+  stats: WebgpuLoraModelStats;
 }
 
 const buffersOf = new WeakMap<WebgpuLoraModel, ModelBuffers>();
 
-/** Uploads `weights` to `device` (float32 projections only; 4-bit ones stay with the CPU engine). */
+/** Uploads `weights` to `device`, each matrix in its stored format (float32, 16-bit, 4-bit). */
 export function createWebgpuLoraModel(device: GpuDeviceLike, weights: DecoderWeights): WebgpuLoraModel {
   const recorder = new GpuRecorder(device);
   const all: Tensor[] = [];
-  const upload = (data: Float32Array): Tensor => {
+  const upload = (data: Float32Array | Uint32Array): Tensor => {
     const t = recorder.tensor(data.length, data, true);
     all.push(t);
     return t;
   };
+  const stats: WebgpuLoraModelStats = { bytes: 0, matrixBytes: { f32: 0, f16: 0, bf16: 0, q4: 0 }, otherBytes: 0 };
+  const other = (data: Float32Array): Tensor => {
+    const t = upload(data);
+    stats.otherBytes += t.buffer.size;
+    return t;
+  };
+  const matrix = (weight: Float32Array | Q4Matrix, rows: number, cols: number, half: HalfType | undefined, where: string): FrozenMatrix => {
+    const m = uploadMatrix(upload, weight, rows, cols, half, where);
+    stats.matrixBytes[m.format] += matrixTensors(m).reduce((n, t) => n + t.buffer.size, 0);
+    return m;
+  };
+  const { vocabSize: V, hiddenSize: H } = weights.shape;
   let buffers: ModelBuffers;
   try {
     const layers = weights.layers.map((w: DecoderLayerWeights, l): GpuLayer => {
       const projections = Object.fromEntries(
-        LORA_MODULES.map((m) => {
+        LORA_MODULES.map((m): [LoraModule, GpuProjection] => {
           const p = w[m];
-          if (!(p.weight instanceof Float32Array)) throw new UnsupportedError(`Layer ${l} ${m} is 4-bit (MatMulNBits); the WebGPU LoRA engine takes float32 weights. Use the CPU engine.`);
-          return [m, { inDim: p.inDim, outDim: p.outDim, weight: upload(p.weight), ...(p.bias ? { bias: upload(p.bias) } : {}) }];
+          const weight = matrix(p.weight, p.inDim, p.outDim, p.half, `layer ${l} ${m}`);
+          return [m, { inDim: p.inDim, outDim: p.outDim, weight, ...(p.bias ? { bias: other(p.bias) } : {}) }];
         }),
       ) as Record<LoraModule, GpuProjection>;
-      return { inputNorm: upload(w.inputNorm), postNorm: upload(w.postNorm), ...(w.qNorm ? { qNorm: upload(w.qNorm) } : {}), ...(w.kNorm ? { kNorm: upload(w.kNorm) } : {}), projections };
+      return { inputNorm: other(w.inputNorm), postNorm: other(w.postNorm), ...(w.qNorm ? { qNorm: other(w.qNorm) } : {}), ...(w.kNorm ? { kNorm: other(w.kNorm) } : {}), projections };
     });
     buffers = {
-      embedding: upload(weights.embedding),
-      ...(weights.lmHead ? { lmHead: upload(weights.lmHead) } : {}),
-      finalNorm: upload(weights.finalNorm),
+      embedding: matrix(weights.embedding, V, H, weights.embeddingHalf, 'the embedding'),
+      ...(weights.lmHead ? { lmHead: matrix(weights.lmHead, H, V, weights.lmHeadHalf, 'the LM head') } : {}),
+      finalNorm: other(weights.finalNorm),
       layers,
       all,
+      stats,
     };
   } catch (error) {
-    // A weight that cannot be uploaded (4-bit, too large) frees the ones already on the device.
+    // A weight that cannot be uploaded (malformed, too large) frees the ones already on the device.
     for (const t of all) t.buffer.destroy();
     throw error;
   }
+  stats.bytes = all.reduce((n, t) => n + t.buffer.size, 0);
   const model: WebgpuLoraModel = {
     device,
     weights,
@@ -95,6 +113,13 @@ export function createWebgpuLoraModel(device: GpuDeviceLike, weights: DecoderWei
   return model;
 }
 
+/** The bytes `model`'s weights take on its device, by storage format. */
+export function webgpuLoraModelStats(model: WebgpuLoraModel): WebgpuLoraModelStats {
+  const buffers = buffersOf.get(model);
+  if (!buffers) throw new InvalidInputError('model', 'is not a WebGPU LoRA model (createWebgpuLoraModel).');
+  return { ...buffers.stats, matrixBytes: { ...buffers.stats.matrixBytes } };
+}
+
 /** A WebGPU forward that can be taken back once, as LoraGroupPass, with an asynchronous backward. */
 export interface WebgpuLoraGroupPass {
   logprobs: number[][];
@@ -103,34 +128,11 @@ export interface WebgpuLoraGroupPass {
   backward(dlogps: ReadonlyArray<ArrayLike<number>>, grad: LoraAdapter, dentropies?: ReadonlyArray<ArrayLike<number>>): Promise<void>;
   /** Frees the pass's GPU buffers without a backward. */
   dispose(): void;
-}
-
-interface Branch {
-  A: Tensor;
-  B: Tensor;
-  u: Tensor;
-}
-
-interface LayerActs {
-  x: Tensor;
-  h: Tensor;
-  inv1: Tensor;
-  qLin?: Tensor;
-  kLin?: Tensor;
-  qInv?: Tensor;
-  kInv?: Tensor;
-  q: Tensor;
-  k: Tensor;
-  v: Tensor;
-  probs: Tensor;
-  ctx: Tensor;
-  x1: Tensor;
-  h2: Tensor;
-  inv2: Tensor;
-  gate: Tensor;
-  up: Tensor;
-  act: Tensor;
-  branches: Partial<Record<LoraModule, Branch>>;
+  /**
+   * Bytes of the pass's own buffers (activations, gradients, scratch, the adapter's copies; not
+   * the model's weights) alive now, and the most alive at once since the forward began.
+   */
+  bufferBytes(): { live: number; peak: number };
 }
 
 /** The forward of a group on the GPU, kept for its backward (same inputs and results as loraGroupForward). */
@@ -140,6 +142,7 @@ export async function webgpuLoraGroupForward(model: WebgpuLoraModel, adapter: Lo
   const { weights } = model;
   const { shape } = weights;
   const temperature = options.temperature ?? 1;
+  const recompute = options.recompute === true;
   if (!(temperature > 0) || !Number.isFinite(temperature)) throw new InvalidInputError('temperature', `must be a finite number > 0, got ${String(temperature)}.`);
   if (adapter.layers.length !== shape.numLayers) throw new InvalidInputError('adapter', `has ${adapter.layers.length} layers; the model has ${shape.numLayers}.`);
   const packed = pack(weights, group);
@@ -159,15 +162,26 @@ export async function webgpuLoraGroupForward(model: WebgpuLoraModel, adapter: Lo
     segment: g.tensor(rows, Uint32Array.from(packed.layout.segment)),
     prefix: packed.layout.prefix,
   };
+  const lora = (l: number): Partial<Record<LoraModule, LoraPair>> => adapter.layers[l] ?? {};
 
   let x = g.tensor(rows * H);
-  g.run('gather', rows * H, [rows, H], [], [buffers.embedding, g.tensor(rows, Uint32Array.from(packed.tokens)), x]);
+  frozenGather(g, buffers.embedding, g.tensor(rows, Uint32Array.from(packed.tokens)), x, rows);
+  // Per layer: its input, and (activations kept) its activations and where its buffers start and end.
+  const inputs: Tensor[] = [];
   const acts: LayerActs[] = [];
+  const spans: Array<[number, number]> = [];
   for (let l = 0; l < shape.numLayers; l++) {
-    const a = layerForward(ctx, buffers.layers[l], adapter.layers[l] ?? {}, x);
-    acts.push(a);
+    inputs.push(x);
+    const start = g.mark();
+    const a = layerForward(ctx, buffers.layers[l], lora(l), x);
+    if (recompute) g.release(start, [a.out]);
+    else {
+      acts.push(a);
+      spans.push([start, g.mark()]);
+    }
     x = a.out;
   }
+  const headStart = g.mark();
   const hf = g.tensor(rows * H);
   const invF = g.tensor(rows);
   g.run('rmsnorm', rows, [rows, H], [shape.rmsNormEps], [x, buffers.finalNorm, hf, invF]);
@@ -177,8 +191,9 @@ export async function webgpuLoraGroupForward(model: WebgpuLoraModel, adapter: Lo
   const hs = g.tensor(scored * H);
   g.run('gather', scored * H, [scored, H], [], [hf, scoredRows, hs]);
   const z = g.tensor(scored * V);
-  if (buffers.lmHead) g.matmul(hs, buffers.lmHead, z, { M: scored, N: V, K: H, sam: H, sak: 1, sbk: V, sbn: 1 });
-  else g.matmul(hs, buffers.embedding, z, { M: scored, N: V, K: H, sam: H, sak: 1, sbk: 1, sbn: H });
+  // Untied: z = hs head [H, V]; tied: z = hs E^T with E [V, H].
+  if (buffers.lmHead) frozenMatmul(g, hs, buffers.lmHead, z, { M: scored, N: V, K: H, sam: H, sak: 1, transposed: false });
+  else frozenMatmul(g, hs, buffers.embedding, z, { M: scored, N: V, K: H, sam: H, sak: 1, transposed: true });
   const stats = g.tensor(scored * 4);
   g.run('softmax', scored, [scored, V], [1 / temperature], [z, scoredTokens, stats]);
   const [flat] = await g.read([stats], true);
@@ -195,6 +210,7 @@ export async function webgpuLoraGroupForward(model: WebgpuLoraModel, adapter: Lo
   return {
     logprobs,
     entropies,
+    bufferBytes: () => g.bytes,
     dispose: () => {
       live = false;
       g.discard();
@@ -213,23 +229,36 @@ export async function webgpuLoraGroupForward(model: WebgpuLoraModel, adapter: Lo
       }
       g.run('dlogits', scored * V, [scored, V], [1 / temperature], [scoredTokens, stats, g.tensor(scored * 2, coefs), z]);
       const dhs = g.tensor(scored * H);
-      if (buffers.lmHead) g.matmul(z, buffers.lmHead, dhs, { M: scored, N: H, K: V, sam: V, sak: 1, sbk: 1, sbn: V });
-      else g.matmul(z, buffers.embedding, dhs, { M: scored, N: H, K: V, sam: V, sak: 1, sbk: H, sbn: 1 });
+      if (buffers.lmHead) frozenMatmul(g, z, buffers.lmHead, dhs, { M: scored, N: H, K: V, sam: V, sak: 1, transposed: true });
+      else frozenMatmul(g, z, buffers.embedding, dhs, { M: scored, N: H, K: V, sam: V, sak: 1, transposed: false });
       const dhf = g.tensor(rows * H);
       g.run('scatter', rows * H, [rows, H, scored], [], [dhs, scoredRows, dhf]);
       let d = g.tensor(rows * H);
       g.run('rmsnormBackward', rows, [rows, H], [], [dhf, x, invF, buffers.finalNorm, d]);
+      g.release(headStart, [d]);
+      // The gradients live until they are read, outside every layer's span.
       const grads: Array<{ target: Float32Array; tensor: Tensor }> = [];
-      for (let l = shape.numLayers - 1; l >= 0; l--) {
-        const layerGrads: Partial<Record<LoraModule, { dA: Tensor; dB: Tensor }>> = {};
-        for (const [m, pair] of Object.entries(adapter.layers[l] ?? {}) as Array<[LoraModule, LoraPair]>) {
-          const dA = g.tensor(pair.A.length);
-          const dB = g.tensor(pair.B.length);
-          layerGrads[m] = { dA, dB };
+      const layerGrads: LayerGrads[] = adapter.layers.map((layer, l) => {
+        const out: LayerGrads = {};
+        for (const [m, pair] of Object.entries(layer) as Array<[LoraModule, LoraPair]>) {
+          const entry = { dA: g.tensor(pair.A.length), dB: g.tensor(pair.B.length) };
+          out[m] = entry;
           const into = grad.layers[l][m];
-          if (into) grads.push({ target: into.A, tensor: dA }, { target: into.B, tensor: dB });
+          if (into) grads.push({ target: into.A, tensor: entry.dA }, { target: into.B, tensor: entry.dB });
         }
-        d = layerBackward(ctx, buffers.layers[l], acts[l], layerGrads, d);
+        return out;
+      });
+      let layerOut = x;
+      for (let l = shape.numLayers - 1; l >= 0; l--) {
+        const start = g.mark();
+        const a = recompute ? layerForward(ctx, buffers.layers[l], lora(l), inputs[l]) : acts[l];
+        const dIn = layerBackward(ctx, buffers.layers[l], a, layerGrads[l], d);
+        g.release(start, [dIn]);
+        // Done with this layer: its kept activations, its output and the gradient that came in.
+        if (!recompute) g.release(spans[l][0], [], spans[l][1]);
+        g.free([d, layerOut]);
+        d = dIn;
+        layerOut = inputs[l];
       }
       const read = await g.read(grads.map((e) => e.tensor));
       grads.forEach(({ target }, i) => {
@@ -248,141 +277,4 @@ function checkGradients(packed: Packed, adapter: LoraAdapter, dlogps: ReadonlyAr
     });
   }
   if (grad.layers.length !== adapter.layers.length) throw new InvalidInputError('grad', "must have the adapter's layout (zerosLike(adapter)).");
-}
-
-interface PassContext {
-  g: GpuRecorder;
-  shape: DecoderShape;
-  rows: number;
-  scale: number;
-  r: number;
-  cos: Tensor;
-  sin: Tensor;
-  segment: Tensor;
-  prefix: number;
-}
-
-/** y = x W (+ bias) + s (x A^T) B^T; the branch's u = x A^T is kept. */
-function project(c: PassContext, p: GpuProjection, pair: LoraPair | undefined, x: Tensor, branches: Partial<Record<LoraModule, Branch>>, module: LoraModule): Tensor {
-  const { g, rows, r } = c;
-  const { inDim, outDim } = p;
-  const y = g.tensor(rows * outDim);
-  g.matmul(x, p.weight, y, { M: rows, N: outDim, K: inDim, sam: inDim, sak: 1, sbk: outDim, sbn: 1 });
-  if (p.bias) g.run('bias', rows * outDim, [rows * outDim, outDim], [], [p.bias, y]);
-  if (!pair) return y;
-  const A = g.tensor(pair.A.length, pair.A);
-  const B = g.tensor(pair.B.length, pair.B);
-  const u = g.tensor(rows * r);
-  g.matmul(x, A, u, { M: rows, N: r, K: inDim, sam: inDim, sak: 1, sbk: 1, sbn: inDim });
-  g.matmul(u, B, y, { M: rows, N: outDim, K: r, sam: r, sak: 1, sbk: 1, sbn: r, alpha: c.scale, accumulate: true });
-  branches[module] = { A, B, u };
-  return y;
-}
-
-/** dx += dy W^T + s (dy B) A; dB += s dy^T u; dA += (s dy B)^T x. */
-function projectBack(c: PassContext, p: GpuProjection, branch: Branch | undefined, grads: { dA: Tensor; dB: Tensor } | undefined, dy: Tensor, x: Tensor, dx: Tensor): void {
-  const { g, rows, r } = c;
-  const { inDim, outDim } = p;
-  g.matmul(dy, p.weight, dx, { M: rows, N: inDim, K: outDim, sam: outDim, sak: 1, sbk: 1, sbn: outDim, accumulate: true });
-  if (!branch || !grads) return;
-  g.matmul(dy, branch.u, grads.dB, { M: outDim, N: r, K: rows, sam: 1, sak: outDim, sbk: r, sbn: 1, alpha: c.scale, accumulate: true });
-  const du = g.tensor(rows * r);
-  g.matmul(dy, branch.B, du, { M: rows, N: r, K: outDim, sam: outDim, sak: 1, sbk: r, sbn: 1, alpha: c.scale });
-  g.matmul(du, x, grads.dA, { M: r, N: inDim, K: rows, sam: 1, sak: r, sbk: inDim, sbn: 1, accumulate: true });
-  g.matmul(du, branch.A, dx, { M: rows, N: inDim, K: r, sam: r, sak: 1, sbk: inDim, sbn: 1, accumulate: true });
-}
-
-function layerForward(c: PassContext, w: GpuLayer, lora: Partial<Record<LoraModule, LoraPair>>, x: Tensor): LayerActs & { out: Tensor } {
-  const { g, rows, shape } = c;
-  const { hiddenSize: H, intermediateSize: F, numHeads, numKvHeads, headDim: D, rmsNormEps: eps } = shape;
-  const branches: Partial<Record<LoraModule, Branch>> = {};
-  const proj = (m: LoraModule, input: Tensor) => project(c, w.projections[m], lora[m], input, branches, m);
-  const h = g.tensor(rows * H);
-  const inv1 = g.tensor(rows);
-  g.run('rmsnorm', rows, [rows, H], [eps], [x, w.inputNorm, h, inv1]);
-  let q = proj('q_proj', h);
-  let k = proj('k_proj', h);
-  const v = proj('v_proj', h);
-  let qLin: Tensor | undefined;
-  let kLin: Tensor | undefined;
-  let qInv: Tensor | undefined;
-  let kInv: Tensor | undefined;
-  if (w.qNorm) {
-    qLin = q;
-    qInv = g.tensor(rows * numHeads);
-    q = g.tensor(rows * numHeads * D);
-    g.run('rmsnorm', rows * numHeads, [rows * numHeads, D], [eps], [qLin, w.qNorm, q, qInv]);
-  }
-  if (w.kNorm) {
-    kLin = k;
-    kInv = g.tensor(rows * numKvHeads);
-    k = g.tensor(rows * numKvHeads * D);
-    g.run('rmsnorm', rows * numKvHeads, [rows * numKvHeads, D], [eps], [kLin, w.kNorm, k, kInv]);
-  }
-  g.run('rope', (rows * numHeads * D) / 2, [rows, numHeads, D], [1], [c.cos, c.sin, q]);
-  g.run('rope', (rows * numKvHeads * D) / 2, [rows, numKvHeads, D], [1], [c.cos, c.sin, k]);
-  const probs = g.tensor(numHeads * rows * rows);
-  const ctx = g.tensor(rows * numHeads * D);
-  g.run('attention', numHeads * rows, [rows, numHeads, numKvHeads, D, c.prefix], [], [q, k, v, c.segment, probs, ctx]);
-  const x1 = proj('o_proj', ctx);
-  g.run('add', rows * H, [rows * H], [], [x, x1]);
-  const h2 = g.tensor(rows * H);
-  const inv2 = g.tensor(rows);
-  g.run('rmsnorm', rows, [rows, H], [eps], [x1, w.postNorm, h2, inv2]);
-  const gate = proj('gate_proj', h2);
-  const up = proj('up_proj', h2);
-  const act = g.tensor(rows * F);
-  g.run('swiglu', rows * F, [rows * F], [], [gate, up, act]);
-  const out = proj('down_proj', act);
-  g.run('add', rows * H, [rows * H], [], [x1, out]);
-  return { x, h, inv1, qLin, kLin, qInv, kInv, q, k, v, probs, ctx, x1, h2, inv2, gate, up, act, branches, out };
-}
-
-/** From d out to d x (returned), adding into the layer's A and B gradients. */
-function layerBackward(c: PassContext, w: GpuLayer, a: LayerActs, grads: Partial<Record<LoraModule, { dA: Tensor; dB: Tensor }>>, dOut: Tensor): Tensor {
-  const { g, rows, shape } = c;
-  const { hiddenSize: H, intermediateSize: F, numHeads, numKvHeads, headDim: D } = shape;
-  const back = (m: LoraModule, dy: Tensor, input: Tensor, dInput: Tensor) => projectBack(c, w.projections[m], a.branches[m], grads[m], dy, input, dInput);
-
-  const dx1 = g.tensor(rows * H);
-  g.run('add', rows * H, [rows * H], [], [dOut, dx1]);
-  const dact = g.tensor(rows * F);
-  back('down_proj', dOut, a.act, dact);
-  const dgate = g.tensor(rows * F);
-  const dup = g.tensor(rows * F);
-  g.run('swigluBackward', rows * F, [rows * F], [], [dact, a.gate, a.up, dgate, dup]);
-  const dh2 = g.tensor(rows * H);
-  back('gate_proj', dgate, a.h2, dh2);
-  back('up_proj', dup, a.h2, dh2);
-  g.run('rmsnormBackward', rows, [rows, H], [], [dh2, a.x1, a.inv2, w.postNorm, dx1]);
-
-  const dx = g.tensor(rows * H);
-  g.run('add', rows * H, [rows * H], [], [dx1, dx]);
-  const dctx = g.tensor(rows * numHeads * D);
-  back('o_proj', dx1, a.ctx, dctx);
-  const ds = g.tensor(numHeads * rows * rows);
-  const dq = g.tensor(rows * numHeads * D);
-  const dk = g.tensor(rows * numKvHeads * D);
-  const dv = g.tensor(rows * numKvHeads * D);
-  const attention = [rows, numHeads, numKvHeads, D, c.prefix];
-  g.run('attentionBackwardQ', numHeads * rows, attention, [], [dctx, a.k, a.v, a.probs, ds, dq]);
-  g.run('attentionBackwardKv', rows * numKvHeads * D, attention, [], [dctx, a.q, a.probs, ds, dk, dv]);
-  g.run('rope', (rows * numHeads * D) / 2, [rows, numHeads, D], [-1], [c.cos, c.sin, dq]);
-  g.run('rope', (rows * numKvHeads * D) / 2, [rows, numKvHeads, D], [-1], [c.cos, c.sin, dk]);
-  let dqLin = dq;
-  let dkLin = dk;
-  if (w.qNorm && a.qLin && a.qInv) {
-    dqLin = g.tensor(rows * numHeads * D);
-    g.run('rmsnormBackward', rows * numHeads, [rows * numHeads, D], [], [dq, a.qLin, a.qInv, w.qNorm, dqLin]);
-  }
-  if (w.kNorm && a.kLin && a.kInv) {
-    dkLin = g.tensor(rows * numKvHeads * D);
-    g.run('rmsnormBackward', rows * numKvHeads, [rows * numKvHeads, D], [], [dk, a.kLin, a.kInv, w.kNorm, dkLin]);
-  }
-  const dh = g.tensor(rows * H);
-  back('q_proj', dqLin, a.h, dh);
-  back('k_proj', dkLin, a.h, dh);
-  back('v_proj', dv, a.h, dh);
-  g.run('rmsnormBackward', rows, [rows, H], [], [dh, a.x, a.inv1, w.inputNorm, dx]);
-  return dx;
 }
