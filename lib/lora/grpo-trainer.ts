@@ -80,7 +80,7 @@ export interface LoraGrpoTrainerOptions {
   /**
    * Where the forward and backward run: 'cpu' (default, model.ts), or 'webgpu' with `gpu`, the
    * model's weights on a device (createWebgpuLoraModel(device, model.weights)). The optimizer
-   * runs on the CPU either way; `recompute` and `precision` apply to the CPU engine only.
+   * runs on the CPU either way; `precision` applies to the CPU engine only, `recompute` to both.
    * `dispose()` frees `gpu`.
    */
   engine?: 'cpu' | 'webgpu';

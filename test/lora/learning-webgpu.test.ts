@@ -4,11 +4,11 @@
  * first-letter reward on held-out words while the `gradient` method's head adapter does not; same
  * training words, groups, steps and seed (the model samples on WebAssembly: SwiftShader's WebGPU
  * sampling would cost minutes more and is tested elsewhere). Sized for SwiftShader, where one
- * group's LoRA forward and backward costs about 3.5 s: 24 steps of one group of 8 at lr 4e-3
- * (the Node test takes 40 steps of 4 groups at 2e-3), about two minutes here. Measured with this
- * seed: LoRA 0.130 -> 0.186 reward and 8 -> 12 of 26 words answered with the right letter (the CPU
- * engine in Node takes the same run to the same numbers); head 0.130 -> 0.090, 8 -> 4. The
- * thresholds keep about half of those margins.
+ * group's LoRA forward and backward costs a few seconds: 12 steps of two groups of 8 at lr 3e-3
+ * (the Node test takes 40 steps of 4 groups at 2e-3), about 85 s here. Measured with this seed:
+ * LoRA 0.136 -> 0.206 reward and 9 -> 16 of 26 words answered with the right letter (the CPU
+ * engine in Node takes the same run to the same numbers; seeds 1 and 2 there: 8 -> 13, 6 -> 14);
+ * head 0.136 -> 0.125, 9 -> 7. The thresholds keep about half of those margins.
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,8 +29,8 @@ interface Trained {
   seconds: number;
 }
 
-const SHAPE = { steps: 24, batch: 1, group: 8, seed: 3 };
-const LORA_LR = 4e-3;
+const SHAPE = { steps: 12, batch: 2, group: 8, seed: 3 };
+const LORA_LR = 3e-3;
 const HEAD_LR = 0.02;
 
 let session: BrowserSession;
@@ -53,7 +53,7 @@ async function train(method: 'lora' | 'gradient', lr: number): Promise<Trained> 
 }
 
 describe('learning a prompt-dependent reward with LoRA on WebGPU in Chromium', () => {
-  it('full-depth LoRA rises where the head adapter does not', async () => {
+  it('full-depth LoRA rises where the head adapter stays near its start', async () => {
     const lora = await train('lora', LORA_LR);
     const head = await train('gradient', HEAD_LR);
     const label = JSON.stringify({ lora: { before: lora.before, after: lora.after, seconds: lora.seconds }, head: { before: head.before, after: head.after } });
@@ -62,10 +62,10 @@ describe('learning a prompt-dependent reward with LoRA on WebGPU in Chromium', (
     // Both start from the same base model, sampled with the same seeds.
     expect(head.before.reward).toBeCloseTo(lora.before.reward, 6);
 
-    expect(lora.after.reward - lora.before.reward, label).toBeGreaterThanOrEqual(0.025);
-    expect(lora.after.right - lora.before.right, label).toBeGreaterThanOrEqual(2);
+    expect(lora.after.reward - lora.before.reward, label).toBeGreaterThanOrEqual(0.03);
+    expect(lora.after.right - lora.before.right, label).toBeGreaterThanOrEqual(3);
 
-    expect(head.after.reward - head.before.reward, label).toBeLessThanOrEqual(0.02);
+    expect(Math.abs(head.after.reward - head.before.reward), label).toBeLessThanOrEqual(0.04);
     expect(head.after.right - head.before.right, label).toBeLessThanOrEqual(2);
 
     expect(lora.after.reward - head.after.reward, label).toBeGreaterThanOrEqual(0.04);
