@@ -71,7 +71,7 @@ export {
 // Full-depth LoRA GRPO as a run of the driver: sampling follows the adapter (merged weights
 // swapped into the policy after every update), checkpoints with every step, resume, export.
 export { loraGrpo, resumeLoraGrpo, type LoraRun, type LoraResult } from './methods/lora/method.js';
-export { LORA_GRPO_DEFAULTS, type LoraGrpoOptions, type LoraHandles, type LoraPolicy } from './methods/lora/options.js';
+export { LORA_GRPO_DEFAULTS, type LoraEngine, type LoraGrpoOptions, type LoraHandles, type LoraPolicy } from './methods/lora/options.js';
 export type { LoraEvent, LoraEventType } from './methods/lora/events.js';
 
 // Full-parameter training on the same engine: the backward into every base weight (pretraining,

@@ -18,7 +18,6 @@ import { appliedEntropyCoef, nextAdaptiveEntropy, resolveAdaptiveEntropy, type A
 import type { GrpoLossConfig } from '../math/loss.js';
 import { samplingCorrection, type SamplingSettings } from '../math/sampling-correction.js';
 import type { Rows } from '../math/validate.js';
-import { nanMean, nanStd } from '../math/stats.js';
 import type { OnnxPolicy } from '../policy/onnx/policy.js';
 import type { TrainableHead } from '../policy/onnx/head.js';
 import type { HeadAdapterWeights } from '../policy/head-adapter.js';
@@ -29,7 +28,7 @@ import { HostEngine } from './host-engine.js';
 import { writeAdapterFile, type AdapterFile } from './format.js';
 import { grpoObjective, tokenLayout, type TokenLayout } from './objective.js';
 import { clipFactor, resolveOptimizer, type OptimizerOptions, type ResolvedOptimizer } from './optimizer.js';
-import { optionalMetrics, type TrainStepMetrics } from './metrics.js';
+import { stepMetrics, type TrainStepMetrics } from './metrics.js';
 import { WebGpuEngine } from './webgpu/engine.js';
 
 export interface TrainerOptions {
@@ -180,31 +179,14 @@ export class GrpoTrainer {
     await this.#engine.step(this.optimizer, clip);
     if (this.#adaptive) this.#entropyState = nextAdaptiveEntropy(this.#entropyState, objective.metrics.trainedEntropy ?? 0, this.#adaptive);
 
-    const { advantages, rewards, fracRewardZeroStd } = objective.advantages;
-    const entropy = objective.metrics.entropy ?? 0;
-    const metrics: TrainStepMetrics = {
-      loss: objective.loss,
-      ...(objective.metrics.kl !== undefined ? { kl: objective.metrics.kl } : {}),
-      entropy,
-      clipRatioLow: objective.metrics.clipRatioLow ?? 0,
-      clipRatioHigh: objective.metrics.clipRatioHigh ?? 0,
-      clipRatioRegion: objective.metrics.clipRatioRegion ?? 0,
-      ...optionalMetrics(objective.metrics),
-      entropyCoef: this.#adaptive ? this.#entropyState.coef : entropyCoef,
-      ...(this.#adaptive ? { adaptiveEntropy: { ...this.#entropyState } } : {}),
-      rewardMean: nanMean(rewards),
-      rewardStd: nanStd(rewards),
-      fracRewardZeroStd,
-      advantageMean: nanMean(advantages),
-      advantageStd: nanStd(advantages),
-      advantageMin: Math.min(...advantages),
-      advantageMax: Math.max(...advantages),
+    const metrics = stepMetrics(objective, {
       gradNorm,
       clipCoef: clip,
-      tokens: objective.activeTokens,
       step: this.#engine.updates,
       learningRate: this.optimizer.lr,
-    };
+      entropyCoef,
+      ...(this.#adaptive ? { adaptiveEntropy: this.#entropyState } : {}),
+    });
     return { loss: objective.loss, metrics };
   }
 

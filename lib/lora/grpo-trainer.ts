@@ -15,8 +15,7 @@
  * log-probs are kept, the adapted model is run again.
  */
 import { InvalidInputError, throwIfAborted } from '../errors.js';
-import type { TrainStepMetrics } from '../grad/metrics.js';
-import { optionalMetrics } from '../grad/metrics.js';
+import { stepMetrics } from '../grad/metrics.js';
 import { grpoObjective, tokenLayout, type TokenLayout } from '../grad/objective.js';
 import type { OptimizerOptions } from '../grad/optimizer.js';
 import type { TrainStepOptions, TrainStepResult } from '../grad/trainer.js';
@@ -25,7 +24,6 @@ import type { AdvantageOptions } from '../math/advantages.js';
 import { GroupRolloutBatch, GrpoConfig, type GrpoConfigInit } from '../math/batch.js';
 import type { GrpoLossConfig } from '../math/loss.js';
 import { samplingCorrection } from '../math/sampling-correction.js';
-import { nanMean, nanStd } from '../math/stats.js';
 import type { PromptInput } from '../policy/types.js';
 import { createLoraAdapter, zerosLike, type LoraAdapter, type LoraOptions } from './adapter.js';
 import { loraGroupForward, type LoraForwardOptions } from './model.js';
@@ -82,7 +80,8 @@ export interface LoraGrpoTrainerOptions {
   /**
    * Where the forward and backward run: 'cpu' (default, model.ts), or 'webgpu' with `gpu`, the
    * model's weights on a device (createWebgpuLoraModel(device, model.weights)). The optimizer
-   * runs on the CPU either way; `recompute` and `precision` apply to the CPU engine only.
+   * runs on the CPU either way; `precision` applies to the CPU engine only, `recompute` to both.
+   * `dispose()` frees `gpu`.
    */
   engine?: 'cpu' | 'webgpu';
   gpu?: WebgpuLoraModel;
@@ -108,6 +107,7 @@ export class LoraGrpoTrainer implements GroupTrainer {
   readonly #forward: LoraForwardOptions;
   readonly #gpu: WebgpuLoraModel | undefined;
   #entropyState: AdaptiveEntropyState;
+  #disposed = false;
   /** The batch whose reference log-probs are kept (they do not change with the adapter). */
   #reference?: { batch: GroupRolloutBatch; prompts: string; refLogps: Float64Array };
 
@@ -162,6 +162,7 @@ export class LoraGrpoTrainer implements GroupTrainer {
    * Resolves with the loss before the update. The adapter is updated in place.
    */
   async trainStep(batch: GroupRolloutBatch, prompts: PromptInput[], options: TrainStepOptions = {}): Promise<TrainStepResult> {
+    if (this.#disposed) throw new InvalidInputError('trainer', 'was disposed; create a new LoraGrpoTrainer.');
     if (!(batch instanceof GroupRolloutBatch)) throw new InvalidInputError('batch', 'must be a GroupRolloutBatch.');
     if (batch.groupSize !== this.config.numGenerations) {
       throw new InvalidInputError('batch', `has groups of ${batch.groupSize}, but the config's numGenerations is ${this.config.numGenerations}.`);
@@ -212,30 +213,14 @@ export class LoraGrpoTrainer implements GroupTrainer {
     const { gradNorm, clip } = this.optimizer.update(this.#model.adapter, grad);
     if (this.#adaptive) this.#entropyState = nextAdaptiveEntropy(this.#entropyState, objective.metrics.trainedEntropy ?? 0, this.#adaptive);
 
-    const { advantages, rewards, fracRewardZeroStd } = objective.advantages;
-    const metrics: TrainStepMetrics = {
-      loss: objective.loss,
-      ...(objective.metrics.kl !== undefined ? { kl: objective.metrics.kl } : {}),
-      entropy: objective.metrics.entropy ?? 0,
-      clipRatioLow: objective.metrics.clipRatioLow ?? 0,
-      clipRatioHigh: objective.metrics.clipRatioHigh ?? 0,
-      clipRatioRegion: objective.metrics.clipRatioRegion ?? 0,
-      ...optionalMetrics(objective.metrics),
-      entropyCoef: this.#adaptive ? this.#entropyState.coef : entropyCoef,
-      ...(this.#adaptive ? { adaptiveEntropy: { ...this.#entropyState } } : {}),
-      rewardMean: nanMean(rewards),
-      rewardStd: nanStd(rewards),
-      fracRewardZeroStd,
-      advantageMean: nanMean(advantages),
-      advantageStd: nanStd(advantages),
-      advantageMin: Math.min(...advantages),
-      advantageMax: Math.max(...advantages),
+    const metrics = stepMetrics(objective, {
       gradNorm,
       clipCoef: clip,
-      tokens: objective.activeTokens,
       step: this.optimizer.state.step,
       learningRate: this.optimizer.options.lr,
-    };
+      entropyCoef,
+      ...(this.#adaptive ? { adaptiveEntropy: this.#entropyState } : {}),
+    });
     return { loss: objective.loss, metrics };
   }
 
@@ -246,6 +231,17 @@ export class LoraGrpoTrainer implements GroupTrainer {
       throw new InvalidInputError('adaptiveEntropy', 'expected { coef, lastEntropy? } with finite numbers, as metrics.adaptiveEntropy reports it.');
     }
     this.#entropyState = { coef: state.coef, ...(state.lastEntropy !== undefined ? { lastEntropy: state.lastEntropy } : {}) };
+  }
+
+  /**
+   * Frees the WebGPU model's buffers (the `gpu` it was made with) and the kept reference
+   * log-probs. The adapter and the optimizer's state stay readable; trainStep is refused after.
+   */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    this.#reference = undefined;
+    this.#gpu?.dispose();
   }
 
   /** Forgets the kept reference log-probs (the next batch computes its own). */

@@ -121,6 +121,8 @@ export interface LoraRunConfig extends LoopConfig {
    * run started from a given adapter (which only its checkpoints keep).
    */
   lora: { r: number; alpha: number; useRslora: boolean; targetModules: LoraModule[]; seed: number; initial?: boolean };
+  /** Where the forward and backward run; a resumed run trains there too. Absent in runs stored before the option: 'cpu'. */
+  engine?: 'cpu' | 'webgpu';
 }
 
 /** The resolved, serialisable options of a router run (`routerGrpo`); each completion of a group is routed on its own. */

@@ -12,23 +12,23 @@
  *   mergeLoraIntoOnnx and loaded as a fresh policy), computes advantages, and updates;
  * - the head adapter (GrpoTrainer, rank 8 on the LM head), whose policy samples adapted logits.
  *
- * Each is measured before and after on held-out words (one word per letter, never trained on):
- * mean reward of 8 samples per word, and which letter the replies start with.
+ * Each is measured before and after on held-out words (_first-letter-task.ts).
  */
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GrpoTrainer, groupRolloutBatch } from '../../lib/grad.js';
-import { computeAdvantages, firstLetter, GrpoConfig, type DatasetItem } from '../../lib/index.js';
+import { computeAdvantages, GrpoConfig, type DatasetItem } from '../../lib/index.js';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import { LoraTrainer, type LoraGroup } from '../../lib/lora/trainer.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import type { GroupResult } from '../../lib/policy/types.js';
-import type { RewardContext } from '../../lib/run/options.js';
-import { FIRST_LETTER_WORDS } from '../../lib/tasks/first-letter.js';
+import { BATCH, datasets, GROUP, inputOf as taskInput, MAX_NEW, measure as measureTask, score, type Measure } from './_first-letter-task.js';
+
+export { BATCH, GROUP, MAX_NEW, type Measure };
 
 const TINY_DIR = fileURLToPath(new URL('../../public/models/webgrpo-tiny', import.meta.url));
 const SKILL_DIR = fileURLToPath(new URL('../../public/models/webgrpo-skill', import.meta.url));
@@ -45,51 +45,11 @@ export const MODELS: Model[] = [
 ];
 export const SEEDS = [1, 2, 3];
 export const STEPS = 40;
-export const GROUP = 8;
-export const BATCH = 4;
-export const MAX_NEW = 3;
 export const LORA_LR = 2e-3;
 export const HEAD_LR = 0.02;
 
-const reward = firstLetter.rewards[0];
-// The task's reward is synchronous and reads only the text and the item.
-const score = (text: string, item: DatasetItem) => (reward.score({ text, item } as RewardContext) as number | null) ?? 0;
-const promptOf = (item: DatasetItem) => item.messages![0].content;
-const inputOf = (model: Model, item: DatasetItem) => (model.chat ? { messages: item.messages } : { prompt: promptOf(item) });
-const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
-
-function datasets(seed: number, steps: number): { train: DatasetItem[]; heldOut: DatasetItem[] } {
-  const heldOutWords = new Set(FIRST_LETTER_WORDS.filter((_, i) => i % 2 === 1));
-  const wordOf = (item: DatasetItem) => promptOf(item).slice('First letter of '.length, -1);
-  const train = firstLetter.dataset({ size: 4 * steps * BATCH, seed }).filter((item) => !heldOutWords.has(wordOf(item))).slice(0, steps * BATCH);
-  const heldOut = [...heldOutWords].map((word): DatasetItem => ({ messages: [{ role: 'user', content: `First letter of ${word}:` }], answer: word[0] }));
-  return { train, heldOut };
-}
-
-export interface Measure {
-  reward: number;
-  /** Held-out words whose most frequent first character of the replies is the right letter. */
-  right: number;
-  /** Distinct most frequent first characters over the held-out words. */
-  distinct: number;
-  examples: string[];
-}
-
-async function measure(model: Model, policy: OnnxPolicy, items: DatasetItem[], seed: number): Promise<Measure> {
-  const rewards: number[] = [];
-  const firsts: string[] = [];
-  const examples: string[] = [];
-  for (const [i, item] of items.entries()) {
-    const group = await policy.generateGroup({ ...inputOf(model, item), groupSize: GROUP, maxNewTokens: MAX_NEW, temperature: 1, seed: seed * 7919 + i });
-    const texts = group.completions.map((c) => c.text);
-    rewards.push(...texts.map((t) => score(t, item)));
-    const counts = new Map<string, number>();
-    for (const t of texts) if (t.length > 0) counts.set(t[0].toLowerCase(), (counts.get(t[0].toLowerCase()) ?? 0) + 1);
-    firsts.push([...counts.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? '');
-    if (i < 4) examples.push(`${promptOf(item).slice('First letter of '.length)} ${JSON.stringify(texts[0])}`);
-  }
-  return { reward: mean(rewards), right: firsts.filter((f, i) => f === items[i].answer).length, distinct: new Set(firsts).size, examples };
-}
+const inputOf = (model: Model, item: DatasetItem) => taskInput(model.chat, item);
+const measure = (model: Model, policy: OnnxPolicy, items: DatasetItem[], seed: number) => measureTask(policy, items, seed, model.chat);
 
 async function sampleBatch(model: Model, policy: OnnxPolicy, items: DatasetItem[], step: number, seed: number): Promise<GroupResult[]> {
   const groups: GroupResult[] = [];

@@ -93,6 +93,13 @@ export interface AdapterAbout {
   parameters: number | null;
   detail: string;
   file: string;
+  /** The download button's label. */
+  download: string;
+}
+
+/** Where a LoRA run's forward and backward ran (runs stored before the choice trained on the CPU). */
+export function engineLabel(engine: 'cpu' | 'webgpu' | undefined): string {
+  return engine === 'webgpu' ? 'on WebGPU' : 'on the CPU';
 }
 
 export function adapterAbout(run: GradientRunRecord | LoraRunRecord, checkpoint: AdapterCheckpoint | undefined): AdapterAbout {
@@ -104,6 +111,7 @@ export function adapterAbout(run: GradientRunRecord | LoraRunRecord, checkpoint:
       parameters: shape.parameters,
       detail: `rank ${shape.rank}, scale ${shape.scale} · d ${shape.hiddenSize}, V ${shape.vocabSize} · ${Math.round(shape.shareOfHead * 100)}% of the head’s`,
       file: 'A webgrpo.adapter file for attachAdapter, or to train further (initialAdapter).',
+      download: 'Download adapter (JSON)',
     };
   }
   const { r, alpha, targetModules } = run.config.lora;
@@ -114,8 +122,9 @@ export function adapterAbout(run: GradientRunRecord | LoraRunRecord, checkpoint:
     formula: 'y = x W + s·(x Aᵀ) Bᵀ',
     explanation: `on ${targetModules.join(', ')} of every layer: the model reads its prompt differently, not only its last layer. B starts at zero, so training starts at the base model; after each step the adapter is merged into the weights the next step samples from.`,
     parameters,
-    detail: `rank ${r}, alpha ${alpha} (s = ${alpha / r})${layers ? ` · ${layers.length} layers` : ''}`,
-    file: 'A webgrpo.lora file for loraGrpo’s initialAdapter; exportPeftAdapter turns the adapter into PEFT’s folder.',
+    detail: `rank ${r}, alpha ${alpha} (s = ${alpha / r})${layers ? ` · ${layers.length} layers` : ''} · trained ${engineLabel(run.config.engine)}`,
+    file: 'PEFT’s LoRA folder (adapter_config.json, adapter_model.safetensors) in a zip: unzip it and load it with PeftModel.from_pretrained(model, folder), or continue it in TRL.',
+    download: 'Download adapter (PEFT zip)',
   };
 }
 

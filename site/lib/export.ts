@@ -24,9 +24,9 @@ export async function runJson(store: Store, runId: string): Promise<string> {
   return `${JSON.stringify(await exportRun(store, runId), null, 2)}\n`;
 }
 
-/** Saves text as a file through the browser's download. */
-export function download(text: string, filename: string, type: string): void {
-  const url = URL.createObjectURL(new Blob([text], { type }));
+/** Saves text or bytes as a file through the browser's download. */
+export function download(content: string | Uint8Array<ArrayBuffer>, filename: string, type: string): void {
+  const url = URL.createObjectURL(new Blob([content], { type }));
   const link = document.createElement('a');
   link.href = url;
   link.download = filename;

@@ -34,8 +34,13 @@ export function serveGradientRuns(getPolicy: () => OnnxPolicy | null, scope: Wor
     if (request.method === 'lora') {
       const run: LoraRun =
         request.kind === 'start' ? grad.loraGrpo({ ...(request.settings as LoraSettings), ...handles, dataset: request.dataset, runId: request.runId, ...task }) : grad.resumeLoraGrpo(request.runId, handles);
-      // The policy samples from the adapted weights after a run; put the base model back, so the next run starts from it.
-      const release = () => run.result().then(async () => policy.replaceGraph((await policy.modelGraph()).graph), () => undefined);
+      // The policy samples from the adapted weights after a run; put the base model back, so the next run starts from it,
+      // and free the trainer's WebGPU weights (when it trained there).
+      const release = () =>
+        run.result().then(async ({ trainer }) => {
+          trainer.dispose();
+          await policy.replaceGraph((await policy.modelGraph()).graph);
+        }, () => undefined);
       return { events: run[Symbol.asyncIterator](), finish: release, stop: release };
     }
     const run: GradientRun =

@@ -407,10 +407,18 @@ export class Playground {
     if (this.bundle) download(runJsonl(this.bundle), `${fileStem(this.bundle)}.jsonl`, 'application/jsonl');
   }
 
-  /** The adapter of a gradient or lora run's last committed step, as its adapter file. */
-  exportAdapter(): void {
-    const checkpoint = this.bundle?.adapter;
-    if (this.bundle && checkpoint) download(adapterJson(checkpoint), `${fileStem(this.bundle)}-adapter-step${checkpoint.step}.json`, 'application/json');
+  /**
+   * The adapter of a gradient or lora run's last committed step: the head adapter's file, or a
+   * LoRA adapter as PEFT's folder in a zip (for `PeftModel.from_pretrained`).
+   */
+  async exportAdapter(): Promise<void> {
+    const bundle = this.bundle;
+    const checkpoint = bundle?.adapter;
+    if (!bundle || !checkpoint) return;
+    const stem = `${fileStem(bundle)}-adapter-step${checkpoint.step}`;
+    if (checkpoint.adapter.target !== 'decoder') return download(adapterJson(checkpoint), `${stem}.json`, 'application/json');
+    const { peftZip } = await import('./peft-zip.js');
+    download(peftZip(checkpoint, bundle.run.config.policy.model), `${stem}-peft.zip`, 'application/zip');
   }
 
   exportLibrary(): void {

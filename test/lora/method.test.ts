@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportPeftAdapter, importPeftAdapter, loraGrpo, readLoraCheckpoint, resumeLoraGrpo, type LoraAdapterFile, type LoraEvent } from '../../lib/grad.js';
-import { digits, exportRun, importRun, MemoryStore, type RunBundle } from '../../lib/index.js';
+import { digits, exportRun, importRun, MemoryStore, type LoraRunConfig, type RunBundle } from '../../lib/index.js';
 import { loraLogprobs } from '../../lib/lora/model.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
@@ -71,6 +71,32 @@ describe('loraGrpo', () => {
     expect(() => loraGrpo({ ...shape, policy, optimizer: { lr: -1 } })).toThrow(expect.objectContaining({ code: 'InvalidInput' }));
     const sampler = { info: policy.info, generateGroup: policy.generateGroup.bind(policy), dispose: async () => undefined };
     expect(() => loraGrpo({ ...shape, policy: sampler as never })).toThrow(expect.objectContaining({ code: 'InvalidInput', argument: 'policy' }));
+    expect(() => loraGrpo({ ...shape, policy, engine: 'gpu' as never })).toThrow(expect.objectContaining({ code: 'InvalidInput', argument: 'engine' }));
+    // Node has no navigator.gpu: WebGPU training is refused by name, before anything is stored.
+    expect(() => loraGrpo({ ...shape, policy, engine: 'webgpu' })).toThrow(expect.objectContaining({ code: 'Unsupported', message: expect.stringMatching(/navigator\.gpu/) }));
+  });
+
+  it('trains on the CPU by default off WebGPU, and resumes a WebGPU run only where WebGPU is', async () => {
+    const store = new MemoryStore();
+    for await (const event of loraGrpo({ ...shape, policy, store, runId: 'engine' })) if (event.type === 'run-start') break;
+    expect(((await store.getRun('engine'))!.config as LoraRunConfig).engine).toBe('cpu');
+    const explicit = new MemoryStore();
+    for await (const event of loraGrpo({ ...shape, policy, store: explicit, runId: 'engine', engine: 'cpu' })) if (event.type === 'run-start') break;
+    expect(((await explicit.getRun('engine'))!.config as LoraRunConfig).engine).toBe('cpu');
+
+    // A run stored as trained on WebGPU (as a browser would have stored it) does not resume here.
+    const bundle = (await exportRun(store, 'engine')) as RunBundle;
+    (bundle.run.config as { engine: string }).engine = 'webgpu';
+    const moved = new MemoryStore();
+    await importRun(moved, JSON.stringify(bundle));
+    const before = JSON.stringify(await exportRun(moved, 'engine'));
+    const resumed = resumeLoraGrpo('engine', { policy, rewards: shape.rewards, store: moved });
+    await expect(resumed.result()).rejects.toMatchObject({ code: 'Unsupported', message: expect.stringMatching(/trains on WebGPU/) });
+    expect((await exportRun(moved, 'engine')).steps).toEqual(JSON.parse(before).steps);
+
+    // A stored engine other than the two is refused on import.
+    (bundle.run.config as { engine: string }).engine = 'tpu';
+    await expect(importRun(new MemoryStore(), JSON.stringify(bundle))).rejects.toMatchObject({ code: 'InvalidInput' });
   });
 
   it('stores the resolved objective, optimizer and LoRA settings with the run', async () => {
@@ -83,6 +109,7 @@ describe('loraGrpo', () => {
       loss: { lossType: 'grpo', beta: 0.02, clipParam: 0.2, entropyCoeff: 0.01, maskTruncatedCompletions: true, scaleRewards: 'group' },
       optimizer: { lr: 2e-3, maxGradNorm: 1 },
       lora: { r: 2, alpha: 4, useRslora: false, targetModules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'], seed: 0 },
+      engine: 'cpu',
     });
   });
 

@@ -15,6 +15,7 @@ import { bundledModelPath, loadOnnxPolicy } from '../../lib/onnx.js';
 import { serve } from '../../lib/server.js';
 import { PLAYGROUND_ARMS } from '../../site/lib/arms.js';
 import { artifacts, chooseTiny, startPlayground, type Playground } from './preview.js';
+import { readZip, safetensorsHeader } from './zip-reader.js';
 
 let playground: Playground;
 let baseURL: string;
@@ -318,11 +319,43 @@ describe('the playground', { timeout: 240_000 }, () => {
     const charts = page.locator('section[aria-labelledby="charts-title"]');
     expect(await charts.locator('figcaption strong').allTextContents()).toContain('Loss');
     await shoot('6b-lora-done');
-    const [file] = await Promise.all([page.waitForEvent('download'), adapter.getByRole('button', { name: 'Download adapter (JSON)' }).click()]);
-    expect(file.suggestedFilename()).toMatch(/^webgrpo-digits-.*-adapter-step2\.json$/);
-    const saved = JSON.parse(await readFile((await file.path()) as string, 'utf8'));
-    expect(saved).toMatchObject({ format: 'webgrpo.lora', version: 1, target: 'decoder', r: 2, alpha: 4, updates: 2 });
-    expect(saved.layers).toHaveLength(4);
+    // The WebAssembly model trains on the CPU, and the panel says so.
+    expect(await adapter.textContent()).toContain('trained on the CPU');
+    // The download is PEFT's folder in a zip, for PeftModel.from_pretrained.
+    const [file] = await Promise.all([page.waitForEvent('download'), adapter.getByRole('button', { name: 'Download adapter (PEFT zip)' }).click()]);
+    expect(file.suggestedFilename()).toMatch(/^webgrpo-digits-.*-adapter-step2-peft\.zip$/);
+    const files = readZip(new Uint8Array(await readFile((await file.path()) as string)));
+    expect([...files.keys()].sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
+    const peft = JSON.parse(new TextDecoder().decode(files.get('adapter_config.json')));
+    expect(peft).toMatchObject({ peft_type: 'LORA', r: 2, lora_alpha: 4, base_model_name_or_path: 'webgrpo-tiny' });
+    expect(peft.target_modules).toHaveLength(7);
+    const names = Object.keys(safetensorsHeader(files.get('adapter_model.safetensors')!));
+    // Four layers, seven projections, A and B each.
+    expect(names).toHaveLength(4 * 7 * 2);
+    for (const name of names) expect(name).toMatch(/^base_model\.model\.model\.layers\.[0-3]\.(self_attn\.[qkvo]|mlp\.(gate|up|down))_proj\.lora_[AB]\.weight$/);
+    await page.getByRole('radio', { name: /exemplars/ }).check();
+  });
+
+  it('trains LoRA on WebGPU when the model runs on WebGPU, and says so', async () => {
+    await page.goto(baseURL);
+    await chooseTiny(page);
+    // The harness's WebGPU is SwiftShader: one step of one small group.
+    await page.getByLabel('Device', { exact: true }).selectOption('webgpu');
+    await page.getByRole('radio', { name: /LoRA \(every layer\)/ }).check();
+    await page.getByLabel('Prompts', { exact: true }).fill('1');
+    await page.getByLabel('Group size', { exact: true }).fill('4');
+    await page.getByLabel('Epochs', { exact: true }).fill('1');
+    await page.getByLabel('Batch', { exact: true }).fill('1');
+    await page.getByLabel('Max tokens', { exact: true }).fill('4');
+    await page.getByLabel('Rank', { exact: true }).fill('2');
+    await page.getByRole('button', { name: 'Start run' }).click();
+    // The last run (two steps, also digits · lora) is in view until this one commits its step.
+    const adapter = page.locator('section[aria-labelledby="adapter-title"]');
+    await expect.poll(() => adapter.locator('h3').textContent(), { timeout: 200_000 }).toBe('Adapter after step 1');
+    await expect.poll(() => statusChip().textContent(), { timeout: 60_000 }).toBe('completed');
+    expect(await adapter.textContent()).toContain('trained on WebGPU');
+    expect(await header().textContent()).toContain('trained on WebGPU');
+    await page.getByLabel('Device', { exact: true }).selectOption('wasm');
     await page.getByRole('radio', { name: /exemplars/ }).check();
   });
 

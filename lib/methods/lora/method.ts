@@ -30,7 +30,7 @@ import { LORA_RECORD, validateDataset } from '../../store/validate.js';
 import { gradientEpochStats } from '../gradient/method.js';
 import { grpoConfigOf } from '../gradient/options.js';
 import type { LoraEvent } from './events.js';
-import { resolveLoraRunConfig, validateLoraHandles, type LoraGrpoOptions, type LoraHandles } from './options.js';
+import { hasWebgpu, NO_GPU, resolveLoraRunConfig, validateLoraHandles, type LoraGrpoOptions, type LoraHandles, type LoraPolicy } from './options.js';
 
 export interface LoraResult {
   runId: string;
@@ -40,7 +40,10 @@ export interface LoraResult {
   itemsProcessed: number;
   /** The adapter as it stands at the end, as a LoRA adapter file (`exportPeftAdapter(trainer.adapter, ...)` writes PEFT's folder). */
   adapter: LoraAdapterFile;
-  /** The trainer, holding the adapter and the frozen weights; the policy keeps sampling from the adapted model. */
+  /**
+   * The trainer, holding the adapter and the frozen weights (and, on WebGPU, their device
+   * buffers: `trainer.dispose()` frees them); the policy keeps sampling from the adapted model.
+   */
   trainer: LoraGrpoTrainer;
 }
 
@@ -77,21 +80,38 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
         throw new InvalidInputError('runId', `run "${run.id}" started from a given adapter and stopped before its first step was committed, so no store holds that adapter; start it again with loraGrpo({ initialAdapter }).`);
       }
       const adapter = resumed?.adapter ?? (initial ? structuredClone(initial) : undefined);
-      const { loraModel, LoraGrpoTrainer, mergeLoraIntoOnnx } = await loraEngine();
+      const { loraModel, LoraGrpoTrainer, mergeLoraIntoOnnx, createWebgpuLoraModel, loraTrainingDevice } = await loraEngine();
       const model = await loraModel(handles.policy, adapter ?? { ...config.lora });
       checkTrainable(model.weights, model.adapter);
-      const trainer = new LoraGrpoTrainer(model, config.optimizer, grpoConfigOf(config), {
-        temperature: config.temperature,
-        ...(config.loss.maskTruncatedCompletions !== undefined ? { maskTruncatedCompletions: config.loss.maskTruncatedCompletions } : {}),
-        ...(config.loss.adaptiveEntropy ? { adaptiveEntropy: config.loss.adaptiveEntropy } : {}),
-        advantages: { weights: config.rewards.map((r) => r.weight), scaleRewards: config.loss.scaleRewards },
-        ...(resumed ? { state: resumed.state } : {}),
-      });
-      const control = last?.payload.training.at(-1)?.adaptiveEntropy;
-      if (control && config.loss.adaptiveEntropy) trainer.restoreAdaptiveEntropy(control);
-      // The policy samples from the run's model from the first item on: the base one for a fresh
-      // adapter (B = 0), else the adapter merged in.
-      await handles.policy.replaceGraph(adapter ? await mergeLoraIntoOnnx(model.graph, model.weights, model.adapter) : model.graph);
+      // Runs stored before the engine option trained on the CPU.
+      const engine = config.engine ?? 'cpu';
+      if (engine === 'webgpu') checkWebgpuAt(run.id, handles.policy);
+      const gpu = engine === 'webgpu' ? createWebgpuLoraModel(await loraTrainingDevice(handles.policy), model.weights) : undefined;
+      let trainer: LoraGrpoTrainer;
+      try {
+        trainer = new LoraGrpoTrainer(model, config.optimizer, grpoConfigOf(config), {
+          temperature: config.temperature,
+          ...(config.loss.maskTruncatedCompletions !== undefined ? { maskTruncatedCompletions: config.loss.maskTruncatedCompletions } : {}),
+          ...(config.loss.adaptiveEntropy ? { adaptiveEntropy: config.loss.adaptiveEntropy } : {}),
+          advantages: { weights: config.rewards.map((r) => r.weight), scaleRewards: config.loss.scaleRewards },
+          ...(resumed ? { state: resumed.state } : {}),
+          ...(gpu ? { engine: 'webgpu' as const, gpu } : {}),
+        });
+      } catch (error) {
+        gpu?.dispose();
+        throw error;
+      }
+      try {
+        const control = last?.payload.training.at(-1)?.adaptiveEntropy;
+        if (control && config.loss.adaptiveEntropy) trainer.restoreAdaptiveEntropy(control);
+        // The policy samples from the run's model from the first item on: the base one for a fresh
+        // adapter (B = 0), else the adapter merged in.
+        await handles.policy.replaceGraph(adapter ? await mergeLoraIntoOnnx(model.graph, model.weights, model.adapter) : model.graph);
+      } catch (error) {
+        // The drive has no state to dispose yet: free the trainer's WebGPU weights here.
+        trainer.dispose();
+        throw error;
+      }
       return { config, handles, graph: model.graph, trainer };
     },
 
@@ -130,6 +150,7 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
       trainer,
     }),
     interrupted: ({ trainer }) => trainer.releaseStates(),
+    dispose: ({ trainer }) => trainer.dispose(),
   };
 }
 
@@ -138,8 +159,19 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
  * main entry, and a page that only shows stored runs) holds these hooks without the engine's code.
  */
 async function loraEngine() {
-  const [{ loraModel, LoraGrpoTrainer }, { mergeLoraIntoOnnx }] = await Promise.all([import('../../lora/grpo-trainer.js'), import('../../lora/onnx-merge.js')]);
-  return { loraModel, LoraGrpoTrainer, mergeLoraIntoOnnx };
+  const [{ loraModel, LoraGrpoTrainer }, { mergeLoraIntoOnnx }, { createWebgpuLoraModel }, { loraTrainingDevice }] = await Promise.all([
+    import('../../lora/grpo-trainer.js'),
+    import('../../lora/onnx-merge.js'),
+    import('../../lora/webgpu/model.js'),
+    import('../../lora/webgpu/device.js'),
+  ]);
+  return { loraModel, LoraGrpoTrainer, mergeLoraIntoOnnx, createWebgpuLoraModel, loraTrainingDevice };
+}
+
+/** A run that trained on WebGPU resumes there (to continue bit for bit), so it needs WebGPU again. */
+function checkWebgpuAt(runId: string, policy: LoraPolicy): void {
+  if (policy.info.backend === 'webgpu' || hasWebgpu()) return;
+  throw new UnsupportedError(`Run "${runId}" trains on WebGPU (engine 'webgpu') and resumes only there, to continue as it would have; this runtime has no WebGPU (${NO_GPU}). Resume it in a browser with WebGPU.`);
 }
 
 /** The LoRA method as the registry holds it (runs resume from their checkpoint). */

@@ -4,7 +4,7 @@
  * gradient method's (every grpoLoss option); what differs is the adapter: PEFT's LoRA settings on
  * the attention and MLP projections of every layer, and a smaller default learning rate.
  */
-import { InvalidInputError } from '../../errors.js';
+import { InvalidInputError, UnsupportedError } from '../../errors.js';
 import { resolveLoraConfig, type LoraAdapter, type LoraOptions } from '../../lora/adapter.js';
 import type { LoraAdapterFile } from '../../lora/format.js';
 import type { LoraModule } from '../../lora/weights.js';
@@ -13,6 +13,7 @@ import type { DatasetItem, LoraRunConfig } from '../../store/records.js';
 import { validateHandles, type GroupSamplingOptions, type LoopHandles } from '../../run/options.js';
 import type { EvaluationOption } from '../../run/held-out.js';
 import type { ModelGraph } from '../../policy/onnx/model-graph.js';
+import type { GpuDeviceLike } from '../../policy/onnx/webgpu-types.js';
 import type { GradientLossOptions } from '../gradient/options.js';
 import { resolveTrainingConfig } from '../gradient/options.js';
 import type { OptimizerOptions } from '../../grad/optimizer.js';
@@ -25,7 +26,12 @@ export interface LoraPolicy extends Policy {
   modelGraph(): Promise<ModelGraph>;
   replaceGraph(graph: Uint8Array): Promise<void>;
   promptIds(input: PromptInput): number[];
+  /** The WebGPU device the policy samples on (an `OnnxPolicy` on WebGPU); a WebGPU-trained run shares it. */
+  webgpuDevice?(): GpuDeviceLike | undefined;
 }
+
+/** Where a run's forward and backward run: the CPU engine, or the WGSL one on a WebGPU device. */
+export type LoraEngine = 'cpu' | 'webgpu';
 
 export type LoraHandles = LoopHandles<LoraPolicy>;
 
@@ -49,6 +55,13 @@ export interface LoraGrpoOptions extends LoraHandles, GroupSamplingOptions, Eval
   optimizer?: OptimizerOptions;
   /** Rank (default 8), alpha (default 16), target modules (default all seven), rsLoRA. */
   lora?: Omit<LoraOptions, 'seed'>;
+  /**
+   * Where the forward and backward run. Default 'auto': 'webgpu' when the policy samples on WebGPU
+   * (its device is shared), else 'cpu'; a software WebGPU adapter is never picked unless the policy
+   * already runs on it. 'webgpu' with a policy off WebGPU requests a device of its own. Stored with
+   * the run: a resumed run trains on the same engine (bit-exact resume holds per engine).
+   */
+  engine?: LoraEngine | 'auto';
   /** Start from a trained adapter (a LoRA adapter file or its JSON text, or `importPeftAdapter`'s adapter) instead of a fresh one. */
   initialAdapter?: LoraAdapter | LoraAdapterFile | string;
   /** Name of the built-in task the dataset came from (recorded with the run). */
@@ -75,5 +88,25 @@ export function resolveLoraRunConfig(options: LoraGrpoOptions): LoraRunConfig {
   const lora = options.lora ?? {};
   if (lora === null || typeof lora !== 'object') throw new InvalidInputError('lora', 'must be an object { r?, alpha?, targetModules?, useRslora? }.');
   const { r, alpha, targetModules, useRslora } = resolveLoraConfig(lora);
-  return { ...config, lora: { r, alpha, useRslora, targetModules: [...targetModules] as LoraModule[], seed: config.seed } };
+  const engine = resolveLoraEngine(options.engine, options.policy);
+  return { ...config, engine, lora: { r, alpha, useRslora, targetModules: [...targetModules] as LoraModule[], seed: config.seed } };
+}
+
+/** The engine option resolved for a new run ('auto' follows the policy's device). */
+export function resolveLoraEngine(option: LoraGrpoOptions['engine'], policy: LoraPolicy): LoraEngine {
+  const value = option ?? 'auto';
+  if (value !== 'auto' && value !== 'cpu' && value !== 'webgpu') throw new InvalidInputError('engine', `must be 'auto', 'cpu' or 'webgpu', got ${String(value)}.`);
+  const onWebgpu = policy.info.backend === 'webgpu';
+  if (value === 'auto') return onWebgpu ? 'webgpu' : 'cpu';
+  if (value === 'webgpu' && !onWebgpu && !hasWebgpu()) {
+    throw new UnsupportedError(`engine 'webgpu' needs WebGPU, and this runtime has none (${NO_GPU}); use engine 'cpu' or 'auto'.`);
+  }
+  return value;
+}
+
+export const NO_GPU = 'navigator.gpu is missing: Node, or a browser or worker without WebGPU';
+
+/** Whether this runtime has WebGPU at all. */
+export function hasWebgpu(): boolean {
+  return (globalThis.navigator as { gpu?: unknown } | undefined)?.gpu !== undefined;
 }

@@ -192,7 +192,8 @@ async function assemble(
         tokenBytesTable((tokenizer as { _tokenizerJSON?: unknown })._tokenizerJSON, vocabSize),
         eosIds.size > 0 ? [...eosIds] : [tokenizer.eos_token_id].filter((id): id is number => Number.isInteger(id)),
       ),
-    ...(hidden !== undefined ? { hiddenSize: Number(config.hidden_size), device } : {}),
+    ...(hidden !== undefined ? { hiddenSize: Number(config.hidden_size) } : {}),
+    ...(device ? { device } : {}),
     graph,
     replaceSession: async (next) => {
       const old = decoder.replaceSession(next);

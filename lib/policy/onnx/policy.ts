@@ -52,7 +52,7 @@ export interface OnnxPolicyParts {
   maxLogits: number;
   /** Width of the final hidden state, when the decoder exposes it (`hiddenState: true`). */
   hiddenSize?: number;
-  /** The WebGPU device holding the logits; undefined when they are in host memory. */
+  /** The WebGPU device the sessions run on (holding the logits); undefined off WebGPU. */
   device?: GpuDeviceLike;
   /** Most rows decoding at once (default MAX_BATCH_ROWS). */
   maxBatchRows?: number;
@@ -235,6 +235,12 @@ export class OnnxPolicy implements Policy {
       }
       await replaceSession(session);
     });
+  }
+
+  /** The WebGPU device onnxruntime-web runs this policy on (what a LoRA run on WebGPU shares); undefined off WebGPU. */
+  webgpuDevice(): GpuDeviceLike | undefined {
+    this.checkOpen();
+    return this.parts.device;
   }
 
   async encode(text: string): Promise<number[]> {
