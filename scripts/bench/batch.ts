@@ -8,12 +8,10 @@ import { stat } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { AutoModelForCausalLM, Tensor } from '@huggingface/transformers';
 import OpenAI from 'openai';
-import { createServer } from 'vite';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { serve } from '../../lib/server.js';
-import { launchChromium } from '../../test/browser/launch.js';
-import { browserServerConfig } from '../../test/browser/server-config.js';
 import { BENCH, BENCH_MODEL_URL, buildModel, MODEL_DIRS } from '../build-model/index.js';
+import { inChromium } from './_chromium.js';
 import { measureStep, type StepSpec, type StepTiming } from './_batch-measure.js';
 import { benchPrompt, measureTransformers, measureWebgrpo, type Measurement } from './_onnx-measure.js';
 import { AutoTokenizer } from '@huggingface/transformers';
@@ -50,23 +48,12 @@ export async function run(): Promise<string> {
 }
 
 async function browserStep(): Promise<StepTiming[]> {
-  const server = await createServer(browserServerConfig);
-  await server.listen();
-  const address = server.httpServer?.address();
-  const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  const browser = await launchChromium();
-  try {
-    const page = await browser.newPage();
-    await page.goto(`${base}/scripts/bench/pages/batch.html`);
-    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true, null, { timeout: 120_000 });
+  return inChromium('/scripts/bench/pages/batch.html', async (page) => {
     return (await page.evaluate(
       ([m, s]) => (window as unknown as { bench: (...a: unknown[]) => Promise<unknown> }).bench(m, 'wasm', s, 1),
       [BENCH_MODEL_URL, STEP] as const,
     )) as StepTiming[];
-  } finally {
-    await browser.close();
-    await server.close();
-  }
+  });
 }
 
 interface ServerRun {

@@ -11,14 +11,11 @@
  *    seconds per forward pass of the bench model.
  */
 import { readFile } from 'node:fs/promises';
-import type { Page } from 'playwright-core';
-import { createServer } from 'vite';
 import { createAdapterWeights } from '../../lib/grad/adapter.js';
 import { HostEngine } from '../../lib/grad/host-engine.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
-import { launchChromium } from '../../test/browser/launch.js';
-import { browserServerConfig } from '../../test/browser/server-config.js';
 import { BENCH, BENCH_MODEL_URL, buildModel, MODEL_DIRS } from '../build-model/index.js';
+import { callBench, inChromium } from './_chromium.js';
 import { measureEngine, measureTrainStep, type EnginePhases, type StepTiming } from './_grad-measure.js';
 import { ms } from './_measure.js';
 
@@ -44,33 +41,15 @@ export async function run(): Promise<string> {
   await policy.dispose();
   const nodeRss = process.memoryUsage().rss - rssBefore;
 
-  const server = await createServer(browserServerConfig);
-  await server.listen();
-  const address = server.httpServer?.address();
-  const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  const browser = await launchChromium();
-  try {
-    const page = await browser.newPage();
-    await page.goto(`${base}/scripts/bench/pages/grad.html`);
-    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true, null, { timeout: 120_000 });
+  return inChromium('/scripts/bench/pages/grad.html', async (page) => {
     console.log('  Chromium: CPU engine, WGSL engine (SwiftShader)…');
-    const browserCpu = await call<EnginePhases>(page, 'engine', 'cpu', shape, TOKENS, REPEATS);
-    const browserGpu = await call<EnginePhases & { gpuPeakBytes: number }>(page, 'engine', 'webgpu', shape, TOKENS, REPEATS);
+    const browserCpu = await callBench<EnginePhases>(page, 'engine', 'cpu', shape, TOKENS, REPEATS);
+    const browserGpu = await callBench<EnginePhases & { gpuPeakBytes: number }>(page, 'engine', 'webgpu', shape, TOKENS, REPEATS);
     console.log('  Chromium: whole train steps on WASM (bench model) and WebGPU (tiny model)…');
-    const wasmStep = await call<StepTiming>(page, 'trainStep', 'wasm', BENCH_MODEL_URL, STEP);
-    const gpuStep = await call<StepTiming>(page, 'trainStep', 'webgpu', '/models/webgrpo-tiny', GPU_STEP);
+    const wasmStep = await callBench<StepTiming>(page, 'trainStep', 'wasm', BENCH_MODEL_URL, STEP);
+    const gpuStep = await callBench<StepTiming>(page, 'trainStep', 'webgpu', '/models/webgrpo-tiny', GPU_STEP);
     return report(shape, { nodeEngine, browserCpu, browserGpu }, { nodeStep, wasmStep, gpuStep }, nodeRss);
-  } finally {
-    await browser.close();
-    await server.close();
-  }
-}
-
-async function call<T>(page: Page, name: string, ...args: unknown[]): Promise<T> {
-  return (await page.evaluate(
-    ([n, a]) => (window as unknown as { bench: Record<string, (...x: unknown[]) => Promise<unknown>> }).bench[n as string](...(a as unknown[])),
-    [name, args] as const,
-  )) as T;
+  });
 }
 
 function report(

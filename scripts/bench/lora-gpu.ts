@@ -6,11 +6,8 @@
  * bytes with activations kept and recomputed per layer, with the step times beside them, in
  * Chromium on SwiftShader.
  */
-import type { Page } from 'playwright-core';
-import { createServer } from 'vite';
 import { BENCH } from '../build-model/index.js';
-import { launchChromium } from '../../test/browser/launch.js';
-import { browserServerConfig } from '../../test/browser/server-config.js';
+import { callBench, inChromium } from './_chromium.js';
 import { ms } from './_measure.js';
 
 const RANK = 8;
@@ -37,23 +34,6 @@ interface Result {
   recomputed?: Step;
 }
 
-async function inChromium<T>(fn: (page: Page) => Promise<T>): Promise<T> {
-  const server = await createServer(browserServerConfig);
-  await server.listen();
-  const address = server.httpServer?.address();
-  const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  const browser = await launchChromium();
-  try {
-    const page = await browser.newPage();
-    await page.goto(`${base}/scripts/bench/pages/lora-gpu.html`);
-    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true, null, { timeout: 120_000 });
-    return await fn(page);
-  } finally {
-    await browser.close();
-    await server.close();
-  }
-}
-
 export async function run(): Promise<string> {
   const shape = {
     vocabSize: 8192,
@@ -67,12 +47,9 @@ export async function run(): Promise<string> {
     rmsNormEps: BENCH.rmsNormEps,
   };
   console.log('  Chromium (SwiftShader): uploads and one step per format…');
-  const results = await inChromium(async (page) => {
+  const results = await inChromium('/scripts/bench/pages/lora-gpu.html', async (page) => {
     page.setDefaultTimeout(0);
-    return (await page.evaluate(
-      ([s, g, r, f, b]) => (window as unknown as { bench: { run(...x: unknown[]): Promise<unknown> } }).bench.run(s, g, r, f, b),
-      [shape, GROUP, RANK, FORMATS, BLOCK] as const,
-    )) as Record<Format, Result>;
+    return callBench<Record<Format, Result>>(page, 'run', shape, GROUP, RANK, FORMATS, BLOCK);
   });
   return report(results);
 }

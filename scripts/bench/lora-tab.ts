@@ -5,10 +5,7 @@
  * trained on its device (the method's default there). Medians over the steps after the first
  * (which compiles the kernels and warms the JIT). Chromium's WebGPU here is SwiftShader.
  */
-import type { Page } from 'playwright-core';
-import { createServer } from 'vite';
-import { launchChromium } from '../../test/browser/launch.js';
-import { browserServerConfig } from '../../test/browser/server-config.js';
+import { callBench, inChromium } from './_chromium.js';
 
 const SHAPE = { groupSize: 8, batchSize: 2, maxNewTokens: 8, epochs: 1, seed: 1 };
 const STEPS = 4;
@@ -34,34 +31,17 @@ function summary(rows: Phases[]): Phases {
   return { sampleMs: pick('sampleMs'), trainMs: pick('trainMs'), refreshMs: pick('refreshMs'), stepMs: pick('stepMs'), tokens: pick('tokens') };
 }
 
-async function inChromium<T>(fn: (page: Page) => Promise<T>): Promise<T> {
-  const server = await createServer(browserServerConfig);
-  await server.listen();
-  const address = server.httpServer?.address();
-  const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  const browser = await launchChromium();
-  try {
-    const page = await browser.newPage();
-    await page.goto(`${base}/scripts/bench/pages/lora-run.html`);
-    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true, null, { timeout: 120_000 });
-    return await fn(page);
-  } finally {
-    await browser.close();
-    await server.close();
-  }
-}
-
 export async function run(): Promise<string> {
   const cases = [
     { device: 'wasm', engine: 'cpu', label: 'WebAssembly', trains: 'CPU engine (TypeScript in the tab)' },
     { device: 'wasm', engine: 'webgpu', label: 'WebAssembly', trains: 'WebGPU engine (SwiftShader), a device of its own' },
     { device: 'webgpu', engine: 'auto', label: 'WebGPU (SwiftShader)', trains: "WebGPU engine on the policy's device (the default)" },
   ];
-  const measured = await inChromium(async (page) => {
+  const measured = await inChromium('/scripts/bench/pages/lora-run.html', async (page) => {
     const out: Array<(typeof cases)[number] & { phases: Phases; got: Measured }> = [];
     for (const c of cases) {
       console.log(`  policy on ${c.device}, engine ${c.engine}…`);
-      const got = (await page.evaluate(([device, engine, shape, steps]) => (window as unknown as { bench: { run(...a: unknown[]): Promise<unknown> } }).bench.run(device, engine, shape, steps), [c.device, c.engine, SHAPE, STEPS] as const)) as Measured;
+      const got = await callBench<Measured>(page, 'run', c.device, c.engine, SHAPE, STEPS);
       out.push({ ...c, phases: summary(got.rows), got });
     }
     return out;

@@ -30,10 +30,7 @@ import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { BENCH, BENCH_MODEL_URL, buildModel, MODEL_DIRS } from '../build-model/index.js';
-import type { Page } from 'playwright-core';
-import { createServer } from 'vite';
-import { launchChromium } from '../../test/browser/launch.js';
-import { browserServerConfig } from '../../test/browser/server-config.js';
+import { callBench, inChromium } from './_chromium.js';
 import { measureTrainStep } from './_grad-measure.js';
 import { ms } from './_measure.js';
 
@@ -195,9 +192,9 @@ export async function run(): Promise<string> {
   const tinyInput = { promptIds: await tinyPolicy.encode(PROMPT), completions: tinyGroup.completions.map((c) => c.tokenIds) };
   await tinyPolicy.dispose();
   // The bundled model first: its warm-up round warms the tab's JIT for the bench model's single run.
-  const browser = await inChromium(async (page) => {
-    const tiny = await callPage<EngineSteps>(page, 'step', '/models/webgrpo-tiny', tinyInput, RANK, 3, true);
-    const bench = await callPage<EngineSteps>(page, 'step', BENCH_MODEL_URL, { promptIds, completions }, RANK, 1, false);
+  const browser = await inChromium('/scripts/bench/pages/lora.html', async (page) => {
+    const tiny = await callBench<EngineSteps>(page, 'step', '/models/webgrpo-tiny', tinyInput, RANK, 3, true);
+    const bench = await callBench<EngineSteps>(page, 'step', BENCH_MODEL_URL, { promptIds, completions }, RANK, 1, false);
     return { tiny, bench };
   });
   return report({
@@ -208,30 +205,6 @@ export async function run(): Promise<string> {
 interface EngineSteps {
   cpu: { forwardMs: number; stepMs: number };
   webgpu: { forwardMs: number; stepMs: number };
-}
-
-async function inChromium<T>(fn: (page: Page) => Promise<T>): Promise<T> {
-  const server = await createServer(browserServerConfig);
-  await server.listen();
-  const address = server.httpServer?.address();
-  const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  const browser = await launchChromium();
-  try {
-    const page = await browser.newPage();
-    await page.goto(`${base}/scripts/bench/pages/lora.html`);
-    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true, null, { timeout: 120_000 });
-    return await fn(page);
-  } finally {
-    await browser.close();
-    await server.close();
-  }
-}
-
-async function callPage<T>(page: Page, name: string, ...args: unknown[]): Promise<T> {
-  return (await page.evaluate(
-    ([n, a]) => (window as unknown as { bench: Record<string, (...x: unknown[]) => Promise<unknown>> }).bench[n as string](...(a as unknown[])),
-    [name, args] as const,
-  )) as T;
 }
 
 function report(r: {

@@ -8,10 +8,9 @@ import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createServer } from 'vite';
 import { launchChromium } from '../../test/browser/launch.js';
-import { browserServerConfig } from '../../test/browser/server-config.js';
 import { BENCH, BENCH_MODEL_URL, buildModel, MODEL_DIRS } from '../build-model/index.js';
+import { openReadyPage, READY_TIMEOUT_MS, withBenchServer } from './_chromium.js';
 import { ms } from './_measure.js';
 import type { BenchCase, Measurement } from './_onnx-measure.js';
 
@@ -52,11 +51,7 @@ export async function run(): Promise<string> {
     theirs: { measurements: fastestRuns(timing['transformers.js']), peakBytes: memory.theirs.peakRssBytes },
   };
 
-  const server = await createServer(browserServerConfig);
-  await server.listen();
-  const address = server.httpServer?.address();
-  const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-  try {
+  return withBenchServer(async (base) => {
     const twice = [G, G].map((groupSize) => ({ groupSize, newTokens: NEW, seed: SEED }));
     console.log('  Chromium WASM: webgrpo, transformers.js…');
     const wasm = {
@@ -70,9 +65,7 @@ export async function run(): Promise<string> {
       theirs: await browserSide(base, 'transformers.js', 'webgpu', GPU.model, GPU.prompt, small),
     };
     return report(config, node, wasm, gpu);
-  } finally {
-    await server.close();
-  }
+  });
 }
 
 /** Runs scripts/bench/_onnx-node.ts in a fresh Node process and returns what it printed. */
@@ -96,9 +89,7 @@ async function browserSide(
 ): Promise<Side> {
   const browser = await launchChromium();
   try {
-    const page = await browser.newPage();
-    await page.goto(`${base}/scripts/bench/pages/onnx.html`);
-    await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true, null, { timeout: 120_000 });
+    const page = await openReadyPage(browser, `${base}/scripts/bench/pages/onnx.html`, READY_TIMEOUT_MS);
     const warmup: BenchCase = { groupSize: 2, newTokens: 2, seed: 0 };
     const result = (await page.evaluate(
       ([i, d, m, p, c]) => (window as unknown as { bench: (...a: unknown[]) => Promise<unknown> }).bench(i, d, m, p, c),

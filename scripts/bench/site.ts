@@ -17,9 +17,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import type { Browser, Page } from 'playwright-core';
-import { build, createServer, preview } from 'vite';
+import { build, preview } from 'vite';
 import { launchChromium } from '../../test/browser/launch.js';
-import { browserServerConfig } from '../../test/browser/server-config.js';
+import { openReadyPage, withBenchServer } from './_chromium.js';
 import { BENCH_MODEL_URL, buildModel, MODEL_DIRS, PRESETS } from '../build-model/index.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -75,33 +75,29 @@ type Measured = Array<{ label: string; groups: number; tokens: number; page: Pha
 
 async function responsiveness(launch: () => Promise<Browser>): Promise<Measured> {
   if (!existsSync(join(MODEL_DIRS.bench, 'onnx/model.onnx'))) await buildModel(PRESETS.bench, MODEL_DIRS.bench);
-  const server = await createServer(browserServerConfig);
-  await server.listen();
-  const address = server.httpServer?.address();
-  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/scripts/bench/pages/responsiveness.html`;
-  const browser = await launch();
-  try {
-    const measured: Measured = [];
-    for (const model of MODELS) {
-      const result = { label: model.label, groups: model.groups, tokens: model.tokens } as Measured[number];
-      for (const where of ['page', 'worker'] as const) {
-        // A fresh page each: the runtime must not be warm from the other variant.
-        const page = await browser.newPage();
-        await page.goto(url);
-        await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true);
-        result[where] = await page.evaluate(
-          ([w, m, g, t]) => (window as unknown as { bench: Record<string, (model: string, groups: number, tokens: number) => Promise<Phases>> }).bench[w](m, g, t),
-          [where, model.path, model.groups, model.tokens] as const,
-        );
-        await page.close();
+  return withBenchServer(async (base) => {
+    const url = `${base}/scripts/bench/pages/responsiveness.html`;
+    const browser = await launch();
+    try {
+      const measured: Measured = [];
+      for (const model of MODELS) {
+        const result = { label: model.label, groups: model.groups, tokens: model.tokens } as Measured[number];
+        for (const where of ['page', 'worker'] as const) {
+          // A fresh page each: the runtime must not be warm from the other variant.
+          const page = await openReadyPage(browser, url);
+          result[where] = await page.evaluate(
+            ([w, m, g, t]) => (window as unknown as { bench: Record<string, (model: string, groups: number, tokens: number) => Promise<Phases>> }).bench[w](m, g, t),
+            [where, model.path, model.groups, model.tokens] as const,
+          );
+          await page.close();
+        }
+        measured.push(result);
       }
-      measured.push(result);
+      return measured;
+    } finally {
+      await browser.close();
     }
-    return measured;
-  } finally {
-    await browser.close();
-    await server.close();
-  }
+  });
 }
 
 function blockingTable(measured: Measured): string {
