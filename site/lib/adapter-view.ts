@@ -75,6 +75,17 @@ export function adapterTrace(recorded: readonly AdapterPoint[], latest: AdapterP
   return points.sort((a, b) => a.step - b.step);
 }
 
+/** A run's trace: the points this browser recorded, and the stored checkpoint's step. */
+export function runAdapterTrace(bundle: RunBundle, recorded: readonly AdapterPoint[]): AdapterPoint[] {
+  let latest: AdapterPoint | null = null;
+  try {
+    latest = bundle.adapter ? adapterPoint(bundle.adapter) : null;
+  } catch {
+    // An imported run's damaged checkpoint: the recorded points still draw.
+  }
+  return adapterTrace(recorded, latest);
+}
+
 export interface AdapterShapeSummary {
   rank: number;
   scale: number;

@@ -4,6 +4,7 @@
  * run export).
  */
 import { exportRun, runGroups, toJsonl, type AdapterCheckpoint, type ExperienceLibrary, type RunBundle, type Store } from '../../lib/index.js';
+import { libraryAfter } from './view.js';
 
 /**
  * Every finished group (the prompt as the model saw it, library included), one line per completion
@@ -54,4 +55,33 @@ export function exportedRunId(text: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+// The selected run's downloads, as the run header and the adapter panel offer them.
+
+export function downloadTrainingData(bundle: RunBundle): void {
+  download(runJsonl(bundle), `${fileStem(bundle)}.jsonl`, 'application/jsonl');
+}
+
+/**
+ * The adapter of a gradient or lora run's last committed step: the head adapter's file, or a
+ * LoRA adapter as PEFT's folder in a zip (for `PeftModel.from_pretrained`), whose writer loads
+ * only when asked for.
+ */
+export async function downloadAdapter(bundle: RunBundle): Promise<void> {
+  const checkpoint = bundle.adapter;
+  if (!checkpoint) return;
+  const stem = `${fileStem(bundle)}-adapter-step${checkpoint.step}`;
+  if (checkpoint.adapter.target !== 'decoder') return download(adapterJson(checkpoint), `${stem}.json`, 'application/json');
+  const { peftZip } = await import('./peft-zip.js');
+  download(peftZip(checkpoint, bundle.run.config.policy.model), `${stem}-peft.zip`, 'application/zip');
+}
+
+/** The library as it was after `step`. */
+export function downloadLibrary(bundle: RunBundle, step: number): void {
+  download(libraryJson(libraryAfter(bundle, step), bundle.run.id, step), `${fileStem(bundle)}-library-step${step}.json`, 'application/json');
+}
+
+export async function downloadRun(store: Store, bundle: RunBundle): Promise<void> {
+  download(await runJson(store, bundle.run.id), `${fileStem(bundle)}-run.json`, 'application/json');
 }

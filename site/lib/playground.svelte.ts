@@ -14,10 +14,10 @@ import {
   type RunRecord,
   type Store,
 } from '../../lib/index.js';
-import { adapterPoint, adapterTrace, type AdapterPoint } from './adapter-view.js';
+import { adapterPoint, adapterTrace, runAdapterTrace, type AdapterPoint } from './adapter-view.js';
 import { probeDevice, type DeviceReport } from './device.js';
 import { EtaClock } from './eta.js';
-import { adapterJson, download, exportedRunId, fileStem, libraryJson, runJson, runJsonl } from './export.js';
+import { exportedRunId } from './export.js';
 import { learnableTasks, methodOf, type Method, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
 import { ModelSlot } from './model-slot.svelte.js';
 import { RunComparison } from './run-comparison.svelte.js';
@@ -32,7 +32,7 @@ import { HUMAN_REWARD, promptLabel, readDatasetFile, rewardsOf, type UploadedDat
 import { TokenShading } from './token-shading.svelte.js';
 import { ScoredTokenViews } from './scored-views.svelte.js';
 import type { TokenView } from './token-views.js';
-import { lastStepShown, libraryAfter, runTitle } from './view.js';
+import { lastStepShown, runTitle } from './view.js';
 import { ViewStore } from './view-store.js';
 
 export interface LiveRun {
@@ -187,14 +187,7 @@ export class Playground {
 
   /** The adapter after each step this browser recorded, and after the stored checkpoint's step. */
   async #adapterPoints(bundle: RunBundle): Promise<AdapterPoint[]> {
-    const recorded = (await this.#views?.adapterTrace(bundle.run.id).catch(() => undefined)) ?? [];
-    let latest: AdapterPoint | null = null;
-    try {
-      latest = bundle.adapter ? adapterPoint(bundle.adapter) : null;
-    } catch {
-      // An imported run's damaged checkpoint: the recorded points still draw.
-    }
-    return adapterTrace(recorded, latest);
+    return runAdapterTrace(bundle, (await this.#views?.adapterTrace(bundle.run.id).catch(() => undefined)) ?? []);
   }
 
   get running(): boolean {
@@ -399,36 +392,6 @@ export class Playground {
     } catch (error) {
       this.runError = `Could not import ${file.name}: ${(error as Error).message}`;
     }
-  }
-
-  // ---- export ----
-
-  exportJsonl(): void {
-    if (this.bundle) download(runJsonl(this.bundle), `${fileStem(this.bundle)}.jsonl`, 'application/jsonl');
-  }
-
-  /**
-   * The adapter of a gradient or lora run's last committed step: the head adapter's file, or a
-   * LoRA adapter as PEFT's folder in a zip (for `PeftModel.from_pretrained`).
-   */
-  async exportAdapter(): Promise<void> {
-    const bundle = this.bundle;
-    const checkpoint = bundle?.adapter;
-    if (!bundle || !checkpoint) return;
-    const stem = `${fileStem(bundle)}-adapter-step${checkpoint.step}`;
-    if (checkpoint.adapter.target !== 'decoder') return download(adapterJson(checkpoint), `${stem}.json`, 'application/json');
-    const { peftZip } = await import('./peft-zip.js');
-    download(peftZip(checkpoint, bundle.run.config.policy.model), `${stem}-peft.zip`, 'application/zip');
-  }
-
-  exportLibrary(): void {
-    if (!this.bundle) return;
-    const step = this.shownStep;
-    download(libraryJson(libraryAfter(this.bundle, step), this.bundle.run.id, step), `${fileStem(this.bundle)}-library-step${step}.json`, 'application/json');
-  }
-
-  async exportRun(): Promise<void> {
-    if (this.bundle && this.store) download(await runJson(this.store, this.bundle.run.id), `${fileStem(this.bundle)}-run.json`, 'application/json');
   }
 }
 
