@@ -14,9 +14,9 @@
 import { InvalidInputError } from '../errors.js';
 import type { AdvantageOptions, AdvantageResult } from '../math/advantages.js';
 import { GroupRolloutBatch, GrpoConfig, type GrpoConfigInit } from '../math/batch.js';
-import { appliedEntropyCoef, nextAdaptiveEntropy, resolveAdaptiveEntropy, type AdaptiveEntropyOptions, type AdaptiveEntropyState, type ResolvedAdaptiveEntropy } from '../math/adaptive-entropy.js';
+import { nextAdaptiveEntropy, resolveAdaptiveEntropy, type AdaptiveEntropyOptions, type AdaptiveEntropyState, type ResolvedAdaptiveEntropy } from '../math/adaptive-entropy.js';
 import type { GrpoLossConfig } from '../math/loss.js';
-import { samplingCorrection, type SamplingSettings } from '../math/sampling-correction.js';
+import type { SamplingSettings } from '../math/sampling-correction.js';
 import type { Rows } from '../math/validate.js';
 import type { OnnxPolicy } from '../policy/onnx/policy.js';
 import type { TrainableHead } from '../policy/onnx/head.js';
@@ -29,6 +29,7 @@ import { writeAdapterFile, type AdapterFile } from './format.js';
 import { grpoObjective, tokenLayout, type TokenLayout } from './objective.js';
 import { clipFactor, resolveOptimizer, type OptimizerOptions, type ResolvedOptimizer } from './optimizer.js';
 import { stepMetrics, type TrainStepMetrics } from './metrics.js';
+import { stepLossConfig } from './step-input.js';
 import { WebGpuEngine } from './webgpu/engine.js';
 
 export interface TrainerOptions {
@@ -148,25 +149,14 @@ export class GrpoTrainer {
    */
   async trainStep(batch: GroupRolloutBatch, prompts: PromptInput[], options: TrainStepOptions = {}): Promise<TrainStepResult> {
     this.#checkOpen();
-    if (!(batch instanceof GroupRolloutBatch)) throw new InvalidInputError('batch', 'must be a GroupRolloutBatch.');
-    if (batch.groupSize !== this.config.numGenerations) {
-      throw new InvalidInputError('batch', `has groups of ${batch.groupSize}, but the config's numGenerations is ${this.config.numGenerations}.`);
-    }
-    if (!Array.isArray(prompts) || prompts.length !== batch.numGroups) {
-      throw new InvalidInputError('prompts', `must hold one prompt per group (${batch.numGroups}), got ${Array.isArray(prompts) ? prompts.length : typeof prompts}.`);
-    }
-    const correction = samplingCorrection(options.sampling, this.temperature, this.#loss.importanceSampling);
-    if (correction && !options.samplingLogprobs) {
-      throw new InvalidInputError(
-        'samplingLogprobs',
-        `are needed for the '${correction.mode}' sampling correction (the rollouts were sampled with a filter or at another temperature); pass the completions' sampledLogprobs, or set loss.importanceSampling to null.`,
-      );
-    }
-    if (this.#maskTruncated && !options.truncated) {
-      throw new InvalidInputError('truncated', "is needed with maskTruncatedCompletions: one flag per completion, true where its finishReason is 'length'.");
-    }
-    const entropyCoef = this.#adaptive ? appliedEntropyCoef(this.#entropyState, this.#adaptive) : (this.#loss.entropyCoef ?? 0);
-    const lossConfig: GrpoLossConfig = { ...this.#loss, importanceSampling: correction ?? null, entropyCoef };
+    const lossConfig = stepLossConfig(batch, prompts, options, {
+      numGenerations: this.config.numGenerations,
+      temperature: this.temperature,
+      loss: this.#loss,
+      maskTruncated: this.#maskTruncated,
+      adaptive: this.#adaptive,
+      entropyState: this.#entropyState,
+    });
     const states = await this.#collect(batch, prompts, options.signal);
     const stats = await this.#engine.forward(states.layout.targets, this.temperature);
     const withReference: TokenStats = states.refLogps ? { ...stats, refLogps: states.refLogps } : stats;
@@ -184,7 +174,7 @@ export class GrpoTrainer {
       clipCoef: clip,
       step: this.#engine.updates,
       learningRate: this.optimizer.lr,
-      entropyCoef,
+      entropyCoef: lossConfig.entropyCoef ?? 0,
       ...(this.#adaptive ? { adaptiveEntropy: this.#entropyState } : {}),
     });
     return { loss: objective.loss, metrics };

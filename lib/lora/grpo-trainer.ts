@@ -16,14 +16,14 @@
  */
 import { InvalidInputError, throwIfAborted } from '../errors.js';
 import { stepMetrics } from '../grad/metrics.js';
+import { stepLossConfig } from '../grad/step-input.js';
 import { grpoObjective, tokenLayout, type TokenLayout } from '../grad/objective.js';
 import type { OptimizerOptions } from '../grad/optimizer.js';
 import type { TrainStepOptions, TrainStepResult } from '../grad/trainer.js';
-import { appliedEntropyCoef, nextAdaptiveEntropy, resolveAdaptiveEntropy, type AdaptiveEntropyOptions, type AdaptiveEntropyState, type ResolvedAdaptiveEntropy } from '../math/adaptive-entropy.js';
+import { nextAdaptiveEntropy, resolveAdaptiveEntropy, type AdaptiveEntropyOptions, type AdaptiveEntropyState, type ResolvedAdaptiveEntropy } from '../math/adaptive-entropy.js';
 import type { AdvantageOptions } from '../math/advantages.js';
 import { GroupRolloutBatch, GrpoConfig, type GrpoConfigInit } from '../math/batch.js';
 import type { GrpoLossConfig } from '../math/loss.js';
-import { samplingCorrection } from '../math/sampling-correction.js';
 import type { PromptInput } from '../policy/types.js';
 import { createLoraAdapter, zerosLike, type LoraAdapter, type LoraOptions } from './adapter.js';
 import { loraGroupForward, type LoraForwardOptions } from './model.js';
@@ -163,25 +163,14 @@ export class LoraGrpoTrainer implements GroupTrainer {
    */
   async trainStep(batch: GroupRolloutBatch, prompts: PromptInput[], options: TrainStepOptions = {}): Promise<TrainStepResult> {
     if (this.#disposed) throw new InvalidInputError('trainer', 'was disposed; create a new LoraGrpoTrainer.');
-    if (!(batch instanceof GroupRolloutBatch)) throw new InvalidInputError('batch', 'must be a GroupRolloutBatch.');
-    if (batch.groupSize !== this.config.numGenerations) {
-      throw new InvalidInputError('batch', `has groups of ${batch.groupSize}, but the config's numGenerations is ${this.config.numGenerations}.`);
-    }
-    if (!Array.isArray(prompts) || prompts.length !== batch.numGroups) {
-      throw new InvalidInputError('prompts', `must hold one prompt per group (${batch.numGroups}), got ${Array.isArray(prompts) ? prompts.length : typeof prompts}.`);
-    }
-    const correction = samplingCorrection(options.sampling, this.temperature, this.#loss.importanceSampling);
-    if (correction && !options.samplingLogprobs) {
-      throw new InvalidInputError(
-        'samplingLogprobs',
-        `are needed for the '${correction.mode}' sampling correction (the rollouts were sampled with a filter or at another temperature); pass the completions' sampledLogprobs, or set loss.importanceSampling to null.`,
-      );
-    }
-    if (this.#maskTruncated && !options.truncated) {
-      throw new InvalidInputError('truncated', "is needed with maskTruncatedCompletions: one flag per completion, true where its finishReason is 'length'.");
-    }
-    const entropyCoef = this.#adaptive ? appliedEntropyCoef(this.#entropyState, this.#adaptive) : (this.#loss.entropyCoef ?? 0);
-    const lossConfig: GrpoLossConfig = { ...this.#loss, importanceSampling: correction ?? null, entropyCoef };
+    const lossConfig = stepLossConfig(batch, prompts, options, {
+      numGenerations: this.config.numGenerations,
+      temperature: this.temperature,
+      loss: this.#loss,
+      maskTruncated: this.#maskTruncated,
+      adaptive: this.#adaptive,
+      entropyState: this.#entropyState,
+    });
     const layout = tokenLayout(batch);
     const promptIds = prompts.map((p, g) => this.#promptIds(p, g));
     throwIfAborted(options.signal);
@@ -218,7 +207,7 @@ export class LoraGrpoTrainer implements GroupTrainer {
       clipCoef: clip,
       step: this.optimizer.state.step,
       learningRate: this.optimizer.options.lr,
-      entropyCoef,
+      entropyCoef: lossConfig.entropyCoef ?? 0,
       ...(this.#adaptive ? { adaptiveEntropy: this.#entropyState } : {}),
     });
     return { loss: objective.loss, metrics };
