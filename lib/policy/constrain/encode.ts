@@ -53,6 +53,26 @@ export function lowerChars(chars: Nfa, frag: Fragment, bytes: Nfa, encoding: Enc
 }
 
 /**
+ * The most states `lowerChars` adds to the byte automaton for one character edge over `set` (the
+ * inner bytes of its UTF-8 sequences, and for JSON the escape states), before any sharing.
+ */
+export function encodedExtra(set: CharSet, encoding: Encoding): number {
+  // addSequence shares the states of equal suffixes: count the distinct ones.
+  const inner = (chars: CharSet) => {
+    const suffixes = new Set<string>();
+    for (const sequence of utf8Sequences(chars)) {
+      let key = '';
+      for (let i = sequence.length - 1; i >= 1; i--) suffixes.add((key += `:${sequence[i][0]}-${sequence[i][1]}`));
+    }
+    return suffixes.size;
+  };
+  if (encoding === 'raw') return inner(set);
+  const escaped = intersect(set, [[0, 0x1f], [0x22, 0x22], [0x5c, 0x5c]]).length > 0;
+  const controls = intersect(set, [[0, 0x1f]]).length > 0;
+  return inner(intersect(set, JSON_RAW)) + (escaped ? 1 : 0) + (controls ? 5 : 0);
+}
+
+/**
  * Byte paths `from` → `to` for every character of `set`. Paths that end alike share their tail
  * states (`suffixes`, keyed by target and byte ranges), which keeps a counted string at a few
  * states per character.
@@ -110,6 +130,119 @@ function addJsonChars(bytes: Nfa, from: number, to: number, set: CharSet, suffix
       bytes.edge(low, digit, digit, to);
     }
   }
+}
+
+/**
+ * What `lowerChars` adds to the byte automaton for the live part of `frag`: its states, and the
+ * encoding states of its edges (grouped by target, as lowerChars groups them).
+ */
+export function loweredSize(chars: Nfa, frag: Fragment, encoding: Encoding): { states: number; extra: number } {
+  const live = chars.live(frag);
+  const extra = edgeExtras(chars, live, encoding);
+  let states = 0;
+  let total = 0;
+  for (let s = 0; s < chars.size; s++) {
+    if (!live[s]) continue;
+    states++;
+    total += extra[s];
+  }
+  return { states, extra: total };
+}
+
+/** Per state, the encoding states its live edges add. */
+function edgeExtras(chars: Nfa, live: Uint8Array, encoding: Encoding): Float64Array {
+  const out = new Float64Array(chars.size);
+  for (let s = 0; s < chars.size; s++) {
+    if (!live[s]) continue;
+    const byTarget = new Map<number, Array<[number, number]>>();
+    const e = chars.edges[s];
+    for (let i = 0; i < e.length; i += 3) {
+      if (!live[e[i + 2]]) continue;
+      const list = byTarget.get(e[i + 2]) ?? [];
+      list.push([e[i], e[i + 1]]);
+      byTarget.set(e[i + 2], list);
+    }
+    for (const ranges of byTarget.values()) out[s] += encodedExtra(normalize(ranges), encoding);
+  }
+  return out;
+}
+
+/**
+ * What `countChars(chars, frag, min, max)` then `lowerChars` will build, without building it:
+ * the states reachable after each count of characters, summed over the counts. The sets repeat
+ * after a few counts for any pattern (`[a-z]*` after one, `(ab)*` every two), and the sum is
+ * extrapolated from there; `workLimit` bounds the search, past it the bound is every live state
+ * at every count.
+ */
+export function countedSize(chars: Nfa, frag: Fragment, min: number, max: number, encoding: Encoding, workLimit: number): { states: number; extra: number } {
+  const live = chars.live(frag);
+  const extraOf = edgeExtras(chars, live, encoding);
+  const top = max === Infinity ? min : max;
+  const closure = (seeds: Iterable<number>): number[] => {
+    const seen = new Set<number>();
+    const stack = [...seeds];
+    while (stack.length) {
+      const s = stack.pop()!;
+      if (seen.has(s) || !live[s]) continue;
+      seen.add(s);
+      for (const t of chars.eps[s]) stack.push(t);
+    }
+    return [...seen].sort((a, b) => a - b);
+  };
+  const step = (set: number[]): number[] => {
+    const targets: number[] = [];
+    for (const s of set) {
+      const e = chars.edges[s];
+      for (let i = 2; i < e.length; i += 3) targets.push(e[i]);
+    }
+    return closure(targets);
+  };
+  const level = (set: number[], withEdges: boolean) => ({ states: set.length, extra: withEdges ? set.reduce((sum, s) => sum + extraOf[s], 0) : 0 });
+  let states = 1;
+  let extra = 0;
+  let work = 0;
+  const firstSeen = new Map<string, number>();
+  const history: Array<{ states: number; extra: number }> = [];
+  let current = closure([frag.start]);
+  for (let k = 0; k <= top; k++) {
+    if (current.length === 0) break;
+    if (max === Infinity && k === top) {
+      // Counts saturate at `min`: every state reachable from here, with its edges.
+      const all = new Set(current);
+      for (let frontier = current; frontier.length; ) {
+        frontier = step(frontier).filter((s) => !all.has(s));
+        for (const s of frontier) all.add(s);
+      }
+      const last = level([...all], true);
+      return { states: states + last.states, extra: extra + last.extra };
+    }
+    const key = current.join(',');
+    const seenAt = firstSeen.get(key);
+    if (seenAt !== undefined) {
+      // Counts k..top repeat counts seenAt.. with period k - seenAt; the last count has no edges.
+      const period = k - seenAt;
+      const n = top - k + 1;
+      const sum = (from: number, count: number) =>
+        history.slice(from, from + count).reduce((acc, x) => ({ states: acc.states + x.states, extra: acc.extra + x.extra }), { states: 0, extra: 0 });
+      const cycle = sum(seenAt, period);
+      const partial = sum(seenAt, n % period);
+      const cycles = Math.floor(n / period);
+      const last = history[seenAt + ((top - k) % period)];
+      return { states: states + cycles * cycle.states + partial.states, extra: extra + cycles * cycle.extra + partial.extra - last.extra };
+    }
+    firstSeen.set(key, k);
+    const here = level(current, true);
+    history.push(here);
+    states += here.states;
+    if (k < top) extra += here.extra;
+    work += current.length;
+    if (work > workLimit) {
+      const all = loweredSize(chars, frag, encoding);
+      return { states: states + (top - k) * all.states, extra: extra + (top - k) * all.extra };
+    }
+    current = step(current);
+  }
+  return { states, extra };
 }
 
 /**

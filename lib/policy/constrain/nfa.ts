@@ -187,10 +187,10 @@ export class Nfa {
 
 /**
  * Whether some input takes both `a` and `b` (fragments of one NFA, not yet linked to anything)
- * from start to end: a search over pairs of states. `'unknown'` when more than `budget` pairs
- * would have to be visited.
+ * from start to end: a search over pairs of states. Each pair visited spends one of
+ * `budget.left`; `'unknown'` when it runs out.
  */
-export function overlaps(nfa: Nfa, a: Fragment, b: Fragment, budget: number): boolean | 'unknown' {
+export function overlaps(nfa: Nfa, a: Fragment, b: Fragment, budget: { left: number }): boolean | 'unknown' {
   const n = nfa.size;
   const seen = new Set<number>();
   const stack: number[] = [];
@@ -198,11 +198,12 @@ export function overlaps(nfa: Nfa, a: Fragment, b: Fragment, budget: number): bo
     const key = p * n + q;
     if (seen.has(key)) return;
     seen.add(key);
+    budget.left--;
     stack.push(p, q);
   };
   push(a.start, b.start);
   while (stack.length) {
-    if (seen.size > budget) return 'unknown';
+    if (budget.left < 0) return 'unknown';
     const q = stack.pop()!;
     const p = stack.pop()!;
     if (p === a.end && q === b.end) return true;
