@@ -32,15 +32,8 @@ export function lowerChars(chars: Nfa, frag: Fragment, bytes: Nfa, encoding: Enc
   const suffixes = new Map<string, number>();
   for (let s = 0; s < chars.size; s++) {
     if (!live[s]) continue;
-    for (const t of chars.eps[s]) if (live[t]) bytes.epsilon(get(s), get(t));
-    const byTarget = new Map<number, Array<[number, number]>>();
-    const e = chars.edges[s];
-    for (let i = 0; i < e.length; i += 3) {
-      if (!live[e[i + 2]]) continue;
-      const list = byTarget.get(e[i + 2]) ?? [];
-      list.push([e[i], e[i + 1]]);
-      byTarget.set(e[i + 2], list);
-    }
+    for (let k = chars.epsHead[s]; k >= 0; k = chars.epsNext[k]) if (live[chars.epsTo[k]]) bytes.epsilon(get(s), get(chars.epsTo[k]));
+    const byTarget = edgesByTarget(chars, s, live);
     for (const [t, ranges] of byTarget) {
       const set = normalize(ranges);
       const from = get(s);
@@ -70,6 +63,19 @@ export function encodedExtra(set: CharSet, encoding: Encoding): number {
   const escaped = intersect(set, [[0, 0x1f], [0x22, 0x22], [0x5c, 0x5c]]).length > 0;
   const controls = intersect(set, [[0, 0x1f]]).length > 0;
   return inner(intersect(set, JSON_RAW)) + (escaped ? 1 : 0) + (controls ? 5 : 0);
+}
+
+/** The live edges of `s`, their ranges grouped by target. */
+function edgesByTarget(chars: Nfa, s: number, live: Uint8Array): Map<number, Array<[number, number]>> {
+  const byTarget = new Map<number, Array<[number, number]>>();
+  for (let k = chars.edgeHead[s]; k >= 0; k = chars.edgeNext[k]) {
+    const t = chars.edgeTo[k];
+    if (!live[t]) continue;
+    const list = byTarget.get(t) ?? [];
+    list.push([chars.edgeLo[k], chars.edgeHi[k]]);
+    byTarget.set(t, list);
+  }
+  return byTarget;
 }
 
 /**
@@ -154,15 +160,7 @@ function edgeExtras(chars: Nfa, live: Uint8Array, encoding: Encoding): Float64Ar
   const out = new Float64Array(chars.size);
   for (let s = 0; s < chars.size; s++) {
     if (!live[s]) continue;
-    const byTarget = new Map<number, Array<[number, number]>>();
-    const e = chars.edges[s];
-    for (let i = 0; i < e.length; i += 3) {
-      if (!live[e[i + 2]]) continue;
-      const list = byTarget.get(e[i + 2]) ?? [];
-      list.push([e[i], e[i + 1]]);
-      byTarget.set(e[i + 2], list);
-    }
-    for (const ranges of byTarget.values()) out[s] += encodedExtra(normalize(ranges), encoding);
+    for (const ranges of edgesByTarget(chars, s, live).values()) out[s] += encodedExtra(normalize(ranges), encoding);
   }
   return out;
 }
@@ -185,15 +183,14 @@ export function countedSize(chars: Nfa, frag: Fragment, min: number, max: number
       const s = stack.pop()!;
       if (seen.has(s) || !live[s]) continue;
       seen.add(s);
-      for (const t of chars.eps[s]) stack.push(t);
+      for (let k = chars.epsHead[s]; k >= 0; k = chars.epsNext[k]) stack.push(chars.epsTo[k]);
     }
     return [...seen].sort((a, b) => a - b);
   };
   const step = (set: number[]): number[] => {
     const targets: number[] = [];
     for (const s of set) {
-      const e = chars.edges[s];
-      for (let i = 2; i < e.length; i += 3) targets.push(e[i]);
+      for (let k = chars.edgeHead[s]; k >= 0; k = chars.edgeNext[k]) targets.push(chars.edgeTo[k]);
     }
     return closure(targets);
   };
@@ -272,11 +269,13 @@ export function countChars(chars: Nfa, frag: Fragment, min: number, max: number)
     const s = queue.pop()!;
     const id = get(s, k);
     if (s === frag.end && k >= min) out.epsilon(id, end);
-    for (const t of chars.eps[s]) if (live[t]) out.epsilon(id, get(t, k));
-    const e = chars.edges[s];
+    for (let j = chars.epsHead[s]; j >= 0; j = chars.epsNext[j]) if (live[chars.epsTo[j]]) out.epsilon(id, get(chars.epsTo[j], k));
     const next = max === Infinity ? Math.min(k + 1, top) : k + 1;
     if (next > top) continue;
-    for (let i = 0; i < e.length; i += 3) if (live[e[i + 2]]) out.edge(id, e[i], e[i + 1], get(e[i + 2], next));
+    for (let j = chars.edgeHead[s]; j >= 0; j = chars.edgeNext[j]) {
+      // get() may grow `out`, never `chars`: chars' arrays stay valid across the loop.
+      if (live[chars.edgeTo[j]]) out.edge(id, chars.edgeLo[j], chars.edgeHi[j], get(chars.edgeTo[j], next));
+    }
   }
   return { nfa: out, frag: { start, end } };
 }
