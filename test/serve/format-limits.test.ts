@@ -84,6 +84,15 @@ describe('formats nested thousands deep', () => {
     expect(error.message).toMatch(/more than 256 deep/);
   });
 
+  it('enum values 5000 deep, through generateGroup: an InvalidInputError, not a stack overflow', async () => {
+    let deep: unknown = [];
+    for (let i = 0; i < 5000; i++) deep = [deep];
+    const error = await policy
+      .generateGroup({ prompt: 'x', groupSize: 1, maxNewTokens: 4, responseFormat: { type: 'json_schema', schema: { enum: [deep] } } })
+      .catch((e: unknown) => e as Error & { argument?: string });
+    expect(error).toMatchObject({ code: 'InvalidInput', argument: 'responseFormat.schema' });
+  });
+
   it('a regex format of 5000 nested groups, through the library: an InvalidInputError naming the pattern', async () => {
     const error = await policy
       .generateGroup({ prompt: 'x', groupSize: 1, maxNewTokens: 4, responseFormat: { type: 'regex', pattern: `${'('.repeat(5000)}a${')'.repeat(5000)}` } })

@@ -143,6 +143,16 @@ export function compileResponseFormat(format: ResponseFormat, options: GrammarOp
   }
 }
 
+/**
+ * A string that identifies the format, for caching its grammar: its JSON text, once its nesting
+ * is known to be shallow enough for `JSON.stringify` (which overflows the stack on a few thousand
+ * levels) — a deeper schema is the InvalidInputError compiling it gives.
+ */
+export function responseFormatKey(format: ResponseFormat): string {
+  if (format?.type === 'json_schema') checkNesting(format.schema, 'responseFormat.schema');
+  return JSON.stringify(format);
+}
+
 /** Refuses a document nested deeper than MAX_DOCUMENT_DEPTH, without recursing itself. */
 function checkNesting(document: unknown, argument: string): void {
   const stack: Array<[unknown, number, string]> = [[document, 0, '']];
