@@ -37,6 +37,7 @@ export {
   createLoraAdapter,
   resolveLoraConfig,
   loraParameterCount,
+  zerosLike,
   LORA_DEFAULTS,
   type LoraAdapter,
   type LoraConfig,

@@ -93,7 +93,6 @@ export function grpoObjective(
     if (truncated.length !== batch.batchSize) {
       throw new InvalidInputError('truncated', `must hold one flag per completion (${batch.batchSize}), got ${truncated.length}.`);
     }
-    lossBatch.numItemsInBatch = count(batch.rollout.responseMask);
     lossBatch.mask = batch.rollout.responseMask.map((row, i) => (truncated[i] ? new Array<number>(row.length).fill(0) : row));
   }
   const { loss, grad, entropyGrad, metrics } = grpoLoss(lossBatch, lossConfig);

@@ -45,7 +45,10 @@ export interface GrpoLossConfig {
   importanceSamplingLevel?: ImportanceSamplingLevel;
   /** Completion length budget; the dr_grpo denominator is B * maxCompletionLength. */
   maxCompletionLength?: number;
-  /** Entropy bonus: subtracts entropyCoef times the mean entropy of the trained tokens; default 0. */
+  /**
+   * Entropy bonus: subtracts entropyCoef times the trained tokens' entropy, summed over
+   * numItemsInBatch for cispo, dapo and vespo, their mean for the other types (TRL); default 0.
+   */
   entropyCoef?: number;
   /** SAPO gate temperature for rows with a positive advantage; default 1. */
   sapoTemperaturePos?: number;

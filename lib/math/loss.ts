@@ -1,8 +1,9 @@
 /**
  * The GRPO objective family and its exact gradient with respect to the policy's per-token
- * log-probs: TRL's `GRPOTrainer._compute_loss` (trl/trainer/grpo_trainer.py, main after v1.9)
+ * log-probs: TRL's `GRPOTrainer._compute_loss` (trl/trainer/grpo_trainer.py, main of July 2026)
  * for one micro-batch on one process with gradient accumulation 1, for the loss types grpo,
- * bnpo, dr_grpo, dapo, cispo, sapo, luspo and vespo.
+ * bnpo, dr_grpo, dapo, cispo, sapo, luspo and vespo. test/math/trl-golden.test.ts checks it
+ * against PyTorch's autograd of the same code.
  *
  * With w = exp(logp - oldLogp) per token, or exp(mask-mean of the row's log-ratios) at sequence
  * level (GSPO), the per-token loss is
@@ -16,17 +17,22 @@
  *
  * then aggregated per type over active tokens (grpo, sapo: mean over rows of the row mean; bnpo:
  * over active tokens; dr_grpo: over B * maxCompletionLength; cispo, dapo, vespo: over
- * numItemsInBatch; luspo: mean over rows of the row's sum, so a sequence-level term counts its
- * length times), and reduced by the entropy bonus, entropyCoef times the mean entropy of the
- * trained tokens (active, and high-entropy when topEntropyQuantile < 1).
+ * numItemsInBatch; luspo: each row's term times its length, averaged over rows, or, once a
+ * per-token factor (the KL, the entropy mask, a token-level correction) gives it a token axis,
+ * over every position of the padded B x T batch, padding included, as TRL's
+ * `(per_token_loss * mask.sum(1, keepdim=True)).mean()` does), and reduced by the entropy bonus
+ * over the trained tokens (active, and high-entropy when topEntropyQuantile < 1): entropyCoef
+ * times their entropy sum over numItemsInBatch for cispo, dapo and vespo (TRL's global token
+ * count, so micro-batches add up to the window's mean), over their number for the other types.
  *
  * The gradient follows PyTorch's autograd (see loss-terms.ts for the kinks); detached factors
  * (the importance ratio, the masks, cispo's cap, vespo's phi, and oldLogps when omitted) are
  * constants. Entropies are inputs here (functions of the logits, not of the log-probs), so the
  * bonus adds nothing to `grad`; its derivative in the entropies is `entropyGrad`.
  *
- * Deliberate differences from TRL: masked positions are skipped where TRL multiplies them by 0;
- * inputs are validated (finite values, 0/1 mask, matching shapes) with errors naming the argument.
+ * Deliberate differences from TRL: masked positions are skipped where TRL multiplies them by 0
+ * (luspo's padded mean reads them, as TRL's does); inputs are validated (finite values, 0/1 mask,
+ * matching shapes) with errors naming the argument.
  */
 import { InvalidInputError } from '../errors.js';
 import { resolveLossConfig, type GrpoLossConfig } from './loss-config.js';
@@ -65,9 +71,9 @@ export interface GrpoLossBatch {
   /** B rows of T token entropies; required by `entropyCoef` and `topEntropyQuantile`. */
   entropies?: Rows;
   /**
-   * TRL's num_items_in_batch, what cispo, dapo and vespo divide by; default the mask's active
-   * tokens. TRL counts it before masking truncated completions, so a caller that masks them
-   * passes the count from before.
+   * TRL's num_items_in_batch, what cispo, dapo and vespo divide their loss and entropy bonus by;
+   * default the mask's active tokens, which is TRL's count (taken after truncated completions
+   * are masked). Pass the count over every micro-batch of an accumulation window to split one.
    */
   numItemsInBatch?: number;
 }
@@ -76,7 +82,7 @@ export type { GrpoLossMetrics, RatioSummary } from './loss-metrics.js';
 
 export interface GrpoLossResult {
   loss: number;
-  /** d loss / d logps, B rows of T (0 at masked positions). */
+  /** d loss / d logps, B rows of T (0 at masked positions, but for luspo's padded mean). */
   grad: number[][];
   /** d loss / d entropies, B rows of T; present when entropyCoef is not 0. */
   entropyGrad?: number[][];
@@ -84,6 +90,8 @@ export interface GrpoLossResult {
 }
 
 const CLIPPED = new Set(['grpo', 'bnpo', 'dr_grpo', 'dapo', 'luspo']);
+/** The types whose loss divides by numItemsInBatch. */
+const GLOBAL_NORMALIZED = new Set(['cispo', 'dapo', 'vespo']);
 
 export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): GrpoLossResult {
   const s = resolveLossConfig(config);
@@ -139,6 +147,9 @@ export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): Grp
   const type = s.lossType;
   const clipped = CLIPPED.has(type);
   const sequence = s.level === 'sequence';
+  // luspo's per-token loss has a token axis unless every factor is per row; TRL's mean then runs
+  // over the whole padded (B, T) batch, each position weighted by its row's length.
+  const padded = type === 'luspo' && (!sequence || s.beta !== 0 || entropyMask !== undefined || ratioFactor?.perToken === true);
   const tokenWeight = (n: number) => {
     switch (type) {
       case 'grpo':
@@ -149,7 +160,7 @@ export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): Grp
       case 'dr_grpo':
         return 1 / (b * s.maxCompletionLength);
       case 'luspo':
-        return 1 / b;
+        return padded ? n / (b * t) : 1 / b;
       default:
         return 1 / numItemsOr1;
     }
@@ -202,7 +213,8 @@ export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): Grp
     let klReach = 0;
     for (let j = 0; j < t; j++) {
       const at = i * t + j;
-      if (!mask[at]) continue;
+      const active = mask[at] === 1;
+      if (!active && !padded) continue;
       const factor =
         rowKeep * (entropyMask ? entropyMask[at] : 1) * (ratioFactor ? (ratioFactor.perToken ? ratioFactor.values[at] : rowRatio) : 1);
       let p: number;
@@ -223,7 +235,7 @@ export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): Grp
         if (type === 'sapo') sapoTerm(lp[j] - op[j], a, s, term);
         else {
           const capped = clippedTerm(lp[j] - op[j], a, s, term);
-          tally.clip(i, capped, a, s);
+          if (active) tally.clip(i, capped, a, s);
         }
         p = term[0];
         slope = term[1];
@@ -245,7 +257,7 @@ export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): Grp
           g[j] += w * s.beta * (1 - e);
         }
         loss += w * s.beta * kl;
-        klSum += kl;
+        if (active) klSum += kl;
       }
     }
     if (sequence) {
@@ -280,8 +292,10 @@ export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): Grp
     metrics.trainedEntropy = trainedSum / Math.max(trainedCount, 1);
     if (s.entropyCoef !== 0) {
       metrics.policyLoss = loss;
-      // A mean over the trained tokens whatever the type's own normalizer (TRL after v1.9).
-      const denominator = Math.max(trainedCount, 1);
+      // cispo, dapo and vespo divide the trained tokens' entropy sum by their global token count
+      // (numItemsInBatch), so it adds up to the mean over an accumulation window; the others take
+      // the mean over the trained tokens.
+      const denominator = GLOBAL_NORMALIZED.has(type) ? numItemsOr1 : Math.max(trainedCount, 1);
       loss -= (s.entropyCoef * trainedSum) / denominator;
       const slope = -s.entropyCoef / denominator;
       entropyGrad = [];

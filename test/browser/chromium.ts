@@ -1,5 +1,5 @@
 import type { Browser, Page } from 'playwright-core';
-import { inject } from 'vitest';
+import { afterEach, expect, inject } from 'vitest';
 import { launchChromium } from './launch.js';
 
 export interface BrowserSession {
@@ -8,6 +8,18 @@ export interface BrowserSession {
   open(path: string): Promise<Page>;
   errors: string[];
   close(): Promise<void>;
+}
+
+/**
+ * After every test of the file, the console errors logged during that test must be none (those
+ * `allowed` matches aside); they are then cleared, so each test answers for its own. `session` is
+ * read when each test ends (it is opened in a beforeAll).
+ */
+export function expectNoConsoleErrors(session: () => { errors: string[] } | undefined, allowed?: RegExp): void {
+  afterEach(() => {
+    const errors = session()?.errors.splice(0) ?? [];
+    expect(errors.filter((e) => !allowed?.test(e)), 'console errors during this test').toEqual([]);
+  });
 }
 
 export async function launchBrowser(): Promise<BrowserSession> {

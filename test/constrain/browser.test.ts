@@ -22,6 +22,7 @@ import { isAllowed } from '../../lib/policy/constrain/mask.js';
 import { tokenBytesTable } from '../../lib/policy/onnx/token-table.js';
 import type { SampledToken, SamplingConfig } from '../../lib/policy/sampling.js';
 import type { GenerateGroupOptions, GroupResult, PolicyInfo, ScoreOptions, ScoreResult } from '../../lib/policy/types.js';
+import { drawAgreement } from '../browser/near-ties.js';
 import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
 import { BYTE_LEVEL_MODEL_DIR, BYTE_LEVEL_MODEL_URL, buildByteLevelModel } from './byte-level-model.js';
 import { schemaArbitrary } from './schemas.js';
@@ -29,7 +30,7 @@ import { schemaArbitrary } from './schemas.js';
 type Device = 'wasm' | 'webgpu';
 type Outcome<T> = { ok: true; value: T } | { ok: false; error: { name: string; message: string } };
 type KernelReport =
-  | { dtype: string; config: SamplingConfig; gpu: SampledToken[]; cpu: SampledToken[]; allowed: boolean[] }
+  | { dtype: string; config: SamplingConfig; gpu: SampledToken[]; cpu: SampledToken[]; allowed: boolean[]; nearby: number[][] }
   | { dtype: string; maskBytes: number; calls: number; rows: number; words: number };
 interface ConstrainPage {
   load(device: Device, model?: string, name?: string): Promise<Outcome<PolicyInfo>>;
@@ -90,21 +91,23 @@ describe('the WebGPU sampling kernel with token masks', () => {
     ];
     const report = await call('maskedKernels', configs);
     expect(report).toHaveLength(2 * (configs.length + 1));
+    const total = { compared: 0, ties: 0 };
     for (const entry of report) {
       if ('maskBytes' in entry) {
         // Every pick of every call as a bitset (ceil(1000 / 32) words): never a float per token.
         expect(entry.maskBytes).toBe(entry.calls * entry.rows * entry.words * 4);
         continue;
       }
-      const { dtype, config, gpu, cpu: host, allowed } = entry;
+      const { dtype, config, gpu, cpu: host, allowed, nearby } = entry;
       const label = `${dtype} ${JSON.stringify(config)}`;
       expect(allowed.every(Boolean), label).toBe(true);
-      expect(gpu.map((g) => g.tokenId), label).toEqual(host.map((c) => c.tokenId));
-      host.forEach((c, i) => {
-        expect(Math.abs(gpu[i].logprob - c.logprob), label).toBeLessThan(1e-4);
-        expect(Math.abs(gpu[i].sampledLogprob - c.sampledLogprob), label).toBeLessThan(1e-4);
-      });
+      // The same draw wherever it does not hinge on rounding; at a near tie, one the reference makes nearby.
+      const agreement = drawAgreement(gpu, host, nearby, 1e-4, label);
+      total.compared += agreement.compared;
+      total.ties += agreement.ties;
     }
+    // Greedy on logits full of exact ties is always a near tie; most sampled draws are not.
+    expect(total.compared, `${total.compared} draws compared, ${total.ties} near ties`).toBeGreaterThan(total.ties);
   }, 120_000);
 });
 

@@ -129,7 +129,7 @@ describe('GrpoTrainer', () => {
     }
   });
 
-  it('masks truncated completions out of the loss, which still divides by every token (TRL)', async () => {
+  it('masks truncated completions out of the loss and out of the token count it divides by (TRL counts num_items_in_batch after masking)', async () => {
     const truncated = [true, false, false, false, false, false, false, true];
     const run = async (mask: boolean) => {
       const trainer = new GrpoTrainer(policy, {}, config, { temperature: 0.9, maskTruncatedCompletions: mask });

@@ -12,7 +12,7 @@
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
+import { expectNoConsoleErrors, launchBrowser, type BrowserSession } from '../browser/chromium.js';
 
 type Outcome<T> = { ok: true; value: T } | { ok: false; error: { name: string; message: string; stack?: string } };
 interface RunReport {
@@ -36,6 +36,7 @@ beforeAll(async () => {
   await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true, null, { timeout: 60_000 });
 }, 120_000);
 afterAll(() => session?.close());
+expectNoConsoleErrors(() => session);
 
 type Bundle = { run: { status: string }; items: unknown; steps: Array<{ committedAt: string; payload: Record<string, unknown> }>; pending: unknown; adapter?: unknown };
 
@@ -74,8 +75,4 @@ describe('loraGrpo in Chromium', () => {
     expect(r.whole.steps).toHaveLength(2);
     expect(comparable(r.cut)).toEqual(comparable(r.whole));
   }, 300_000);
-
-  it('has no console errors', () => {
-    expect(session.errors).toEqual([]);
-  });
 });

@@ -12,7 +12,7 @@
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
+import { expectNoConsoleErrors, launchBrowser, type BrowserSession } from '../browser/chromium.js';
 
 type Outcome<T> = { ok: true; value: T } | { ok: false; error: { name: string; message: string; stack?: string } };
 interface Measure {
@@ -42,6 +42,7 @@ beforeAll(async () => {
   await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true, null, { timeout: 60_000 });
 }, 120_000);
 afterAll(() => session?.close());
+expectNoConsoleErrors(() => session);
 
 async function train(method: 'lora' | 'gradient', lr: number): Promise<Trained> {
   const result = (await page.evaluate(
@@ -70,8 +71,4 @@ describe('learning a prompt-dependent reward with LoRA on WebGPU in Chromium', (
 
     expect(lora.after.reward - head.after.reward, label).toBeGreaterThanOrEqual(0.04);
   }, 420_000);
-
-  it('has no console errors', () => {
-    expect(session.errors).toEqual([]);
-  });
 });

@@ -10,7 +10,7 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DecoderShape } from '../../lib/lora/weights.js';
-import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
+import { expectNoConsoleErrors, launchBrowser, type BrowserSession } from '../browser/chromium.js';
 
 type Outcome<T> = { ok: true; value: T } | { ok: false; error: { name: string; message: string; stack?: string } };
 type Format = 'f16' | 'bf16' | 'q4' | 'q4-symmetric';
@@ -47,6 +47,7 @@ beforeAll(async () => {
   await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true, null, { timeout: 60_000 });
 }, 120_000);
 afterAll(() => session?.close());
+expectNoConsoleErrors(() => session);
 
 async function call<T>(name: string, ...args: unknown[]): Promise<T> {
   const result = (await page.evaluate(
@@ -148,8 +149,4 @@ describe('WebGPU LoRA with activation recomputation', () => {
     // Every buffer of both passes was freed by its backward.
     expect(r.liveAfter).toEqual([0, 0]);
   }, 180_000);
-
-  it('has no console errors', () => {
-    expect(session.errors).toEqual([]);
-  });
 });

@@ -224,9 +224,11 @@ describe('grpoLoss new types by hand', () => {
     expect(r.loss).toBeCloseTo((-1 * 3 + 1 * 1) / 2, 15);
     // A per-token factor (here the KL term) broadcasts the row's term over its tokens; padding stays out.
     const withKl = grpoLoss({ ...x, refLogps: x.logps.map((row) => row.map((v) => v + 0.5)) }, { lossType: 'luspo', importanceSamplingLevel: 'sequence', beta: 0.1 });
+    // With a per-token KL, TRL's (per_token_loss * lengths).mean() runs over all of (B, T), padding
+    // included: every position of row b weighs length_b / (B T).
     const k3 = Math.exp(0.5) - 0.5 - 1;
-    expect(withKl.loss).toBeCloseTo((-1 * 3 + 1 * 1 + 0.1 * k3 * 4) / 2, 15);
-    expect(withKl.grad[1].slice(1)).toEqual([0, 0]);
+    expect(withKl.loss).toBeCloseTo((3 * (-1 + 0.1 * k3) * 3 + 3 * (1 + 0.1 * k3) * 1) / 6, 15);
+    expect(withKl.grad[1][1]).toBeCloseTo((0.1 * (1 - Math.exp(0.5)) * 1) / 6, 15);
   });
 
   it('sequence_mask drops rows whose summed ratio exceeds clipMax; token_truncate caps tokens', () => {
@@ -253,9 +255,16 @@ describe('grpoLoss new types by hand', () => {
     const r = grpoLoss(x, { topEntropyQuantile: 0.5, entropyCoef: 0.1 });
     expect(r.grad[0]).toEqual([0, 0, 0, -0.2, -0.2]);
     expect(r.metrics.trainedEntropy).toBeCloseTo(0.45, 15);
-    // The bonus is the mean entropy of the two kept tokens, whatever the type's normalizer.
-    expect(r.loss).toBeCloseTo(-2 / 5 - (0.1 * 0.9) / 2, 15);
-    expect(r.entropyGrad![0]).toEqual([0, 0, 0, -0.05, -0.05]);
+    // dapo (the default), like cispo and vespo, divides the kept tokens' entropy sum by its global
+    // token count (num_items_in_batch, here the 5 active tokens), not by the 2 tokens kept.
+    expect(r.loss).toBeCloseTo(-2 / 5 - (0.1 * 0.9) / 5, 15);
+    expect(r.entropyGrad![0]).toEqual([0, 0, 0, -0.02, -0.02]);
+    const explicit = grpoLoss({ ...x, numItemsInBatch: 9 }, { topEntropyQuantile: 0.5, entropyCoef: 0.1 });
+    expect(explicit.entropyGrad![0][4]).toBeCloseTo(-0.1 / 9, 15);
+    // The other types take the mean over the kept tokens.
+    const bnpo = grpoLoss(x, { lossType: 'bnpo', topEntropyQuantile: 0.5, entropyCoef: 0.1 });
+    expect(bnpo.loss).toBeCloseTo(-2 / 5 - (0.1 * 0.9) / 2, 15);
+    expect(bnpo.entropyGrad![0]).toEqual([0, 0, 0, -0.05, -0.05]);
   });
 
   it('off-policy masking drops negative-advantage rows far from the sampler', () => {
@@ -307,10 +316,12 @@ describe('grpoLoss properties', () => {
     );
   });
 
-  it('grad is 0 at masked positions', () => {
+  it('grad is 0 at masked positions (luspo: unless TRL averages over padding too)', () => {
     fc.assert(
       fc.property(batchArb, fc.constantFrom('grpo', 'bnpo', 'dr_grpo', 'dapo', 'cispo', 'sapo', 'luspo', 'vespo' as const), fc.boolean(), (x, lossType, seq) => {
-        const r = grpoLoss(x as GrpoLossBatch, { lossType, importanceSamplingLevel: seq || lossType === 'luspo' ? 'sequence' : 'token', beta: 0.1, biasCorrectedKl: true, maxCompletionLength: 6 });
+        // luspo's mean covers padding once a per-token factor (here the KL) gives its loss a token axis.
+        const beta = lossType === 'luspo' ? 0 : 0.1;
+        const r = grpoLoss(x as GrpoLossBatch, { lossType, importanceSamplingLevel: seq || lossType === 'luspo' ? 'sequence' : 'token', beta, biasCorrectedKl: true, maxCompletionLength: 6 });
         x.mask.forEach((row, i) => row.forEach((m, j) => m || expect(r.grad[i][j]).toBe(0)));
       }),
     );

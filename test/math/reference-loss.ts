@@ -196,7 +196,9 @@ export function refGrpoLoss(x: RefBatch, c: RefConfig = {}) {
   } else if (lossType === 'dr_grpo') {
     loss = total(mul(perTokenLoss, mask)) / (B * c.maxCompletionLength!);
   } else if (lossType === 'luspo') {
-    loss = sum(rowSum(mul(perTokenLoss, mask)).map((r) => r[0])) / B;
+    // (per_token_loss * mask.sum(1, keepdim=True)).mean(): over (B, 1) or over all of (B, T), padding included.
+    const scaled = map(perTokenLoss, (v, i) => v * rowLen[i][0]);
+    loss = total(scaled) / (B * cols(scaled));
   } else {
     loss = total(mul(perTokenLoss, mask)) / Math.max(x.numItemsInBatch ?? maskSum, 1);
   }
@@ -205,7 +207,8 @@ export function refGrpoLoss(x: RefBatch, c: RefConfig = {}) {
   if (c.entropyCoef) {
     policyLoss = loss;
     const effective = entropyMask ? mul(mask, entropyMask) : mask;
-    const entropyLoss = total(mul(x.entropies!, effective)) / Math.max(total(effective), 1);
+    const globalCount = lossType === 'cispo' || lossType === 'dapo' || lossType === 'vespo';
+    const entropyLoss = total(mul(x.entropies!, effective)) / Math.max(globalCount ? (x.numItemsInBatch ?? maskSum) : total(effective), 1);
     loss = loss - c.entropyCoef * entropyLoss;
   }
 

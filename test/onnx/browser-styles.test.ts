@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import type { GroupResult, PolicyInfo, ScoreResult } from '../../lib/policy/types.js';
 import { buildModel, TINY, type ModelSpec } from '../../scripts/build-model/index.js';
-import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
+import { expectNoConsoleErrors, launchBrowser, type BrowserSession } from '../browser/chromium.js';
+import { greedyAgreement } from '../browser/near-ties.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const FIXTURES = 'build/test-fixtures/export-styles';
@@ -37,6 +38,8 @@ afterAll(async () => {
   await session?.close();
   await rm(join(root, FIXTURES), { recursive: true, force: true });
 });
+// Loading runs pass probes that fail on some of these graphs by design: they must log nothing.
+expectNoConsoleErrors(() => session);
 
 type Outcome = { ok: true; value: { info: PolicyInfo; group: GroupResult; scored: ScoreResult; greedy: GroupResult } } | { ok: false; error: { message: string } };
 
@@ -62,8 +65,10 @@ describe.each(STYLES)('%s', (name, _, devices) => {
           expect(Math.abs(lp - nodeScored.logprobs[i][t]), 'scored in Node').toBeLessThan(1e-2);
         }),
       );
-      const nodeGreedy = await node.generateGroup({ prompt: options.prompt, groupSize: 1, maxNewTokens: options.maxNewTokens, temperature: 0 });
-      expect(greedy.completions[0].tokenIds).toEqual(nodeGreedy.completions[0].tokenIds);
+      // Greedy: the same tokens wherever the top two are further apart than the engines' 1e-2.
+      const nodeGreedy = await node.generateGroup({ prompt: options.prompt, groupSize: 1, maxNewTokens: options.maxNewTokens, temperature: 0, topLogprobs: 2 });
+      const agreement = greedyAgreement(greedy.completions[0], nodeGreedy.completions[0], 1e-2, `${name} on ${device}`);
+      expect(agreement.compared + agreement.ties, JSON.stringify(agreement)).toBeGreaterThan(0);
     } finally {
       await node.dispose();
     }

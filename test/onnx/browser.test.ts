@@ -8,6 +8,7 @@ import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import type { SampledToken, SamplingConfig } from '../../lib/policy/sampling.js';
 import type { GenerateGroupOptions, GroupResult, ScoreResult } from '../../lib/policy/types.js';
 import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
+import { drawAgreement, greedyAgreement, topAgreement } from '../browser/near-ties.js';
 import { TINY_DIR } from './fixtures.js';
 
 type Device = 'wasm' | 'webgpu';
@@ -22,7 +23,7 @@ interface OnnxPage {
   repeat(device: Device, options: GenerateGroupOptions, times: number): Promise<Outcome<GpuMemory[]>>;
   gpuMemory(): GpuMemory;
   dispose(device: Device): Promise<Outcome<void>>;
-  kernels(configs: SamplingConfig[]): Promise<Outcome<Array<{ dtype: string; config: SamplingConfig | 'score'; gpu: Array<SampledToken & Score>; cpu: Array<SampledToken & Score> }>>>;
+  kernels(configs: SamplingConfig[]): Promise<Outcome<Array<{ dtype: string; config: SamplingConfig | 'score'; gpu: Array<SampledToken & Score>; cpu: Array<SampledToken & Score>; nearby?: number[][] }>>>;
   transformersGenerate(): Promise<Outcome<{ promptLength: number; ids: number[]; text: string }>>;
 }
 interface GpuMemory {
@@ -117,9 +118,11 @@ describe('WebGPU (SwiftShader)', () => {
     expect((after.fullRowBytes - before.fullRowBytes) / rows).toBe(102 * 4);
     expect(await scoreGap('webgpu', options, group)).toBeLessThan(1e-4);
 
-    const greedy = { prompt, groupSize: 2, maxNewTokens: 10, temperature: 0 };
+    // Greedy: the same tokens wherever the top two are further apart than the backends' 1e-3.
+    const greedy = { prompt, groupSize: 2, maxNewTokens: 10, temperature: 0, topLogprobs: 2 };
     const [gpu, wasm] = [await call('generate', 'webgpu', greedy), await call('generate', 'wasm', greedy)];
-    expect(gpu.completions.map((c) => c.tokenIds)).toEqual(wasm.completions.map((c) => c.tokenIds));
+    const agreement = gpu.completions.map((c, i) => greedyAgreement(c, wasm.completions[i], 1e-3, `greedy row ${i}`));
+    expect(agreement.reduce((n, a) => n + a.compared, 0), JSON.stringify(agreement)).toBeGreaterThan(0);
   }, 180_000);
 
   it('reduces top_logprobs on the GPU: 8 bytes per alternative read back, the same alternatives WASM scores', async () => {
@@ -135,16 +138,20 @@ describe('WebGPU (SwiftShader)', () => {
       await call('score', 'webgpu', { prompt, completions, temperature: 0.8, topLogprobs: k }),
       await call('score', 'wasm', { prompt, completions, temperature: 0.8, topLogprobs: k }),
     ];
+    const total = { compared: 0, ties: 0 };
     group.completions.forEach((c, i) =>
       c.topLogprobs!.forEach((top, t) => {
         expect(top).toHaveLength(k);
-        // The GPU against itself to 1e-4; against WASM (float64 on the host) to the cross-backend 1e-3.
+        // The GPU's scoring kernel to 1e-4; WASM (float64 on the host) to the cross-backend 1e-3.
+        // Ranks closer than that to a neighbour may swap, and are counted instead of compared.
         for (const [other, tolerance] of [[gpuScored.topLogprobs![i][t], 1e-4], [wasmScored.topLogprobs![i][t], 1e-3]] as const) {
-          expect(other.map((e) => e.tokenId)).toEqual(top.map((e) => e.tokenId));
-          other.forEach((e, j) => expect(Math.abs(e.logprob - top[j].logprob)).toBeLessThan(tolerance));
+          const agreement = topAgreement(top, other, tolerance, `row ${i} step ${t}`);
+          total.compared += agreement.compared;
+          total.ties += agreement.ties;
         }
       }),
     );
+    expect(total.compared, `${total.compared} ranks compared, ${total.ties} near ties`).toBeGreaterThan(total.ties);
   }, 180_000);
 
   it('batches groups of different prompt lengths on the GPU (cache merged and trimmed buffer to buffer): each as when sampled alone', async () => {
@@ -178,7 +185,8 @@ describe('WebGPU (SwiftShader)', () => {
     ];
     const report = await call('kernels', configs);
     expect(report).toHaveLength(2 * (configs.length + 1));
-    for (const { dtype, config, gpu, cpu } of report) {
+    const total = { compared: 0, ties: 0 };
+    for (const { dtype, config, gpu, cpu, nearby } of report) {
       const label = `${dtype} ${JSON.stringify(config)}`;
       if (config === 'score') {
         cpu.forEach((c, i) => {
@@ -187,12 +195,13 @@ describe('WebGPU (SwiftShader)', () => {
         });
         continue;
       }
-      expect(gpu.map((g) => g.tokenId), label).toEqual(cpu.map((c) => c.tokenId));
-      cpu.forEach((c, i) => {
-        expect(Math.abs(gpu[i].logprob - c.logprob), label).toBeLessThan(1e-4);
-        expect(Math.abs(gpu[i].sampledLogprob - c.sampledLogprob), label).toBeLessThan(1e-4);
-      });
+      // The same draw wherever it does not hinge on rounding; at a near tie, one the reference makes nearby.
+      const agreement = drawAgreement(gpu, cpu, nearby!, 1e-4, label);
+      total.compared += agreement.compared;
+      total.ties += agreement.ties;
     }
+    // Greedy on logits full of exact ties is always a near tie; most sampled draws are not.
+    expect(total.compared, `${total.compared} draws compared, ${total.ties} near ties`).toBeGreaterThan(total.ties);
   }, 120_000);
 
   it('keeps GPU memory flat over 100 calls and frees its buffers on dispose', async () => {

@@ -4,13 +4,15 @@
  * harness's WebGPU is a CPU emulation, much slower), the curves and the library filling in, a
  * reload that finds everything still there, exports that parse, pause / resume / cancel, and a run
  * interrupted by a reload and resumed; a gradient run, a LoRA run, a router run and a lessons run
- * (the bundled model as its own critic). Screenshots of the main views at 1280 and 375 px go to
- * test-artifacts/site/ (not committed).
+ * (the bundled model as its own critic). Every test opens its own browser context, so its own
+ * IndexedDB, and waits on what the page shows, never on time; each one fails if its page logged a
+ * console error. Screenshots of the main views at 1280 and 375 px go to test-artifacts/site/ (not
+ * committed).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bundledModelPath, loadOnnxPolicy } from '../../lib/onnx.js';
 import { serve } from '../../lib/server.js';
 import { PLAYGROUND_ARMS } from '../../site/lib/arms.js';
@@ -21,13 +23,15 @@ let playground: Playground;
 let baseURL: string;
 let context: BrowserContext;
 let page: Page;
-let errors: string[];
+/** Console and page errors of the current test's context. */
+let errors: string[] = [];
 
 async function shoot(name: string): Promise<void> {
   for (const width of [1280, 375]) {
     await page.setViewportSize({ width, height: width === 1280 ? 900 : 800 });
     await page.evaluate(() => window.scrollTo(0, 0));
-    await page.waitForTimeout(150); // charts resize on the next frame
+    // Charts resize on the next frame: wait for two.
+    await page.evaluate(() => new Promise<void>((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve()))));
     await page.screenshot({ path: join(artifacts, `${name}-${width}.png`), fullPage: true });
   }
   await page.setViewportSize({ width: 1280, height: 900 });
@@ -50,18 +54,34 @@ const statusChip = () => header().locator('h2 .chip');
 
 beforeAll(async () => {
   playground = await startPlayground();
-  ({ baseURL, context, errors } = playground);
-  page = await context.newPage();
+  baseURL = playground.baseURL;
 }, 180_000);
 
 afterAll(() => playground?.close());
+
+// A context of its own per test: its own IndexedDB, so no test sees another's runs.
+beforeEach(async () => {
+  context = await playground.session.browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  errors = [];
+  context.on('console', (msg) => {
+    if (msg.type() === 'error') errors.push(msg.text());
+  });
+  context.on('weberror', (error) => errors.push(String(error.error())));
+  page = await context.newPage();
+  await page.goto(baseURL);
+});
+
+afterEach(async () => {
+  await context?.close();
+  expect(errors, 'console errors during this test').toEqual([]);
+});
 
 // Generous limits: the two cores are shared, and a loaded machine slows the model several times.
 describe('the playground', { timeout: 240_000 }, () => {
   it('explains itself before any run, and loads no model runtime up front', async () => {
     const requests: string[] = [];
     page.on('request', (r) => requests.push(r.url()));
-    await page.goto(baseURL);
+    await page.reload();
     await expect.poll(() => page.getByRole('heading', { name: 'No run yet' }).isVisible()).toBe(true);
     await expect.poll(() => page.locator('header .device').textContent()).toMatch(/WebGPU|WebAssembly/);
     // The advantage demo computes with the library: rewards 1, 0, .5, 1 give +0.78, −1.31, −0.26, +0.78.
@@ -102,9 +122,8 @@ describe('the playground', { timeout: 240_000 }, () => {
     expect(await seen.locator('summary').textContent()).toMatch(/with library entries E\d/);
     expect(await seen.locator('pre').first().textContent()).toContain('Sorted:');
     await shoot('3-done');
-  });
 
-  it('finds the run, its curves and its library after a reload, and exports it', async () => {
+    // A reload finds the run, its curves and its library, and exports it.
     const libraryBefore = await page.locator('section[aria-labelledby="library-title"] li').allTextContents();
     await page.reload();
     await expect.poll(() => statusChip().textContent(), { timeout: 30_000 }).toBe('completed');
@@ -129,27 +148,42 @@ describe('the playground', { timeout: 240_000 }, () => {
     const run = JSON.parse(await readFile((await full.path()) as string, 'utf8'));
     expect(run).toMatchObject({ format: 'webgrpo.run', run: { status: 'completed' } });
     expect(run.steps).toHaveLength(2);
+
+    // Deleting takes a second click.
+    const runs = page.locator('section[aria-labelledby="runs-title"] li');
+    await page.getByRole('button', { name: 'Delete run' }).click();
+    expect(await runs.count()).toBe(1);
+    await page.getByRole('button', { name: 'Click again to delete' }).click();
+    await expect.poll(() => runs.count()).toBe(0);
   });
 
-  it('pauses, resumes, cancels, and resumes a cancelled run to the end', async () => {
+  it('pauses, resumes, cancels, and resumes a cancelled run to the end, losing and repeating no group', async () => {
     await chooseTiny(page, { exemplars: true });
     await configure(page, { prompts: 4, epochs: 2 });
     await page.getByRole('button', { name: 'Start run' }).click();
     await expect.poll(() => statusChip().textContent(), { timeout: 30_000 }).toBe('running');
-    await page.getByRole('button', { name: 'Pause' }).click();
-    expect(await statusChip().textContent()).toBe('paused');
     const progress = header().getByRole('status');
-    await page.waitForTimeout(1500); // the group being written finishes; then nothing moves
-    const held = await progress.textContent();
-    await page.waitForTimeout(1500);
-    expect(await progress.textContent()).toBe(held);
+    const done = async () => Number(/^\s*(\d+) \/ 8 groups/.exec((await progress.textContent()) ?? '')?.[1] ?? 0);
+    await page.getByRole('button', { name: 'Pause' }).click();
+    const atPause = await done();
+    expect(await statusChip().textContent()).toBe('paused');
+    // While paused the loop takes no next event: the group being written may still land, no other
+    // (the screenshots take their own time; nothing here waits on a clock).
+    await shoot('4-paused');
+    expect(await statusChip().textContent()).toBe('paused');
+    expect(await done()).toBeLessThanOrEqual(atPause + 1);
     await page.getByRole('button', { name: 'Resume', exact: true }).click();
-    await expect.poll(() => progress.textContent(), { timeout: 30_000 }).not.toBe(held);
+    await expect.poll(done, { timeout: 30_000 }).toBeGreaterThan(atPause + 1);
     await page.getByRole('button', { name: 'Cancel' }).click();
     await expect.poll(() => statusChip().textContent(), { timeout: 30_000 }).toBe('cancelled');
     await page.getByRole('button', { name: 'Resume run' }).click();
     await expect.poll(() => statusChip().textContent(), { timeout: 120_000 }).toBe('completed');
     expect(await progress.textContent()).toContain('8 / 8 groups');
+    // Every group once: 8 groups of 3 in the run's data, 4 prompts twice.
+    const [jsonl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Training data (JSONL)' }).click()]);
+    const lines = (await readFile((await jsonl.path()) as string, 'utf8')).trimEnd().split('\n').map((line) => JSON.parse(line) as { group_id: string });
+    expect(lines).toHaveLength(8 * 3);
+    expect(new Set(lines.map((l) => l.group_id)).size).toBe(8);
   });
 
   it('resumes a run interrupted by a reload', async () => {
@@ -165,7 +199,7 @@ describe('the playground', { timeout: 240_000 }, () => {
     await page.getByRole('button', { name: 'Resume run' }).click();
     await expect.poll(() => statusChip().textContent(), { timeout: 120_000 }).toBe('completed');
     expect(await header().getByRole('status').textContent()).toContain('8 / 8 groups');
-    expect(await page.locator('section[aria-labelledby="runs-title"] li').count()).toBe(3);
+    expect(await page.locator('section[aria-labelledby="runs-title"] li').count()).toBe(1);
   });
 
   it('trains on an uploaded JSONL dataset with a chosen reward, and names a bad line', async () => {
@@ -186,7 +220,6 @@ describe('the playground', { timeout: 240_000 }, () => {
     await expect.poll(() => header().locator('h2').textContent(), { timeout: 30_000 }).toContain('dataset');
     await expect.poll(() => statusChip().textContent(), { timeout: 120_000 }).toBe('completed');
     expect(await header().locator('p.hint').first().textContent()).toContain('rewards similarity×1');
-    await page.getByLabel('Task', { exact: true }).selectOption('alphabetise');
   });
 
   it('says plainly that a hub model needs the network when the browser is offline', async () => {
@@ -212,7 +245,6 @@ describe('the playground', { timeout: 240_000 }, () => {
       await page.getByLabel('Epochs', { exact: true }).fill('1');
       await page.getByLabel('Max tokens', { exact: true }).fill('12');
       await page.getByRole('button', { name: 'Start run' }).click();
-      // The previous run (completed) is in view until this one starts.
       await expect.poll(() => header().locator('p.hint').first().textContent(), { timeout: 30_000 }).toContain('webgrpo-tiny on http');
       await expect.poll(() => statusChip().textContent(), { timeout: 60_000 }).toBe('completed');
       const [full] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Full run (JSON)' }).click()]);
@@ -226,7 +258,6 @@ describe('the playground', { timeout: 240_000 }, () => {
   });
 
   it('trains an adapter with gradient GRPO in the worker, survives a reload mid-run, and exports the adapter', async () => {
-    await page.goto(baseURL); // a fresh page: the bundled model, nothing loaded
     await chooseTiny(page);
     await page.getByLabel('Device', { exact: true }).selectOption('wasm');
     await page.getByRole('radio', { name: /Gradient \(adapter\)/ }).check();
@@ -292,11 +323,9 @@ describe('the playground', { timeout: 240_000 }, () => {
     const b = new Float32Array(new Uint8Array(Buffer.from(saved.b, 'base64')).buffer);
     expect(b).toHaveLength(saved.rank * saved.vocabSize);
     expect(Math.hypot(...b)).toBeCloseTo(normB, 3);
-    await page.getByRole('radio', { name: /exemplars/ }).check();
   });
 
   it('trains LoRA on every layer in the worker, sampling from the merged weights, and exports the adapter', async () => {
-    await page.goto(baseURL);
     await chooseTiny(page);
     await page.getByLabel('Device', { exact: true }).selectOption('wasm');
     await page.getByRole('radio', { name: /LoRA \(every layer\)/ }).check();
@@ -308,7 +337,6 @@ describe('the playground', { timeout: 240_000 }, () => {
     await page.getByLabel('Max tokens', { exact: true }).fill('8');
     await page.getByLabel('Rank', { exact: true }).fill('2');
     await page.getByRole('button', { name: 'Start run' }).click();
-    // The last run (gradient) is in view until this one starts.
     await expect.poll(() => header().locator('h2').textContent(), { timeout: 60_000 }).toContain('digits · lora');
     await expect.poll(() => statusChip().textContent(), { timeout: 180_000 }).toBe('completed');
     const adapter = page.locator('section[aria-labelledby="adapter-title"]');
@@ -333,11 +361,9 @@ describe('the playground', { timeout: 240_000 }, () => {
     // Four layers, seven projections, A and B each.
     expect(names).toHaveLength(4 * 7 * 2);
     for (const name of names) expect(name).toMatch(/^base_model\.model\.model\.layers\.[0-3]\.(self_attn\.[qkvo]|mlp\.(gate|up|down))_proj\.lora_[AB]\.weight$/);
-    await page.getByRole('radio', { name: /exemplars/ }).check();
   });
 
   it('trains LoRA on WebGPU when the model runs on WebGPU, and says so', async () => {
-    await page.goto(baseURL);
     await chooseTiny(page);
     // The harness's WebGPU is SwiftShader: one step of one small group.
     await page.getByLabel('Device', { exact: true }).selectOption('webgpu');
@@ -349,23 +375,18 @@ describe('the playground', { timeout: 240_000 }, () => {
     await page.getByLabel('Max tokens', { exact: true }).fill('4');
     await page.getByLabel('Rank', { exact: true }).fill('2');
     await page.getByRole('button', { name: 'Start run' }).click();
-    // The last run (two steps, also digits · lora) is in view until this one commits its step.
     const adapter = page.locator('section[aria-labelledby="adapter-title"]');
     await expect.poll(() => adapter.locator('h3').textContent(), { timeout: 200_000 }).toBe('Adapter after step 1');
     await expect.poll(() => statusChip().textContent(), { timeout: 60_000 }).toBe('completed');
     expect(await adapter.textContent()).toContain('trained on WebGPU');
     expect(await header().textContent()).toContain('trained on WebGPU');
-    await page.getByLabel('Device', { exact: true }).selectOption('wasm');
-    await page.getByRole('radio', { name: /exemplars/ }).check();
   });
 
   it('routes between prompt variants with the router method, and keeps the routing after a reload', async () => {
-    await page.goto(baseURL);
     await page.getByRole('radio', { name: /Router/ }).check();
     await configure(page, { prompts: 2, epochs: 2 });
     await page.getByLabel('Samples before routing', { exact: true }).fill('3');
     await page.getByRole('button', { name: 'Start run' }).click();
-    // The last run (LoRA) is in view until this one starts.
     await expect.poll(() => header().locator('h2').textContent(), { timeout: 60_000 }).toContain('alphabetise · router');
     await expect.poll(() => statusChip().textContent(), { timeout: 120_000 }).toBe('completed');
 
@@ -401,7 +422,6 @@ describe('the playground', { timeout: 240_000 }, () => {
   });
 
   it('runs the lessons mode on the bundled model: its critic writes gibberish lessons as valid operations, with no warning', async () => {
-    await page.goto(baseURL);
     await chooseTiny(page);
     const lessons = page.getByRole('radio', { name: /Training-free: lessons/ });
     expect(await lessons.isDisabled()).toBe(false);
@@ -425,16 +445,4 @@ describe('the playground', { timeout: 240_000 }, () => {
     await shoot('8-lessons');
   });
 
-  it('deletes a run only on a second click', async () => {
-    const runs = page.locator('section[aria-labelledby="runs-title"] li');
-    const before = await runs.count();
-    await page.getByRole('button', { name: 'Delete run' }).click();
-    expect(await runs.count()).toBe(before);
-    await page.getByRole('button', { name: 'Click again to delete' }).click();
-    await expect.poll(() => runs.count()).toBe(before - 1);
-  });
-
-  it('logged no console errors', () => {
-    expect(errors).toEqual([]);
-  });
 });

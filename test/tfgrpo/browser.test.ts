@@ -29,7 +29,7 @@ interface TfWindow {
     }>;
     runAndHold(recording: unknown, runId: string, step: number): Promise<void>;
     failNextWrite(store: string): void;
-    release(): void;
+    release(): Promise<void>;
     proceed(runId: string): Promise<{ error?: { code: string; message: string }; lastStep: number; pending: number; status: string; libraryEntries: number }>;
   };
   ready?: boolean;
@@ -67,9 +67,8 @@ describe('Training-Free GRPO in headless Chromium (real IndexedDB)', () => {
     expect(refused.error?.code).toBe('AlreadyRunning');
     expect(refused.error?.message).toMatch(/already running in another tab/);
 
-    // Let it go on, and close the tab while the next item's model calls (40 ms each) are in flight.
+    // Let it go on, and close the tab once the next item's model call (40 ms) is in flight.
     await first.evaluate(() => (window as unknown as TfWindow).tf.release());
-    await new Promise((resolve) => setTimeout(resolve, 100));
     await first.close();
     const state = await second.evaluate(() => (window as unknown as TfWindow).tf.state('closed-tab'));
     expect(state.status).toBe('running');

@@ -28,7 +28,25 @@ function harness(options: Partial<GrpoToolOptions> = {}) {
   return { tool, frames, next, send: (frame: Frame) => tool.sink.write(frame) };
 }
 
-const settle = () => new Promise((resolve) => setTimeout(resolve, 30));
+/** A policy whose every generateGroup waits until the test opens its gate, and says when it is entered. */
+function gatedPolicy() {
+  const inner = scriptedPolicy();
+  let entered!: () => void;
+  const calls: Array<Promise<void>> = [];
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const firstCall = new Promise<void>((resolve) => (entered = resolve));
+  const policy: Policy = {
+    ...inner,
+    generateGroup: async (o) => {
+      entered();
+      calls.push(gate);
+      await gate;
+      return inner.generateGroup(o);
+    },
+  };
+  return { policy, firstCall, open };
+}
 
 describe('createGrpoTool frame protocol', () => {
   it('answers DESCRIBE with its name, capabilities and argument schema', () => {
@@ -108,18 +126,17 @@ describe('createGrpoTool frame protocol', () => {
 
   it('stops on CANCEL and ABORT without a TOOL_RESULT, and accepts a new TOOL_CALL at once', async () => {
     for (const stop of ['CANCEL', 'ABORT']) {
-      const slow: Policy = { ...scriptedPolicy(), generateGroup: async (o) => (await settle(), scriptedPolicy().generateGroup(o)) };
+      const gated = gatedPolicy();
       const store = new MemoryStore();
-      const { frames, next, send } = harness({ policy: slow, store, loop: { batchSize: 1 } });
+      const { frames, next, send } = harness({ policy: gated.policy, store, loop: { batchSize: 1 } });
       send({ type: 'TOOL_CALL', content: {} });
-      await settle();
+      // The stop arrives while the first step's group is being written.
+      await gated.firstCall;
       send({ type: stop });
+      gated.open();
       // CANCEL lets the step in progress finish and commit; ABORT stops inside it.
-      let [stopped] = await store.listRuns();
-      for (let i = 0; i < 100 && stopped.status === 'running'; i++) {
-        await settle();
-        [stopped] = await store.listRuns();
-      }
+      await expect.poll(async () => (await store.listRuns())[0].status).not.toBe('running');
+      const [stopped] = await store.listRuns();
       expect(stopped.status).toBe('aborted');
       expect((await store.listSteps(stopped.id)).length).toBe(stop === 'CANCEL' ? 1 : 0);
       expect(frames.filter((f) => f.type === 'TOOL_RESULT' || f.type === 'ERROR')).toEqual([]);
@@ -140,21 +157,29 @@ describe('createGrpoTool frame protocol', () => {
   });
 
   it('in tick pace, advances one step per TICK', async () => {
+    // Each call of the model (the group and the critic's calls) records how many TICKs had been
+    // sent: the calls of step k + 1 (one prompt per step) may come only after the k-th TICK.
+    let ticks = 0;
+    const seen: number[] = [];
+    const inner = scriptedPolicy();
+    const counting: Policy = { ...inner, generateGroup: (o) => (seen.push(ticks), inner.generateGroup(o)) };
     const store = new MemoryStore();
-    const { next, send } = harness({ store, pace: 'tick', loop: { batchSize: 1 } });
+    const { next, send } = harness({ policy: counting, store, pace: 'tick', loop: { batchSize: 1 } });
     const result = next('TOOL_RESULT');
     send({ type: 'TOOL_CALL', content: {} });
     const [run] = await store.listRuns();
     const steps = async () => (await store.listSteps(run.id)).length;
-    await settle();
-    expect(await steps()).toBe(1);
-    await settle();
-    expect(await steps()).toBe(1);
+    for (let k = 1; k <= 3; k++) {
+      await expect.poll(steps).toBe(k);
+      ticks++;
+      send({ type: 'TICK' });
+    }
+    await expect.poll(steps).toBe(4);
+    ticks++;
     send({ type: 'TICK' });
-    await settle();
-    expect(await steps()).toBe(2);
-    for (let i = 0; i < 3; i++) send({ type: 'TICK' }), await settle();
     expect(((await result).content as { itemsProcessed: number }).itemsProcessed).toBe(4);
+    expect([...seen].sort((a, b) => a - b)).toEqual(seen);
+    expect([...new Set(seen)]).toEqual([0, 1, 2, 3]);
   });
 
   it('refuses frames after close', async () => {

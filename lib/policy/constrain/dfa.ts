@@ -84,10 +84,10 @@ export class LazyDfa {
 
   private compute(state: number, byte: number): number {
     const targets: number[] = [];
+    const { edgeHead, edgeNext, edgeLo, edgeHi, edgeTo } = this.nfa;
     for (const s of this.sets[state]) {
-      const e = this.nfa.edges[s];
-      for (let i = 0; i < e.length; i += 3) {
-        if (byte >= e[i] && byte <= e[i + 1] && this.live[e[i + 2]]) targets.push(e[i + 2]);
+      for (let k = edgeHead[s]; k >= 0; k = edgeNext[k]) {
+        if (byte >= edgeLo[k] && byte <= edgeHi[k] && this.live[edgeTo[k]]) targets.push(edgeTo[k]);
       }
     }
     const next = targets.length === 0 ? DEAD : this.intern(this.closure(targets));
@@ -102,12 +102,14 @@ export class LazyDfa {
   private closure(seeds: number[]): Int32Array {
     const stamp = ++this.stamp;
     const out: number[] = [];
+    const { epsHead, epsNext, epsTo } = this.nfa;
     const stack = seeds.filter((s) => this.live[s]);
     for (const s of stack) this.mark[s] = stamp;
     while (stack.length) {
       const s = stack.pop()!;
-      if (this.nfa.edges[s].length > 0 || s === this.frag.end) out.push(s);
-      for (const t of this.nfa.eps[s]) {
+      if (this.nfa.hasEdges(s) || s === this.frag.end) out.push(s);
+      for (let k = epsHead[s]; k >= 0; k = epsNext[k]) {
+        const t = epsTo[k];
         if (this.live[t] && this.mark[t] !== stamp) {
           this.mark[t] = stamp;
           stack.push(t);

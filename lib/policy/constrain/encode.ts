@@ -32,15 +32,8 @@ export function lowerChars(chars: Nfa, frag: Fragment, bytes: Nfa, encoding: Enc
   const suffixes = new Map<string, number>();
   for (let s = 0; s < chars.size; s++) {
     if (!live[s]) continue;
-    for (const t of chars.eps[s]) if (live[t]) bytes.epsilon(get(s), get(t));
-    const byTarget = new Map<number, Array<[number, number]>>();
-    const e = chars.edges[s];
-    for (let i = 0; i < e.length; i += 3) {
-      if (!live[e[i + 2]]) continue;
-      const list = byTarget.get(e[i + 2]) ?? [];
-      list.push([e[i], e[i + 1]]);
-      byTarget.set(e[i + 2], list);
-    }
+    for (let k = chars.epsHead[s]; k >= 0; k = chars.epsNext[k]) if (live[chars.epsTo[k]]) bytes.epsilon(get(s), get(chars.epsTo[k]));
+    const byTarget = edgesByTarget(chars, s, live);
     for (const [t, ranges] of byTarget) {
       const set = normalize(ranges);
       const from = get(s);
@@ -50,6 +43,39 @@ export function lowerChars(chars: Nfa, frag: Fragment, bytes: Nfa, encoding: Enc
     }
   }
   return { start: get(frag.start), end: get(frag.end) };
+}
+
+/**
+ * The most states `lowerChars` adds to the byte automaton for one character edge over `set` (the
+ * inner bytes of its UTF-8 sequences, and for JSON the escape states), before any sharing.
+ */
+export function encodedExtra(set: CharSet, encoding: Encoding): number {
+  // addSequence shares the states of equal suffixes: count the distinct ones.
+  const inner = (chars: CharSet) => {
+    const suffixes = new Set<string>();
+    for (const sequence of utf8Sequences(chars)) {
+      let key = '';
+      for (let i = sequence.length - 1; i >= 1; i--) suffixes.add((key += `:${sequence[i][0]}-${sequence[i][1]}`));
+    }
+    return suffixes.size;
+  };
+  if (encoding === 'raw') return inner(set);
+  const escaped = intersect(set, [[0, 0x1f], [0x22, 0x22], [0x5c, 0x5c]]).length > 0;
+  const controls = intersect(set, [[0, 0x1f]]).length > 0;
+  return inner(intersect(set, JSON_RAW)) + (escaped ? 1 : 0) + (controls ? 5 : 0);
+}
+
+/** The live edges of `s`, their ranges grouped by target. */
+function edgesByTarget(chars: Nfa, s: number, live: Uint8Array): Map<number, Array<[number, number]>> {
+  const byTarget = new Map<number, Array<[number, number]>>();
+  for (let k = chars.edgeHead[s]; k >= 0; k = chars.edgeNext[k]) {
+    const t = chars.edgeTo[k];
+    if (!live[t]) continue;
+    const list = byTarget.get(t) ?? [];
+    list.push([chars.edgeLo[k], chars.edgeHi[k]]);
+    byTarget.set(t, list);
+  }
+  return byTarget;
 }
 
 /**
@@ -113,6 +139,110 @@ function addJsonChars(bytes: Nfa, from: number, to: number, set: CharSet, suffix
 }
 
 /**
+ * What `lowerChars` adds to the byte automaton for the live part of `frag`: its states, and the
+ * encoding states of its edges (grouped by target, as lowerChars groups them).
+ */
+export function loweredSize(chars: Nfa, frag: Fragment, encoding: Encoding): { states: number; extra: number } {
+  const live = chars.live(frag);
+  const extra = edgeExtras(chars, live, encoding);
+  let states = 0;
+  let total = 0;
+  for (let s = 0; s < chars.size; s++) {
+    if (!live[s]) continue;
+    states++;
+    total += extra[s];
+  }
+  return { states, extra: total };
+}
+
+/** Per state, the encoding states its live edges add. */
+function edgeExtras(chars: Nfa, live: Uint8Array, encoding: Encoding): Float64Array {
+  const out = new Float64Array(chars.size);
+  for (let s = 0; s < chars.size; s++) {
+    if (!live[s]) continue;
+    for (const ranges of edgesByTarget(chars, s, live).values()) out[s] += encodedExtra(normalize(ranges), encoding);
+  }
+  return out;
+}
+
+/**
+ * What `countChars(chars, frag, min, max)` then `lowerChars` will build, without building it:
+ * the states reachable after each count of characters, summed over the counts. The sets repeat
+ * after a few counts for any pattern (`[a-z]*` after one, `(ab)*` every two), and the sum is
+ * extrapolated from there; `workLimit` bounds the search, past it the bound is every live state
+ * at every count.
+ */
+export function countedSize(chars: Nfa, frag: Fragment, min: number, max: number, encoding: Encoding, workLimit: number): { states: number; extra: number } {
+  const live = chars.live(frag);
+  const extraOf = edgeExtras(chars, live, encoding);
+  const top = max === Infinity ? min : max;
+  const closure = (seeds: Iterable<number>): number[] => {
+    const seen = new Set<number>();
+    const stack = [...seeds];
+    while (stack.length) {
+      const s = stack.pop()!;
+      if (seen.has(s) || !live[s]) continue;
+      seen.add(s);
+      for (let k = chars.epsHead[s]; k >= 0; k = chars.epsNext[k]) stack.push(chars.epsTo[k]);
+    }
+    return [...seen].sort((a, b) => a - b);
+  };
+  const step = (set: number[]): number[] => {
+    const targets: number[] = [];
+    for (const s of set) {
+      for (let k = chars.edgeHead[s]; k >= 0; k = chars.edgeNext[k]) targets.push(chars.edgeTo[k]);
+    }
+    return closure(targets);
+  };
+  const level = (set: number[], withEdges: boolean) => ({ states: set.length, extra: withEdges ? set.reduce((sum, s) => sum + extraOf[s], 0) : 0 });
+  let states = 1;
+  let extra = 0;
+  let work = 0;
+  const firstSeen = new Map<string, number>();
+  const history: Array<{ states: number; extra: number }> = [];
+  let current = closure([frag.start]);
+  for (let k = 0; k <= top; k++) {
+    if (current.length === 0) break;
+    if (max === Infinity && k === top) {
+      // Counts saturate at `min`: every state reachable from here, with its edges.
+      const all = new Set(current);
+      for (let frontier = current; frontier.length; ) {
+        frontier = step(frontier).filter((s) => !all.has(s));
+        for (const s of frontier) all.add(s);
+      }
+      const last = level([...all], true);
+      return { states: states + last.states, extra: extra + last.extra };
+    }
+    const key = current.join(',');
+    const seenAt = firstSeen.get(key);
+    if (seenAt !== undefined) {
+      // Counts k..top repeat counts seenAt.. with period k - seenAt; the last count has no edges.
+      const period = k - seenAt;
+      const n = top - k + 1;
+      const sum = (from: number, count: number) =>
+        history.slice(from, from + count).reduce((acc, x) => ({ states: acc.states + x.states, extra: acc.extra + x.extra }), { states: 0, extra: 0 });
+      const cycle = sum(seenAt, period);
+      const partial = sum(seenAt, n % period);
+      const cycles = Math.floor(n / period);
+      const last = history[seenAt + ((top - k) % period)];
+      return { states: states + cycles * cycle.states + partial.states, extra: extra + cycles * cycle.extra + partial.extra - last.extra };
+    }
+    firstSeen.set(key, k);
+    const here = level(current, true);
+    history.push(here);
+    states += here.states;
+    if (k < top) extra += here.extra;
+    work += current.length;
+    if (work > workLimit) {
+      const all = loweredSize(chars, frag, encoding);
+      return { states: states + (top - k) * all.states, extra: extra + (top - k) * all.extra };
+    }
+    current = step(current);
+  }
+  return { states, extra };
+}
+
+/**
  * The intersection of the character language `frag` with "between `min` and `max` characters":
  * a product with a counter, built only over reachable pairs. `max` may be Infinity.
  */
@@ -139,11 +269,13 @@ export function countChars(chars: Nfa, frag: Fragment, min: number, max: number)
     const s = queue.pop()!;
     const id = get(s, k);
     if (s === frag.end && k >= min) out.epsilon(id, end);
-    for (const t of chars.eps[s]) if (live[t]) out.epsilon(id, get(t, k));
-    const e = chars.edges[s];
+    for (let j = chars.epsHead[s]; j >= 0; j = chars.epsNext[j]) if (live[chars.epsTo[j]]) out.epsilon(id, get(chars.epsTo[j], k));
     const next = max === Infinity ? Math.min(k + 1, top) : k + 1;
     if (next > top) continue;
-    for (let i = 0; i < e.length; i += 3) if (live[e[i + 2]]) out.edge(id, e[i], e[i + 1], get(e[i + 2], next));
+    for (let j = chars.edgeHead[s]; j >= 0; j = chars.edgeNext[j]) {
+      // get() may grow `out`, never `chars`: chars' arrays stay valid across the loop.
+      if (live[chars.edgeTo[j]]) out.edge(id, chars.edgeLo[j], chars.edgeHi[j], get(chars.edgeTo[j], next));
+    }
   }
   return { nfa: out, frag: { start, end } };
 }

@@ -12,12 +12,13 @@
  */
 import { InvalidInputError } from '../../errors.js';
 import { LazyDfa } from './dfa.js';
-import { lowerChars } from './encode.js';
+import { encodedExtra, lowerChars } from './encode.js';
+import { build, size, type Ir } from './ir.js';
 import { JsonBuilder } from './json-grammar.js';
-import { SchemaCompiler } from './json-schema.js';
+import { MAX_SCHEMA_DEPTH, SchemaCompiler } from './json-schema.js';
 import { MaskTable, TokenMatcher } from './matcher.js';
 import { Nfa, type Fragment } from './nfa.js';
-import { regexChars } from './regex.js';
+import { parseRegex, regexChars, regexSize } from './regex.js';
 import type { TokenVocabulary } from './vocabulary.js';
 
 /** A JSON Schema document (the subset `compileResponseFormat` documents), or `true` for any value. */
@@ -34,7 +35,11 @@ export interface GrammarOptions {
   maxWhitespace?: number;
   /** Deepest nesting of free-form JSON values (`json_object`, a schema `{}`). Default 4. */
   maxDepth?: number;
-  /** Most automaton states the format may compile to. Default 500,000. */
+  /**
+   * Most automaton states the format may compile to. The size is known before anything is built,
+   * so a larger format is refused at once (an `InvalidInputError` naming the limit). Default
+   * 200,000 (a string of `maxLength` 10,000, or the critic's operations schema four times over).
+   */
   maxStates?: number;
   /**
    * Most DFA states decoding may discover (about 1 KiB each) before it stops with an
@@ -78,34 +83,86 @@ export class ResponseGrammar {
 /** GrammarOptions.maxDfaStates's default: 50 MiB of transitions at most per grammar. */
 const DEFAULT_MAX_DFA_STATES = 50_000;
 
+/** GrammarOptions.maxStates's default. */
+const DEFAULT_MAX_STATES = 200_000;
+
+/**
+ * Deepest nesting of arrays and objects anywhere in a schema document (enum and const values
+ * included): everything that reads the document (this compiler, `JSON.stringify`) recurses per
+ * level, and a request can nest thousands of levels in a few kilobytes.
+ */
+const MAX_DOCUMENT_DEPTH = 4 * MAX_SCHEMA_DEPTH;
+
 export function compileResponseFormat(format: ResponseFormat, options: GrammarOptions = {}): ResponseGrammar {
-  const { maxWhitespace = 4, maxDepth = 4, maxStates = 500_000, maxDfaStates = DEFAULT_MAX_DFA_STATES } = options;
+  const { maxWhitespace = 4, maxDepth = 4, maxStates = DEFAULT_MAX_STATES, maxDfaStates = DEFAULT_MAX_DFA_STATES } = options;
   for (const [name, value] of Object.entries({ maxWhitespace, maxDepth, maxStates, maxDfaStates })) {
     if (!Number.isInteger(value) || value < 0) throw new InvalidInputError(name, `must be a non-negative integer, got ${value}.`);
   }
   if (typeof format !== 'object' || format === null) throw new InvalidInputError('responseFormat', 'must be an object with a type.');
+  const compiled = (argument: string, ir: Ir) => {
+    const states = size(ir);
+    if (states > maxStates) {
+      throw new InvalidInputError(
+        argument,
+        `would compile to ${states === Infinity ? 'unboundedly many' : Math.ceil(states)} automaton states, more than the limit of ${maxStates} automaton states (maxStates); lower the repeat counts, maxLength / maxItems or the nesting.`,
+      );
+    }
+    const nfa = new Nfa(maxStates, argument);
+    return new ResponseGrammar(format, nfa, build(nfa, ir), maxDfaStates);
+  };
   switch (format.type) {
     case 'json_schema': {
       if (!('schema' in format)) throw new InvalidInputError('responseFormat.schema', 'is missing.');
-      const nfa = new Nfa(maxStates, 'responseFormat.schema');
-      const json = new JsonBuilder(nfa, { maxWhitespace, maxDepth });
-      return new ResponseGrammar(format, nfa, new SchemaCompiler(json, format.schema, 'responseFormat.schema').compile(), maxDfaStates);
+      checkNesting(format.schema, 'responseFormat.schema');
+      const json = new JsonBuilder({ maxWhitespace, maxDepth }, maxStates, 'responseFormat.schema');
+      return compiled('responseFormat.schema', new SchemaCompiler(json, format.schema, 'responseFormat.schema', maxStates).compile());
     }
     case 'json_object': {
-      const nfa = new Nfa(maxStates, 'responseFormat');
-      const json = new JsonBuilder(nfa, { maxWhitespace, maxDepth });
-      return new ResponseGrammar(format, nfa, json.map(() => json.anyValue(Math.max(maxDepth - 1, 0))), maxDfaStates);
+      const json = new JsonBuilder({ maxWhitespace, maxDepth }, maxStates, 'responseFormat');
+      return compiled('responseFormat', json.map(json.anyValue(Math.max(maxDepth - 1, 0))));
     }
     case 'regex': {
-      if (typeof format.pattern !== 'string') throw new InvalidInputError('responseFormat.pattern', 'must be a string.');
-      const chars = regexChars(format.pattern, 'responseFormat.pattern', 'full', maxStates);
-      const nfa = new Nfa(maxStates, 'responseFormat.pattern');
-      return new ResponseGrammar(format, nfa, lowerChars(chars.nfa, chars.frag, nfa, 'raw'), maxDfaStates);
+      const argument = 'responseFormat.pattern';
+      if (typeof format.pattern !== 'string') throw new InvalidInputError(argument, 'must be a string.');
+      const node = parseRegex(format.pattern, argument);
+      const { states, extra } = regexSize(node, 'full', (set) => encodedExtra(set, 'raw'));
+      return compiled(argument, {
+        kind: 'leaf',
+        size: states + extra,
+        build: (nfa) => {
+          const chars = regexChars(node, argument, 'full', maxStates);
+          return lowerChars(chars.nfa, chars.frag, nfa, 'raw');
+        },
+      });
     }
     default:
       throw new InvalidInputError(
         'responseFormat.type',
-        `must be "json_schema", "json_object" or "regex", got ${JSON.stringify((format as { type?: unknown }).type)}.`,
+        `must be "json_schema", "json_object" or "regex", got ${JSON.stringify((format as { type?: unknown }).type)?.slice(0, 40)}.`,
       );
+  }
+}
+
+/**
+ * A string that identifies the format, for caching its grammar: its JSON text, once its nesting
+ * is known to be shallow enough for `JSON.stringify` (which overflows the stack on a few thousand
+ * levels) — a deeper schema is the InvalidInputError compiling it gives.
+ */
+export function responseFormatKey(format: ResponseFormat): string {
+  if (format?.type === 'json_schema') checkNesting(format.schema, 'responseFormat.schema');
+  return JSON.stringify(format);
+}
+
+/** Refuses a document nested deeper than MAX_DOCUMENT_DEPTH, without recursing itself. */
+function checkNesting(document: unknown, argument: string): void {
+  const stack: Array<[unknown, number, string]> = [[document, 0, '']];
+  while (stack.length) {
+    const [value, depth, path] = stack.pop()!;
+    if (typeof value !== 'object' || value === null) continue;
+    if (depth >= MAX_DOCUMENT_DEPTH) {
+      throw new InvalidInputError(argument, `nests arrays and objects more than ${MAX_DOCUMENT_DEPTH} deep (at ${path.slice(0, 120)}…); flatten the schema.`);
+    }
+    const entries: Array<[string, unknown]> = Array.isArray(value) ? value.map((v, i) => [String(i), v]) : Object.entries(value);
+    for (const [key, child] of entries) stack.push([child, depth + 1, depth < 12 ? `${path}/${key.slice(0, 20)}` : path]);
   }
 }

@@ -14,11 +14,40 @@ export interface Fragment {
 /** Builds a fresh copy of a sub-automaton (repeats need one per occurrence). */
 export type Make = () => Fragment;
 
+/** A growable list of int32 columns, one row per entry. */
+class Pool {
+  columns: Int32Array[];
+  size = 0;
+  constructor(width: number) {
+    this.columns = Array.from({ length: width }, () => new Int32Array(256));
+  }
+  add(): number {
+    if (this.size === this.columns[0].length) {
+      this.columns = this.columns.map((c) => {
+        const grown = new Int32Array(c.length * 2);
+        grown.set(c);
+        return grown;
+      });
+    }
+    return this.size++;
+  }
+}
+
+/**
+ * States and their edges live in flat int32 lists (per state the first and last entry of its
+ * epsilon list and of its edge list, each entry linking to the next), not one array per state:
+ * a format compiles to hundreds of thousands of states, and small arrays would be most of the
+ * work (the garbage collector's). Read them after building with, for a state `s`:
+ *
+ *   for (let k = nfa.epsHead[s]; k >= 0; k = nfa.epsNext[k]) nfa.epsTo[k]
+ *   for (let k = nfa.edgeHead[s]; k >= 0; k = nfa.edgeNext[k]) nfa.edgeLo[k], nfa.edgeHi[k], nfa.edgeTo[k]
+ *
+ * in the order they were added. The arrays are replaced as they grow: read them again after adding.
+ */
 export class Nfa {
-  /** Per state: the states reached without reading anything. */
-  readonly eps: number[][] = [];
-  /** Per state: flat triples `lo, hi, target`. */
-  readonly edges: number[][] = [];
+  private readonly states = new Pool(4);
+  private readonly epsPool = new Pool(2);
+  private readonly edgePool = new Pool(4);
 
   /** `limit`: most states before compiling stops (`argument` names what was being compiled). */
   constructor(
@@ -27,27 +56,74 @@ export class Nfa {
   ) {}
 
   get size(): number {
-    return this.eps.length;
+    return this.states.size;
+  }
+
+  get epsHead(): Int32Array {
+    return this.states.columns[0];
+  }
+  get edgeHead(): Int32Array {
+    return this.states.columns[2];
+  }
+  get epsTo(): Int32Array {
+    return this.epsPool.columns[0];
+  }
+  get epsNext(): Int32Array {
+    return this.epsPool.columns[1];
+  }
+  get edgeLo(): Int32Array {
+    return this.edgePool.columns[0];
+  }
+  get edgeHi(): Int32Array {
+    return this.edgePool.columns[1];
+  }
+  get edgeTo(): Int32Array {
+    return this.edgePool.columns[2];
+  }
+  get edgeNext(): Int32Array {
+    return this.edgePool.columns[3];
   }
 
   state(): number {
-    if (this.eps.length >= this.limit) {
+    if (this.states.size >= this.limit) {
       throw new InvalidInputError(
         this.argument,
         `compiles to more than ${this.limit} automaton states; lower maxLength / maxItems / repeat counts or the nesting.`,
       );
     }
-    this.eps.push([]);
-    this.edges.push([]);
-    return this.eps.length - 1;
+    const s = this.states.add();
+    const [epsHead, epsTail, edgeHead, edgeTail] = this.states.columns;
+    epsHead[s] = epsTail[s] = edgeHead[s] = edgeTail[s] = -1;
+    return s;
   }
 
   epsilon(from: number, to: number): void {
-    this.eps[from].push(to);
+    const k = this.epsPool.add();
+    const [target, next] = this.epsPool.columns;
+    target[k] = to;
+    next[k] = -1;
+    const [head, tail] = this.states.columns;
+    if (tail[from] < 0) head[from] = k;
+    else next[tail[from]] = k;
+    tail[from] = k;
   }
 
   edge(from: number, lo: number, hi: number, to: number): void {
-    this.edges[from].push(lo, hi, to);
+    const k = this.edgePool.add();
+    const [los, his, targets, next] = this.edgePool.columns;
+    los[k] = lo;
+    his[k] = hi;
+    targets[k] = to;
+    next[k] = -1;
+    const head = this.states.columns[2];
+    const tail = this.states.columns[3];
+    if (tail[from] < 0) head[from] = k;
+    else next[tail[from]] = k;
+    tail[from] = k;
+  }
+
+  hasEdges(s: number): boolean {
+    return this.states.columns[2][s] >= 0;
   }
 
   empty(): Fragment {
@@ -149,35 +225,56 @@ export class Nfa {
    */
   live(frag: Fragment): Uint8Array {
     const n = this.size;
+    const { epsHead, epsNext, epsTo, edgeHead, edgeNext, edgeTo } = this;
+    // Predecessors in one flat list (counted, then filled), for the backward pass.
+    const count = new Int32Array(n + 1);
+    for (let s = 0; s < n; s++) {
+      for (let k = epsHead[s]; k >= 0; k = epsNext[k]) count[epsTo[k] + 1]++;
+      for (let k = edgeHead[s]; k >= 0; k = edgeNext[k]) count[edgeTo[k] + 1]++;
+    }
+    for (let s = 0; s < n; s++) count[s + 1] += count[s];
+    const from = new Int32Array(count[n]);
+    const fill = count.slice(0, n);
+    for (let s = 0; s < n; s++) {
+      for (let k = epsHead[s]; k >= 0; k = epsNext[k]) from[fill[epsTo[k]]++] = s;
+      for (let k = edgeHead[s]; k >= 0; k = edgeNext[k]) from[fill[edgeTo[k]]++] = s;
+    }
     const forward = new Uint8Array(n);
-    const stack = [frag.start];
+    const stack = new Int32Array(n);
+    let top = 0;
     forward[frag.start] = 1;
-    const reverse: number[][] = Array.from({ length: n }, () => []);
-    while (stack.length) {
-      const s = stack.pop()!;
-      const visit = (t: number) => {
-        reverse[t].push(s);
+    stack[top++] = frag.start;
+    while (top > 0) {
+      const s = stack[--top];
+      for (let k = epsHead[s]; k >= 0; k = epsNext[k]) {
+        const t = epsTo[k];
         if (!forward[t]) {
           forward[t] = 1;
-          stack.push(t);
+          stack[top++] = t;
         }
-      };
-      for (const t of this.eps[s]) visit(t);
-      const e = this.edges[s];
-      for (let i = 2; i < e.length; i += 3) visit(e[i]);
+      }
+      for (let k = edgeHead[s]; k >= 0; k = edgeNext[k]) {
+        const t = edgeTo[k];
+        if (!forward[t]) {
+          forward[t] = 1;
+          stack[top++] = t;
+        }
+      }
     }
-    const live = new Uint8Array(n);
     if (!forward[frag.end]) {
       throw new InvalidInputError(this.argument, 'accepts no output at all (an empty enum, a contradiction, or a class that matches nothing).');
     }
+    // Live: reachable from the start and reaching the end.
+    const live = new Uint8Array(n);
     live[frag.end] = 1;
-    stack.push(frag.end);
-    while (stack.length) {
-      const t = stack.pop()!;
-      for (const s of reverse[t]) {
-        if (!live[s]) {
+    stack[top++] = frag.end;
+    while (top > 0) {
+      const t = stack[--top];
+      for (let i = count[t]; i < count[t + 1]; i++) {
+        const s = from[i];
+        if (!live[s] && forward[s]) {
           live[s] = 1;
-          stack.push(s);
+          stack[top++] = s;
         }
       }
     }
@@ -187,32 +284,32 @@ export class Nfa {
 
 /**
  * Whether some input takes both `a` and `b` (fragments of one NFA, not yet linked to anything)
- * from start to end: a search over pairs of states. `'unknown'` when more than `budget` pairs
- * would have to be visited.
+ * from start to end: a search over pairs of states. Each pair visited spends one of
+ * `budget.left`; `'unknown'` when it runs out.
  */
-export function overlaps(nfa: Nfa, a: Fragment, b: Fragment, budget: number): boolean | 'unknown' {
+export function overlaps(nfa: Nfa, a: Fragment, b: Fragment, budget: { left: number }): boolean | 'unknown' {
   const n = nfa.size;
+  const { epsHead, epsNext, epsTo, edgeHead, edgeNext, edgeLo, edgeHi, edgeTo } = nfa;
   const seen = new Set<number>();
   const stack: number[] = [];
   const push = (p: number, q: number) => {
     const key = p * n + q;
     if (seen.has(key)) return;
     seen.add(key);
+    budget.left--;
     stack.push(p, q);
   };
   push(a.start, b.start);
   while (stack.length) {
-    if (seen.size > budget) return 'unknown';
+    if (budget.left < 0) return 'unknown';
     const q = stack.pop()!;
     const p = stack.pop()!;
     if (p === a.end && q === b.end) return true;
-    for (const t of nfa.eps[p]) push(t, q);
-    for (const t of nfa.eps[q]) push(p, t);
-    const ep = nfa.edges[p];
-    const eq = nfa.edges[q];
-    for (let i = 0; i < ep.length; i += 3) {
-      for (let j = 0; j < eq.length; j += 3) {
-        if (ep[i] <= eq[j + 1] && eq[j] <= ep[i + 1]) push(ep[i + 2], eq[j + 2]);
+    for (let k = epsHead[p]; k >= 0; k = epsNext[k]) push(epsTo[k], q);
+    for (let k = epsHead[q]; k >= 0; k = epsNext[k]) push(p, epsTo[k]);
+    for (let i = edgeHead[p]; i >= 0; i = edgeNext[i]) {
+      for (let j = edgeHead[q]; j >= 0; j = edgeNext[j]) {
+        if (edgeLo[i] <= edgeHi[j] && edgeLo[j] <= edgeHi[i]) push(edgeTo[i], edgeTo[j]);
       }
     }
   }

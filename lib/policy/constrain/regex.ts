@@ -12,11 +12,12 @@ import { InvalidInputError } from '../../errors.js';
 import { ANY_CHAR, charRange, complement, normalize, union, type CharSet } from './charset.js';
 import { Nfa, type Fragment } from './nfa.js';
 
-type Node =
+/** A parsed pattern: the regular language as a tree, before any automaton state exists. */
+export type RegexNode =
   | { kind: 'set'; set: CharSet }
-  | { kind: 'seq'; items: Node[] }
-  | { kind: 'alt'; items: Node[] }
-  | { kind: 'repeat'; item: Node; min: number; max: number }
+  | { kind: 'seq'; items: RegexNode[] }
+  | { kind: 'alt'; items: RegexNode[] }
+  | { kind: 'repeat'; item: RegexNode; min: number; max: number }
   | { kind: 'anchor'; at: 'start' | 'end' };
 
 const DIGIT: CharSet = charRange(0x30, 0x39);
@@ -46,8 +47,16 @@ const LINE_TERMINATORS: CharSet = normalize([
 const DOT: CharSet = complement(LINE_TERMINATORS);
 const SYNTAX = new Set(Array.from('^$\\.*+?()[]{}|/', (c) => c.codePointAt(0)!));
 
+/**
+ * Deepest nesting of groups a pattern may have. The parser and the automaton builder recurse once
+ * per level, so a pattern of thousands of nested groups would overflow the stack; RE2 and Rust's
+ * regex cap nesting the same way.
+ */
+export const MAX_REGEX_NESTING = 100;
+
 class Parser {
   private i = 0;
+  private depth = 0;
   private readonly cps: number[];
 
   constructor(
@@ -73,20 +82,20 @@ class Parser {
     return false;
   }
 
-  parse(): Node {
+  parse(): RegexNode {
     const node = this.alternation();
     if (this.i < this.cps.length) this.fail(`an unmatched ")"`);
     return node;
   }
 
-  alternation(): Node {
+  alternation(): RegexNode {
     const items = [this.sequence()];
     while (this.eat('|')) items.push(this.sequence());
     return items.length === 1 ? items[0] : { kind: 'alt', items };
   }
 
-  sequence(): Node {
-    const items: Node[] = [];
+  sequence(): RegexNode {
+    const items: RegexNode[] = [];
     while (this.i < this.cps.length && this.peek() !== 0x7c && this.peek() !== 0x29) {
       const atom = this.atom();
       items.push(atom.kind === 'anchor' ? atom : this.quantified(atom));
@@ -94,7 +103,7 @@ class Parser {
     return items.length === 1 ? items[0] : { kind: 'seq', items };
   }
 
-  quantified(atom: Node): Node {
+  quantified(atom: RegexNode): RegexNode {
     for (;;) {
       let min: number;
       let max: number;
@@ -124,7 +133,7 @@ class Parser {
     return Number(digits);
   }
 
-  atom(): Node {
+  atom(): RegexNode {
     const c = this.cps[this.i++];
     switch (c) {
       case 0x5e:
@@ -144,7 +153,10 @@ class Parser {
     }
   }
 
-  group(): Node {
+  group(): RegexNode {
+    if (++this.depth > MAX_REGEX_NESTING) {
+      throw new InvalidInputError(this.argument, `nests groups more than ${MAX_REGEX_NESTING} deep (at character ${this.i}); flatten the pattern.`);
+    }
     if (this.eat('?')) {
       if (this.eat(':')) {
         // non-capturing
@@ -157,6 +169,7 @@ class Parser {
     }
     const inner = this.alternation();
     if (!this.eat(')')) this.fail('an unclosed group');
+    this.depth--;
     return inner;
   }
 
@@ -267,25 +280,82 @@ class Parser {
 /** Whether the pattern tests the whole text (`full`, the `regex` format) or any part of it (`search`, JSON Schema's `pattern`). */
 export type RegexMode = 'full' | 'search';
 
-/** The character-level automaton of `pattern` (in a fresh NFA of at most `limit` states). */
-export function regexChars(pattern: string, argument: string, mode: RegexMode, limit: number): { nfa: Nfa; frag: Fragment } {
+/** `pattern` parsed (ECMAScript syntax with the `u` flag, the subset above); errors name `argument`. */
+export function parseRegex(pattern: string, argument: string): RegexNode {
   try {
     new RegExp(pattern, 'u');
   } catch (error) {
-    throw new InvalidInputError(argument, `is not a valid regular expression (${(error as Error).message}).`, { cause: error });
+    throw new InvalidInputError(argument, `is not a valid regular expression (${(error as Error).message.slice(0, 200)}).`, { cause: error });
   }
-  const parser = new Parser(pattern, argument);
-  const root = parser.parse();
-  const nfa = new Nfa(limit, argument);
-  const branches = root.kind === 'alt' ? root.items : [root];
-  const any = () => nfa.repeat(() => nfa.ranges(ANY_CHAR), 0, Infinity);
-  const parts = branches.map((branch) => {
+  return new Parser(pattern, argument).parse();
+}
+
+/**
+ * What `regexChars` will build, before it builds it: `states` of the character automaton, and
+ * `extra`, the sum of `setCost` over every character edge (the states its encoding into bytes
+ * adds). Both are upper bounds (a product may be Infinity); repeats multiply their body.
+ */
+export function regexSize(root: RegexNode, mode: RegexMode, setCost: (set: CharSet) => number): { states: number; extra: number } {
+  const size = (node: RegexNode): { states: number; extra: number } => {
+    switch (node.kind) {
+      case 'set':
+        return { states: 2, extra: setCost(node.set) };
+      case 'anchor':
+        return { states: 0, extra: 0 };
+      case 'seq':
+      case 'alt': {
+        let states = node.kind === 'alt' && node.items.length > 1 ? 2 : 0;
+        let extra = 0;
+        for (const item of node.items) {
+          const s = size(item);
+          states += s.states;
+          extra += s.extra;
+        }
+        return { states: Math.max(states, 1), extra };
+      }
+      case 'repeat': {
+        const s = size(node.item);
+        const copies = node.min + (node.max === Infinity ? 1 : node.max - node.min);
+        return { states: 2 + copies * s.states, extra: copies * s.extra };
+      }
+    }
+  };
+  // Search mode wraps every top-level alternative in `.*` where it is not anchored.
+  const wrapper = { states: 3, extra: setCost(ANY_CHAR) };
+  let states = 2;
+  let extra = 0;
+  for (const branch of branchesOf(root)) {
+    const body = size({ kind: 'seq', items: branch.items });
+    states += body.states + 2;
+    extra += body.extra;
+    if (mode === 'search') {
+      for (const anchored of [branch.anchoredStart, branch.anchoredEnd]) {
+        states += anchored ? 1 : wrapper.states;
+        extra += anchored ? 0 : wrapper.extra;
+      }
+    }
+  }
+  return { states, extra };
+}
+
+/** The top-level alternatives, with `^` / `$` at their ends taken off. */
+function branchesOf(root: RegexNode): Array<{ items: RegexNode[]; anchoredStart: boolean; anchoredEnd: boolean }> {
+  return (root.kind === 'alt' ? root.items : [root]).map((branch) => {
     const items = branch.kind === 'seq' ? [...branch.items] : [branch];
     const anchoredStart = items[0]?.kind === 'anchor' && items[0].at === 'start';
     if (anchoredStart) items.shift();
     const last = items[items.length - 1];
     const anchoredEnd = last?.kind === 'anchor' && last.at === 'end';
     if (anchoredEnd) items.pop();
+    return { items, anchoredStart, anchoredEnd };
+  });
+}
+
+/** The character-level automaton of a parsed pattern (in a fresh NFA of at most `limit` states). */
+export function regexChars(root: RegexNode, argument: string, mode: RegexMode, limit: number): { nfa: Nfa; frag: Fragment } {
+  const nfa = new Nfa(limit, argument);
+  const any = () => nfa.repeat(() => nfa.ranges(ANY_CHAR), 0, Infinity);
+  const parts = branchesOf(root).map(({ items, anchoredStart, anchoredEnd }) => {
     const body = nfa.seq(items.map((item) => build(nfa, item, argument)));
     if (mode === 'full') return body;
     return nfa.seq([anchoredStart ? nfa.empty() : any(), body, anchoredEnd ? nfa.empty() : any()]);
@@ -293,7 +363,7 @@ export function regexChars(pattern: string, argument: string, mode: RegexMode, l
   return { nfa, frag: nfa.alt(parts) };
 }
 
-function build(nfa: Nfa, node: Node, argument: string): Fragment {
+function build(nfa: Nfa, node: RegexNode, argument: string): Fragment {
   switch (node.kind) {
     case 'set':
       return nfa.ranges(node.set);

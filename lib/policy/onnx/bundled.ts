@@ -11,7 +11,10 @@ export const BUNDLED_MODEL_URL_PATH = '/models/webgrpo-tiny/';
 // variable so bundlers do not try to inline the folder as an asset.
 const FROM_HERE = '../../../public/models/webgrpo-tiny';
 
-/** Node: the absolute path of the bundled model folder, for `loadOnnxPolicy({ model })`. */
+/**
+ * Node: resolves to the absolute path of the bundled model folder (it loads `node:url` on demand,
+ * so it is async): `loadOnnxPolicy({ model: await bundledModelPath() })`.
+ */
 export async function bundledModelPath(): Promise<string> {
   const { fileURLToPath } = await import('node:url');
   return fileURLToPath(new URL(FROM_HERE, import.meta.url));
@@ -25,7 +28,7 @@ export async function bundledModelPath(): Promise<string> {
 export const SKILL_MODEL_URL_PATH = '/models/webgrpo-skill/';
 const SKILL_FROM_HERE = '../../../public/models/webgrpo-skill';
 
-/** Node: the absolute path of the bundled skill model folder. */
+/** Node: resolves to the absolute path of the bundled skill model folder: `loadOnnxPolicy({ model: await skillModelPath() })`. */
 export async function skillModelPath(): Promise<string> {
   const { fileURLToPath } = await import('node:url');
   return fileURLToPath(new URL(SKILL_FROM_HERE, import.meta.url));

@@ -9,7 +9,7 @@
  */
 import type { KvOps, KvState } from './kv-cache.js';
 import type { LogitsOps } from './logits-ops.js';
-import type { OrtSession, OrtTensor, OrtTensorClass } from './runtime.js';
+import type { OrtRunOptions, OrtSession, OrtTensor, OrtTensorClass } from './runtime.js';
 
 
 /**
@@ -61,7 +61,11 @@ export class Decoder {
     return old;
   }
 
-  async forward(tokens: ArrayLike<number>, rows: number, length: number, past: KvState, lastOnly = false): Promise<ForwardResult> {
+  /**
+   * With `quiet`, a failing run logs nothing: the probes (passes.ts) try passes a graph may not
+   * support, and onnxruntime logs a failed node at error severity before it throws.
+   */
+  async forward(tokens: ArrayLike<number>, rows: number, length: number, past: KvState, lastOnly = false, quiet = false): Promise<ForwardResult> {
     const total = past.length + length;
     const inputIds = new BigInt64Array(rows * length);
     for (let i = 0; i < inputIds.length; i++) inputIds[i] = BigInt(tokens[i]);
@@ -92,7 +96,8 @@ export class Decoder {
     const fetches: Record<string, OrtTensor | null> | undefined = target
       ? Object.fromEntries(this.session.outputNames.map((name) => [name, name === 'logits' ? target : null]))
       : undefined;
-    const outputs = await this.session.run(feeds, fetches);
+    const options: OrtRunOptions | undefined = quiet ? { logSeverityLevel: 4 } : undefined;
+    const outputs = await (fetches ? this.session.run(feeds, fetches, options) : this.session.run(feeds, options));
     this.runs++;
     // Outputs nobody reads (for example attention weights of some exports) are released at once.
     for (const [name, tensor] of Object.entries(outputs)) {

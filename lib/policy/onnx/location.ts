@@ -23,6 +23,9 @@ export interface ModelLocation {
 const HUB_ID = /^(\b[\w\-.]+\b\/)?\b[\w\-.]{1,96}\b$/;
 
 export async function resolveModelLocation(model: string | URL, isNode: boolean): Promise<ModelLocation> {
+  if (typeof (model as unknown as PromiseLike<unknown> | null)?.then === 'function') {
+    throw new ModelLoadError('`model` is a Promise: await it first, as in `loadOnnxPolicy({ model: await skillModelPath() })` (bundledModelPath and skillModelPath resolve to the folder).');
+  }
   if (typeof model !== 'string' && !(model instanceof URL)) {
     throw new ModelLoadError('`model` must be a folder path, a URL or a Hugging Face hub id (a string).');
   }

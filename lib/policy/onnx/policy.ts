@@ -3,7 +3,7 @@
  * through the decoder (onnxruntime sessions are not re-entrant, and the WebGPU buffers are shared).
  */
 import { InvalidInputError, UnsupportedError, WebgrpoError } from '../../errors.js';
-import { compileResponseFormat, type ResponseFormat, type ResponseGrammar } from '../constrain/format.js';
+import { compileResponseFormat, responseFormatKey, type ResponseFormat, type ResponseGrammar } from '../constrain/format.js';
 import type { TokenVocabulary } from '../constrain/vocabulary.js';
 import { MAX_TOP_LOGPROBS } from '../logits.js';
 import { resolveSampling } from '../sampling.js';
@@ -164,7 +164,7 @@ export class OnnxPolicy implements Policy {
 
   private constraint(format: ResponseFormat): NonNullable<GroupRequest['constraint']> {
     if (!this.parts.vocabulary) throw new UnsupportedError('responseFormat needs the tokenizer vocabulary, which this policy was built without.');
-    const key = JSON.stringify(format);
+    const key = responseFormatKey(format);
     let grammar = this.grammars.get(key);
     if (!grammar) {
       grammar = compileResponseFormat(format);

@@ -41,7 +41,13 @@ export interface OrtSession {
   readonly outputNames: readonly string[];
   readonly inputMetadata: readonly OrtValueMetadata[];
   readonly outputMetadata?: readonly OrtValueMetadata[];
-  run(feeds: Record<string, OrtTensor>, fetches?: Record<string, OrtTensor | null>): Promise<Record<string, OrtTensor>>;
+  run(feeds: Record<string, OrtTensor>, options?: OrtRunOptions): Promise<Record<string, OrtTensor>>;
+  run(feeds: Record<string, OrtTensor>, fetches: Record<string, OrtTensor | null>, options?: OrtRunOptions): Promise<Record<string, OrtTensor>>;
+}
+
+/** The run options this backend sets: 0 verbose ... 3 error, 4 fatal (onnxruntime's severities). */
+export interface OrtRunOptions {
+  logSeverityLevel?: 0 | 1 | 2 | 3 | 4;
 }
 
 export interface Runtime {

@@ -47,3 +47,36 @@ export function maxAbs(x: Numbers, y: Numbers): number {
   for (let i = 0; i < Math.max(x.length, y.length); i++) worst = Math.max(worst, Math.abs(x[i] - y[i]));
   return worst;
 }
+
+interface Sampling {
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+}
+type Draw = (values: Numbers, offset: number, vocab: number, config: Sampling, u: number, scratch?: Float64Array, mask?: Uint32Array) => { tokenId: number };
+
+/**
+ * What the reference sampler (`sampleToken`, passed in) draws for one pick under computations a
+ * rounding away from it: u, the temperature, top-p and min-p a relative `delta` either side; for
+ * greedy, every allowed token within `delta` of the largest logit, any of which an engine in
+ * float32 or float16 may find first. One token: the draw does not hinge on rounding, and every
+ * engine must make it (test/browser/near-ties.ts, drawAgreement).
+ */
+export function nearbyDraws(draw: Draw, values: Numbers, offset: number, vocab: number, config: Sampling, u: number, mask?: Uint32Array, delta = 1e-4): number[] {
+  const allowed = (i: number) => !mask || ((mask[i >>> 5] >>> (i & 31)) & 1) === 1;
+  const out = new Set<number>();
+  if (config.temperature === 0) {
+    let max = -Infinity;
+    for (let i = 0; i < vocab; i++) if (allowed(i)) max = Math.max(max, values[offset + i]);
+    for (let i = 0; i < vocab; i++) if (allowed(i) && values[offset + i] >= max - delta * Math.max(1, Math.abs(max))) out.add(i);
+    return [...out];
+  }
+  for (const du of [-delta, 0, delta]) {
+    for (const scale of [1 - delta, 1, 1 + delta]) {
+      const nearby = { ...config, temperature: config.temperature * scale, topP: Math.min(1, config.topP * (config.topP < 1 ? scale : 1)), minP: config.minP * scale };
+      out.add(draw(values, offset, vocab, nearby, Math.min(Math.max(u + du, 0), 1 - 1e-12), undefined, mask).tokenId);
+    }
+  }
+  return [...out];
+}
