@@ -9,7 +9,7 @@ import { ModelLoadError } from '../../errors.js';
 import type { Backend } from './device.js';
 import { createSessionLike, readModelFiles } from './hidden-session.js';
 import { exposeHiddenState } from './hidden-state.js';
-import type { ModelLocation } from './location.js';
+import type { ModelHost, ModelLocation } from './location.js';
 import type { OrtSession, Transformers } from './runtime.js';
 
 /** The base model as its files hold it. */
@@ -33,7 +33,7 @@ export interface GraphSource {
   location: ModelLocation;
   modelConfig: unknown;
   backend: Backend;
-  isNode: boolean;
+  host: ModelHost;
   /** The session transformers.js made (its dtype names the file; it may be released since). */
   loaded: OrtSession;
   /** The session running now, which a new one is made like. */
@@ -46,7 +46,7 @@ export function graphAccess(source: GraphSource): GraphAccess {
   let files: Promise<Awaited<ReturnType<typeof readModelFiles>>> | undefined;
   const readFiles = () => {
     // Read once: the external data files are needed again by every session built later.
-    files ??= readModelFiles(source.transformers, source.location, source.modelConfig, source.backend, source.loaded, source.isNode);
+    files ??= readModelFiles(source.transformers, source.location, source.modelConfig, source.backend, source.loaded, source.host);
     files.catch(() => (files = undefined));
     return files;
   };

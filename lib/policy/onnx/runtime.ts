@@ -47,7 +47,6 @@ export interface OrtSession {
 export interface Runtime {
   transformers: Transformers;
   Tensor: OrtTensorClass;
-  isNode: boolean;
 }
 
 let runtime: Promise<Runtime> | undefined;
@@ -67,11 +66,12 @@ export function loadRuntime(): Promise<Runtime> {
     // transformers.js wraps onnxruntime tensors; the wrapped object's class is onnxruntime's own.
     const probe = new transformers.Tensor('float32', new Float32Array(1), [1]) as unknown as { ort_tensor: OrtTensor };
     const Tensor = probe.ort_tensor.constructor as unknown as OrtTensorClass;
-    return { transformers, Tensor, isNode: isNodeRuntime() };
+    return { transformers, Tensor };
   })();
   return runtime;
 }
 
+/** Node (or a runtime that answers as Node), as opposed to a page or worker. */
 export function isNodeRuntime(): boolean {
   const versions = (globalThis as { process?: { versions?: { node?: string } } }).process?.versions;
   return typeof versions?.node === 'string' && typeof (globalThis as { window?: unknown }).window === 'undefined';
