@@ -10,7 +10,8 @@ import { ModelLoadError } from '../../errors.js';
 import type { Backend } from './device.js';
 import { exposeHiddenState } from './hidden-state.js';
 import type { ModelHost, ModelLocation } from './location.js';
-import type { OrtSession, Transformers } from './runtime.js';
+import type { OrtSession } from './ort-types.js';
+import type { Transformers } from './runtime.js';
 
 interface SessionClass {
   create(model: Uint8Array, options: Record<string, unknown>): Promise<OrtSession>;

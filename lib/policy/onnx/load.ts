@@ -16,7 +16,8 @@ import { probePadding, probePasses } from './passes.js';
 import { OnnxPolicy, type OnnxTokenizer } from './policy.js';
 import { tokenBytesTable } from './token-table.js';
 import { tokenVocabulary } from '../constrain/vocabulary.js';
-import { loadRuntime, type OrtSession, type OrtTensorClass, type Runtime, type Transformers } from './runtime.js';
+import type { OrtSession, OrtTensorClass } from './ort-types.js';
+import { loadRuntime, type Runtime, type Transformers } from './runtime.js';
 import { configureWasm, wasmLoadFailure, type WasmPaths, type WasmSetup } from './wasm-runtime.js';
 import { WebGpuLogits } from './webgpu-sampler.js';
 import type { GpuDeviceLike } from './webgpu-types.js';
@@ -91,7 +92,7 @@ export async function loadOnnxPolicyOn(host: ModelHost, options: OnnxPolicyOptio
   const location = await resolveModelLocation(options.model, host);
   const { env } = runtime.transformers;
   if (location.local) env.allowLocalModels = true;
-  const wasm = host.isNode ? undefined : configureWasm(runtime.transformers, choice.backend, options.wasmPaths, options.threads);
+  const wasm = host.isNode ? undefined : configureWasm(env.backends.onnx, choice.backend, options.wasmPaths, options.threads);
   checkAbort();
 
   const progress = trackProgress(options.onProgress);

@@ -9,7 +9,6 @@
  * Hub ids go through the same loader (files fetched from huggingface.co, cached by transformers.js).
  */
 import { ModelLoadError } from '../../errors.js';
-import type { Transformers } from './runtime.js';
 
 export interface ModelLocation {
   /** What to pass to transformers.js' from_pretrained. */
@@ -18,12 +17,21 @@ export interface ModelLocation {
   local: boolean;
 }
 
+/** The settings of transformers.js' `env` that say where it downloads and caches hub files. */
+export interface HubEnv {
+  remoteHost: string;
+  remotePathTemplate: string;
+  cacheDir?: string | null;
+  useBrowserCache?: boolean;
+  cacheKey?: string;
+}
+
 export interface ModelHost {
   readonly isNode: boolean;
   /** Where `model` (a trimmed, non-empty string) is. */
   locate(model: string): Promise<ModelLocation>;
   /** One file of the model (`onnx/model.onnx`), from where transformers.js found it. */
-  readFile(env: Transformers['env'], location: ModelLocation, file: string): Promise<Uint8Array>;
+  readFile(env: HubEnv, location: ModelLocation, file: string): Promise<Uint8Array>;
 }
 
 const HUB_ID = /^(\b[\w\-.]+\b\/)?\b[\w\-.]{1,96}\b$/;
@@ -42,7 +50,7 @@ export function isHubId(text: string): boolean {
 }
 
 /** The URL transformers.js downloads a hub model's file from (and keeps it under in the Cache API). */
-export function hubFileUrl(env: Transformers['env'], id: string, file: string): string {
+export function hubFileUrl(env: HubEnv, id: string, file: string): string {
   return `${env.remoteHost.replace(/\/+$/, '')}/${env.remotePathTemplate.replaceAll('{model}', id).replaceAll('{revision}', 'main').replace(/^\/+/, '')}${file}`;
 }
 

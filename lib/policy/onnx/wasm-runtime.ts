@@ -16,7 +16,6 @@
  */
 import { InvalidInputError, ModelLoadError } from '../../errors.js';
 import type { Backend } from './device.js';
-import type { Transformers } from './runtime.js';
 
 export type WasmPaths = string | { mjs?: string; wasm?: string };
 
@@ -41,8 +40,9 @@ const WEBGPU = 'ort-wasm-simd-threaded.asyncify';
 /** What the first load in this page or worker chose; later loads share the runtime. */
 let chosen: { build: 'plain' | 'webgpu' | 'embedded' | 'custom'; setup: WasmSetup } | undefined;
 
-export function configureWasm(transformers: Transformers, backend: Backend, wasmPaths: WasmPaths | undefined, threads: number | undefined): WasmSetup {
-  const wasm = (transformers.env.backends.onnx as { wasm?: OrtWasmFlags }).wasm;
+/** `onnx` is transformers.js' `env.backends.onnx` (onnxruntime's `env`). */
+export function configureWasm(onnx: unknown, backend: Backend, wasmPaths: WasmPaths | undefined, threads: number | undefined): WasmSetup {
+  const wasm = (onnx as { wasm?: OrtWasmFlags }).wasm;
   if (!wasm) return { threads: 1 };
   if (chosen) {
     if (chosen.build === 'plain' && backend === 'webgpu') {
