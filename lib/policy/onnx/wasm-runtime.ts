@@ -94,9 +94,11 @@ export function wasmLoadFailure(cause: unknown, setup: WasmSetup | undefined): M
   const text = cause instanceof Error ? `${cause.message} ${String((cause as { cause?: unknown }).cause ?? '')}` : String(cause);
   const runtimeFile = /magic word|both async and sync fetching of the wasm failed|failed to asynchronously prepare wasm|no available backend found|Failed to fetch dynamically imported module|wasm streaming compile failed|\.wasm|ort-wasm/i;
   if (!runtimeFile.test(text)) return undefined;
-  const where = setup?.wasmUrl ? ` from ${setup.wasmUrl}` : ' from next to onnxruntime-web\'s module (where your bundler put it)';
+  const where = setup?.wasmUrl
+    ? ` from ${setup.wasmUrl}`
+    : " from beside onnxruntime-web's module in your bundle (Vite and webpack emit its .wasm there; esbuild does not)";
   return new ModelLoadError(
-    `onnxruntime-web could not load its WebAssembly runtime${where}: ${text.trim()}. ` +
+    `onnxruntime-web could not load its WebAssembly runtime${where}: ${text.trim().replace(/\.+$/, '')}. ` +
       "Serve the files of onnxruntime-web's dist/ folder (ort-wasm-simd-threaded.wasm and .mjs, plus the .asyncify pair for WebGPU) " +
       "and pass their folder as loadOnnxPolicy({ wasmPaths: '/ort/' }); see webgrpo's README, \"Bundlers\".",
     { cause },
