@@ -86,8 +86,8 @@ Bench model (as in the onnx section: 28M parameters, fp32, no end token), Chromi
 isolated page (COOP/COEP, as \`npm start\` serves the playground) with \`wasmPaths\` at onnxruntime-web's own
 files, so the policy asks for a thread per core (${all.loaded.cores} here: navigator.hardwareConcurrency).
 Three pages in one browser take turns: every core, \`threads: 1\`, and one thread on what a page gets without
-\`wasmPaths\` (onnxruntime-web's glue bundled in its module, with its WebGPU build's \`.wasm\`, the
-\`.asyncify\` one: ${bundled.loaded.threadsNote ?? ''}); a warm-up group each,
+\`wasmPaths\` (onnxruntime-web's glue bundled in its module, with its WebGPU build's \`.asyncify\` \`.wasm\`;
+it runs ${bundled.loaded.threads} thread there); a warm-up group each,
 then ${ROUNDS} rounds of one group (G = 8, 256-token prompt, 64 new tokens); the fastest is compared. The
 machine is shared with other work: load ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after.
 
@@ -102,5 +102,11 @@ after another.
 | Page | Sampling | Total | Tokens | Tokens/s | Against one after another |
 | ---: | --- | ---: | ---: | ---: | ---: |
 ${stepRows.join('\n')}
+
+Threads pay only where the cores are free: a WebAssembly thread pool meets at a barrier in every
+operator, so on a machine whose load is many times its cores one descheduled thread stalls the
+other, and two threads come out slower than one. Batching (\`generateGroups\`) reads each weight once
+for all rows, which is a win on every page here; it grows with the threads, which split the larger
+matrices better than a group's eight rows.
 `;
 }
