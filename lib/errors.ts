@@ -1,6 +1,8 @@
 /**
  * Every error webgrpo throws is a `WebgrpoError` with a stable `code`, so callers can branch on
  * the kind of failure without parsing messages. Messages say what was wrong and what to do.
+ * Each class states its `name` as a literal: a minifier renames classes, and `new.target.name`
+ * would then report `InvalidInputError` as `t`.
  */
 export type ErrorCode =
   | 'InvalidInput'
@@ -18,17 +20,18 @@ export type ErrorCode =
   | 'Busy';
 
 export class WebgrpoError extends Error {
+  override name = 'WebgrpoError';
   readonly code: ErrorCode;
 
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
-    this.name = new.target.name;
   }
 }
 
 /** A caller passed something malformed. `argument` names the offending option or field. */
 export class InvalidInputError extends WebgrpoError {
+  override name = 'InvalidInputError';
   readonly argument: string;
 
   constructor(argument: string, message: string, options?: { cause?: unknown }) {
@@ -39,6 +42,7 @@ export class InvalidInputError extends WebgrpoError {
 
 /** Model files are missing, unreadable or not a supported architecture. */
 export class ModelLoadError extends WebgrpoError {
+  override name = 'ModelLoadError';
   constructor(message: string, options?: { cause?: unknown }) {
     super('ModelLoad', message, options);
   }
@@ -46,6 +50,7 @@ export class ModelLoadError extends WebgrpoError {
 
 /** The operation was cancelled through its AbortSignal. */
 export class AbortError extends WebgrpoError {
+  override name = 'AbortError';
   constructor(message = 'The operation was aborted.', options?: { cause?: unknown }) {
     super('Aborted', message, options);
   }
@@ -58,6 +63,7 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
 
 /** A store could not read or write (a failed transaction, a corrupt file, a closed database). */
 export class StoreError extends WebgrpoError {
+  override name = 'StoreError';
   constructor(message: string, options?: { cause?: unknown }) {
     super('Store', message, options);
   }
@@ -69,6 +75,7 @@ export class StoreError extends WebgrpoError {
  * Nothing was changed by the operation that found it.
  */
 export class StoreCorruptError extends WebgrpoError {
+  override name = 'StoreCorruptError';
   readonly what: string;
 
   constructor(what: string, message: string, options?: { cause?: unknown }) {
@@ -82,6 +89,7 @@ export class StoreCorruptError extends WebgrpoError {
  * that hit it was rolled back as a whole, so the stored run is intact: free space and resume it.
  */
 export class StoreQuotaError extends WebgrpoError {
+  override name = 'StoreQuotaError';
   constructor(message: string, options?: { cause?: unknown }) {
     super('StoreQuota', message, options);
   }
@@ -89,6 +97,7 @@ export class StoreQuotaError extends WebgrpoError {
 
 /** A loop was started on a run that another loop (this page, another tab or process) is running. */
 export class AlreadyRunningError extends WebgrpoError {
+  override name = 'AlreadyRunningError';
   readonly runId: string;
 
   constructor(runId: string, message: string, options?: { cause?: unknown }) {
@@ -99,6 +108,7 @@ export class AlreadyRunningError extends WebgrpoError {
 
 /** Nothing is stored under the id that was asked for (a run, a step, a group, a completion). */
 export class NotFoundError extends WebgrpoError {
+  override name = 'NotFoundError';
   constructor(message: string, options?: { cause?: unknown }) {
     super('NotFound', message, options);
   }
@@ -106,6 +116,7 @@ export class NotFoundError extends WebgrpoError {
 
 /** Text that should have held structured data (critic output, a JSONL line) could not be parsed. */
 export class ParseError extends WebgrpoError {
+  override name = 'ParseError';
   constructor(message: string, options?: { cause?: unknown }) {
     super('Parse', message, options);
   }
@@ -113,6 +124,7 @@ export class ParseError extends WebgrpoError {
 
 /** The backend cannot do what was asked (for example score completions over a hosted API). */
 export class UnsupportedError extends WebgrpoError {
+  override name = 'UnsupportedError';
   constructor(message: string, options?: { cause?: unknown }) {
     super('Unsupported', message, options);
   }
@@ -120,6 +132,7 @@ export class UnsupportedError extends WebgrpoError {
 
 /** An HTTP call failed. `status` is the response status, absent when no response came (network, timeout). */
 export class HttpError extends WebgrpoError {
+  override name = 'HttpError';
   readonly status: number | undefined;
 
   constructor(status: number | undefined, message: string, options?: { cause?: unknown }) {
@@ -130,6 +143,7 @@ export class HttpError extends WebgrpoError {
 
 /** A server's response body was larger than the client's cap (`limit` bytes); it was not read whole. */
 export class ResponseTooLargeError extends HttpError {
+  override name = 'ResponseTooLargeError';
   readonly limit: number;
 
   constructor(status: number | undefined, limit: number, message: string, options?: { cause?: unknown }) {
@@ -140,6 +154,7 @@ export class ResponseTooLargeError extends HttpError {
 
 /** Too much work is already waiting (a request queue is full); retry later. */
 export class BusyError extends WebgrpoError {
+  override name = 'BusyError';
   constructor(message: string, options?: { cause?: unknown }) {
     super('Busy', message, options);
   }

@@ -6,7 +6,7 @@
  * live with the engine.
  */
 import { exposePolicy, type WorkerScope } from '../lib/worker/index.js';
-import { loadOnnxPolicy, type OnnxPolicy, type OnnxPolicyOptions } from '../lib/onnx.js';
+import { loadOnnxPolicy, type OnnxPolicy, type OnnxPolicyOptions } from '../lib/onnx.browser.js';
 import { serveGradientRuns } from './lib/gradient-worker.js';
 
 let policy: OnnxPolicy | null = null;

@@ -11,6 +11,7 @@ import type { Policy } from '../policy/types.js';
 import { serve } from '../serve/server.js';
 import { closeOnSignals } from '../serve/signals.js';
 import { openFileSessionStore } from '../store/file-groups.js';
+import { modelPath } from './model-arg.js';
 
 const HELP = `Usage: webgrpo serve --model <dir|hub id> [options]
 
@@ -18,7 +19,8 @@ Serves a model over an OpenAI-compatible API (/v1/chat/completions, /v1/completi
 /v1/models) plus ask/tell feedback (/v1/feedback, /v1/groups/:id) and /health.
 
 Options:
-  --model <dir|id>          model folder (e.g. public/models/webgrpo-tiny) or hub id (required)
+  --model <name|dir|id>     webgrpo-tiny or webgrpo-skill (the bundled models), a model folder,
+                            or a hub id (required)
   --port <n>                port (default 8000; 0 picks a free one)
   --host <addr>             interface (default 127.0.0.1; 0.0.0.0 exposes it to the network)
   --api-key <key>           require "Authorization: Bearer <key>" (or set WEBGRPO_API_KEY);
@@ -45,7 +47,7 @@ async function loadOnnx(model: string, device: OnnxDevice, log: (line: string) =
   const { loadOnnxPolicy } = await import('../onnx.js');
   let reported = -1;
   return loadOnnxPolicy({
-    model,
+    model: await modelPath(model),
     device,
     onProgress: ({ status, loaded, total }) => {
       const percent = total > 0 ? Math.floor((100 * loaded) / total) : 0;

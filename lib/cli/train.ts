@@ -22,6 +22,7 @@ import { builtinTasks, getTask } from '../tasks/index.js';
 import { builtinRewards } from '../tasks/rewards.js';
 import { Progress, table, type ViewIo } from './train-view.js';
 import { adapterOptions, int, num, TRAINS_POLICY, UsageError } from './train-flags.js';
+import { modelPath } from './model-arg.js';
 import { methodKinds, methodOf } from '../methods/registry.js';
 import type { RewardFunction } from '../run/options.js';
 import type { Run } from '../run/run.js';
@@ -44,7 +45,8 @@ the attention and MLP projections of every layer. The router learns which prompt
 use per kind of question.
 
 Model
-  --model <dir|id>       ONNX model folder or Hugging Face id (default: the bundled tiny model)
+  --model <name|dir|id>  webgrpo-tiny or webgrpo-skill (the bundled models), an ONNX model folder
+                         or a Hugging Face id (default: webgrpo-tiny)
   --device <name>        auto | cpu | wasm | webgpu (default auto: the CPU in Node)
   --replay <file>        answer from a recording instead of a model (offline demos, tests)
   --record <file>        save every model output of this run to a recording
@@ -158,7 +160,7 @@ export async function run(argv: string[], io: TrainIo = nodeIo()): Promise<numbe
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>['values'];
 
 async function train(values: Values, store: FileStore, io: TrainIo): Promise<number> {
-  const bundled = values.model === undefined && values.replay === undefined;
+  const bundled = (values.model === undefined || values.model === 'webgrpo-tiny') && values.replay === undefined;
   const resumed = values.resume !== undefined ? await store.getRun(values.resume) : undefined;
   if (values.resume !== undefined && !resumed) throw new UsageError(`No run "${values.resume}" in ${store.root}; see \`webgrpo train --list\`.`);
   if (!resumed && (values.task === undefined) === (values.dataset === undefined)) {
@@ -359,7 +361,7 @@ function nodeIo(): TrainIo {
     interrupt: controller.signal,
     async loadModel(model, device, progress, options) {
       const onnx = await import('../onnx.js');
-      const path = model ?? (await onnx.bundledModelPath());
+      const path = await modelPath(model ?? 'webgrpo-tiny');
       return onnx.loadOnnxPolicy({
         model: path,
         hiddenState: options?.trainable === true,

@@ -137,6 +137,10 @@ export interface PolicyInfo {
    * absent where unknown. Callers with long prompts (the lessons critic) cut them to fit.
    */
   maxPositions?: number;
+  /** Local models in a browser: the WebAssembly threads onnxruntime-web runs. */
+  threads?: number;
+  /** Why `threads` is 1, when it is (the page is not cross-origin isolated, ...). */
+  threadsNote?: string;
 }
 
 export interface Policy {

@@ -1,15 +1,21 @@
 /**
  * Messages between `createWorkerPolicy` (main thread) and `exposePolicy` (worker). Results carry
  * token ids and log-probs as typed arrays whose buffers are transferred, not copied; errors carry
- * their class name and fields so the other side re-throws the same typed error.
+ * their code and fields so the other side re-throws the same typed error.
  */
 import {
   AbortError,
+  AlreadyRunningError,
   BusyError,
   HttpError,
   InvalidInputError,
   ModelLoadError,
   NotFoundError,
+  ParseError,
+  ResponseTooLargeError,
+  StoreCorruptError,
+  StoreError,
+  StoreQuotaError,
   UnsupportedError,
   WebgrpoError,
   type ErrorCode,
@@ -138,8 +144,16 @@ export interface SerializedError {
   name: string;
   message: string;
   code?: ErrorCode;
+  /** InvalidInputError */
   argument?: string;
+  /** HttpError */
   status?: number;
+  /** ResponseTooLargeError */
+  limit?: number;
+  /** StoreCorruptError */
+  what?: string;
+  /** AlreadyRunningError */
+  runId?: string;
   stack?: string;
 }
 
@@ -150,39 +164,57 @@ export function serializeError(error: unknown): SerializedError {
   if (error instanceof WebgrpoError) out.code = error.code;
   if (error instanceof InvalidInputError) out.argument = error.argument;
   if (error instanceof HttpError && error.status !== undefined) out.status = error.status;
+  if (error instanceof ResponseTooLargeError) out.limit = error.limit;
+  if (error instanceof StoreCorruptError) out.what = error.what;
+  if (error instanceof AlreadyRunningError) out.runId = error.runId;
   return out;
 }
 
-/** Rebuilds the error class the worker threw (an unknown WebgrpoError subclass keeps its code and name). */
+/**
+ * Rebuilds the error the worker threw, by its `code` (names are for people: a build that renames
+ * classes must still revive the same class with its fields). A code without a class of its own
+ * revives as a WebgrpoError with that code and the name it was sent with.
+ */
 export function reviveError(e: SerializedError): Error {
-  let error: Error;
-  switch (e.name) {
-    case 'InvalidInputError':
-      error = new InvalidInputError(e.argument ?? '', '');
-      break;
-    case 'HttpError':
-      error = new HttpError(e.status, '');
-      break;
-    case 'AbortError':
-      error = new AbortError();
-      break;
-    case 'ModelLoadError':
-      error = new ModelLoadError('');
-      break;
-    case 'NotFoundError':
-      error = new NotFoundError('');
-      break;
-    case 'UnsupportedError':
-      error = new UnsupportedError('');
-      break;
-    case 'BusyError':
-      error = new BusyError('');
-      break;
-    default:
-      error = e.code ? new WebgrpoError(e.code, '') : new Error('');
-      error.name = e.name;
-  }
+  const error = errorOfCode(e);
+  if (!e.code) error.name = e.name;
   error.message = e.message;
   if (e.stack) error.stack = e.stack;
   return error;
+}
+
+function errorOfCode(e: SerializedError): Error {
+  switch (e.code) {
+    case undefined:
+      return new Error('');
+    case 'InvalidInput':
+      return new InvalidInputError(e.argument ?? '', '');
+    case 'Http':
+      return e.limit !== undefined ? new ResponseTooLargeError(e.status, e.limit, '') : new HttpError(e.status, '');
+    case 'Aborted':
+      return new AbortError();
+    case 'ModelLoad':
+      return new ModelLoadError('');
+    case 'NotFound':
+      return new NotFoundError('');
+    case 'Unsupported':
+      return new UnsupportedError('');
+    case 'Busy':
+      return new BusyError('');
+    case 'Store':
+      return new StoreError('');
+    case 'StoreQuota':
+      return new StoreQuotaError('');
+    case 'StoreCorrupt':
+      return new StoreCorruptError(e.what ?? '', '');
+    case 'AlreadyRunning':
+      return new AlreadyRunningError(e.runId ?? '', '');
+    case 'Parse':
+      return new ParseError('');
+    default: {
+      const error = new WebgrpoError(e.code, '');
+      error.name = e.name;
+      return error;
+    }
+  }
 }

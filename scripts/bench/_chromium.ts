@@ -4,16 +4,25 @@
  * `window.ready`, and calls into the `window.bench` it exposes.
  */
 import type { Browser, Page } from 'playwright-core';
-import { createServer } from 'vite';
+import { createServer, type InlineConfig } from 'vite';
 import { launchChromium } from '../../test/browser/launch.js';
 import { browserServerConfig } from '../../test/browser/server-config.js';
 
 /** How long a page may take to import its modules and set `window.ready`. */
 export const READY_TIMEOUT_MS = 120_000;
 
+/**
+ * The dev server's configuration with the page cross-origin isolated (COOP/COEP), as the
+ * playground serves it, so onnxruntime-web may run WebAssembly threads.
+ */
+export const isolatedServerConfig: InlineConfig = {
+  ...browserServerConfig,
+  server: { ...browserServerConfig.server, headers: { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } },
+};
+
 /** Runs `fn` with the base URL (`http://127.0.0.1:<port>`) of a dev server started for it, closed afterwards. */
-export async function withBenchServer<T>(fn: (base: string) => Promise<T>): Promise<T> {
-  const server = await createServer(browserServerConfig);
+export async function withBenchServer<T>(fn: (base: string) => Promise<T>, config: InlineConfig = browserServerConfig): Promise<T> {
+  const server = await createServer(config);
   await server.listen();
   try {
     const address = server.httpServer?.address();

@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { decoderGroupForward, decoderParameterCount } from '../../lib/lora/full-grad.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
-import { loadOnnxPolicy } from '../../lib/policy/onnx/load.js';
+import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { countLetter, skillTasks } from '../../lib/tasks/skill.js';
 import { buildModel } from '../build-model/index.js';
 import { vocabulary } from '../build-model/tokenizer.js';

@@ -76,6 +76,8 @@ export function bundledModelPath(folder: string, base: string = document.baseURI
 export interface OnnxInit {
   model: string;
   device: OnnxDevice;
+  /** Where the site serves onnxruntime-web's files (vite.config.ts), so WebAssembly can run threads. */
+  wasmPaths: string;
   dtype?: OnnxDtype;
   /** For gradient runs: the graph also returns the final hidden state, and the policy gets a trainable head. */
   hiddenState?: boolean;
@@ -86,7 +88,7 @@ export type LoadDevice = Exclude<OnnxDevice, 'auto' | 'cpu'>;
 
 /** What `loadOnnxPolicy` gets for a catalog model. 4-bit weights with fp16 math on WebGPU, 4-bit on WASM. */
 export function onnxInit(model: OnnxModel, device: LoadDevice, trainable = false): OnnxInit {
-  const extra = trainable ? { hiddenState: true } : {};
+  const extra = { wasmPaths: new URL('./ort/', document.baseURI).href, ...(trainable ? { hiddenState: true } : {}) };
   if (model.source === 'bundled') return { model: bundledModelPath(model.folder as string), device, ...extra };
   return { model: model.hubId as string, device, dtype: device === 'webgpu' ? 'q4f16' : 'q4', ...extra };
 }

@@ -35,4 +35,9 @@ describe('the public API in the README', () => {
     const exported = Object.keys(await ENTRIES[entry]()).sort();
     expect(names).toEqual(exported);
   });
+
+  it("webgrpo/onnx's browser build exports what its Node build does", async () => {
+    const node = Object.keys(await import('../../lib/onnx.js')).sort();
+    expect(Object.keys(await import('../../lib/onnx.browser.js')).sort()).toEqual(node);
+  });
 });

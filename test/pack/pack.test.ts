@@ -1,26 +1,21 @@
 /**
- * The published artefact, tested as a user gets it: `npm pack` (which runs `prepare`, i.e. the
- * library build), install the tarball into an empty folder, and import 'webgrpo' from a plain
- * Node ESM script. A resolve hook in that script refuses onnxruntime and transformers.js, so the
- * import fails if the core ever pulls them in. The README's example runs there too.
+ * The published artefact, tested as a user gets it (test/pack/consumer.ts): packed from a copy of
+ * the repository (its dist/ and package.json stay as they are), installed from the tarball into a
+ * fresh project, imported from plain Node (a resolve hook refuses onnxruntime and transformers.js,
+ * so the core never pulls them in), required, run from the command line, type-checked with every
+ * README example, and built into a page by Vite, webpack 5 and esbuild, minified, with the
+ * configuration the README gives each, which Chromium then runs (test/pack/consumer-app.ts).
  */
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { afterAll, describe, expect, it } from 'vitest';
-
-const run = promisify(execFile);
-const root = fileURLToPath(new URL('../..', import.meta.url));
-
-/** The environment without the npm_* variables of an enclosing `npm test`, which would point npm at this repo. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ONNXRUNTIME_NODE_INSTALL: 'skip' };
-  for (const [key, value] of Object.entries(process.env)) if (!/^npm_/i.test(key)) env[key] = value;
-  return env;
-}
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../browser/launch.js';
+import { buildPage, type Bundler } from './consumer-app.js';
+import { cleanEnv, installProject, packInto, pinned, root, run, type Packed } from './consumer.js';
+import { serveStatic } from './static-server.js';
 
 const hooks = `
 const forbidden = /(^|\\/)(onnxruntime-(node|web|common)|@huggingface\\/transformers)(\\/|$)/;
@@ -129,35 +124,58 @@ export async function check(): Promise<GroupResult> {
 }
 `;
 
+const tsc = join(root, 'node_modules/typescript/bin/tsc');
+const strict = (resolution: 'nodenext' | 'bundler') => [
+  // Every declaration file but TypeScript's own libraries is checked: ours, and whatever ours pull in.
+  '--noEmit', '--strict', '--skipLibCheck', 'false', '--skipDefaultLibCheck', '--target', 'es2022', '--lib', 'es2023,dom',
+  '--module', resolution === 'bundler' ? 'esnext' : 'nodenext', '--moduleResolution', resolution,
+];
+
+/** The README's ```js and ```ts blocks, each as the module a user would paste it into. */
+async function readmeExamples(): Promise<{ name: string; code: string }[]> {
+  const readme = await readFile(join(root, 'README.md'), 'utf8');
+  return [...readme.matchAll(/^ *```(js|ts)\n([\s\S]*?)^ *```/gm)].map((m) => {
+    const line = readme.slice(0, m.index).split('\n').length;
+    // Blocks in a list are indented with it; `export {}` makes a block without imports a module too.
+    const code = m[2].replace(/^ {2}/gm, '');
+    return { name: `readme-line-${line}.ts`, code: `${code}\nexport {};\n` };
+  });
+}
+
 describe('npm pack', () => {
   let dir = '';
   let app = '';
+  let packed: Packed;
+  let installLog = '';
+  const repositoryManifest = readFile(join(root, 'package.json'), 'utf8');
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'webgrpo-pack-'));
+    packed = await packInto(dir);
+    app = join(dir, 'app');
+    // transformers.js is an optional peer: a user of webgrpo/onnx installs it next to webgrpo.
+    const installed = await installProject(app, [packed.tarball, ...(await Promise.all(['@huggingface/transformers', 'openai', '@types/node'].map(pinned)))]);
+    installLog = installed.stdout + installed.stderr;
+  }, 400_000);
   afterAll(async () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('installs into an empty folder and imports from plain Node without loading a model runtime', async () => {
-    dir = await mkdtemp(join(tmpdir(), 'webgrpo-pack-'));
+  it('ships dist/ without source maps, a manifest without the repository\'s install policy, and installs without a word about webgrpo', async () => {
+    const paths = packed.files;
+    expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/onnx.js', 'dist/onnx.browser.js', 'dist/math/loss.d.ts', 'README.md', 'LICENSE']));
+    expect(paths.filter((p) => p.startsWith('lib/') || p.startsWith('test/') || p.endsWith('.map'))).toEqual([]);
+    expect(packed.manifest).not.toHaveProperty('allowScripts');
+    expect(packed.manifest.scripts).not.toHaveProperty('prepare');
+    expect(installLog).not.toMatch(/webgrpo@/);
+    // Packing worked on a copy: the repository's manifest is as it was.
+    expect(await readFile(join(root, 'package.json'), 'utf8')).toBe(await repositoryManifest);
+  });
+
+  it('imports from plain Node without loading a model runtime, and runs the README tour as printed', async () => {
     const env = cleanEnv();
-    const packed = await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: root, env, maxBuffer: 16 << 20 });
-    const [{ filename, files }] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as {
-      filename: string;
-      files: { path: string }[];
-    }[];
-    const paths = files.map((f) => f.path);
-    expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/math/loss.d.ts', 'README.md', 'LICENSE']));
-    expect(paths.some((p) => p.startsWith('lib/') || p.startsWith('test/'))).toBe(false);
-
-    app = join(dir, 'app');
-    await run('mkdir', [app]);
-    await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'pack-check', private: true, type: 'module' }));
-    await run('npm', ['install', join(dir, filename), '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app, env });
-    // The declarations resolve through the exports map: a strict type-check of a consumer file.
     await writeFile(join(app, 'types.ts'), typesCheck);
-    const tsc = join(root, 'node_modules/typescript/bin/tsc');
-    const flags = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', 'types.ts'];
-    await run(process.execPath, [tsc, ...flags], { cwd: app, env });
-
+    await run(process.execPath, [tsc, ...strict('nodenext'), 'types.ts'], { cwd: app, env });
     await writeFile(join(app, 'hooks.mjs'), hooks);
     await writeFile(join(app, 'check.mjs'), check);
     const { stdout } = await run(process.execPath, ['check.mjs'], { cwd: app, env });
@@ -172,23 +190,108 @@ describe('npm pack', () => {
     await writeFile(join(app, 'example.mjs'), example!);
     const printed = (await run(process.execPath, ['example.mjs'], { cwd: app, env })).stdout.trim().split('\n');
     expect(printed).toEqual(expected);
-  }, 240_000);
+  }, 120_000);
 
-  it('runs webgrpo/onnx from the installed package in plain Node, on the bundled model, offline', async () => {
-    expect(app, 'runs in the folder the previous test installed into').not.toBe('');
+  it('answers require() where Node loads ES modules that way, and says it is an ES module where not', async () => {
+    const script = "const w = require('webgrpo'); const o = require('webgrpo/onnx'); console.log(typeof w.computeAdvantages, typeof o.loadOnnxPolicy)";
+    const requireModule = (process.features as { require_module?: boolean }).require_module === true;
+    const result = run(process.execPath, ['-e', script], { cwd: app, env: cleanEnv() });
+    if (requireModule) expect((await result).stdout.trim()).toBe('function function');
+    else await expect(result).rejects.toThrow(/ES Module|ERR_REQUIRE_ESM/);
+  });
+
+  it('runs webgrpo/onnx in plain Node on the bundled model, offline, and serves it with `webgrpo serve --model webgrpo-tiny`', async () => {
     const env = cleanEnv();
-    // transformers.js is an optional peer: a user of webgrpo/onnx installs it next to webgrpo.
-    const transformers = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')).devDependencies['@huggingface/transformers'];
-    await run('npm', ['install', `@huggingface/transformers@${transformers}`, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app, env });
     await writeFile(join(app, 'onnx-types.ts'), onnxTypesCheck);
-    const tsc = join(root, 'node_modules/typescript/bin/tsc');
-    const flags = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--skipLibCheck', 'onnx-types.ts'];
-    await run(process.execPath, [tsc, ...flags], { cwd: app, env });
+    await run(process.execPath, [tsc, ...strict('nodenext'), 'onnx-types.ts'], { cwd: app, env });
     await writeFile(join(app, 'onnx-check.mjs'), onnxCheck);
     const { stdout } = await run(process.execPath, ['onnx-check.mjs'], { cwd: app, env });
     const report = JSON.parse(stdout) as { model: string; backend: string; rows: number; maxGap: number; steps: number; adapter: string };
     expect(report.model).toBe(join(app, 'node_modules/webgrpo/public/models/webgrpo-tiny'));
     expect(report).toMatchObject({ backend: 'cpu', rows: 3, steps: 2, adapter: 'webgrpo.adapter' });
     expect(report.maxGap).toBeLessThan(1e-4);
-  }, 240_000);
+
+    // The README's command, as a user runs it from the project.
+    const server = spawn('npx', ['webgrpo', 'serve', '--model', 'webgrpo-tiny', '--port', '0'], { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        server.stdout.on('data', (chunk: Buffer) => {
+          out += String(chunk);
+          const found = /at (http:\/\/\S+)/.exec(out);
+          if (found) resolve(found[1]);
+        });
+        server.stderr.on('data', (chunk: Buffer) => (out += String(chunk)));
+        server.once('exit', (code) => reject(new Error(`webgrpo serve exited (${code}): ${out}`)));
+      });
+      const models = (await (await fetch(new URL('/v1/models', url))).json()) as { data: { id: string }[] };
+      expect(models.data.map((m) => m.id)).toEqual(['webgrpo-tiny']);
+    } finally {
+      server.kill('SIGTERM');
+    }
+  }, 120_000);
+
+  it('type-checks every README example as written, strict, skipLibCheck off, for moduleResolution bundler and nodenext', async () => {
+    const examples = await readmeExamples();
+    expect(examples.length).toBeGreaterThan(10);
+    for (const { name, code } of examples) await writeFile(join(app, name), code);
+    for (const resolution of ['bundler', 'nodenext'] as const) {
+      const checked = run(process.execPath, [tsc, ...strict(resolution), ...examples.map((e) => e.name)], { cwd: app, env: cleanEnv(), maxBuffer: 16 << 20 });
+      await expect(checked.then(() => 'clean', (e: { stdout: string }) => e.stdout)).resolves.toBe('clean');
+    }
+  }, 300_000);
+
+  it("bundles every browser entry for the browser with no node: import (transformers.js left to the app's bundle)", async () => {
+    const esbuild = join(root, 'node_modules/.bin/esbuild');
+    for (const entry of ['webgrpo', 'webgrpo/onnx', 'webgrpo/idb', 'webgrpo/openai', 'webgrpo/grad', 'webgrpo/parquet']) {
+      const file = `entry-${entry.replace('/', '-')}.js`;
+      await writeFile(join(app, file), `export * from '${entry}';\n`);
+      const args = [file, '--bundle', '--platform=browser', '--format=esm', '--external:@huggingface/transformers', '--log-level=error'];
+      const { stdout } = await run(esbuild, args, { cwd: app, maxBuffer: 64 << 20 });
+      expect(stdout.length, entry).toBeGreaterThan(100);
+      expect(stdout.match(/(from|import\(|require\()\s*["'`]node:[\w/]+/g) ?? [], entry).toEqual([]);
+    }
+  }, 60_000);
+
+  describe.each(['vite', 'webpack', 'esbuild'] as Bundler[])('a page built by %s', (bundler) => {
+    let browser: Browser | undefined;
+    afterAll(async () => browser?.close());
+
+    it('loads the bundled model on WebAssembly, samples on the page and in threaded workers, and keeps typed errors minified and across a worker', async () => {
+      const dist = await buildPage(app, bundler);
+      const modules = join(app, 'node_modules');
+      const site = await serveStatic({ '/models/': join(modules, 'webgrpo/public/models'), '/ort/': join(modules, 'onnxruntime-web/dist'), '/': dist }, { isolated: true });
+      // Another origin answering like the hub: CORS, no Cross-Origin-Resource-Policy header.
+      const hub = await serveStatic({ '/webgrpo/webgrpo-tiny/': join(modules, 'webgrpo/public/models/webgrpo-tiny') }, { cors: true });
+      try {
+        browser = await launchChromium({ webgpu: false });
+        const page = await browser.newPage();
+        // esbuild emits no .wasm: its page passes wasmPaths, as the README says.
+        const query = new URLSearchParams({ hub: hub.url, ...(bundler === 'esbuild' ? { ort: '/ort/' } : {}) });
+        await page.goto(`${site.url}?${query}`);
+        await page.waitForFunction(() => (window as { report?: unknown }).report, null, { timeout: 90_000 });
+        const report = (await page.evaluate(() => (window as { report?: unknown }).report)) as Record<string, any>;
+        expect(report.failed).toBeUndefined();
+        expect(report.isolated).toBe(true);
+        // The minifier renamed the class; the error still says what it is.
+        expect(report.className).not.toBe('InvalidInputError');
+        const invalid = { name: 'InvalidInputError', code: 'InvalidInput', argument: 'groupSize', invalidInput: true };
+        expect(report.thrown).toMatchObject(invalid);
+        expect(report.workerThrown).toMatchObject(invalid);
+        const cores = Math.min(16, report.cores as number);
+        for (const where of ['page', 'worker', 'hub']) expect(report[where], where).toMatchObject({ rows: 4, finite: true });
+        // Threads where onnxruntime's own files are served (wasmPaths); one thread, said why, where its glue is bundled.
+        expect(report.worker.threads).toBe(cores);
+        if (bundler === 'esbuild') expect(report.page.threads).toBe(cores);
+        else expect(report.page).toMatchObject({ threads: 1, threadsNote: expect.stringContaining('wasmPaths') });
+        expect(report.missingWasm).toMatchObject({ name: 'ModelLoadError', modelLoad: true, message: expect.stringContaining('/no-such-folder/ort-wasm-simd-threaded.wasm') });
+        expect(report.missingWasm.message).toContain('wasmPaths');
+        // Nothing was asked for that is not there (the .wasm next to the bundle above all), but the missing folder.
+        expect(site.missing.filter((path) => !path.startsWith('/no-such-folder/') && path !== '/favicon.ico')).toEqual([]);
+      } finally {
+        await site.close();
+        await hub.close();
+      }
+    }, 300_000);
+  });
 });

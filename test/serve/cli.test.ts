@@ -61,7 +61,7 @@ describe('webgrpo serve', () => {
   it('explains its options and refuses bad ones', async () => {
     const help = await runToExit(['--help']);
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/--model <dir\|id>/);
+    expect(help.stdout).toMatch(/--model <name\|dir\|id> +webgrpo-tiny or webgrpo-skill/);
     const missing = await runToExit(['--port', '0']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/--model is required/);

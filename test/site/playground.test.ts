@@ -100,6 +100,10 @@ describe('the playground', { timeout: 240_000 }, () => {
     await expect.poll(() => statusChip().textContent(), { timeout: 120_000 }).toBe('completed');
 
     expect(await header().getByRole('status').textContent()).toContain('4 / 4 groups');
+    // `npm start` serves the page cross-origin isolated and onnxruntime's own files: WebAssembly runs a thread per core.
+    const cores = await page.evaluate(() => (self.crossOriginIsolated ? Math.min(16, navigator.hardwareConcurrency) : 0));
+    expect(cores).toBeGreaterThan(0);
+    expect(await page.locator('header .device').textContent()).toContain(cores === 1 ? '1 thread' : `${cores} threads`);
     expect(await page.locator('section[aria-labelledby="charts-title"] canvas').count()).toBeGreaterThanOrEqual(4);
     expect(await page.locator('section[aria-labelledby="charts-title"] tbody tr').count()).toBe(1);
     // Step 2 of 2 is in view: two groups of three completions, shaded token by token.

@@ -12,7 +12,7 @@ import type { Policy, PromptInput } from '../../policy/types.js';
 import type { DatasetItem, LoraRunConfig } from '../../store/records.js';
 import { validateHandles, type GroupSamplingOptions, type LoopHandles } from '../../run/options.js';
 import type { EvaluationOption } from '../../run/held-out.js';
-import type { ModelGraph } from '../../policy/onnx/model-graph.js';
+import type { ModelGraph } from '../../policy/onnx/graph.js';
 import type { GpuDeviceLike } from '../../policy/onnx/webgpu-types.js';
 import type { GradientLossOptions } from '../gradient/options.js';
 import { resolveTrainingConfig } from '../gradient/options.js';

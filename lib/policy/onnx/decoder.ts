@@ -9,7 +9,7 @@
  */
 import type { KvOps, KvState } from './kv-cache.js';
 import type { LogitsOps } from './logits-ops.js';
-import type { OrtRunOptions, OrtSession, OrtTensor, OrtTensorClass } from './runtime.js';
+import type { OrtRunOptions, OrtSession, OrtTensor, OrtTensorClass } from './ort-types.js';
 
 
 /**

@@ -9,8 +9,9 @@
 import { ModelLoadError } from '../../errors.js';
 import type { Backend } from './device.js';
 import { exposeHiddenState } from './hidden-state.js';
-import type { ModelLocation } from './location.js';
-import type { OrtSession, Transformers } from './runtime.js';
+import type { ModelHost, ModelLocation } from './location.js';
+import type { OrtSession } from './ort-types.js';
+import type { Transformers } from './runtime.js';
 
 interface SessionClass {
   create(model: Uint8Array, options: Record<string, unknown>): Promise<OrtSession>;
@@ -35,7 +36,7 @@ export interface ModelFiles {
  * Reads the files `session` was built from, as transformers.js found them for `location` (its
  * `config.dtype` names the file it loaded).
  */
-export async function readModelFiles(transformers: Transformers, location: ModelLocation, modelConfig: unknown, backend: Backend, session: OrtSession, isNode: boolean): Promise<ModelFiles> {
+export async function readModelFiles(transformers: Transformers, location: ModelLocation, modelConfig: unknown, backend: Backend, session: OrtSession, host: ModelHost): Promise<ModelFiles> {
   const dtype = (session as { config?: { dtype?: string } }).config?.dtype;
   const files = await transformers.ModelRegistry.get_model_files(location.id, {
     config: modelConfig as never,
@@ -45,7 +46,7 @@ export async function readModelFiles(transformers: Transformers, location: Model
   const graphFile = files.find((file) => file.endsWith('.onnx'));
   if (!graphFile) throw new ModelLoadError(`Could not tell which ONNX file ${location.id} was loaded from.`);
   const dataFiles = files.filter((file) => file.startsWith(`${graphFile}_data`));
-  const read = (file: string) => readModelFile(transformers, location, file, isNode);
+  const read = (file: string) => host.readFile(transformers.env, location, file);
   const [graph, ...data] = await Promise.all([read(graphFile), ...dataFiles.map(read)]);
   return { graphFile, graph, externalData: Object.fromEntries(dataFiles.map((file, i) => [file.slice(file.lastIndexOf('/') + 1), data[i]])) };
 }
@@ -79,9 +80,9 @@ export async function rebuildWithHiddenState(
   modelConfig: unknown,
   backend: Backend,
   old: OrtSession,
-  isNode: boolean,
+  host: ModelHost,
 ): Promise<HiddenSession> {
-  const files = await readModelFiles(transformers, location, modelConfig, backend, old, isNode);
+  const files = await readModelFiles(transformers, location, modelConfig, backend, old, host);
   const rewritten = await exposeHiddenState(files.graph);
   await (old as OrtSession & { release(): Promise<void> }).release();
   try {
@@ -89,38 +90,4 @@ export async function rebuildWithHiddenState(
   } catch (cause) {
     throw new ModelLoadError(`Could not build the decoder with its hidden state exposed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
-}
-
-/** One file of the model, from where transformers.js found it. */
-async function readModelFile(transformers: Transformers, location: ModelLocation, file: string, isNode: boolean): Promise<Uint8Array> {
-  const { env } = transformers;
-  if (isNode) {
-    const { readFile } = await import('node:fs/promises');
-    const { join } = await import('node:path');
-    const paths = location.local ? [join(location.id, file)] : [join(String(env.cacheDir ?? ''), location.id, file)];
-    for (const path of paths) {
-      try {
-        return new Uint8Array(await readFile(path));
-      } catch {
-        // Not there: fall through to the hub below (or fail for a local folder).
-      }
-    }
-    if (location.local) throw new ModelLoadError(`Could not read ${join(location.id, file)}.`);
-  } else if (location.local) {
-    return fetchBytes(`${location.id}/${file}`);
-  }
-  // A hub model: transformers.js keeps browser downloads in the Cache API under their URL.
-  const url = `${env.remoteHost.replace(/\/+$/, '')}/${env.remotePathTemplate.replaceAll('{model}', location.id).replaceAll('{revision}', 'main').replace(/^\/+/, '')}${file}`;
-  const caches = (globalThis as { caches?: CacheStorage }).caches;
-  if (caches && env.useBrowserCache) {
-    const cached = await (await caches.open(env.cacheKey ?? 'transformers-cache')).match(url);
-    if (cached) return new Uint8Array(await cached.arrayBuffer());
-  }
-  return fetchBytes(url);
-}
-
-async function fetchBytes(url: string): Promise<Uint8Array> {
-  const response = await fetch(url);
-  if (!response.ok) throw new ModelLoadError(`Could not fetch ${url} (HTTP ${response.status}).`);
-  return new Uint8Array(await response.arrayBuffer());
 }

@@ -7,7 +7,7 @@
  * the decoder masks. Gathering drops leading positions that are padding in every kept row. On
  * WebGPU the blocks are copied buffer to buffer, so the cache never leaves the GPU.
  */
-import type { OrtTensor, OrtTensorClass } from './runtime.js';
+import type { OrtTensor, OrtTensorClass } from './ort-types.js';
 import { BufferUsage, type GpuDeviceLike } from './webgpu-types.js';
 
 export interface KvLayout {

@@ -10,13 +10,15 @@ import { chooseDevice, type Backend, type OnnxDevice } from './device.js';
 import { GpuKv, HostKv, type KvLayout, type KvOps } from './kv-cache.js';
 import { rebuildWithHiddenState } from './hidden-session.js';
 import { graphAccess } from './model-graph.js';
-import { resolveModelLocation, type ModelLocation } from './location.js';
+import { resolveModelLocation, type ModelHost, type ModelLocation } from './location.js';
 import { HostLogits, type LogitsOps } from './logits-ops.js';
 import { probePadding, probePasses } from './passes.js';
 import { OnnxPolicy, type OnnxTokenizer } from './policy.js';
 import { tokenBytesTable } from './token-table.js';
 import { tokenVocabulary } from '../constrain/vocabulary.js';
-import { loadRuntime, type OrtSession, type OrtTensorClass, type Runtime, type Transformers } from './runtime.js';
+import type { OrtSession, OrtTensorClass } from './ort-types.js';
+import { loadRuntime, type Runtime, type Transformers } from './runtime.js';
+import { configureWasm, wasmLoadFailure, type WasmPaths, type WasmSetup } from './wasm-runtime.js';
 import { WebGpuLogits } from './webgpu-sampler.js';
 import type { GpuDeviceLike } from './webgpu-types.js';
 
@@ -43,10 +45,19 @@ export interface OnnxPolicyOptions {
   onProgress?: (event: OnnxLoadProgress) => void;
   signal?: AbortSignal;
   /**
-   * Browsers: where onnxruntime-web's `.wasm` (and `.mjs`) files are. By default they are loaded
-   * from next to onnxruntime-web's own module, which bundlers such as Vite emit as assets.
+   * Browsers: the folder (URL) where onnxruntime-web's `dist/` files are served
+   * (`ort-wasm-simd-threaded.wasm` and `.mjs`, and the `.asyncify` pair for WebGPU): the policy then
+   * loads the smallest build for its backend and can run threads. `{ mjs, wasm }` names the two
+   * files of one build instead. Without it onnxruntime-web's bundled glue finds its WebGPU build's
+   * `.wasm` next to its own module, which Vite and webpack emit as an asset, on one thread.
    */
-  wasmPaths?: string | { mjs?: string; wasm?: string };
+  wasmPaths?: WasmPaths;
+  /**
+   * Browsers: WebAssembly threads. Default: every core (at most 16) where the page is cross-origin
+   * isolated and `wasmPaths` is given, else 1. Settled by the first model loaded in a page or
+   * worker; `policy.info.threads` says how many run.
+   */
+  threads?: number;
   /**
    * Also output the final hidden state (the LM head's input), which a trainable adapter on the
    * head needs (`webgrpo/grad`). The graph is rewritten once at load and its session built again,
@@ -64,7 +75,8 @@ export interface OnnxPolicyOptions {
 /** Logits elements one forward pass may produce; longer prompts and scoring batches run in windows. */
 const MAX_LOGITS = 1 << 25;
 
-export async function loadOnnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPolicy> {
+/** `loadOnnxPolicy` on one platform's files (host-node.ts, host-browser.ts); the entries pick it. */
+export async function loadOnnxPolicyOn(host: ModelHost, options: OnnxPolicyOptions): Promise<OnnxPolicy> {
   if (!options || typeof options !== 'object') throw new ModelLoadError('loadOnnxPolicy needs options: { model }.');
   const { signal } = options;
   const checkAbort = () => {
@@ -76,11 +88,11 @@ export async function loadOnnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPo
     throw new InvalidInputError('maxBatchRows', `must be a positive integer, got ${maxBatchRows}.`);
   }
   const runtime = await loadRuntime();
-  const choice = await chooseDevice(options.device ?? 'auto', runtime.isNode);
-  const location = await resolveModelLocation(options.model, runtime.isNode);
+  const choice = await chooseDevice(options.device ?? 'auto', host.isNode);
+  const location = await resolveModelLocation(options.model, host);
   const { env } = runtime.transformers;
   if (location.local) env.allowLocalModels = true;
-  if (!runtime.isNode) configureWasm(runtime.transformers, options.wasmPaths);
+  const wasm = host.isNode ? undefined : configureWasm(env.backends.onnx, choice.backend, options.wasmPaths, options.threads);
   checkAbort();
 
   const progress = trackProgress(options.onProgress);
@@ -93,10 +105,13 @@ export async function loadOnnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPo
   if (tokenizerResult.status === 'rejected' || modelResult.status === 'rejected') {
     if (modelResult.status === 'fulfilled') await modelResult.value.dispose();
     const cause = tokenizerResult.status === 'rejected' ? tokenizerResult.reason : (modelResult as PromiseRejectedResult).reason;
+    const runtimeFiles = host.isNode ? undefined : wasmLoadFailure(cause, wasm);
+    if (runtimeFiles) throw runtimeFiles;
     throw new ModelLoadError(
       `Could not load the model from ${location.id}: ${cause instanceof Error ? cause.message : String(cause)}. ` +
         'A model folder needs config.json, tokenizer.json, tokenizer_config.json and onnx/model.onnx ' +
-        '(or onnx/model_<dtype>.onnx for another dtype); `npm run build:model` rebuilds the bundled one.',
+        '(or onnx/model_<dtype>.onnx for another dtype). The bundled models ship in the package: ' +
+        'bundledModelPath() / skillModelPath() in Node; a site serves node_modules/webgrpo/public/models/ at /models/.',
       { cause },
     );
   }
@@ -104,7 +119,7 @@ export async function loadOnnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPo
   const tokenizer = tokenizerResult.value as unknown as OnnxTokenizer & { eos_token_id?: number };
   try {
     checkAbort();
-    const policy = await assemble(runtime, choice.backend, choice.note, location, model, tokenizer, options.hiddenState === true, maxBatchRows);
+    const policy = await assemble(runtime, host, choice.backend, choice.note, wasm, location, model, tokenizer, options.hiddenState === true, maxBatchRows);
     options.onProgress?.({ status: 'ready', ...progress.totals() });
     return policy;
   } catch (error) {
@@ -118,8 +133,10 @@ type LoadedModel = Awaited<ReturnType<Transformers['AutoModelForCausalLM']['from
 
 async function assemble(
   runtime: Runtime,
+  host: ModelHost,
   backend: Backend,
   note: string | undefined,
+  wasm: WasmSetup | undefined,
   location: ModelLocation,
   model: LoadedModel,
   tokenizer: OnnxTokenizer & { eos_token_id?: number },
@@ -135,7 +152,7 @@ async function assemble(
   let hidden: string | undefined;
   if (withHidden) {
     if (!(Number(config.hidden_size) > 0)) throw new ModelLoadError(`${label}: config.json states no hidden_size, which an adapter on the head needs.`);
-    ({ session, hidden } = await rebuildWithHiddenState(runtime.transformers, location, model.config, backend, session, runtime.isNode));
+    ({ session, hidden } = await rebuildWithHiddenState(runtime.transformers, location, model.config, backend, session, host));
     // The model object owns its sessions: disposing it releases the rebuilt one.
     model.sessions[sessionName] = session as never;
   }
@@ -173,9 +190,9 @@ async function assemble(
   const batchMode = await probePadding(probe, tryFailing);
   const decoder = new Decoder(session, runtime.Tensor, kv, logits, hidden);
   decoder.passMode = passMode;
-  const graph = graphAccess({ transformers: runtime.transformers, location, modelConfig: model.config, backend, isNode: runtime.isNode, loaded, current: () => decoder.current, hidden });
+  const graph = graphAccess({ transformers: runtime.transformers, location, modelConfig: model.config, backend, host, loaded, current: () => decoder.current, hidden });
   return new OnnxPolicy({
-    info: { model: label, backend, note, passMode, batchMode },
+    info: { model: label, backend, note, passMode, batchMode, ...(wasm ? { threads: wasm.threads, ...(wasm.reason ? { threadsNote: wasm.reason } : {}) } : {}) },
     tokenizer,
     decoder,
     vocabSize,
@@ -238,19 +255,6 @@ function kvLayout(session: OrtSession, config: Record<string, unknown>, label: s
   const headDim = typeof shape[3] === 'number' ? shape[3] : Number(config.head_dim ?? Number(config.hidden_size) / heads);
   if (!(kvHeads > 0 && headDim > 0)) throw new ModelLoadError(`${label}: cannot tell the key/value cache shape from the model or its config.`);
   return { pastNames, presentNames, dtype: meta?.type === 'float16' ? 'float16' : 'float32', kvHeads, headDim };
-}
-
-/**
- * transformers.js points onnxruntime-web at jsDelivr for its WebAssembly files. An offline-first
- * app cannot depend on that, so unless told otherwise onnxruntime-web finds them next to its own
- * module (`new URL('ort-wasm-simd-threaded.asyncify.wasm', import.meta.url)`), which Vite and
- * webpack turn into an emitted asset and dev servers serve from node_modules.
- */
-function configureWasm(transformers: Transformers, wasmPaths: OnnxPolicyOptions['wasmPaths']): void {
-  const wasm = (transformers.env.backends.onnx as { wasm?: { wasmPaths?: unknown } }).wasm;
-  if (!wasm) return;
-  if (wasmPaths !== undefined) wasm.wasmPaths = wasmPaths;
-  else if (JSON.stringify(wasm.wasmPaths ?? '').includes('cdn.jsdelivr.net')) wasm.wasmPaths = undefined;
 }
 
 interface ProgressCallback {

@@ -8,32 +8,18 @@
 import { ModelLoadError } from '../../errors.js';
 import type { Backend } from './device.js';
 import { createSessionLike, readModelFiles } from './hidden-session.js';
+import type { GraphAccess } from './graph.js';
 import { exposeHiddenState } from './hidden-state.js';
-import type { ModelLocation } from './location.js';
-import type { OrtSession, Transformers } from './runtime.js';
-
-/** The base model as its files hold it. */
-export interface ModelGraph {
-  /** The ONNX graph file's bytes (`onnx/model.onnx`, or the dtype's file). */
-  graph: Uint8Array;
-  /** External data files by the name the graph refers to them by. */
-  externalData: Record<string, Uint8Array>;
-  /** The model's config.json. */
-  config: Record<string, unknown>;
-}
-
-export interface GraphAccess {
-  read(): Promise<ModelGraph>;
-  /** A session of `graph` (the hidden state exposed again when the policy has it), in place of the current one. */
-  build(graph: Uint8Array): Promise<OrtSession>;
-}
+import type { ModelHost, ModelLocation } from './location.js';
+import type { OrtSession } from './ort-types.js';
+import type { Transformers } from './runtime.js';
 
 export interface GraphSource {
   transformers: Transformers;
   location: ModelLocation;
   modelConfig: unknown;
   backend: Backend;
-  isNode: boolean;
+  host: ModelHost;
   /** The session transformers.js made (its dtype names the file; it may be released since). */
   loaded: OrtSession;
   /** The session running now, which a new one is made like. */
@@ -46,7 +32,7 @@ export function graphAccess(source: GraphSource): GraphAccess {
   let files: Promise<Awaited<ReturnType<typeof readModelFiles>>> | undefined;
   const readFiles = () => {
     // Read once: the external data files are needed again by every session built later.
-    files ??= readModelFiles(source.transformers, source.location, source.modelConfig, source.backend, source.loaded, source.isNode);
+    files ??= readModelFiles(source.transformers, source.location, source.modelConfig, source.backend, source.loaded, source.host);
     files.catch(() => (files = undefined));
     return files;
   };

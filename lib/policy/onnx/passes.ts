@@ -17,7 +17,7 @@ import { ModelLoadError } from '../../errors.js';
 import { halfToFloat } from '../logits.js';
 import type { Decoder, PassMode } from './decoder.js';
 import type { KvState } from './kv-cache.js';
-import type { OrtTensor } from './runtime.js';
+import type { OrtTensor } from './ort-types.js';
 
 /**
  * 'padded': rows of different lengths decode together (right-aligned, leading padding masked);

@@ -9,7 +9,7 @@ import type { TokenScore } from '../logits.js';
 import type { TopLogprob } from '../types.js';
 import type { SampledToken, SamplingConfig } from '../sampling.js';
 import { newStats, type LogitsOps, type SamplePick, type ScorePick } from './logits-ops.js';
-import type { OrtTensor, OrtTensorClass } from './runtime.js';
+import type { OrtTensor, OrtTensorClass } from './ort-types.js';
 import { GpuAdapterApplier, type GpuHeadAdapter } from './webgpu-adapter.js';
 import { sampleKernel, scoreKernel, topKernel, type LogitsDtype } from './webgpu-kernels.js';
 import { BufferUsage, MapMode, type GpuBufferLike, type GpuComputePipelineLike, type GpuDeviceLike } from './webgpu-types.js';

@@ -1,0 +1,21 @@
+/**
+ * A loaded policy's model as a graph that can be read and replaced (model-graph.ts builds it):
+ * the types alone, which the policy's public declarations name.
+ */
+import type { OrtSession } from './ort-types.js';
+
+/** The base model as its files hold it. */
+export interface ModelGraph {
+  /** The ONNX graph file's bytes (`onnx/model.onnx`, or the dtype's file). */
+  graph: Uint8Array;
+  /** External data files by the name the graph refers to them by. */
+  externalData: Record<string, Uint8Array>;
+  /** The model's config.json. */
+  config: Record<string, unknown>;
+}
+
+export interface GraphAccess {
+  read(): Promise<ModelGraph>;
+  /** A session of `graph` (the hidden state exposed again when the policy has it), in place of the current one. */
+  build(graph: Uint8Array): Promise<OrtSession>;
+}

@@ -1,0 +1,45 @@
+/**
+ * Models in Node: an existing folder (absolute, relative, or a file: URL) becomes an absolute path
+ * read from disk; anything else shaped like `owner/name` is a Hugging Face hub id, whose files
+ * transformers.js keeps in its cache folder. Only the Node entry of `webgrpo/onnx` reaches this
+ * module. Its `node:` modules are imported on use: the repository's own browser test pages load
+ * the entry that picks a host at run time, and never call this one.
+ */
+import { ModelLoadError } from '../../errors.js';
+import { fetchBytes, hubFileUrl, isHubId, type ModelHost, type ModelLocation } from './location.js';
+
+export const nodeHost: ModelHost = {
+  isNode: true,
+  locate: locateInNode,
+  async readFile(env, location, file) {
+    const { readFile } = await import('node:fs/promises');
+    const { join } = await import('node:path');
+    const path = location.local ? join(location.id, file) : join(String(env.cacheDir ?? ''), location.id, file);
+    try {
+      return new Uint8Array(await readFile(path));
+    } catch (cause) {
+      if (location.local) throw new ModelLoadError(`Could not read ${path}.`, { cause });
+    }
+    // A hub model not in transformers.js' cache folder: download it.
+    return fetchBytes(hubFileUrl(env, location.id, file));
+  },
+};
+
+async function locateInNode(text: string): Promise<ModelLocation> {
+  const { existsSync, statSync } = await import('node:fs');
+  const { resolve } = await import('node:path');
+  const { fileURLToPath } = await import('node:url');
+  if (/^https?:/i.test(text)) {
+    throw new ModelLoadError(`Node loads models from a folder or a hub id, not a URL (${text}). Download the folder first.`);
+  }
+  const path = resolve(text.startsWith('file:') ? fileURLToPath(text) : text);
+  if (existsSync(path)) {
+    if (!statSync(path).isDirectory()) throw new ModelLoadError(`${path} is a file; give the model folder (the one holding config.json).`);
+    return { id: path, local: true };
+  }
+  if (isHubId(text)) return { id: text, local: false };
+  throw new ModelLoadError(
+    `Model folder ${path} does not exist. Give a model folder, a hub id such as "HuggingFaceTB/SmolLM2-135M-Instruct", ` +
+      'or the bundled models: bundledModelPath() and skillModelPath() from webgrpo/onnx (`--model webgrpo-tiny` / `webgrpo-skill` on the command line).',
+  );
+}
