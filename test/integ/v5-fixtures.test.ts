@@ -1,0 +1,99 @@
+/**
+ * Runs stored by webgrpo before stored records carried checksums (test/fixtures/v5: one run per
+ * method, four of them interrupted inside a step) still open and list in the file store and in
+ * IndexedDB, read whole, and resume to the same end as the same runs made today without
+ * interruption.
+ */
+import 'fake-indexeddb/auto';
+import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openDB } from 'idb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gradientGrpo, resumeGradientGrpo } from '../../lib/methods/gradient/method.js';
+import { loraGrpo, resumeLoraGrpo } from '../../lib/methods/lora/method.js';
+import { resumeRouterGrpo, routerGrpo } from '../../lib/methods/router/method.js';
+import { resumeTrainingFreeGrpo, trainingFreeGrpo } from '../../lib/methods/training-free/method.js';
+import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
+import { openFileStore } from '../../lib/store/file.js';
+import { openIdbStore } from '../../lib/store/idb.js';
+import { migrate } from '../../lib/store/idb-schema.js';
+import { payloadOf } from '../../lib/store/payload.js';
+import type { Store } from '../../lib/store/types.js';
+import { validateBundle } from '../../lib/store/validate.js';
+import { armPolicy, exemplars, gradient, INTERRUPTED, lessons, lora, right, router, RUN_IDS } from '../fixtures/v5/runs.js';
+import { scriptedPolicy } from '../tfgrpo/helpers/scripted-policy.js';
+
+const FIXTURES = new URL('../fixtures/v5/', import.meta.url).pathname;
+
+/** An adapter file without its creation time. */
+const weightsOf = ({ createdAt: _t, ...file }: { createdAt?: string }) => JSON.stringify(file);
+
+let head: OnnxPolicy;
+let decoder: OnnxPolicy;
+const dirs: string[] = [];
+const expected: Record<'lessons' | 'exemplars' | 'router' | 'gradient' | 'lora', string> = { lessons: '', exemplars: '', router: '', gradient: '', lora: '' };
+beforeAll(async () => {
+  head = await loadOnnxPolicy({ model: await bundledModelPath(), hiddenState: true });
+  decoder = await loadOnnxPolicy({ model: await bundledModelPath() });
+  expected.lessons = JSON.stringify((await trainingFreeGrpo({ ...lessons, policy: scriptedPolicy() }).result()).library);
+  expected.exemplars = JSON.stringify((await trainingFreeGrpo({ ...exemplars, policy: scriptedPolicy() }).result()).library);
+  expected.router = JSON.stringify((await routerGrpo({ ...router, policy: armPolicy() }).result()).router);
+  const trained = await gradientGrpo({ ...gradient, policy: head }).result();
+  expected.gradient = weightsOf(trained.adapter);
+  trained.trainer.dispose();
+  expected.lora = weightsOf((await loraGrpo({ ...lora, policy: decoder }).result()).adapter);
+}, 240_000);
+afterAll(async () => {
+  await head?.dispose();
+  await decoder?.dispose();
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+/** Every fixture run in `store` lists, reads whole and validates; the interrupted ones resume to the uninterrupted end. */
+async function resumesAll(store: Store): Promise<void> {
+  const runs = await store.listRuns();
+  expect(runs.map((r) => r.id).sort()).toEqual([...RUN_IDS]);
+  for (const run of runs) {
+    expect(run.status).toBe(run.id === 'lessons' ? 'completed' : 'aborted');
+    const bundle = await store.readBundle(run.id);
+    expect(() => validateBundle(bundle)).not.toThrow();
+    expect(bundle.steps).toHaveLength(run.id === 'lessons' ? 2 : 1);
+    expect(bundle.pending).toHaveLength(run.id === 'lessons' ? 0 : 1);
+  }
+  expect(INTERRUPTED.every((id) => runs.some((r) => r.id === id && r.status === 'aborted'))).toBe(true);
+  expect(JSON.stringify(payloadOf(await store.lastStep('lessons'), 'training-free')?.library)).toBe(expected.lessons);
+
+  const ex = await resumeTrainingFreeGrpo('exemplars', { policy: scriptedPolicy(), rewards: exemplars.rewards, store }).result();
+  expect([ex.status, JSON.stringify(ex.library)]).toEqual(['completed', expected.exemplars]);
+  const routed = await resumeRouterGrpo('router', { policy: armPolicy(), rewards: [right], store }).result();
+  expect([routed.status, JSON.stringify(routed.router)]).toEqual(['completed', expected.router]);
+  const trained = await resumeGradientGrpo('gradient', { policy: head, rewards: gradient.rewards, store }).result();
+  expect([trained.status, weightsOf(trained.adapter)]).toEqual(['completed', expected.gradient]);
+  trained.trainer.dispose();
+  const adapted = await resumeLoraGrpo('lora', { policy: decoder, rewards: lora.rewards, store }).result();
+  expect([adapted.status, weightsOf(adapted.adapter)]).toEqual(['completed', expected.lora]);
+  expect((await store.listRuns()).every((r) => r.status === 'completed')).toBe(true);
+}
+
+describe('runs stored before checksums', () => {
+  it('open, list and resume in a file store', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'webgrpo-v5-'));
+    dirs.push(dir);
+    await cp(join(FIXTURES, 'file-store'), join(dir, 'store'), { recursive: true });
+    const store = await openFileStore(join(dir, 'store'));
+    await resumesAll(store);
+    await store.close();
+  }, 240_000);
+
+  it('open, list and resume in IndexedDB', async () => {
+    const dump = JSON.parse(await readFile(join(FIXTURES, 'indexeddb.json'), 'utf8')) as { version: number; stores: Record<string, unknown[]> };
+    // The database as it was written: its object stores, then its records.
+    const raw = await openDB('webgrpo-v5', dump.version, { upgrade: (db, oldVersion, newVersion, tx) => migrate(db as never, oldVersion, newVersion!, tx as never) });
+    for (const [name, records] of Object.entries(dump.stores)) for (const record of records) await raw.put(name as never, record as never);
+    raw.close();
+    const store = await openIdbStore({ name: 'webgrpo-v5' });
+    await resumesAll(store);
+    await store.close();
+  }, 240_000);
+});
