@@ -70,17 +70,21 @@ export class StoreError extends WebgrpoError {
 }
 
 /**
- * Stored data is damaged or incomplete: a file or record is missing, unreadable or of the wrong
- * shape, or a run's steps have a gap. `what` names the file or record; the message says what to do.
- * Nothing was changed by the operation that found it.
+ * Stored data is damaged or incomplete: a file or record is missing, unreadable, of the wrong
+ * shape, edited since it was written (its checksum differs) or out of step with the run's schedule,
+ * or a run's steps have a gap. `what` names the file or record, `field` the field in it where one
+ * is to blame (`config.epochs`, `adapter.a`); the message says what to do. Nothing was changed by
+ * the operation that found it.
  */
 export class StoreCorruptError extends WebgrpoError {
   override name = 'StoreCorruptError';
   readonly what: string;
+  readonly field: string | undefined;
 
-  constructor(what: string, message: string, options?: { cause?: unknown }) {
+  constructor(what: string, message: string, options?: { cause?: unknown; field?: string }) {
     super('StoreCorrupt', message, options);
     this.what = what;
+    this.field = options?.field;
   }
 }
 

@@ -12,7 +12,9 @@
  *
  * Every file is written to a temporary name, flushed and then renamed (or hard-linked, where it must
  * not exist yet) into place, so a killed process leaves each file whole or absent. A step is one file,
- * so `commitStep` is atomic; the run's progress is read from the step files themselves. A gradient
+ * so `commitStep` is atomic; the run's progress is read from the step files themselves. Each record
+ * is written with checksums of its fields (checksum.ts; items.json: each item), checked as it is
+ * read (integrity.ts). A gradient
  * step's adapter checkpoint is written before its step file and read by the last step's number, so
  * a checkpoint without its step (a crash in between) is never read, and is replaced on the retry.
  */
@@ -22,12 +24,14 @@ import { join } from 'node:path';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { AlreadyRunningError, NotFoundError, StoreCorruptError, StoreError } from '../errors.js';
 import { codeOf, guard, listJson, processAlive, readJson, removeStaleTemporaries, writeAtomic } from './file-io.js';
-import { checkCompleted, checkItems, checkPending, checkRun, checkStep, checkStepNumbers } from './integrity.js';
+import { sealed } from './checksum.js';
+import { checkAdapter, checkCompleted, checkItems, checkPending, checkProgress, checkRun, checkStep, checkStepNumbers, remedy } from './integrity.js';
 import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, keepsAdapter, runExists, withEvaluation } from './rules.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import { upgradeV4Step } from './upgrade-v4.js';
 import type { DatasetItem, EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
-import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
+import { damagedAmong, leftOut } from './damage.js';
+import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from './types.js';
 
 const FORMAT = 'webgrpo.file-store';
 
@@ -127,24 +131,34 @@ export class FileStore implements Store {
 
   async listRuns(): Promise<RunRecord[]> {
     return guard('list runs', async () => {
-      const names = (await readdir(join(this.root, 'runs'))).filter((name) => !name.startsWith('.'));
-      const runs = await Promise.all(names.map((name) => this.getRun(name)));
+      const runs = await Promise.all((await this.#runNames()).map((name) => this.getRun(name).catch(leftOut)));
       return runs.filter((run): run is RunRecord => run !== undefined).sort(byRecentUpdate);
+    });
+  }
+
+  async listDamaged(): Promise<DamagedRun[]> {
+    const names = await guard('list runs', () => this.#runNames());
+    return damagedAmong(names, async (runId) => {
+      const path = join(this.#dir(runId), 'run.json');
+      if ((await guard(`read run "${runId}"`, () => readJson<unknown>(path))) === undefined) {
+        throw new StoreCorruptError(path, `${path} is missing, but ${this.#dir(runId)} holds the rest of run "${runId}"; ${remedy(runId)}.`);
+      }
+      await this.readBundle(runId);
     });
   }
 
   async setRunStatus(runId: string, patch: RunStatusPatch): Promise<void> {
     const run = await this.#requireRun(runId);
-    if (patch.status === 'completed') checkCompleted(run, (await this.#stepNumbers(runId)).length, join(this.#dir(runId), 'steps'));
+    if (patch.status === 'completed') checkCompleted(run, (await this.#stepNumbers(run)).length, join(this.#dir(runId), 'steps'));
     const next: RunRecord = { ...run, status: patch.status, updatedAt: new Date().toISOString() };
     if (patch.error !== undefined) next.error = patch.error;
     else delete next.error;
-    await guard(`update run "${runId}"`, () => writeAtomic(join(this.#dir(runId), 'run.json'), next));
+    await guard(`update run "${runId}"`, () => writeAtomic(join(this.#dir(runId), 'run.json'), sealed(next)));
   }
 
   async putEvaluation(runId: string, evaluation: EvaluationRecord): Promise<void> {
     const run = await this.#requireRun(runId);
-    await guard(`keep the evaluation of epoch ${evaluation.epoch} of run "${runId}"`, () => writeAtomic(join(this.#dir(runId), 'run.json'), withEvaluation(run, evaluation)));
+    await guard(`keep the evaluation of epoch ${evaluation.epoch} of run "${runId}"`, () => writeAtomic(join(this.#dir(runId), 'run.json'), sealed(withEvaluation(run, evaluation))));
   }
 
   async deleteRun(runId: string): Promise<void> {
@@ -170,13 +184,13 @@ export class FileStore implements Store {
   async putItemResult(runId: string, result: ItemResult): Promise<void> {
     await this.#requireRun(runId);
     await guard(`record item ${result.index} of step ${result.step}`, () =>
-      writeAtomic(join(this.#dir(runId), 'pending', `${pad(result.step, 6)}-${pad(result.position, 4)}.json`), result),
+      writeAtomic(join(this.#dir(runId), 'pending', `${pad(result.step, 6)}-${pad(result.position, 4)}.json`), sealed(result)),
     );
   }
 
   async getItemResults(runId: string, step: number): Promise<ItemResult[]> {
     const run = await this.#requireRun(runId);
-    const last = (await this.#stepNumbers(runId)).length;
+    const last = (await this.#stepNumbers(run)).length;
     return guard(`read the items of step ${step}`, async () => {
       const dir = join(this.#dir(runId), 'pending');
       // Results of a committed step are leftovers of a crash before their removal: never read.
@@ -191,13 +205,13 @@ export class FileStore implements Store {
     const run = await this.#requireRun(runId);
     const dir = this.#dir(runId);
     await guard(`commit step ${step.step}`, async () => {
-      const last = (await this.#stepNumbers(runId)).at(-1) ?? 0;
+      const last = (await this.#stepNumbers(run)).at(-1) ?? 0;
       checkNextStep(runId, last, step.step);
       const adapterPath = join(dir, 'adapters', `${pad(step.step, 6)}.json`);
-      if (extras.adapter) await writeAtomic(adapterPath, extras.adapter);
+      if (extras.adapter) await writeAtomic(adapterPath, sealed(extras.adapter));
       // The commit point: a hard link fails if the step exists, so two loops can never both commit it.
       try {
-        await writeAtomic(join(dir, 'steps', `${pad(step.step, 6)}.json`), step, { exclusive: true });
+        await writeAtomic(join(dir, 'steps', `${pad(step.step, 6)}.json`), sealed(step), { exclusive: true });
       } catch (error) {
         if (codeOf(error) !== 'EEXIST') throw error;
         throw new StoreError(`Step ${step.step} of run "${runId}" was committed by another loop.`, { cause: error });
@@ -212,41 +226,38 @@ export class FileStore implements Store {
       for (const name of await listJson(pendingDir)) {
         if (Number(name.slice(0, 6)) <= step.step) await rm(join(pendingDir, name), { force: true });
       }
-      await writeAtomic(join(dir, 'run.json'), { ...run, updatedAt: step.committedAt });
+      await writeAtomic(join(dir, 'run.json'), sealed({ ...run, updatedAt: step.committedAt }));
     });
   }
 
   async getStep(runId: string, step: number): Promise<StepRecord | undefined> {
-    checkRunId(runId);
-    const path = join(this.#dir(runId), 'steps', `${pad(step, 6)}.json`);
-    const record = await guard(`read step ${step}`, () => readJson<unknown>(path));
-    return record === undefined ? undefined : checkStep(record, step, runId, path);
+    const run = await this.getRun(runId);
+    return run && this.#readStep(run, step);
   }
 
   async listSteps(runId: string, range: StepRange = {}): Promise<StepRecord[]> {
-    await this.#requireRun(runId);
-    const numbers = (await this.#stepNumbers(runId)).filter((n) => n >= (range.from ?? 1) && n <= (range.to ?? Infinity));
-    return Promise.all(numbers.map((n) => this.#requireStep(runId, n)));
+    const run = await this.#requireRun(runId);
+    const numbers = (await this.#stepNumbers(run)).filter((n) => n >= (range.from ?? 1) && n <= (range.to ?? Infinity));
+    return Promise.all(numbers.map((n) => this.#requireStep(run, n)));
   }
 
   async lastStep(runId: string): Promise<StepRecord | undefined> {
-    await this.#requireRun(runId);
-    const last = (await this.#stepNumbers(runId)).at(-1);
-    return last === undefined ? undefined : this.#requireStep(runId, last);
+    const run = await this.#requireRun(runId);
+    const last = (await this.#stepNumbers(run)).at(-1);
+    return last === undefined ? undefined : this.#requireStep(run, last);
   }
 
   async getAdapter(runId: string): Promise<AdapterCheckpoint | undefined> {
-    await this.#requireRun(runId);
     const run = await this.#requireRun(runId);
-    const last = (await this.#stepNumbers(runId)).at(-1);
+    const last = (await this.#stepNumbers(run)).at(-1);
     if (last === undefined) return undefined;
     const path = join(this.#dir(runId), 'adapters', `${pad(last, 6)}.json`);
-    const adapter = await guard(`read the adapter of run "${runId}"`, () => readJson<AdapterCheckpoint>(path));
+    const adapter = await guard(`read the adapter of run "${runId}"`, () => readJson<unknown>(path));
     // Every step of a gradient or lora run commits its checkpoint: without it a resume would restart the adapter from scratch.
     if (adapter === undefined && keepsAdapter(run.kind)) {
       throw new StoreCorruptError(path, `${path} is missing: step ${last} of run "${runId}" was committed with it; restore it from a backup or an export of the run, or delete the run and start it again.`);
     }
-    return adapter;
+    return adapter === undefined ? undefined : checkAdapter(adapter, run, last, path);
   }
 
   async lockRun(runId: string): Promise<RunLock> {
@@ -326,11 +337,11 @@ export class FileStore implements Store {
     try {
       await mkdir(join(temp, 'steps'), { recursive: true });
       await mkdir(join(temp, 'pending'), { recursive: true });
-      await writeAtomic(join(temp, 'items.json'), bundle.items);
-      for (const step of bundle.steps) await writeAtomic(join(temp, 'steps', `${pad(step.step, 6)}.json`), step);
-      for (const r of bundle.pending) await writeAtomic(join(temp, 'pending', `${pad(r.step, 6)}-${pad(r.position, 4)}.json`), r);
-      if (bundle.adapter) await writeAtomic(join(temp, 'adapters', `${pad(bundle.adapter.step, 6)}.json`), bundle.adapter);
-      await writeAtomic(join(temp, 'run.json'), bundle.run);
+      await writeAtomic(join(temp, 'items.json'), bundle.items.map((item) => sealed(item)));
+      for (const step of bundle.steps) await writeAtomic(join(temp, 'steps', `${pad(step.step, 6)}.json`), sealed(step));
+      for (const r of bundle.pending) await writeAtomic(join(temp, 'pending', `${pad(r.step, 6)}-${pad(r.position, 4)}.json`), sealed(r));
+      if (bundle.adapter) await writeAtomic(join(temp, 'adapters', `${pad(bundle.adapter.step, 6)}.json`), sealed(bundle.adapter));
+      await writeAtomic(join(temp, 'run.json'), sealed(bundle.run));
       if (replace) {
         const trash = join(runs, `.trash-${bundle.run.id}-${randomUUID()}`);
         await rename(dir, trash);
@@ -345,19 +356,32 @@ export class FileStore implements Store {
     }
   }
 
-  /** The committed steps' numbers, 1..N: a gap is a `StoreCorruptError`. */
-  async #stepNumbers(runId: string): Promise<number[]> {
-    const dir = join(this.#dir(runId), 'steps');
+  /** The committed steps' numbers, 1..N: a gap, or more than the run's schedule has, is a `StoreCorruptError`. */
+  async #stepNumbers(run: RunRecord): Promise<number[]> {
+    const dir = join(this.#dir(run.id), 'steps');
     const names = await listJson(dir);
     const numbers = names.map((name) => Number(name.slice(0, -'.json'.length))).filter(Number.isInteger).sort((a, b) => a - b);
-    checkStepNumbers(numbers, runId, `The step files in ${dir}`);
+    checkStepNumbers(numbers, run.id, `The step files in ${dir}`);
+    checkProgress(run, numbers.length, `The step files in ${dir}`);
     return numbers;
   }
 
-  async #requireStep(runId: string, step: number): Promise<StepRecord> {
-    const record = await this.getStep(runId, step);
+  async #readStep(run: RunRecord, step: number): Promise<StepRecord | undefined> {
+    const path = join(this.#dir(run.id), 'steps', `${pad(step, 6)}.json`);
+    const record = await guard(`read step ${step}`, () => readJson<unknown>(path));
+    return record === undefined ? undefined : checkStep(record, step, run, path);
+  }
+
+  /** The run folders' names (a folder may have lost its run.json). */
+  async #runNames(): Promise<string[]> {
+    const entries = await readdir(join(this.root, 'runs'), { withFileTypes: true });
+    return entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name);
+  }
+
+  async #requireStep(run: RunRecord, step: number): Promise<StepRecord> {
+    const record = await this.#readStep(run, step);
     if (record) return record;
-    const path = join(this.#dir(runId), 'steps', `${pad(step, 6)}.json`);
+    const path = join(this.#dir(run.id), 'steps', `${pad(step, 6)}.json`);
     throw new StoreCorruptError(path, `${path} disappeared while it was read; check that no other program deletes files in the store.`);
   }
 

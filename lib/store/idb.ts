@@ -5,7 +5,9 @@
  * Each method is one IndexedDB transaction; a failed request aborts its transaction, so a write is
  * all or nothing (a quota failure becomes `StoreQuotaError` with the run untouched). The run lock
  * uses the Web Locks API where it exists (held by this tab, released by the browser when the tab
- * closes or crashes) and otherwise a lease row renewed by a heartbeat.
+ * closes or crashes) and otherwise a lease row renewed by a heartbeat. Each record is written with
+ * checksums of its fields (checksum.ts; a dataset row: its item), checked as it is read
+ * (integrity.ts).
  */
 import type { IDBPDatabase } from 'idb';
 import { NotFoundError, StoreCorruptError, StoreError } from '../errors.js';
@@ -14,11 +16,13 @@ import { lockRunInIdb } from './idb-lock.js';
 import { openWebgrpoDatabase } from './idb-open.js';
 import type { WebgrpoDB } from './idb-schema.js';
 import { requests, runRange, stripRunId, type Names, type Tx } from './idb-tx.js';
-import { checkCompleted, checkItems, checkPending, checkRun, checkStep, checkStepNumbers, remedy } from './integrity.js';
+import { sealed } from './checksum.js';
+import { damagedAmong, leftOut } from './damage.js';
+import { checkAdapter, checkCompleted, checkItems, checkPending, checkProgress, checkRun, checkStep, checkStepNumbers, remedy } from './integrity.js';
 import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, keepsAdapter, runExists, withEvaluation } from './rules.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import type { DatasetItem, EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
-import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
+import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from './types.js';
 
 export interface IdbStoreOptions {
   /** Database name. Default `webgrpo`. */
@@ -55,7 +59,7 @@ export class IdbStore implements Store {
       if (await tx.objectStore('runs').getKey(run.id)) {
         throw runExists(run.id);
       }
-      await requests([() => tx.objectStore('runs').add(run), ...items.map((item, index) => () => tx.objectStore('items').add({ runId: run.id, index, item }))]);
+      await requests([() => tx.objectStore('runs').add(sealed(run)), ...items.map((item, index) => () => tx.objectStore('items').add({ runId: run.id, index, item: sealed(item) }))]);
     });
   }
 
@@ -65,20 +69,43 @@ export class IdbStore implements Store {
   }
 
   async listRuns(): Promise<RunRecord[]> {
-    const runs = await this.#read(['runs'], (tx) => tx.objectStore('runs').getAll());
-    return runs.map((run) => checkRun(run, run.id, this.#what('runs', run.id))).sort(byRecentUpdate);
+    const rows = await this.#read(['runs'], (tx) => tx.objectStore('runs').getAll());
+    const runs = rows.map((row) => {
+      try {
+        return checkRun(row, row.id, this.#what('runs', row.id));
+      } catch (error) {
+        return leftOut(error);
+      }
+    });
+    return runs.filter((run): run is RunRecord => run !== undefined).sort(byRecentUpdate);
+  }
+
+  async listDamaged(): Promise<DamagedRun[]> {
+    const names = ['runs', 'items', 'steps', 'pending', 'adapters'] as const;
+    const [records, ...others] = await this.#read([...names], (tx) =>
+      Promise.all([tx.objectStore('runs').getAllKeys(), tx.objectStore('items').getAllKeys(), tx.objectStore('steps').getAllKeys(), tx.objectStore('pending').getAllKeys(), tx.objectStore('adapters').getAllKeys()]),
+    );
+    const withRecord = new Set<string>(records);
+    const ids = new Set<string>([...records, ...others.flatMap((keys) => keys.map((key) => (typeof key === 'string' ? key : key[0])))]);
+    return damagedAmong([...ids].sort(), async (runId) => {
+      if (!withRecord.has(runId)) {
+        const what = this.#what('runs', runId);
+        throw new StoreCorruptError(what, `${what} is missing, but IndexedDB database "${this.#name}" holds the rest of run "${runId}"; ${remedy(runId)}.`);
+      }
+      await this.readBundle(runId);
+    });
   }
 
   async setRunStatus(runId: string, patch: RunStatusPatch): Promise<void> {
     await this.#write(['runs', 'steps'], `update run "${runId}"`, async (tx) => {
       const run = await tx.objectStore('runs').get(runId);
       if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
-      checkRun(run, runId, this.#what('runs', runId));
-      if (patch.status === 'completed') checkCompleted(run, await tx.objectStore('steps').count(runRange(runId)), this.#what('steps', runId));
-      const next: RunRecord = { ...run, status: patch.status, updatedAt: new Date().toISOString() };
+      const checked = checkRun(run, runId, this.#what('runs', runId));
+      if (patch.status === 'completed') checkCompleted(checked, await tx.objectStore('steps').count(runRange(runId)), this.#what('steps', runId));
+      const next: RunRecord = { ...checked, status: patch.status, updatedAt: new Date().toISOString() };
       if (patch.error !== undefined) next.error = patch.error;
       else delete next.error;
-      await tx.objectStore('runs').put(next);
+      await tx.objectStore('runs').put(sealed(next));
     });
   }
 
@@ -86,7 +113,7 @@ export class IdbStore implements Store {
     await this.#write(['runs'], `keep the evaluation of epoch ${evaluation.epoch}`, async (tx) => {
       const run = await tx.objectStore('runs').get(runId);
       if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
-      await tx.objectStore('runs').put(withEvaluation(checkRun(run, runId, this.#what('runs', runId)), evaluation));
+      await tx.objectStore('runs').put(sealed(withEvaluation(checkRun(run, runId, this.#what('runs', runId)), evaluation)));
     });
   }
 
@@ -111,14 +138,14 @@ export class IdbStore implements Store {
 
   async putItemResult(runId: string, result: ItemResult): Promise<void> {
     await this.#write(['pending'], `record item ${result.index} of step ${result.step}`, async (tx) => {
-      await tx.objectStore('pending').put({ ...result, runId });
+      await tx.objectStore('pending').put({ ...sealed(result), runId });
     });
   }
 
   async getItemResults(runId: string, step: number): Promise<ItemResult[]> {
     const run = await this.#requireRun(runId);
     const [last, rows] = await this.#read(['steps', 'pending'], async (tx) => [
-      await this.#lastNumber(tx, runId),
+      await this.#lastNumber(tx, run),
       await tx.objectStore('pending').getAll(IDBKeyRange.bound([runId, step], [runId, step, []])),
     ] as const);
     if (step <= last) return [];
@@ -127,51 +154,57 @@ export class IdbStore implements Store {
 
   async commitStep(runId: string, step: StepRecord, extras: StepExtras = {}): Promise<void> {
     await this.#write(['runs', 'steps', 'pending', 'adapters'], `commit step ${step.step}`, async (tx) => {
-      const run = await tx.objectStore('runs').get(runId);
-      if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
+      const stored = await tx.objectStore('runs').get(runId);
+      if (!stored) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
+      const run = checkRun(stored, runId, this.#what('runs', runId));
       const cursor = await tx.objectStore('steps').openCursor(runRange(runId), 'prev');
       checkNextStep(runId, cursor ? cursor.value.step : 0, step.step);
       await requests([
-        () => tx.objectStore('steps').add({ ...step, runId }),
+        () => tx.objectStore('steps').add({ ...sealed(step), runId }),
         () => tx.objectStore('pending').delete(IDBKeyRange.bound([runId], [runId, step.step, []])),
-        () => tx.objectStore('runs').put({ ...run, updatedAt: step.committedAt }),
-        ...(extras.adapter ? [() => tx.objectStore('adapters').put({ ...extras.adapter!, runId })] : []),
+        () => tx.objectStore('runs').put(sealed({ ...run, updatedAt: step.committedAt })),
+        ...(extras.adapter ? [() => tx.objectStore('adapters').put({ ...sealed(extras.adapter!), runId })] : []),
       ]);
     });
   }
 
   async getStep(runId: string, step: number): Promise<StepRecord | undefined> {
-    const row = await this.#read(['steps'], (tx) => tx.objectStore('steps').get([runId, step]));
-    return row && checkStep(stripRunId(row), step, runId, this.#what('steps', runId, step));
+    const run = await this.getRun(runId);
+    const row = run && (await this.#read(['steps'], (tx) => tx.objectStore('steps').get([runId, step])));
+    return row && checkStep(stripRunId(row), step, run, this.#what('steps', runId, step));
   }
 
   async listSteps(runId: string, range: StepRange = {}): Promise<StepRecord[]> {
+    const run = await this.getRun(runId);
+    if (!run) return [];
     const from = range.from ?? 0;
     const upper = range.to === undefined ? [runId, []] : [runId, range.to];
     const rows = await this.#read(['steps'], async (tx) => {
-      await this.#lastNumber(tx, runId);
+      await this.#lastNumber(tx, run);
       return tx.objectStore('steps').getAll(IDBKeyRange.bound([runId, from], upper));
     });
-    return rows.map((row) => checkStep(stripRunId(row), row.step, runId, this.#what('steps', runId, row.step)));
+    return rows.map((row) => checkStep(stripRunId(row), row.step, run, this.#what('steps', runId, row.step)));
   }
 
   async lastStep(runId: string): Promise<StepRecord | undefined> {
+    const run = await this.getRun(runId);
+    if (!run) return undefined;
     const row = await this.#read(['steps'], async (tx) => {
-      await this.#lastNumber(tx, runId);
+      await this.#lastNumber(tx, run);
       return (await tx.objectStore('steps').openCursor(runRange(runId), 'prev'))?.value;
     });
-    return row && checkStep(stripRunId(row), row.step, runId, this.#what('steps', runId, row.step));
+    return row && checkStep(stripRunId(row), row.step, run, this.#what('steps', runId, row.step));
   }
 
   async getAdapter(runId: string): Promise<AdapterCheckpoint | undefined> {
     const run = await this.#requireRun(runId);
-    const [last, row] = await this.#read(['steps', 'adapters'], async (tx) => [await this.#lastNumber(tx, runId), await tx.objectStore('adapters').get(runId)] as const);
+    const [last, row] = await this.#read(['steps', 'adapters'], async (tx) => [await this.#lastNumber(tx, run), await tx.objectStore('adapters').get(runId)] as const);
+    const what = this.#what('adapters', runId);
     // Every step of a gradient or lora run commits its checkpoint: without it a resume would restart the adapter from scratch.
     if (keepsAdapter(run.kind) && last > 0 && (row === undefined || row.step !== last)) {
-      const what = this.#what('adapters', runId);
       throw new StoreCorruptError(what, `${what} ${row ? `is of step ${row.step}` : 'is missing'}, but step ${last} was committed with its checkpoint; ${remedy(runId)}.`);
     }
-    return row && (stripRunId(row) as AdapterCheckpoint);
+    return row && checkAdapter(stripRunId(row), run, last, what);
   }
 
   async lockRun(runId: string): Promise<RunLock> {
@@ -208,13 +241,14 @@ export class IdbStore implements Store {
         tx.objectStore('adapters').get(runId),
       ]);
       checkStepNumbers(steps.map((row) => row.step), runId, this.#what('steps', runId));
+      checkProgress(run, steps.length, this.#what('steps', runId));
       const bundle: RunBundle = {
         run,
         items: this.#items(run, items),
-        steps: steps.map((row) => checkStep(stripRunId(row), row.step, runId, this.#what('steps', runId, row.step))),
+        steps: steps.map((row) => checkStep(stripRunId(row), row.step, run, this.#what('steps', runId, row.step))),
         pending: pending.map((row) => checkPending(stripRunId(row), steps.length, run, this.#what('pending', runId, row.step, row.position))),
       };
-      if (adapter) bundle.adapter = stripRunId(adapter) as AdapterCheckpoint;
+      if (adapter) bundle.adapter = checkAdapter(stripRunId(adapter), run, steps.length, this.#what('adapters', runId));
       return bundle;
     });
   }
@@ -231,11 +265,11 @@ export class IdbStore implements Store {
         () => tx.objectStore('steps').delete(runRange(id)),
         () => tx.objectStore('pending').delete(runRange(id)),
         () => tx.objectStore('adapters').delete(id),
-        ...(bundle.adapter ? [() => tx.objectStore('adapters').put({ ...bundle.adapter!, runId: id })] : []),
-        () => tx.objectStore('runs').put(bundle.run),
-        ...bundle.items.map((item, index) => () => tx.objectStore('items').add({ runId: id, index, item })),
-        ...bundle.steps.map((step) => () => tx.objectStore('steps').add({ ...step, runId: id })),
-        ...bundle.pending.map((result) => () => tx.objectStore('pending').add({ ...result, runId: id })),
+        ...(bundle.adapter ? [() => tx.objectStore('adapters').put({ ...sealed(bundle.adapter!), runId: id })] : []),
+        () => tx.objectStore('runs').put(sealed(bundle.run)),
+        ...bundle.items.map((item, index) => () => tx.objectStore('items').add({ runId: id, index, item: sealed(item) })),
+        ...bundle.steps.map((step) => () => tx.objectStore('steps').add({ ...sealed(step), runId: id })),
+        ...bundle.pending.map((result) => () => tx.objectStore('pending').add({ ...sealed(result), runId: id })),
       ]);
     });
   }
@@ -252,10 +286,12 @@ export class IdbStore implements Store {
     return run;
   }
 
-  /** The last committed step's number, checked to be the count of steps (no gap). */
-  async #lastNumber(tx: Tx<['steps', ...Names[]], IDBTransactionMode>, runId: string): Promise<number> {
-    const keys = await tx.objectStore('steps').getAllKeys(runRange(runId));
-    return checkStepNumbers(keys.map((key) => key[1]), runId, this.#what('steps', runId));
+  /** The last committed step's number, checked to be the count of steps (no gap) and within the run's schedule. */
+  async #lastNumber(tx: Tx<['steps', ...Names[]], IDBTransactionMode>, run: RunRecord): Promise<number> {
+    const keys = await tx.objectStore('steps').getAllKeys(runRange(run.id));
+    const last = checkStepNumbers(keys.map((key) => key[1]), run.id, this.#what('steps', run.id));
+    checkProgress(run, last, this.#what('steps', run.id));
+    return last;
   }
 
   /** A run's dataset rows: every index 0..itemCount-1, in order. */

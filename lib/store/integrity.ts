@@ -1,11 +1,18 @@
 /**
  * Integrity rules for what the persistent stores read back (files, IndexedDB records): a stored
- * run is whole or the read fails with a `StoreCorruptError` naming the file or record. A run has
- * its record, its dataset (all `itemCount` items), steps numbered 1..N without a gap, and pending
- * item results only for step N + 1; each record has the shape the loops rely on. A run cannot be
- * marked completed before its schedule's last step is stored. The checks are structural and cheap
- * (no per-token scan), so they run on every read a resume makes; imports go through the full
- * `validateBundle` instead.
+ * run is whole or the read fails with a `StoreCorruptError` naming the file or record, and the
+ * field where one is to blame. A run has its record, its dataset (all `itemCount` items), steps
+ * numbered 1..N without a gap, and pending item results only for step N + 1; each record has the
+ * shape the loops rely on. Config, schedule and progress agree: the steps are no more than the
+ * schedule of `config.epochs` and `config.batchSize` over `itemCount` holds (all of them once the
+ * run is completed), each step is the epoch, batch and number of items that schedule gives its
+ * number, a pending item sits at a position of the next step's batch, and the adapter checkpoint
+ * is the last step's and decodes. Every record the stores write also carries checksums of its
+ * fields (checksum.ts: the run record with its config, each dataset item, step, pending item and
+ * adapter checkpoint with its tensors), checked here when present; records written before them are
+ * checked without. A run cannot be marked completed before its schedule's last step is stored.
+ * The checks are cheap (no per-token scan), so they run on every read a resume makes; imports go
+ * through the full `validateBundle` instead.
  *
  * `what` names the record as its store lays it out (the file's path, or the IndexedDB record), for
  * the operator who restores or deletes it; the server shows its clients a neutral message instead.
@@ -13,6 +20,8 @@
 import { InvalidInputError, StoreCorruptError } from '../errors.js';
 import { validateLibrary } from '../experience/normalize.js';
 import type { ExperienceLibrary } from '../experience/types.js';
+import { changedField, unsealed } from './checksum.js';
+import type { AdapterCheckpoint } from '../grad/format.js';
 import type { DatasetItem, ItemResult, RunRecord, StepRecord } from './records.js';
 import { recordKind, validateDatasetItem } from './validate.js';
 
@@ -23,8 +32,21 @@ export function remedy(runId: string): string {
   return `restore it from a backup or an export of run "${runId}", or delete the run and start it again`;
 }
 
-function corrupt(what: string, problem: string, runId: string): never {
-  throw new StoreCorruptError(what, `${what} ${problem}; ${remedy(runId)}.`);
+function corrupt(what: string, problem: string, runId: string, field?: string): never {
+  throw new StoreCorruptError(what, `${what} ${problem}; ${remedy(runId)}.`, field === undefined ? undefined : { field });
+}
+
+/** A stored record without its checksums, which must agree with it where it has them (`prefix`: the record's place in its file). */
+function verified(value: unknown, what: string, runId: string, prefix = ''): unknown {
+  const { record, integrity } = unsealed(value);
+  if (integrity === undefined) return record;
+  const found = changedField(record, integrity);
+  if (found) {
+    const field = `${prefix}${found.field}`;
+    const how = { changed: `a different ${field} than`, removed: `lost ${field} since`, added: `gained ${field} since` }[found.change];
+    corrupt(what, `has ${how} when it was written (its checksum says so: was it edited by hand?)`, runId, field);
+  }
+  return record;
 }
 
 function isObj(value: unknown): value is Obj {
@@ -49,8 +71,10 @@ export function checkRun(value: unknown, runId: string, what: string): RunRecord
     if (!isCount(value.config[key], 1)) corrupt(what, `has an invalid config.${key} (${JSON.stringify(value.config[key])}; a positive integer)`, runId);
   }
   if (!isCount(value.itemCount, 1)) corrupt(what, 'has no item count', runId);
+  const initialLibrary = checkLibrary(value.initialLibrary, `${what} (initialLibrary)`, runId);
+  const run = verified(value, what, runId) as Obj;
   // Read as validated: a library stored before exemplars existed gets its empty list.
-  return { ...value, initialLibrary: checkLibrary(value.initialLibrary, `${what} (initialLibrary)`, runId) } as unknown as RunRecord;
+  return { ...run, initialLibrary } as unknown as RunRecord;
 }
 
 /** A run's dataset: exactly `itemCount` items, each a prompt or chat messages. `undefined` is a missing dataset. */
@@ -58,7 +82,8 @@ export function checkItems(value: unknown, run: RunRecord, what: string): Datase
   if (value === undefined) corrupt(what, 'is missing', run.id);
   if (!Array.isArray(value)) corrupt(what, 'is not a list of dataset items', run.id);
   if (value.length !== run.itemCount) corrupt(what, `has ${value.length} items but the run has ${run.itemCount}`, run.id);
-  return value.map((item, i) => {
+  return value.map((stored, i) => {
+    const item = verified(stored, what, run.id, `[${i}].`);
     try {
       return validateDatasetItem(item, `items[${i}]`);
     } catch (error) {
@@ -69,10 +94,13 @@ export function checkItems(value: unknown, run: RunRecord, what: string): Datase
 }
 
 /**
- * A committed step: its number is the one it is stored under; its items are there, and its payload
- * has the shape its method (`RecordKind.read`, looked up by the payload's kind) relies on.
+ * A committed step: its number is the one it is stored under; its items are there, it is the
+ * epoch and batch the run's schedule gives that number, and its payload has the shape its method
+ * (`RecordKind.read`, looked up by the payload's kind) relies on.
  */
-export function checkStep(value: unknown, step: number, runId: string, what: string): StepRecord {
+export function checkStep(stored: unknown, step: number, run: RunRecord, what: string): StepRecord {
+  const runId = run.id;
+  const value = unsealed(stored).record;
   if (!isObj(value)) corrupt(what, 'is not a step record (expected a JSON object)', runId);
   if (value.step !== step) corrupt(what, `holds step ${JSON.stringify(value.step)}, not step ${step}`, runId);
   if (!isCount(value.epoch, 1) || !isCount(value.batch, 1)) corrupt(what, 'has no epoch or batch number', runId);
@@ -83,13 +111,22 @@ export function checkStep(value: unknown, step: number, runId: string, what: str
   if (typeof value.committedAt !== 'string') corrupt(what, 'has no commit time', runId);
   const payload = value.payload;
   if (!isObj(payload) || typeof payload.kind !== 'string') corrupt(what, 'has no method payload', runId);
-  const read = recordKind(payload.kind)?.read;
-  if (!read) return value as unknown as StepRecord;
+  const record = { ...value, payload: readPayload(payload, what, runId) } as unknown as StepRecord;
+  verified(stored, what, runId);
+  checkScheduled(value, step, run, what);
+  return record;
+}
+
+/** A step's payload as its method (`RecordKind.read`, looked up by the payload's kind) reads it back. */
+function readPayload(payload: Obj, what: string, runId: string): Obj {
+  const kind = payload.kind as string;
+  const read = recordKind(kind)?.read;
+  if (!read) return payload;
   try {
-    return { ...value, payload: read(payload, 'payload') } as unknown as StepRecord;
+    return read(payload, 'payload');
   } catch (error) {
     if (!(error instanceof InvalidInputError)) throw error;
-    return corrupt(what, `(payload) is not a ${payload.kind} step payload (${error.message.replace(/\.$/, '')})`, runId);
+    return corrupt(what, `(payload) is not a ${kind} step payload (${error.message.replace(/\.$/, '')})`, runId);
   }
 }
 
@@ -102,14 +139,48 @@ export function checkStepNumbers(numbers: readonly number[], runId: string, what
   return sorted.length;
 }
 
-/** A finished item of the step in progress: of step `last + 1`, at a batch position, for a dataset index. */
-export function checkPending(value: unknown, last: number, run: RunRecord, what: string): ItemResult {
-  const result = checkResultShape(value, what, run.id);
+/** A finished item of the step in progress: of step `last + 1`, at a position of its batch, for a dataset index. */
+export function checkPending(stored: unknown, last: number, run: RunRecord, what: string): ItemResult {
+  const result = checkResultShape(unsealed(stored).record, what, run.id);
   if (result.step !== last + 1) {
     corrupt(what, `is an item of step ${result.step}, but the last committed step is ${last}; only step ${last + 1} can be in progress`, run.id);
   }
   if (result.index >= run.itemCount) corrupt(what, `names dataset item ${result.index} of ${run.itemCount}`, run.id);
+  const { size } = planOf(run, result.step);
+  if (result.position >= size) corrupt(what, `sits at position ${result.position} of step ${result.step}, whose batch has ${size} items (${scheduleText(run)})`, run.id, 'position');
+  verified(stored, what, run.id);
   return result;
+}
+
+/**
+ * The steps a run holds agree with its schedule: no more than it has, and every one of them once
+ * the run is completed (a run whose `config.epochs` or `config.batchSize` was edited down would
+ * otherwise read as finished, or count past its end).
+ */
+export function checkProgress(run: RunRecord, steps: number, what: string): void {
+  const { totalSteps } = scheduleOf(run);
+  if (steps > totalSteps) corrupt(what, `hold ${steps} steps, but the run's schedule has ${totalSteps} (${scheduleText(run)})`, run.id, 'config.epochs');
+  if (run.status === 'completed' && steps < totalSteps) corrupt(what, `hold ${steps} of the ${totalSteps} steps of a run marked completed (${scheduleText(run)})`, run.id, 'status');
+}
+
+/**
+ * The adapter checkpoint of a run that keeps one: of the last committed step, in the shape its
+ * method (`RecordKind.adapter`) decodes, tensors included, and as it was written.
+ */
+export function checkAdapter(stored: unknown, run: RunRecord, last: number, what: string): AdapterCheckpoint {
+  const value = unsealed(stored).record;
+  const kind = recordKind(run.kind);
+  if (kind?.adapter) {
+    try {
+      const step = kind.adapter(value, 'adapter');
+      if (step !== last) corrupt(what, `is the checkpoint of step ${step}, but the last committed step is ${last}`, run.id, 'step');
+    } catch (error) {
+      if (!(error instanceof InvalidInputError)) throw error;
+      corrupt(what, `is not a ${run.kind} checkpoint (${error.message.replace(/\.$/, '')})`, run.id, error.argument.replace(/^adapter\.?/, '') || undefined);
+    }
+  }
+  verified(stored, what, run.id);
+  return value as AdapterCheckpoint;
 }
 
 /** A run may be marked completed only once every step of its schedule is stored. */
@@ -125,6 +196,44 @@ function scheduledSteps(run: RunRecord): number | undefined {
   const { epochs, batchSize } = run.config as { epochs?: unknown; batchSize?: unknown };
   if (!isCount(epochs, 1) || !isCount(batchSize, 1)) return undefined;
   return epochs * Math.ceil(run.itemCount / batchSize);
+}
+
+/**
+ * The run's schedule as `Schedule` (lib/run/schedule.ts) lays it out, from a record `checkRun`
+ * passed: every item once per epoch, in batches of `batchSize`, the last of an epoch smaller.
+ */
+function scheduleOf(run: RunRecord): { stepsPerEpoch: number; totalSteps: number } {
+  const stepsPerEpoch = Math.ceil(run.itemCount / run.config.batchSize);
+  return { stepsPerEpoch, totalSteps: stepsPerEpoch * run.config.epochs };
+}
+
+/** Step `step`'s place in the schedule: its epoch, its batch in the epoch, and the batch's size. */
+function planOf(run: RunRecord, step: number): { epoch: number; batch: number; size: number } {
+  const { stepsPerEpoch } = scheduleOf(run);
+  const batch = ((step - 1) % stepsPerEpoch) + 1;
+  const size = Math.min(run.config.batchSize, run.itemCount - (batch - 1) * run.config.batchSize);
+  return { epoch: Math.floor((step - 1) / stepsPerEpoch) + 1, batch, size };
+}
+
+function scheduleText(run: RunRecord): string {
+  return `config.epochs ${run.config.epochs} over ${run.itemCount} items in batches of config.batchSize ${run.config.batchSize}`;
+}
+
+/** A step record is the epoch and batch its number has in the schedule, with that batch's items at their positions. */
+function checkScheduled(value: Obj, step: number, run: RunRecord, what: string): void {
+  const plan = planOf(run, step);
+  if (value.epoch !== plan.epoch || value.batch !== plan.batch) {
+    corrupt(what, `is epoch ${String(value.epoch)} batch ${String(value.batch)}, but the run's schedule makes step ${step} epoch ${plan.epoch} batch ${plan.batch} (${scheduleText(run)})`, run.id, 'config.batchSize');
+  }
+  const items = value.items as Obj[];
+  if (items.length !== plan.size) corrupt(what, `holds ${items.length} items, but batch ${plan.batch} of the run's schedule has ${plan.size} (${scheduleText(run)})`, run.id, 'config.batchSize');
+  const seen = new Set<unknown>();
+  items.forEach((item, i) => {
+    if (item.position !== i || (item.index as number) >= run.itemCount || seen.has(item.index)) {
+      corrupt(what, `(items[${i}]) is not the item at position ${i} of a batch of distinct dataset items among ${run.itemCount}`, run.id, `items[${i}].index`);
+    }
+    seen.add(item.index);
+  });
 }
 
 function checkResultShape(value: unknown, what: string, runId: string, step?: number): ItemResult {

@@ -6,7 +6,7 @@ import { NotFoundError } from '../errors.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import type { DatasetItem, EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
 import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists, withEvaluation } from './rules.js';
-import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
+import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from './types.js';
 
 interface RunData {
   run: RunRecord;
@@ -35,6 +35,11 @@ export class MemoryStore implements Store {
 
   async listRuns(): Promise<RunRecord[]> {
     return [...this.#runs.values()].map((d) => clone(d.run)).sort(byRecentUpdate);
+  }
+
+  /** None: what a memory store holds is only ever changed through its own methods. */
+  async listDamaged(): Promise<DamagedRun[]> {
+    return [];
   }
 
   async setRunStatus(runId: string, patch: RunStatusPatch): Promise<void> {

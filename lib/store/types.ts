@@ -11,6 +11,7 @@
  *  - a quota failure throws `StoreQuotaError` and rolls the write back, so the run stays as it was;
  *  - reads return copies: mutating them never changes what is stored.
  */
+import type { StoreCorruptError } from '../errors.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import type { DatasetItem, EvaluationRecord, ItemResult, RunBundle, RunRecord, RunStatus, StepExtras, StepRecord } from './records.js';
 
@@ -23,6 +24,12 @@ export interface RunLock {
 export interface RunStatusPatch {
   status: RunStatus;
   error?: string;
+}
+
+/** A run that cannot be read whole, and the error a read of it gives (naming the file or record, and the field). */
+export interface DamagedRun {
+  runId: string;
+  error: StoreCorruptError;
 }
 
 export interface StepRange {
@@ -39,8 +46,18 @@ export interface Store {
   /** Stores a new run and its dataset. Throws `StoreError` if the id is taken. */
   createRun(run: RunRecord, items: DatasetItem[]): Promise<void>;
   getRun(runId: string): Promise<RunRecord | undefined>;
-  /** Every run, most recently updated first. */
+  /**
+   * Every run, most recently updated first. A run whose record is missing or damaged is left out:
+   * `listDamaged` names it.
+   */
   listRuns(): Promise<RunRecord[]>;
+  /**
+   * The runs that cannot be read whole: a missing or damaged record of any kind (the run's own,
+   * its dataset, a step, a pending item, the adapter checkpoint), one edited since it was written,
+   * or steps out of step with the run's schedule. Reads every record of every run; changes nothing
+   * (a damaged run is never repaired or deleted here). A resume of any other run finds what it needs.
+   */
+  listDamaged(): Promise<DamagedRun[]>;
   /** Sets a run's status (and `updatedAt`). Throws `NotFoundError` for an unknown run. */
   setRunStatus(runId: string, patch: RunStatusPatch): Promise<void>;
   /**

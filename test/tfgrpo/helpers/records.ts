@@ -1,4 +1,7 @@
-/** Small, valid records for store tests (what the loop would write, with made-up numbers). */
+/**
+ * Small, valid records for store tests (what the loop would write, with made-up numbers): a run of
+ * four items in batches of two over two epochs, and steps that follow its schedule.
+ */
 import { alphabetise, type DatasetItem, type ItemResult, type RunRecord, type StepRecord, type Policy, type TrainingFreeStepPayload } from '../../../lib/index.js';
 import { resolveConfig } from '../../../lib/methods/training-free/options.js';
 
@@ -10,12 +13,12 @@ const stubPolicy: Policy = {
   dispose: async () => {},
 };
 
-export function sampleItems(n = 3): DatasetItem[] {
+export function sampleItems(n = 4): DatasetItem[] {
   return alphabetise.dataset({ size: n, seed: 5 });
 }
 
 export function sampleRun(id: string, items = sampleItems(), updatedAt = '2025-01-01T00:00:00.000Z'): RunRecord {
-  const config = resolveConfig({ policy: stubPolicy, rewards: alphabetise.rewards, dataset: items, groupSize: 2, epochs: 1, batchSize: 2 });
+  const config = resolveConfig({ policy: stubPolicy, rewards: alphabetise.rewards, dataset: items, groupSize: 2, epochs: 2, batchSize: 2 });
   return {
     id,
     kind: 'training-free',
@@ -54,8 +57,8 @@ export function sampleItemResult(step: number, position: number, index = positio
 export function sampleStep(step: number, text = `Lesson of step ${step}.`): StepRecord<TrainingFreeStepPayload> {
   return {
     step,
-    epoch: 1,
-    batch: step,
+    epoch: Math.ceil(step / 2),
+    batch: ((step - 1) % 2) + 1,
     items: [sampleItemResult(step, 0), sampleItemResult(step, 1)],
     payload: {
       kind: 'training-free',
