@@ -327,27 +327,30 @@ function rewardsOf(run: RunRecord): RewardFunction[] {
   });
 }
 
+/**
+ * `--list`: every run with its progress; a run that cannot be read whole is listed as damaged (its
+ * steps, or the whole row when its record does not read), and what is wrong goes to stderr with
+ * what to do. No resume is offered for it: it would fail the same way.
+ */
 async function listRuns(store: FileStore, io: TrainIo): Promise<number> {
-  const runs = await store.listRuns();
-  if (runs.length === 0) {
+  const [runs, damaged] = await Promise.all([store.listRuns(), store.listDamaged()]);
+  if (runs.length === 0 && damaged.length === 0) {
     io.stdout(`No runs in ${store.root}.\n`);
     return 0;
   }
-  const damaged: string[] = [];
+  const harmed = new Map(damaged.map((d) => [d.runId, d.error]));
   const rows = await Promise.all(
     runs.map(async (r) => {
       const total = Math.ceil(r.itemCount / r.config.batchSize) * r.config.epochs;
-      const last = await store.lastStep(r.id).catch((error: unknown) => {
-        if (!(error instanceof StoreCorruptError)) throw error;
-        damaged.push(error.message);
-        return null;
-      });
+      const last = harmed.has(r.id) ? null : await store.lastStep(r.id);
       const steps = last === null ? `damaged/${total}` : `${last?.step ?? 0}/${total}`;
       return [r.id, r.status, r.config.task ?? 'dataset', runMethod(r), steps, r.updatedAt.slice(0, 19).replace('T', ' ')];
     }),
   );
+  // Runs whose own record does not read: only their id is known for sure.
+  for (const { runId } of damaged) if (!runs.some((r) => r.id === runId)) rows.push([runId, 'damaged', '-', '-', 'damaged', '-']);
   io.stdout(table(['run', 'status', 'task', 'mode', 'steps', 'updated'], rows));
-  for (const message of damaged) io.stderr(`${message}\n`);
+  for (const { error } of damaged) io.stderr(`${error.message}\n`);
   return 0;
 }
 

@@ -21,7 +21,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { AlreadyRunningError, NotFoundError, StoreCorruptError, StoreError } from '../errors.js';
 import { codeOf, guard, listJson, processAlive, readJson, removeStaleTemporaries, writeAtomic } from './file-io.js';
 import { sealed } from './checksum.js';
@@ -122,11 +122,18 @@ export class FileStore implements Store {
     });
   }
 
+  /** Undefined for an unknown run; a run folder that lost its run.json is a `StoreCorruptError`. */
   async getRun(runId: string): Promise<RunRecord | undefined> {
     checkRunId(runId);
-    const path = join(this.#dir(runId), 'run.json');
+    const dir = this.#dir(runId);
+    const path = join(dir, 'run.json');
     const run = await guard(`read run "${runId}"`, () => readJson<unknown>(path));
-    return run === undefined ? undefined : checkRun(run, runId, path);
+    if (run !== undefined) return checkRun(run, runId, path);
+    // Run folders are built whole under another name and renamed into place, so one without its record lost it.
+    if (await guard(`read run "${runId}"`, () => isFolder(dir))) {
+      throw new StoreCorruptError(path, `${path} is missing, but ${dir} holds the rest of run "${runId}"; ${remedy(runId)}.`);
+    }
+    return undefined;
   }
 
   async listRuns(): Promise<RunRecord[]> {
@@ -137,14 +144,7 @@ export class FileStore implements Store {
   }
 
   async listDamaged(): Promise<DamagedRun[]> {
-    const names = await guard('list runs', () => this.#runNames());
-    return damagedAmong(names, async (runId) => {
-      const path = join(this.#dir(runId), 'run.json');
-      if ((await guard(`read run "${runId}"`, () => readJson<unknown>(path))) === undefined) {
-        throw new StoreCorruptError(path, `${path} is missing, but ${this.#dir(runId)} holds the rest of run "${runId}"; ${remedy(runId)}.`);
-      }
-      await this.readBundle(runId);
-    });
+    return damagedAmong(await guard('list runs', () => this.#runNames()), (runId) => this.readBundle(runId));
   }
 
   async setRunStatus(runId: string, patch: RunStatusPatch): Promise<void> {
@@ -401,6 +401,15 @@ export class FileStore implements Store {
 function checkRunId(runId: string): void {
   if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/.test(runId)) {
     throw new StoreError(`Run id "${runId}" cannot be a folder name; use letters, digits, ".", "_" and "-" (at most 128).`);
+  }
+}
+
+async function isFolder(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch (error) {
+    if (codeOf(error) === 'ENOENT' || codeOf(error) === 'ENOTDIR') return false;
+    throw error;
   }
 }
 
