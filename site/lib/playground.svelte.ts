@@ -68,6 +68,8 @@ export class Playground {
 
   // Runs
   runs = $state.raw<RunRecord[]>([]);
+  /** Stored runs that cannot be read whole, and what is wrong: listed as damaged, never resumed, repaired or deleted here. */
+  damaged = $state.raw<Array<{ runId: string; message: string }>>([]);
   selectedId = $state<string | null>(null);
   bundle = $state.raw<RunBundle | null>(null);
   /** The step in view; null follows the latest. */
@@ -164,7 +166,10 @@ export class Playground {
   // ---- runs ----
 
   async refreshRuns(): Promise<void> {
-    if (this.store) this.runs = await this.store.listRuns();
+    if (!this.store) return;
+    const [runs, damaged] = await Promise.all([this.store.listRuns(), this.store.listDamaged()]);
+    this.runs = runs;
+    this.damaged = damaged.map(({ runId, error }) => ({ runId, message: error.message }));
   }
 
   async select(runId: string | null): Promise<void> {
@@ -172,7 +177,8 @@ export class Playground {
     this.compare.close();
     this.viewStep = null;
     this.runError = null;
-    const bundle = runId && this.store ? await this.store.readBundle(runId) : null;
+    // A damaged run shows what is wrong instead of its data (and so offers no resume).
+    const bundle = runId && this.store ? await this.store.readBundle(runId).catch((error: unknown) => ((this.runError = `Run ${runId} cannot be read: ${error instanceof Error ? error.message : String(error)}`), null)) : null;
     this.adapterPoints = bundle && kindView(bundle.run).trainsAdapter ? await this.#adapterPoints(bundle) : [];
     this.bundle = bundle;
   }
