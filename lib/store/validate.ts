@@ -6,7 +6,6 @@
 import { InvalidInputError } from '../errors.js';
 import { validateLibrary } from '../experience/normalize.js';
 import type { ExperienceLibrary } from '../experience/types.js';
-import { GrpoRouter, type GrpoRouterState } from '../route/router.js';
 import type { DatasetItem, ItemResult, JsonValue, RouterArm, RouterConfig, RunBundle, RunRecord, StepRecord, TrainingFreeConfig } from './records.js';
 import type { RecordKind } from './record-kind.js';
 import { arr, bool, fail, int, isJson, num, nullableNum, obj, oneOf, str, type Obj } from './shape.js';
@@ -193,14 +192,34 @@ function armIds(config: Obj): Set<string> {
   return new Set((config.arms as RouterArm[]).map((a) => a.id));
 }
 
+/**
+ * A stored router state (`GrpoRouter.toJSON()`, version 1) that `GrpoRouter.fromJSON` restores:
+ * finite numbers, a temperature above 0, a whole `minSamples`, finite weights by arm and query
+ * class, sample counts, and the buffered samples. Checked here as plain data, so the store loads
+ * no router code.
+ */
+function validateRouterState(value: unknown, at: string): void {
+  const state = obj(value, at);
+  if (state.version !== 1) fail(`${at}.version`, `is ${String(state.version)}; this webgrpo reads router states of version 1.`);
+  for (const key of ['learningRate', 'totalUpdates'] as const) num(state[key], `${at}.${key}`);
+  int(state.minSamples, `${at}.minSamples`);
+  if (num(state.temperature, `${at}.temperature`) <= 0) fail(`${at}.temperature`, 'expected a number above 0.');
+  for (const [arm, byClass] of Object.entries(obj(state.weights, `${at}.weights`))) {
+    for (const [queryClass, weight] of Object.entries(obj(byClass, `${at}.weights.${arm}`))) num(weight, `${at}.weights.${arm}.${queryClass}`);
+  }
+  for (const [queryClass, count] of Object.entries(obj(state.sampleCounts, `${at}.sampleCounts`))) num(count, `${at}.sampleCounts.${queryClass}`);
+  arr(state.buffer, `${at}.buffer`).forEach((sample, i) => {
+    const p = `${at}.buffer[${i}]`;
+    const x = obj(sample, p);
+    str(x.queryClass, `${p}.queryClass`);
+    str(x.model, `${p}.model`);
+    num(x.reward, `${p}.reward`);
+  });
+}
+
 function validateRouting(value: unknown, at: string, arms: ReadonlySet<string>): void {
   const routing = obj(value, at);
-  try {
-    // fromJSON checks the state's shape itself; the cast only satisfies its signature.
-    GrpoRouter.fromJSON(routing.state as GrpoRouterState);
-  } catch (error) {
-    fail(`${at}.state`, error instanceof Error ? error.message : String(error));
-  }
+  validateRouterState(routing.state, `${at}.state`);
   for (const [queryClass, byArm] of Object.entries(obj(routing.probabilities, `${at}.probabilities`))) {
     const p = `${at}.probabilities.${queryClass}`;
     for (const [arm, probability] of Object.entries(obj(byArm, p))) {
