@@ -1,0 +1,101 @@
+/**
+ * Runs edited by hand in the browser's IndexedDB show as damaged in the playground's run list, on
+ * the production build in headless Chromium: a run whose record was edited (`config.epochs`) gets a
+ * row of its own naming the field, a run with an edited step keeps its row, marked damaged; picking
+ * either says what is wrong and offers no resume; nothing is removed.
+ */
+import { cp, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exportRun } from '../../lib/store/bundle.js';
+import { openFileStore } from '../../lib/store/file.js';
+import { startPlayground, type Playground } from './preview.js';
+
+let playground: Playground;
+let page: Page;
+let dir: string;
+const exports: Record<string, string> = {};
+
+const runs = () => page.locator('section[aria-labelledby="runs-title"]');
+
+beforeAll(async () => {
+  // Two training-free runs of the v5 fixtures, exported as the playground's Import reads them.
+  dir = await mkdtemp(join(tmpdir(), 'webgrpo-damaged-site-'));
+  await cp(new URL('../fixtures/v5/file-store', import.meta.url).pathname, dir, { recursive: true });
+  const store = await openFileStore(dir);
+  for (const id of ['lessons', 'exemplars']) exports[id] = JSON.stringify(await exportRun(store, id));
+  await store.close();
+  playground = await startPlayground();
+  page = await playground.context.newPage();
+  await page.goto(playground.baseURL);
+  await page.getByRole('heading', { name: 'No run yet' }).waitFor();
+}, 180_000);
+
+afterAll(async () => {
+  await playground?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('damaged runs in the playground', { timeout: 120_000 }, () => {
+  it('are listed as damaged, say what is wrong when picked, offer no resume, and stay stored', async () => {
+    for (const id of ['lessons', 'exemplars']) {
+      await page.getByLabel('Import a run exported as JSON').setInputFiles({ name: `${id}.json`, mimeType: 'application/json', buffer: Buffer.from(exports[id]) });
+      await expect.poll(() => runs().locator('li').count()).toBe(id === 'lessons' ? 1 : 2);
+    }
+    expect(await runs().locator('.chip', { hasText: 'damaged' }).count()).toBe(0);
+
+    // Edited by hand, as devtools or another script could: a run's epochs, and a number in a step.
+    await page.evaluate(
+      () =>
+        new Promise<void>((resolve, reject) => {
+          const open = indexedDB.open('webgrpo');
+          open.onerror = () => reject(open.error);
+          open.onsuccess = () => {
+            const db = open.result;
+            const tx = db.transaction(['runs', 'steps'], 'readwrite');
+            const get = tx.objectStore('runs').get('lessons');
+            get.onsuccess = () => tx.objectStore('runs').put({ ...get.result, config: { ...get.result.config, epochs: 2 } });
+            const step = tx.objectStore('steps').get(['exemplars', 1]);
+            step.onsuccess = () => tx.objectStore('steps').put({ ...step.result, stats: { ...step.result.stats, meanReward: 0.999 } });
+            tx.oncomplete = () => {
+              db.close();
+              resolve();
+            };
+            tx.onerror = () => reject(tx.error);
+          };
+        }),
+    );
+    await page.reload();
+    await expect.poll(() => runs().locator('.chip', { hasText: 'damaged' }).count()).toBe(2);
+    expect(await runs().locator('li').count()).toBe(2);
+
+    // The edited record: a row of its own, naming the field.
+    const lost = runs().locator('li', { hasText: 'lessons' });
+    expect(await lost.textContent()).toMatch(/config\.epochs/);
+    // The edited step: the run's own row, marked; picked, it says what is wrong and offers no resume.
+    const marked = runs().locator('li').filter({ hasNotText: 'lessons' });
+    expect(await marked.locator('.chip').getAttribute('title')).toMatch(/the steps record \["exemplars",1\].*stats\.meanReward/);
+    await marked.getByRole('button').click();
+    await expect.poll(() => page.getByRole('alert').first().textContent()).toMatch(/Run exemplars cannot be read: .*stats\.meanReward/);
+    expect(await page.getByRole('button', { name: 'Resume run' }).count()).toBe(0);
+
+    // Still stored, as edited: nothing was repaired or deleted.
+    const stored = await page.evaluate(
+      () =>
+        new Promise<number>((resolve, reject) => {
+          const open = indexedDB.open('webgrpo');
+          open.onerror = () => reject(open.error);
+          open.onsuccess = () => {
+            const count = open.result.transaction('steps').objectStore('steps').count();
+            count.onsuccess = () => {
+              open.result.close();
+              resolve(count.result);
+            };
+          };
+        }),
+    );
+    expect(stored).toBe(3);
+  });
+});
