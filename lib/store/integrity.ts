@@ -185,17 +185,8 @@ export function checkAdapter(stored: unknown, run: RunRecord, last: number, what
 
 /** A run may be marked completed only once every step of its schedule is stored. */
 export function checkCompleted(run: RunRecord, steps: number, what: string): void {
-  const expected = scheduledSteps(run);
-  if (expected !== undefined && steps < expected) {
-    corrupt(what, `holds ${steps} of the run's ${expected} steps, so the run cannot be completed`, run.id);
-  }
-}
-
-/** Steps of a run's schedule: every item once per epoch, in batches (see `Schedule`). */
-function scheduledSteps(run: RunRecord): number | undefined {
-  const { epochs, batchSize } = run.config as { epochs?: unknown; batchSize?: unknown };
-  if (!isCount(epochs, 1) || !isCount(batchSize, 1)) return undefined;
-  return epochs * Math.ceil(run.itemCount / batchSize);
+  const expected = scheduleOf(run).totalSteps;
+  if (steps < expected) corrupt(what, `holds ${steps} of the run's ${expected} steps, so the run cannot be completed`, run.id);
 }
 
 /**
