@@ -117,7 +117,8 @@ export class FileStore implements Store {
   async createRun(run: RunRecord, items: DatasetItem[]): Promise<void> {
     const dir = this.#dir(run.id);
     await guard(`create run "${run.id}"`, async () => {
-      if (await readJson(join(dir, 'run.json'))) throw runExists(run.id);
+      // A damaged run under the id (its folder without a readable run.json) throws here: it is never replaced.
+      if (await this.getRun(run.id)) throw runExists(run.id);
       await this.#writeRunDir(dir, { run, items, steps: [], pending: [] });
     });
   }
@@ -319,7 +320,8 @@ export class FileStore implements Store {
     if (this.#held.has(id)) throw alreadyRunning(id, 'in this process');
     const dir = this.#dir(id);
     await guard(`import run "${id}"`, async () => {
-      const exists = (await readJson(join(dir, 'run.json'))) !== undefined;
+      // The folder is the run (built whole, then renamed into place): a damaged one is replaced too, which is how an export restores it.
+      const exists = await isFolder(dir);
       if (exists && !options.replace) throw bundleExists(id);
       await this.#writeRunDir(dir, bundle, exists);
     });

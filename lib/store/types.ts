@@ -45,6 +45,7 @@ export interface Store {
 
   /** Stores a new run and its dataset. Throws `StoreError` if the id is taken. */
   createRun(run: RunRecord, items: DatasetItem[]): Promise<void>;
+  /** Undefined for an unknown run; `StoreCorruptError` for a run whose record is damaged (or, in files, missing from its folder). */
   getRun(runId: string): Promise<RunRecord | undefined>;
   /**
    * Every run, most recently updated first. A run whose record is missing or damaged is left out:

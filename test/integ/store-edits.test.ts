@@ -166,6 +166,21 @@ describe('a file store edited by hand', () => {
     }
   }, 60_000);
 
+  it('a damaged run is restored from its export (importRun with replace), and resumes to its end', async () => {
+    for (const damage of [(dir: string) => rm(runFile(dir)), (dir: string) => editJson(adapterFile(dir), (c) => (c.adapter.a = garbled(c.adapter.a)))]) {
+      const dir = await copy();
+      await damage(dir);
+      const store = await openFileStore(dir);
+      expect((await store.listDamaged()).map((d) => d.runId)).toEqual([RUN]);
+      await importRun(store, exported, { replace: true });
+      expect(await store.listDamaged()).toEqual([]);
+      const result = await resumeGradientGrpo(RUN, { policy, rewards: shape.rewards, store }).result();
+      expect(result).toMatchObject({ status: 'completed', stepsCompleted: 12 });
+      result.trainer.dispose();
+      await store.close();
+    }
+  }, 120_000);
+
   it('an unedited copy, with or without checksums, lists whole and resumes to its end', async () => {
     for (const old of [false, true]) {
       const store = await openFileStore(await copy(old));
