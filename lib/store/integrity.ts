@@ -172,11 +172,11 @@ export function checkAdapter(stored: unknown, run: RunRecord, last: number, what
   const kind = recordKind(run.kind);
   if (kind?.adapter) {
     try {
-      const step = kind.adapter(value, 'adapter');
+      const step = kind.adapter(value, 'checkpoint');
       if (step !== last) corrupt(what, `is the checkpoint of step ${step}, but the last committed step is ${last}`, run.id, 'step');
     } catch (error) {
       if (!(error instanceof InvalidInputError)) throw error;
-      corrupt(what, `is not a ${run.kind} checkpoint (${error.message.replace(/\.$/, '')})`, run.id, error.argument.replace(/^adapter\.?/, '') || undefined);
+      corrupt(what, `is not a ${run.kind} checkpoint (${error.message.replace(/\.$/, '')})`, run.id, error.argument.replace(/^checkpoint\.?/, '') || undefined);
     }
   }
   verified(stored, what, run.id);
