@@ -177,8 +177,13 @@ export class Playground {
     this.compare.close();
     this.viewStep = null;
     this.runError = null;
-    // A damaged run shows what is wrong instead of its data (and so offers no resume).
-    const bundle = runId && this.store ? await this.store.readBundle(runId).catch((error: unknown) => ((this.runError = `Run ${runId} cannot be read: ${error instanceof Error ? error.message : String(error)}`), null)) : null;
+    let bundle: RunBundle | null = null;
+    try {
+      bundle = runId && this.store ? await this.store.readBundle(runId) : null;
+    } catch (error) {
+      // A damaged run shows what is wrong instead of its data (and so offers no resume).
+      this.runError = `Run ${runId} cannot be read: ${error instanceof Error ? error.message : String(error)}`;
+    }
     this.adapterPoints = bundle && kindView(bundle.run).trainsAdapter ? await this.#adapterPoints(bundle) : [];
     this.bundle = bundle;
   }
