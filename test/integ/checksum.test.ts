@@ -1,0 +1,58 @@
+/**
+ * The stores' record checksums (lib/store/checksum.ts): a record read back as written, reformatted
+ * or with its keys reordered agrees with its checksums; any edit is found and named by its field,
+ * to three names deep; checksums of another shape are an edit of `integrity` itself.
+ */
+import { describe, expect, it } from 'vitest';
+import { changedField, sealed, unsealed } from '../../lib/store/checksum.js';
+
+const record = {
+  id: 'r',
+  config: { epochs: 6, batchSize: 2, loss: { beta: 0.04, clip: { low: 0.2, high: 0.28 } }, rewards: [{ name: 'exact', weight: 1 }] },
+  items: [{ index: 0, rollouts: [{ text: 'a', logprobs: [-0.5, -1] }] }],
+  empty: [],
+  nothing: {},
+  skipped: undefined,
+};
+
+/** `value` as the store reads it back: through JSON text, its keys in reverse order. */
+function readBack(value: unknown): unknown {
+  const reorder = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(reorder) : typeof v === 'object' && v !== null ? Object.fromEntries(Object.entries(v).reverse().map(([k, x]) => [k, reorder(x)])) : v;
+  return reorder(JSON.parse(JSON.stringify(value, null, 2)));
+}
+
+function changeOf(edit: (r: any) => void) {
+  const stored = readBack(sealed(record)) as any;
+  edit(stored);
+  const { record: back, integrity } = unsealed(stored);
+  return changedField(back, integrity);
+}
+
+describe('record checksums', () => {
+  it('agree with the record read back, reformatted and reordered', () => {
+    expect(changeOf(() => undefined)).toBeUndefined();
+    expect(Object.keys(sealed(record).integrity.fields)).toContain('config.loss.beta');
+  });
+
+  it.each<[string, (r: any) => void, { field: string; change: string }]>([
+    ['a number', (r) => (r.config.epochs = 1), { field: 'config.epochs', change: 'changed' }],
+    ['a number three names deep', (r) => (r.config.loss.beta = 0.05), { field: 'config.loss.beta', change: 'changed' }],
+    ['a number deeper', (r) => (r.config.loss.clip.high = 0.3), { field: 'config.loss.clip', change: 'changed' }],
+    ['a value in a list', (r) => (r.items[0].rollouts[0].logprobs[1] = -2), { field: 'items[0].rollouts', change: 'changed' }],
+    ['a field removed', (r) => delete r.config.batchSize, { field: 'config.batchSize', change: 'removed' }],
+    ['a field added', (r) => (r.config.seed = 1), { field: 'config.seed', change: 'added' }],
+    ['an empty list made an object', (r) => (r.empty = {}), { field: 'empty', change: 'changed' }],
+    ['an empty object filled', (r) => (r.nothing = { x: 1 }), { field: 'nothing.x', change: 'added' }],
+    ['a list item dropped', (r) => r.config.rewards.pop(), { field: 'config.rewards[0]', change: 'removed' }],
+    ['the checksums replaced', (r) => (r.integrity = 1.5), { field: 'integrity', change: 'changed' }],
+    ['the checksums of another version', (r) => (r.integrity.version = 2), { field: 'integrity', change: 'changed' }],
+  ])('find %s, named by its field', (_name, edit, expected) => {
+    expect(changeOf(edit)).toEqual(expected);
+  });
+
+  it('leave a record written without them alone', () => {
+    expect(unsealed(record)).toEqual({ record, integrity: undefined });
+    expect(unsealed([1, 2])).toEqual({ record: [1, 2], integrity: undefined });
+  });
+});
