@@ -12,11 +12,11 @@
  *
  * Every file is written to a temporary name, flushed and then renamed (or hard-linked, where it must
  * not exist yet) into place, so a killed process leaves each file whole or absent. A step is one file,
- * so `commitStep` is atomic; the run's progress is read from the step files themselves. Each record
- * is written with checksums of its fields (checksum.ts; items.json: each item), checked as it is
- * read (integrity.ts). A gradient
+ * so `commitStep` is atomic; the run's progress is read from the step files themselves. A gradient
  * step's adapter checkpoint is written before its step file and read by the last step's number, so
  * a checkpoint without its step (a crash in between) is never read, and is replaced on the retry.
+ * Each record is written with checksums of its fields (checksum.ts; items.json: each item), checked
+ * as it is read (integrity.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';

@@ -81,8 +81,8 @@ export class IdbStore implements Store {
   }
 
   async listDamaged(): Promise<DamagedRun[]> {
-    const names = ['runs', 'items', 'steps', 'pending', 'adapters'] as const;
-    const [records, ...others] = await this.#read([...names], (tx) =>
+    // Every run id anything is stored under: a run may have lost its record and kept the rest.
+    const [records, ...others] = await this.#read(['runs', 'items', 'steps', 'pending', 'adapters'], (tx) =>
       Promise.all([tx.objectStore('runs').getAllKeys(), tx.objectStore('items').getAllKeys(), tx.objectStore('steps').getAllKeys(), tx.objectStore('pending').getAllKeys(), tx.objectStore('adapters').getAllKeys()]),
     );
     const withRecord = new Set<string>(records);
