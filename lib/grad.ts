@@ -11,7 +11,7 @@
  *
  *   const run = loraGrpo({ policy: await loadOnnxPolicy({ model }), dataset, rewards, lora: { r: 8 } });
  *
- * or, step by step in the shape of the seed trainer (GrpoTrainer on the head, LoraGrpoTrainer on every layer):
+ * or, step by step in the shape of artifex's JAX GRPO trainer (GrpoTrainer on the head, LoraGrpoTrainer on every layer):
  *
  *   const trainer = new GrpoTrainer(policy, { lr: 0.02 }, new GrpoConfig({ numGenerations: 8 }));
  *   const { loss, metrics } = await trainer.trainStep(groupRolloutBatch(groups), prompts);

@@ -2,7 +2,8 @@ export * from './errors.js';
 export * from './math/index.js';
 export * from './route/index.js';
 export * from './methods/router/index.js';
-export type * from './policy/types.js';
+export type * from './core/policy.js';
+export type { DatasetItem, JsonValue } from './core/dataset.js';
 export { generateGroups } from './policy/groups.js';
 export {
   applyTokenMask,

@@ -26,7 +26,8 @@ import { checkCompleted, checkItems, checkPending, checkRun, checkStep, checkSte
 import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, keepsAdapter, runExists, withEvaluation } from './rules.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import { upgradeV4Step } from './upgrade-v4.js';
-import type { DatasetItem, EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
+import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
+import type { DatasetItem } from '../core/dataset.js';
 import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
 
 const FORMAT = 'webgrpo.file-store';

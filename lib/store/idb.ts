@@ -17,7 +17,8 @@ import { requests, runRange, stripRunId, type Names, type Tx } from './idb-tx.js
 import { checkCompleted, checkItems, checkPending, checkRun, checkStep, checkStepNumbers, remedy } from './integrity.js';
 import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, keepsAdapter, runExists, withEvaluation } from './rules.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
-import type { DatasetItem, EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
+import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
+import type { DatasetItem } from '../core/dataset.js';
 import type { RunLock, RunStatusPatch, StepRange, Store } from './types.js';
 
 export interface IdbStoreOptions {

@@ -13,8 +13,10 @@
 import { InvalidInputError, StoreCorruptError } from '../errors.js';
 import { validateLibrary } from '../experience/normalize.js';
 import type { ExperienceLibrary } from '../experience/types.js';
-import type { DatasetItem, ItemResult, RunRecord, StepRecord } from './records.js';
-import { recordKind, validateDatasetItem } from './validate.js';
+import type { ItemResult, RunRecord, StepRecord } from './records.js';
+import type { DatasetItem } from '../core/dataset.js';
+import { recordKind } from './validate.js';
+import { validateDatasetItem } from '../core/dataset.js';
 
 type Obj = Record<string, unknown>;
 

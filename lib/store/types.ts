@@ -12,7 +12,8 @@
  *  - reads return copies: mutating them never changes what is stored.
  */
 import type { AdapterCheckpoint } from '../grad/format.js';
-import type { DatasetItem, EvaluationRecord, ItemResult, RunBundle, RunRecord, RunStatus, StepExtras, StepRecord } from './records.js';
+import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, RunStatus, StepExtras, StepRecord } from './records.js';
+import type { DatasetItem } from '../core/dataset.js';
 
 export interface RunLock {
   readonly runId: string;

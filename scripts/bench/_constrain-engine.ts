@@ -8,7 +8,7 @@
 import { performance } from 'node:perf_hooks';
 import { criticOperationsSchema } from '../../lib/index.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
-import type { ResponseFormat } from '../../lib/policy/constrain/format.js';
+import type { ResponseFormat } from '../../lib/core/policy.js';
 import { BENCH, buildModel, MODEL_DIRS } from '../build-model/index.js';
 
 const GROUP = 8;

@@ -25,7 +25,7 @@ import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import { LoraTrainer, type LoraGroup } from '../../lib/lora/trainer.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import type { GroupResult } from '../../lib/policy/types.js';
+import type { GroupResult } from '../../lib/core/policy.js';
 import { BATCH, datasets, GROUP, inputOf as taskInput, MAX_NEW, measure as measureTask, score, type Measure } from './_first-letter-task.js';
 
 export { BATCH, GROUP, MAX_NEW, type Measure };

@@ -19,8 +19,8 @@ import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import { LoraTrainer, type LoraGroup } from '../../lib/lora/trainer.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import type { GroupResult } from '../../lib/policy/types.js';
-import type { RewardContext } from '../../lib/run/options.js';
+import type { GroupResult } from '../../lib/core/policy.js';
+import type { RewardContext } from '../../lib/core/reward.js';
 import { MAX_REPLY_TOKENS, skillAccuracy, type AccuracyOptions, type TaskAccuracy } from '../pretrain/accuracy.js';
 
 export const SKILL_DIR = fileURLToPath(new URL('../../public/models/webgrpo-skill', import.meta.url));

@@ -21,7 +21,7 @@ import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onn
 import { isAllowed } from '../../lib/policy/constrain/mask.js';
 import { tokenBytesTable } from '../../lib/policy/onnx/token-table.js';
 import type { SampledToken, SamplingConfig } from '../../lib/policy/sampling.js';
-import type { GenerateGroupOptions, GroupResult, PolicyInfo, ScoreOptions, ScoreResult } from '../../lib/policy/types.js';
+import type { GenerateGroupOptions, GroupResult, PolicyInfo, ScoreOptions, ScoreResult } from '../../lib/core/policy.js';
 import { drawAgreement } from '../browser/near-ties.js';
 import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
 import { BYTE_LEVEL_MODEL_DIR, BYTE_LEVEL_MODEL_URL, buildByteLevelModel } from './byte-level-model.js';

@@ -13,7 +13,7 @@ import { loraModel, LoraGrpoTrainer, type GroupTrainer, type LoraModel } from '.
 import { loraLogprobs } from '../../lib/lora/model.js';
 import { LoraTrainer } from '../../lib/lora/trainer.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import type { PromptInput } from '../../lib/policy/types.js';
+import type { PromptInput } from '../../lib/core/policy.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
 
 let policy: OnnxPolicy;

@@ -3,7 +3,14 @@
  * (a local ONNX model, an OpenAI-compatible endpoint, a worker, a recording for tests).
  * Plain data in and out; no framework types.
  */
-import type { ResponseFormat } from './constrain/format.js';
+/** A JSON Schema document (the subset `compileResponseFormat` in lib/policy/constrain documents), or `true` for any value. */
+export type JsonSchema = boolean | { readonly [keyword: string]: unknown };
+
+export type ResponseFormat =
+  | { type: 'json_schema'; schema: JsonSchema }
+  | { type: 'json_object' }
+  /** The whole output matches `pattern` (see lib/policy/constrain/regex.ts for the subset). */
+  | { type: 'regex'; pattern: string };
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
