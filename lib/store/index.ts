@@ -3,7 +3,6 @@ export type { Store, RunLock, RunStatusPatch, StepRange } from './types.js';
 export { MemoryStore } from './memory.js';
 export { exportRun, importRun, RUN_EXPORT_FORMAT, RUN_EXPORT_VERSION, type RunExport, type ImportOptions } from './bundle.js';
 export { validateBundle, type RecordKind } from './validate.js';
-export { validateDataset, validateDatasetItem } from '../core/dataset.js';
 export { libraryAt } from './history.js';
 export { payloadOf, stepLibrary } from './payload.js';
 export { runMethod, type RunMethod } from './method.js';

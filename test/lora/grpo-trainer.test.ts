@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GrpoTrainer, groupRolloutBatch, rolloutSampling } from '../../lib/grad.js';
-import { computeAdvantages, GrpoConfig } from '../../lib/index.js';
+import { computeAdvantages, GrpoConfig } from '../../lib/math.js';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { loraModel, LoraGrpoTrainer, type GroupTrainer, type LoraModel } from '../../lib/lora/grpo-trainer.js';
 import { loraLogprobs } from '../../lib/lora/model.js';

@@ -1,5 +1,6 @@
 /** Small, valid records for store tests (what the loop would write, with made-up numbers). */
-import { alphabetise, type DatasetItem, type ItemResult, type RunRecord, type StepRecord, type Policy, type TrainingFreeStepPayload } from '../../../lib/index.js';
+import type { DatasetItem, ItemResult, RunRecord, StepRecord, Policy, TrainingFreeStepPayload } from '../../../lib/index.js';
+import { alphabetise } from '../../../lib/tasks/index.js';
 import { resolveConfig } from '../../../lib/methods/training-free/options.js';
 
 const stubPolicy: Policy = {
