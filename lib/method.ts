@@ -66,6 +66,5 @@ export {
   maskedLogSoftmax,
   maskedLogSumExp,
   type GrammarOptions,
-  type JsonSchema,
-  type ResponseFormat,
 } from './policy/constrain/index.js';
+export type { JsonSchema, ResponseFormat } from './core/policy.js';

@@ -1,5 +1,4 @@
 export { compileResponseFormat, ResponseGrammar, type GrammarOptions } from './format.js';
-export { type JsonSchema, type ResponseFormat } from '../../core/policy.js';
 export { TokenMatcher } from './matcher.js';
 export { tokenVocabulary, TokenVocabulary } from './vocabulary.js';
 export { applyTokenMask, countAllowed, isAllowed, maskedLogSoftmax, maskedLogSumExp } from './mask.js';
