@@ -5,8 +5,7 @@
  */
 import { WebgrpoError } from '../errors.js';
 import { compileResponseFormat } from '../policy/constrain/format.js';
-import type { ResponseFormat } from '../core/policy.js';
-import type { ChatMessage, PromptInput, SamplingOptions } from '../core/policy.js';
+import type { ResponseFormat, ChatMessage, PromptInput, SamplingOptions } from '../core/policy.js';
 import { ApiError, badField } from './api-error.js';
 import {
   asBody,

@@ -9,7 +9,16 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attachAdapter, gradientGrpo, resumeGradientGrpo, type GradientResult } from '../../lib/grad.js';
+import {
+  attachAdapter,
+  gradientGrpo,
+  resumeGradientGrpo,
+  type GradientResult,
+  readAdapterFile,
+  readCheckpoint,
+  writeAdapterFile,
+  type AdapterFile,
+} from '../../lib/grad.js';
 import {
   exportRun,
   importRun,
@@ -20,7 +29,6 @@ import {
 import { ADAPTER_FORMAT } from '../../lib/grad/format.js';
 import { digits } from '../../lib/tasks/index.js';
 import { payloadOf } from '../../lib/method.js';
-import { readAdapterFile, readCheckpoint, writeAdapterFile, type AdapterFile } from '../../lib/grad.js';
 import { openIdbStore } from '../../lib/idb.js';
 import { openFileStore } from '../../lib/node.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';

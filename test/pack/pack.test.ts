@@ -201,10 +201,10 @@ describe('npm pack', () => {
   }, 120_000);
 
   it('answers require() where Node loads ES modules that way, and says it is an ES module where not', async () => {
-    const script = "const w = require('webgrpo'); const o = require('webgrpo/onnx'); console.log(typeof w.computeAdvantages, typeof o.loadOnnxPolicy)";
+    const script = "const w = require('webgrpo'); const m = require('webgrpo/math'); const o = require('webgrpo/onnx'); console.log(typeof w.trainingFreeGrpo, typeof m.computeAdvantages, typeof o.loadOnnxPolicy)";
     const requireModule = (process.features as { require_module?: boolean }).require_module === true;
     const result = run(process.execPath, ['-e', script], { cwd: app, env: cleanEnv() });
-    if (requireModule) expect((await result).stdout.trim()).toBe('function function');
+    if (requireModule) expect((await result).stdout.trim()).toBe('function function function');
     else await expect(result).rejects.toThrow(/ES Module|ERR_REQUIRE_ESM/);
   });
 

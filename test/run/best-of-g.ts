@@ -18,8 +18,7 @@ import {
   type StepRecord,
   type Store,
 } from '../../lib/index.js';
-import { validateDataset } from '../../lib/method.js';
-import { checkRunId, newRunRecord, registerMethod, resumeRun, startRun, stepStats, type Method, type RecordKind } from '../../lib/method.js';
+import { validateDataset, checkRunId, newRunRecord, registerMethod, resumeRun, startRun, stepStats, type Method, type RecordKind } from '../../lib/method.js';
 import { mulberry32 } from '../../lib/math.js';
 
 export interface Pick {

@@ -4,11 +4,10 @@
  */
 import { InvalidInputError, UnsupportedError, WebgrpoError } from '../../errors.js';
 import { compileResponseFormat, responseFormatKey, type ResponseGrammar } from '../constrain/format.js';
-import type { ResponseFormat } from '../../core/policy.js';
+import type { ResponseFormat, GenerateGroupOptions, GroupResult, Policy, PolicyInfo, PromptInput, ScoreOptions, ScoreResult } from '../../core/policy.js';
 import type { TokenVocabulary } from '../constrain/vocabulary.js';
 import { MAX_TOP_LOGPROBS } from '../logits.js';
 import { resolveSampling } from '../sampling.js';
-import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, PromptInput, ScoreOptions, ScoreResult } from '../../core/policy.js';
 import type { Decoder } from './decoder.js';
 import type { GraphAccess, ModelGraph } from './graph.js';
 import type { OrtSession } from './ort-types.js';
