@@ -30,13 +30,8 @@ export type { AdapterState } from './grad/state.js';
 export type { HeadAdapterWeights } from './policy/head-adapter.js';
 // The head adapter's file (`webgrpo.adapter`) and a store's checkpoint of either adapter.
 export {
-  readAdapterFile,
-  writeAdapterFile,
-  readCheckpoint,
-  writeCheckpoint,
-  type AdapterCheckpoint,
-  type HeadAdapterCheckpoint,
-  type AdapterFile,
+  readAdapterFile, writeAdapterFile, readCheckpoint, writeCheckpoint, type AdapterCheckpoint,
+  type HeadAdapterCheckpoint, type AdapterFile
 } from './grad/format.js';
 
 // Full-depth LoRA (every attention and MLP projection of every layer): the frozen decoder read

@@ -16,37 +16,15 @@ export type { RewardContext, RewardFunction } from './core/reward.js';
 
 // The loops.
 export {
-  trainingFreeGrpo,
-  resumeTrainingFreeGrpo,
-  TRAINING_FREE_DEFAULTS,
-  defaultTemplates,
-  learnFromGroups,
-  type TrainingFreeRun,
-  type TrainingFreeResult,
-  type ResumeOptions,
-  type TrainingFreeGrpoOptions,
-  type TrainingFreeHandles,
-  type LoopHandles,
-  type TrainingFreeEvent,
-  type TrainingFreeEventType,
-  type EpochStats,
-  type Progress,
-  type LearnFromGroupsOptions,
-  type LearnResult,
-  type LearnedGroup,
-  type LearnWarning,
+  trainingFreeGrpo, resumeTrainingFreeGrpo, TRAINING_FREE_DEFAULTS, defaultTemplates, learnFromGroups,
+  type TrainingFreeRun, type TrainingFreeResult, type ResumeOptions, type TrainingFreeGrpoOptions,
+  type TrainingFreeHandles, type LoopHandles, type TrainingFreeEvent, type TrainingFreeEventType,
+  type EpochStats, type Progress, type LearnFromGroupsOptions, type LearnResult, type LearnedGroup,
+  type LearnWarning
 } from './methods/training-free/index.js';
 export {
-  routerGrpo,
-  resumeRouterGrpo,
-  ROUTER_DEFAULTS,
-  type RouterRun,
-  type RouterResult,
-  type RouterGrpoOptions,
-  type RouterHandles,
-  type RouterEvent,
-  type RouterEventType,
-  type RouterEpochStats,
+  routerGrpo, resumeRouterGrpo, ROUTER_DEFAULTS, type RouterRun, type RouterResult, type RouterGrpoOptions,
+  type RouterHandles, type RouterEvent, type RouterEventType, type RouterEpochStats
 } from './methods/router/index.js';
 export { GrpoRouter, type GrpoRouterOptions, type GrpoRouterState, type RouterSample, type RouterUpdateStats, type RoutingContext } from './route/index.js';
 export type { Run } from './run/run.js';
@@ -66,22 +44,9 @@ export { MemoryStore, exportRun, importRun, libraryAt, type RunExport, type Impo
 
 // Export for trainers elsewhere (TRL, verl).
 export {
-  toJsonl,
-  jsonlLines,
-  jsonlBlob,
-  downloadJsonl,
-  runGroups,
-  exportEveryEpoch,
-  type ExportCompletion,
-  type ExportGroup,
-  type ExportSource,
-  type JsonlColumn,
-  type JsonlFormat,
-  type ToJsonlOptions,
-  type EpochExport,
-  type EpochExportOptions,
-  type EpochHook,
-  type JsonlSink,
+  toJsonl, jsonlLines, jsonlBlob, downloadJsonl, runGroups, exportEveryEpoch, type ExportCompletion,
+  type ExportGroup, type ExportSource, type JsonlColumn, type JsonlFormat, type ToJsonlOptions,
+  type EpochExport, type EpochExportOptions, type EpochHook, type JsonlSink
 } from './export/index.js';
 
 // Policies beside the backends: recordings for tests, a policy or a run in a worker.
@@ -90,20 +55,9 @@ export * from './worker/index.js';
 
 // Ask/tell: your own reward loop, and the tool an agent calls.
 export {
-  createSession,
-  MemorySessionStore,
-  createTaskQueue,
-  type AskInput,
-  type AskResult,
-  type ExternalCompletion,
-  type Session,
-  type SessionOptions,
-  type TellInput,
-  type TellResult,
-  type MemorySessionStoreOptions,
-  type QueueOptions,
-  type QueueStats,
-  type TaskQueue,
+  createSession, MemorySessionStore, createTaskQueue, type AskInput, type AskResult, type ExternalCompletion,
+  type Session, type SessionOptions, type TellInput, type TellResult, type MemorySessionStoreOptions,
+  type QueueOptions, type QueueStats, type TaskQueue
 } from './session/index.js';
 export type * from './store/session-records.js';
 export { createGrpoTool, toDatasetItem, type GrpoTool, type GrpoToolOptions, type Frame, type FrameWriter, type FrameSource, type ExperienceRecord, type ToolLoopOptions } from './tool/index.js';

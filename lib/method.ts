@@ -30,41 +30,17 @@ export { queryClassOf, routingProbabilities } from './methods/router/index.js';
 
 // The experience library's operations, the critic's output schemas, and their defaults.
 export {
-  applyOperations,
-  selectExemplar,
-  applyExemplars,
-  normalizeExperienceLibrary,
-  validateLibrary,
-  criticLessonsSchema,
-  criticOperationsSchema,
-  DEFAULT_MAX_EXPERIENCE_LENGTH,
-  DEFAULT_MAX_EXEMPLARS,
-  DEFAULT_EXPERIENCE_TOKEN_BUDGET,
-  DEFAULT_LESSONS_TEMPLATE,
-  DEFAULT_EXEMPLARS_TEMPLATE,
-  type ApplyOptions,
-  type ExemplarSelectOptions,
-  type ApplyExemplarsOptions,
-  type NormalizeLibraryOptions,
-  type CriticLessonsSchemaOptions,
-  type CriticOperationsSchemaOptions,
-  type CriticSchemaOptions,
+  applyOperations, selectExemplar, applyExemplars, normalizeExperienceLibrary, validateLibrary,
+  criticLessonsSchema, criticOperationsSchema, DEFAULT_MAX_EXPERIENCE_LENGTH, DEFAULT_MAX_EXEMPLARS,
+  DEFAULT_EXPERIENCE_TOKEN_BUDGET, DEFAULT_LESSONS_TEMPLATE, DEFAULT_EXEMPLARS_TEMPLATE, type ApplyOptions,
+  type ExemplarSelectOptions, type ApplyExemplarsOptions, type NormalizeLibraryOptions,
+  type CriticLessonsSchemaOptions, type CriticOperationsSchemaOptions, type CriticSchemaOptions
 } from './experience/index.js';
 
 // Structured output: a response format compiled against a vocabulary into a per-token mask.
 export {
-  compileResponseFormat,
-  ResponseGrammar,
-  TokenMatcher,
-  tokenVocabulary,
-  TokenVocabulary,
-  byteLevelTokenBytes,
-  sentencePieceTokenBytes,
-  applyTokenMask,
-  isAllowed,
-  countAllowed,
-  maskedLogSoftmax,
-  maskedLogSumExp,
-  type GrammarOptions,
+  compileResponseFormat, ResponseGrammar, TokenMatcher, tokenVocabulary, TokenVocabulary,
+  byteLevelTokenBytes, sentencePieceTokenBytes, applyTokenMask, isAllowed, countAllowed, maskedLogSoftmax,
+  maskedLogSumExp, type GrammarOptions
 } from './policy/constrain/index.js';
 export type { JsonSchema, ResponseFormat } from './core/policy.js';
