@@ -1,8 +1,10 @@
 /**
  * The `Policy` interface: the one seam between the GRPO loops and whatever produces text
  * (a local ONNX model, an OpenAI-compatible endpoint, a worker, a recording for tests).
- * Plain data in and out; no framework types.
+ * Plain data in and out; no framework types. It sits at the bottom with the other shared data
+ * (lib/core), so every layer can name a policy without importing a backend.
  */
+
 /** A JSON Schema document (the subset `compileResponseFormat` in lib/policy/constrain documents), or `true` for any value. */
 export type JsonSchema = boolean | { readonly [keyword: string]: unknown };
 
