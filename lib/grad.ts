@@ -11,70 +11,44 @@
  *
  *   const run = loraGrpo({ policy: await loadOnnxPolicy({ model }), dataset, rewards, lora: { r: 8 } });
  *
- * or, step by step in the shape of the seed trainer (GrpoTrainer on the head, LoraGrpoTrainer on every layer):
+ * or, step by step in the shape of artifex's JAX GRPO trainer (GrpoTrainer on the head, LoraGrpoTrainer on every layer):
  *
  *   const trainer = new GrpoTrainer(policy, { lr: 0.02 }, new GrpoConfig({ numGenerations: 8 }));
  *   const { loss, metrics } = await trainer.trainStep(groupRolloutBatch(groups), prompts);
  */
 export { GrpoTrainer, type TrainerOptions, type TrainStepOptions, type TrainStepResult } from './grad/trainer.js';
 export type { TrainStepMetrics } from './grad/metrics.js';
-export { gradientGrpo, resumeGradientGrpo, gradientEpochStats, type GradientRun, type GradientResult } from './methods/gradient/method.js';
+export { gradientGrpo, resumeGradientGrpo, type GradientRun, type GradientResult } from './methods/gradient/method.js';
 export { GRADIENT_DEFAULTS, type GradientGrpoOptions, type GradientHandles, type GradientLossOptions } from './methods/gradient/options.js';
 export type { GradientEvent, GradientEventType, GradientEpochStats } from './methods/gradient/events.js';
 export { groupRolloutBatch, rolloutSampling, type RolloutGroup, type RolloutCompletion } from './grad/rollouts.js';
 export type { RolloutSampling } from './grad/objective.js';
 export { attachAdapter, type AttachedAdapter } from './grad/attach.js';
-export { OPTIMIZER_DEFAULTS, type OptimizerOptions } from './grad/optimizer.js';
-export { ADAPTER_DEFAULTS, type AdapterInit, type AdapterShape } from './grad/adapter.js';
+export type { OptimizerOptions } from './grad/optimizer.js';
+export type { AdapterInit, AdapterShape } from './grad/adapter.js';
 export type { AdapterState } from './grad/state.js';
+export type { HeadAdapterWeights } from './policy/head-adapter.js';
+// The head adapter's file (`webgrpo.adapter`) and a store's checkpoint of either adapter.
+export {
+  readAdapterFile, writeAdapterFile, readCheckpoint, writeCheckpoint, type AdapterCheckpoint,
+  type HeadAdapterCheckpoint, type AdapterFile
+} from './grad/format.js';
 
-// Full-depth LoRA (every attention and MLP projection of every layer) on the CPU: the frozen
-// decoder read from ONNX initializers, training forward and exact backward, AdamW, PEFT folders,
-// and the merged ONNX model the sampler needs to follow the adapter.
-export { LORA_MODULES, type DecoderShape, type DecoderWeights, type DecoderLayerWeights, type LoraModule, type Projection } from './lora/weights.js';
+// Full-depth LoRA (every attention and MLP projection of every layer): the frozen decoder read
+// from the ONNX graph's initializers, a new adapter, its trainer on the CPU or on WebGPU, PEFT
+// folders, and the merged ONNX model the sampler needs to follow the adapter.
+export type { DecoderShape, DecoderWeights, LoraModule } from './lora/weights.js';
 export { readDecoderWeights, type ReadWeightsOptions } from './lora/onnx-weights.js';
-export {
-  createLoraAdapter,
-  resolveLoraConfig,
-  loraParameterCount,
-  zerosLike,
-  LORA_DEFAULTS,
-  type LoraAdapter,
-  type LoraConfig,
-  type LoraOptions,
-  type LoraPair,
-} from './lora/adapter.js';
-export {
-  loraGroupForward,
-  loraLogprobs,
-  type LoraForwardOptions,
-  type LoraGroupInput,
-  type LoraGroupPass,
-  type LoraSequence,
-} from './lora/model.js';
-export type { LoraOptimizerState } from './lora/optimizer.js';
-export { createWebgpuLoraModel, webgpuLoraGroupForward, webgpuLoraModelStats, type WebgpuLoraGroupPass, type WebgpuLoraModel, type WebgpuLoraModelStats } from './lora/webgpu/model.js';
+export { createLoraAdapter, type LoraAdapter, type LoraConfig, type LoraOptions } from './lora/adapter.js';
+export { createWebgpuLoraModel, type WebgpuLoraModel } from './lora/webgpu/model.js';
 export { LoraTrainer, type LoraGroup, type LoraStepResult, type LoraTrainerOptions } from './lora/trainer.js';
 export { exportPeftAdapter, importPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, type PeftExportOptions, type PeftFolder } from './lora/peft.js';
-export { readSafetensors, writeSafetensors, type SafetensorsDtype, type SafetensorsFile, type SafetensorsTensor } from './lora/safetensors.js';
 export { mergeLoraIntoOnnx } from './lora/onnx-merge.js';
 export { LoraGrpoTrainer, loraModel, type GroupTrainer, type LoraBasePolicy, type LoraGrpoTrainerOptions, type LoraModel } from './lora/grpo-trainer.js';
-export {
-  readLoraAdapterFile,
-  writeLoraAdapterFile,
-  readLoraCheckpoint,
-  writeLoraCheckpoint,
-  LORA_ADAPTER_FORMAT,
-  type LoraAdapterFile,
-  type LoraCheckpoint,
-} from './lora/format.js';
+export { readLoraAdapterFile, writeLoraAdapterFile, type LoraAdapterFile, type LoraCheckpoint } from './lora/format.js';
 
 // Full-depth LoRA GRPO as a run of the driver: sampling follows the adapter (merged weights
 // swapped into the policy after every update), checkpoints with every step, resume, export.
 export { loraGrpo, resumeLoraGrpo, type LoraRun, type LoraResult } from './methods/lora/method.js';
 export { LORA_GRPO_DEFAULTS, type LoraEngine, type LoraGrpoOptions, type LoraHandles, type LoraPolicy } from './methods/lora/options.js';
 export type { LoraEvent, LoraEventType } from './methods/lora/events.js';
-
-// Full-parameter training on the same engine: the backward into every base weight (pretraining,
-// supervised fine-tuning) from the same d loss / d logp.
-export { decoderGroupForward, decoderParameterCount, decoderTensors, DecoderOptimizer, zerosLikeDecoder, type DecoderGroupPass } from './lora/full-grad.js';

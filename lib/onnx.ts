@@ -23,7 +23,7 @@ export function loadOnnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPolicy> 
 
 export type { OnnxDtype, OnnxLoadProgress, OnnxPolicyOptions } from './policy/onnx/load.js';
 export { MAX_GROUP_SIZE, type OnnxPolicy, type OnnxPolicyStats } from './policy/onnx/policy.js';
-export type { OnnxDevice } from './policy/onnx/device.js';
+export { adapterName, isSoftwareAdapter, type AdapterLike, type OnnxDevice } from './policy/onnx/device.js';
 export { BUNDLED_MODEL_URL_PATH, SKILL_MODEL_URL_PATH } from './policy/onnx/bundled.js';
 export { bundledModelPath, skillModelPath } from './policy/onnx/bundled-node.js';
 export { resolveSampling, sampleToken, type SampledToken, type SamplingConfig } from './policy/sampling.js';

@@ -18,10 +18,11 @@ import type { ColumnSource } from 'hyparquet-writer';
 import { InvalidInputError } from './errors.js';
 import { isRunBundle } from './export/run.js';
 import { methodOf } from './methods/registry.js';
-import type { ChatMessage } from './policy/types.js';
+import type { ChatMessage } from './core/policy.js';
 import { itemResultGroup, type ExportGroup } from './run/groups.js';
 import type { RunOf } from './run/run.js';
-import type { DatasetItem, ItemResult, RunBundle } from './store/records.js';
+import type { ItemResult, RunBundle } from './store/records.js';
+import type { DatasetItem } from './core/dataset.js';
 
 export interface ParquetExportOptions {
   /** verl's `data_source` (which reward function scores the row). Default: the run's task, else 'webgrpo'. */

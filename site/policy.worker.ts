@@ -5,7 +5,7 @@
  * run here too (gradient-worker.ts): the trainer needs the policy's head and hidden states, which
  * live with the engine.
  */
-import { exposePolicy, type WorkerScope } from '../lib/worker/index.js';
+import { exposePolicy, type WorkerScope } from '../lib/index.js';
 import { loadOnnxPolicy, type OnnxPolicy, type OnnxPolicyOptions } from '../lib/onnx.browser.js';
 import { serveGradientRuns } from './lib/gradient-worker.js';
 

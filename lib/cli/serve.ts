@@ -7,7 +7,7 @@ import { open } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { basename, resolve } from 'node:path';
 import type { OnnxDevice } from '../onnx.js';
-import type { Policy } from '../policy/types.js';
+import type { Policy } from '../core/policy.js';
 import { serve } from '../serve/server.js';
 import { closeOnSignals } from '../serve/signals.js';
 import { openFileSessionStore } from '../store/file-groups.js';

@@ -12,11 +12,12 @@ import { InvalidInputError, StoreCorruptError, WebgrpoError } from '../errors.js
 import { openEpochExport, type EpochExportFile } from '../export/epoch-file.js';
 import type { JsonlFormat } from '../export/jsonl.js';
 import { recordingPolicy, replayPolicy, type RecordingPolicy } from '../policy/recorded.js';
-import type { Policy } from '../policy/types.js';
+import type { Policy } from '../core/policy.js';
 import { exportRun } from '../store/bundle.js';
 import { openFileStore, type FileStore } from '../store/file.js';
 import { runMethod } from '../store/method.js';
-import type { DatasetItem, LoopMode, RouterArm, RunRecord } from '../store/records.js';
+import type { LoopMode, RouterArm, RunRecord } from '../store/records.js';
+import type { DatasetItem } from '../core/dataset.js';
 import { parseDatasetJsonl } from '../tasks/jsonl.js';
 import { builtinTasks, getTask } from '../tasks/index.js';
 import { builtinRewards } from '../tasks/rewards.js';
@@ -24,7 +25,7 @@ import { Progress, table, type ViewIo } from './train-view.js';
 import { adapterOptions, int, num, TRAINS_POLICY, UsageError } from './train-flags.js';
 import { modelPath } from './model-arg.js';
 import { methodKinds, methodOf } from '../methods/registry.js';
-import type { RewardFunction } from '../run/options.js';
+import type { RewardFunction } from '../core/reward.js';
 import type { Run } from '../run/run.js';
 import type { CliEvent } from './train-view.js';
 

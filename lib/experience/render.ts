@@ -2,7 +2,7 @@
  * Putting the library into a prompt: numbered lines (`[G0] ...`) for lessons and worked examples for
  * exemplars, under a token budget, inside a template the caller can replace.
  */
-import type { ChatMessage, PromptInput } from '../policy/types.js';
+import type { ChatMessage, PromptInput } from '../core/policy.js';
 import type { ExemplarEntry, ExperienceEntry, ExperienceLibrary } from './types.js';
 
 export const DEFAULT_EXPERIENCE_TOKEN_BUDGET = 512;

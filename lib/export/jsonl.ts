@@ -12,7 +12,7 @@
  * same keys with the same JSON types, as `datasets`' JSON loader (pyarrow) requires.
  */
 import { InvalidInputError } from '../errors.js';
-import type { ChatMessage } from '../policy/types.js';
+import type { ChatMessage } from '../core/policy.js';
 import type { ExportCompletion, ExportGroup } from '../run/groups.js';
 import type { RunBundle } from '../store/records.js';
 import { isRunBundle, runGroups } from './run.js';

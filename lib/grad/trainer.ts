@@ -21,7 +21,7 @@ import type { Rows } from '../math/validate.js';
 import type { OnnxPolicy } from '../policy/onnx/policy.js';
 import type { TrainableHead } from '../policy/onnx/head.js';
 import type { HeadAdapterWeights } from '../policy/head-adapter.js';
-import type { Policy, PromptInput } from '../policy/types.js';
+import type { Policy, PromptInput } from '../core/policy.js';
 import { createAdapterWeights, resolveShape, type AdapterInit, type AdapterShape } from './adapter.js';
 import type { AdapterState, HeadEngine, TokenStats } from './engine.js';
 import { HostEngine } from './host-engine.js';

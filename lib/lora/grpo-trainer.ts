@@ -24,7 +24,7 @@ import { nextAdaptiveEntropy, resolveAdaptiveEntropy, type AdaptiveEntropyOption
 import type { AdvantageOptions } from '../math/advantages.js';
 import { GroupRolloutBatch, GrpoConfig, type GrpoConfigInit } from '../math/batch.js';
 import type { GrpoLossConfig } from '../math/loss.js';
-import type { PromptInput } from '../policy/types.js';
+import type { PromptInput } from '../core/policy.js';
 import { createLoraAdapter, zerosLike, type LoraAdapter, type LoraOptions } from './adapter.js';
 import { loraGroupForward, type LoraForwardOptions } from './model.js';
 import { readDecoderWeights } from './onnx-weights.js';

@@ -174,7 +174,7 @@ const LOSS_EXTRAS = [
   'biasCorrectedKl',
 ] as const satisfies readonly (keyof GrpoLossExtras)[];
 
-/** The seed trainer's configuration, with its defaults; `toLossConfig` maps it onto `grpoLoss`. */
+/** artifex's `GRPOConfig` (the JAX trainer's configuration), with its defaults; `toLossConfig` maps it onto `grpoLoss`. */
 export interface GrpoConfigInit extends GrpoLossExtras {
   /** Completions sampled per prompt; default 4. */
   numGenerations?: number;

@@ -4,7 +4,7 @@
  * a step's items call this and never branch on the backend.
  */
 import { InvalidInputError } from '../errors.js';
-import type { GenerateGroupOptions, GroupResult, Policy } from './types.js';
+import type { GenerateGroupOptions, GroupResult, Policy } from '../core/policy.js';
 
 export async function generateGroups(policy: Policy, requests: GenerateGroupOptions[]): Promise<GroupResult[]> {
   if (!Array.isArray(requests)) throw new InvalidInputError('requests', 'must be an array of generateGroup options.');

@@ -4,7 +4,7 @@
  * temperature 1, matching the `logprob` that `sampleToken` reports for greedy tokens.
  */
 import { tokenLogProbs } from '../math/logprobs.js';
-import type { TopLogprob } from './types.js';
+import type { TopLogprob } from '../core/policy.js';
 
 /** The most alternatives a caller may ask for per token (OpenAI's limit). */
 export const MAX_TOP_LOGPROBS = 20;

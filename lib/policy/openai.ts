@@ -13,9 +13,8 @@
  * - The API key lives in this closure only: never in `info`, errors or anything serialisable.
  */
 import { HttpError, InvalidInputError, UnsupportedError } from '../errors.js';
-import type { ResponseFormat } from './constrain/format.js';
+import type { ResponseFormat, Completion, FinishReason, GenerateGroupOptions, GroupResult, Policy, TopLogprob } from '../core/policy.js';
 import { postJson, type HttpOptions } from './openai-http.js';
-import type { Completion, FinishReason, GenerateGroupOptions, GroupResult, Policy, TopLogprob } from './types.js';
 
 export interface OpenAiPolicyOptions {
   /** Base URL including the version path, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8000/v1`. */

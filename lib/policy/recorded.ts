@@ -9,7 +9,7 @@
  * uninterrupted run was.
  */
 import { AbortError, InvalidInputError, NotFoundError, throwIfAborted } from '../errors.js';
-import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, PromptInput, SamplingOptions } from './types.js';
+import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, PromptInput, SamplingOptions } from '../core/policy.js';
 
 export const RECORDING_FORMAT = 'webgrpo.recording';
 

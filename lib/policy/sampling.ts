@@ -24,7 +24,7 @@
  * never leave the GPU; this file is its reference and the CPU/WASM implementation.
  */
 import { InvalidInputError } from '../errors.js';
-import type { SamplingOptions } from './types.js';
+import type { SamplingOptions } from '../core/policy.js';
 
 export interface SamplingConfig {
   temperature: number;

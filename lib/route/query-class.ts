@@ -1,5 +1,5 @@
 /**
- * The query class a router learns per: an explicit `queryClass` wins; otherwise the seed's
+ * The query class a router learns per: an explicit `queryClass` wins; otherwise OpenJarvis's
  * rule (openjarvis `_derive_query_class`): code, then math, then short (< 50 characters),
  * long (> 500), else general. `hasCode` / `hasMath` may be given; when absent they are guessed
  * from the query text: a code fence or a line that looks like a definition or statement means

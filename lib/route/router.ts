@@ -1,15 +1,15 @@
 /**
  * GRPO for routing: learn which model (or prompt variant) to use per query class from rewards,
- * with no value model. A faithful port of the seed's `GRPORouterPolicy` (openjarvis
+ * with no value model. A faithful port of OpenJarvis's `GRPORouterPolicy` (openjarvis
  * grpo_policy.py): samples are buffered; `update()` groups them by query class, turns each
  * group's rewards into advantages (reward - mean) / std with the population std (1 when it is
  * 0), and adds learningRate * advantage to the weight of the model that earned it. `route()`
  * picks uniformly at random until a class has `minSamples` samples, then samples from
  * softmax(weights / temperature).
  *
- * Differences from the seed: randomness comes from an injectable seeded `Rng` (not Python's
+ * Differences from OpenJarvis: randomness comes from an injectable seeded `Rng` (not Python's
  * global `random`), the state (weights, counts and the pending buffer) round-trips through
- * `toJSON()` / `GrpoRouter.fromJSON()`, and the seed's unused `group_size` option is left out.
+ * `toJSON()` / `GrpoRouter.fromJSON()`, and OpenJarvis's unused `group_size` option is left out.
  */
 import { InvalidInputError } from '../errors.js';
 import { mulberry32, randomInt, type Rng } from '../math/random.js';

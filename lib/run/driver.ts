@@ -20,7 +20,8 @@
 import { InvalidInputError, throwIfAborted } from '../errors.js';
 import { itemResultGroup } from './groups.js';
 import { combinedRewards, computeAdvantages, type AdvantageResult } from '../math/advantages.js';
-import type { DatasetItem, ItemResult, RolloutRecord, RunRecord, StepPayloadBase, StepRecord } from '../store/records.js';
+import type { ItemResult, RolloutRecord, RunRecord, StepPayloadBase, StepRecord } from '../store/records.js';
+import type { DatasetItem } from '../core/dataset.js';
 import { registerRecordKind } from '../store/validate.js';
 import type { Store } from '../store/types.js';
 import type { Progress } from './events.js';

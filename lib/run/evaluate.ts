@@ -12,10 +12,12 @@ import { combinedRewards } from '../math/advantages.js';
 import { passAtK } from '../math/pass-at-k.js';
 import { mean } from '../math/stats.js';
 import { generateGroups } from '../policy/groups.js';
-import type { GenerateGroupOptions, Policy, PromptInput } from '../policy/types.js';
-import type { CorrectRule, DatasetItem, EvaluatedItem, EvaluatedSample, Evaluation, EvaluationSummary } from '../store/records.js';
-import { validateDataset } from '../store/validate.js';
-import { GROUP_SAMPLING_DEFAULTS, integer, real, validateHandles, type RewardFunction } from './options.js';
+import type { GenerateGroupOptions, Policy, PromptInput } from '../core/policy.js';
+import type { CorrectRule, EvaluatedItem, EvaluatedSample, Evaluation, EvaluationSummary } from '../store/records.js';
+import type { DatasetItem } from '../core/dataset.js';
+import { validateDataset } from '../core/dataset.js';
+import { GROUP_SAMPLING_DEFAULTS, integer, real, validateHandles } from './options.js';
+import type { RewardFunction } from '../core/reward.js';
 import { deriveSeed } from './random.js';
 import { promptOf, rewardTable } from './rollout.js';
 

@@ -3,7 +3,7 @@
  * emits (rollouts, rewards, advantages), how a run ends, and the channel events travel through.
  * Each method's own event union (training-free, gradient, router) builds on these.
  */
-import type { Completion, Usage } from '../policy/types.js';
+import type { Completion, Usage } from '../core/policy.js';
 import type { EvaluationRecord, GroupStats } from '../store/records.js';
 
 export interface Progress {

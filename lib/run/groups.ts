@@ -6,7 +6,7 @@
  *   group       `<runId>:<step>:<dataset index>`
  *   completion  `<runId>:<step>:<dataset index>:<row>`
  */
-import type { ChatMessage, PromptInput } from '../policy/types.js';
+import type { ChatMessage, PromptInput } from '../core/policy.js';
 import type { ItemResult } from '../store/records.js';
 
 export interface ExportCompletion {

@@ -6,11 +6,13 @@
  * epochs' results differ by the training alone.
  */
 import { InvalidInputError } from '../errors.js';
-import type { Policy, PromptInput } from '../policy/types.js';
-import type { CorrectRule, DatasetItem, EvaluationConfig, EvaluationRecord } from '../store/records.js';
-import { validateDataset } from '../store/validate.js';
+import type { Policy, PromptInput } from '../core/policy.js';
+import type { CorrectRule, EvaluationConfig, EvaluationRecord } from '../store/records.js';
+import type { DatasetItem } from '../core/dataset.js';
+import { validateDataset } from '../core/dataset.js';
 import { evaluate } from './evaluate.js';
-import { integer, real, type RewardFunction } from './options.js';
+import { integer, real } from './options.js';
+import type { RewardFunction } from '../core/reward.js';
 import { deriveSeed } from './random.js';
 
 /** The held-out split a run evaluates on, and how (every method's start options take it). */

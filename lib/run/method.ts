@@ -7,11 +7,13 @@
  */
 import type { ExportGroup } from './groups.js';
 import type { AdvantageOptions, AdvantageResult } from '../math/advantages.js';
-import type { Completion, Policy, PromptInput, Usage } from '../policy/types.js';
-import type { DatasetItem, ItemResult, PayloadOf, RolloutRecord, RunWarning, StepExtras, StepPayloadBase, StepRecord } from '../store/records.js';
+import type { Completion, Policy, PromptInput, Usage } from '../core/policy.js';
+import type { ItemResult, PayloadOf, RolloutRecord, RunWarning, StepExtras, StepPayloadBase, StepRecord } from '../store/records.js';
+import type { DatasetItem } from '../core/dataset.js';
 import type { RecordKind } from '../store/validate.js';
 import type { Store } from '../store/types.js';
-import type { LoopHandles, RewardFunction } from './options.js';
+import type { LoopHandles } from './options.js';
+import type { RewardFunction } from '../core/reward.js';
 import type { Run, RunOf } from './run.js';
 import type { StepPlan } from './schedule.js';
 

@@ -4,31 +4,9 @@
  */
 import { InvalidInputError } from '../errors.js';
 import type { EpochHook } from './groups.js';
-import type { Completion, Policy, PromptInput } from '../policy/types.js';
-import type { DatasetItem } from '../store/records.js';
+import type { Policy } from '../core/policy.js';
+import type { RewardFunction } from '../core/reward.js';
 import type { Store } from '../store/types.js';
-
-export interface RewardContext {
-  /** The completion's text (what most rewards look at). */
-  text: string;
-  completion: Completion;
-  item: DatasetItem;
-  /** The prompt as the policy saw it (experiences included). */
-  prompt: PromptInput;
-  /** Row of the completion in its group. */
-  row: number;
-}
-
-/**
- * A verifiable reward. Return a finite number, or `null` when this function cannot score the
- * completion (it then counts as missing, as in TRL, not as zero).
- */
-export interface RewardFunction {
-  name: string;
-  /** Weight in the combined reward. Default 1. */
-  weight?: number;
-  score(context: RewardContext): number | null | Promise<number | null>;
-}
 
 /** The callables and handles every method's run needs besides its stored configuration. */
 export interface LoopHandles<P extends Policy = Policy> {

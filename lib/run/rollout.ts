@@ -5,9 +5,9 @@
  * `sampleGroup` per arm.
  */
 import { InvalidInputError, throwIfAborted, WebgrpoError } from '../errors.js';
-import type { Completion, Policy, PromptInput, Usage } from '../policy/types.js';
-import type { DatasetItem } from '../store/records.js';
-import type { RewardFunction } from './options.js';
+import type { Completion, Policy, PromptInput, Usage } from '../core/policy.js';
+import type { DatasetItem } from '../core/dataset.js';
+import type { RewardFunction } from '../core/reward.js';
 
 /** The sampling and reward settings of a run (every method's config has them). */
 export interface RolloutSettings {

@@ -4,7 +4,7 @@
  * minus one character, so text that turns out to start a stop string is never sent.
  */
 import type { ServerResponse } from 'node:http';
-import type { Completion, TokenEvent } from '../policy/types.js';
+import type { Completion, TokenEvent } from '../core/policy.js';
 import type { AskInput, Session } from '../session/session.js';
 import type { CompletionRecord } from '../store/session-records.js';
 import { toApiError } from './api-error.js';

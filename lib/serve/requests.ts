@@ -4,8 +4,8 @@
  * `return_tokens_as_token_ids` follow vLLM's extensions.
  */
 import { WebgrpoError } from '../errors.js';
-import { compileResponseFormat, type ResponseFormat } from '../policy/constrain/format.js';
-import type { ChatMessage, PromptInput, SamplingOptions } from '../policy/types.js';
+import { compileResponseFormat } from '../policy/constrain/format.js';
+import type { ResponseFormat, ChatMessage, PromptInput, SamplingOptions } from '../core/policy.js';
 import { ApiError, badField } from './api-error.js';
 import {
   asBody,

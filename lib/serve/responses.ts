@@ -1,5 +1,5 @@
 /** OpenAI response shapes for chat and text completions, whole and streamed. */
-import type { Completion, FinishReason, Usage } from '../policy/types.js';
+import type { Completion, FinishReason, Usage } from '../core/policy.js';
 import type { GenerationRequest } from './requests.js';
 import type { TokenEntry } from './tokens.js';
 

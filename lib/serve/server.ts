@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { InvalidInputError } from '../errors.js';
 import { jsonlFileSink } from '../export/file.js';
 import type { JsonlFormat } from '../export/jsonl.js';
-import type { Policy } from '../policy/types.js';
+import type { Policy } from '../core/policy.js';
 import { MemorySessionStore } from '../store/session-memory.js';
 import { createSession, type Session } from '../session/session.js';
 import type { SessionStore } from '../store/session-records.js';

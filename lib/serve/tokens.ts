@@ -1,5 +1,5 @@
 /** Token strings for OpenAI's `logprobs`: each token's own text, its UTF-8 bytes and its alternatives. */
-import type { Completion, Policy, TopLogprob } from '../policy/types.js';
+import type { Completion, Policy, TopLogprob } from '../core/policy.js';
 import { IncrementalDetokenizer } from './detokenize.js';
 
 export interface TokenLogprob {

@@ -4,7 +4,7 @@
  * here instead of corrupting each other. Waiting work can be cancelled, and the wait is bounded.
  */
 import { AbortError, BusyError, InvalidInputError } from '../errors.js';
-import type { Policy } from '../policy/types.js';
+import type { Policy } from '../core/policy.js';
 
 export interface QueueOptions {
   /** Tasks allowed to run at once. Default 1: a local model runs one inference at a time. */

@@ -5,17 +5,9 @@
  * for export, or for a later look. Any number of tasks may interleave asks and tells on one
  * policy: model calls wait in one FIFO queue, and every group keeps its own id and completions.
  */
-import type { ResponseFormat } from '../policy/constrain/format.js';
+import type { ResponseFormat, GenerateGroupOptions, Policy, PromptInput, SamplingOptions, TokenEvent, Usage } from '../core/policy.js';
 import { InvalidInputError, NotFoundError } from '../errors.js';
 import { computeAdvantages } from '../math/advantages.js';
-import type {
-  GenerateGroupOptions,
-  Policy,
-  PromptInput,
-  SamplingOptions,
-  TokenEvent,
-  Usage,
-} from '../policy/types.js';
 import { MemorySessionStore } from '../store/session-memory.js';
 import { createKeyedLock, createTaskQueue, queuedPolicy, type QueueOptions, type TaskQueue } from './queue.js';
 import {

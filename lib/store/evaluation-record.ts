@@ -1,6 +1,6 @@
 /** A held-out evaluation: how a run is evaluated, what one evaluation found, and how it is kept with the run. */
-import type { FinishReason, PromptInput, Usage } from '../policy/types.js';
-import type { DatasetItem, JsonValue } from './dataset-item.js';
+import type { FinishReason, PromptInput, Usage } from '../core/policy.js';
+import type { DatasetItem, JsonValue } from '../core/dataset.js';
 
 /**
  * Which samples of an evaluation count as correct: `'exact'`, the text equal to the item's answer

@@ -29,7 +29,8 @@ import { checkAdapter, checkCompleted, checkItems, checkPending, checkProgress, 
 import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, keepsAdapter, runExists, withEvaluation } from './rules.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import { upgradeV4Step } from './upgrade-v4.js';
-import type { DatasetItem, EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
+import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
+import type { DatasetItem } from '../core/dataset.js';
 import { damagedAmong, leftOut } from './damage.js';
 import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from './types.js';
 

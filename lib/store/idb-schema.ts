@@ -7,7 +7,8 @@ import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
 import type { AdapterCheckpoint } from '../grad/format.js';
 import type { GroupRecord } from './session-records.js';
 import { upgradeV4Step } from './upgrade-v4.js';
-import type { DatasetItem, ItemResult, RunRecord, StepRecord } from './records.js';
+import type { ItemResult, RunRecord, StepRecord } from './records.js';
+import type { DatasetItem } from '../core/dataset.js';
 
 export interface ItemRow {
   runId: string;

@@ -2,7 +2,7 @@ export type * from './records.js';
 export type { Store, RunLock, RunStatusPatch, StepRange, DamagedRun } from './types.js';
 export { MemoryStore } from './memory.js';
 export { exportRun, importRun, RUN_EXPORT_FORMAT, RUN_EXPORT_VERSION, type RunExport, type ImportOptions } from './bundle.js';
-export { validateDataset, validateDatasetItem, validateBundle, type RecordKind } from './validate.js';
+export { validateBundle, type RecordKind } from './validate.js';
 export { libraryAt } from './history.js';
 export { payloadOf, stepLibrary } from './payload.js';
 export { runMethod, type RunMethod } from './method.js';

@@ -22,8 +22,9 @@ import { validateLibrary } from '../experience/normalize.js';
 import type { ExperienceLibrary } from '../experience/types.js';
 import { changedField, unsealed } from './checksum.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
-import type { DatasetItem, ItemResult, RunRecord, StepRecord } from './records.js';
-import { recordKind, validateDatasetItem } from './validate.js';
+import type { ItemResult, RunRecord, StepRecord } from './records.js';
+import { validateDatasetItem, type DatasetItem } from '../core/dataset.js';
+import { recordKind } from './validate.js';
 
 type Obj = Record<string, unknown>;
 

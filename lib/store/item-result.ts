@@ -1,6 +1,6 @@
 /** What one dataset item produced in one step: its rollouts, their rewards, the critic's exchanges, warnings. */
 import type { ExemplarCandidate, ExperienceOperation } from '../experience/types.js';
-import type { FinishReason, PromptInput, Usage } from '../policy/types.js';
+import type { FinishReason, PromptInput, Usage } from '../core/policy.js';
 
 export type WarningStage = 'summary' | 'critique' | 'group-update' | 'batch-merge' | 'reward' | 'exemplar';
 

@@ -4,7 +4,8 @@
  */
 import { NotFoundError } from '../errors.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
-import type { DatasetItem, EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
+import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
+import type { DatasetItem } from '../core/dataset.js';
 import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists, withEvaluation } from './rules.js';
 import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from './types.js';
 

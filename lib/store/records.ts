@@ -4,7 +4,6 @@
  * concept has its own file.
  */
 export type { RouterArm } from '../route/arm.js';
-export type * from './dataset-item.js';
 export type * from './run-config.js';
 export type * from './run-record.js';
 export type * from './item-result.js';

@@ -1,6 +1,6 @@
 /** A whole run as one value: what `exportRun` writes and `importRun` reads. */
 import type { AdapterCheckpoint } from '../grad/format.js';
-import type { DatasetItem } from './dataset-item.js';
+import type { DatasetItem } from '../core/dataset.js';
 import type { ItemResult } from './item-result.js';
 import type { RunRecord } from './run-record.js';
 import type { StepRecord } from './step-record.js';

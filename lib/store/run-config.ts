@@ -3,7 +3,7 @@ import type { AdaptiveEntropyOptions } from '../math/adaptive-entropy.js';
 import type { GrpoLossExtras } from '../math/batch.js';
 import type { ImportanceSamplingLevel, LossType } from '../math/loss.js';
 import type { LoraModule } from '../lora/weights.js';
-import type { PolicyInfo } from '../policy/types.js';
+import type { PolicyInfo } from '../core/policy.js';
 import type { RouterArm } from '../route/arm.js';
 import type { EvaluationConfig } from './evaluation-record.js';
 

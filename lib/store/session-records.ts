@@ -4,7 +4,7 @@
  * unchanged.
  */
 import type { AdvantageOptions, RewardValue } from '../math/advantages.js';
-import type { ChatMessage, FinishReason, SamplingOptions, TopLogprob } from '../policy/types.js';
+import type { ChatMessage, FinishReason, SamplingOptions, TopLogprob } from '../core/policy.js';
 
 /** A completion's reward: one value, or one per reward function; null where a function could not score it. */
 export type Reward = RewardValue | readonly RewardValue[];

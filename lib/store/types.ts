@@ -13,7 +13,8 @@
  */
 import type { StoreCorruptError } from '../errors.js';
 import type { AdapterCheckpoint } from '../grad/format.js';
-import type { DatasetItem, EvaluationRecord, ItemResult, RunBundle, RunRecord, RunStatus, StepExtras, StepRecord } from './records.js';
+import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, RunStatus, StepExtras, StepRecord } from './records.js';
+import type { DatasetItem } from '../core/dataset.js';
 
 export interface RunLock {
   readonly runId: string;

@@ -2,7 +2,7 @@
  * Checks of what a run keeps of its held-out evaluation: the split and its settings in the config,
  * and each evaluation record in the run's `evaluations` (imports go through these).
  */
-import { arr, bool, fail, int, nullableNum, num, obj, str } from './shape.js';
+import { arr, bool, fail, int, nullableNum, num, obj, str } from '../core/shape.js';
 
 /** A run's held-out split and how it is sampled and judged (its items are checked as a dataset by the caller). */
 export function validateEvaluationConfig(value: unknown, at: string): { items: unknown } {

@@ -2,7 +2,7 @@
  * The config fields every run kind shares. Errors are `InvalidInputError`s whose `argument` is the
  * path to the bad field.
  */
-import { arr, bool, int, num, obj, str, type Obj } from './shape.js';
+import { arr, bool, int, num, obj, str, type Obj } from '../core/shape.js';
 
 /** The fields of `LoopConfig` (gradient and router runs): groups, schedule, sampling, rewards, policy. */
 export function validateLoopConfig(value: unknown, at: string): Obj {

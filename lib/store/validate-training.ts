@@ -9,7 +9,7 @@ import { LORA_MODULES } from '../lora/weights.js';
 import { IMPORTANCE_SAMPLING_MODES, LOSS_TYPES } from '../math/loss-config.js';
 import type { RecordKind } from './record-kind.js';
 import type { GradientConfig, LoraRunConfig } from './records.js';
-import { arr, bool, fail, int, num, obj, oneOf, type Obj } from './shape.js';
+import { arr, bool, fail, int, num, obj, oneOf, type Obj } from '../core/shape.js';
 import { validateLoopConfig } from './validate-fields.js';
 
 function validateGradientConfig(value: unknown, at: string): GradientConfig {

@@ -4,7 +4,7 @@
  * and similarity to the answer) gives even a weak model's group a reward spread to learn from.
  */
 import { mulberry32, randomInt } from '../math/random.js';
-import type { DatasetItem } from '../store/records.js';
+import type { DatasetItem } from '../core/dataset.js';
 import type { Task } from './types.js';
 import { similarity, squash } from './text.js';
 

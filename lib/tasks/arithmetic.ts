@@ -1,6 +1,6 @@
 /** Small arithmetic: one operation on small integers, answered with the number alone. */
 import { mulberry32, randomInt } from '../math/random.js';
-import type { DatasetItem } from '../store/records.js';
+import type { DatasetItem } from '../core/dataset.js';
 import type { Task } from './types.js';
 import { lastNumber } from './text.js';
 

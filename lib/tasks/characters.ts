@@ -5,8 +5,8 @@
  * noise), and a quick check that a real model follows a format instruction.
  */
 import { mulberry32, randomInt } from '../math/random.js';
-import type { DatasetItem } from '../store/records.js';
-import type { RewardFunction } from '../run/options.js';
+import type { DatasetItem } from '../core/dataset.js';
+import type { RewardFunction } from '../core/reward.js';
 import type { Task } from './types.js';
 
 /** Share of the characters of `text` that `test` accepts; 0 for an empty reply. */

@@ -5,7 +5,7 @@
  * case), so even an untrained character-level model's group has a reward spread.
  */
 import { mulberry32, randomInt } from '../math/random.js';
-import type { DatasetItem } from '../store/records.js';
+import type { DatasetItem } from '../core/dataset.js';
 import { characterShare } from './characters.js';
 import type { Task } from './types.js';
 

@@ -1,6 +1,6 @@
 import { ParseError } from '../errors.js';
-import type { DatasetItem } from '../store/records.js';
-import { validateDatasetItem } from '../store/validate.js';
+import type { DatasetItem } from '../core/dataset.js';
+import { validateDatasetItem } from '../core/dataset.js';
 
 /**
  * A dataset from JSONL text: one `{ "prompt" | "messages", "answer"? }` object per line; blank lines

@@ -1,6 +1,6 @@
 /** Required keywords: one sentence on a topic that uses every given word. */
 import { mulberry32, randomInt } from '../math/random.js';
-import type { DatasetItem } from '../store/records.js';
+import type { DatasetItem } from '../core/dataset.js';
 import type { Task } from './types.js';
 
 const TOPICS: Array<{ topic: string; words: string[] }> = [

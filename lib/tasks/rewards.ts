@@ -2,7 +2,7 @@
  * General reward functions for your own datasets, comparing a completion with the item's `answer`.
  * Each returns null (cannot score) for an item without a usable answer.
  */
-import type { RewardFunction } from '../run/options.js';
+import type { RewardFunction } from '../core/reward.js';
 import { lastNumber, parseJsonReply, similarity, squash } from './text.js';
 
 const answerText = (answer: unknown): string | null =>

@@ -6,8 +6,8 @@
  * tokenizer's vocabulary (printable ASCII).
  */
 import { randomInt, type Rng } from '../math/random.js';
-import type { DatasetItem } from '../store/records.js';
-import type { RewardFunction } from '../run/options.js';
+import type { DatasetItem } from '../core/dataset.js';
+import type { RewardFunction } from '../core/reward.js';
 import { splitDataset, type Problem, type SkillTask } from './split.js';
 import { lastNumber, similarity, squash } from './text.js';
 

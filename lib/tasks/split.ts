@@ -5,7 +5,7 @@
  * held-out problems: any seed then measures the model on problems it has not seen.
  */
 import { mulberry32, type Rng } from '../math/random.js';
-import type { DatasetItem } from '../store/records.js';
+import type { DatasetItem } from '../core/dataset.js';
 import { InvalidInputError } from '../errors.js';
 import type { DatasetOptions, Task } from './types.js';
 

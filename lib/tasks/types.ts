@@ -1,5 +1,5 @@
-import type { DatasetItem } from '../store/records.js';
-import type { RewardFunction } from '../run/options.js';
+import type { DatasetItem } from '../core/dataset.js';
+import type { RewardFunction } from '../core/reward.js';
 
 export interface DatasetOptions {
   /** Number of items. Each task has a small default. */

@@ -14,14 +14,15 @@ import { InvalidInputError } from '../errors.js';
 import { normalizeExperienceLibrary } from '../experience/normalize.js';
 import type { ExemplarEntry, ExperienceEntry, ExperienceLibrary } from '../experience/types.js';
 import { openAiPolicy } from '../policy/openai.js';
-import type { Policy } from '../policy/types.js';
+import type { Policy } from '../core/policy.js';
 import { MemoryStore } from '../store/memory.js';
-import type { DatasetItem, LoopMode } from '../store/records.js';
+import type { LoopMode } from '../store/records.js';
+import type { DatasetItem } from '../core/dataset.js';
 import type { Store } from '../store/types.js';
 import { builtinRewards } from '../tasks/rewards.js';
 import { trainingFreeGrpo } from '../methods/training-free/method.js';
 import type { TrainingFreeGrpoOptions } from '../methods/training-free/options.js';
-import type { RewardFunction } from '../run/options.js';
+import type { RewardFunction } from '../core/reward.js';
 
 export interface Frame {
   type: string;

@@ -6,7 +6,7 @@
  * as the same typed errors the worker's policy threw.
  */
 import { AbortError, WebgrpoError } from '../errors.js';
-import type { Policy } from '../policy/types.js';
+import type { Policy } from '../core/policy.js';
 import {
   packRows,
   buffersOf,

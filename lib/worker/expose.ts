@@ -8,7 +8,7 @@
  *   exposePolicy((init, { onProgress }) => loadOnnxPolicy({ ...(init as object), onProgress }));
  */
 import { AbortError, WebgrpoError } from '../errors.js';
-import type { Policy } from '../policy/types.js';
+import type { Policy } from '../core/policy.js';
 import { packGroup, packScore, serializeError, unpackRows, type FromWorker, type InitResult, type ToWorker } from './protocol.js';
 
 export type PolicyFactory = (init: unknown, context: { onProgress: (progress: unknown) => void }) => Policy | Promise<Policy>;

@@ -20,7 +20,7 @@ import {
   WebgrpoError,
   type ErrorCode,
 } from '../errors.js';
-import type { GenerateGroupOptions, GroupResult, PolicyInfo, ScoreOptions, ScoreResult, TokenEvent, TopLogprob, FinishReason, Usage } from '../policy/types.js';
+import type { GenerateGroupOptions, GroupResult, PolicyInfo, ScoreOptions, ScoreResult, TokenEvent, TopLogprob, FinishReason, Usage } from '../core/policy.js';
 
 export type GenerateRequest = Omit<GenerateGroupOptions, 'signal' | 'onToken'> & { streamTokens: boolean };
 export type ScoreRequest = Omit<ScoreOptions, 'signal' | 'completions'> & { completions: PackedRows<Int32Array> };

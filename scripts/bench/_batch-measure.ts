@@ -4,7 +4,7 @@
  * after another. Both produce the same groups (batch.test.ts checks it); only the time differs.
  */
 import type { OnnxPolicy } from '../../lib/onnx.js';
-import type { GenerateGroupOptions } from '../../lib/policy/types.js';
+import type { GenerateGroupOptions } from '../../lib/core/policy.js';
 
 export interface StepSpec {
   items: number;

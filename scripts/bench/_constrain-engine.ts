@@ -6,9 +6,9 @@
  * the tokenizer's end token, as it would at an EOS-less model's budget.
  */
 import { performance } from 'node:perf_hooks';
-import { criticOperationsSchema } from '../../lib/index.js';
+import { criticOperationsSchema } from '../../lib/method.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
-import type { ResponseFormat } from '../../lib/policy/constrain/format.js';
+import type { ResponseFormat } from '../../lib/core/policy.js';
 import { BENCH, buildModel, MODEL_DIRS } from '../build-model/index.js';
 
 const GROUP = 8;

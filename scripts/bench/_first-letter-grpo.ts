@@ -19,13 +19,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GrpoTrainer, groupRolloutBatch } from '../../lib/grad.js';
-import { computeAdvantages, GrpoConfig, type DatasetItem } from '../../lib/index.js';
+import type { DatasetItem } from '../../lib/index.js';
+import { computeAdvantages, GrpoConfig } from '../../lib/math.js';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import { LoraTrainer, type LoraGroup } from '../../lib/lora/trainer.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import type { GroupResult } from '../../lib/policy/types.js';
+import type { GroupResult } from '../../lib/core/policy.js';
 import { BATCH, datasets, GROUP, inputOf as taskInput, MAX_NEW, measure as measureTask, score, type Measure } from './_first-letter-task.js';
 
 export { BATCH, GROUP, MAX_NEW, type Measure };

@@ -4,9 +4,10 @@
  * reward, and the before/after measure on held-out words (one word per letter, never trained on):
  * mean reward of GROUP samples per word, and which letter the replies start with.
  */
-import { firstLetter, type DatasetItem } from '../../lib/index.js';
-import type { Policy } from '../../lib/policy/types.js';
-import type { RewardContext } from '../../lib/run/options.js';
+import type { DatasetItem } from '../../lib/index.js';
+import { firstLetter } from '../../lib/tasks/index.js';
+import type { Policy } from '../../lib/core/policy.js';
+import type { RewardContext } from '../../lib/core/reward.js';
 import { FIRST_LETTER_WORDS } from '../../lib/tasks/first-letter.js';
 
 export const GROUP = 8;

@@ -5,15 +5,9 @@
  * CPU sampling step the mask is added to. Token sequences come from seeded random walks, replayed
  * identically on every side; both sides are checked to agree before they are timed.
  */
-import {
-  compileResponseFormat,
-  countAllowed,
-  criticOperationsSchema,
-  isAllowed,
-  mulberry32,
-  type ResponseFormat,
-  type ResponseGrammar,
-} from '../../lib/index.js';
+import type { ResponseFormat } from '../../lib/index.js';
+import { compileResponseFormat, countAllowed, criticOperationsSchema, isAllowed, type ResponseGrammar } from '../../lib/method.js';
+import { mulberry32 } from '../../lib/math.js';
 import { resolveSampling, sampleToken } from '../../lib/policy/sampling.js';
 import { characterVocabulary, syntheticByteBpe, type TestVocabulary } from '../../test/fixtures/vocabularies.js';
 import { performance } from 'node:perf_hooks';

@@ -6,7 +6,9 @@
  * the machine is shared, so the rounds of the variants alternate.
  */
 import { performance } from 'node:perf_hooks';
-import { arithmetic, evaluate, generateGroups, type DatasetItem, type GenerateGroupOptions, type Policy } from '../../lib/index.js';
+import { evaluate, type DatasetItem, type GenerateGroupOptions, type Policy } from '../../lib/index.js';
+import { arithmetic } from '../../lib/tasks/index.js';
+import { generateGroups } from '../../lib/method.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { deriveSeed } from '../../lib/run/random.js';
 import { ms } from './_measure.js';

@@ -9,7 +9,8 @@
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { gradientGrpo, loraGrpo } from '../../lib/grad.js';
-import { digits, MemoryStore } from '../../lib/index.js';
+import { MemoryStore } from '../../lib/index.js';
+import { digits } from '../../lib/tasks/index.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { BENCH, buildModel, MODEL_DIRS } from '../build-model/index.js';
 

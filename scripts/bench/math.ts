@@ -2,7 +2,7 @@
  * The math core against the code one would write first: array-of-arrays, one temporary per
  * step. Both sides are checked to agree before they are timed.
  */
-import { computeAdvantages, grpoLoss, LOSS_TYPES, mulberry32, tokenLogProbs, type GrpoLossConfig } from '../../lib/index.js';
+import { computeAdvantages, grpoLoss, LOSS_TYPES, mulberry32, tokenLogProbs, type GrpoLossConfig } from '../../lib/math.js';
 import { refGrpoLoss, type RefConfig } from '../../test/math/reference-loss.js';
 import { measure, ms, si } from './_measure.js';
 

@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import OpenAI from 'openai';
 import { bundledModelPath, loadOnnxPolicy } from '../../lib/onnx.js';
 import { serve } from '../../lib/server.js';
-import type { ChatMessage } from '../../lib/policy/types.js';
+import type { ChatMessage } from '../../lib/core/policy.js';
 import { ms } from './_measure.js';
 
 const GROUPS = 16;

@@ -10,7 +10,8 @@
  * whether it learnt to use them on held-out problems is what the exemplars rows measure, and the
  * notes show what it writes.
  */
-import { evaluate, skillTasks, trainingFreeGrpo, type DatasetItem, type Evaluation, type ExperienceLibrary, type LoopMode, type SkillTask } from '../../lib/index.js';
+import { evaluate, trainingFreeGrpo, type DatasetItem, type Evaluation, type ExperienceLibrary, type LoopMode } from '../../lib/index.js';
+import { skillTasks, type SkillTask } from '../../lib/tasks.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { MAX_REPLY_TOKENS } from '../pretrain/accuracy.js';
 import { SKILL_DIR } from './_skill-grpo.js';

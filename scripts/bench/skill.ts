@@ -4,7 +4,8 @@
  * training prompts (the tasks' training split), group size, steps and seed; accuracy before and
  * after on held-out problems, greedy and at temperature 1, per task, and what the models write.
  */
-import { copyFormat, countLetter, skillTasks } from '../../lib/index.js';
+import { skillTasks } from '../../lib/tasks.js';
+import { copyFormat, countLetter } from '../../lib/tasks/index.js';
 import { meanAccuracy, type TaskAccuracy } from '../pretrain/accuracy.js';
 import { skillGrpo, type SkillGrpoOptions } from './_skill-grpo.js';
 

@@ -6,7 +6,8 @@
  * text per keyword. Both run on the same vocabularies as the constrain suite.
  */
 import { performance } from 'node:perf_hooks';
-import { compileResponseFormat, criticOperationsSchema, isAllowed, mulberry32, tokenVocabulary, type ResponseGrammar } from '../../lib/index.js';
+import { compileResponseFormat, criticOperationsSchema, isAllowed, tokenVocabulary, type ResponseGrammar } from '../../lib/method.js';
+import { mulberry32 } from '../../lib/math.js';
 import { characterVocabulary, syntheticByteBpe, type TestVocabulary } from '../../test/fixtures/vocabularies.js';
 import type * as Xgrammar from '@mlc-ai/web-xgrammar';
 import { loadXgrammar, tokenizerInfo, type Xg } from './_xgrammar.js';

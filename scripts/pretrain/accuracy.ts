@@ -3,7 +3,7 @@
  * (greedy: one reply at temperature 0) and scored by the task's `exact` reward. What the model card
  * reports, the card's test re-measures and the skill benchmark compares before and after GRPO.
  */
-import type { Policy } from '../../lib/policy/types.js';
+import type { Policy } from '../../lib/core/policy.js';
 import type { SkillTask } from '../../lib/tasks/split.js';
 
 export interface AccuracyOptions {

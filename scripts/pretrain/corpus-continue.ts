@@ -8,7 +8,7 @@
 import type { ExemplarEntry, ExperienceLibrary } from '../../lib/experience/types.js';
 import { promptWithLibrary } from '../../lib/experience/render.js';
 import { mulberry32, randomInt, shuffleInPlace, type Rng } from '../../lib/math/random.js';
-import type { DatasetItem } from '../../lib/store/records.js';
+import type { DatasetItem } from '../../lib/core/dataset.js';
 import { skillTasks } from '../../lib/tasks/skill.js';
 import type { SkillTask } from '../../lib/tasks/split.js';
 import { IM_END_ID } from '../build-model/tokenizer.js';

@@ -3,8 +3,8 @@
  * its adapter in numbers: the head adapter (z' = z + s (h A) B on the LM head) of a gradient run,
  * or the LoRA pairs (y = x W + s x A^T B^T) on every layer of a lora run. Pure functions of stored data.
  */
-import { readAdapterFile, type AdapterCheckpoint, type GradientConfig, type GradientRunRecord, type LoraRunRecord, type RunBundle } from '../../lib/index.js';
-import { readLoraAdapterFile } from '../../lib/lora/format.js';
+import type { GradientConfig, GradientRunRecord, LoraRunRecord, RunBundle } from '../../lib/index.js';
+import { readAdapterFile, readLoraAdapterFile, type AdapterCheckpoint } from '../../lib/grad.js';
 import { stepView } from './step-payload.js';
 
 /** Columns of the per-update charts. x: an update's place on the step axis (the last of a step sits on it). */

@@ -3,7 +3,8 @@
  * it) and their settings in one table. Pure functions of run bundles; the curves come from the same
  * series the single-run charts draw (view.ts, adapter-view.ts).
  */
-import { runMethod, type RunBundle } from '../../lib/index.js';
+import type { RunBundle } from '../../lib/index.js';
+import { runMethod } from '../../lib/method.js';
 import { updateSeries } from './adapter-view.js';
 import { KIND_SETTINGS, kindView } from './kind-view.js';
 import { modelName, runTitle, stepSeries } from './view.js';

@@ -3,7 +3,7 @@
  * software one), or why the model will run on WebAssembly. Asked of `navigator.gpu` directly, so
  * the header can say it before any model runtime is loaded.
  */
-import { adapterName, isSoftwareAdapter, type AdapterLike } from '../../lib/policy/onnx/device.js';
+import { adapterName, isSoftwareAdapter, type AdapterLike } from '../../lib/onnx.browser.js';
 
 export interface DeviceReport {
   webgpu: boolean;

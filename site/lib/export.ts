@@ -3,7 +3,8 @@
  * reward, advantage and group), the library or the adapter (JSON), or the whole run (webgrpo's
  * run export).
  */
-import { exportRun, runGroups, toJsonl, type AdapterCheckpoint, type ExperienceLibrary, type RunBundle, type Store } from '../../lib/index.js';
+import { exportRun, runGroups, toJsonl, type ExperienceLibrary, type RunBundle, type Store } from '../../lib/index.js';
+import type { AdapterCheckpoint } from '../../lib/grad.js';
 import { libraryAfter } from './view.js';
 
 /**

@@ -6,7 +6,8 @@
  * the base policy (epoch 0) against the trained one (the latest epoch), and their answers to the
  * same held-out prompts side by side. Pure.
  */
-import type { DatasetItem, EvaluationRecord, LoopEvaluationOptions, RunBundle, Task } from '../../lib/index.js';
+import type { DatasetItem, EvaluationRecord, LoopEvaluationOptions, RunBundle } from '../../lib/index.js';
+import type { Task } from '../../lib/tasks.js';
 import { promptLabel, skillTaskOf } from './tasks.js';
 
 /** Held-out prompts per run: few enough to evaluate in seconds on the bundled model. */

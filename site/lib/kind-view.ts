@@ -3,7 +3,9 @@
  * by `run.kind`, so the panels and tables ask the run's view instead of branching on its kind. (A
  * step's payload is read the same way, in step-payload.ts.)
  */
-import { runMethod, type GrpoLossConfig, type RunRecord } from '../../lib/index.js';
+import type { RunRecord } from '../../lib/index.js';
+import { runMethod } from '../../lib/method.js';
+import type { GrpoLossConfig } from '../../lib/math.js';
 
 /** The settings rows only some methods have, for the comparison table. */
 export const KIND_SETTINGS = ['Learning rate', 'Adapter rank', 'Updates per step'] as const;

@@ -4,9 +4,7 @@
  * loads it onto the base model, and TRL continues training it. Loaded on a click, apart from the
  * first screen.
  */
-import type { AdapterCheckpoint } from '../../lib/index.js';
-import { readLoraAdapterFile } from '../../lib/lora/format.js';
-import { exportPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE } from '../../lib/lora/peft.js';
+import { exportPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, readLoraAdapterFile, type AdapterCheckpoint } from '../../lib/grad.js';
 import { zipStored } from './zip.js';
 
 /** The name a base model goes by in `base_model_name_or_path`: a hub id as it is, a bundled model by its folder. */

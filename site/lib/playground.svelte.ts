@@ -4,16 +4,15 @@
  * selected run's data (live while it runs from this tab), the model, and the setup form.
  */
 import {
-  builtinRewards,
-  builtinTasks,
   importRun,
-  runMethod,
   type Policy,
   type ItemResult,
   type RunBundle,
   type RunRecord,
   type Store,
 } from '../../lib/index.js';
+import { builtinRewards, builtinTasks } from '../../lib/tasks.js';
+import { runMethod } from '../../lib/method.js';
 import { adapterPoint, adapterTrace, runAdapterTrace, type AdapterPoint } from './adapter-view.js';
 import { probeDevice, type DeviceReport } from './device.js';
 import { EtaClock } from './eta.js';

@@ -3,7 +3,8 @@
  * the committed steps (the routing charts), and the router after a step as a table of query class ×
  * arm (weight, probability, rewarded completions so far). Pure functions of plain data.
  */
-import { queryClassOf, type RouterConfig, type RunBundle, type StepRouting } from '../../lib/index.js';
+import type { RouterConfig, RunBundle, StepRouting } from '../../lib/index.js';
+import { queryClassOf } from '../../lib/method.js';
 import { stepView } from './step-payload.js';
 
 /** One query class's probability per arm after each committed step (null before the class was seen). */

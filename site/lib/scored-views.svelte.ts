@@ -4,7 +4,8 @@
  * can score it; otherwise `of` says why there is nothing to show.
  */
 import { SvelteMap } from 'svelte/reactivity';
-import type { GrpoLossConfig, ItemResult, Policy, RunRecord } from '../../lib/index.js';
+import type { ItemResult, Policy, RunRecord } from '../../lib/index.js';
+import type { GrpoLossConfig } from '../../lib/math.js';
 import { kindView } from './kind-view.js';
 import { scoredViews, type ScoredViews } from './token-views.js';
 

@@ -3,7 +3,8 @@
  * payload kind, looked up by the step's `payload.kind`, so the panels never branch on the kind.
  * A method's reader fills what its steps carry; everything else stays empty.
  */
-import { stepLibrary, type AppliedOperation, type ExperienceLibrary, type StepPayload, type StepRecord, type StepRouting } from '../../lib/index.js';
+import type { AppliedOperation, ExperienceLibrary, StepPayload, StepRecord, StepRouting } from '../../lib/index.js';
+import { stepLibrary } from '../../lib/method.js';
 import type { TrainStepMetrics } from '../../lib/grad.js';
 
 export interface StepPayloadView {

@@ -2,18 +2,8 @@
  * Where a run's items and rewards come from: a built-in task (its own generator and verifiable
  * rewards), or a JSONL file the user uploads, scored by a reward they pick.
  */
-import {
-  builtinRewards,
-  builtinTasks,
-  InvalidInputError,
-  parseDatasetJsonl,
-  skillTasks,
-  type DatasetItem,
-  type SkillTask,
-  type Task,
-  type RewardFunction,
-  type TrainingFreeConfig,
-} from '../../lib/index.js';
+import { InvalidInputError, type DatasetItem, type RewardFunction, type TrainingFreeConfig } from '../../lib/index.js';
+import { builtinRewards, builtinTasks, parseDatasetJsonl, skillTasks, type SkillTask, type Task } from '../../lib/tasks.js';
 
 export interface UploadedDataset {
   fileName: string;

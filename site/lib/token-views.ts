@@ -5,7 +5,8 @@
  * of the GRPO loss gradient (|d loss / d log p| over the group's sum, from `grpoLoss` with the
  * group's stored advantages). Pure functions; the scoring is the caller's.
  */
-import { grpoLoss, type GrpoLossConfig, type RolloutRecord, type ScoreResult } from '../../lib/index.js';
+import type { RolloutRecord, ScoreResult } from '../../lib/index.js';
+import { grpoLoss, type GrpoLossConfig } from '../../lib/math.js';
 import type { TokenPiece } from './tokens.js';
 
 export type TokenView = 'probability' | 'entropy' | 'ratio' | 'gradient';

@@ -2,7 +2,8 @@
  * What the panels draw, derived from a stored run (a `RunBundle`: its record, dataset, committed
  * steps and the finished items of the step in progress). Pure functions of plain data.
  */
-import { emptyLibrary, epochStats, runMethod, type EpochStats, type ExperienceLibrary, type ItemResult, type RunBundle, type RunRecord, type StepRouting } from '../../lib/index.js';
+import { emptyLibrary, type EpochStats, type ExperienceLibrary, type ItemResult, type RunBundle, type RunRecord, type StepRouting } from '../../lib/index.js';
+import { epochStats, runMethod } from '../../lib/method.js';
 import type { TrainStepMetrics } from '../../lib/grad.js';
 import { stepView } from './step-payload.js';
 

@@ -1,6 +1,8 @@
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
-import { applyOperations, compileResponseFormat, criticLessonsSchema, criticOperationsSchema, emptyLibrary, mulberry32, type ExperienceLibrary } from '../../lib/index.js';
+import { emptyLibrary, type ExperienceLibrary } from '../../lib/index.js';
+import { applyOperations, compileResponseFormat, criticLessonsSchema, criticOperationsSchema } from '../../lib/method.js';
+import { mulberry32 } from '../../lib/math.js';
 import { parseLessons, parseOperations } from '../../lib/methods/training-free/parse.js';
 import { characterVocabulary, syntheticByteBpe } from '../fixtures/vocabularies.js';
 import { randomWalk } from './walk.js';

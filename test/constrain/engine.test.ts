@@ -7,7 +7,8 @@
 import { Ajv } from 'ajv';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compileResponseFormat, InvalidInputError, tokenVocabulary } from '../../lib/index.js';
+import { InvalidInputError } from '../../lib/index.js';
+import { compileResponseFormat, tokenVocabulary } from '../../lib/method.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { isAllowed } from '../../lib/policy/constrain/mask.js';
 import { sampleToken } from '../../lib/policy/sampling.js';

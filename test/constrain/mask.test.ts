@@ -1,16 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  applyTokenMask,
-  compileResponseFormat,
-  countAllowed,
-  InvalidInputError,
-  isAllowed,
-  maskedLogSoftmax,
-  maskedLogSumExp,
-  mulberry32,
-  tokenVocabulary,
-} from '../../lib/index.js';
+import { InvalidInputError } from '../../lib/index.js';
+import { applyTokenMask, compileResponseFormat, countAllowed, isAllowed, maskedLogSoftmax, maskedLogSumExp, tokenVocabulary } from '../../lib/method.js';
+import { mulberry32 } from '../../lib/math.js';
 import { resolveSampling, sampleToken } from '../../lib/policy/sampling.js';
 import { syntheticByteBpe } from '../fixtures/vocabularies.js';
 

@@ -10,7 +10,9 @@ import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compileResponseFormat, InvalidInputError, mulberry32, type JsonSchema, type ResponseGrammar } from '../../lib/index.js';
+import { InvalidInputError, type JsonSchema } from '../../lib/index.js';
+import { compileResponseFormat, type ResponseGrammar } from '../../lib/method.js';
+import { mulberry32 } from '../../lib/math.js';
 import { characterVocabulary, syntheticByteBpe } from '../fixtures/vocabularies.js';
 import { randomWalk } from './walk.js';
 

@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compileResponseFormat, InvalidInputError, mulberry32 } from '../../lib/index.js';
+import { InvalidInputError } from '../../lib/index.js';
+import { compileResponseFormat } from '../../lib/method.js';
+import { mulberry32 } from '../../lib/math.js';
 import { characterVocabulary, syntheticByteBpe, type TestVocabulary } from '../fixtures/vocabularies.js';
 import { randomWalk } from './walk.js';
 

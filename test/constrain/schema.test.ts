@@ -1,7 +1,9 @@
 import { Ajv } from 'ajv';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compileResponseFormat, InvalidInputError, mulberry32, type JsonSchema } from '../../lib/index.js';
+import { InvalidInputError, type JsonSchema } from '../../lib/index.js';
+import { compileResponseFormat } from '../../lib/method.js';
+import { mulberry32 } from '../../lib/math.js';
 import { characterVocabulary, syntheticByteBpe, type TestVocabulary } from '../fixtures/vocabularies.js';
 import { schemaArbitrary } from './schemas.js';
 import { randomWalk } from './walk.js';

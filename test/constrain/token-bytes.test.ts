@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { byteLevelTokenBytes, sentencePieceTokenBytes } from '../../lib/index.js';
+import { byteLevelTokenBytes, sentencePieceTokenBytes } from '../../lib/method.js';
 
 describe('token strings to bytes', () => {
   it("undoes GPT-2's byte-level mapping for all 256 bytes, partial UTF-8 included", () => {

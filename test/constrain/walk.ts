@@ -5,7 +5,7 @@
  * output, and half of the others pick a token that closes something (a quote, bracket or brace).
  * After 200 steps every step takes a token that brings the output nearest to complete.
  */
-import { isAllowed, type ResponseGrammar, type TokenMatcher } from '../../lib/index.js';
+import { isAllowed, type ResponseGrammar, type TokenMatcher } from '../../lib/method.js';
 import type { TestVocabulary } from '../fixtures/vocabularies.js';
 
 export interface Walk {

@@ -59,7 +59,7 @@ export async function drive(kind: LoopKind, mode: 'start' | 'resume', store: Sto
   }
   const { gradientGrpo, resumeGradientGrpo, loraGrpo, resumeLoraGrpo } = await import('../../lib/grad.js');
   const { bundledModelPath, loadOnnxPolicy } = await import('../../lib/onnx.js');
-  const { digits } = await import('../../lib/index.js');
+  const { digits } = await import('../../lib/tasks/index.js');
   if (kind === 'lora') {
     const policy = await loadOnnxPolicy({ model: await bundledModelPath() });
     try {

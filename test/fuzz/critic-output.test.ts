@@ -5,7 +5,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { applyOperations, validateLibrary, type ExperienceLibrary } from '../../lib/index.js';
+import type { ExperienceLibrary } from '../../lib/index.js';
+import { applyOperations, validateLibrary } from '../../lib/method.js';
 import { extractJson, parseLessons, parseOperations } from '../../lib/methods/training-free/parse.js';
 
 const valid = [

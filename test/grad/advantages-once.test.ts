@@ -5,7 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gradientGrpo, GrpoTrainer, type GradientEvent } from '../../lib/grad.js';
-import { computeAdvantages, digits, MemoryStore, nanMean, nanStd, type AdvantageResult } from '../../lib/index.js';
+import { MemoryStore } from '../../lib/index.js';
+import { computeAdvantages, nanMean, nanStd, type AdvantageResult } from '../../lib/math.js';
+import { digits } from '../../lib/tasks/index.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 
 let policy: OnnxPolicy;

@@ -6,7 +6,7 @@
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { GroupResult } from '../../lib/policy/types.js';
+import type { GroupResult } from '../../lib/core/policy.js';
 import { expectNoConsoleErrors, launchBrowser, type BrowserSession } from '../browser/chromium.js';
 
 type Outcome<T> = { ok: true; value: T } | { ok: false; error: { name: string; message: string; stack?: string } };

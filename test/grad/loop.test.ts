@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gradientGrpo, resumeGradientGrpo, type GradientEvent, type GradientGrpoOptions } from '../../lib/grad.js';
-import { InvalidInputError, MemoryStore, digits, getTask, shout, type Task } from '../../lib/index.js';
+import { InvalidInputError, MemoryStore } from '../../lib/index.js';
+import { getTask, type Task } from '../../lib/tasks.js';
+import { digits, shout } from '../../lib/tasks/index.js';
 import { openFileStore } from '../../lib/node.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 

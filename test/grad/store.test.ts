@@ -9,21 +9,26 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attachAdapter, gradientGrpo, resumeGradientGrpo, type GradientResult } from '../../lib/grad.js';
 import {
-  ADAPTER_FORMAT,
-  digits,
-  exportRun,
-  importRun,
-  InvalidInputError,
-  MemoryStore,
-  payloadOf,
+  attachAdapter,
+  gradientGrpo,
+  resumeGradientGrpo,
+  type GradientResult,
   readAdapterFile,
   readCheckpoint,
   writeAdapterFile,
   type AdapterFile,
+} from '../../lib/grad.js';
+import {
+  exportRun,
+  importRun,
+  InvalidInputError,
+  MemoryStore,
   type Store,
 } from '../../lib/index.js';
+import { ADAPTER_FORMAT } from '../../lib/grad/format.js';
+import { digits } from '../../lib/tasks/index.js';
+import { payloadOf } from '../../lib/method.js';
 import { openIdbStore } from '../../lib/idb.js';
 import { openFileStore } from '../../lib/node.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';

@@ -7,9 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GrpoTrainer, groupRolloutBatch, rolloutSampling, type RolloutGroup } from '../../lib/grad.js';
-import { GrpoConfig, InvalidInputError } from '../../lib/index.js';
+import { InvalidInputError } from '../../lib/index.js';
+import { GrpoConfig } from '../../lib/math.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import type { PromptInput } from '../../lib/policy/types.js';
+import type { PromptInput } from '../../lib/core/policy.js';
 
 let policy: OnnxPolicy;
 let base: OnnxPolicy;

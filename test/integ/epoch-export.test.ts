@@ -12,7 +12,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run as trainCli, type TrainIo } from '../../lib/cli/train.js';
 import {
   InvalidInputError,
-  itemResultGroup,
   MemoryStore,
   replayPolicy,
   resumeTrainingFreeGrpo,
@@ -20,6 +19,7 @@ import {
   type EpochExport,
   type TrainingFreeEvent,
 } from '../../lib/index.js';
+import { itemResultGroup } from '../../lib/method.js';
 import { openFileStore } from '../../lib/node.js';
 import { checkTrlPromptCompletion } from '../export/trl-format.js';
 import { recordReference, standardShape, type Reference } from '../tfgrpo/helpers/fixture.js';

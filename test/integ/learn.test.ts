@@ -6,7 +6,6 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  alphabetise,
   createSession,
   InvalidInputError,
   learnFromGroups,
@@ -14,13 +13,14 @@ import {
   recordingPolicy,
   replayPolicy,
   trainingFreeGrpo,
-  validateLibrary,
   type GroupRecord,
   type Policy,
   type PolicyRecording,
   type StepRecord,
   type TrainingFreeStepPayload,
 } from '../../lib/index.js';
+import { alphabetise } from '../../lib/tasks/index.js';
+import { validateLibrary } from '../../lib/method.js';
 import { scriptedPolicy } from '../tfgrpo/helpers/scripted-policy.js';
 
 /** The scripted critic answering every request as if it had seed 0: its replies then depend on the prompt alone. */

@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { computeAdvantages, MemorySessionStore, StoreQuotaError, type GroupRecord } from '../../lib/index.js';
+import { MemorySessionStore, StoreQuotaError, type GroupRecord } from '../../lib/index.js';
+import { computeAdvantages } from '../../lib/math.js';
 import { post, startToyServer } from '../serve/helpers.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));

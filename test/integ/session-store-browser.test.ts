@@ -5,7 +5,8 @@
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { computeAdvantages, type GroupRecord } from '../../lib/index.js';
+import type { GroupRecord } from '../../lib/index.js';
+import { computeAdvantages } from '../../lib/math.js';
 import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
 import { expectNear } from '../fixtures/near.js';
 

@@ -12,23 +12,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gradientGrpo, resumeGradientGrpo } from '../../lib/grad.js';
 import { openIdbStore } from '../../lib/idb.js';
 import {
-  alphabetise,
-  digits,
   importRun,
   MemoryStore,
-  mulberry32,
-  payloadOf,
   resumeRouterGrpo,
   resumeTrainingFreeGrpo,
   routerGrpo,
   runGroups,
   trainingFreeGrpo,
-  validateBundle,
   type GenerateGroupOptions,
   type GroupResult,
   type Policy,
   type Store,
 } from '../../lib/index.js';
+import { alphabetise, digits } from '../../lib/tasks/index.js';
+import { mulberry32 } from '../../lib/math.js';
+import { payloadOf, validateBundle } from '../../lib/method.js';
 import { openFileStore } from '../../lib/node.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { migrate } from '../../lib/store/idb-schema.js';

@@ -7,13 +7,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GrpoTrainer, groupRolloutBatch, rolloutSampling } from '../../lib/grad.js';
-import { computeAdvantages, GrpoConfig } from '../../lib/index.js';
+import { computeAdvantages, GrpoConfig } from '../../lib/math.js';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { loraModel, LoraGrpoTrainer, type GroupTrainer, type LoraModel } from '../../lib/lora/grpo-trainer.js';
 import { loraLogprobs } from '../../lib/lora/model.js';
 import { LoraTrainer } from '../../lib/lora/trainer.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import type { PromptInput } from '../../lib/policy/types.js';
+import type { PromptInput } from '../../lib/core/policy.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
 
 let policy: OnnxPolicy;

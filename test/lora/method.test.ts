@@ -6,8 +6,10 @@
  * bundle whose checkpoint is not a LoRA one is refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportPeftAdapter, importPeftAdapter, loraGrpo, readLoraCheckpoint, resumeLoraGrpo, type LoraAdapterFile, type LoraEvent } from '../../lib/grad.js';
-import { digits, exportRun, importRun, MemoryStore, type LoraRunConfig, type RunBundle } from '../../lib/index.js';
+import { exportPeftAdapter, importPeftAdapter, loraGrpo, resumeLoraGrpo, type LoraAdapterFile, type LoraEvent } from '../../lib/grad.js';
+import { readLoraCheckpoint } from '../../lib/lora/format.js';
+import { exportRun, importRun, MemoryStore, type LoraRunConfig, type RunBundle } from '../../lib/index.js';
+import { digits } from '../../lib/tasks/index.js';
 import { loraLogprobs } from '../../lib/lora/model.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { computeAdvantages, InvalidInputError, mulberry32, type AdvantageOptions } from '../../lib/index.js';
+import { InvalidInputError } from '../../lib/index.js';
+import { computeAdvantages, mulberry32, type AdvantageOptions } from '../../lib/math.js';
 import { refAdvantages, type RefAdvantageOptions } from './reference.js';
 
 const close = (actual: ArrayLike<number>, expected: ArrayLike<number>, tol = 1e-12) => {

@@ -1,15 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  computeAdvantages,
-  GeneratedBatch,
-  GeneratedSequenceBatch,
-  GroupRolloutBatch,
-  GrpoConfig,
-  grpoLoss,
-  InvalidInputError,
-  rolloutLossBatch,
-  SequenceRolloutBatch,
-} from '../../lib/index.js';
+import { InvalidInputError } from '../../lib/index.js';
+import { computeAdvantages, GeneratedBatch, GeneratedSequenceBatch, GroupRolloutBatch, GrpoConfig, grpoLoss, rolloutLossBatch, SequenceRolloutBatch } from '../../lib/math.js';
 
 function expectInvalid(fn: () => unknown, argument: string) {
   expect(fn).toThrow(InvalidInputError);

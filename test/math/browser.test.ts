@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { computeAdvantages, GrpoRouter, grpoLoss, mulberry32, tokenLogProbs } from '../../lib/index.js';
+import { GrpoRouter } from '../../lib/index.js';
+import { computeAdvantages, grpoLoss, mulberry32, tokenLogProbs } from '../../lib/math.js';
 import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
 import { expectNear } from '../fixtures/near.js';
 

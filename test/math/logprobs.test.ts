@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError, mulberry32, tokenLogProbs } from '../../lib/index.js';
+import { InvalidInputError } from '../../lib/index.js';
+import { mulberry32, tokenLogProbs } from '../../lib/math.js';
 import { refLogSoftmax } from './reference.js';
 
 function expectInvalid(fn: () => unknown, argument: string) {

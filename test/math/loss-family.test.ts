@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { grpoLoss, InvalidInputError, mulberry32, type GrpoLossBatch, type GrpoLossConfig, type Rng } from '../../lib/index.js';
+import { InvalidInputError } from '../../lib/index.js';
+import { grpoLoss, mulberry32, type GrpoLossBatch, type GrpoLossConfig, type Rng } from '../../lib/math.js';
 import { refGrpoLoss, type RefBatch, type RefConfig } from './reference-loss.js';
 
 const CLIPPED = ['grpo', 'bnpo', 'dr_grpo', 'dapo', 'luspo'];

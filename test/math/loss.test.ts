@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { grpoLoss, InvalidInputError, mulberry32, type GrpoLossBatch, type GrpoLossConfig } from '../../lib/index.js';
+import { InvalidInputError } from '../../lib/index.js';
+import { grpoLoss, mulberry32, type GrpoLossBatch, type GrpoLossConfig } from '../../lib/math.js';
 import { refGrpoLoss as refLoss, type RefBatch as RefLossInput, type RefConfig } from './reference-loss.js';
 
 function expectInvalid(fn: () => unknown, argument: string) {

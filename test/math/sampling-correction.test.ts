@@ -1,13 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  appliedEntropyCoef,
-  DEFAULT_IMPORTANCE_SAMPLING,
-  InvalidInputError,
-  nextAdaptiveEntropy,
-  resolveAdaptiveEntropy,
-  samplingCorrection,
-  samplingMismatch,
-} from '../../lib/index.js';
+import { InvalidInputError } from '../../lib/index.js';
+import { appliedEntropyCoef, DEFAULT_IMPORTANCE_SAMPLING, nextAdaptiveEntropy, resolveAdaptiveEntropy, samplingCorrection, samplingMismatch } from '../../lib/math.js';
 
 describe('samplingCorrection', () => {
   it("applies TRL's default (sequence_mask, clipMax 3) when a filter or another temperature was used", () => {

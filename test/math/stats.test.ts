@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { logSumExp, mean, mulberry32, nanMean, nanStd, randomInt, softmax, std } from '../../lib/index.js';
+import { logSumExp, mean, mulberry32, nanMean, nanStd, randomInt, softmax, std } from '../../lib/math.js';
 
 describe('stats', () => {
   it('computes means and stds with the torch conventions', () => {

@@ -7,10 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../lib/errors.js';
-import { generateGroups } from '../../lib/index.js';
+import { generateGroups } from '../../lib/method.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { replayPolicy, recordingPolicy } from '../../lib/policy/recorded.js';
-import type { GenerateGroupOptions, GroupResult } from '../../lib/policy/types.js';
+import type { GenerateGroupOptions, GroupResult } from '../../lib/core/policy.js';
 
 let policy: OnnxPolicy;
 beforeAll(async () => {

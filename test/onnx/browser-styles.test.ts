@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
-import type { GroupResult, PolicyInfo, ScoreResult } from '../../lib/policy/types.js';
+import type { GroupResult, PolicyInfo, ScoreResult } from '../../lib/core/policy.js';
 import { buildModel, TINY, type ModelSpec } from '../../scripts/build-model/index.js';
 import { expectNoConsoleErrors, launchBrowser, type BrowserSession } from '../browser/chromium.js';
 import { greedyAgreement } from '../browser/near-ties.js';

@@ -6,7 +6,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import type { SampledToken, SamplingConfig } from '../../lib/policy/sampling.js';
-import type { GenerateGroupOptions, GroupResult, ScoreResult } from '../../lib/policy/types.js';
+import type { GenerateGroupOptions, GroupResult, ScoreResult } from '../../lib/core/policy.js';
 import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
 import { drawAgreement, greedyAgreement, topAgreement } from '../browser/near-ties.js';
 import { TINY_DIR } from './fixtures.js';

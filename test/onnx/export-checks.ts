@@ -7,7 +7,7 @@ import { AutoModelForCausalLM, Tensor } from '@huggingface/transformers';
 import { expect } from 'vitest';
 import type { OnnxPolicy } from '../../lib/onnx.js';
 import { halfToFloat } from '../../lib/policy/logits.js';
-import type { GroupResult } from '../../lib/policy/types.js';
+import type { GroupResult } from '../../lib/core/policy.js';
 
 type Reference = Awaited<ReturnType<typeof AutoModelForCausalLM.from_pretrained>>;
 

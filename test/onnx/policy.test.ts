@@ -9,7 +9,7 @@ import { AutoModelForCausalLM, Tensor } from '@huggingface/transformers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidInputError, ModelLoadError } from '../../lib/errors.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import type { GenerateGroupOptions, GroupResult } from '../../lib/policy/types.js';
+import type { GenerateGroupOptions, GroupResult } from '../../lib/core/policy.js';
 import { buildOtherModel, TINY_DIR } from './fixtures.js';
 
 const EOS = [2, 5];

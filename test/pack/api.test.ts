@@ -7,6 +7,9 @@ import { describe, expect, it } from 'vitest';
 
 const ENTRIES: Record<string, () => Promise<Record<string, unknown>>> = {
   webgrpo: () => import('../../lib/index.js'),
+  'webgrpo/method': () => import('../../lib/method.js'),
+  'webgrpo/math': () => import('../../lib/math.js'),
+  'webgrpo/tasks': () => import('../../lib/tasks.js'),
   'webgrpo/onnx': () => import('../../lib/onnx.js'),
   'webgrpo/idb': () => import('../../lib/idb.js'),
   'webgrpo/openai': () => import('../../lib/openai.js'),

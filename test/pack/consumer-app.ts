@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { root, run } from './consumer.js';
 
 export const MAIN_JS = `
-import { computeAdvantages, createWorkerPolicy, InvalidInputError, ModelLoadError } from 'webgrpo';
+import { createWorkerPolicy, InvalidInputError, ModelLoadError } from 'webgrpo';
+import { computeAdvantages } from 'webgrpo/math';
 import { loadOnnxPolicy } from 'webgrpo/onnx';
 
 const params = new URLSearchParams(location.search);

@@ -30,49 +30,57 @@ import { register } from 'node:module';
 import assert from 'node:assert/strict';
 register('./hooks.mjs', import.meta.url);
 const w = await import('webgrpo');
+const m = await import('webgrpo/math');
 
 const close = (a, b, tol = 1e-12) => assert.ok(Math.abs(a - b) <= tol, a + ' != ' + b);
-const adv = w.computeAdvantages([1, 0, 0, 1], { groupSize: 4 });
+const adv = m.computeAdvantages([1, 0, 0, 1], { groupSize: 4 });
 const s = Math.sqrt(1 / 3);
 adv.advantages.forEach((a, i) => close(a, (i === 0 || i === 3 ? 0.5 : -0.5) / (s + 1e-4)));
 
-const loss = w.grpoLoss({ logps: [[-1, -2]], oldLogps: [[-1.3, -2]], advantages: [1], mask: [[1, 1]] }, { lossType: 'grpo' });
+const loss = m.grpoLoss({ logps: [[-1, -2]], oldLogps: [[-1.3, -2]], advantages: [1], mask: [[1, 1]] }, { lossType: 'grpo' });
 close(loss.loss, -(1.2 + 1) / 2);
 assert.deepEqual(loss.grad, [[0, -0.5]]);
 close(loss.metrics.clipRatioHigh, 0.5);
 
 // TRL's newer objectives and corrections, through the public entry.
 const sampled = { logps: [[-1, -2], [-1, -1]], samplingLogps: [[-2.6, -2.6], [-1, -1.1]], advantages: [1, -1], mask: [[1, 1], [1, 0]], entropies: [[0.1, 0.5], [0.9, 0]] };
-close(w.grpoLoss({ logps: [[-1]], oldLogps: [[-1.5]], advantages: [2], mask: [[1]] }, { lossType: 'cispo', epsilonHigh: 1.2 }).loss, 2.4);
-close(w.grpoLoss({ logps: [[-1]], advantages: [3], mask: [[1]] }, { lossType: 'sapo' }).loss, -6);
-close(w.grpoLoss({ logps: [[-1, -2]], advantages: [0.5], mask: [[1, 1]] }, { lossType: 'vespo' }).metrics.vespoPhiMean, 1);
-close(w.grpoLoss({ logps: [[-1, -1, -1]], advantages: [1], mask: [[1, 1, 1]] }, { lossType: 'luspo', importanceSamplingLevel: 'sequence' }).loss, -3);
-const corrected = w.grpoLoss(sampled, { importanceSampling: { mode: 'sequence_mask' }, offPolicyMaskThreshold: 0.5, topEntropyQuantile: 0.5, biasCorrectedKl: true });
+close(m.grpoLoss({ logps: [[-1]], oldLogps: [[-1.5]], advantages: [2], mask: [[1]] }, { lossType: 'cispo', epsilonHigh: 1.2 }).loss, 2.4);
+close(m.grpoLoss({ logps: [[-1]], advantages: [3], mask: [[1]] }, { lossType: 'sapo' }).loss, -6);
+close(m.grpoLoss({ logps: [[-1, -2]], advantages: [0.5], mask: [[1, 1]] }, { lossType: 'vespo' }).metrics.vespoPhiMean, 1);
+close(m.grpoLoss({ logps: [[-1, -1, -1]], advantages: [1], mask: [[1, 1, 1]] }, { lossType: 'luspo', importanceSamplingLevel: 'sequence' }).loss, -3);
+const corrected = m.grpoLoss(sampled, { importanceSampling: { mode: 'sequence_mask' }, offPolicyMaskThreshold: 0.5, topEntropyQuantile: 0.5, biasCorrectedKl: true });
 assert.equal(corrected.metrics.importanceSamplingRatio.min, 0);
 assert.ok(Number.isFinite(corrected.loss) && corrected.grad.length === 2);
-assert.deepEqual(w.samplingCorrection({ topK: 20 }, 1), { mode: 'sequence_mask', clipMax: 3 });
-assert.equal(w.samplingCorrection({ topK: 0 }, 1), undefined);
-close(w.nextAdaptiveEntropy({ coef: 0.01 }, 0.1, w.resolveAdaptiveEntropy({})).coef, 0.015);
-assert.deepEqual([...w.LOSS_TYPES], ['grpo', 'bnpo', 'dr_grpo', 'dapo', 'cispo', 'sapo', 'luspo', 'vespo']);
-assert.throws(() => w.grpoLoss(sampled, { lossType: 'vespo', importanceSampling: { mode: 'sequence_mask' } }), (e) => e instanceof w.InvalidInputError && e.argument === 'importanceSampling.mode');
+assert.deepEqual(m.samplingCorrection({ topK: 20 }, 1), { mode: 'sequence_mask', clipMax: 3 });
+assert.equal(m.samplingCorrection({ topK: 0 }, 1), undefined);
+close(m.nextAdaptiveEntropy({ coef: 0.01 }, 0.1, m.resolveAdaptiveEntropy({})).coef, 0.015);
+assert.deepEqual([...m.LOSS_TYPES], ['grpo', 'bnpo', 'dr_grpo', 'dapo', 'cispo', 'sapo', 'luspo', 'vespo']);
+assert.throws(() => m.grpoLoss(sampled, { lossType: 'vespo', importanceSampling: { mode: 'sequence_mask' } }), (e) => e instanceof w.InvalidInputError && e.argument === 'importanceSampling.mode');
 
-const lp = w.tokenLogProbs({ logits: new Float32Array([0, 0, 0, 0]), dims: [1, 1, 4], ids: [2] });
+const lp = m.tokenLogProbs({ logits: new Float32Array([0, 0, 0, 0]), dims: [1, 1, 4], ids: [2] });
 close(lp.logps[0], -Math.log(4));
 close(lp.entropy[0], Math.log(4));
 
 const router = new w.GrpoRouter({ seed: 1 });
 assert.ok(['a', 'b'].includes(router.route('hello', ['a', 'b'])));
-assert.throws(() => w.computeAdvantages([1, 2, 3], { groupSize: 2 }), (e) => e instanceof w.InvalidInputError && e.argument === 'groupSize');
+assert.throws(() => m.computeAdvantages([1, 2, 3], { groupSize: 2 }), (e) => e instanceof w.InvalidInputError && e.argument === 'groupSize');
+
+// webgrpo/method and webgrpo/tasks load without a model runtime too.
+const method = await import('webgrpo/method');
+const tasks = await import('webgrpo/tasks');
+assert.ok(typeof method.startRun === 'function' && method.methodKinds().includes('training-free'));
+assert.equal(tasks.getTask('digits').name, 'digits');
 
 // webgrpo/parquet loads its writer from the installed package, and refuses a run with no group.
 const { exportParquet } = await import('webgrpo/parquet');
 const emptyRun = { run: { id: 'r', kind: 'gradient', config: {} }, items: [], steps: [], pending: [] };
 assert.throws(() => exportParquet(emptyRun), (e) => e instanceof w.InvalidInputError && e.argument === 'run');
-console.log('webgrpo ok: ' + Object.keys(w).length + ' exports');
+console.log('webgrpo ok: ' + Object.keys(w).length + ' exports, webgrpo/math ' + Object.keys(m).length);
 `;
 
 const typesCheck = `
-import { computeAdvantages, grpoLoss, InvalidInputError, samplingCorrection, type AdaptiveEntropyState, type AdvantageResult, type GrpoLossConfig, type ImportanceSamplingMode, type ImportanceSamplingOptions, type RatioSummary, type SamplingSettings } from 'webgrpo';
+import { InvalidInputError } from 'webgrpo';
+import { computeAdvantages, grpoLoss, samplingCorrection, type AdaptiveEntropyState, type AdvantageResult, type GrpoLossConfig, type ImportanceSamplingMode, type ImportanceSamplingOptions, type RatioSummary, type SamplingSettings } from 'webgrpo/math';
 const result: AdvantageResult = computeAdvantages([[1, null], [0, 2]], { groupSize: 2, scaleRewards: 'batch' });
 const config: GrpoLossConfig = { lossType: 'dr_grpo', maxCompletionLength: 8 };
 const family: GrpoLossConfig = { lossType: 'vespo', importanceSampling: { mode: 'token_mask', clipMax: null, clipMin: 0.5 }, topEntropyQuantile: 0.2, biasCorrectedKl: true, vespoKPos: 2 };
@@ -100,7 +108,7 @@ group.completions.forEach((c, i) => c.logprobs.forEach((lp, t) => (maxGap = Math
 await policy.dispose();
 // webgrpo/grad: two gradient steps on the same model, its graph rewritten at load (onnx-proto).
 const { gradientGrpo } = await import('webgrpo/grad');
-const { digits } = await import('webgrpo');
+const { digits } = await import('webgrpo/tasks');
 const trainable = await loadOnnxPolicy({ model, hiddenState: true });
 const trained = await gradientGrpo({ policy: trainable, dataset: digits.dataset({ size: 4 }), rewards: digits.rewards, groupSize: 4, batchSize: 2, maxNewTokens: 6 }).result();
 await trainable.dispose();
@@ -193,10 +201,10 @@ describe('npm pack', () => {
   }, 120_000);
 
   it('answers require() where Node loads ES modules that way, and says it is an ES module where not', async () => {
-    const script = "const w = require('webgrpo'); const o = require('webgrpo/onnx'); console.log(typeof w.computeAdvantages, typeof o.loadOnnxPolicy)";
+    const script = "const w = require('webgrpo'); const m = require('webgrpo/math'); const o = require('webgrpo/onnx'); console.log(typeof w.trainingFreeGrpo, typeof m.computeAdvantages, typeof o.loadOnnxPolicy)";
     const requireModule = (process.features as { require_module?: boolean }).require_module === true;
     const result = run(process.execPath, ['-e', script], { cwd: app, env: cleanEnv() });
-    if (requireModule) expect((await result).stdout.trim()).toBe('function function');
+    if (requireModule) expect((await result).stdout.trim()).toBe('function function function');
     else await expect(result).rejects.toThrow(/ES Module|ERR_REQUIRE_ESM/);
   });
 
@@ -243,7 +251,7 @@ describe('npm pack', () => {
 
   it("bundles every browser entry for the browser with no node: import (transformers.js left to the app's bundle)", async () => {
     const esbuild = join(root, 'node_modules/.bin/esbuild');
-    for (const entry of ['webgrpo', 'webgrpo/onnx', 'webgrpo/idb', 'webgrpo/openai', 'webgrpo/grad', 'webgrpo/parquet']) {
+    for (const entry of ['webgrpo', 'webgrpo/math', 'webgrpo/method', 'webgrpo/tasks', 'webgrpo/onnx', 'webgrpo/idb', 'webgrpo/openai', 'webgrpo/grad', 'webgrpo/parquet']) {
       const file = `entry-${entry.replace('/', '-')}.js`;
       await writeFile(join(app, file), `export * from '${entry}';\n`);
       const args = [file, '--bundle', '--platform=browser', '--format=esm', '--external:@huggingface/transformers', '--log-level=error'];

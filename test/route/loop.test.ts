@@ -14,13 +14,10 @@ import {
   importRun,
   InvalidInputError,
   MemoryStore,
-  mulberry32,
-  payloadOf,
   resumeRouterGrpo,
   resumeTrainingFreeGrpo,
   routerGrpo,
   toJsonl,
-  validateBundle,
   type DatasetItem,
   type GenerateGroupOptions,
   type GroupResult,
@@ -31,6 +28,8 @@ import {
   type RouterRun,
   type RunBundle,
 } from '../../lib/index.js';
+import { mulberry32 } from '../../lib/math.js';
+import { payloadOf, validateBundle } from '../../lib/method.js';
 import { openIdbStore } from '../../lib/idb.js';
 import { openFileStore } from '../../lib/node.js';
 import { bundledModelPath, loadOnnxPolicy } from '../../lib/onnx.js';

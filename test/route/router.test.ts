@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { GrpoRouter, InvalidInputError, type Rng } from '../../lib/index.js';
+import { GrpoRouter, InvalidInputError } from '../../lib/index.js';
+import type { Rng } from '../../lib/math.js';
 import { deriveQueryClass } from '../../lib/route/query-class.js';
 
 /** An Rng that replays fixed values, so each routing decision is known in advance. */

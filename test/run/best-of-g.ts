@@ -6,28 +6,20 @@
  * is every pick of the run.
  */
 import {
-  checkRunId,
   InvalidInputError,
   MemoryStore,
-  mulberry32,
-  newRunRecord,
-  registerMethod,
-  resumeRun,
-  startRun,
-  stepStats,
-  validateDataset,
   type DatasetItem,
   type GenerateGroupOptions,
   type GroupResult,
   type LoopHandles,
-  type Method,
   type Policy,
-  type RecordKind,
   type RewardFunction,
   type Run,
   type StepRecord,
   type Store,
 } from '../../lib/index.js';
+import { validateDataset, checkRunId, newRunRecord, registerMethod, resumeRun, startRun, stepStats, type Method, type RecordKind } from '../../lib/method.js';
+import { mulberry32 } from '../../lib/math.js';
 
 export interface Pick {
   step: number;

@@ -14,13 +14,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gradientGrpo, loraGrpo, resumeGradientGrpo, resumeLoraGrpo, type LoraPolicy } from '../../lib/grad.js';
 import { openIdbStore } from '../../lib/idb.js';
 import {
-  alphabetise,
   AlreadyRunningError,
-  digits,
   exportRun,
   importRun,
   MemoryStore,
-  mulberry32,
   replayPolicy,
   resumeRouterGrpo,
   resumeTrainingFreeGrpo,
@@ -36,6 +33,8 @@ import {
   type Run,
   type Store,
 } from '../../lib/index.js';
+import { alphabetise, digits } from '../../lib/tasks/index.js';
+import { mulberry32 } from '../../lib/math.js';
 import { openFileStore } from '../../lib/node.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { recordReference, standardShape } from '../tfgrpo/helpers/fixture.js';

@@ -8,12 +8,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AbortError,
-  arithmetic,
   emptyLibrary,
   evaluate,
-  generateGroups,
   InvalidInputError,
-  passAtK,
   promptWithLibrary,
   type DatasetItem,
   type ExperienceLibrary,
@@ -22,6 +19,9 @@ import {
   type Policy,
   type RewardFunction,
 } from '../../lib/index.js';
+import { arithmetic } from '../../lib/tasks/index.js';
+import { generateGroups } from '../../lib/method.js';
+import { passAtK } from '../../lib/math.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { openAiPolicy } from '../../lib/openai.js';
 import { serve, type WebgrpoServer } from '../../lib/server.js';

@@ -11,25 +11,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gradientGrpo, resumeGradientGrpo, type GradientResult } from '../../lib/grad.js';
 import { openIdbStore } from '../../lib/idb.js';
 import {
-  digits,
   evaluate,
   exportRun,
   importRun,
   InvalidInputError,
   MemoryStore,
-  newRunRecord,
   promptWithLibrary,
-  startRun,
   trainingFreeGrpo,
-  validateBundle,
   type EvaluationRecord,
   type GenerateGroupOptions,
   type LoopEvaluationOptions,
-  type Method,
   type Policy,
   type Store,
   type TrainingFreeRunRecord,
 } from '../../lib/index.js';
+import { digits } from '../../lib/tasks/index.js';
+import { newRunRecord, startRun, validateBundle, type Method } from '../../lib/method.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { bestOfG, countingPolicy, lengthReward } from './best-of-g.js';
 

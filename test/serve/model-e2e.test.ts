@@ -11,7 +11,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { computeAdvantages } from '../../lib/math/advantages.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import type { ChatMessage, GenerateGroupOptions, GroupResult } from '../../lib/policy/types.js';
+import type { ChatMessage, GenerateGroupOptions, GroupResult } from '../../lib/core/policy.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const modelDir = join(root, 'public/models/webgrpo-tiny');

@@ -1,6 +1,7 @@
 /** Comparing runs (site/lib/compare.ts): curves aligned on one axis, settings side by side. */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { alphabetise, MemoryStore, trainingFreeGrpo, type RunBundle } from '../../lib/index.js';
+import { MemoryStore, trainingFreeGrpo, type RunBundle } from '../../lib/index.js';
+import { alphabetise } from '../../lib/tasks/index.js';
 import { klOverlay, libraryOverlay, overlay, rewardOverlay, settingRows } from '../../site/lib/compare.js';
 import { stepSeries } from '../../site/lib/view.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';

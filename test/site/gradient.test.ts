@@ -9,8 +9,10 @@
  * like the head adapter.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { digits, MemoryStore, payloadOf, readAdapterFile, type WorkerScope } from '../../lib/index.js';
-import { readLoraAdapterFile, type GradientEvent, type LoraEvent } from '../../lib/grad.js';
+import { MemoryStore, type WorkerScope } from '../../lib/index.js';
+import { digits } from '../../lib/tasks/index.js';
+import { payloadOf } from '../../lib/method.js';
+import { readAdapterFile, readLoraAdapterFile, type GradientEvent, type LoraEvent } from '../../lib/grad.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { adapterAbout, adapterPoint, adapterShape, adapterTrace, updateSeries } from '../../site/lib/adapter-view.js';
 import { workerGradientRun, type TrainerWorker } from '../../site/lib/gradient-client.js';

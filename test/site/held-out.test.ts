@@ -4,7 +4,9 @@
  * playground builds, read back as the panel reads it.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { alphabetise, arithmetic, copyFormat, MemoryStore, skillTasks, splitOf, trainingFreeGrpo, type DatasetItem, type RunBundle } from '../../lib/index.js';
+import { MemoryStore, trainingFreeGrpo, type DatasetItem, type RunBundle } from '../../lib/index.js';
+import { skillTasks, splitOf } from '../../lib/tasks.js';
+import { alphabetise, arithmetic, copyFormat } from '../../lib/tasks/index.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import {
   beforeAfter,

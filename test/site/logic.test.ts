@@ -4,7 +4,9 @@
  * the UI reads it, then derived into what the panels draw and the files the user exports.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { alphabetise, MemoryStore, payloadOf, runGroups, trainingFreeGrpo, type RunBundle, type StepRecord } from '../../lib/index.js';
+import { MemoryStore, runGroups, trainingFreeGrpo, type RunBundle, type StepRecord } from '../../lib/index.js';
+import { alphabetise } from '../../lib/tasks/index.js';
+import { payloadOf } from '../../lib/method.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { countDiff, diffLibraries } from '../../site/lib/diff.js';
 import { EtaClock, formatDuration } from '../../site/lib/eta.js';

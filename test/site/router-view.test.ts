@@ -3,7 +3,9 @@
  * the routing series per query class, the router table after a step, and the run's title.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { alphabetise, MemoryStore, payloadOf, routerGrpo, type RouterConfig, type RunBundle } from '../../lib/index.js';
+import { MemoryStore, routerGrpo, type RouterConfig, type RunBundle } from '../../lib/index.js';
+import { alphabetise } from '../../lib/tasks/index.js';
+import { payloadOf } from '../../lib/method.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { PLAYGROUND_ARMS } from '../../site/lib/arms.js';
 import { methodOf } from '../../site/lib/methods.js';

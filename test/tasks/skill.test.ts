@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { addSubtract, copyFormat, countLetter, InvalidInputError, skillTasks, sortWords, splitOf, type Completion, type DatasetItem, type RewardFunction } from '../../lib/index.js';
+import { InvalidInputError, type Completion, type DatasetItem, type RewardFunction } from '../../lib/index.js';
+import { skillTasks, splitOf } from '../../lib/tasks.js';
+import { addSubtract, copyFormat, countLetter, sortWords } from '../../lib/tasks/index.js';
 import { vocabulary } from '../../scripts/build-model/tokenizer.js';
 
 function score(reward: RewardFunction, text: string, item: DatasetItem) {

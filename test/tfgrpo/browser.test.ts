@@ -12,7 +12,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
 import { expectNear } from '../fixtures/near.js';
 import { recordReference, standardShape, timeless, type Reference } from './helpers/fixture.js';
-import { payloadOf } from '../../lib/index.js';
+import { payloadOf } from '../../lib/method.js';
 
 interface TfWindow {
   tf: {

@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { criticBudget, cutText, fitPrompt, type CriticPrompt } from '../../lib/methods/training-free/budget.js';
-import type { Policy } from '../../lib/policy/types.js';
+import type { Policy } from '../../lib/core/policy.js';
 
 function critic(maxPositions?: number): Policy {
   return {

@@ -8,7 +8,8 @@
  */
 import 'fake-indexeddb/auto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { trainingFreeGrpo, validateLibrary, type DatasetItem, type GenerateGroupOptions, type Policy, type StepRecord, type TrainingFreeStepPayload } from '../../lib/index.js';
+import { trainingFreeGrpo, type DatasetItem, type GenerateGroupOptions, type Policy, type StepRecord, type TrainingFreeStepPayload } from '../../lib/index.js';
+import { validateLibrary } from '../../lib/method.js';
 import { openIdbStore } from '../../lib/idb.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 

@@ -7,7 +7,7 @@ import { criticLessonsSchema } from '../../lib/experience/critic-schema.js';
 import { critiqueGroup } from '../../lib/methods/training-free/critique.js';
 import { resolveConfig } from '../../lib/methods/training-free/options.js';
 import type { ExperienceLibrary } from '../../lib/experience/types.js';
-import type { GenerateGroupOptions, GroupResult, Policy } from '../../lib/policy/types.js';
+import type { GenerateGroupOptions, GroupResult, Policy } from '../../lib/core/policy.js';
 
 /** Answers summaries with text, the critique with lessons, the update with one ADD; records each call. */
 function scriptedCritic(responseFormats: boolean): Policy & { calls: GenerateGroupOptions[] } {

@@ -1,15 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  applyExemplars,
-  applyOperations,
-  emptyLibrary,
-  InvalidInputError,
-  normalizeExperienceLibrary,
-  renderExperiences,
-  selectExemplar,
-  validateLibrary,
-  type ExperienceLibrary,
-} from '../../lib/index.js';
+import { emptyLibrary, InvalidInputError, renderExperiences, type ExperienceLibrary } from '../../lib/index.js';
+import { applyExemplars, applyOperations, normalizeExperienceLibrary, selectExemplar, validateLibrary } from '../../lib/method.js';
 import { DEFAULT_LESSONS_TEMPLATE, fillTemplate, withExperiences } from '../../lib/experience/render.js';
 import { cleanContent, normalizeOperations } from '../../lib/experience/operations.js';
 

@@ -12,18 +12,17 @@ import {
   AlreadyRunningError,
   InvalidInputError,
   MemoryStore,
-  payloadOf,
   replayPolicy,
   resumeTrainingFreeGrpo,
   StoreError,
   trainingFreeGrpo,
-  validateLibrary,
   type Policy,
   type RunBundle,
   type Store,
   type TrainingFreeEvent,
   type TrainingFreeRun,
 } from '../../lib/index.js';
+import { payloadOf, validateLibrary } from '../../lib/method.js';
 import { cleanContent } from '../../lib/experience/operations.js';
 import { openIdbStore } from '../../lib/idb.js';
 import { openFileStore } from '../../lib/node.js';

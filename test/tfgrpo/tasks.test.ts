@@ -1,21 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
-  alphabetise,
-  arithmetic,
-  builtinRewards,
-  builtinTasks,
-  firstLetter,
-  getTask,
   InvalidInputError,
-  jsonFormat,
-  keywords,
   ParseError,
-  parseDatasetJsonl,
-  validateDataset,
   type Completion,
   type DatasetItem,
   type RewardFunction,
 } from '../../lib/index.js';
+import { builtinRewards, builtinTasks, getTask, parseDatasetJsonl } from '../../lib/tasks.js';
+import { validateDataset } from '../../lib/method.js';
+import { alphabetise, arithmetic, firstLetter, jsonFormat, keywords } from '../../lib/tasks/index.js';
 import { alphabetiseAnswer } from '../../lib/tasks/alphabetise.js';
 import { editDistance } from '../../lib/tasks/text.js';
 

@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { startToyServer } from '../serve/helpers.js';
-import { alphabetise, createGrpoTool, MemoryStore, type Frame, type GrpoToolOptions, type Policy } from '../../lib/index.js';
+import { createGrpoTool, MemoryStore, type Frame, type GrpoToolOptions, type Policy } from '../../lib/index.js';
+import { alphabetise } from '../../lib/tasks/index.js';
 import { scriptedPolicy } from './helpers/scripted-policy.js';
 
 const dataset = alphabetise.dataset({ size: 4, seed: 2 });

@@ -1,7 +1,7 @@
 /** The worker transport in real headless Chromium with a real module Worker (page: test/browser/pages/worker-policy.html). */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { GroupResult, ScoreResult, TokenEvent } from '../../lib/policy/types.js';
+import type { GroupResult, ScoreResult, TokenEvent } from '../../lib/core/policy.js';
 import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
 
 interface ErrorInfo {

@@ -5,7 +5,7 @@
  * optimizer update with its metrics (loss, KL, entropy, clip ratios, rewards, advantages, gradient
  * norm), and the step's metrics in `step-end`.
  */
-import type { PromptInput } from '../../policy/types.js';
+import type { PromptInput } from '../../core/policy.js';
 import type { GradientConfig, ItemResult, StepStats } from '../../store/records.js';
 import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 import type { TrainStepMetrics } from '../../grad/metrics.js';

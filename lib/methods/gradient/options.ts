@@ -8,7 +8,8 @@ import { resolveAdaptiveEntropy, type AdaptiveEntropyOptions } from '../../math/
 import { GrpoConfig, type GrpoLossExtras } from '../../math/batch.js';
 import type { ImportanceSamplingLevel, LossType } from '../../math/loss.js';
 import type { OnnxPolicy } from '../../policy/onnx/policy.js';
-import type { DatasetItem, GradientConfig } from '../../store/records.js';
+import type { GradientConfig } from '../../store/records.js';
+import type { DatasetItem } from '../../core/dataset.js';
 import { GROUP_SAMPLING_DEFAULTS, integer, real, validateHandles, type GroupSamplingOptions, type LoopHandles } from '../../run/options.js';
 import { resolveShape, type AdapterInit } from '../../grad/adapter.js';
 import type { AdapterFile } from '../../grad/format.js';

@@ -2,7 +2,7 @@
  * What a LoRA GRPO run tells its caller: the gradient method's events (lib/methods/gradient/events.ts),
  * with the run's LoRA config, and in `step-end` what following the adapter cost the sampler.
  */
-import type { PromptInput } from '../../policy/types.js';
+import type { PromptInput } from '../../core/policy.js';
 import type { ItemResult, LoraRunConfig, StepStats } from '../../store/records.js';
 import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 import type { TrainStepMetrics } from '../../grad/metrics.js';

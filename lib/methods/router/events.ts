@@ -4,7 +4,7 @@
  * arm every completion went to, and the item's query class), and the router after each step in
  * `step-end`.
  */
-import type { PromptInput } from '../../policy/types.js';
+import type { PromptInput } from '../../core/policy.js';
 import type { ItemResult, RouterConfig, StepRouting, StepStats } from '../../store/records.js';
 import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 

@@ -6,7 +6,7 @@
  * records its arm.
  */
 import { promptText } from '../../experience/render.js';
-import type { Completion, PromptInput } from '../../policy/types.js';
+import type { Completion, PromptInput } from '../../core/policy.js';
 import type { ItemResult, RouterConfig } from '../../store/records.js';
 import type { ItemContext, PreparedItem, SampledGroup } from '../../run/method.js';
 import { deriveSeed } from '../../run/random.js';

@@ -4,7 +4,8 @@
  * short completions, a router that starts using its weights after a few samples per class.
  */
 import { InvalidInputError } from '../../errors.js';
-import type { DatasetItem, RouterArm, RouterConfig } from '../../store/records.js';
+import type { RouterArm, RouterConfig } from '../../store/records.js';
+import type { DatasetItem } from '../../core/dataset.js';
 import { validateArms } from '../../store/validate.js';
 import { GROUP_SAMPLING_DEFAULTS, integer, real, validateHandles, type GroupSamplingOptions, type LoopHandles } from '../../run/options.js';
 import { GrpoRouter } from '../../route/router.js';

@@ -7,7 +7,7 @@
  * visible marker. The template's own text and the answer's format are never cut.
  */
 import { fillTemplate } from '../../experience/render.js';
-import type { Policy } from '../../policy/types.js';
+import type { Policy } from '../../core/policy.js';
 
 /**
  * Tokens kept for the chat template's markup: some per message (role headers, end markers) and

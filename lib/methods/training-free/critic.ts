@@ -5,8 +5,7 @@
  */
 import { InvalidInputError, throwIfAborted } from '../../errors.js';
 import { fillTemplate } from '../../experience/render.js';
-import type { JsonSchema } from '../../policy/constrain/format.js';
-import type { ChatMessage, Policy } from '../../policy/types.js';
+import type { JsonSchema, ChatMessage, Policy } from '../../core/policy.js';
 import type { CriticExchange, TrainingFreeConfig } from '../../store/records.js';
 import type { Parsed } from './parse.js';
 import { deriveSeed } from '../../run/random.js';

@@ -4,7 +4,7 @@
  * each step) and a progress bar with an ETA.
  */
 import type { AppliedOperation, ExperienceLibrary, ExperienceOperation, SkippedOperation } from '../../experience/types.js';
-import type { PromptInput } from '../../policy/types.js';
+import type { PromptInput } from '../../core/policy.js';
 import type { CriticExchange, ItemResult, RunWarning, StepStats, TrainingFreeConfig } from '../../store/records.js';
 import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 

@@ -1,7 +1,7 @@
 /**
  * `learnFromGroups`: the training-free loop's critic step, fed by groups told to an ask/tell
- * session instead of the loop's own rollouts. The code around the model owns the rewards (seed
- * 003); the critic then does exactly what it does inside `trainingFreeGrpo`: a summary per
+ * session instead of the loop's own rollouts. The code around the model owns the rewards (it
+ * samples, scores and tells; nothing here calls a reward function); the critic then does exactly what it does inside `trainingFreeGrpo`: a summary per
  * completion, a group critique proposing at most N lessons, a group update against the library,
  * one batch merge of every group's operations, and `applyOperations` under the same batch rules,
  * with the same parsing, repair and skip-with-warning handling of its untrusted replies.
@@ -13,7 +13,7 @@ import { InvalidInputError, throwIfAborted } from '../../errors.js';
 import { normalizeExperienceLibrary } from '../../experience/normalize.js';
 import { promptText } from '../../experience/render.js';
 import type { AppliedOperation, ExperienceLibrary, ExperienceOperation, SkippedOperation } from '../../experience/types.js';
-import type { Policy } from '../../policy/types.js';
+import type { Policy } from '../../core/policy.js';
 import type { GroupRecord } from '../../store/session-records.js';
 import type { CriticExchange, PromptTemplates, WarningStage } from '../../store/records.js';
 import type { CriticConfig, CriticContext } from './critic.js';

@@ -20,15 +20,7 @@ import { MaskTable, TokenMatcher } from './matcher.js';
 import { Nfa, type Fragment } from './nfa.js';
 import { parseRegex, regexChars, regexSize } from './regex.js';
 import type { TokenVocabulary } from './vocabulary.js';
-
-/** A JSON Schema document (the subset `compileResponseFormat` documents), or `true` for any value. */
-export type JsonSchema = boolean | { readonly [keyword: string]: unknown };
-
-export type ResponseFormat =
-  | { type: 'json_schema'; schema: JsonSchema }
-  | { type: 'json_object' }
-  /** The whole output matches `pattern` (see lib/policy/constrain/regex.ts for the subset). */
-  | { type: 'regex'; pattern: string };
+import type { ResponseFormat } from '../../core/policy.js';
 
 export interface GrammarOptions {
   /** Longest run of whitespace between JSON tokens. Default 4. */

@@ -1,4 +1,4 @@
-export { compileResponseFormat, ResponseGrammar, type GrammarOptions, type JsonSchema, type ResponseFormat } from './format.js';
+export { compileResponseFormat, ResponseGrammar, type GrammarOptions } from './format.js';
 export { TokenMatcher } from './matcher.js';
 export { tokenVocabulary, TokenVocabulary } from './vocabulary.js';
 export { applyTokenMask, countAllowed, isAllowed, maskedLogSoftmax, maskedLogSumExp } from './mask.js';

@@ -12,7 +12,7 @@
  */
 import { mulberry32 } from '../../math/random.js';
 import type { SamplingConfig } from '../sampling.js';
-import type { GroupResult, TokenEvent } from '../types.js';
+import type { GroupResult, TokenEvent } from '../../core/policy.js';
 import { release, type Decoder, type ForwardResult } from './decoder.js';
 import type { KvState } from './kv-cache.js';
 import { RowDecoder, type StopRules } from './stopping.js';

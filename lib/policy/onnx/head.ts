@@ -5,7 +5,7 @@
  * tokens) for the gradient trainer in lib/grad, which keeps what it needs from each window.
  */
 import { InvalidInputError, UnsupportedError } from '../../errors.js';
-import type { PromptInput } from '../types.js';
+import type { PromptInput } from '../../core/policy.js';
 import type { Decoder } from './decoder.js';
 import { forEachScoreWindow, type ScoreWindow } from './score.js';
 import { MAX_GPU_RANK, type HeadAdapterBinding } from './webgpu-adapter.js';

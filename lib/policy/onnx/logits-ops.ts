@@ -6,7 +6,7 @@
 import { adaptedRow, adapterInput } from '../head-adapter.js';
 import { halfToFloat, scoreToken, topLogprobs, type TokenScore } from '../logits.js';
 import { sampleToken, type SampledToken, type SamplingConfig } from '../sampling.js';
-import type { TopLogprob } from '../types.js';
+import type { TopLogprob } from '../../core/policy.js';
 import type { OrtTensor } from './ort-types.js';
 import type { HeadAdapterBinding, HostHeadAdapter } from './webgpu-adapter.js';
 

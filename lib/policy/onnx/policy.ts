@@ -3,11 +3,11 @@
  * through the decoder (onnxruntime sessions are not re-entrant, and the WebGPU buffers are shared).
  */
 import { InvalidInputError, UnsupportedError, WebgrpoError } from '../../errors.js';
-import { compileResponseFormat, responseFormatKey, type ResponseFormat, type ResponseGrammar } from '../constrain/format.js';
+import { compileResponseFormat, responseFormatKey, type ResponseGrammar } from '../constrain/format.js';
+import type { ResponseFormat, GenerateGroupOptions, GroupResult, Policy, PolicyInfo, PromptInput, ScoreOptions, ScoreResult } from '../../core/policy.js';
 import type { TokenVocabulary } from '../constrain/vocabulary.js';
 import { MAX_TOP_LOGPROBS } from '../logits.js';
 import { resolveSampling } from '../sampling.js';
-import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, PromptInput, ScoreOptions, ScoreResult } from '../types.js';
 import type { Decoder } from './decoder.js';
 import type { GraphAccess, ModelGraph } from './graph.js';
 import type { OrtSession } from './ort-types.js';

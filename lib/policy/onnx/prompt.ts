@@ -4,7 +4,7 @@
  * tokens.
  */
 import { InvalidInputError } from '../../errors.js';
-import type { ChatMessage, PromptInput } from '../types.js';
+import type { ChatMessage, PromptInput } from '../../core/policy.js';
 
 export interface PromptTokenizer {
   encode(text: string, options: { add_special_tokens: boolean }): number[];

@@ -10,7 +10,7 @@
  * trainer's collection of the frozen model's per-token states (lib/grad) is another.
  */
 import { AbortError } from '../../errors.js';
-import type { ScoreResult, TopLogprob } from '../types.js';
+import type { ScoreResult, TopLogprob } from '../../core/policy.js';
 import { release, type Decoder, type ForwardResult } from './decoder.js';
 import type { KvState } from './kv-cache.js';
 import type { ScorePick } from './logits-ops.js';

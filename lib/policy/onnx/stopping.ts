@@ -9,7 +9,7 @@ import type { TokenMatcher } from '../constrain/matcher.js';
 import type { TokenVocabulary } from '../constrain/vocabulary.js';
 import type { SampledToken } from '../sampling.js';
 import { rowMask } from './constrained-row.js';
-import type { Completion, FinishReason, TopLogprob } from '../types.js';
+import type { Completion, FinishReason, TopLogprob } from '../../core/policy.js';
 
 export interface StopRules {
   eosIds: ReadonlySet<number>;

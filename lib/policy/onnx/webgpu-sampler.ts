@@ -6,7 +6,7 @@
  */
 import { UnsupportedError } from '../../errors.js';
 import type { TokenScore } from '../logits.js';
-import type { TopLogprob } from '../types.js';
+import type { TopLogprob } from '../../core/policy.js';
 import type { SampledToken, SamplingConfig } from '../sampling.js';
 import { newStats, type LogitsOps, type SamplePick, type ScorePick } from './logits-ops.js';
 import type { OrtTensor, OrtTensorClass } from './ort-types.js';

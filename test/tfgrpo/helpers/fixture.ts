@@ -4,7 +4,6 @@
  * other tests replay that recording, so every loop they run sees the same recorded model outputs.
  */
 import {
-  alphabetise,
   MemoryStore,
   recordingPolicy,
   trainingFreeGrpo,
@@ -14,6 +13,7 @@ import {
   type TrainingFreeEvent,
   type TrainingFreeGrpoOptions,
 } from '../../../lib/index.js';
+import { alphabetise } from '../../../lib/tasks/index.js';
 import { scriptedPolicy, type ScriptedOptions } from './scripted-policy.js';
 
 export type RunShape = Omit<TrainingFreeGrpoOptions, 'policy' | 'critic' | 'store' | 'signal'>;

@@ -2,7 +2,8 @@
  * Small, valid records for store tests (what the loop would write, with made-up numbers): a run of
  * four items in batches of two over two epochs, and steps that follow its schedule.
  */
-import { alphabetise, type DatasetItem, type ItemResult, type RunRecord, type StepRecord, type Policy, type TrainingFreeStepPayload } from '../../../lib/index.js';
+import type { DatasetItem, ItemResult, RunRecord, StepRecord, Policy, TrainingFreeStepPayload } from '../../../lib/index.js';
+import { alphabetise } from '../../../lib/tasks/index.js';
 import { resolveConfig } from '../../../lib/methods/training-free/options.js';
 
 const stubPolicy: Policy = {

@@ -1,9 +1,18 @@
 /**
  * The `Policy` interface: the one seam between the GRPO loops and whatever produces text
  * (a local ONNX model, an OpenAI-compatible endpoint, a worker, a recording for tests).
- * Plain data in and out; no framework types.
+ * Plain data in and out; no framework types. It sits at the bottom with the other shared data
+ * (lib/core), so every layer can name a policy without importing a backend.
  */
-import type { ResponseFormat } from './constrain/format.js';
+
+/** A JSON Schema document (the subset `compileResponseFormat` in lib/policy/constrain documents), or `true` for any value. */
+export type JsonSchema = boolean | { readonly [keyword: string]: unknown };
+
+export type ResponseFormat =
+  | { type: 'json_schema'; schema: JsonSchema }
+  | { type: 'json_object' }
+  /** The whole output matches `pattern` (see lib/policy/constrain/regex.ts for the subset). */
+  | { type: 'regex'; pattern: string };
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';

@@ -3,7 +3,7 @@
  * whose `argument` is the path to the bad field, or returns the value as its type.
  */
 import { InvalidInputError } from '../errors.js';
-import type { JsonValue } from './records.js';
+import type { JsonValue } from './dataset.js';
 
 export type Obj = Record<string, unknown>;
 

@@ -1,0 +1,46 @@
+/**
+ * `webgrpo/method`: building a method or a backend. A method is a set of hooks the one driver
+ * calls (`Method`), started and resumed through `startRun` / `resumeRun` and made known to
+ * validation, import and resume with `registerMethod`; its step payload is read back with
+ * `payloadOf`. Around that: the group sampler the built-in methods share, the experience
+ * library's operations and critic schemas, the stored-run helpers and statistics, and structured
+ * output (a response format compiled to a token mask) for a policy backend of your own.
+ * README "Contributing: adding a method" walks through one; test/run/best-of-g.ts is a whole one.
+ */
+
+// The driver and its hooks.
+export { startRun, resumeRun } from './run/driver.js';
+export { newRunRecord, type RunOf, type CustomRunRecord } from './run/run.js';
+export type { Method, StepOutcome, PreparedItem, SampledGroup, ItemContext, OpenContext, Reporter, RunTally, EventFields } from './run/method.js';
+export { registerMethod, methodOf, methodKinds, type RegisteredMethod } from './methods/registry.js';
+export { checkRunId } from './run/options.js';
+export { generateGroups } from './policy/groups.js';
+
+// Stored runs: a step's payload and library, a run's method, checks of what enters a store.
+export { payloadOf, stepLibrary, runMethod, validateBundle, RUN_EXPORT_FORMAT, RUN_EXPORT_VERSION, type RunMethod, type RecordKind } from './store/index.js';
+export { validateDataset, validateDatasetItem } from './core/dataset.js';
+export { stepStats, groupStats, epochStats } from './methods/training-free/index.js';
+export { itemResultGroup, finishedEpochs } from './export/index.js';
+export { RECORDING_FORMAT } from './policy/recorded.js';
+export { completionId, parseCompletionId } from './session/index.js';
+
+// The router's parts: the prompt of an arm, a query's class, the routing distribution.
+export { armPrompt } from './route/index.js';
+export { queryClassOf, routingProbabilities } from './methods/router/index.js';
+
+// The experience library's operations, the critic's output schemas, and their defaults.
+export {
+  applyOperations, selectExemplar, applyExemplars, normalizeExperienceLibrary, validateLibrary,
+  criticLessonsSchema, criticOperationsSchema, DEFAULT_MAX_EXPERIENCE_LENGTH, DEFAULT_MAX_EXEMPLARS,
+  DEFAULT_EXPERIENCE_TOKEN_BUDGET, DEFAULT_LESSONS_TEMPLATE, DEFAULT_EXEMPLARS_TEMPLATE, type ApplyOptions,
+  type ExemplarSelectOptions, type ApplyExemplarsOptions, type NormalizeLibraryOptions,
+  type CriticLessonsSchemaOptions, type CriticOperationsSchemaOptions, type CriticSchemaOptions
+} from './experience/index.js';
+
+// Structured output: a response format compiled against a vocabulary into a per-token mask.
+export {
+  compileResponseFormat, ResponseGrammar, TokenMatcher, tokenVocabulary, TokenVocabulary,
+  byteLevelTokenBytes, sentencePieceTokenBytes, applyTokenMask, isAllowed, countAllowed, maskedLogSoftmax,
+  maskedLogSumExp, type GrammarOptions
+} from './policy/constrain/index.js';
+export type { JsonSchema, ResponseFormat } from './core/policy.js';
