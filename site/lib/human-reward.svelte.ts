@@ -22,6 +22,10 @@ export interface RatingGroup {
 
 export const starsToReward = (stars: number): number => (stars - 1) / 4;
 
+/** Why gradient and LoRA runs do not take the "You" reward, shown where the choice is offered. */
+export const RATING_REASON =
+  'Gradient and LoRA runs loop in the model’s worker, next to the weights they train, and score completions there: it cannot wait for your ratings on this page. Rate completions with a training-free or router run.';
+
 export class HumanRatings {
   /** Groups with at least one completion not yet rated, oldest first. */
   groups = $state<RatingGroup[]>([]);

@@ -20,6 +20,7 @@ import { EtaClock } from './eta.js';
 import { exportedRunId } from './export.js';
 import { learnableTasks, methodOf, type Method, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
 import { ModelSlot } from './model-slot.svelte.js';
+import type { LoadDevice } from './models.js';
 import { RunComparison } from './run-comparison.svelte.js';
 import { Runner } from './runner.js';
 import { INITIAL_SETUP, setupProblems, type Setup } from './setup.js';
@@ -28,9 +29,10 @@ import { streamingPolicy, type GroupStream } from './streaming.js';
 import { HumanRatings } from './human-reward.svelte.js';
 import { HELD_OUT_ITEMS, heldOutEvaluation, heldOutItems, heldOutSize, trainingItems } from './held-out.js';
 import { kindView } from './kind-view.js';
-import { HUMAN_REWARD, promptLabel, readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
+import { asConversational, HUMAN_REWARD, promptLabel, readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
 import { TokenShading } from './token-shading.svelte.js';
 import { ScoredTokenViews } from './scored-views.svelte.js';
+import { RenderedPrompts } from './rendered-prompts.svelte.js';
 import type { TokenView } from './token-views.js';
 import { lastStepShown, runTitle } from './view.js';
 import { ViewStore } from './view-store.js';
@@ -83,6 +85,8 @@ export class Playground {
   readonly pieces = new TokenShading(() => this.model.policy, () => this.#views);
   tokenView = $state<TokenView>('probability');
   readonly scored = new ScoredTokenViews(() => this.model.policy);
+  /** The exact text each group's prompt was, as the run's model read it. */
+  readonly prompts = new RenderedPrompts(() => this.model.policy);
   /** Gradient runs: the adapter after each step (recorded here as steps commit, and the stored checkpoint). */
   adapterPoints = $state.raw<AdapterPoint[]>([]);
   /** Runs ticked for comparison, and the comparison in view. */
@@ -141,6 +145,15 @@ export class Playground {
     if (wasSkill !== (id === 'skill') && methodOf(this.setup.method).tasks) this.chooseMethod(this.setup.method);
   }
 
+  /** A changed setup answers the error Start showed for the setup before it. */
+  setupChanged(): void {
+    if (!this.live && !this.starting && this.#startError) {
+      this.runError = null;
+      this.#startError = false;
+    }
+  }
+  #startError = false;
+
   /** The settings of the chosen method that cannot be run as typed, by setting. */
   readonly problems = $derived(setupProblems(this.setup, methodOf(this.setup.method).settings));
 
@@ -159,6 +172,11 @@ export class Playground {
       const kept = this.upload ? ` ${this.upload.fileName} (${this.upload.items.length} items) is still the dataset.` : '';
       this.uploadError = `${(error as Error).message}${kept}`;
     }
+  }
+
+  /** Sends the uploaded plain prompts through the model's chat template, as user messages. */
+  applyChatTemplate(): void {
+    if (this.upload) this.upload = { ...this.upload, items: asConversational(this.upload.items), templated: true };
   }
 
   // ---- runs ----
@@ -200,35 +218,37 @@ export class Playground {
   resumingId = $state<string | null>(null);
 
   start(): Promise<void> {
-    return this.#launch(async () => {
+    return this.#launch(true, async () => {
       const s = { ...this.setup };
       const problem = Object.values(this.problems)[0];
       if (problem) throw new Error(problem);
       const method = methodOf(s.method);
-      if (s.rateMyself && method.trainsAdapter) throw new Error('Gradient runs score in the model’s worker: rate completions yourself with a training-free or router run.');
+      // Adapter methods cannot take the person's ratings (RATING_REASON): they run with the task's rewards.
+      const rated = s.rateMyself && !method.trainsAdapter;
       const task = s.task === 'upload' ? null : builtinTasks[s.task];
       const dataset = task ? trainingItems(task, s.items, s.seed) : (this.upload?.items ?? []).slice(0, s.items);
       const runner = new Runner();
-      const rewards = s.rateMyself ? [this.ratings.reward(runner.controller.signal)] : task ? task.rewards : [builtinRewards[s.reward]];
+      const rewards = rated ? [this.ratings.reward(runner.controller.signal)] : task ? task.rewards : [builtinRewards[s.reward]];
       const context = await this.#context(runner, method, rewards, task?.name);
       // A person rating every completion is the reward: held-out prompts would ask them for more.
-      const heldOut = s.rateMyself ? [] : task ? heldOutItems(task, s.seed, dataset, heldOutSize(task)) : (this.upload?.items ?? []).slice(s.items, s.items + HELD_OUT_ITEMS);
+      const heldOut = rated ? [] : task ? heldOutItems(task, s.seed, dataset, heldOutSize(task)) : (this.upload?.items ?? []).slice(s.items, s.items + HELD_OUT_ITEMS);
       const evaluation = heldOutEvaluation(heldOut, s.temperature);
-      await this.#drive(method.start({ ...context, dataset, setup: s, ...(evaluation ? { evaluation } : {}) }), runner);
+      await this.#drive(method.start({ ...context, dataset, setup: { ...s, rateMyself: rated }, ...(evaluation ? { evaluation } : {}) }), runner);
     });
   }
 
   /** Continues an interrupted or cancelled run with the model it was started with. */
   resumeRun(runId: string): Promise<void> {
-    return this.#launch(async () => {
+    return this.#launch(false, async () => {
       this.resumingId = runId;
       const record = await this.store!.getRun(runId);
       if (!record) throw new Error('That run is no longer stored.');
-      this.notice = this.model.chooseFor(record, this.device);
+      const { device, notice } = this.model.chooseFor(record, this.device);
+      this.notice = notice;
       const method = methodOf(runMethod(record));
       const runner = new Runner();
       const rewards = rewardsOf(record.config, { [HUMAN_REWARD]: this.ratings.reward(runner.controller.signal) });
-      const context = await this.#context(runner, method, rewards, record.config.task);
+      const context = await this.#context(runner, method, rewards, record.config.task, device);
       await this.#drive(method.resume(runId, context), runner);
     });
   }
@@ -237,15 +257,19 @@ export class Playground {
    * Starts or resumes one run at a time. A model that did not load says so in the model panel,
    * so the run's error line does not repeat it.
    */
-  async #launch(work: () => Promise<void>): Promise<void> {
+  async #launch(fromSetup: boolean, work: () => Promise<void>): Promise<void> {
     if (!this.store || this.live || this.starting) return;
     this.runError = null;
+    this.#startError = false;
     this.notice = null;
     this.starting = true;
     try {
       await work();
     } catch (error) {
-      if (this.model.status !== 'error') this.runError = error instanceof Error ? error.message : String(error);
+      if (this.model.status !== 'error') {
+        this.runError = error instanceof Error ? error.message : String(error);
+        this.#startError = fromSetup && this.live === null;
+      }
     } finally {
       this.starting = false;
       this.resumingId = null;
@@ -253,9 +277,10 @@ export class Playground {
   }
 
   /** The model (loaded for the method), the store, and where the group being written is shown. */
-  async #context(runner: Runner, method: Method, rewards: RunContext['rewards'], task: string | undefined): Promise<RunContext> {
+  async #context(runner: Runner, method: Method, rewards: RunContext['rewards'], task: string | undefined, device?: LoadDevice): Promise<RunContext> {
     const onStream = (stream: GroupStream | null) => (this.stream = stream ? { ...stream, item: this.#streamItem } : null);
-    const policy = streamingPolicy(await this.model.ensure(this.device, { trainable: method.trainsAdapter }), onStream, { hasCritic: method.needsCritic });
+    const loaded = await this.model.ensure(this.device, { trainable: method.trainsAdapter, ...(device ? { device } : {}) });
+    const policy = streamingPolicy(loaded, onStream, { hasCritic: method.needsCritic });
     return { policy, trainer: this.model.trainer, store: this.store!, signal: runner.controller.signal, rewards, ...(task ? { task } : {}), onStream };
   }
 
