@@ -136,8 +136,8 @@ describe('the playground, second walk', { timeout: 300_000 }, () => {
       expect(await outcomes.evaluate((el) => el.getBoundingClientRect().bottom)).toBeLessThan(viewport.height);
       expect(rows).toHaveLength(2);
       // Temperature 0 is greedy: one answer per held-out prompt; temperature 1 keeps two.
-      expect(rows.join('\n')).toMatch(/greedy \(\d+ prompts × 1 answer\)/);
-      expect(rows.join('\n')).toMatch(/T=1 \(\d+ prompts × 2 answers\)/);
+      expect(rows.join('\n')).toMatch(/greedy, \d+ prompts × 1 answer/);
+      expect(rows.join('\n')).toMatch(/T=1, \d+ prompts × 2 answers/);
       for (const row of rows) expect(row).toMatch(/\d+% → \d+%.*\d\.\d{3} → \d\.\d{3}/s);
       await shot(page, `compare-${tag(viewport)}`);
       await panel.getByRole('button', { name: 'Close comparison' }).click();
