@@ -27,6 +27,7 @@ import { INITIAL_SETUP, setupProblems, type Setup } from './setup.js';
 import { stageAfter } from './live-stage.js';
 import { streamingPolicy, type GroupStream } from './streaming.js';
 import { HumanRatings } from './human-reward.svelte.js';
+import type { RatingMessage } from './worker-ratings.js';
 import { HELD_OUT_ITEMS, heldOutEvaluation, heldOutItems, heldOutSize, trainingItems } from './held-out.js';
 import { kindView } from './kind-view.js';
 import { asConversational, HUMAN_REWARD, promptLabel, readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
@@ -223,8 +224,7 @@ export class Playground {
       const problem = Object.values(this.problems)[0];
       if (problem) throw new Error(problem);
       const method = methodOf(s.method);
-      // Adapter methods cannot take the person's ratings (RATING_REASON): they run with the task's rewards.
-      const rated = s.rateMyself && !method.trainsAdapter;
+      const rated = s.rateMyself;
       const task = s.task === 'upload' ? null : builtinTasks[s.task];
       const dataset = task ? trainingItems(task, s.items, s.seed) : (this.upload?.items ?? []).slice(0, s.items);
       const runner = new Runner();
@@ -233,7 +233,9 @@ export class Playground {
       // A person rating every completion is the reward: held-out prompts would ask them for more.
       const heldOut = rated ? [] : task ? heldOutItems(task, s.seed, dataset, heldOutSize(task)) : (this.upload?.items ?? []).slice(s.items, s.items + HELD_OUT_ITEMS);
       const evaluation = heldOutEvaluation(heldOut, s.temperature);
-      await this.#drive(method.start({ ...context, dataset, setup: { ...s, rateMyself: rated }, ...(evaluation ? { evaluation } : {}) }), runner);
+      const run = method.start({ ...context, dataset, setup: s, ...(evaluation ? { evaluation } : {}) });
+      if (rated) this.#relayRatings(method, run.runId, context);
+      await this.#drive(run, runner);
     });
   }
 
@@ -249,7 +251,9 @@ export class Playground {
       const runner = new Runner();
       const rewards = rewardsOf(record.config, { [HUMAN_REWARD]: this.ratings.reward(runner.controller.signal) });
       const context = await this.#context(runner, method, rewards, record.config.task, device);
-      await this.#drive(method.resume(runId, context), runner);
+      const run = method.resume(runId, context);
+      if (record.config.rewards.some((r) => r.name === HUMAN_REWARD)) this.#relayRatings(method, runId, context);
+      await this.#drive(run, runner);
     });
   }
 
@@ -274,6 +278,13 @@ export class Playground {
       this.starting = false;
       this.resumingId = null;
     }
+  }
+
+  /** A run that loops in the model's worker waits there for the person's ratings: each goes there too. */
+  #relayRatings(method: Method, runId: string, context: RunContext): void {
+    const worker = context.trainer;
+    if (!method.trainsAdapter || !worker) return;
+    this.ratings.relay = (group, row, reward) => worker.postMessage({ webgrpo: 'rating', runId, step: group.step, item: group.item, row, reward } satisfies RatingMessage);
   }
 
   /** The model (loaded for the method), the store, and where the group being written is shown. */
@@ -346,7 +357,7 @@ export class Playground {
         break;
       case 'rollouts':
         if (this.bundle?.run.id === live.runId && this.bundle.run.config.rewards.some((r) => r.name === HUMAN_REWARD)) {
-          this.ratings.show(event.item, promptLabel(this.bundle.items[event.item] ?? {}), event.completions);
+          this.ratings.show(event.step, event.item, promptLabel(this.bundle.items[event.item] ?? {}), event.completions);
         }
         await this.pieces.record(live.runId, event.step, event.item, event.completions);
         break;

@@ -227,6 +227,8 @@ describe('the playground', { timeout: 240_000 }, () => {
   });
 
   it('says plainly that a hub model needs the network when the browser is offline', async () => {
+    // The page is ready (its lazily loaded store code in) before the network goes.
+    await page.getByRole('heading', { name: 'No run yet' }).waitFor();
     await context.setOffline(true);
     try {
       await page.getByLabel('Model', { exact: true }).selectOption({ label: 'SmolLM2-135M-Instruct' });

@@ -217,25 +217,33 @@ describe('the playground, second walk', { timeout: 300_000 }, () => {
     await close();
   });
 
-  it.each(WIDTHS)('never leaves "Rate completions myself" ticked and disabled, gives the reason, and starts a LoRA run without an alert (%o)', async (viewport) => {
+  it.each(WIDTHS)('waits for a person\'s ratings in a LoRA run too, keeps the box as it was ticked, and downloads its adapter as PEFT\'s zip (%o)', async (viewport) => {
     const { page, errors, close } = await visit(viewport);
     await chooseTiny(page, { exemplars: true });
     const box = page.getByRole('checkbox', { name: /Rate completions myself/ });
     await box.check();
     await page.getByRole('radio', { name: 'LoRA (every layer)' }).check();
-    expect(await box.isChecked()).toBe(false);
-    expect(await box.isDisabled()).toBe(true);
-    const reason = await page.locator(`#${await box.getAttribute('aria-describedby')}`).textContent();
-    expect(reason).toMatch(/^Gradient and LoRA runs loop in the model’s worker.*cannot wait for your ratings on this page/);
-    await shot(page, `rating-reason-${tag(viewport)}`);
-    // Back on a method that waits for ratings, the choice made before is there again.
-    await page.getByRole('radio', { name: 'Training-free: exemplars' }).check();
     expect([await box.isChecked(), await box.isDisabled()]).toEqual([true, false]);
-    await page.getByRole('radio', { name: 'LoRA (every layer)' }).check();
     await settings(page, { Prompts: 2, 'Group size': 2, Epochs: 1, Batch: 2, 'Max tokens': 3 });
-    await runToEnd(page);
+    await page.getByRole('button', { name: 'Start run' }).click();
+    // The loop in the model's worker waits for each group's ratings, given on the page.
+    const panel = page.locator('section[aria-labelledby="rate-title"]');
+    const given = [5, 1, 4, 2];
+    for (const [i, stars] of given.entries()) {
+      await expect.poll(() => panel.locator('#rate-title').textContent(), { timeout: 60_000 }).toContain(`prompt #${Math.floor(i / 2) + 1}`);
+      if (i === 0) {
+        await expect.poll(() => header(page).locator('.stage').textContent()).toContain('Waiting for your ratings of prompt #1');
+        await shot(page, `lora-rating-${tag(viewport)}`);
+      }
+      await panel.getByRole('group', { name: `Rate completion ${(i % 2) + 1}` }).getByRole('button', { name: stars === 5 ? 'Thumbs up (5)' : stars === 1 ? 'Thumbs down (1)' : String(stars), exact: true }).click();
+    }
+    await expect.poll(() => page.locator('button.start').textContent(), { timeout: 120_000, interval: 250 }).toBe('Start run');
+    expect(await chip(page).textContent()).toBe('completed');
     expect(await page.getByRole('alert').count()).toBe(0);
-    expect(await header(page).locator('p.hint').first().textContent()).not.toContain('you×1');
+    expect(await header(page).locator('p.hint').first().textContent()).toContain('rewards you×1');
+    const [jsonl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Training data (JSONL)' }).click()]);
+    const lines = (await readFile((await jsonl.path()) as string, 'utf8')).trimEnd().split('\n').map((line) => JSON.parse(line) as { reward: number });
+    expect(lines.map((line) => line.reward)).toEqual(given.map((stars) => (stars - 1) / 4));
 
     // Its adapter downloads as what the button says: PEFT's zip.
     const button = header(page).getByRole('button', { name: 'Adapter (PEFT zip)' });
