@@ -146,15 +146,6 @@ export class Playground {
     if (wasSkill !== (id === 'skill') && methodOf(this.setup.method).tasks) this.chooseMethod(this.setup.method);
   }
 
-  /** A changed setup answers the error Start showed for the setup before it. */
-  setupChanged(): void {
-    if (!this.live && !this.starting && this.#startError) {
-      this.runError = null;
-      this.#startError = false;
-    }
-  }
-  #startError = false;
-
   /** The settings of the chosen method that cannot be run as typed, by setting. */
   readonly problems = $derived(setupProblems(this.setup, methodOf(this.setup.method).settings));
 
@@ -219,29 +210,28 @@ export class Playground {
   resumingId = $state<string | null>(null);
 
   start(): Promise<void> {
-    return this.#launch(true, async () => {
+    return this.#launch(async () => {
       const s = { ...this.setup };
       const problem = Object.values(this.problems)[0];
       if (problem) throw new Error(problem);
       const method = methodOf(s.method);
-      const rated = s.rateMyself;
       const task = s.task === 'upload' ? null : builtinTasks[s.task];
       const dataset = task ? trainingItems(task, s.items, s.seed) : (this.upload?.items ?? []).slice(0, s.items);
       const runner = new Runner();
-      const rewards = rated ? [this.ratings.reward(runner.controller.signal)] : task ? task.rewards : [builtinRewards[s.reward]];
+      const rewards = s.rateMyself ? [this.ratings.reward(runner.controller.signal)] : task ? task.rewards : [builtinRewards[s.reward]];
       const context = await this.#context(runner, method, rewards, task?.name);
       // A person rating every completion is the reward: held-out prompts would ask them for more.
-      const heldOut = rated ? [] : task ? heldOutItems(task, s.seed, dataset, heldOutSize(task)) : (this.upload?.items ?? []).slice(s.items, s.items + HELD_OUT_ITEMS);
+      const heldOut = s.rateMyself ? [] : task ? heldOutItems(task, s.seed, dataset, heldOutSize(task)) : (this.upload?.items ?? []).slice(s.items, s.items + HELD_OUT_ITEMS);
       const evaluation = heldOutEvaluation(heldOut, s.temperature);
       const run = method.start({ ...context, dataset, setup: s, ...(evaluation ? { evaluation } : {}) });
-      if (rated) this.#relayRatings(method, run.runId, context);
+      if (s.rateMyself) this.#relayRatings(method, run.runId, context);
       await this.#drive(run, runner);
     });
   }
 
   /** Continues an interrupted or cancelled run with the model it was started with. */
   resumeRun(runId: string): Promise<void> {
-    return this.#launch(false, async () => {
+    return this.#launch(async () => {
       this.resumingId = runId;
       const record = await this.store!.getRun(runId);
       if (!record) throw new Error('That run is no longer stored.');
@@ -261,19 +251,15 @@ export class Playground {
    * Starts or resumes one run at a time. A model that did not load says so in the model panel,
    * so the run's error line does not repeat it.
    */
-  async #launch(fromSetup: boolean, work: () => Promise<void>): Promise<void> {
+  async #launch(work: () => Promise<void>): Promise<void> {
     if (!this.store || this.live || this.starting) return;
     this.runError = null;
-    this.#startError = false;
     this.notice = null;
     this.starting = true;
     try {
       await work();
     } catch (error) {
-      if (this.model.status !== 'error') {
-        this.runError = error instanceof Error ? error.message : String(error);
-        this.#startError = fromSetup && this.live === null;
-      }
+      if (this.model.status !== 'error') this.runError = error instanceof Error ? error.message : String(error);
     } finally {
       this.starting = false;
       this.resumingId = null;

@@ -176,7 +176,13 @@ describe('the playground, second walk', { timeout: 300_000 }, () => {
       expect(spreads).toEqual([...spreads].sort((a, b) => b - a));
       const flat = spreads.filter((s) => s === 0).length;
       const order = await page.locator('#groups-order').textContent();
-      if (flat) expect(order).toContain(`${flat} of 4 groups ${flat === 1 ? 'has' : 'have'} no signal`);
+      if (flat) {
+        expect(order).toContain(`${flat} of 4 groups ${flat === 1 ? 'has' : 'have'} no signal`);
+        // Which prompts, each with the reward all its answers tied at.
+        expect(order?.match(/#\d+ \(all -?\d+\.\d\d\)/g)).toHaveLength(flat);
+        await page.locator('#groups-order').scrollIntoViewIfNeeded();
+        await shot(page, `no-signal-step${step}-${tag(viewport)}`);
+      }
       else expect(order).toBe('Widest spread of rewards first.');
     }
     expect(errors).toEqual([]);
@@ -298,6 +304,7 @@ describe('the playground, second walk', { timeout: 300_000 }, () => {
     const plan = page.locator('#run-plan');
     await expect.poll(() => plan.textContent()).toMatch(/twelve\.jsonl holds 12 items, fewer than Prompts asks for: the run trains on all 12, and holds none out\./);
     expect((await plan.textContent())?.replace(/\s+/g, ' ')).toContain('for 8 prompts, then updates the library once: 24 groups, 4 steps in all.');
+    await plan.scrollIntoViewIfNeeded();
     await shot(page, `plan-${tag(viewport)}`);
     await runToEnd(page);
     expect((await header(page).getByRole('status').first().textContent())?.replace(/\s+/g, ' ')).toContain('24 / 24 groups · 4 of 4 steps done');
