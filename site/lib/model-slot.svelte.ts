@@ -100,7 +100,7 @@ export class ModelSlot {
     this.deviceNote = null;
     if (runDevice) {
       const name = runDevice === 'webgpu' ? 'WebGPU' : 'WebAssembly';
-      this.deviceNote = `On ${name} for the resumed run, which was started there. Device stays as you set it for new runs.`;
+      this.deviceNote = `On ${name} for the resumed run. Device stays as you set it for new runs.`;
       return load(runDevice);
     }
     if (this.device !== 'auto') return load(this.device === 'webgpu' ? 'webgpu' : 'wasm');

@@ -14,6 +14,7 @@ import { tokenPieces } from '../../site/lib/tokens.js';
 import { asConversational, rawPromptCount, rewardsOf } from '../../site/lib/tasks.js';
 import { plural } from '../../site/lib/plural.js';
 import { runPlan } from '../../site/lib/setup.js';
+import { WorkerRatings } from '../../site/lib/worker-ratings.js';
 import { streamingPolicy, type GroupStream } from '../../site/lib/streaming.js';
 import { displayStatus, epochRows, groupsAt, instructiveOrder, lastStepShown, libraryAfter, noSignal, stepSeries, totalSteps } from '../../site/lib/view.js';
 import { rewardWindow } from '../../site/lib/charts.js';
@@ -274,5 +275,29 @@ describe('plain prompts and the chat template', () => {
     const converted = asConversational(items);
     expect(converted).toEqual([{ messages: [{ role: 'user', content: 'Sort: b a' }], answer: 'a b', id: 'x' }, items[1]]);
     expect(rawPromptCount(converted)).toBe(0);
+  });
+});
+
+describe('ratings for a run in the model\'s worker', () => {
+  it('scores each named completion with the rating the page sent, before or after the loop asks, and stops waiting on cancel', async () => {
+    const ratings = new WorkerRatings();
+    const completions = bundle.steps[0].items[0].rollouts.slice(0, 2).map((r) => ({ text: r.text, tokenIds: r.tokenIds, logprobs: r.logprobs, finishReason: r.finishReason }));
+    ratings.name('run-1', 1, 0, completions);
+    const controller = new AbortController();
+    const reward = ratings.reward(controller.signal);
+    const score = (row: number) => reward.score({ text: completions[row].text, completion: completions[row], item: {}, prompt: { prompt: 'p' }, row });
+    // Rated before the loop asks: kept. Asked before it is rated: waits for it.
+    ratings.receive({ webgrpo: 'rating', runId: 'run-1', step: 1, item: 0, row: 0, reward: 0.75 });
+    expect(await score(0)).toBe(0.75);
+    const waiting = score(1);
+    ratings.receive({ webgrpo: 'rating', runId: 'run-2', step: 1, item: 0, row: 1, reward: 1 }); // another run's
+    ratings.receive({ webgrpo: 'rating', runId: 'run-1', step: 1, item: 0, row: 1, reward: 0.25 });
+    expect(await waiting).toBe(0.25);
+    // A completion never shown to the person gets no rating: it is unscorable, not a wait forever.
+    expect(await reward.score({ text: 'x', completion: { ...completions[0] }, item: {}, prompt: { prompt: 'p' }, row: 0 })).toBeNull();
+    ratings.name('run-1', 2, 0, completions);
+    const cancelled = score(0);
+    controller.abort();
+    await expect(cancelled).rejects.toMatchObject({ code: 'Aborted' });
   });
 });

@@ -205,7 +205,7 @@ describe('the playground, second walk', { timeout: 300_000 }, () => {
     expect(await field(page, 'Device').inputValue()).toBe('auto');
     await header(page).getByRole('button', { name: 'Resume run' }).click();
     const model = page.locator('section[aria-labelledby="model-title"]');
-    await expect.poll(() => model.textContent(), { timeout: 60_000 }).toContain('On WebAssembly for the resumed run, which was started there. Device stays as you set it for new runs.');
+    await expect.poll(() => model.textContent(), { timeout: 60_000 }).toContain('On WebAssembly for the resumed run. Device stays as you set it for new runs.');
     expect(await field(page, 'Device').inputValue()).toBe('auto');
     await expect.poll(() => page.locator('button.start').textContent(), { timeout: 120_000, interval: 250 }).toBe('Start run');
     expect(await chip(page).textContent()).toBe('completed');
