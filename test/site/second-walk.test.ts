@@ -82,6 +82,8 @@ describe('the playground, second walk', { timeout: 300_000 }, () => {
     const setup = page.locator('section[aria-labelledby="setup-title"]');
     const note = setup.getByRole('note');
     await expect.poll(() => note.textContent()).toMatch(/Every item gives a plain prompt: webgrpo-tiny\s+is a chat model and would read it as raw text, without its chat template/);
+    await note.scrollIntoViewIfNeeded();
+    await shot(page, `raw-note-${tag(viewport)}`);
     await settings(page, { Prompts: 2, 'Group size': 2, Epochs: 1, Batch: 2, 'Max tokens': 3 });
     await runToEnd(page);
 
@@ -290,6 +292,7 @@ describe('the playground, second walk', { timeout: 300_000 }, () => {
       return Math.round(device.getBoundingClientRect().height / lineHeight);
     });
     if (viewport.width >= 1000) expect(lines, 'lines of the device status').toBeLessThanOrEqual(2);
+    await shot(page, `first-screen-${tag(viewport)}`);
 
     await chooseTiny(page, { exemplars: true });
     // A JSON mistake is placed on the file's line, by its column there.
