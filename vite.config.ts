@@ -38,13 +38,31 @@ function onnxruntimeFiles(): Plugin {
   };
 }
 
+/**
+ * The bundled models' files leave the preview server uncompressed, with their Content-Length.
+ * Vite's preview gzips JSON (config.json, tokenizer.json, tokenizer_config.json) and so sends
+ * it chunked with no length: transformers.js then cannot size its buffer or its progress, and
+ * warns "Unable to determine content-length" once per such file at every model load.
+ */
+function modelFilesWithLength(): Plugin {
+  return {
+    name: 'webgrpo-model-files-with-length',
+    configurePreviewServer(server) {
+      server.middlewares.use((request, _response, next) => {
+        if (/\/models\//.test(request.url ?? '')) delete request.headers['accept-encoding'];
+        next();
+      });
+    },
+  };
+}
+
 // The playground. `public/` holds static assets, among them the bundled models.
 export default defineConfig({
   root: 'site',
   publicDir: '../public',
   base: './',
   // Svelte's defaults suit the site; `configFile: false` skips looking for a svelte.config.js.
-  plugins: [svelte({ configFile: false }), onnxruntimeFiles()],
+  plugins: [svelte({ configFile: false }), onnxruntimeFiles(), modelFilesWithLength()],
   // The model worker imports transformers.js lazily; ES workers keep its code-split chunks.
   // The page loads the LoRA engine only when a LoRA run opens (lib/methods/lora/method.ts); the
   // worker imports webgrpo/grad whole, where that split has nothing to move: no news.

@@ -169,5 +169,10 @@ export interface Policy {
    * skipped unless `skipSpecialTokens` is false. Absent where unknown.
    */
   decode?(tokenIds: number[], options?: { skipSpecialTokens?: boolean }): Promise<string>;
+  /**
+   * The text the model reads for a prompt, special tokens included: messages through the chat
+   * template with the generation prompt, a plain prompt as it is. Absent where unknown.
+   */
+  renderPrompt?(input: PromptInput): Promise<string>;
   dispose(): Promise<void>;
 }

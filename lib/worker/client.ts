@@ -148,5 +148,6 @@ export async function createWorkerPolicy(source: string | URL | Worker, options:
   if (init.can.decode) {
     policy.decode = (tokenIds, decodeOptions) => call<string>({ type: 'decode', tokenIds, ...(decodeOptions ? { options: decodeOptions } : {}) });
   }
+  if (init.can.renderPrompt) policy.renderPrompt = (input) => call<string>({ type: 'renderPrompt', input: { ...(input.prompt !== undefined ? { prompt: input.prompt } : {}), ...(input.messages !== undefined ? { messages: input.messages } : {}) } });
   return policy;
 }

@@ -37,7 +37,7 @@ export function exposePolicy(source: Policy | PolicyFactory, scope: WorkerScope 
         policy = typeof source === 'function' ? await source(message.init, { onProgress: (progress) => post({ id, type: 'progress', progress }) }) : source;
         const result: InitResult = {
           info: { ...policy.info },
-          can: { scoreCompletions: !!policy.scoreCompletions, encode: !!policy.encode, decode: !!policy.decode },
+          can: { scoreCompletions: !!policy.scoreCompletions, encode: !!policy.encode, decode: !!policy.decode, renderPrompt: !!policy.renderPrompt },
         };
         post({ id, type: 'result', value: result });
         return;
@@ -72,6 +72,11 @@ export function exposePolicy(source: Policy | PolicyFactory, scope: WorkerScope 
         case 'decode': {
           if (!policy.decode) throw new WebgrpoError('Unsupported', 'This policy has no tokenizer to decode with.');
           post({ id, type: 'result', value: await policy.decode(message.tokenIds, message.options) });
+          return;
+        }
+        case 'renderPrompt': {
+          if (!policy.renderPrompt) throw new WebgrpoError('Unsupported', 'This policy cannot render prompts.');
+          post({ id, type: 'result', value: await policy.renderPrompt(message.input) });
           return;
         }
         case 'dispose':

@@ -20,7 +20,7 @@ import {
   WebgrpoError,
   type ErrorCode,
 } from '../errors.js';
-import type { GenerateGroupOptions, GroupResult, PolicyInfo, ScoreOptions, ScoreResult, TokenEvent, TopLogprob, FinishReason, Usage } from '../core/policy.js';
+import type { GenerateGroupOptions, GroupResult, PolicyInfo, PromptInput, ScoreOptions, ScoreResult, TokenEvent, TopLogprob, FinishReason, Usage } from '../core/policy.js';
 
 export type GenerateRequest = Omit<GenerateGroupOptions, 'signal' | 'onToken'> & { streamTokens: boolean };
 export type ScoreRequest = Omit<ScoreOptions, 'signal' | 'completions'> & { completions: PackedRows<Int32Array> };
@@ -31,6 +31,7 @@ export type ToWorker =
   | { id: number; type: 'scoreCompletions'; options: ScoreRequest }
   | { id: number; type: 'encode'; text: string }
   | { id: number; type: 'decode'; tokenIds: number[]; options?: { skipSpecialTokens?: boolean } }
+  | { id: number; type: 'renderPrompt'; input: PromptInput }
   | { id: number; type: 'abort'; target: number }
   | { id: number; type: 'dispose' };
 
@@ -42,7 +43,7 @@ export type FromWorker =
 
 export interface InitResult {
   info: PolicyInfo;
-  can: { scoreCompletions: boolean; encode: boolean; decode: boolean };
+  can: { scoreCompletions: boolean; encode: boolean; decode: boolean; renderPrompt?: boolean };
 }
 
 /** Ragged rows as one flat typed array and the row lengths. */

@@ -104,8 +104,9 @@ export interface AdapterAbout {
   parameters: number | null;
   detail: string;
   file: string;
-  /** The download button's label. */
+  /** The download button's label, and the run header's shorter one (both name the file's form). */
   download: string;
+  exportLabel: string;
 }
 
 /** Where a LoRA run's forward and backward ran (runs stored before the choice trained on the CPU). */
@@ -123,6 +124,7 @@ export function adapterAbout(run: GradientRunRecord | LoraRunRecord, checkpoint:
       detail: `rank ${shape.rank}, scale ${shape.scale} · d ${shape.hiddenSize}, V ${shape.vocabSize} · ${Math.round(shape.shareOfHead * 100)}% of the head’s`,
       file: 'A webgrpo.adapter file for attachAdapter, or to train further (initialAdapter).',
       download: 'Download adapter (JSON)',
+      exportLabel: 'Adapter (JSON)',
     };
   }
   const { r, alpha, targetModules } = run.config.lora;
@@ -136,6 +138,7 @@ export function adapterAbout(run: GradientRunRecord | LoraRunRecord, checkpoint:
     detail: `rank ${r}, alpha ${alpha} (s = ${alpha / r})${layers ? ` · ${layers.length} layers` : ''} · trained ${engineLabel(run.config.engine)}`,
     file: 'PEFT’s LoRA folder (adapter_config.json, adapter_model.safetensors) in a zip: unzip it and load it with PeftModel.from_pretrained(model, folder), or continue it in TRL.',
     download: 'Download adapter (PEFT zip)',
+    exportLabel: 'Adapter (PEFT zip)',
   };
 }
 

@@ -269,8 +269,8 @@ export function groupChart(rewards: ReadonlyArray<number | null>, advantages: re
   const pick = (test: (a: number) => boolean) => rows.map((row) => (test(row.a) ? row.a : null));
   const maxAbs = Math.max(1.2, ...rows.map((row) => Math.abs(row.a))) * 1.2;
   // Advantages are relative to the group, so the x axis spans the group's rewards, not 0..1.
-  // At least 0.1 wide around the middle: a group whose rewards are all equal gets an axis with
-  // short labels (0.95, 1, 1.05), not one of ±0.004 whose labels run off the plot.
+  // At least 0.1 wide around the middle, so labels stay short; a group whose rewards all tie gets
+  // one reward unit around its value (1 to 2 for 1.5), not a zoom onto one point.
   const { lo, hi } = rewardWindow(rows.length ? rows[0].r : 0, rows.length ? rows[rows.length - 1].r : 1);
   const markLine = (u: uPlot, axis: 'x' | 'y', value: number, dash: number[]) => {
     const ctx = u.ctx;
@@ -317,8 +317,9 @@ export function groupChart(rewards: ReadonlyArray<number | null>, advantages: re
   return { options, data };
 }
 
-/** The x range of a group's chart: its rewards with a margin, at least 0.1 wide. */
+/** The x range of a group's chart: its rewards with a margin, at least 0.1 wide; 1 wide when they all tie. */
 export function rewardWindow(min: number, max: number): { lo: number; hi: number } {
+  if (max === min) return { lo: min - 0.5, hi: min + 0.5 };
   const span = Math.max(max - min, 0.1);
   const mid = (min + max) / 2;
   return { lo: mid - span * 0.6, hi: mid + span * 0.6 };

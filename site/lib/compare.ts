@@ -7,7 +7,8 @@ import type { RunBundle } from '../../lib/index.js';
 import { runMethod } from '../../lib/method.js';
 import { updateSeries } from './adapter-view.js';
 import { KIND_SETTINGS, kindView } from './kind-view.js';
-import { modelName, runTitle, stepSeries } from './view.js';
+import { percent, pointsChange } from './held-out.js';
+import { formatNumber, modelName, runTitle, stepSeries } from './view.js';
 
 /** Curves of several runs on one x axis: null where a run has no point at that x. */
 export interface Overlay {
@@ -68,6 +69,53 @@ export function libraryOverlay(bundles: readonly RunBundle[]): Overlay {
       return { label: labels[i], x: kindView(b.run).keepsLibrary ? s.step : [], y: s.librarySize };
     }),
   );
+}
+
+/** A compared run's held-out outcome at one temperature: before the first step and after its latest epoch. */
+export interface HeldOutRow {
+  /** Index of the run among the compared ones. */
+  run: number;
+  /** "greedy" or "T=1". */
+  decoding: string;
+  /** "32 prompts × 2 answers". */
+  size: string;
+  /** "55% → 89%", with "…" before an epoch has ended; null where the prompts have no answers to match. */
+  exactMatch: string | null;
+  /** The change in points, or null. */
+  points: number | null;
+  meanReward: string;
+  /** The epoch the "after" side is from, or null. */
+  afterEpoch: number | null;
+}
+
+/**
+ * Each run's held-out evaluations, one row per temperature they were stored at (greedy and T=1
+ * where a run has both); runs with no evaluation have no row.
+ */
+export function heldOutRows(bundles: readonly RunBundle[]): HeldOutRow[] {
+  return bundles.flatMap((b, run) => {
+    const evaluations = b.run.evaluations ?? [];
+    const temperatures = [...new Set(evaluations.map((e) => e.summary.temperature))].sort((x, y) => x - y);
+    return temperatures.flatMap((temperature): HeldOutRow[] => {
+      const at = evaluations.filter((e) => e.summary.temperature === temperature);
+      const before = at.find((e) => e.epoch === 0);
+      if (!before) return [];
+      const after = at.filter((e) => e.epoch > 0).at(-1) ?? null;
+      const s = before.summary;
+      const judged = s.judged > 0 || s.accuracy !== null;
+      return [
+        {
+          run,
+          decoding: s.greedy ? 'greedy' : `T=${temperature}`,
+          size: `${s.items} prompts × ${s.samples} answer${s.samples === 1 ? '' : 's'}`,
+          exactMatch: judged ? `${percent(s.accuracy)} → ${after ? percent(after.summary.accuracy) : '…'}` : null,
+          points: after ? pointsChange(s.accuracy, after.summary.accuracy) : null,
+          meanReward: `${formatNumber(s.meanReward, 3)} → ${after ? formatNumber(after.summary.meanReward, 3) : '…'}`,
+          afterEpoch: after?.epoch ?? null,
+        },
+      ];
+    });
+  });
 }
 
 /** One row of the settings table: a setting, and its value in each run ("–" where it does not apply). */

@@ -6,12 +6,15 @@
  *
  * The groups waiting are the ones whose rollouts the page has seen (`show`); a completion is
  * matched to its rating by identity, since the loop scores the very completions it emitted. Runs
- * that loop on the page use it (training-free, router); gradient runs score in the model's worker.
+ * that loop on the page use that (training-free, router); for runs in the model's worker
+ * (gradient, LoRA) each rating is also relayed there (`relay`, worker-ratings.ts), where their
+ * loop waits for it.
  */
 import { AbortError, type Completion, type RewardFunction } from '../../lib/index.js';
 import { HUMAN_REWARD } from './tasks.js';
 
 export interface RatingGroup {
+  step: number;
   /** The prompt's index in the run's dataset. */
   item: number;
   prompt: string;
@@ -22,16 +25,21 @@ export interface RatingGroup {
 
 export const starsToReward = (stars: number): number => (stars - 1) / 4;
 
+/** Sends a rating on to where the run's loop waits for it (a run in the model's worker). */
+export type RatingRelay = (group: RatingGroup, row: number, reward: number) => void;
+
 export class HumanRatings {
   /** Groups with at least one completion not yet rated, oldest first. */
   groups = $state<RatingGroup[]>([]);
   #completions = new Map<RatingGroup, Completion[]>();
   #given = new WeakMap<Completion, number>();
   #waiting = new Map<Completion, { resolve(value: number): void; reject(error: Error): void }>();
+  /** Where the ratings of the run in progress go as well, when it loops in the model's worker. */
+  relay: RatingRelay | null = null;
 
   /** A group's completions as the page sees them, before the loop scores them. */
-  show(item: number, prompt: string, completions: Completion[]): void {
-    const group: RatingGroup = { item, prompt, texts: completions.map((c) => c.text), stars: completions.map(() => null) };
+  show(step: number, item: number, prompt: string, completions: Completion[]): void {
+    const group: RatingGroup = { step, item, prompt, texts: completions.map((c) => c.text), stars: completions.map(() => null) };
     this.groups.push(group);
     this.#completions.set(this.groups[this.groups.length - 1], completions);
   }
@@ -44,6 +52,7 @@ export class HumanRatings {
     this.#given.set(completion, starsToReward(stars));
     this.#waiting.get(completion)?.resolve(starsToReward(stars));
     this.#waiting.delete(completion);
+    this.relay?.(group, row, starsToReward(stars));
     if (group.stars.every((s) => s !== null)) {
       this.#completions.delete(group);
       this.groups = this.groups.filter((g) => g !== group);
@@ -73,5 +82,6 @@ export class HumanRatings {
     this.#waiting.clear();
     this.#completions.clear();
     this.groups = [];
+    this.relay = null;
   }
 }

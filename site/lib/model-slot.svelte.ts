@@ -9,12 +9,12 @@ import type { OnnxDevice } from '../../lib/onnx.js';
 import { calibratedLoad, calibrationNote, type CalibrationCache } from './calibrate.js';
 import { hardwareWebGpu, type DeviceReport } from './device.js';
 import {
-  bundledModelPath,
   ENDPOINT_ID,
   hubModelCached,
   loadEndpoint,
   loadOnnxModel,
   ONNX_MODELS,
+  onnxModelOf,
   type EndpointSettings,
   type LoadDevice,
   type LoadProgress,
@@ -44,17 +44,20 @@ export class ModelSlot {
   /** The ONNX model chosen, or undefined for the endpoint. */
   readonly onnx = $derived(ONNX_MODELS.find((m) => m.id === this.id));
 
-  #key(): string {
-    return this.id === ENDPOINT_ID ? `${ENDPOINT_ID}:${this.endpoint.baseURL}:${this.endpoint.model}` : `${this.id}:${this.device}`;
+  #key(device: OnnxDevice): string {
+    return this.id === ENDPOINT_ID ? `${ENDPOINT_ID}:${this.endpoint.baseURL}:${this.endpoint.model}` : `${this.id}:${device}`;
   }
 
   /**
    * Loads the chosen model unless it is the one loaded. `report` tells whether WebGPU is there;
-   * `trainable` asks for an ONNX model with a trainable head, run in its worker.
+   * `trainable` asks for an ONNX model with a trainable head, run in its worker. `device` loads
+   * it there for this once (a resumed run's own backend) and leaves the person's Device choice
+   * as it is; a model already loaded on that backend serves as it is.
    */
-  async ensure(report: DeviceReport | null, { trainable = false }: { trainable?: boolean } = {}): Promise<Policy> {
-    const key = this.#key();
-    if (this.policy && this.#loadedKey === key && (!trainable || this.trainer)) return this.policy;
+  async ensure(report: DeviceReport | null, { trainable = false, device }: { trainable?: boolean; device?: LoadDevice } = {}): Promise<Policy> {
+    const key = this.#key(device ?? this.device);
+    const loadedThere = device !== undefined && this.#loadedKey?.startsWith(`${this.id}:`) === true && this.policy?.info.backend === device;
+    if (this.policy && (this.#loadedKey === key || loadedThere) && (!trainable || this.trainer)) return this.policy;
     await this.unload();
     this.status = 'loading';
     this.error = null;
@@ -70,7 +73,7 @@ export class ModelSlot {
         if (model.source === 'hub' && !navigator.onLine && !(await hubModelCached(model))) {
           throw new Error(`${model.label} is downloaded on first use, and this browser is offline. The bundled webgrpo-tiny model works offline.`);
         }
-        const loaded = await this.#loadOnnx(model, report, trainable, abort.signal);
+        const loaded = await this.#loadOnnx(model, report, trainable, abort.signal, device);
         policy = loaded.policy;
         this.trainer = trainable ? loaded.worker : null;
       }
@@ -92,9 +95,14 @@ export class ModelSlot {
    * Loads an ONNX model on the chosen device. Auto never takes a software WebGPU adapter, and
    * between a hardware one and WebAssembly it keeps whichever measured faster on this model.
    */
-  async #loadOnnx(model: OnnxModel, report: DeviceReport | null, trainable: boolean, signal: AbortSignal): Promise<WorkerModel> {
+  async #loadOnnx(model: OnnxModel, report: DeviceReport | null, trainable: boolean, signal: AbortSignal, runDevice?: LoadDevice): Promise<WorkerModel> {
     const load = (device: LoadDevice) => loadOnnxModel(model, { device, trainable, onProgress: (p) => (this.progress = p), signal });
     this.deviceNote = null;
+    if (runDevice) {
+      const name = runDevice === 'webgpu' ? 'WebGPU' : 'WebAssembly';
+      this.deviceNote = `On ${name} for the resumed run. Device stays as you set it for new runs.`;
+      return load(runDevice);
+    }
     if (this.device !== 'auto') return load(this.device === 'webgpu' ? 'webgpu' : 'wasm');
     if (!report || !hardwareWebGpu(report)) {
       this.deviceNote = report?.software
@@ -121,28 +129,26 @@ export class ModelSlot {
   }
 
   /**
-   * Points the picker at the model a stored run used, on the device it ran on: another backend
-   * would give other numbers than the uninterrupted run. Where that device is gone, the run
-   * resumes on WebAssembly, and the returned notice says so.
+   * Points the picker at the model a stored run used, and says which device it resumes on: the
+   * one it ran on, since another backend would give other numbers than the uninterrupted run.
+   * The Device choice is the person's and stays as it is. Where the run's device is gone, the run
+   * resumes on WebAssembly, and the notice says so.
    */
-  chooseFor(record: RunRecord, report: DeviceReport | null): string | null {
+  chooseFor(record: RunRecord, report: DeviceReport | null): { device?: LoadDevice; notice: string | null } {
     const used = record.config.policy;
     if (used.backend === 'http') {
       if (this.id !== ENDPOINT_ID || this.endpoint.model !== used.model) {
         throw new Error(`This run used the endpoint model "${used.model}": choose "OpenAI-compatible endpoint", enter its URL and key, then resume.`);
       }
-      return null;
+      return { notice: null };
     }
-    const path = (p: string) => p.replace(/\/+$/, '');
-    const model = ONNX_MODELS.find((m) => (m.source === 'bundled' ? path(bundledModelPath(m.folder as string)) === path(used.model) : m.hubId === used.model));
+    const model = onnxModelOf(used.model);
     if (!model) throw new Error(`This run used the model "${used.model}", which the playground does not offer.`);
     this.id = model.id;
     if (used.backend === 'webgpu' && !report?.webgpu) {
-      this.device = 'wasm';
-      return 'This run was started on WebGPU, which this browser does not offer now: it resumes on WebAssembly, so its numbers can differ from an uninterrupted run.';
+      return { device: 'wasm', notice: 'This run was started on WebGPU, which this browser does not offer now: it resumes on WebAssembly, so its numbers can differ from an uninterrupted run.' };
     }
-    if (used.backend === 'webgpu' || used.backend === 'wasm') this.device = used.backend;
-    return null;
+    return used.backend === 'webgpu' || used.backend === 'wasm' ? { device: used.backend, notice: null } : { notice: null };
   }
 
   cancel(): void {

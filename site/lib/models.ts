@@ -61,6 +61,16 @@ export const ONNX_MODELS: readonly OnnxModel[] = [
 
 export const ENDPOINT_ID = 'endpoint';
 
+/**
+ * The offered ONNX model a stored run used (its config's model: a bundled folder's path or a hub
+ * id), or undefined. Each of them ships a chat template: messages are sent through it, a plain
+ * prompt is read as raw text (lib/policy/onnx/prompt.ts).
+ */
+export function onnxModelOf(model: string): OnnxModel | undefined {
+  const path = (p: string) => p.replace(/\/+$/, '');
+  return ONNX_MODELS.find((m) => (m.source === 'bundled' ? path(bundledModelPath(m.folder as string)) === path(model) : m.hubId === model));
+}
+
 export interface EndpointSettings {
   baseURL: string;
   model: string;

@@ -19,17 +19,20 @@ import { EtaClock } from './eta.js';
 import { exportedRunId } from './export.js';
 import { learnableTasks, methodOf, type Method, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
 import { ModelSlot } from './model-slot.svelte.js';
+import type { LoadDevice } from './models.js';
 import { RunComparison } from './run-comparison.svelte.js';
 import { Runner } from './runner.js';
 import { INITIAL_SETUP, setupProblems, type Setup } from './setup.js';
 import { stageAfter } from './live-stage.js';
 import { streamingPolicy, type GroupStream } from './streaming.js';
 import { HumanRatings } from './human-reward.svelte.js';
+import type { RatingMessage } from './worker-ratings.js';
 import { HELD_OUT_ITEMS, heldOutEvaluation, heldOutItems, heldOutSize, trainingItems } from './held-out.js';
 import { kindView } from './kind-view.js';
-import { HUMAN_REWARD, promptLabel, readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
+import { asConversational, HUMAN_REWARD, promptLabel, readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
 import { TokenShading } from './token-shading.svelte.js';
 import { ScoredTokenViews } from './scored-views.svelte.js';
+import { RenderedPrompts } from './rendered-prompts.svelte.js';
 import type { TokenView } from './token-views.js';
 import { lastStepShown, runTitle } from './view.js';
 import { ViewStore } from './view-store.js';
@@ -84,6 +87,8 @@ export class Playground {
   readonly pieces = new TokenShading(() => this.model.policy, () => this.#views);
   tokenView = $state<TokenView>('probability');
   readonly scored = new ScoredTokenViews(() => this.model.policy);
+  /** The exact text each group's prompt was, as the run's model read it. */
+  readonly prompts = new RenderedPrompts(() => this.model.policy);
   /** Gradient runs: the adapter after each step (recorded here as steps commit, and the stored checkpoint). */
   adapterPoints = $state.raw<AdapterPoint[]>([]);
   /** Runs ticked for comparison, and the comparison in view. */
@@ -162,6 +167,11 @@ export class Playground {
     }
   }
 
+  /** Sends the uploaded plain prompts through the model's chat template, as user messages. */
+  applyChatTemplate(): void {
+    if (this.upload) this.upload = { ...this.upload, items: asConversational(this.upload.items), templated: true };
+  }
+
   // ---- runs ----
 
   async refreshRuns(): Promise<void> {
@@ -215,7 +225,6 @@ export class Playground {
       const problem = Object.values(this.problems)[0];
       if (problem) throw new Error(problem);
       const method = methodOf(s.method);
-      if (s.rateMyself && method.trainsAdapter) throw new Error('Gradient runs score in the model’s worker: rate completions yourself with a training-free or router run.');
       const task = s.task === 'upload' ? null : builtinTasks[s.task];
       const dataset = task ? trainingItems(task, s.items, s.seed) : (this.upload?.items ?? []).slice(0, s.items);
       const runner = new Runner();
@@ -224,7 +233,9 @@ export class Playground {
       // A person rating every completion is the reward: held-out prompts would ask them for more.
       const heldOut = s.rateMyself ? [] : task ? heldOutItems(task, s.seed, dataset, heldOutSize(task)) : (this.upload?.items ?? []).slice(s.items, s.items + HELD_OUT_ITEMS);
       const evaluation = heldOutEvaluation(heldOut, s.temperature);
-      await this.#drive(method.start({ ...context, dataset, setup: s, ...(evaluation ? { evaluation } : {}) }), runner);
+      const run = method.start({ ...context, dataset, setup: s, ...(evaluation ? { evaluation } : {}) });
+      if (s.rateMyself) this.#relayRatings(method, run.runId, context);
+      await this.#drive(run, runner);
     });
   }
 
@@ -234,12 +245,15 @@ export class Playground {
       this.resumingId = runId;
       const record = await this.store!.getRun(runId);
       if (!record) throw new Error('That run is no longer stored.');
-      this.notice = this.model.chooseFor(record, this.device);
+      const { device, notice } = this.model.chooseFor(record, this.device);
+      this.notice = notice;
       const method = methodOf(runMethod(record));
       const runner = new Runner();
       const rewards = rewardsOf(record.config, { [HUMAN_REWARD]: this.ratings.reward(runner.controller.signal) });
-      const context = await this.#context(runner, method, rewards, record.config.task);
-      await this.#drive(method.resume(runId, context), runner);
+      const context = await this.#context(runner, method, rewards, record.config.task, device);
+      const run = method.resume(runId, context);
+      if (record.config.rewards.some((r) => r.name === HUMAN_REWARD)) this.#relayRatings(method, runId, context);
+      await this.#drive(run, runner);
     });
   }
 
@@ -262,10 +276,18 @@ export class Playground {
     }
   }
 
+  /** A run that loops in the model's worker waits there for the person's ratings: each goes there too. */
+  #relayRatings(method: Method, runId: string, context: RunContext): void {
+    const worker = context.trainer;
+    if (!method.trainsAdapter || !worker) return;
+    this.ratings.relay = (group, row, reward) => worker.postMessage({ webgrpo: 'rating', runId, step: group.step, item: group.item, row, reward } satisfies RatingMessage);
+  }
+
   /** The model (loaded for the method), the store, and where the group being written is shown. */
-  async #context(runner: Runner, method: Method, rewards: RunContext['rewards'], task: string | undefined): Promise<RunContext> {
+  async #context(runner: Runner, method: Method, rewards: RunContext['rewards'], task: string | undefined, device?: LoadDevice): Promise<RunContext> {
     const onStream = (stream: GroupStream | null) => (this.stream = stream ? { ...stream, item: this.#streamItem } : null);
-    const policy = streamingPolicy(await this.model.ensure(this.device, { trainable: method.trainsAdapter }), onStream, { hasCritic: method.needsCritic });
+    const loaded = await this.model.ensure(this.device, { trainable: method.trainsAdapter, ...(device ? { device } : {}) });
+    const policy = streamingPolicy(loaded, onStream, { hasCritic: method.needsCritic });
     return { policy, trainer: this.model.trainer, store: this.store!, signal: runner.controller.signal, rewards, ...(task ? { task } : {}), onStream };
   }
 
@@ -331,7 +353,7 @@ export class Playground {
         break;
       case 'rollouts':
         if (this.bundle?.run.id === live.runId && this.bundle.run.config.rewards.some((r) => r.name === HUMAN_REWARD)) {
-          this.ratings.show(event.item, promptLabel(this.bundle.items[event.item] ?? {}), event.completions);
+          this.ratings.show(event.step, event.item, promptLabel(this.bundle.items[event.item] ?? {}), event.completions);
         }
         await this.pieces.record(live.runId, event.step, event.item, event.completions);
         break;

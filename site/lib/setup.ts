@@ -38,7 +38,7 @@ export const SKILL_GRADIENT_DEFAULTS = { items: 64, groupSize: 8, epochs: 10, ba
 /**
  * LoRA's settings on the bundled skill model: the gradient ones at the learning rate full-depth
  * LoRA takes, rank 8, two epochs (16 steps). In Chromium on WebAssembly (test/site/first-run.test.ts)
- * copy-format's held-out exact match at temperature 1 goes from 55% to 89% in about two minutes;
+ * copy-format's held-out exact match at temperature 1 goes from 55% to 89% in 40 s (desktop Chromium);
  * in Node, 20 such steps take it from 54% to 91% (test/grad/skill-learning.test.ts).
  */
 export const SKILL_LORA_DEFAULTS = { ...SKILL_GRADIENT_DEFAULTS, epochs: 2, lr: 0.002 } as const;
@@ -104,6 +104,22 @@ export function setupProblems(setup: Setup, keys: readonly NumericSetting[]): Pa
     if (problem) problems[key] = problem;
   }
   return problems;
+}
+
+/** What a run started with these settings does: the loop's schedule, the dataset in batches. */
+export interface RunPlan {
+  /** The prompts it trains on: Prompts, or all of a file that holds fewer. */
+  prompts: number;
+  /** Prompts per step (the last step of an epoch may take fewer). */
+  perStep: number;
+  groups: number;
+  steps: number;
+}
+
+/** `available`: how many items an uploaded file holds (the run takes the first Prompts of them). */
+export function runPlan(setup: Pick<Setup, 'items' | 'epochs' | 'batchSize'>, available?: number): RunPlan {
+  const prompts = available === undefined ? setup.items : Math.min(setup.items, available);
+  return { prompts, perStep: Math.min(setup.batchSize, prompts), groups: prompts * setup.epochs, steps: Math.ceil(prompts / setup.batchSize) * setup.epochs };
 }
 
 /** The settings every run uses, then those of gradient and router runs. */

@@ -8,6 +8,8 @@ import { builtinRewards, builtinTasks, parseDatasetJsonl, skillTasks, type Skill
 export interface UploadedDataset {
   fileName: string;
   items: DatasetItem[];
+  /** Its plain prompts were turned into user messages (asConversational) after the upload. */
+  templated?: boolean;
 }
 
 export const BUILTIN_TASKS = Object.values(builtinTasks);
@@ -49,6 +51,19 @@ export function rewardsOf(config: Pick<TrainingFreeConfig, 'task' | 'rewards'>, 
     if (!reward) throw new InvalidInputError('rewards', `this run uses a reward "${name}" the playground does not know.`);
     return { ...reward, weight };
   });
+}
+
+/** How many items give a plain `prompt` (TRL's standard form), which a chat model reads without its template. */
+export function rawPromptCount(items: readonly DatasetItem[]): number {
+  return items.filter((item) => item.messages === undefined).length;
+}
+
+/**
+ * The items in TRL's conversational form: each plain `prompt` becomes one user message, which the
+ * model's chat template then wraps as it was trained to read. Items with messages stay as they are.
+ */
+export function asConversational(items: readonly DatasetItem[]): DatasetItem[] {
+  return items.map(({ prompt, ...rest }) => (prompt === undefined ? rest : { ...rest, messages: [{ role: 'user' as const, content: prompt }] }));
 }
 
 /** A one-line label of a prompt (its last user message). */

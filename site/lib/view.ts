@@ -91,6 +91,19 @@ export function groupsAt(bundle: RunBundle, step: number): ItemResult[] {
   return bundle.pending.filter((r) => r.step === step).sort((a, b) => a.position - b.position);
 }
 
+/** True when a group's rewards all tie: every advantage is 0, so it teaches nothing. */
+export function noSignal(result: Pick<ItemResult, 'stats'>): boolean {
+  return !(result.stats.spread > 0);
+}
+
+/**
+ * The groups in the order that teaches most first: the widest spread of rewards first, the groups
+ * with no signal last, ties in batch order.
+ */
+export function instructiveOrder(groups: readonly ItemResult[]): ItemResult[] {
+  return [...groups].sort((a, b) => b.stats.spread - a.stats.spread || a.position - b.position);
+}
+
 export function epochOfStep(bundle: RunBundle, step: number): number {
   return Math.ceil(step / stepsPerEpoch(bundle));
 }

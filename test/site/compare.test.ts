@@ -2,7 +2,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MemoryStore, trainingFreeGrpo, type RunBundle } from '../../lib/index.js';
 import { alphabetise } from '../../lib/tasks/index.js';
-import { klOverlay, libraryOverlay, overlay, rewardOverlay, settingRows } from '../../site/lib/compare.js';
+import { heldOutRows, klOverlay, libraryOverlay, overlay, rewardOverlay, settingRows } from '../../site/lib/compare.js';
 import { stepSeries } from '../../site/lib/view.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 
@@ -48,5 +48,40 @@ describe('settingRows', () => {
     expect(rows['Epochs'].values).toEqual(['1', '3']);
     expect(rows['Method']).toEqual({ setting: 'Method', values: ['exemplars', 'exemplars'], differs: false });
     expect(rows['Adapter rank'].values).toEqual(['–', '–']);
+  });
+});
+
+describe('heldOutRows', () => {
+  it('gives each evaluated run its held-out before -> after per temperature stored, and a run never evaluated none', async () => {
+    const store = new MemoryStore();
+    const r = trainingFreeGrpo({
+      policy: createToyPolicy(),
+      dataset: alphabetise.dataset({ size: 2 }),
+      rewards: alphabetise.rewards,
+      mode: 'exemplars',
+      task: 'alphabetise',
+      store,
+      groupSize: 3,
+      epochs: 1,
+      batchSize: 2,
+      maxNewTokens: 8,
+      evaluation: { dataset: alphabetise.dataset({ size: 3, seed: 99 }), samples: 2, temperature: 1 },
+    });
+    await r.result();
+    const evaluated = await store.readBundle(r.runId);
+    const stored = evaluated.run.evaluations ?? [];
+    expect(stored.map((e) => e.epoch)).toEqual([0, 1]);
+    // The same evaluations as if also stored greedy (one answer each): a run with both temperatures.
+    const greedy = stored.map((e) => ({ ...e, summary: { ...e.summary, temperature: 0, greedy: true, samples: 1 } }));
+    const both = { ...evaluated, run: { ...evaluated.run, evaluations: [...stored, ...greedy] } };
+    const rows = heldOutRows([short, both]);
+    expect(rows.map((row) => [row.run, row.decoding, row.size, row.afterEpoch])).toEqual([
+      [1, 'greedy', '3 prompts × 1 answer', 1],
+      [1, 'T=1', '3 prompts × 2 answers', 1],
+    ]);
+    const [before, after] = stored.map((e) => e.summary);
+    expect(rows[1].meanReward).toBe(`${before.meanReward!.toFixed(3)} → ${after.meanReward!.toFixed(3)}`);
+    expect(rows[1].exactMatch).toBe(`${Math.round(before.accuracy! * 100)}% → ${Math.round(after.accuracy! * 100)}%`);
+    expect(rows[1].points).toBe(Math.round((after.accuracy! - before.accuracy!) * 100));
   });
 });

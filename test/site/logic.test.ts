@@ -13,9 +13,12 @@ import { EtaClock, formatDuration } from '../../site/lib/eta.js';
 import { runJsonl, libraryJson } from '../../site/lib/export.js';
 import { tokenShade, SHADE_LEGEND } from '../../site/lib/shading.js';
 import { tokenPieces } from '../../site/lib/tokens.js';
-import { rewardsOf } from '../../site/lib/tasks.js';
+import { asConversational, rawPromptCount, rewardsOf } from '../../site/lib/tasks.js';
+import { plural } from '../../site/lib/plural.js';
+import { runPlan } from '../../site/lib/setup.js';
+import { WorkerRatings } from '../../site/lib/worker-ratings.js';
 import { streamingPolicy, type GroupStream } from '../../site/lib/streaming.js';
-import { displayStatus, epochRows, groupsAt, lastStepShown, libraryAfter, stepSeries, totalSteps } from '../../site/lib/view.js';
+import { displayStatus, epochRows, groupsAt, instructiveOrder, lastStepShown, libraryAfter, noSignal, stepSeries, totalSteps } from '../../site/lib/view.js';
 import { rewardWindow } from '../../site/lib/charts.js';
 
 /** A training-free step's payload (its library and operations). */
@@ -211,10 +214,11 @@ describe('streaming policy', () => {
 });
 
 describe('group chart', () => {
-  it('spans a group of equal rewards at least 0.1 wide, so its axis labels stay short', () => {
-    const equal = rewardWindow(1, 1);
-    expect(equal.lo).toBeCloseTo(0.94, 12);
-    expect(equal.hi).toBeCloseTo(1.06, 12);
+  it('spans a group of tied rewards one reward unit, and a narrow spread at least 0.1, so its axis labels stay short', () => {
+    expect(rewardWindow(1.5, 1.5)).toEqual({ lo: 1, hi: 2 });
+    const narrow = rewardWindow(0.5, 0.51);
+    expect(narrow.lo).toBeCloseTo(0.445, 12);
+    expect(narrow.hi).toBeCloseTo(0.565, 12);
     const spread = rewardWindow(0, 1);
     expect(spread.lo).toBeCloseTo(-0.1, 12);
     expect(spread.hi).toBeCloseTo(1.1, 12);
@@ -241,5 +245,61 @@ describe('the first run', () => {
     expect(ONNX_MODELS.find((m) => m.id === 'tiny')?.folder).toBe('webgrpo-tiny');
     expect(learnableTasks(methodOf('exemplars'), 'skill')).toBeUndefined();
     expect(bundledModelPath(model.folder as string, 'http://127.0.0.1:5173/sub/')).toBe('/sub/models/webgrpo-skill/');
+  });
+});
+
+describe('the groups of a step', () => {
+  it('come widest reward spread first and those with no signal last, ties in batch order', () => {
+    const group = (position: number, spread: number) => ({ ...bundle.steps[0].items[0], position, stats: { scorable: 2, mean: 0.5, std: spread / 2, spread } });
+    const ordered = instructiveOrder([group(0, 0), group(1, 0.5), group(2, 1), group(3, 0.5), group(4, 0)]);
+    expect(ordered.map((g) => g.position)).toEqual([2, 1, 3, 0, 4]);
+    expect(ordered.map(noSignal)).toEqual([false, false, false, true, true]);
+  });
+});
+
+describe('the run summary', () => {
+  it('counts the groups and steps the loop runs, a short file\'s items rather than Prompts', () => {
+    // Twelve items with Prompts at 64: the run takes the twelve, in two steps per epoch of 8.
+    expect(runPlan({ items: 64, epochs: 2, batchSize: 8 }, 12)).toEqual({ prompts: 12, perStep: 8, groups: 24, steps: 4 });
+    expect(runPlan({ items: 64, epochs: 2, batchSize: 8 })).toEqual({ prompts: 64, perStep: 8, groups: 128, steps: 16 });
+    expect(runPlan({ items: 3, epochs: 1, batchSize: 8 }, 10)).toEqual({ prompts: 3, perStep: 3, groups: 3, steps: 1 });
+  });
+
+  it('agrees a count with its noun', () => {
+    expect([plural(0, 'lesson'), plural(1, 'exemplar'), plural(2, 'exemplar')]).toEqual(['0 lessons', '1 exemplar', '2 exemplars']);
+  });
+});
+
+describe('plain prompts and the chat template', () => {
+  it('turns TRL\'s standard form into its conversational one, item by item, keeping answers and ids', () => {
+    const items = [{ prompt: 'Sort: b a', answer: 'a b', id: 'x' }, { messages: [{ role: 'system' as const, content: 'Be brief.' }, { role: 'user' as const, content: 'Hi' }] }];
+    expect(rawPromptCount(items)).toBe(1);
+    const converted = asConversational(items);
+    expect(converted).toEqual([{ messages: [{ role: 'user', content: 'Sort: b a' }], answer: 'a b', id: 'x' }, items[1]]);
+    expect(rawPromptCount(converted)).toBe(0);
+  });
+});
+
+describe('ratings for a run in the model\'s worker', () => {
+  it('scores each named completion with the rating the page sent, before or after the loop asks, and stops waiting on cancel', async () => {
+    const ratings = new WorkerRatings();
+    const completions = bundle.steps[0].items[0].rollouts.slice(0, 2).map((r) => ({ text: r.text, tokenIds: r.tokenIds, logprobs: r.logprobs, finishReason: r.finishReason }));
+    ratings.name('run-1', 1, 0, completions);
+    const controller = new AbortController();
+    const reward = ratings.reward(controller.signal);
+    const score = (row: number) => reward.score({ text: completions[row].text, completion: completions[row], item: {}, prompt: { prompt: 'p' }, row });
+    // Rated before the loop asks: kept. Asked before it is rated: waits for it.
+    ratings.receive({ webgrpo: 'rating', runId: 'run-1', step: 1, item: 0, row: 0, reward: 0.75 });
+    expect(await score(0)).toBe(0.75);
+    const waiting = score(1);
+    ratings.receive({ webgrpo: 'rating', runId: 'run-2', step: 1, item: 0, row: 1, reward: 1 }); // another run's
+    ratings.receive({ webgrpo: 'rating', runId: 'run-1', step: 1, item: 0, row: 1, reward: 0.25 });
+    expect(await waiting).toBe(0.25);
+    // A completion never shown to the person gets no rating: it is unscorable, not a wait forever.
+    expect(await reward.score({ text: 'x', completion: { ...completions[0] }, item: {}, prompt: { prompt: 'p' }, row: 0 })).toBeNull();
+    ratings.name('run-1', 2, 0, completions);
+    const cancelled = score(0);
+    controller.abort();
+    await expect(cancelled).rejects.toMatchObject({ code: 'Aborted' });
   });
 });

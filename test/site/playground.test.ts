@@ -227,6 +227,8 @@ describe('the playground', { timeout: 240_000 }, () => {
   });
 
   it('says plainly that a hub model needs the network when the browser is offline', async () => {
+    // The page is ready (its lazily loaded store code in) before the network goes.
+    await page.getByRole('heading', { name: 'No run yet' }).waitFor();
     await context.setOffline(true);
     try {
       await page.getByLabel('Model', { exact: true }).selectOption({ label: 'SmolLM2-135M-Instruct' });
@@ -286,10 +288,12 @@ describe('the playground', { timeout: 240_000 }, () => {
     expect(await header().locator('h2').textContent()).toContain('digits · gradient');
     expect(await progress.textContent()).toMatch(/^\s*([1-9]|1\d|2[0-3]) \/ 24 groups/);
 
-    // The device picker is back on Auto; resuming takes the device the run was started on.
+    // The device picker is back on Auto; resuming takes the device the run was started on, and
+    // leaves the picker as the person set it.
     expect(await page.getByLabel('Device', { exact: true }).inputValue()).toBe('auto');
     await page.getByRole('button', { name: 'Resume run' }).click();
-    await expect.poll(() => page.getByLabel('Device', { exact: true }).inputValue()).toBe('wasm');
+    await expect.poll(() => page.locator('section[aria-labelledby="model-title"]').textContent(), { timeout: 60_000 }).toContain('On WebAssembly for the resumed run');
+    expect(await page.getByLabel('Device', { exact: true }).inputValue()).toBe('auto');
     await expect.poll(() => statusChip().textContent(), { timeout: 180_000 }).toBe('completed');
     expect(await progress.textContent()).toContain('24 / 24 groups');
     expect(await charts.locator('tbody tr').count()).toBe(3);

@@ -101,6 +101,8 @@ describe('parseDatasetJsonl', () => {
       { messages: [{ role: 'user', content: 'b' }] },
     ]);
     expect(() => parseDatasetJsonl('{"prompt": "a"}\n{oops', 'data.jsonl')).toThrow(/data.jsonl line 2 is not valid JSON/);
+    // The place is a column of the file's line, never the parser's "line 1" of the line alone.
+    expect(() => parseDatasetJsonl('{"prompt": "a"}\n{"prompt": "b" "answer": 1}', 'data.jsonl')).toThrow(/^data.jsonl line 2 is not valid JSON \(at column 16\): Expected ',' or '}' after property value$/);
     expect(() => parseDatasetJsonl('{"prompt": "a"}\n{"answer": 3}', 'data.jsonl')).toThrow(/data.jsonl line 2: give exactly one of/);
     expect(() => parseDatasetJsonl('\n')).toThrow(ParseError);
   });

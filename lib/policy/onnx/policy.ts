@@ -255,6 +255,11 @@ export class OnnxPolicy implements Policy {
     return promptTokenIds(this.parts.tokenizer, input);
   }
 
+  /** The prompt's token ids (promptIds) as text, special tokens and chat markers included. */
+  async renderPrompt(input: PromptInput): Promise<string> {
+    return this.decode(this.promptIds(input), { skipSpecialTokens: false });
+  }
+
   /** Token ids back to text; special tokens are skipped unless `skipSpecialTokens` is false. */
   async decode(tokenIds: number[], options?: { skipSpecialTokens?: boolean }): Promise<string> {
     this.checkOpen();
