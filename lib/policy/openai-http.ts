@@ -239,7 +239,9 @@ function redacted(error: HttpError, redact: (text: string) => string): HttpError
   const cause = error.cause;
   let safeCause: unknown;
   if (cause instanceof Error) {
-    safeCause = new Error(redact(cause.message));
+    // The network error's own cause names the failure (ECONNREFUSED, ENOTFOUND): keep its words too.
+    const inner = cause.cause instanceof Error ? ` (${cause.cause.message})` : '';
+    safeCause = new Error(redact(cause.message + inner));
   } else if (cause && typeof cause === 'object' && 'param' in cause) {
     const server = cause as ServerError;
     safeCause = { status: server.status, message: redact(server.message), param: server.param === null ? null : redact(server.param) };
