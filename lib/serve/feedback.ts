@@ -32,20 +32,23 @@ export interface FeedbackOptions {
 
 export async function feedback(session: Session, raw: unknown, options: FeedbackOptions): Promise<GroupRecord[]> {
   const check = options.check ?? (() => undefined);
-  // Checked again on the told group itself (inside the group's lock): two tells racing to add
-  // completions each pass the early check below.
   const body = asBody(raw);
   const groupId = optionalString(body, 'group_id');
   const rewards = body.rewards ?? undefined;
   const completions = parseCompletions(body.completions, options.maxCompletions);
-  const hook = {
-    beforeStore: async (group: GroupRecord) => {
-      if (completions && group.completions.length > options.maxCompletions) {
-        throw tooManyCompletions(group.id, group.completions.length, options.maxCompletions);
-      }
-      await options.beforeStore?.(group);
-    },
-  };
+  // The cap is checked again on the told group itself (inside the group's lock): two tells racing
+  // to add completions each pass the early check below.
+  const hook =
+    completions || options.beforeStore
+      ? {
+          beforeStore: async (group: GroupRecord) => {
+            if (completions && group.completions.length > options.maxCompletions) {
+              throw tooManyCompletions(group.id, group.completions.length, options.maxCompletions);
+            }
+            await options.beforeStore?.(group);
+          },
+        }
+      : {};
   const temperature = optionalNumber(body, 'temperature', { min: 0, max: 2 });
   const prompt = optionalString(body, 'prompt');
   const messages = body.messages === undefined || body.messages === null ? undefined : parseMessages(body.messages);
