@@ -34,6 +34,9 @@ Options:
   --feedback-file <path>    append told groups to this JSONL file (TRL format + rewards)
   --feedback-format <f>     conversational | standard (default conversational)
   --max-tokens <n>          largest max_tokens a request may ask for (default 4096)
+  --max-group-bytes <size>  memory for answered groups without --store, e.g. 512MiB (default a
+                            quarter of the heap limit); the oldest go first, and a tell of an
+                            evicted group gets 410 group_evicted
   --cors-origin <origin>    allow browser calls from this origin ('*' for any; by default a
                             request with an Origin header is refused); repeatable
   -h, --help                this help`;
@@ -69,6 +72,17 @@ async function notAppendable(path: string): Promise<string | undefined> {
   }
 }
 
+const UNITS: Record<string, number> = { '': 1, b: 1, kib: 1 << 10, mib: 1 << 20, gib: 1 << 30 };
+
+/** Bytes in `256MiB`, `1GiB` or `1048576`; null when it is not such a size. */
+function byteSize(text: string): number | null {
+  const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(text.trim());
+  const unit = match ? UNITS[match[2].toLowerCase()] : undefined;
+  if (!match || unit === undefined) return null;
+  const bytes = Math.floor(Number(match[1]) * unit);
+  return bytes >= 1 && Number.isSafeInteger(bytes) ? bytes : null;
+}
+
 export async function run(argv: string[], loadPolicy: PolicyLoader = loadOnnx): Promise<number> {
   let values;
   try {
@@ -85,6 +99,7 @@ export async function run(argv: string[], loadPolicy: PolicyLoader = loadOnnx): 
         'feedback-file': { type: 'string' },
         'feedback-format': { type: 'string', default: 'conversational' },
         'max-tokens': { type: 'string', default: '4096' },
+        'max-group-bytes': { type: 'string' },
         'cors-origin': { type: 'string', multiple: true },
         'allowed-host': { type: 'string', multiple: true },
         help: { type: 'boolean', short: 'h' },
@@ -108,6 +123,8 @@ export async function run(argv: string[], loadPolicy: PolicyLoader = loadOnnx): 
   if (!Number.isInteger(port) || port < 0 || port > 65535) return fail(`--port must be 0..65535, got ${values.port}.`);
   const maxTokens = Number(values['max-tokens']);
   if (!Number.isInteger(maxTokens) || maxTokens < 1) return fail(`--max-tokens must be a positive integer, got ${values['max-tokens']}.`);
+  const maxGroupBytes = values['max-group-bytes'] === undefined ? undefined : byteSize(values['max-group-bytes']);
+  if (maxGroupBytes === null) return fail(`--max-group-bytes must be a size such as 268435456, 256MiB or 1GiB, got ${values['max-group-bytes']}.`);
   const format = values['feedback-format'];
   if (format !== 'standard' && format !== 'conversational') return fail(`--feedback-format must be standard or conversational, got ${format}.`);
   const device = values.device as OnnxDevice;
@@ -136,6 +153,7 @@ export async function run(argv: string[], loadPolicy: PolicyLoader = loadOnnx): 
     ...(apiKey !== undefined ? { apiKey } : {}),
     modelId: values['served-model-name'] ?? basename(values.model.replace(/[\\/]+$/, '')),
     maxTokens,
+    ...(maxGroupBytes !== undefined ? { maxGroupBytes } : {}),
     ...(store ? { store } : {}),
     ...(feedbackFile !== undefined ? { feedbackFile, feedbackFormat: format } : {}),
     ...(values['cors-origin'] ? { corsOrigins: values['cors-origin'] } : {}),

@@ -3,8 +3,8 @@
  * per-attempt timeouts, exponential backoff with jitter on 408/409/429/5xx and network errors,
  * `Retry-After` / `retry-after-ms` honoured, and cancellation through an AbortSignal at any point
  * (also while waiting to retry). Failures are `HttpError`s that never contain the API key: a
- * server (or proxy) may echo the request into its error, so every secret header value is cut out
- * of every message before it is thrown, logged or stored. Bodies are read up to a size cap.
+ * server (or proxy) may echo the request into its error, so the value of every header not known to
+ * be safe is cut out of every message (and of the error's cause) before it is thrown, logged or stored. Bodies are read up to a size cap.
  */
 import { AbortError, HttpError, ResponseTooLargeError } from '../errors.js';
 
@@ -151,41 +151,101 @@ async function readCapped(response: Response, url: string, limit: number): Promi
   return text + decoder.decode();
 }
 
-/** Header names whose values are credentials. */
-const SECRET_HEADER = /authorization|api[-_]?key|token|secret|cookie|password/i;
+/**
+ * Headers whose values are not credentials; every other header a caller passes is treated as one
+ * (gateways name their keys freely: `Ocp-Apim-Subscription-Key`, `X-Goog-Api-Key`, `Helicone-Auth`).
+ */
+const SAFE_HEADERS = new Set([
+  'accept',
+  'accept-encoding',
+  'accept-language',
+  'content-type',
+  'user-agent',
+  'openai-beta',
+  'openai-organization',
+  'openai-project',
+  'http-referer',
+  'x-title',
+]);
+
+/** Secrets shorter than this are not cut where they are only part of an encoding (too many false hits). */
+const MIN_ENCODED = 8;
 
 /**
- * A function that cuts every credential out of a text: each secret header's value, its token
- * without the scheme (`Bearer <key>`), and their URL- and JSON-escaped forms.
+ * The spellings of a secret that an echo may carry: itself, URL- and JSON-escaped, and base64
+ * (standard and URL-safe) at each of the three byte alignments it can take inside a longer encoded
+ * text (`Basic` credentials, a base64 dump of the request), cut to the characters that do not
+ * depend on its neighbours.
+ */
+function spellings(secret: string): string[] {
+  const out = [secret, encodeURIComponent(secret), JSON.stringify(secret).slice(1, -1)];
+  if (secret.length < MIN_ENCODED) return out;
+  const bytes = new TextEncoder().encode(secret);
+  for (let offset = 0; offset < 3; offset++) {
+    const padded = new Uint8Array(offset + bytes.length);
+    padded.set(bytes, offset);
+    // Whole 3-byte groups only: a partial last group mixes with whatever follows the secret.
+    const whole = padded.subarray(0, padded.length - (padded.length % 3));
+    const encoded = base64(whole).slice(offset === 0 ? 0 : 4);
+    if (encoded.length < MIN_ENCODED) continue;
+    out.push(encoded, encoded.replace(/\+/g, '-').replace(/\//g, '_'));
+  }
+  return out;
+}
+
+/** `btoa` over bytes (it takes one character per byte), in browsers and Node alike. */
+function base64(bytes: Uint8Array): string {
+  let binary = '';
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary);
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * A function that cuts every credential out of a text: each value of a header not known to be safe,
+ * its token without the scheme (`Bearer <key>`), their URL- and JSON-escaped and base64 forms, in
+ * any letter case (a server may upper-case what it echoes).
  */
 export function redactor(headers: Record<string, string>): (text: string) => string {
   const secrets = new Set<string>();
   for (const [name, value] of Object.entries(headers)) {
-    if (!SECRET_HEADER.test(name) || typeof value !== 'string') continue;
+    if (SAFE_HEADERS.has(name.toLowerCase()) || typeof value !== 'string') continue;
     const token = value.replace(/^\s*[A-Za-z]+\s+/, '');
     for (const secret of [value.trim(), token.trim()]) {
       if (secret.length < 4) continue;
-      secrets.add(secret);
-      secrets.add(encodeURIComponent(secret));
-      secrets.add(JSON.stringify(secret).slice(1, -1));
+      for (const spelling of spellings(secret)) secrets.add(spelling);
     }
   }
   const ordered = [...secrets].sort((a, b) => b.length - a.length);
+  const pattern = ordered.length > 0 ? new RegExp(ordered.map(escapeRegExp).join('|'), 'gi') : undefined;
   return (text) => {
-    let out = text;
-    for (const secret of ordered) out = out.split(secret).join('[redacted]');
+    const out = pattern ? text.replace(pattern, '[redacted]') : text;
     // Whatever else a server echoes after a scheme keyword is a credential too.
     return out
-      .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/g, '$1 [redacted]')
+      .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi, '$1 [redacted]')
       .replace(/(\/\/)[^/@\s]+@/g, '$1[redacted]@');
   };
 }
 
-/** The same error with its message (and its server error's message) redacted. */
+/**
+ * The same error with every text it carries redacted: its message, and its cause (the server's
+ * error with its message and param, or the network error's message); nothing else of the cause is kept.
+ */
 function redacted(error: HttpError, redact: (text: string) => string): HttpError {
-  const cause = error.cause as ServerError | undefined;
-  const safeCause = cause && typeof cause === 'object' && 'param' in cause ? { ...cause, message: redact(cause.message) } : error.cause;
   if (error instanceof ResponseTooLargeError) return new ResponseTooLargeError(error.status, error.limit, redact(error.message));
+  const cause = error.cause;
+  let safeCause: unknown;
+  if (cause instanceof Error) {
+    // The network error's own cause names the failure (ECONNREFUSED, ENOTFOUND): keep its words too.
+    const inner = cause.cause instanceof Error ? ` (${cause.cause.message})` : '';
+    safeCause = new Error(redact(cause.message + inner));
+  } else if (cause && typeof cause === 'object' && 'param' in cause) {
+    const server = cause as ServerError;
+    safeCause = { status: server.status, message: redact(server.message), param: server.param === null ? null : redact(server.param) };
+  }
   return new HttpError(error.status, redact(error.message), safeCause === undefined ? undefined : { cause: safeCause });
 }
 

@@ -1,4 +1,5 @@
 /** Routing of the OpenAI-compatible API onto a session. */
+import { StoreQuotaError } from '../errors.js';
 import { badField } from './api-error.js';
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -8,6 +9,7 @@ import type { Session } from '../session/session.js';
 import { ApiError, toApiError } from './api-error.js';
 import { bearerCheck } from './auth.js';
 import { feedback, groupView, type FeedbackCheck } from './feedback.js';
+import type { GroupStoreStats } from './group-store.js';
 import { respond } from './generate.js';
 import { requestGuard } from './guard.js';
 import { readJson, sendError, sendJson } from './http.js';
@@ -24,6 +26,8 @@ export interface AppOptions {
   listenHost: string;
   allowedHosts: readonly string[];
   feedbackLog?: { sink: JsonlFileSink; format: JsonlFormat };
+  /** What the server's own memory store holds, shown on `/health`. */
+  groupStats?: () => GroupStoreStats;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse, params: string[], signal: AbortSignal) => Promise<void>;
@@ -67,7 +71,11 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
     {
       pattern: /^\/health$/,
       methods: {
-        GET: async (_req, res) => sendJson(res, 200, { status: 'ok', model: modelId, queue: session.queue.stats }),
+        GET: async (_req, res) => {
+          const stats = options.groupStats?.();
+          const groups = stats && { stored: stats.groups, bytes: stats.bytes, max_bytes: stats.maxBytes, evicted: stats.evicted };
+          sendJson(res, 200, { status: 'ok', model: modelId, queue: session.queue.stats, ...(groups ? { groups } : {}) });
+        },
       },
     },
     { pattern: /^\/v1\/models$/, methods: { GET: async (_req, res) => sendJson(res, 200, { object: 'list', data: [model] }) } },
@@ -92,7 +100,7 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
             maxCompletions: limits.maxN,
             ...(log?.format === 'standard' ? { check: standardPromptKnown } : {}),
             // The log line goes out before the group is stored as told: a failed write leaves it untold.
-            ...(log ? { beforeStore: (group) => log.sink.write(toJsonl([group], { format: log.format, include: LOGGED_COLUMNS })) } : {}),
+            ...(log ? { beforeStore: (group) => logFeedback(log.sink, toJsonl([group], { format: log.format, include: LOGGED_COLUMNS })) } : {}),
           });
           sendJson(res, 200, { object: 'feedback', groups: groups.map(view) });
         },
@@ -109,7 +117,7 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
     cors(req, res, options.corsOrigins);
     try {
       guard(req);
-      const path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '') || '/';
+      const path = pathOf(req.url ?? '/');
       if (method === 'OPTIONS' && options.corsOrigins.length) {
         res.writeHead(204).end();
         return;
@@ -137,6 +145,17 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
   };
 }
 
+/** Appends a feedback log line; a full disk is the 507 a client can act on (retry later), not an internal error. */
+async function logFeedback(sink: JsonlFileSink, line: string): Promise<void> {
+  try {
+    await sink.write(line);
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === 'ENOSPC' || code === 'EDQUOT') throw new StoreQuotaError(`The feedback file ${sink.path} is on a full disk (${code}).`, { cause: error });
+    throw error;
+  }
+}
+
 /** TRL's standard format needs a chat group's rendered prompt: refuse (before telling) a group without one. */
 function standardPromptKnown(group: Parameters<FeedbackCheck>[0]): void {
   if (group.prompt !== undefined || group.promptText !== undefined) return;
@@ -145,6 +164,19 @@ function standardPromptKnown(group: Parameters<FeedbackCheck>[0]): void {
     `${group.id ? `Group ${group.id}` : 'This new group'} is a chat whose rendered prompt is unknown, and this server logs feedback in TRL's standard format, which needs it; start the server with the conversational feedback format.`,
     { param: group.id ? 'group_id' : 'messages', code: 'unsupported_parameter' },
   );
+}
+
+/** The path of a request target: origin form (`/v1/models`) or absolute form (`http://host/v1/models`). */
+function pathOf(target: string): string {
+  let url: URL;
+  try {
+    url = new URL(target, 'http://localhost');
+  } catch {
+    throw new ApiError(400, `The request target ${JSON.stringify(target.slice(0, 200))} is not a valid URL or path; send a path such as /v1/chat/completions.`, {
+      code: 'invalid_url',
+    });
+  }
+  return url.pathname.replace(/\/+$/, '') || '/';
 }
 
 /** A path segment decoded, a malformed percent-encoding being the client's error. */

@@ -9,7 +9,8 @@
  *   {"messages" | "prompt": ..., "completions": [{"text": "...", "reward": 1}, ...]}   a new group
  *
  * A reward is a number, null (could not score), or a list with one value per reward function.
- * Told completions are scored by the model, so a request may carry at most as many as `n` may ask for.
+ * Told completions are scored by the model, so a group holds at most as many as `n` may ask for,
+ * however many requests tell them.
  */
 import { parseCompletionId } from '../session/records.js';
 import type { ExternalCompletion, Session, TellInput } from '../session/session.js';
@@ -31,17 +32,32 @@ export interface FeedbackOptions {
 
 export async function feedback(session: Session, raw: unknown, options: FeedbackOptions): Promise<GroupRecord[]> {
   const check = options.check ?? (() => undefined);
-  const hook = options.beforeStore ? { beforeStore: options.beforeStore } : {};
   const body = asBody(raw);
   const groupId = optionalString(body, 'group_id');
   const rewards = body.rewards ?? undefined;
   const completions = parseCompletions(body.completions, options.maxCompletions);
+  // The cap is checked again on the told group itself (inside the group's lock): two tells racing
+  // to add completions each pass the early check below.
+  const hook =
+    completions || options.beforeStore
+      ? {
+          beforeStore: async (group: GroupRecord) => {
+            if (completions && group.completions.length > options.maxCompletions) {
+              throw tooManyCompletions(group.id, group.completions.length, options.maxCompletions);
+            }
+            await options.beforeStore?.(group);
+          },
+        }
+      : {};
   const temperature = optionalNumber(body, 'temperature', { min: 0, max: 2 });
   const prompt = optionalString(body, 'prompt');
   const messages = body.messages === undefined || body.messages === null ? undefined : parseMessages(body.messages);
 
   if (groupId !== undefined) {
-    check(await session.group(groupId));
+    const group = await session.group(groupId);
+    check(group);
+    const total = group.completions.length + (completions?.length ?? 0);
+    if (completions && total > options.maxCompletions) throw tooManyCompletions(groupId, total, options.maxCompletions);
     const told = await session.tell({ groupId, ...rewardsField(rewards), ...(completions ? { completions } : {}), ...hook });
     return [told.group];
   }
@@ -84,6 +100,10 @@ export async function feedback(session: Session, raw: unknown, options: Feedback
   const told: GroupRecord[] = [];
   for (const [id, groupRewards] of byGroup) told.push((await session.tell({ groupId: id, rewards: groupRewards, ...hook })).group);
   return told;
+}
+
+function tooManyCompletions(groupId: string, total: number, max: number): ApiError {
+  return badField('completions', `would give group ${groupId} ${total} completions; a group holds at most ${max} (the server's largest n), however many requests tell them.`);
 }
 
 function rewardsField(rewards: unknown): Pick<TellInput, 'rewards'> {

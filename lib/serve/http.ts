@@ -2,24 +2,47 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError } from './api-error.js';
 
+/**
+ * Past the limit the rest of the body is still read (and dropped), up to this many more bytes:
+ * closing a connection the client is still sending on resets it, and the client would see
+ * ECONNRESET instead of the 413.
+ */
+const DISCARD_LIMIT = 64 << 20;
+
 /** Reads the whole body, refusing (413) past `limit` bytes, and parses it as JSON (400 if it is not). */
 export async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge(limit);
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
+  const text = (await readBody(req, limit)).toString('utf8');
   if (text.trim() === '') throw new ApiError(400, 'The request body is empty; send a JSON object.', { code: 'invalid_json' });
   try {
     return JSON.parse(text);
   } catch (error) {
     throw new ApiError(400, `The request body is not valid JSON (${(error as Error).message}).`, { code: 'invalid_json' });
   }
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit + DISCARD_LIMIT) return Promise.reject(tooLarge(limit));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooMuch = Number.isFinite(declared) && declared > limit;
+    const done = (error?: unknown) => {
+      req.off('data', onData).off('end', onEnd).off('error', done).off('close', onClose);
+      if (error) reject(error);
+      else resolve(Buffer.concat(chunks));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit + DISCARD_LIMIT) return done(tooLarge(limit));
+      if (size > limit) tooMuch = true;
+      if (tooMuch) chunks.length = 0;
+      else chunks.push(chunk);
+    };
+    const onEnd = () => done(tooMuch ? tooLarge(limit) : undefined);
+    const onClose = () => done(new ApiError(400, 'The client closed the connection before the request body ended.', { code: 'incomplete_body' }));
+    req.on('data', onData).on('end', onEnd).on('error', done).on('close', onClose);
+  });
 }
 
 function tooLarge(limit: number): ApiError {

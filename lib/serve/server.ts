@@ -12,11 +12,12 @@ import { InvalidInputError } from '../errors.js';
 import { jsonlFileSink } from '../export/file.js';
 import type { JsonlFormat } from '../export/jsonl.js';
 import type { Policy } from '../core/policy.js';
-import { MemorySessionStore } from '../store/session-memory.js';
 import { createSession, type Session } from '../session/session.js';
 import type { SessionStore } from '../store/session-records.js';
 import { ApiError } from './api-error.js';
 import { createApp } from './app.js';
+import { answerClientError } from './client-error.js';
+import { BoundedGroupStore } from './group-store.js';
 import { sendError } from './http.js';
 
 interface ServeCommon {
@@ -49,6 +50,12 @@ interface ServeCommon {
   maxBatched?: number;
   /** Groups kept in memory when the server makes its own session without a `store`; the oldest go first. Default 10000. */
   maxGroups?: number;
+  /**
+   * Estimated bytes of groups (completions, log-probs and alternatives included) kept in memory
+   * when the server makes its own session without a `store`; the oldest go first, and a tell or
+   * look-up of an evicted group gets a 410 `group_evicted`. Default: a quarter of the heap limit.
+   */
+  maxGroupBytes?: number;
   /** Append every told group to this JSONL file (TRL format plus reward, advantage and ids). */
   feedbackFile?: string;
   /**
@@ -83,7 +90,7 @@ export type ServeOptions = ServeCommon &
         policy: Policy;
         /**
          * Where the session keeps groups and their feedback. Default: memory, the oldest dropped past
-         * `maxGroups`. A persistent store (`openFileSessionStore` from `webgrpo/node`) keeps them
+         * `maxGroups` or `maxGroupBytes`. A persistent store (`openFileSessionStore` from `webgrpo/node`) keeps them
          * across restarts.
          */
         store?: SessionStore;
@@ -103,11 +110,18 @@ export interface WebgrpoServer {
 }
 
 export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
+  const memory =
+    options.session || options.store
+      ? undefined
+      : new BoundedGroupStore({
+          ...(options.maxGroups !== undefined ? { maxGroups: options.maxGroups } : {}),
+          ...(options.maxGroupBytes !== undefined ? { maxBytes: options.maxGroupBytes } : {}),
+        });
   const session =
     options.session ??
     createSession({
       policy: options.policy!,
-      store: options.store ?? new MemorySessionStore({ maxGroups: options.maxGroups ?? 10_000 }),
+      store: options.store ?? memory!,
       queue: { maxPending: options.maxPending ?? 256, concurrency: options.policy?.generateGroups ? (options.maxBatched ?? 64) : 1 },
     });
   const policy = session.policy;
@@ -131,6 +145,7 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
     listenHost,
     allowedHosts: options.allowedHosts ?? [],
     ...(sink ? { feedbackLog: { sink, format } } : {}),
+    ...(memory ? { groupStats: () => memory.stats } : {}),
   });
 
   let closing: Promise<void> | null = null;
@@ -160,6 +175,7 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
       log(`error in ${req.method} ${req.url}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     });
   });
+  server.on('clientError', answerClientError);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 8000, listenHost, () => {

@@ -1,8 +1,12 @@
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AbortError, HttpError, InvalidInputError, ResponseTooLargeError, UnsupportedError } from '../../lib/errors.js';
 import { MemoryStore, trainingFreeGrpo } from '../../lib/index.js';
+import { openFileStore } from '../../lib/node.js';
 import { N_PROBE_GROUPS, openAiPolicy } from '../../lib/openai.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { startToyServer, type ToyServer } from '../serve/helpers.js';
@@ -302,5 +306,88 @@ describe('openAiPolicy against other servers', () => {
   it('reports a dead server as an HttpError that says what to check', async () => {
     const policy = openAiPolicy({ baseURL: 'http://127.0.0.1:9/v1', model: 'm', maxRetries: 0 });
     await expect(policy.generateGroup({ messages, groupSize: 1, maxNewTokens: 8 })).rejects.toThrow(/Is the server running/);
+  });
+});
+
+describe('secrets echoed back by an endpoint', () => {
+  const fake = new FakeServer();
+  let dir: string;
+  beforeAll(async () => {
+    await fake.start();
+    dir = await mkdtemp(join(tmpdir(), 'webgrpo-echo-'));
+  });
+  afterAll(async () => {
+    await new Promise<void>((resolve) => fake.server.close(() => resolve()));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const apiKey = 'sk-live-0123456789abcdef';
+  const custom = { 'Ocp-Apim-Subscription-Key': 'f00dfeed9999aaaa7777', 'X-Tenant-Session': 'tenant-session-31415926', 'user-agent': 'webgrpo-test' };
+  const secrets = [apiKey, custom['Ocp-Apim-Subscription-Key'], custom['X-Tenant-Session']];
+
+  /** Echoes the request's headers every way a gateway might: verbatim, upper-cased, base64, and in `param`. */
+  function echo(status: number) {
+    return (_b: Json, res: ServerResponse) => {
+      const headers = fake.requests.at(-1)!.headers;
+      const dump = JSON.stringify(headers);
+      reply(res, status, {
+        error: {
+          message: `denied: ${dump} / ${dump.toUpperCase()} / ${Buffer.from(dump).toString('base64')} / basic ${Buffer.from(`user:${apiKey}`).toString('base64')}`,
+          param: `ocp-apim-subscription-key=${headers['ocp-apim-subscription-key']}`,
+        },
+      });
+    };
+  }
+
+  function expectClean(text: string): void {
+    for (const secret of secrets) {
+      expect(text).not.toContain(secret);
+      expect(text.toLowerCase()).not.toContain(secret.toLowerCase());
+      for (const encoded of [Buffer.from(secret).toString('base64'), Buffer.from(`"${secret}"`).toString('base64')]) {
+        // Allow the last characters: they also encode whatever follows the secret.
+        expect(text).not.toContain(encoded.slice(0, -4));
+      }
+    }
+  }
+
+  it('cuts every header but the known-safe ones out of the error, its cause and its param', async () => {
+    for (const status of [400, 503]) {
+      fake.handlers = [echo(status), echo(status)];
+      const policy = openAiPolicy({ baseURL: fake.url, model: 'm', apiKey, headers: custom, maxRetries: 1, retryDelayMs: 1, random: () => 0 });
+      const error = (await policy.generateGroup({ messages, groupSize: 1, maxNewTokens: 8 }).catch((e: unknown) => e)) as HttpError;
+      expect(error).toBeInstanceOf(HttpError);
+      expect(fake.requests.at(-1)!.headers['ocp-apim-subscription-key']).toBe(custom['Ocp-Apim-Subscription-Key']);
+      const cause = error.cause as { message: string; param: string | null };
+      expect(cause.param).toMatch(/^ocp-apim-subscription-key=\[redacted\]$/);
+      expect(error.message).toContain('webgrpo-test');
+      for (const text of [error.message, cause.message, String(cause.param), JSON.stringify(error), JSON.stringify(cause)]) expectClean(text);
+    }
+  });
+
+  it("keeps them out of the failed run's run.json", async () => {
+    fake.handlers = Array.from({ length: 4 }, () => echo(401));
+    const store = await openFileStore(join(dir, 'runs'));
+    const policy = openAiPolicy({ baseURL: fake.url, model: 'm', apiKey, headers: custom, maxRetries: 0 });
+    const run = trainingFreeGrpo({
+      policy,
+      store,
+      runId: 'echoed',
+      dataset: [{ id: 'a', prompt: 'x', answer: 'y' }, { id: 'b', prompt: 'z', answer: 'w' }],
+      rewards: [{ name: 'one', score: () => 1 }],
+      groupSize: 2,
+      epochs: 1,
+      batchSize: 2,
+    });
+    await run.result().catch(() => undefined);
+    expect((await store.getRun('echoed'))?.status).toBe('failed');
+    const runDir = join(dir, 'runs', 'runs', 'echoed');
+    const files = await readdir(runDir, { recursive: true });
+    const runJson = await readFile(join(runDir, 'run.json'), 'utf8');
+    expect(runJson).toMatch(/denied/);
+    expect(runJson).toMatch(/\[redacted\]/);
+    for (const file of files) {
+      const text = await readFile(join(runDir, file), 'utf8').catch(() => '');
+      expectClean(text);
+    }
   });
 });

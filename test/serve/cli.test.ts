@@ -85,6 +85,20 @@ describe('webgrpo serve', () => {
     expect(option.stdout + env.stdout).not.toMatch(/http:\/\//);
   });
 
+  it('bounds group memory with --max-group-bytes, and refuses a size it cannot read', async () => {
+    const bad = await runToExit(['--model', 'toy', '--port', '0', '--max-group-bytes', 'lots']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--max-group-bytes must be a size such as/);
+    const server = await start(['--model', 'toy', '--port', '0', '--max-group-bytes', '3MiB']);
+    try {
+      const health = await (await fetch(server.url.replace(/\/v1$/, '/health'))).json();
+      expect(health.groups.max_bytes).toBe(3 * 2 ** 20);
+    } finally {
+      server.child.kill('SIGTERM');
+      await server.exit;
+    }
+  });
+
   it('refuses an unwritable feedback file before loading the model', async () => {
     const result = await runToExit(['--model', 'toy', '--port', '0', '--feedback-file', join(dir, 'missing', 'f.jsonl')]);
     expect(result.code).toBe(2);

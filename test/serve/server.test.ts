@@ -17,7 +17,12 @@ afterAll(() => toy.server.close());
 describe('GET endpoints', () => {
   it('reports health and lists the one model', async () => {
     const health = await (await fetch(`${toy.url.replace(/\/v1$/, '')}/health`)).json();
-    expect(health).toEqual({ status: 'ok', model: 'toy', queue: { running: 0, pending: 0 } });
+    expect(health).toEqual({
+      status: 'ok',
+      model: 'toy',
+      queue: { running: 0, pending: 0 },
+      groups: { stored: expect.any(Number), bytes: expect.any(Number), max_bytes: expect.any(Number), evicted: 0 },
+    });
     const models = await (await fetch(`${toy.url}/models`)).json();
     expect(models).toMatchObject({ object: 'list', data: [{ id: 'toy', object: 'model', owned_by: 'webgrpo' }] });
     expect((await (await fetch(`${toy.url}/models/toy`)).json()).id).toBe('toy');
