@@ -82,16 +82,16 @@ function expectFound(found: FoundDecoder, ex: Export): void {
 /** Every node unnamed and every tensor but the graph's inputs and outputs renamed `t<n>`. */
 function anonymize(bytes: Uint8Array): Uint8Array {
   const model = onnx.ModelProto.decode(bytes);
-  const graph = model.graph!;
-  const keep = new Set([...graph.input, ...graph.output].map((v) => v.name!));
+  const graph = model.graph as onnxProto.onnx.GraphProto;
+  const keep = new Set([...graph.input, ...graph.output].map((v) => v.name));
   const names = new Map<string, string>();
   const rename = (name: string) => {
     if (!name || keep.has(name)) return name;
     if (!names.has(name)) names.set(name, `t${names.size}`);
     return names.get(name)!;
   };
-  for (const t of graph.initializer) t.name = rename(t.name!);
-  for (const node of graph.node) {
+  for (const t of graph.initializer as onnxProto.onnx.TensorProto[]) t.name = rename(t.name);
+  for (const node of graph.node as onnxProto.onnx.NodeProto[]) {
     node.name = '';
     node.input = node.input.map(rename);
     node.output = node.output.map(rename);
@@ -102,7 +102,7 @@ function anonymize(bytes: Uint8Array): Uint8Array {
 /** The graph with one op type replaced by another (one node, or all). */
 function replaceOp(bytes: Uint8Array, from: string, to: string): Uint8Array {
   const model = onnx.ModelProto.decode(bytes);
-  for (const node of model.graph!.node) if (node.opType === from) node.opType = to;
+  for (const node of (model.graph as onnxProto.onnx.GraphProto).node) if (node.opType === from) node.opType = to;
   return onnx.ModelProto.encode(model).finish();
 }
 
