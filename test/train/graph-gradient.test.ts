@@ -66,7 +66,7 @@ describe.each(VARIANTS)('%s', (_, variant) => {
     for (let trial = 0; trial < 3; trial++) {
       const saved = params.map((p) => Float32Array.from(p));
       const direction = params.map((p) => Float64Array.from(p, () => 2 * rng() - 1));
-      const at = (sign: number) => params.forEach((p, j) => p.forEach((v, i) => (p[i] = saved[j][i] + sign * STEP * direction[j][i])));
+      const at = (sign: number) => params.forEach((p, j) => { for (let i = 0; i < p.length; i++) p[i] = saved[j][i] + sign * STEP * direction[j][i]; });
       at(1);
       const up = params.map((p) => Float64Array.from(p));
       const plus = await loss();
