@@ -28,6 +28,7 @@
 import type { LoraModule, DecoderWeights, Projection } from '../../lora/weights.js';
 import { LORA_MODULES } from '../../lora/weights.js';
 import { dequantize } from '../../policy/onnx/structure/find-decoder.js';
+import { loraInputName } from '../../policy/onnx/structure/lora-inputs.js';
 import { TrainingGraphBuilder, type Precision, type TrainingModels } from './builder.js';
 
 export interface LoraGraphConfig {
@@ -52,7 +53,8 @@ export const GRAPH_IO = {
   dentropies: 'dentropies',
 } as const;
 
-export const loraInput = (layer: number, module: LoraModule, which: 'A' | 'B') => `lora.${layer}.${module}.${which}`;
+/** The same names the sampler's graph takes them by (addLoraInputs), so one set of arrays feeds both. */
+export const loraInput = loraInputName;
 export const loraGradOutput = (layer: number, module: LoraModule, which: 'A' | 'B') => `grad.${layer}.${module}.${which}`;
 
 interface LayerTensors {

@@ -38,6 +38,8 @@ export interface FoundProjection {
   half?: 'float16' | 'bfloat16';
   /** The initializer the weight was read from. */
   initializer?: string;
+  /** Where it sits in the graph: the activation it reads and its output (after the bias). */
+  site?: { input: string; output: string };
 }
 
 export interface FoundLayer {

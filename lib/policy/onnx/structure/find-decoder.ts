@@ -293,6 +293,10 @@ function headScale(g: GraphIndex, visited: NodeProto[], headDim: number | undefi
 }
 
 function readProjection(g: GraphIndex, w: Weighted): FoundProjection {
+  return { ...readWeight(g, w), site: { input: w.input, output: w.output } };
+}
+
+function readWeight(g: GraphIndex, w: Weighted): FoundProjection {
   const { node } = w;
   const bias = w.bias ? g.floats(g.constantSource(w.bias)!.name) : undefined;
   if (node.opType === 'MatMulNBits') {
