@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import * as ort from 'onnxruntime-node';
 import { createLoraAdapter, loraParameterCount, type LoraAdapter } from '../../lib/lora/adapter.js';
+import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
 import { LoraTrainer } from '../../lib/lora/trainer.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { mulberry32 } from '../../lib/math/random.js';
@@ -74,6 +75,18 @@ export async function run(): Promise<string> {
   const tokens = completions.reduce((n, c) => n + c.length, 0);
   await policy.scoreCompletions({ prompt: PROMPT, completions });
   const scoring = await measure(() => policy.scoreCompletions({ prompt: PROMPT, completions }), 5);
+
+  console.log('  the sampler following an adapter: graph inputs against merged weights…');
+  const followed = moved(weights, 11);
+  const sample = () => policy.generateGroup({ prompt: PROMPT, groupSize: GROUP, maxNewTokens: NEW_TOKENS, seed: 2 });
+  const merge = await measure(async () => policy.replaceGraph(await mergeLoraIntoOnnx(bytes, weights, followed)), 3);
+  const mergedSampling = await measure(sample, 3);
+  const firstFollow = await measure(() => policy.followAdapter(followed), 1);
+  const follow = await measure(async () => {
+    for (const layer of followed.layers) for (const pair of Object.values(layer)) pair.B.reverse();
+    await policy.followAdapter(followed);
+  }, 5);
+  const followedSampling = await measure(sample, 3);
   await policy.dispose();
 
   const advantages = completions.map((_, i) => (i % 2 === 0 ? 1 : -1));
@@ -96,7 +109,6 @@ export async function run(): Promise<string> {
   const tsTrainer = new LoraTrainer(weights, tsAdapter, { recompute: false, optimizer: { lr: 1e-4 } });
   const tsStep = await measure(async () => tsTrainer.step(groups), 1);
 
-  const rows = GROUP * (promptIds.length + NEW_TOKENS - 1);
   const x = (a: number, b: number) => (a / b).toFixed(2);
   const row = (name: string, c: Cost) => `| ${name} | ${ms(c.ms)} | ${ms(c.cpuMs)} | ${x(c.cpuMs, scoring.cpuMs)} | ${x(c.cpuMs, graphStep.cpuMs)} |`;
   return [
@@ -104,7 +116,7 @@ export async function run(): Promise<string> {
     '',
     `Bench model (28M parameters), found in its ONNX graph by structure; one group of ${GROUP} completions x ${NEW_TOKENS} tokens after a ${promptIds.length}-token prompt (${tokens} completion tokens). ` +
       `LoRA rank ${RANK} on all seven projections of all 8 layers (${(loraParameterCount(graphAdapter) / 1e6).toFixed(2)}M trainable parameters). ` +
-      `The graph engine runs one row per completion (its prompt repeated: ${rows} decoder rows), the scoring pass and the TypeScript engine run the prompt once (${promptIds.length + tokens} rows). ` +
+      `Every engine runs the prompt once: about ${promptIds.length + tokens} decoder rows. ` +
       'Ratios are of CPU time (user + system of every thread of the process, median of 5 runs; the TypeScript step once): the machine is shared with other work, which wall time would measure too.',
     '',
     '| | wall ms | CPU ms | x onnxruntime scoring | x graph step |',
@@ -114,6 +126,20 @@ export async function run(): Promise<string> {
     row('graph engine train step (forward, grpoLoss, backward to every A and B, AdamW)', graphStep),
     row('TypeScript engine train step (LoraTrainer, activations kept)', tsStep),
     '',
-    `Building the two graphs and their onnxruntime sessions once: ${ms(buildMs)} ms wall. Following the adapter costs nothing more: A and B are inputs of the graphs, fed on every call.`,
+    `Building the two graphs and their onnxruntime sessions once: ${ms(buildMs)} ms wall. A and B are inputs of the graphs, fed on every call: an update needs no new graph.`,
+    '',
+    '### The sampler following the adapter (OnnxPolicy.followAdapter) against merging it',
+    '',
+    `After each update the sampler must use the new A and B. Merging writes W + s A^T B^T into a copy of the initializers and builds a new session (mergeLoraIntoOnnx + replaceGraph); following feeds A and B as inputs of a graph rewritten once (addLoraInputs). Median of ${3} merges, ${5} follows; sampling is one group of ${GROUP} x ${NEW_TOKENS} tokens under each (median of 3).`,
+    '',
+    '| | wall ms | CPU ms |',
+    '|---|---:|---:|',
+    `| merge + new session, per update | ${ms(merge.ms)} | ${ms(merge.cpuMs)} |`,
+    `| follow, first call (rewrite the graph, new session) | ${ms(firstFollow.ms)} | ${ms(firstFollow.cpuMs)} |`,
+    `| follow, per update | ${ms(follow.ms)} | ${ms(follow.cpuMs)} |`,
+    `| sampling a group, merged weights | ${ms(mergedSampling.ms)} | ${ms(mergedSampling.cpuMs)} |`,
+    `| sampling a group, adapter as inputs | ${ms(followedSampling.ms)} | ${ms(followedSampling.cpuMs)} |`,
+    '',
+    `Per update, following costs ${x(follow.cpuMs, merge.cpuMs)}x the merge path in CPU time; each sampled token pays for the rank-${RANK} side products: sampling under the inputs is ${x(followedSampling.cpuMs, mergedSampling.cpuMs)}x sampling merged weights.`,
   ].join('\n');
 }

@@ -16,7 +16,7 @@ export type Precision = 'float32' | 'float64';
 export type Phase = 'forward' | 'backward';
 type ElemType = 'float' | 'int64' | 'bool';
 type Dim = number | string;
-type Attribute = number | number[] | { float: number } | { tensor: onnxProto.onnx.ITensorProto };
+type Attribute = number | number[] | string | { float: number } | { tensor: onnxProto.onnx.ITensorProto };
 
 /** The opset the training graphs are written against (ReduceSum's axes as an input, ReduceMean's as an attribute). */
 export const TRAINING_OPSET = 17;
@@ -163,6 +163,7 @@ function valueInfo(name: string, elemType: number, shape?: Dim[]): onnxProto.onn
 
 function attribute(name: string, value: Attribute): onnxProto.onnx.IAttributeProto {
   const { AttributeType } = onnx.AttributeProto;
+  if (typeof value === 'string') return { name, type: AttributeType.STRING, s: new TextEncoder().encode(value) };
   if (Array.isArray(value)) return { name, type: AttributeType.INTS, ints: value };
   if (typeof value === 'number') return { name, type: AttributeType.INT, i: value };
   if ('float' in value) return { name, type: AttributeType.FLOAT, f: value.float };

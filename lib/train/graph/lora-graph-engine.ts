@@ -4,10 +4,9 @@
  * onnxruntime-web on WASM or WebGPU). The adapter's A and B are fed as inputs on every call, so
  * an update needs no new graph and no new session.
  *
- * One batch row per completion (its prompt, then the completion), right-padded to the longest:
- * under the causal mask no scored position sees the padding, so every row attends exactly as the
- * scoring pass does. The forward's activations stay in onnxruntime's tensors until the backward
- * reads them.
+ * One batch row per group (layout below): its prompt once and every completion after it, as the
+ * scoring pass runs the prompt once, so the same tokens cost the same. The forward's activations
+ * stay in onnxruntime's tensors until the backward reads them.
  */
 import { InvalidInputError } from '../../errors.js';
 import { zerosLike, type LoraAdapter } from '../../lora/adapter.js';
@@ -112,23 +111,21 @@ export class LoraGraphEngine {
   private inputs(batch: Batch, invTemperature: number): Record<string, GraphTensor> {
     const { rows, width } = batch;
     const { headDim: D, ropeTheta } = this.weights.shape;
-    const cos = new Float64Array(width * D);
-    const sin = new Float64Array(width * D);
-    for (let p = 0; p < width; p++) {
+    const cos = new Float64Array(rows * width * D);
+    const sin = new Float64Array(rows * width * D);
+    batch.positions.forEach((p, at) => {
       for (let i = 0; i < D / 2; i++) {
         const angle = p / ropeTheta ** ((2 * i) / D);
-        cos[p * D + i] = cos[p * D + i + D / 2] = Math.cos(angle);
-        sin[p * D + i] = sin[p * D + i + D / 2] = Math.sin(angle);
+        cos[at * D + i] = cos[at * D + i + D / 2] = Math.cos(angle);
+        sin[at * D + i] = sin[at * D + i + D / 2] = Math.sin(angle);
       }
-    }
-    const bias = new Float64Array(width * width);
-    for (let i = 0; i < width; i++) for (let j = i + 1; j < width; j++) bias[i * width + j] = MASKED;
+    });
     const int64 = (values: ArrayLike<number>, dims: number[]) => new this.runtime.Tensor('int64', BigInt64Array.from(Array.from(values), BigInt), dims);
     return {
       [GRAPH_IO.inputIds]: int64(batch.ids, [rows, width]),
-      [GRAPH_IO.cos]: this.floats(cos, [1, 1, width, D]),
-      [GRAPH_IO.sin]: this.floats(sin, [1, 1, width, D]),
-      [GRAPH_IO.bias]: this.floats(bias, [1, 1, width, width]),
+      [GRAPH_IO.cos]: this.floats(cos, [rows, 1, width, D]),
+      [GRAPH_IO.sin]: this.floats(sin, [rows, 1, width, D]),
+      [GRAPH_IO.bias]: this.floats(batch.bias, [rows, 1, width, width]),
       [GRAPH_IO.rows]: int64(batch.scoreRows, [batch.scored]),
       [GRAPH_IO.targets]: int64(batch.targets, [batch.scored]),
       [GRAPH_IO.invTemperature]: this.floats([invTemperature], []),
@@ -153,6 +150,10 @@ interface Batch {
   rows: number;
   width: number;
   ids: number[];
+  /** Per row and column: the token's position (its rotary angle). */
+  positions: number[];
+  /** [rows, width, width]: 0 where a query may attend a key, MASKED elsewhere. */
+  bias: Float64Array;
   scored: number;
   scoreRows: number[];
   targets: number[];
@@ -161,37 +162,63 @@ interface Batch {
   lengths: number[];
 }
 
+/**
+ * One row per group: the prompt once, then each completion but its last token (which is only a
+ * target). A completion's tokens see the prompt and their own earlier tokens, at positions that
+ * continue the prompt's, exactly as when scored alone; the prompt's last row predicts every
+ * completion's first token.
+ */
 function layout(groups: readonly GraphGroup[], vocabSize: number): Batch {
   if (!Array.isArray(groups) || groups.length === 0) throw new InvalidInputError('groups', 'must be a non-empty array of { promptIds, completions }.');
-  const sequences: number[][] = [];
-  const promptLengths: number[] = [];
-  for (const [g, group] of groups.entries()) {
+  const rows = groups.map((group, g) => {
     if (group.promptIds.length === 0) throw new InvalidInputError(`groups[${g}].promptIds`, 'needs at least one token.');
-    for (const [c, completion] of group.completions.entries()) {
+    const check = (t: number) => {
+      if (!Number.isInteger(t) || t < 0 || t >= vocabSize) throw new InvalidInputError(`groups[${g}]`, `has token ${t}, outside the vocabulary of ${vocabSize}.`);
+    };
+    group.promptIds.forEach(check);
+    const P = group.promptIds.length;
+    const ids = [...group.promptIds];
+    const positions = ids.map((_, i) => i);
+    // -1: the prompt, seen by every completion; c: completion c's own tokens.
+    const segment = ids.map(() => -1);
+    const picks: Array<{ column: number; target: number }> = [];
+    group.completions.forEach((completion: readonly number[], c: number) => {
       if (completion.length === 0) throw new InvalidInputError(`groups[${g}].completions[${c}]`, 'is empty; drop empty completions before training.');
-      const tokens = [...group.promptIds, ...completion];
-      for (const t of tokens) if (!Number.isInteger(t) || t < 0 || t >= vocabSize) throw new InvalidInputError(`groups[${g}]`, `has token ${t}, outside the vocabulary of ${vocabSize}.`);
-      sequences.push(tokens);
-      promptLengths.push(group.promptIds.length);
+      completion.forEach(check);
+      picks.push({ column: P - 1, target: completion[0] });
+      for (let j = 0; j + 1 < completion.length; j++) {
+        ids.push(completion[j]);
+        positions.push(P + j);
+        segment.push(c);
+        picks.push({ column: ids.length - 1, target: completion[j + 1] });
+      }
+    });
+    return { ids, positions, segment, picks, lengths: group.completions.map((c: readonly number[]) => c.length) };
+  });
+  const width = Math.max(...rows.map((r) => r.ids.length));
+  const batch: Batch = { rows: rows.length, width, ids: [], positions: [], bias: new Float64Array(rows.length * width * width).fill(MASKED), scored: 0, scoreRows: [], targets: [], offsets: [], lengths: [] };
+  rows.forEach((row, b) => {
+    const n = row.ids.length;
+    for (let i = 0; i < width; i++) {
+      batch.ids.push(i < n ? row.ids[i] : row.ids[n - 1]);
+      batch.positions.push(i < n ? row.positions[i] : 0);
+      const at = (b * width + i) * width;
+      // A padding column attends only to itself: its softmax stays finite and nothing reads it.
+      if (i >= n) batch.bias[at + i] = 0;
+      else for (let j = 0; j <= i; j++) if (row.segment[j] === -1 || row.segment[j] === row.segment[i]) batch.bias[at + j] = 0;
     }
-  }
-  // The last token is only ever a target.
-  const width = Math.max(...sequences.map((s) => s.length)) - 1;
-  const ids: number[] = [];
-  const scoreRows: number[] = [];
-  const targets: number[] = [];
-  const offsets: number[] = [];
-  const lengths: number[] = [];
-  sequences.forEach((tokens, row) => {
-    for (let t = 0; t < width; t++) ids.push(tokens[Math.min(t, tokens.length - 2)]);
-    offsets.push(targets.length);
-    lengths.push(tokens.length - promptLengths[row]);
-    for (let t = promptLengths[row]; t < tokens.length; t++) {
-      scoreRows.push(row * width + t - 1);
-      targets.push(tokens[t]);
+    let pick = 0;
+    for (const length of row.lengths) {
+      batch.offsets.push(batch.targets.length);
+      batch.lengths.push(length);
+      for (let t = 0; t < length; t++, pick++) {
+        batch.scoreRows.push(b * width + row.picks[pick].column);
+        batch.targets.push(row.picks[pick].target);
+      }
     }
   });
-  return { rows: sequences.length, width, ids, scored: targets.length, scoreRows, targets, offsets, lengths };
+  batch.scored = batch.targets.length;
+  return batch;
 }
 
 function gather(values: ReadonlyArray<ArrayLike<number>>, batch: Batch, what: string): Float64Array {

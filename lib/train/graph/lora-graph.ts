@@ -20,8 +20,9 @@
  *
  * Grouped-query heads attend without copying keys: the query heads sharing a key/value head are
  * consecutive, so [B, heads, S, D] is viewed as [B, kv_heads, groups * S, D]; the key gradient
- * then sums over the group by the same MatMul. The head runs only at the rows that predict a
- * scored token (`score_rows`). The frozen weights are the graph's initializers in float32 (or
+ * then sums over the group by the same MatMul. Positions (the rotary tables) and the attention
+ * bias are inputs, so a row can hold a prompt and several completions that each see the prompt
+ * and themselves. The head runs only at the rows that predict a scored token (`score_rows`). The frozen weights are the graph's initializers in float32 (or
  * float64); 4-bit weights are dequantized into them (the transposed 4-bit product the backward
  * needs has no onnxruntime op).
  */
@@ -87,9 +88,9 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
   const io = GRAPH_IO;
 
   const ids = g.input(io.inputIds, 'int64', ['batch', 'sequence']);
-  const cos = g.input(io.cos, 'float', [1, 1, 'sequence', D]);
-  const sin = g.input(io.sin, 'float', [1, 1, 'sequence', D]);
-  const bias = g.input(io.bias, 'float', [1, 1, 'sequence', 'sequence']);
+  const cos = g.input(io.cos, 'float', ['batch', 1, 'sequence', D]);
+  const sin = g.input(io.sin, 'float', ['batch', 1, 'sequence', D]);
+  const bias = g.input(io.bias, 'float', ['batch', 1, 'sequence', 'sequence']);
   const rows = g.input(io.rows, 'int64', ['scored']);
   const tokens = g.input(io.targets, 'int64', ['scored']);
   const invT = g.input(io.invTemperature, 'float', []);
@@ -224,7 +225,8 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
   const dPicked = rmsBack(picked, invF, finalNorm, dhf);
   const batchShape = g.node('Shape', [ids]);
   const rowCount = mul(g.node('Slice', [batchShape, g.int64s([0]), g.int64s([1])]), g.node('Slice', [batchShape, g.int64s([1]), g.int64s([2])]));
-  let dx = g.node('ScatterND', [g.zeros(g.node('Concat', [rowCount, g.int64s([H])], { axis: 0 })), column(rows), dPicked]);
+  // A row can predict several scored tokens (a prompt's last row predicts every completion's first): their gradients add.
+  let dx = g.node('ScatterND', [g.zeros(g.node('Concat', [rowCount, g.int64s([H])], { axis: 0 })), column(rows), dPicked], { reduction: 'add' });
   const back = headShapes();
   for (let l = weights.layers.length - 1; l >= 0; l--) {
     const w = weights.layers[l];
