@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLoraAdapter, loraScale } from '../../lib/lora/adapter.js';
+import { createLoraAdapter, loraScale, zerosLike } from '../../lib/lora/adapter.js';
+import { loraGroupForward } from '../../lib/lora/model.js';
+import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';
 import { LoraGraphEngine } from '../../lib/train/graph/lora-graph-engine.js';
@@ -72,5 +74,34 @@ describe('training graphs of every export style', () => {
     expect(sum(last.logps[0])).toBeGreaterThan(sum(first.logps[0]) + 0.5);
     expect(sum(last.logps[1])).toBeLessThan(sum(first.logps[1]));
     await engine.release();
+  });
+});
+
+describe('4-bit weights kept packed in the training graphs', () => {
+  it('give the TypeScript engine\'s A/B gradients on a MatMulNBits export (forward MatMulNBits, backward DequantizeLinear)', async () => {
+    const { decoder } = await exportFolder('q4-grad', { names: 'exporter', weights: 'q4' });
+    expect(decoder.layers[0].q_proj.weight instanceof Float32Array).toBe(false);
+    const adapter = createLoraAdapter(decoder.shape, { seed: 4 });
+    for (const layer of adapter.layers) for (const pair of Object.values(layer)) pair.B.forEach((_, i) => (pair.B[i] = Math.sin(i) * 0.2));
+    const graph = await LoraGraphEngine.create(runtime, decoder, { r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules });
+    const group = { promptIds: [1, 30, 31], completions: [[40, 41, 42], [43]] };
+    const dlogps = [[0.5, -1, 0.25], [1]];
+    const pass = await graph.forward(adapter, [group]);
+    const grad = await pass.backward(dlogps);
+    const ts = loraGroupForward(decoder as DecoderWeights, adapter, group, { precision: 'float64' });
+    const reference = zerosLike(adapter);
+    ts.backward(dlogps, reference);
+    pass.logprobs.forEach((row, i) => row.forEach((lp, t) => expect(Math.abs(lp - ts.logprobs[i][t])).toBeLessThan(1e-5)));
+    reference.layers.forEach((layer, l) => {
+      for (const [m, pair] of Object.entries(layer)) {
+        for (const which of ['A', 'B'] as const) {
+          const want = pair[which];
+          const got = grad.layers[l][m as keyof typeof layer]![which];
+          const scale = Math.max(...Array.from(want, Math.abs));
+          expect(Math.max(...Array.from(want, (v, i) => Math.abs(v - got[i]))) / scale, `layer ${l} ${m}.${which}`).toBeLessThan(1e-4);
+        }
+      }
+    });
+    await graph.release();
   });
 });

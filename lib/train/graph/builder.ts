@@ -18,8 +18,13 @@ type ElemType = 'float' | 'int64' | 'bool';
 type Dim = number | string;
 type Attribute = number | number[] | string | { float: number } | { tensor: onnxProto.onnx.ITensorProto };
 
-/** The opset the training graphs are written against (ReduceSum's axes as an input, ReduceMean's as an attribute). */
-export const TRAINING_OPSET = 17;
+/**
+ * The opset the training graphs are written against: 21 for DequantizeLinear of 4-bit blocks
+ * (the backward's transposed 4-bit product); the reductions take their axes as inputs.
+ */
+export const TRAINING_OPSET = 21;
+export const UINT8 = DataType.UINT8;
+export const UINT4 = 21;
 
 interface Declared {
   name: string;
@@ -46,6 +51,7 @@ export class TrainingGraphBuilder {
   private readonly types = new Map<string, ElemType>();
   private readonly producedIn = new Map<string, Phase>();
   private counter = 0;
+  private readonly domains = new Set<string>();
 
   constructor(readonly precision: Precision) {}
 
@@ -77,6 +83,13 @@ export class TrainingGraphBuilder {
     return this.floats(undefined, [value], []);
   }
 
+  /** An initializer of raw bytes in any data type (packed 4-bit weights). */
+  raw(name: string, dataType: number, dims: number[], bytes: Uint8Array): string {
+    this.initializers.set(name, { name, dims, dataType, rawData: bytes });
+    this.types.set(name, 'int64');
+    return name;
+  }
+
   int64s(values: number[], dims: number[] = [values.length]): string {
     const id = `i${this.counter++}`;
     this.initializers.set(id, { name: id, dims, dataType: DataType.INT64, int64Data: values });
@@ -85,18 +98,19 @@ export class TrainingGraphBuilder {
   }
 
   /** Adds a node; its outputs get fresh names unless `names` gives them (graph outputs need theirs). */
-  nodeN(opType: string, inputs: string[], outputCount: number, attributes: Record<string, Attribute> = {}, names?: string[]): string[] {
+  nodeN(opType: string, inputs: string[], outputCount: number, attributes: Record<string, Attribute> = {}, names?: string[], domain = ''): string[] {
     const id = this.counter++;
     const outputs = names ?? Array.from({ length: outputCount }, (_, i) => `${this.phase[0]}${id}_${opType}${outputCount > 1 ? `_${i}` : ''}`);
+    if (domain) this.domains.add(domain);
     const type: ElemType =
-      opType === 'Shape' ? 'int64' : opType === 'Equal' ? 'bool' : opType === 'Cast' ? castType(attributes.to as number) : opType === 'ConstantOfShape' ? 'float' : (this.types.get(inputs[0]) ?? 'float');
+      opType === 'DequantizeLinear' || opType === 'MatMulNBits' ? 'float' : opType === 'Shape' ? 'int64' : opType === 'Equal' ? 'bool' : opType === 'Cast' ? castType(attributes.to as number) : opType === 'ConstantOfShape' ? 'float' : (this.types.get(inputs[0]) ?? 'float');
     for (const out of outputs) {
       this.types.set(out, type);
       this.producedIn.set(out, this.phase);
     }
     this.nodes.push({
       phase: this.phase,
-      proto: { name: `${opType}_${id}`, opType, input: inputs, output: outputs, attribute: Object.entries(attributes).map(([k, v]) => attribute(k, v)) },
+      proto: { name: `${opType}_${id}`, opType, input: inputs, output: outputs, attribute: Object.entries(attributes).map(([k, v]) => attribute(k, v)), ...(domain ? { domain } : {}) },
     });
     return outputs;
   }
@@ -133,9 +147,9 @@ export class TrainingGraphBuilder {
       const used = new Set(nodes.flatMap((n) => n.input ?? []));
       return onnx.ModelProto.encode(
         onnx.ModelProto.create({
-          irVersion: 8,
+          irVersion: 10,
           producerName: 'webgrpo training graph',
-          opsetImport: [{ domain: '', version: TRAINING_OPSET }],
+          opsetImport: [{ domain: '', version: TRAINING_OPSET }, ...[...this.domains].map((domain) => ({ domain, version: 1 }))],
           graph: { name: `${name}_${phase}`, node: nodes, input: inputs, output: outputs, initializer: [...this.initializers.values()].filter((t) => used.has(t.name!)) },
         }),
       ).finish();

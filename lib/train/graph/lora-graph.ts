@@ -22,15 +22,18 @@
  * consecutive, so [B, heads, S, D] is viewed as [B, kv_heads, groups * S, D]; the key gradient
  * then sums over the group by the same MatMul. Positions (the rotary tables) and the attention
  * bias are inputs, so a row can hold a prompt and several completions that each see the prompt
- * and themselves. The head runs only at the rows that predict a scored token (`score_rows`). The frozen weights are the graph's initializers in float32 (or
- * float64); 4-bit weights are dequantized into them (the transposed 4-bit product the backward
- * needs has no onnxruntime op).
+ * and themselves. The head runs only at the rows that predict a scored token (`score_rows`).
+ *
+ * The frozen weights are the graphs' initializers in float32 (or float64). 4-bit MatMulNBits
+ * weights stay packed: the forward runs MatMulNBits, and the backward's transposed product, which
+ * has no 4-bit op, reads the same blocks as a uint4 [N, K] matrix (W^T) through DequantizeLinear.
  */
 import type { LoraModule, DecoderWeights, Projection } from '../../lora/weights.js';
 import { LORA_MODULES } from '../../lora/weights.js';
 import { dequantize } from '../../policy/onnx/structure/find-decoder.js';
 import { loraInputName } from '../../policy/onnx/structure/lora-inputs.js';
-import { TrainingGraphBuilder, type Precision, type TrainingModels } from './builder.js';
+import type { Q4Matrix } from '../../lora/q4.js';
+import { TrainingGraphBuilder, UINT4, UINT8, type Precision, type TrainingModels } from './builder.js';
 
 export interface LoraGraphConfig {
   r: number;
@@ -116,15 +119,37 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
   const matmul = (a: string, b: string) => g.node('MatMul', [a, b]);
   const reshape = (x: string, shape: string) => g.node('Reshape', [x, shape]);
   const flat = (width: number) => g.int64s([-1, width]);
-  const lastAxisMean = (x: string) => g.node('ReduceMean', [x], { axes: [-1], keepdims: 1 });
+  const lastAxis = g.int64s([-1]);
+  const lastAxisMean = (x: string) => g.node('ReduceMean', [x, lastAxis], { keepdims: 1 });
   /** [B, S, heads, D] for the phase being written (each graph reads the batch shape itself). */
   const headShapes = () => {
     const bs = g.node('Shape', [ids]);
     return { q: g.node('Concat', [bs, g.int64s([Hq, D])], { axis: 0 }), kv: g.node('Concat', [bs, g.int64s([Hkv, D])], { axis: 0 }) };
   };
 
-  const weight = (name: string, p: Projection) => g.floats(name, p.weight instanceof Float32Array ? p.weight : dequantize(p.weight), [p.inDim, p.outDim]);
-  const weightNames = new Map<string, string>();
+  /** x W and, in the backward, dy W^T: float weights as MatMul and Gemm, 4-bit ones kept packed. */
+  const frozen = new Map<string, { times(x: string): string; timesTransposed(dy: string): string }>();
+  const product = (name: string, p: Projection) => {
+    const w = p.weight;
+    if (w instanceof Float32Array || !packable(w, precision)) {
+      const matrix = g.floats(name, w instanceof Float32Array ? w : dequantize(w), [p.inDim, p.outDim]);
+      return { times: (x: string) => matmul(x, matrix), timesTransposed: (dy: string) => g.node('Gemm', [dy, matrix], { transB: 1 }) };
+    }
+    // Forward: MatMulNBits on the stored blocks. Backward: the same bytes read as a uint4 [N, K]
+    // matrix, which is W^T, dequantized by DequantizeLinear's blocks (onnxruntime has no
+    // transposed MatMulNBits), then a plain MatMul.
+    const blocks = w.K / w.blockSize;
+    const packed = g.raw(`${name}.q4`, UINT8, [w.N, blocks, w.blockSize / 2], w.packed);
+    const scales = g.floats(`${name}.scales`, w.scales, [w.N * blocks]);
+    const zeros = w.zeroPoints ? g.raw(`${name}.zeros`, UINT8, [w.N * (blocks / 2)], w.zeroPoints) : undefined;
+    const nibbles = g.raw(`${name}.q4t`, UINT4, [w.N, w.K], w.packed);
+    const scales2 = g.floats(`${name}.scales2`, w.scales, [w.N, blocks]);
+    const zeros4 = g.raw(`${name}.zeros4`, UINT4, [w.N, blocks], w.zeroPoints ?? new Uint8Array((w.N * blocks) / 2).fill(0x88));
+    return {
+      times: (x: string) => g.nodeN('MatMulNBits', [x, packed, scales, ...(zeros ? [zeros] : [])], 1, { K: w.K, N: w.N, bits: 4, block_size: w.blockSize }, undefined, 'com.microsoft')[0],
+      timesTransposed: (dy: string) => matmul(dy, g.node('DequantizeLinear', [nibbles, scales2, zeros4], { axis: 1, block_size: w.blockSize })),
+    };
+  };
   const normScale = (name: string, values: Float32Array) => g.floats(name, values, [values.length]);
 
   const rms = (x: string, scale: string) => {
@@ -147,9 +172,9 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
   };
 
   const project = (l: number, m: LoraModule, p: Projection, x: string, u: Partial<Record<LoraModule, string>>) => {
-    const w = weight(`w.${l}.${m}`, p);
-    weightNames.set(`${l}.${m}`, w);
-    let y = matmul(x, w);
+    const w = product(`w.${l}.${m}`, p);
+    frozen.set(`${l}.${m}`, w);
+    let y = w.times(x);
     if (p.bias) y = add(y, g.floats(`b.${l}.${m}`, p.bias, [p.outDim]));
     const a = A.get(`${l}.${m}`);
     if (!a) return y;
@@ -167,7 +192,7 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
       g.output(g.node('Gemm', [du, x], { transA: 1 }, loraGradOutput(l, m, 'A')), [lora.r, inDim]);
     }
     if (!input) return undefined;
-    const dx = g.node('Gemm', [dy, weightNames.get(`${l}.${m}`)!], { transB: 1 });
+    const dx = frozen.get(`${l}.${m}`)!.timesTransposed(dy);
     return du ? add(dx, matmul(du, A.get(`${l}.${m}`)!)) : dx;
   };
   // Forward.
@@ -242,7 +267,7 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
     const dCtxg = groups === 1 ? dCtx4 : reshape(dCtx4, g.int64s([0, Hkv, -1, D]));
     const dProbs = matmul(dCtxg, T(t.v4, [0, 1, 3, 2]));
     const dv4 = matmul(T(t.probs, [0, 1, 3, 2]), dCtxg);
-    const dScores = mul(mul(t.probs, sub(dProbs, g.node('ReduceSum', [mul(dProbs, t.probs), g.int64s([-1])], { keepdims: 1 }))), attentionScale);
+    const dScores = mul(mul(t.probs, sub(dProbs, g.node('ReduceSum', [mul(dProbs, t.probs), lastAxis], { keepdims: 1 }))), attentionScale);
     const dqg = matmul(dScores, t.kr);
     const dkr = matmul(T(dScores, [0, 1, 3, 2]), t.qg);
     let dq4 = ropeBack(groups === 1 ? dqg : reshape(dqg, g.int64s([0, Hq, -1, D])));
@@ -257,4 +282,14 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
     if (wantInput) dx = add(dx1, rmsBack(t.x, t.inv1, `norm.${l}.input`, add(add(dhq!, dhk!), dhv!)));
   }
   return g.encode('lora');
+}
+
+/**
+ * Whether 4-bit blocks can stay packed in the graphs: float32 (MatMulNBits has no double kernel),
+ * whole blocks (the uint4 view of a row is then exactly K values), and zero points that pack a
+ * row's blocks without padding.
+ */
+function packable(w: Q4Matrix, precision: Precision): boolean {
+  const blocks = w.K / w.blockSize;
+  return precision === 'float32' && Number.isInteger(blocks) && (!w.zeroPoints || blocks % 2 === 0);
 }
