@@ -106,6 +106,38 @@ function replaceOp(bytes: Uint8Array, from: string, to: string): Uint8Array {
   return onnx.ModelProto.encode(model).finish();
 }
 
+/**
+ * Every MatMul weight stored as PyTorch keeps it, [out, in], behind a Transpose (an export without
+ * constant folding), or read by Gemm with transB (how torch.onnx writes a Linear on 2-D inputs).
+ */
+function transposeWeights(bytes: Uint8Array, as: 'Transpose' | 'Gemm'): Uint8Array {
+  const model = onnx.ModelProto.decode(bytes);
+  const graph = model.graph as onnxProto.onnx.GraphProto;
+  const initializers = new Map((graph.initializer as onnxProto.onnx.TensorProto[]).map((t) => [t.name, t]));
+  const nodes: onnxProto.onnx.INodeProto[] = [];
+  for (const node of graph.node as onnxProto.onnx.NodeProto[]) {
+    const weight = node.opType === 'MatMul' ? initializers.get(node.input[1]) : undefined;
+    if (!weight || weight.dims.length !== 2 || weight.dataType !== 1) {
+      nodes.push(node);
+      continue;
+    }
+    const [rows, cols] = weight.dims.map(Number);
+    const data = new Float32Array(Uint8Array.from(weight.rawData).buffer);
+    const t = new Float32Array(data.length);
+    for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) t[j * rows + i] = data[i * cols + j];
+    weight.dims = [cols, rows];
+    weight.rawData = new Uint8Array(t.buffer);
+    if (as === 'Gemm') {
+      nodes.push({ ...node, opType: 'Gemm', attribute: [{ name: 'transB', type: onnx.AttributeProto.AttributeType.INT, i: 1 }] });
+    } else {
+      nodes.push({ opType: 'Transpose', input: [weight.name], output: [`${weight.name}/T`], attribute: [{ name: 'perm', type: onnx.AttributeProto.AttributeType.INTS, ints: [1, 0] }] });
+      nodes.push({ ...node, input: [node.input[0], `${weight.name}/T`] });
+    }
+  }
+  graph.node = nodes.map((n) => onnx.NodeProto.create(n));
+  return onnx.ModelProto.encode(model).finish();
+}
+
 describe('findDecoder', () => {
   for (const [label, overrides] of STYLES) {
     it(`finds every weight of ${label}`, () => {
@@ -118,6 +150,13 @@ describe('findDecoder', () => {
     for (const overrides of [{ names: 'exporter' as const, qkvBias: true, tieWordEmbeddings: false }, { names: 'exporter' as const, graph: 'genai' as const, qkNorm: true }]) {
       const ex = buildExport(overrides);
       expectFound(findDecoder(anonymize(ex.graph), { config: ex.config }), ex);
+    }
+  });
+
+  it('reads weights stored [out, in], behind a Transpose or under Gemm transB', () => {
+    for (const as of ['Transpose', 'Gemm'] as const) {
+      const ex = buildExport({ names: 'exporter', tieWordEmbeddings: false, qkvBias: true });
+      expectFound(findDecoder(transposeWeights(ex.graph, as), { config: ex.config }), ex);
     }
   });
 
