@@ -56,6 +56,6 @@ export async function run(): Promise<string> {
       return `| ${k === 'bench' ? 'bench (28M)' : 'bundled (0.8M)'} | ${r.tokens} | ${ms(r.scoreMs)} | ${ms(r.forwardMs)} | ${ms(r.stepMs)} | ${x(r.stepMs, r.scoreMs)} |`;
     }),
     '',
-    "The bundled model's passes take tens of milliseconds, where a loaded machine's scheduling is as large as the work: read its row as noise; the bench model's is the measurement. Node's CPU-time ratios are in the section above.",
+    "The bundled model's passes are short, and a loaded machine moves them by as much as the work itself: read its row as noise; the bench model's is the measurement. Node's CPU-time ratios are in the section above.",
   ].join('\n');
 }
