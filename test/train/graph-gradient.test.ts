@@ -7,6 +7,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
+import { InvalidInputError } from '../../lib/errors.js';
 import { createLoraAdapter, zerosLike, type LoraAdapter } from '../../lib/lora/adapter.js';
 import { loraGroupForward } from '../../lib/lora/model.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
@@ -109,6 +110,23 @@ describe.each(VARIANTS)('%s', (_, variant) => {
       const error = Math.max(...Array.from(w, (v, i) => Math.abs(v - got[j][i])));
       expect(error / scale, `tensor ${j}`).toBeLessThan(1e-4);
     });
+    await engine.release();
+  });
+});
+
+describe('bad input', () => {
+  it('is an InvalidInputError naming what was wrong, and the engine keeps working', async () => {
+    const { weights, adapter, groups, cLogp } = setup(VARIANTS[0][1]);
+    const engine = await LoraGraphEngine.create(runtime, weights, config(adapter));
+    const other = createLoraAdapter(weights.shape, { r: 2, alpha: 4 });
+    await expect(engine.forward(other, groups)).rejects.toThrow(InvalidInputError);
+    await expect(engine.forward(adapter, [{ promptIds: [1], completions: [[weights.shape.vocabSize]] }])).rejects.toThrow(/outside the vocabulary/);
+    await expect(engine.forward(adapter, [{ promptIds: [], completions: [[1]] }])).rejects.toThrow(/promptIds/);
+    await expect(engine.forward(adapter, groups, 0)).rejects.toThrow(/temperature/);
+    const pass = await engine.forward(adapter, groups);
+    await expect(pass.backward(cLogp.slice(1))).rejects.toThrow(/rows for 4 completions/);
+    const grad = await pass.backward(cLogp);
+    expect(tensors(grad).every((g) => g.every(Number.isFinite))).toBe(true);
     await engine.release();
   });
 });

@@ -177,5 +177,6 @@ describe('findDecoder', () => {
     fails(replaceOp(ex.graph, 'Softmax', 'Identity'), /Layer 0: two projections reach attention as k/);
     fails(replaceOp(ex.graph, 'Gather', 'GatherElements'), /Part not found: the embedding/);
     expect(() => findDecoder(ex.graph, { config: { ...ex.config, num_hidden_layers: 3 } })).toThrow(/num_hidden_layers 3; the graph has 2/);
+    expect(() => findDecoder(Uint8Array.of(0x0a, 0xff, 0xff), { config: ex.config })).toThrow(ModelLoadError);
   });
 });
