@@ -5,14 +5,18 @@
  * residual adds and RMS norms; no `position_ids` input. Same I/O names as the Optimum graph
  * (`past_key_values.*` -> `present.*`), so transformers.js loads it as it loads genai exports.
  */
-import { rmsNorm } from './llama.js';
+import { matMulNBits, rmsNorm } from './llama.js';
 import { DataType, GraphBuilder } from './onnx-graph.js';
 import type { ModelSpec } from './spec.js';
 import type { Weights } from './weights.js';
 
 export function buildGenaiGraph(spec: ModelSpec, weights: Weights, vocabSize: number): Uint8Array {
-  const g = new GraphBuilder();
+  const g = new GraphBuilder(spec.weights === 'fp16');
   const { hiddenSize: hidden, numHeads, numKvHeads, headDim, numLayers, rmsNormEps: epsilon } = spec;
+  // The real builder's names: attention is `attn`, each weight is named after its node
+  // (`model.layers.0.attn.q_proj.MatMul.weight`), the final norm is the last layer's.
+  const exporter = spec.names === 'exporter';
+  const attn = exporter ? 'attn' : 'self_attn';
   const inputIds = g.input('input_ids', DataType.INT64, ['batch_size', 'sequence_length']);
   const attentionMask = g.input('attention_mask', DataType.INT64, ['batch_size', 'total_sequence_length']);
   const kvShape = ['batch_size', numKvHeads, 'past_sequence_length', headDim];
@@ -43,9 +47,9 @@ export function buildGenaiGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
   const cosCache = g.weight('cos_cache', cos, [spec.maxPositionEmbeddings, half]);
   const sinCache = g.weight('sin_cache', sin, [spec.maxPositionEmbeddings, half]);
 
-  const embed = g.weight('model.embed_tokens.weight', weights.embedTokens, [vocabSize, hidden]);
+  const embed = g.param('model.embed_tokens.weight', weights.embedTokens, [vocabSize, hidden]);
   let residual = g.node('Gather', [embed, inputIds], { axis: 0 });
-  let normed = rmsNorm(g, residual, g.weight('model.layers.0.input_layernorm.weight', weights.layers[0].inputNorm, [hidden]), epsilon);
+  let normed = rmsNorm(g, residual, g.param('model.layers.0.input_layernorm.weight', weights.layers[0].inputNorm, [hidden]), epsilon);
   /** SkipSimplifiedLayerNormalization: norm(x + skip) and the sum x + skip, the next residual. */
   const skipNorm = (x: string, skip: string, weight: string): [string, string] => {
     const id = `skip_norm_${weight}`;
@@ -55,10 +59,26 @@ export function buildGenaiGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
 
   weights.layers.forEach((layer, i) => {
     const prefix = `model.layers.${i}`;
-    const proj = (name: string, w: Float32Array, outDim: number, input: string) => g.node('MatMul', [input, g.weight(`${prefix}.${name}.weight`, w, [w.length / outDim, outDim])]);
-    const q = proj('self_attn.q_proj', layer.q, numHeads * headDim, normed);
-    const k = proj('self_attn.k_proj', layer.k, numKvHeads * headDim, normed);
-    const v = proj('self_attn.v_proj', layer.v, numKvHeads * headDim, normed);
+    const proj = (name: string, w: Float32Array, outDim: number, input: string, bias?: Float32Array) =>
+      g.inScope(exporter ? `/model/layers.${i}/${name.replace('.', '/')}` : undefined, () => {
+        const weightName = exporter ? `${prefix}.${name}.MatMul.weight` : `${prefix}.${name}.weight`;
+        const y =
+          spec.weights === 'q4'
+            ? matMulNBits(g, weightName, w, outDim, input)
+            : g.node('MatMul', [input, g.param(weightName, w, [w.length / outDim, outDim])]);
+        return bias ? g.node('Add', [y, g.param(exporter ? `${prefix}.${name}.Add.bias` : `${prefix}.${name}.bias`, bias, [outDim])]) : y;
+      });
+    // Qwen3's per-head norms: SimplifiedLayerNormalization over [B, S, heads, D], back to [B, S, heads * D].
+    const headNorm = (t: string, weight: Float32Array | undefined, name: string, count: number) => {
+      if (!weight) return t;
+      const perHead = g.node('Reshape', [t, g.int64s([0, 0, count, headDim])]);
+      const scale = g.param(exporter ? `${prefix}.${attn}.${name}.layernorm.weight` : `${prefix}.${attn}.${name}.weight`, weight, [headDim]);
+      const normed = g.node('SimplifiedLayerNormalization', [perHead, scale], { axis: -1, epsilon: { float: epsilon } });
+      return g.node('Reshape', [normed, g.int64s([0, 0, count * headDim])]);
+    };
+    const q = headNorm(proj(`${attn}.q_proj`, layer.q, numHeads * headDim, normed, layer.qBias), layer.qNorm, 'q_norm', numHeads);
+    const k = headNorm(proj(`${attn}.k_proj`, layer.k, numKvHeads * headDim, normed, layer.kBias), layer.kNorm, 'k_norm', numKvHeads);
+    const v = proj(`${attn}.v_proj`, layer.v, numKvHeads * headDim, normed, layer.vBias);
     const [attention] = g.nodeN(
       'GroupQueryAttention',
       [q, k, v, `past_key_values.${i}.key`, `past_key_values.${i}.value`, seqlensK, total, cosCache, sinCache],
@@ -67,17 +87,18 @@ export function buildGenaiGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
       [`${prefix}.attn_out`, `present.${i}.key`, `present.${i}.value`],
       'com.microsoft',
     );
-    const out = proj('self_attn.o_proj', layer.o, hidden, attention);
+    const out = proj(`${attn}.o_proj`, layer.o, hidden, attention);
     let h2: string;
-    [h2, residual] = skipNorm(out, residual, g.weight(`${prefix}.post_attention_layernorm.weight`, layer.postNorm, [hidden]));
+    [h2, residual] = skipNorm(out, residual, g.param(`${prefix}.post_attention_layernorm.weight`, layer.postNorm, [hidden]));
     const gate = proj('mlp.gate_proj', layer.gate, spec.intermediateSize, h2);
     const up = proj('mlp.up_proj', layer.up, spec.intermediateSize, h2);
     const down = proj('mlp.down_proj', layer.down, hidden, g.node('Mul', [g.node('Mul', [gate, g.node('Sigmoid', [gate])]), up]));
-    const nextNorm = i + 1 < numLayers ? g.weight(`model.layers.${i + 1}.input_layernorm.weight`, weights.layers[i + 1].inputNorm, [hidden]) : g.weight('model.norm.weight', weights.finalNorm, [hidden]);
+    const finalNorm = exporter ? `model.layers.${numLayers}.final_norm_layernorm.weight` : 'model.norm.weight';
+    const nextNorm = i + 1 < numLayers ? g.param(`model.layers.${i + 1}.input_layernorm.weight`, weights.layers[i + 1].inputNorm, [hidden]) : g.param(finalNorm, weights.finalNorm, [hidden]);
     [normed, residual] = skipNorm(down, residual, nextNorm);
   });
 
-  const head = weights.lmHead ? g.weight('lm_head.weight', weights.lmHead, [hidden, vocabSize]) : g.node('Transpose', [embed], { perm: [1, 0] });
+  const head = weights.lmHead ? g.param(exporter ? 'lm_head.MatMul.weight' : 'lm_head.weight', weights.lmHead, [hidden, vocabSize]) : g.node('Transpose', [embed], { perm: [1, 0] });
   g.node('MatMul', [normed, head], {}, 'logits');
   return g.encode('genai', `Llama decoder in onnxruntime-genai's style (${numLayers} layers, GroupQueryAttention) generated by webgrpo`);
 }

@@ -32,6 +32,9 @@ export const MODEL_DIRS: Record<PresetName, string> = {
 };
 export const BENCH_MODEL_URL = '/build/models/webgrpo-bench';
 
+/** The file transformers.js looks for under `onnx/` for each dtype. */
+export const MODEL_FILES = { fp32: 'onnx/model.onnx', fp16: 'onnx/model_fp16.onnx', q4: 'onnx/model_q4.onnx' } as const;
+
 export interface BuiltModel {
   dir: string;
   files: string[];
@@ -51,7 +54,7 @@ export async function buildModel(spec: ModelSpec, dir: string, trained?: Weights
     'generation_config.json': json({ bos_token_id: BOS_ID, eos_token_id: spec.stopsAtEndTokens === false ? [] : EOS_IDS, pad_token_id: PAD_ID }),
     'tokenizer.json': json(tokenizerJson(vocab)),
     'tokenizer_config.json': json(tokenizerConfigJson(vocab, spec.maxPositionEmbeddings)),
-    [spec.weights === 'q4' ? 'onnx/model_q4.onnx' : 'onnx/model.onnx']: onnx,
+    [MODEL_FILES[spec.weights ?? 'fp32']]: onnx,
   };
   await mkdir(join(dir, 'onnx'), { recursive: true });
   for (const [name, content] of Object.entries(files)) await writeFile(join(dir, name), content);
@@ -80,7 +83,7 @@ function configJson(spec: ModelSpec, vocabSize: number): object {
     rms_norm_eps: spec.rmsNormEps,
     rope_theta: spec.ropeTheta,
     rope_scaling: null,
-    attention_bias: false,
+    attention_bias: spec.qkvBias === true,
     attention_dropout: 0,
     mlp_bias: false,
     tie_word_embeddings: spec.tieWordEmbeddings,
@@ -89,7 +92,7 @@ function configJson(spec: ModelSpec, vocabSize: number): object {
     pad_token_id: PAD_ID,
     torch_dtype: 'float32',
     use_cache: true,
-    'transformers.js_config': { dtype: spec.weights === 'q4' ? 'q4' : 'fp32' },
+    'transformers.js_config': { dtype: spec.weights ?? 'fp32' },
   };
 }
 

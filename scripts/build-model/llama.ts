@@ -18,8 +18,9 @@ import type { Weights } from './weights.js';
 const FLOAT_MAX = 3.4028234663852886e38;
 
 export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: number): Uint8Array {
-  const g = new GraphBuilder();
+  const g = new GraphBuilder(spec.weights === 'fp16');
   const { hiddenSize: hidden, numHeads, numKvHeads, headDim, numLayers } = spec;
+  const exporter = spec.names === 'exporter';
 
   const inputIds = g.input('input_ids', DataType.INT64, ['batch_size', 'sequence_length']);
   const attentionMask = g.input('attention_mask', DataType.INT64, ['batch_size', 'total_sequence_length']);
@@ -38,7 +39,7 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
     g.output(`present.${i}.value`, cacheType, presentShape);
   }
 
-  const embed = g.weight('model.embed_tokens.weight', weights.embedTokens, [vocabSize, hidden]);
+  const embed = g.param('model.embed_tokens.weight', weights.embedTokens, [vocabSize, hidden]);
   let x = g.node('Gather', [embed, inputIds], { axis: 0 });
 
   // Rotary tables from the position ids: angle = position * inv_freq, halves repeated.
@@ -70,12 +71,23 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
 
   weights.layers.forEach((layer, i) => {
     const prefix = `model.layers.${i}`;
-    const h = rmsNorm(g, x, g.weight(`${prefix}.input_layernorm.weight`, layer.inputNorm, [hidden]), spec.rmsNormEps);
-    const proj = (name: string, w: Float32Array, outDim: number, input: string) =>
-      spec.weights === 'q4' ? matMulNBits(g, `${prefix}.${name}.weight`, w, outDim, input) : g.node('MatMul', [input, g.weight(`${prefix}.${name}.weight`, w, [w.length / outDim, outDim])]);
-    const q = rotate(heads(proj('self_attn.q_proj', layer.q, numHeads * headDim, h), numHeads));
-    const k = rotate(heads(proj('self_attn.k_proj', layer.k, numKvHeads * headDim, h), numKvHeads));
-    const v = heads(proj('self_attn.v_proj', layer.v, numKvHeads * headDim, h), numKvHeads);
+    const h = rmsNorm(g, x, g.param(`${prefix}.input_layernorm.weight`, layer.inputNorm, [hidden]), spec.rmsNormEps);
+    // torch.onnx folds each Linear's transposed weight into a fresh anonymous initializer and names
+    // the node after the module; a bias keeps its parameter's name.
+    const proj = (name: string, w: Float32Array, outDim: number, input: string, bias?: Float32Array) =>
+      g.inScope(exporter ? `/model/layers.${i}/${name.replace('.', '/')}` : undefined, () => {
+        const weightName = exporter ? g.anonymous('MatMul') : `${prefix}.${name}.weight`;
+        const y =
+          spec.weights === 'q4'
+            ? matMulNBits(g, weightName, w, outDim, input)
+            : g.node('MatMul', [input, g.param(weightName, w, [w.length / outDim, outDim])]);
+        return bias ? g.node('Add', [g.param(`${prefix}.${name}.bias`, bias, [outDim]), y]) : y;
+      });
+    const headNorm = (t: string, weight: Float32Array | undefined, name: string) =>
+      weight ? rmsNorm(g, t, g.param(`${prefix}.self_attn.${name}.weight`, weight, [headDim]), spec.rmsNormEps) : t;
+    const q = rotate(headNorm(heads(proj('self_attn.q_proj', layer.q, numHeads * headDim, h, layer.qBias), numHeads), layer.qNorm, 'q_norm'));
+    const k = rotate(headNorm(heads(proj('self_attn.k_proj', layer.k, numKvHeads * headDim, h, layer.kBias), numKvHeads), layer.kNorm, 'k_norm'));
+    const v = heads(proj('self_attn.v_proj', layer.v, numKvHeads * headDim, h, layer.vBias), numKvHeads);
     const [keys, values] = (['key', 'value'] as const).map((kind, j) => {
       const past = `past_key_values.${i}.${kind}`;
       const present = `present.${i}.${kind}`;
@@ -95,14 +107,14 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
     const merged = g.node('Reshape', [context, g.int64s([0, 0, numHeads * headDim])]);
     x = g.node('Add', [x, proj('self_attn.o_proj', layer.o, hidden, merged)]);
 
-    const h2 = rmsNorm(g, x, g.weight(`${prefix}.post_attention_layernorm.weight`, layer.postNorm, [hidden]), spec.rmsNormEps);
+    const h2 = rmsNorm(g, x, g.param(`${prefix}.post_attention_layernorm.weight`, layer.postNorm, [hidden]), spec.rmsNormEps);
     const gate = proj('mlp.gate_proj', layer.gate, spec.intermediateSize, h2);
     const up = proj('mlp.up_proj', layer.up, spec.intermediateSize, h2);
     const act = g.node('Mul', [g.node('Mul', [gate, g.node('Sigmoid', [gate])]), up]); // SiLU(gate) * up
     x = g.node('Add', [x, proj('mlp.down_proj', layer.down, hidden, act)]);
   });
 
-  let final = rmsNorm(g, x, g.weight('model.norm.weight', weights.finalNorm, [hidden]), spec.rmsNormEps);
+  let final = rmsNorm(g, x, g.param('model.norm.weight', weights.finalNorm, [hidden]), spec.rmsNormEps);
   if (logitsToKeep) {
     // The last k positions; k = 0 gives start -0 = 0, every position.
     const start = g.node('Neg', [g.node('Unsqueeze', [logitsToKeep, g.int64s([0])])]);
@@ -111,7 +123,7 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
   // Tied: the head reads the embedding matrix transposed (constant-folded by the runtime), so
   // the file stores it once.
   const head = weights.lmHead
-    ? g.weight('lm_head.weight', weights.lmHead, [hidden, vocabSize])
+    ? g.param(exporter ? g.anonymous('MatMul') : 'lm_head.weight', weights.lmHead, [hidden, vocabSize])
     : g.node('Transpose', [embed], { perm: [1, 0] });
   if (spec.halfCache) g.node('Cast', [g.node('MatMul', [final, head])], { to: DataType.FLOAT16 }, 'logits');
   else g.node('MatMul', [final, head], {}, 'logits');
@@ -175,7 +187,7 @@ const Q4_BLOCK = 32;
  * of 32 inputs, q = round(w / scale) + 8 in 0..15 with scale = max|w| / 7, two per byte, low
  * nibble first; no zero points (8 is MatMulNBits' default).
  */
-function matMulNBits(g: GraphBuilder, name: string, w: Float32Array, outDim: number, input: string): string {
+export function matMulNBits(g: GraphBuilder, name: string, w: Float32Array, outDim: number, input: string): string {
   const inDim = w.length / outDim;
   if (inDim % Q4_BLOCK !== 0) throw new RangeError(`${name}: input size ${inDim} is not a multiple of ${Q4_BLOCK}`);
   const blocks = inDim / Q4_BLOCK;
@@ -193,8 +205,10 @@ function matMulNBits(g: GraphBuilder, name: string, w: Float32Array, outDim: num
       }
     }
   }
-  const bits = g.tensor(`${name}.q4`, DataType.UINT8, [outDim, blocks, Q4_BLOCK / 2], packed);
-  const scale = g.weight(`${name}.scales`, scales, [outDim * blocks]);
+  // onnxruntime's quantizer names them after the float weight (`onnx::MatMul_12_Q4`, `..._scales`).
+  const anonymous = name.startsWith('onnx::');
+  const bits = g.tensor(anonymous ? `${name}_Q4` : `${name}.q4`, DataType.UINT8, [outDim, blocks, Q4_BLOCK / 2], packed);
+  const scale = g.weight(anonymous ? `${name}_scales` : `${name}.scales`, scales, [outDim * blocks]);
   return g.contrib('MatMulNBits', [input, bits, scale], { K: inDim, N: outDim, bits: 4, block_size: Q4_BLOCK });
 }
 

@@ -4,6 +4,7 @@
  * same bytes.
  */
 import onnxProto from 'onnx-proto';
+import { floatToHalf } from '../../lib/lora/half.js';
 
 const { onnx } = onnxProto;
 type Dim = number | string;
@@ -22,6 +23,26 @@ export class GraphBuilder {
   private readonly initializers: onnxProto.onnx.ITensorProto[] = [];
   private counter = 0;
   private readonly domains = new Set<string>();
+  private readonly scopeUses = new Map<string, number>();
+  /** Node names are `${scope}/${opType}` (as torch.onnx and onnxruntime-genai name them) while set. */
+  private scope: string | undefined;
+
+  /**
+   * @param halfParams store `param` tensors as float16, each read through a Cast to float32 (the
+   *   weights of an fp16 export at half the bytes; the arithmetic stays float32).
+   */
+  constructor(private readonly halfParams = false) {}
+
+  /** Runs `build` with its nodes named after the module `scope` (`/model/layers.0/self_attn/q_proj`). */
+  inScope<T>(scope: string | undefined, build: () => T): T {
+    const outer = this.scope;
+    this.scope = scope;
+    try {
+      return build();
+    } finally {
+      this.scope = outer;
+    }
+  }
 
   input(name: string, dataType: number, shape: Dim[]): string {
     this.inputs.push(valueInfo(name, dataType, shape));
@@ -36,6 +57,18 @@ export class GraphBuilder {
   weight(name: string, data: Float32Array, dims: number[]): string {
     this.initializers.push({ name, dims, dataType: DataType.FLOAT, rawData: littleEndianBytes(data) });
     return name;
+  }
+
+  /** A model parameter: float32, or float16 behind a Cast when the builder keeps parameters at half precision. */
+  param(name: string, data: Float32Array, dims: number[]): string {
+    if (!this.halfParams) return this.weight(name, data, dims);
+    this.initializers.push({ name, dims, dataType: DataType.FLOAT16, rawData: halfBytes(data) });
+    return this.node('Cast', [name], { to: DataType.FLOAT });
+  }
+
+  /** A fresh name as torch.onnx gives the initializers it makes by constant folding (`onnx::MatMul_1234`). */
+  anonymous(op: string): string {
+    return `onnx::${op}_${this.counter++}`;
   }
 
   int64s(values: number[], dims: number[] = [values.length]): string {
@@ -60,7 +93,7 @@ export class GraphBuilder {
     const names = outputs ?? Array.from({ length: outputCount }, (_, i) => `${opType.toLowerCase()}_${id}${outputCount > 1 ? `_${i}` : ''}`);
     if (domain) this.domains.add(domain);
     this.nodes.push({
-      name: `${opType}_${id}`,
+      name: this.scope === undefined ? `${opType}_${id}` : this.scopedName(opType),
       ...(domain ? { domain } : {}),
       opType,
       input: inputs,
@@ -68,6 +101,13 @@ export class GraphBuilder {
       attribute: Object.entries(attributes).map(([key, value]) => attribute(key, value)),
     });
     return names;
+  }
+
+  private scopedName(opType: string): string {
+    const base = `${this.scope}/${opType}`;
+    const uses = this.scopeUses.get(base) ?? 0;
+    this.scopeUses.set(base, uses + 1);
+    return uses === 0 ? base : `${base}_${uses}`;
   }
 
   node(opType: string, inputs: string[], attributes: Record<string, AttributeValue> = {}, output?: string): string {
@@ -116,6 +156,13 @@ function attribute(name: string, value: AttributeValue): onnxProto.onnx.IAttribu
   if (typeof value === 'number') return { name, type: AttributeType.INT, i: value };
   if ('float' in value) return { name, type: AttributeType.FLOAT, f: value.float };
   return { name, type: AttributeType.TENSOR, t: value.tensor };
+}
+
+function halfBytes(data: Float32Array): Uint8Array {
+  const bytes = new Uint8Array(data.length * 2);
+  const view = new DataView(bytes.buffer);
+  for (let i = 0; i < data.length; i++) view.setUint16(i * 2, floatToHalf(data[i]), true);
+  return bytes;
 }
 
 function littleEndianBytes(data: Float32Array): Uint8Array {

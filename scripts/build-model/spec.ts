@@ -45,9 +45,24 @@ export interface ModelSpec {
   halfCache?: boolean;
   /**
    * 'q4': the projections are com.microsoft MatMulNBits with 4-bit blocks of 32 (symmetric, zero
-   * point 8), written to onnx/model_q4.onnx with `transformers.js_config.dtype = 'q4'`. Default 'fp32'.
+   * point 8), written to onnx/model_q4.onnx with `transformers.js_config.dtype = 'q4'`. 'fp16': every
+   * parameter is stored as float16 and read through a Cast to float32 (onnx/model_fp16.onnx, dtype
+   * 'fp16'). Default 'fp32'.
    */
-  weights?: 'fp32' | 'q4';
+  weights?: 'fp32' | 'fp16' | 'q4';
+  /**
+   * 'exporter': tensors and nodes named as the real tool names them: Optimum (torch.onnx) gives the
+   * projection weights anonymous `onnx::MatMul_N` initializers and names nodes after their module
+   * (`/model/layers.0/self_attn/q_proj/MatMul`); onnxruntime-genai names attention `attn`
+   * (`model.layers.0.attn.q_proj.MatMul.weight`) and the final norm
+   * `model.layers.N.final_norm_layernorm.weight`. Default 'webgrpo': `model.layers.0.self_attn.q_proj.weight`
+   * and `model.norm.weight` in both graphs.
+   */
+  names?: 'webgrpo' | 'exporter';
+  /** Qwen2: biases on the q, k and v projections. */
+  qkvBias?: boolean;
+  /** Qwen3: a per-head RMSNorm on the queries and keys before the rotary embedding. */
+  qkNorm?: boolean;
   /**
    * 'genai': the graph onnxruntime-genai's model builder writes (genai.ts: GroupQueryAttention with
    * rotary inside, SkipSimplifiedLayerNormalization, no position_ids); the options above that shape

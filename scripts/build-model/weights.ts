@@ -18,6 +18,11 @@ export interface LayerWeights {
   gate: Float32Array;
   up: Float32Array;
   down: Float32Array;
+  qBias?: Float32Array;
+  kBias?: Float32Array;
+  vBias?: Float32Array;
+  qNorm?: Float32Array;
+  kNorm?: Float32Array;
 }
 
 export interface Weights {
@@ -46,6 +51,18 @@ export function initWeights(spec: ModelSpec, vocabSize: number): Weights {
   }));
   const finalNorm = aroundOne(rng, hidden);
   const lmHead = spec.tieWordEmbeddings ? undefined : uniform(rng, hidden * vocabSize, 1 / Math.sqrt(hidden));
+  // Drawn last, so the specs without them keep their files byte for byte.
+  for (const layer of layers) {
+    if (spec.qkvBias) {
+      layer.qBias = uniform(rng, numHeads * headDim, 0.2);
+      layer.kBias = uniform(rng, numKvHeads * headDim, 0.2);
+      layer.vBias = uniform(rng, numKvHeads * headDim, 0.2);
+    }
+    if (spec.qkNorm) {
+      layer.qNorm = aroundOne(rng, headDim);
+      layer.kNorm = aroundOne(rng, headDim);
+    }
+  }
   return { embedTokens, layers, finalNorm, lmHead };
 }
 

@@ -54,6 +54,14 @@ export class Decoder {
     return this.session;
   }
 
+  /** Inputs every pass is fed besides the decoder's own (an adapter's A and B, lora-inputs.ts). */
+  private extraFeeds: Record<string, OrtTensor> = {};
+
+  /** Feeds these float32 tensors to every later pass (replacing the last set). */
+  setExtraInputs(inputs: Record<string, { data: Float32Array; dims: readonly number[] }>): void {
+    this.extraFeeds = Object.fromEntries(Object.entries(inputs).map(([name, t]) => [name, new this.Tensor('float32', t.data, t.dims)]));
+  }
+
   /** Runs later passes on `session` (the same model's inputs and outputs, other weights); returns the old one. */
   replaceSession(session: OrtSession): OrtSession {
     const old = this.session;
@@ -84,6 +92,7 @@ export class Decoder {
       // 0 keeps every position.
       num_logits_to_keep: new this.Tensor('int64', BigInt64Array.of(lastOnly ? 1n : 0n), []),
       ...past.tensors,
+      ...this.extraFeeds,
     };
     const feeds: Record<string, OrtTensor> = {};
     for (const name of this.session.inputNames) {

@@ -9,6 +9,7 @@ import type { TokenVocabulary } from '../constrain/vocabulary.js';
 import { MAX_TOP_LOGPROBS } from '../logits.js';
 import { resolveSampling } from '../sampling.js';
 import type { Decoder } from './decoder.js';
+import { AdapterInputs, isAdapterInput, type FollowedAdapter } from './follow-adapter.js';
 import type { GraphAccess, ModelGraph } from './graph.js';
 import type { OrtSession } from './ort-types.js';
 import { GroupBatcher, type GroupRequest } from './batch.js';
@@ -81,6 +82,8 @@ export class OnnxPolicy implements Policy {
   private vocabulary: TokenVocabulary | undefined;
   /** Compiled formats by their JSON, so a schema compiles once and its masks are shared. */
   private readonly grammars = new Map<string, ResponseGrammar>();
+  /** Built on the first followAdapter. */
+  private adapterInputs: AdapterInputs | undefined;
 
   constructor(private readonly parts: OnnxPolicyParts) {
     this.info = {
@@ -228,12 +231,33 @@ export class OnnxPolicy implements Policy {
     await this.batcher.drained();
     await this.serialize(async () => {
       const session = await access.build(graph);
-      const names = (s: OrtSession) => JSON.stringify([[...s.inputNames].sort(), [...s.outputNames].sort()]);
+      // A followed adapter's inputs are not the model's: a merged or base graph has none.
+      const names = (s: OrtSession) => JSON.stringify([[...s.inputNames].filter((n) => !isAdapterInput(n)).sort(), [...s.outputNames].sort()]);
       if (names(session) !== names(this.parts.decoder.current)) {
         await (session as OrtSession & { release(): Promise<void> }).release();
         throw new InvalidInputError('graph', "has other inputs or outputs than the policy's model; pass a graph of the same model with other weights.");
       }
       await replaceSession(session);
+      this.adapterInputs?.forget();
+    });
+  }
+
+  /**
+   * Samples and scores under a LoRA adapter's current A and B (lib/lora's layout, what the graph
+   * training engine trains) from now on. The first call rewrites the model's graph so its
+   * projections take A and B as inputs and builds that session; later calls with the same rank
+   * and modules only hand over the new arrays: no merge, no new session. replaceGraph returns to
+   * plain weights.
+   */
+  async followAdapter(adapter: FollowedAdapter): Promise<void> {
+    this.checkOpen();
+    const { graph: access, replaceSession } = this.parts;
+    if (!access || !replaceSession) throw new UnsupportedError('This policy cannot replace its weights.');
+    if (adapter === null || typeof adapter !== 'object' || !Array.isArray(adapter.layers)) throw new InvalidInputError('adapter', 'must be a LoRA adapter { config: { r }, scale, layers }.');
+    await this.batcher.drained();
+    await this.serialize(async () => {
+      this.adapterInputs ??= new AdapterInputs(access, replaceSession, this.parts.decoder);
+      await this.adapterInputs.follow(adapter);
     });
   }
 

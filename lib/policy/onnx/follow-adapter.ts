@@ -1,0 +1,68 @@
+/**
+ * A policy sampling under a LoRA adapter that is being trained: the first call rewrites the
+ * model's graph so every adapted projection takes its A and B as inputs (lora-inputs.ts) and
+ * swaps that session in; every later call only hands the decoder the new arrays. No merge of the
+ * weights and no new session per update, whatever the size of the model.
+ */
+import { InvalidInputError } from '../../errors.js';
+import type { Decoder } from './decoder.js';
+import type { GraphAccess } from './graph.js';
+import type { OrtSession } from './ort-types.js';
+import { PROJECTIONS, type ProjectionName } from './structure/decoder.js';
+import { findDecoder } from './structure/find-decoder.js';
+import { addLoraInputs, loraInputName } from './structure/lora-inputs.js';
+
+/** A LoRA adapter as lib/lora lays it out (PEFT's layouts: A [r, in], B [out, r]). */
+export interface FollowedAdapter {
+  config: { r: number };
+  scale: number;
+  layers: ReadonlyArray<Partial<Record<ProjectionName, { inDim: number; outDim: number; A: Float32Array; B: Float32Array }>>>;
+}
+
+export class AdapterInputs {
+  /** The rank, scale and modules the current session's graph was rewritten for. */
+  private built: string | undefined;
+
+  constructor(
+    private readonly access: GraphAccess,
+    private readonly replaceSession: (session: OrtSession) => Promise<void>,
+    private readonly decoder: Decoder,
+  ) {}
+
+  async follow(adapter: FollowedAdapter): Promise<void> {
+    const modules = PROJECTIONS.filter((m) => adapter.layers[0]?.[m] !== undefined);
+    if (modules.length === 0) throw new InvalidInputError('adapter', 'adapts no projection.');
+    adapter.layers.forEach((layer, l) => {
+      for (const m of PROJECTIONS) if ((layer[m] !== undefined) !== modules.includes(m)) throw new InvalidInputError('adapter', `layer ${l} adapts other projections than layer 0; every layer must adapt the same ones.`);
+    });
+    const key = JSON.stringify([adapter.config.r, adapter.scale, adapter.layers.length, modules]);
+    if (key !== this.built) {
+      const { graph, externalData, config } = await this.access.read();
+      const decoder = findDecoder(graph, { config, externalData });
+      if (decoder.layers.length !== adapter.layers.length) throw new InvalidInputError('adapter', `has ${adapter.layers.length} layers; the model has ${decoder.layers.length}.`);
+      const session = await this.access.build(addLoraInputs(graph, decoder, { r: adapter.config.r, scale: adapter.scale, targetModules: modules }));
+      await this.replaceSession(session);
+      this.built = key;
+    }
+    const inputs: Record<string, { data: Float32Array; dims: number[] }> = {};
+    adapter.layers.forEach((layer, l) => {
+      for (const m of modules) {
+        const pair = layer[m]!;
+        inputs[loraInputName(l, m, 'A')] = { data: pair.A, dims: [adapter.config.r, pair.inDim] };
+        inputs[loraInputName(l, m, 'B')] = { data: pair.B, dims: [pair.outDim, adapter.config.r] };
+      }
+    });
+    this.decoder.setExtraInputs(inputs);
+  }
+
+  /** The policy's graph was replaced by one without adapter inputs. */
+  forget(): void {
+    this.built = undefined;
+    this.decoder.setExtraInputs({});
+  }
+}
+
+/** Whether an input is one of an adapter's (the rest are the decoder's own). */
+export function isAdapterInput(name: string): boolean {
+  return name.startsWith('lora.');
+}

@@ -1,0 +1,185 @@
+/**
+ * Builds a forward graph and its backward graph together, then cuts them apart: every node is
+ * written in one phase, and each tensor the backward reads from the forward (an activation, or a
+ * forward input) becomes a forward output and a backward input. So the backward is written next
+ * to the forward op it differentiates, and what it keeps is exactly what it reads.
+ *
+ * Float tensors are float32 or float64 (`precision`): float64 graphs run the same ops in double on
+ * onnxruntime's CPU kernels, which is what the finite-difference checks need.
+ */
+import onnxProto from 'onnx-proto';
+
+const { onnx } = onnxProto;
+const DataType = onnx.TensorProto.DataType;
+
+export type Precision = 'float32' | 'float64';
+export type Phase = 'forward' | 'backward';
+type ElemType = 'float' | 'int64' | 'bool';
+type Dim = number | string;
+type Attribute = number | number[] | string | { float: number } | { tensor: onnxProto.onnx.ITensorProto };
+
+/**
+ * The opset the training graphs are written against: 21 for DequantizeLinear of 4-bit blocks
+ * (the backward's transposed 4-bit product); the reductions take their axes as inputs.
+ */
+export const TRAINING_OPSET = 21;
+export const UINT8 = DataType.UINT8;
+export const UINT4 = 21;
+
+interface Declared {
+  name: string;
+  type: ElemType;
+  shape: Dim[];
+  phase: Phase;
+}
+
+export interface TrainingModels {
+  forward: Uint8Array;
+  backward: Uint8Array;
+  /** Forward outputs the backward reads, fed to it as they are (activations, and logps or entropies when read). */
+  saved: string[];
+  /** Forward inputs the backward reads too. */
+  sharedInputs: string[];
+}
+
+export class TrainingGraphBuilder {
+  phase: Phase = 'forward';
+  private readonly nodes: Array<{ phase: Phase; proto: onnxProto.onnx.INodeProto }> = [];
+  private readonly initializers = new Map<string, onnxProto.onnx.ITensorProto>();
+  private readonly inputs: Declared[] = [];
+  private readonly outputs: Declared[] = [];
+  private readonly types = new Map<string, ElemType>();
+  private readonly producedIn = new Map<string, Phase>();
+  private counter = 0;
+  private readonly domains = new Set<string>();
+
+  constructor(readonly precision: Precision) {}
+
+  private get floatType(): number {
+    return this.precision === 'float64' ? DataType.DOUBLE : DataType.FLOAT;
+  }
+
+  input(name: string, type: ElemType, shape: Dim[]): string {
+    this.inputs.push({ name, type, shape, phase: this.phase });
+    this.types.set(name, type);
+    this.producedIn.set(name, this.phase);
+    return name;
+  }
+
+  output(name: string, shape: Dim[]): void {
+    this.outputs.push({ name, type: this.types.get(name) ?? 'float', shape, phase: this.phase });
+  }
+
+  /** A float constant in the graph's precision (weights included). */
+  floats(name: string | undefined, values: ArrayLike<number>, dims: number[]): string {
+    const id = name ?? `c${this.counter++}`;
+    const data = this.precision === 'float64' ? Float64Array.from(values as ArrayLike<number>) : Float32Array.from(values as ArrayLike<number>);
+    this.initializers.set(id, { name: id, dims, dataType: this.floatType, rawData: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) });
+    this.types.set(id, 'float');
+    return id;
+  }
+
+  scalar(value: number): string {
+    return this.floats(undefined, [value], []);
+  }
+
+  /** An initializer of raw bytes in any data type (packed 4-bit weights). */
+  raw(name: string, dataType: number, dims: number[], bytes: Uint8Array): string {
+    this.initializers.set(name, { name, dims, dataType, rawData: bytes });
+    this.types.set(name, 'int64');
+    return name;
+  }
+
+  int64s(values: number[], dims: number[] = [values.length]): string {
+    const id = `i${this.counter++}`;
+    this.initializers.set(id, { name: id, dims, dataType: DataType.INT64, int64Data: values });
+    this.types.set(id, 'int64');
+    return id;
+  }
+
+  /** Adds a node; its outputs get fresh names unless `names` gives them (graph outputs need theirs). */
+  nodeN(opType: string, inputs: string[], outputCount: number, attributes: Record<string, Attribute> = {}, names?: string[], domain = ''): string[] {
+    const id = this.counter++;
+    const outputs = names ?? Array.from({ length: outputCount }, (_, i) => `${this.phase[0]}${id}_${opType}${outputCount > 1 ? `_${i}` : ''}`);
+    if (domain) this.domains.add(domain);
+    const type: ElemType =
+      opType === 'DequantizeLinear' || opType === 'MatMulNBits' ? 'float' : opType === 'Shape' ? 'int64' : opType === 'Equal' ? 'bool' : opType === 'Cast' ? castType(attributes.to as number) : opType === 'ConstantOfShape' ? 'float' : (this.types.get(inputs[0]) ?? 'float');
+    for (const out of outputs) {
+      this.types.set(out, type);
+      this.producedIn.set(out, this.phase);
+    }
+    this.nodes.push({
+      phase: this.phase,
+      proto: { name: `${opType}_${id}`, opType, input: inputs, output: outputs, attribute: Object.entries(attributes).map(([k, v]) => attribute(k, v)), ...(domain ? { domain } : {}) },
+    });
+    return outputs;
+  }
+
+  node(opType: string, inputs: string[], attributes: Record<string, Attribute> = {}, name?: string): string {
+    return this.nodeN(opType, inputs, 1, attributes, name === undefined ? undefined : [name])[0];
+  }
+
+  /** A Cast to the graph's float type. */
+  toFloat(tensor: string): string {
+    return this.node('Cast', [tensor], { to: this.floatType });
+  }
+
+  /** A float zero-filled tensor of the given int64 shape. */
+  zeros(shape: string): string {
+    const value = { name: 'value', dims: [1], dataType: this.floatType, rawData: new Uint8Array(this.precision === 'float64' ? 8 : 4) };
+    return this.node('ConstantOfShape', [shape], { value: { tensor: value } });
+  }
+
+  encode(name: string): TrainingModels {
+    const backwardReads = new Set<string>();
+    for (const { phase, proto } of this.nodes) if (phase === 'backward') for (const i of proto.input ?? []) if (i) backwardReads.add(i);
+    const forwardInputs = this.inputs.filter((i) => i.phase === 'forward');
+    const forwardOutputs = this.outputs.filter((o) => o.phase === 'forward');
+    const declaredOutputs = new Set(forwardOutputs.map((o) => o.name));
+    const saved = [...backwardReads].filter((t) => this.producedIn.get(t) === 'forward' && !forwardInputs.some((i) => i.name === t) && !this.initializers.has(t));
+    const shared = forwardInputs.filter((i) => backwardReads.has(i.name));
+    const declare = (d: { name: string; type?: ElemType; shape?: Dim[] }) => {
+      const type = d.type ?? this.types.get(d.name) ?? 'float';
+      return valueInfo(d.name, type === 'float' ? this.floatType : type === 'int64' ? DataType.INT64 : DataType.BOOL, d.shape);
+    };
+    const model = (phase: Phase, inputs: onnxProto.onnx.IValueInfoProto[], outputs: onnxProto.onnx.IValueInfoProto[]) => {
+      const nodes = this.nodes.filter((n) => n.phase === phase).map((n) => n.proto);
+      const used = new Set(nodes.flatMap((n) => n.input ?? []));
+      return onnx.ModelProto.encode(
+        onnx.ModelProto.create({
+          irVersion: 10,
+          producerName: 'webgrpo training graph',
+          opsetImport: [{ domain: '', version: TRAINING_OPSET }, ...[...this.domains].map((domain) => ({ domain, version: 1 }))],
+          graph: { name: `${name}_${phase}`, node: nodes, input: inputs, output: outputs, initializer: [...this.initializers.values()].filter((t) => used.has(t.name!)) },
+        }),
+      ).finish();
+    };
+    const forward = model('forward', forwardInputs.map(declare), [...forwardOutputs.map(declare), ...saved.filter((t) => !declaredOutputs.has(t)).map((t) => declare({ name: t }))]);
+    const backward = model(
+      'backward',
+      [...saved.map((t) => declare({ name: t })), ...shared.map(declare), ...this.inputs.filter((i) => i.phase === 'backward').map(declare)],
+      this.outputs.filter((o) => o.phase === 'backward').map(declare),
+    );
+    return { forward, backward, saved, sharedInputs: shared.map((i) => i.name) };
+  }
+}
+
+function castType(to: number): ElemType {
+  return to === DataType.INT64 ? 'int64' : to === DataType.BOOL ? 'bool' : 'float';
+}
+
+function valueInfo(name: string, elemType: number, shape?: Dim[]): onnxProto.onnx.IValueInfoProto {
+  return {
+    name,
+    type: { tensorType: { elemType, ...(shape ? { shape: { dim: shape.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) } } : {}) } },
+  };
+}
+
+function attribute(name: string, value: Attribute): onnxProto.onnx.IAttributeProto {
+  const { AttributeType } = onnx.AttributeProto;
+  if (typeof value === 'string') return { name, type: AttributeType.STRING, s: new TextEncoder().encode(value) };
+  if (Array.isArray(value)) return { name, type: AttributeType.INTS, ints: value };
+  if (typeof value === 'number') return { name, type: AttributeType.INT, i: value };
+  if ('float' in value) return { name, type: AttributeType.FLOAT, f: value.float };
+  return { name, type: AttributeType.TENSOR, t: value.tensor };
+}

@@ -1,0 +1,107 @@
+/**
+ * The training graphs built from exports in every style (found by structure, named as Optimum and
+ * onnxruntime-genai name them, fp32, fp16 and 4-bit), run by onnxruntime-node: with B at zero their
+ * log-probs equal the policy's own scoring pass of the export (transformers.js on onnxruntime-node)
+ * to 1e-5; and a foreign export trains end to end: GRPO steps raise the rewarded completion.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLoraAdapter, loraScale, zerosLike } from '../../lib/lora/adapter.js';
+import { loraGroupForward } from '../../lib/lora/model.js';
+import type { DecoderWeights } from '../../lib/lora/weights.js';
+import { loadOnnxPolicy } from '../../lib/onnx.js';
+import { findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';
+import { LoraGraphEngine } from '../../lib/train/graph/lora-graph-engine.js';
+import { LoraGraphTrainer } from '../../lib/train/graph/lora-graph-trainer.js';
+import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
+import { buildModel, MODEL_FILES } from '../../scripts/build-model/index.js';
+import { SMALL, STYLES } from './exports.js';
+
+const runtime = ort as unknown as GraphRuntime;
+let root = '';
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'webgrpo-graph-exports-'));
+});
+afterAll(async () => {
+  if (root) await rm(root, { recursive: true, force: true });
+});
+
+async function exportFolder(label: string, overrides: Partial<typeof SMALL>) {
+  const spec = { ...SMALL, ...overrides };
+  const dir = join(root, label.replace(/\W+/g, '-'));
+  await buildModel(spec, dir);
+  const graph = new Uint8Array(await readFile(join(dir, MODEL_FILES[spec.weights ?? 'fp32'])));
+  const config = JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+  return { dir, decoder: findDecoder(graph, { config }) };
+}
+
+describe('training graphs of every export style', () => {
+  for (const [label, overrides] of STYLES) {
+    it(`equal the scoring pass of ${label}`, async () => {
+      const { dir, decoder } = await exportFolder(label, overrides);
+      const policy = await loadOnnxPolicy({ model: dir });
+      try {
+        const prompt = 'Graph training, scored';
+        const group = await policy.generateGroup({ prompt, groupSize: 3, maxNewTokens: 9, seed: 2 });
+        const completions = group.completions.map((c) => c.tokenIds);
+        const scored = await policy.scoreCompletions!({ prompt, completions, temperature: 0.9 });
+        const adapter = createLoraAdapter(decoder.shape, { seed: 1 });
+        const engine = await LoraGraphEngine.create(runtime, decoder, { r: adapter.config.r, scale: loraScale(adapter.config), targetModules: adapter.config.targetModules });
+        const pass = await engine.forward(adapter, [{ promptIds: group.promptTokenIds, completions }], 0.9);
+        let worst = 0;
+        scored.logprobs.forEach((row, i) => row.forEach((lp, t) => (worst = Math.max(worst, Math.abs(lp - pass.logprobs[i][t]), Math.abs(scored.entropies[i][t] - pass.entropies[i][t])))));
+        expect(worst).toBeLessThan(1e-5);
+        await engine.release();
+      } finally {
+        await policy.dispose();
+      }
+    });
+  }
+
+  it('train a foreign export end to end: GRPO steps on an Optimum-named, untied, biased export raise the rewarded completion', async () => {
+    const { decoder } = await exportFolder('foreign', { names: 'exporter', tieWordEmbeddings: false, qkvBias: true, numKvHeads: 1 });
+    const adapter = createLoraAdapter(decoder.shape, { seed: 3 });
+    const engine = await LoraGraphEngine.create(runtime, decoder, { r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules });
+    const trainer = new LoraGraphTrainer(engine, adapter, { optimizer: { lr: 1e-2 } });
+    const group = { promptIds: [1, 40, 41, 42], completions: [[50, 51, 52], [60, 61, 62], [70, 71]], advantages: [1, -0.5, -0.5] };
+    const first = await trainer.step([group]);
+    let last = first;
+    for (let i = 0; i < 4; i++) last = await trainer.step([group]);
+    const sum = (row: number[]) => row.reduce((a, b) => a + b, 0);
+    expect(sum(last.logps[0])).toBeGreaterThan(sum(first.logps[0]) + 0.5);
+    expect(sum(last.logps[1])).toBeLessThan(sum(first.logps[1]));
+    await engine.release();
+  });
+});
+
+describe('4-bit weights kept packed in the training graphs', () => {
+  it('give the TypeScript engine\'s A/B gradients on a MatMulNBits export (forward MatMulNBits, backward DequantizeLinear)', async () => {
+    const { decoder } = await exportFolder('q4-grad', { names: 'exporter', weights: 'q4' });
+    expect(decoder.layers[0].q_proj.weight instanceof Float32Array).toBe(false);
+    const adapter = createLoraAdapter(decoder.shape, { seed: 4 });
+    for (const layer of adapter.layers) for (const pair of Object.values(layer)) pair.B.forEach((_, i) => (pair.B[i] = Math.sin(i) * 0.2));
+    const graph = await LoraGraphEngine.create(runtime, decoder, { r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules });
+    const group = { promptIds: [1, 30, 31], completions: [[40, 41, 42], [43]] };
+    const dlogps = [[0.5, -1, 0.25], [1]];
+    const pass = await graph.forward(adapter, [group]);
+    const grad = await pass.backward(dlogps);
+    const ts = loraGroupForward(decoder as DecoderWeights, adapter, group, { precision: 'float64' });
+    const reference = zerosLike(adapter);
+    ts.backward(dlogps, reference);
+    pass.logprobs.forEach((row, i) => row.forEach((lp, t) => expect(Math.abs(lp - ts.logprobs[i][t])).toBeLessThan(1e-5)));
+    reference.layers.forEach((layer, l) => {
+      for (const [m, pair] of Object.entries(layer)) {
+        for (const which of ['A', 'B'] as const) {
+          const want = pair[which];
+          const got = grad.layers[l][m as keyof typeof layer]![which];
+          const scale = Math.max(...Array.from(want, Math.abs));
+          expect(Math.max(...Array.from(want, (v, i) => Math.abs(v - got[i]))) / scale, `layer ${l} ${m}.${which}`).toBeLessThan(1e-4);
+        }
+      }
+    });
+    await graph.release();
+  });
+});

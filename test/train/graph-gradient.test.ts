@@ -1,0 +1,132 @@
+/**
+ * The LoRA training graphs run by onnxruntime-node against two independent checks, on small random
+ * decoders (grouped-query and multi-query attention, tied and untied heads, q/k/v biases, q/k
+ * norms): central finite differences of the float64 graphs along random directions through every
+ * A and B, for a loss that is a random linear function of the log-probs and the entropies; and the
+ * float32 graphs against the TypeScript engine (lib/lora), log-probs and every A and B gradient.
+ */
+import * as ort from 'onnxruntime-node';
+import { describe, expect, it } from 'vitest';
+import { InvalidInputError } from '../../lib/errors.js';
+import { createLoraAdapter, zerosLike, type LoraAdapter } from '../../lib/lora/adapter.js';
+import { loraGroupForward } from '../../lib/lora/model.js';
+import type { DecoderWeights } from '../../lib/lora/weights.js';
+import { mulberry32 } from '../../lib/math/random.js';
+import { LoraGraphEngine, type GraphGroup } from '../../lib/train/graph/lora-graph-engine.js';
+import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
+import { randomDecoder, type Variant } from '../lora/random-decoder.js';
+
+const runtime = ort as unknown as GraphRuntime;
+/** Central differences err by O(step^2): 1e-3 gives 1e-4 relative, 1e-5 gives below 1e-8. */
+const STEP = 1e-5;
+const base = { vocabSize: 23, hiddenSize: 16, intermediateSize: 24, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 4, ropeTheta: 1000, rmsNormEps: 1e-6 };
+
+const VARIANTS: Array<[string, Variant]> = [
+  ['Llama, GQA (2 kv heads for 4), tied head', { shape: base, tied: true, seed: 1 }],
+  ['multi-query (1 kv head for 4), untied head', { shape: { ...base, numKvHeads: 1, vocabSize: 17 }, tied: false, seed: 2 }],
+  ['Qwen2: q/k/v biases, untied head', { shape: { ...base, numHeads: 2, numKvHeads: 2, headDim: 6 }, tied: false, qkvBias: true, seed: 3 }],
+  ['Qwen3: q/k norms, GQA, tied head, 3 layers', { shape: { ...base, numLayers: 3, headDim: 6 }, tied: true, qkNorm: true, seed: 4 }],
+];
+
+function setup(variant: Variant) {
+  const weights = randomDecoder(variant);
+  const adapter = createLoraAdapter(weights.shape, { r: 3, alpha: 6, seed: variant.seed });
+  // B away from zero, so dA is not zero and A's path through B is checked too.
+  const rng = mulberry32(variant.seed + 100);
+  for (const layer of adapter.layers) for (const pair of Object.values(layer)) for (let i = 0; i < pair.B.length; i++) pair.B[i] = (2 * rng() - 1) * 0.5;
+  const draw = (n: number) => Array.from({ length: n }, () => Math.floor(rng() * weights.shape.vocabSize));
+  // Two groups of different lengths: padding, a shared prompt, a one-token completion.
+  const groups: GraphGroup[] = [
+    { promptIds: draw(3), completions: [draw(4), draw(1), draw(3)] },
+    { promptIds: draw(5), completions: [draw(2)] },
+  ];
+  const completions = groups.flatMap((g) => g.completions);
+  const cLogp = completions.map((c) => c.map(() => 2 * rng() - 1));
+  const cEntropy = completions.map((c) => c.map(() => 2 * rng() - 1));
+  return { weights, adapter, groups, cLogp, cEntropy, rng };
+}
+
+const config = (adapter: LoraAdapter) => ({ r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules });
+const dot = (rows: number[][], c: number[][]) => rows.reduce((s, row, i) => s + row.reduce((t, v, k) => t + c[i][k] * v, 0), 0);
+const tensors = (a: LoraAdapter) => a.layers.flatMap((layer) => Object.values(layer).flatMap((p) => [p.A, p.B]));
+
+describe.each(VARIANTS)('%s', (_, variant) => {
+  it('float64 graphs match central finite differences along random directions through every A and B', async () => {
+    const { weights, adapter, groups, cLogp, cEntropy, rng } = setup(variant);
+    const engine = await LoraGraphEngine.create(runtime, weights, config(adapter), { precision: 'float64' });
+    const temperature = 0.8;
+    const loss = async () => {
+      const pass = await engine.forward(adapter, groups, temperature);
+      return dot(pass.logprobs, cLogp) + dot(pass.entropies, cEntropy);
+    };
+    const pass = await engine.forward(adapter, groups, temperature);
+    const grad = await pass.backward(cLogp, cEntropy);
+    const params = tensors(adapter);
+    const grads = tensors(grad);
+    expect(grads.every((g) => g.some((v) => v !== 0))).toBe(true);
+    for (let trial = 0; trial < 3; trial++) {
+      const saved = params.map((p) => Float32Array.from(p));
+      const direction = params.map((p) => Float64Array.from(p, () => 2 * rng() - 1));
+      const at = (sign: number) => params.forEach((p, j) => { for (let i = 0; i < p.length; i++) p[i] = saved[j][i] + sign * STEP * direction[j][i]; });
+      at(1);
+      const up = params.map((p) => Float64Array.from(p));
+      const plus = await loss();
+      at(-1);
+      const minus = await loss();
+      // Parameters are float32: the step taken is what the stored values differ by.
+      let analytic = 0;
+      params.forEach((p, j) => p.forEach((v, i) => (analytic += grads[j][i] * (up[j][i] - v))));
+      params.forEach((p, j) => p.set(saved[j]));
+      const numeric = plus - minus;
+      expect(Math.abs(numeric - analytic) / Math.abs(numeric), `numeric ${numeric} analytic ${analytic}`).toBeLessThan(1e-6);
+    }
+    await engine.release();
+  });
+
+  it('float32 graphs give the TypeScript engine\'s log-probs, entropies and A/B gradients', async () => {
+    const { weights, adapter, groups, cLogp, cEntropy } = setup(variant);
+    const engine = await LoraGraphEngine.create(runtime, weights, config(adapter));
+    const pass = await engine.forward(adapter, groups, 0.7);
+    const grad = await pass.backward(cLogp, cEntropy);
+    const reference = zerosLike(adapter);
+    const logps: number[][] = [];
+    const entropies: number[][] = [];
+    let row = 0;
+    for (const group of groups) {
+      const ts = loraGroupForward(weights as DecoderWeights, adapter, group, { temperature: 0.7, precision: 'float64' });
+      logps.push(...ts.logprobs);
+      entropies.push(...ts.entropies);
+      const n = group.completions.length;
+      ts.backward(cLogp.slice(row, row + n), reference, cEntropy.slice(row, row + n));
+      row += n;
+    }
+    const maxDiff = (a: number[][], b: number[][]) => Math.max(...a.flatMap((r, i) => r.map((v, k) => Math.abs(v - b[i][k]))));
+    expect(maxDiff(pass.logprobs, logps)).toBeLessThan(1e-5);
+    expect(maxDiff(pass.entropies, entropies)).toBeLessThan(1e-5);
+    const got = tensors(grad);
+    const want = tensors(reference);
+    want.forEach((w, j) => {
+      const scale = Math.max(...Array.from(w, Math.abs));
+      const error = Math.max(...Array.from(w, (v, i) => Math.abs(v - got[j][i])));
+      expect(error / scale, `tensor ${j}`).toBeLessThan(1e-4);
+    });
+    await engine.release();
+  });
+});
+
+describe('bad input', () => {
+  it('is an InvalidInputError naming what was wrong, and the engine keeps working', async () => {
+    const { weights, adapter, groups, cLogp } = setup(VARIANTS[0][1]);
+    const engine = await LoraGraphEngine.create(runtime, weights, config(adapter));
+    const other = createLoraAdapter(weights.shape, { r: 2, alpha: 4 });
+    await expect(engine.forward(other, groups)).rejects.toThrow(InvalidInputError);
+    await expect(engine.forward(adapter, [{ promptIds: [1], completions: [[weights.shape.vocabSize]] }])).rejects.toThrow(/outside the vocabulary/);
+    await expect(engine.forward(adapter, [{ promptIds: [], completions: [[1]] }])).rejects.toThrow(/promptIds/);
+    await expect(engine.forward(adapter, groups, 0)).rejects.toThrow(/temperature/);
+    const pass = await engine.forward(adapter, groups);
+    await expect(pass.backward(cLogp.slice(1))).rejects.toThrow(/rows for 4 completions/);
+    const grad = await pass.backward(cLogp);
+    expect(tensors(grad).every((g) => g.every(Number.isFinite))).toBe(true);
+    await engine.release();
+  });
+});
