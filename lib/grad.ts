@@ -11,14 +11,18 @@
  *
  *   const run = loraGrpo({ policy: await loadOnnxPolicy({ model }), dataset, rewards, lora: { r: 8 } });
  *
- * or, step by step in the shape of the seed trainer (GrpoTrainer on the head, LoraGrpoTrainer on every layer):
+ * or, step by step in the shape of artifex's GRPOTrainer.train_step, over either engine (headEngine on the
+ * head, loraEngine on every layer):
  *
- *   const trainer = new GrpoTrainer(policy, { lr: 0.02 }, new GrpoConfig({ numGenerations: 8 }));
+ *   const trainer = new GrpoTrainer(headEngine(policy), { lr: 0.02 }, new GrpoConfig({ numGenerations: 8 }));
  *   const { loss, metrics } = await trainer.trainStep(groupRolloutBatch(groups), prompts);
  */
-export { GrpoTrainer, type TrainerOptions, type TrainStepOptions, type TrainStepResult } from './grad/trainer.js';
+export { GrpoTrainer, type TrainerOptions, type TrainStepOptions, type TrainStepResult } from './train/trainer.js';
+export type { EngineBatch, EngineGroup, EngineStats, ForwardOptions, TrainEngine } from './train/engine.js';
+export { headEngine, HeadAdapterEngine, type HeadEngineOptions } from './train/head-engine.js';
 export type { TrainStepMetrics } from './grad/metrics.js';
-export { gradientGrpo, resumeGradientGrpo, gradientEpochStats, type GradientRun, type GradientResult } from './methods/gradient/method.js';
+export { gradientGrpo, resumeGradientGrpo, type GradientRun, type GradientResult } from './methods/gradient/method.js';
+export { gradientEpochStats } from './methods/grpo-update.js';
 export { GRADIENT_DEFAULTS, type GradientGrpoOptions, type GradientHandles, type GradientLossOptions } from './methods/gradient/options.js';
 export type { GradientEvent, GradientEventType, GradientEpochStats } from './methods/gradient/events.js';
 export { groupRolloutBatch, rolloutSampling, type RolloutGroup, type RolloutCompletion } from './grad/rollouts.js';
@@ -54,11 +58,11 @@ export {
 } from './lora/model.js';
 export type { LoraOptimizerState } from './lora/optimizer.js';
 export { createWebgpuLoraModel, webgpuLoraGroupForward, webgpuLoraModelStats, type WebgpuLoraGroupPass, type WebgpuLoraModel, type WebgpuLoraModelStats } from './lora/webgpu/model.js';
-export { LoraTrainer, type LoraGroup, type LoraStepResult, type LoraTrainerOptions } from './lora/trainer.js';
+export { LoraTrainer, type LoraGroup, type LoraStepResult, type LoraTrainerOptions } from './train/lora-trainer.js';
 export { exportPeftAdapter, importPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, type PeftExportOptions, type PeftFolder } from './lora/peft.js';
 export { readSafetensors, writeSafetensors, type SafetensorsDtype, type SafetensorsFile, type SafetensorsTensor } from './lora/safetensors.js';
 export { mergeLoraIntoOnnx } from './lora/onnx-merge.js';
-export { LoraGrpoTrainer, loraModel, type GroupTrainer, type LoraBasePolicy, type LoraGrpoTrainerOptions, type LoraModel } from './lora/grpo-trainer.js';
+export { loraEngine, loraModel, LoraAdapterEngine, type LoraBasePolicy, type LoraEngineOptions, type LoraEngineState, type LoraModel } from './train/lora-engine.js';
 export {
   readLoraAdapterFile,
   writeLoraAdapterFile,

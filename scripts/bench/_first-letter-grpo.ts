@@ -7,10 +7,10 @@
  * ("First letter of tiger:", reward = share of the reply's characters equal to the word's first
  * letter). Both adapters get the same training prompts, group size, steps and seed:
  *
- * - full-depth LoRA (rank 8 on all seven projections of every layer, LoraTrainer): each step
+ * - full-depth LoRA (rank 8 on all seven projections of every layer, LoraTrainer over the LoRA engine): each step
  *   samples its groups from the adapted model (the adapter merged into the ONNX file with
  *   mergeLoraIntoOnnx and loaded as a fresh policy), computes advantages, and updates;
- * - the head adapter (GrpoTrainer, rank 8 on the LM head), whose policy samples adapted logits.
+ * - the head adapter (GrpoTrainer over the head adapter's engine, rank 8 on the LM head), whose policy samples adapted logits.
  *
  * Each is measured before and after on held-out words (_first-letter-task.ts).
  */
@@ -18,12 +18,12 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { GrpoTrainer, groupRolloutBatch } from '../../lib/grad.js';
+import { GrpoTrainer, groupRolloutBatch, headEngine } from '../../lib/grad.js';
 import { computeAdvantages, GrpoConfig, type DatasetItem } from '../../lib/index.js';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
-import { LoraTrainer, type LoraGroup } from '../../lib/lora/trainer.js';
+import { LoraTrainer, type LoraGroup } from '../../lib/train/lora-trainer.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import type { GroupResult } from '../../lib/policy/types.js';
 import { BATCH, datasets, GROUP, inputOf as taskInput, MAX_NEW, measure as measureTask, score, type Measure } from './_first-letter-task.js';
@@ -88,7 +88,7 @@ export async function trainLora(model: Model, seed: number, steps = STEPS): Prom
         advantages: advantages.slice(i * GROUP, (i + 1) * GROUP),
         oldLogps: g.completions.map((c) => c.logprobs),
       }));
-      trainer.step(batch);
+      await trainer.step(batch);
       // Sampling follows the adapter: the next groups come from W + s A^T B^T.
       const dir = await mkdtemp(join(tmpdir(), 'webgrpo-learn-'));
       dirs.push(dir);
@@ -108,7 +108,7 @@ export async function trainHead(model: Model, seed: number, steps = STEPS): Prom
   const started = performance.now();
   const { train, heldOut } = datasets(seed, steps);
   const policy = await loadOnnxPolicy({ model: model.dir, hiddenState: true });
-  const trainer = new GrpoTrainer(policy, { lr: HEAD_LR }, new GrpoConfig({ numGenerations: GROUP }), { temperature: 1, adapter: { seed } });
+  const trainer = new GrpoTrainer(headEngine(policy, { adapter: { seed } }), { lr: HEAD_LR }, new GrpoConfig({ numGenerations: GROUP }), { temperature: 1 });
   try {
     const before = await measure(model, policy, heldOut, seed);
     for (let step = 0; step < steps; step++) {

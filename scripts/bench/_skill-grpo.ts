@@ -1,9 +1,9 @@
 /**
  * GRPO on the bundled skill model, with either adapter, on the skill tasks' training split:
  *
- * - full-depth LoRA (LoraTrainer, rank 8 on all seven projections of every layer): each step
+ * - full-depth LoRA (LoraTrainer over the LoRA engine, rank 8 on all seven projections of every layer): each step
  *   samples its groups from the adapted model (merged into the ONNX file, loaded as a fresh policy);
- * - the head adapter (GrpoTrainer on the LM head), whose policy samples the adapted logits.
+ * - the head adapter (GrpoTrainer over the head adapter's engine), whose policy samples the adapted logits.
  *
  * The reward of a reply is its task's rewards, weighted (exact 1, partial credit 0.5). Before and
  * after, held-out accuracy is measured with skillAccuracy (scripts/pretrain/accuracy.ts).
@@ -12,12 +12,12 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { GrpoTrainer, groupRolloutBatch } from '../../lib/grad.js';
+import { GrpoTrainer, groupRolloutBatch, headEngine } from '../../lib/grad.js';
 import { computeAdvantages, GrpoConfig, skillTasks, type DatasetItem, type SkillTask } from '../../lib/index.js';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
-import { LoraTrainer, type LoraGroup } from '../../lib/lora/trainer.js';
+import { LoraTrainer, type LoraGroup } from '../../lib/train/lora-trainer.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import type { GroupResult } from '../../lib/policy/types.js';
 import type { RewardContext } from '../../lib/run/options.js';
@@ -80,7 +80,7 @@ export async function skillGrpo(o: SkillGrpoOptions): Promise<SkillGrpoResult> {
   const dirs: string[] = [];
   if (o.adapter === 'head') {
     const policy = await loadOnnxPolicy({ model: model, hiddenState: true });
-    const trainer = new GrpoTrainer(policy, { lr: o.lr }, new GrpoConfig({ numGenerations: o.group }), { temperature: 1, adapter: { seed: o.seed } });
+    const trainer = new GrpoTrainer(headEngine(policy, { adapter: { seed: o.seed } }), { lr: o.lr }, new GrpoConfig({ numGenerations: o.group }), { temperature: 1 });
     try {
       const before = await measure(policy, tasks, o.eval);
       for (let step = 0; step < o.steps; step++) {
@@ -115,7 +115,7 @@ export async function skillGrpo(o: SkillGrpoOptions): Promise<SkillGrpoResult> {
         advantages: advantages.slice(i * o.group, (i + 1) * o.group),
         oldLogps: g.completions.map((c) => c.logprobs),
       }));
-      trainer.step(lora);
+      await trainer.step(lora);
       // Sampling follows the adapter: the next groups come from W + s A^T B^T.
       const dir = await mkdtemp(join(tmpdir(), 'webgrpo-skill-'));
       dirs.push(dir);

@@ -171,8 +171,3 @@ function dropUndefined(options: OptimizerOptions | undefined): OptimizerOptions 
   return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
 }
 
-/** The trainer's objective options from a stored config. */
-export function grpoConfigOf(config: Pick<GradientConfig, 'loss' | 'groupSize'>): GrpoConfig {
-  const { scaleRewards: _scale, maskTruncatedCompletions: _mask, adaptiveEntropy: _adaptive, ...loss } = config.loss;
-  return new GrpoConfig({ numGenerations: config.groupSize, ...loss });
-}
