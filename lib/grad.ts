@@ -81,4 +81,5 @@ export type { LoraEvent, LoraEventType } from './methods/lora/events.js';
 
 // Full-parameter training on the same engine: the backward into every base weight (pretraining,
 // supervised fine-tuning) from the same d loss / d logp.
-export { decoderGroupForward, decoderParameterCount, decoderTensors, DecoderOptimizer, zerosLikeDecoder, type DecoderGroupPass } from './lora/full-grad.js';
+export { decoderGroupForward, decoderParameterCount, decoderTensors, zerosLikeDecoder, type DecoderGroupPass } from './lora/full-grad.js';
+export { DecoderEngine, DecoderMoments, type DecoderEngineOptions, type DecoderEngineState } from './train/decoder-engine.js';
