@@ -23,7 +23,8 @@ export { headEngine, HeadAdapterEngine, type HeadEngineOptions } from './train/h
 export type { TrainStepMetrics } from './grad/metrics.js';
 export { gradientGrpo, resumeGradientGrpo, type GradientRun, type GradientResult } from './methods/gradient/method.js';
 export { gradientEpochStats } from './methods/grpo-update.js';
-export { GRADIENT_DEFAULTS, type GradientGrpoOptions, type GradientHandles, type GradientLossOptions } from './methods/gradient/options.js';
+export type { GradientGrpoOptions, GradientHandles } from './methods/gradient/options.js';
+export { GRADIENT_DEFAULTS, type GradientLossOptions } from './methods/grpo-options.js';
 export type { GradientEvent, GradientEventType, GradientEpochStats } from './methods/gradient/events.js';
 export { groupRolloutBatch, rolloutSampling, type RolloutGroup, type RolloutCompletion } from './grad/rollouts.js';
 export type { RolloutSampling } from './grad/objective.js';

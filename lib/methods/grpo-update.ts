@@ -8,7 +8,6 @@ import { throwIfAborted } from '../errors.js';
 import type { TrainStepMetrics } from '../grad/metrics.js';
 import { groupRolloutBatch, rolloutSampling } from '../grad/rollouts.js';
 import type { AdvantageResult } from '../math/advantages.js';
-import { GrpoConfig } from '../math/batch.js';
 import type { PromptInput } from '../policy/types.js';
 import type { Reporter } from '../run/method.js';
 import type { StepPlan } from '../run/schedule.js';
@@ -16,16 +15,25 @@ import { stepStats } from '../run/stats.js';
 import type { GradientConfig, GradientStepPayload, ItemResult, LoraStepPayload, StepRecord } from '../store/records.js';
 import type { TrainEngine } from '../train/engine.js';
 import { GrpoTrainer } from '../train/trainer.js';
-import type { GradientEpochStats } from './gradient/events.js';
+import { grpoConfigOf } from './grpo-options.js';
+
+/** An epoch of a gradient or LoRA run, as its `epoch-end` event reports it. */
+export interface GradientEpochStats {
+  epoch: number;
+  steps: number;
+  groups: number;
+  zeroSpreadGroups: number;
+  rollouts: number;
+  meanReward: number | null;
+  stdReward: number | null;
+  /** The last update's loss, KL and gradient norm in the epoch. */
+  loss: number | null;
+  kl: number | null;
+  gradNorm: number | null;
+}
 
 /** The part of a gradient or LoRA run's config the update step reads. */
 export type UpdateConfig = Pick<GradientConfig, 'groupSize' | 'numIterations' | 'loss' | 'optimizer' | 'rewards' | 'temperature' | 'topK' | 'topP' | 'minP'>;
-
-/** GrpoConfig from a stored config (the loss options GrpoConfig does not carry go to the trainer). */
-export function grpoConfigOf(config: Pick<GradientConfig, 'loss' | 'groupSize'>): GrpoConfig {
-  const { scaleRewards: _scale, maskTruncatedCompletions: _mask, adaptiveEntropy: _adaptive, ...loss } = config.loss;
-  return new GrpoConfig({ numGenerations: config.groupSize, ...loss });
-}
 
 /**
  * The run's trainer over `engine`; a resumed run continues the adaptive entropy of its last
