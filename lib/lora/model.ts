@@ -97,20 +97,6 @@ export function loraLogprobs(weights: DecoderWeights, adapter: LoraAdapter, sequ
   return loraGroupForward(weights, adapter, asGroup(sequence), { ...options, recompute: true }).logprobs[0];
 }
 
-/** Forward and backward over one sequence; adds into `grad` and returns the log-probs. */
-export function loraBackward(
-  weights: DecoderWeights,
-  adapter: LoraAdapter,
-  sequence: LoraSequence,
-  dlogp: ArrayLike<number>,
-  grad: LoraAdapter,
-  options: LoraForwardOptions = {},
-): number[] {
-  const pass = loraGroupForward(weights, adapter, asGroup(sequence), options);
-  pass.backward([dlogp], grad);
-  return pass.logprobs[0];
-}
-
 function asGroup({ tokens, completionStart }: LoraSequence): LoraGroupInput {
   if (!Number.isInteger(completionStart) || completionStart < 1 || completionStart > tokens.length) {
     throw new InvalidInputError('completionStart', `must be in [1, ${tokens.length}] (the prompt needs a token), got ${String(completionStart)}.`);

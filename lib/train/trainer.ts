@@ -17,12 +17,11 @@ import { InvalidInputError, throwIfAborted } from '../errors.js';
 import { stepMetrics, type TrainStepMetrics } from '../grad/metrics.js';
 import { grpoObjective, tokenLayout, type TokenLayout } from '../grad/objective.js';
 import { clipFactor, resolveOptimizer, type OptimizerOptions, type ResolvedOptimizer } from '../grad/optimizer.js';
-import { stepLossConfig } from '../grad/step-input.js';
-import { nextAdaptiveEntropy, resolveAdaptiveEntropy, type AdaptiveEntropyOptions, type AdaptiveEntropyState, type ResolvedAdaptiveEntropy } from '../math/adaptive-entropy.js';
+import { appliedEntropyCoef, nextAdaptiveEntropy, resolveAdaptiveEntropy, type AdaptiveEntropyOptions, type AdaptiveEntropyState, type ResolvedAdaptiveEntropy } from '../math/adaptive-entropy.js';
 import type { AdvantageOptions, AdvantageResult } from '../math/advantages.js';
 import { GroupRolloutBatch, GrpoConfig, type GrpoConfigInit } from '../math/batch.js';
 import type { GrpoLossConfig } from '../math/loss.js';
-import type { SamplingSettings } from '../math/sampling-correction.js';
+import { samplingCorrection, type SamplingSettings } from '../math/sampling-correction.js';
 import type { Rows } from '../math/validate.js';
 import type { Policy, PromptInput } from '../policy/types.js';
 import type { EngineBatch, TrainEngine } from './engine.js';
@@ -239,4 +238,36 @@ export class GrpoTrainer<Engine extends TrainEngine<PromptInput, unknown> = Trai
 function promptOf(prompt: PromptInput, group: number): PromptInput {
   if (!prompt || typeof prompt !== 'object') throw new InvalidInputError(`prompts[${group}]`, 'must be { prompt } or { messages }.');
   return prompt.messages !== undefined ? { messages: prompt.messages } : { prompt: prompt.prompt };
+}
+
+/**
+ * Checks what an update needs (the batch's shape against the config, one prompt per group, the
+ * log-probs a sampling correction needs, the truncation flags masking needs) with a typed error,
+ * and returns the step's loss configuration (the entropy coefficient fixed or the adaptive one's).
+ */
+function stepLossConfig(
+  batch: unknown,
+  prompts: unknown,
+  options: TrainStepOptions,
+  s: { numGenerations: number; temperature: number; loss: GrpoLossConfig; maskTruncated: boolean; adaptive: ResolvedAdaptiveEntropy | undefined; entropyState: AdaptiveEntropyState },
+): GrpoLossConfig {
+  if (!(batch instanceof GroupRolloutBatch)) throw new InvalidInputError('batch', 'must be a GroupRolloutBatch.');
+  if (batch.groupSize !== s.numGenerations) {
+    throw new InvalidInputError('batch', `has groups of ${batch.groupSize}, but the config's numGenerations is ${s.numGenerations}.`);
+  }
+  if (!Array.isArray(prompts) || prompts.length !== batch.numGroups) {
+    throw new InvalidInputError('prompts', `must hold one prompt per group (${batch.numGroups}), got ${Array.isArray(prompts) ? prompts.length : typeof prompts}.`);
+  }
+  const correction = samplingCorrection(options.sampling, s.temperature, s.loss.importanceSampling);
+  if (correction && !options.samplingLogprobs) {
+    throw new InvalidInputError(
+      'samplingLogprobs',
+      `are needed for the '${correction.mode}' sampling correction (the rollouts were sampled with a filter or at another temperature); pass the completions' sampledLogprobs, or set loss.importanceSampling to null.`,
+    );
+  }
+  if (s.maskTruncated && !options.truncated) {
+    throw new InvalidInputError('truncated', "is needed with maskTruncatedCompletions: one flag per completion, true where its finishReason is 'length'.");
+  }
+  const entropyCoef = s.adaptive ? appliedEntropyCoef(s.entropyState, s.adaptive) : (s.loss.entropyCoef ?? 0);
+  return { ...s.loss, importanceSampling: correction ?? null, entropyCoef };
 }
