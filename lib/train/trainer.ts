@@ -14,13 +14,14 @@
  * batch's, and the engine keeps what does not depend on the parameters.
  */
 import { InvalidInputError, throwIfAborted } from '../errors.js';
-import { stepMetrics, type TrainStepMetrics } from '../grad/metrics.js';
-import { grpoObjective, tokenLayout, type TokenLayout } from '../grad/objective.js';
+import type { TrainStepMetrics } from '../grad/metrics.js';
+import { grpoObjective, tokenLayout, type ObjectiveResult, type TokenLayout } from '../grad/objective.js';
 import { clipFactor, resolveOptimizer, type OptimizerOptions, type ResolvedOptimizer } from '../grad/optimizer.js';
 import { appliedEntropyCoef, nextAdaptiveEntropy, resolveAdaptiveEntropy, type AdaptiveEntropyOptions, type AdaptiveEntropyState, type ResolvedAdaptiveEntropy } from '../math/adaptive-entropy.js';
 import type { AdvantageOptions, AdvantageResult } from '../math/advantages.js';
 import { GroupRolloutBatch, GrpoConfig, type GrpoConfigInit } from '../math/batch.js';
-import type { GrpoLossConfig } from '../math/loss.js';
+import type { GrpoLossConfig, GrpoLossMetrics } from '../math/loss.js';
+import { nanMean, nanStd } from '../math/stats.js';
 import { samplingCorrection, type SamplingSettings } from '../math/sampling-correction.js';
 import type { Rows } from '../math/validate.js';
 import type { Policy, PromptInput } from '../policy/types.js';
@@ -270,4 +271,46 @@ function stepLossConfig(
   }
   const entropyCoef = s.adaptive ? appliedEntropyCoef(s.entropyState, s.adaptive) : (s.loss.entropyCoef ?? 0);
   return { ...s.loss, importanceSampling: correction ?? null, entropyCoef };
+}
+
+/** One update's metrics, from its objective and what the optimizer and the entropy controller did. */
+function stepMetrics(
+  objective: Pick<ObjectiveResult, 'loss' | 'metrics' | 'advantages' | 'activeTokens'>,
+  update: { gradNorm: number; clipCoef: number; step: number; learningRate: number; entropyCoef: number; adaptiveEntropy?: AdaptiveEntropyState },
+): TrainStepMetrics {
+  const { advantages, rewards, fracRewardZeroStd } = objective.advantages;
+  const m = objective.metrics;
+  return {
+    loss: objective.loss,
+    ...(m.kl !== undefined ? { kl: m.kl } : {}),
+    entropy: m.entropy ?? 0,
+    clipRatioLow: m.clipRatioLow ?? 0,
+    clipRatioHigh: m.clipRatioHigh ?? 0,
+    clipRatioRegion: m.clipRatioRegion ?? 0,
+    ...optionalMetrics(m),
+    entropyCoef: update.adaptiveEntropy ? update.adaptiveEntropy.coef : update.entropyCoef,
+    ...(update.adaptiveEntropy ? { adaptiveEntropy: { ...update.adaptiveEntropy } } : {}),
+    rewardMean: nanMean(rewards),
+    rewardStd: nanStd(rewards),
+    fracRewardZeroStd,
+    advantageMean: nanMean(advantages),
+    advantageStd: nanStd(advantages),
+    advantageMin: Math.min(...advantages),
+    advantageMax: Math.max(...advantages),
+    gradNorm: update.gradNorm,
+    clipCoef: update.clipCoef,
+    tokens: objective.activeTokens,
+    step: update.step,
+    learningRate: update.learningRate,
+  };
+}
+
+/** The metrics a loss type or option adds, copied when present. */
+function optionalMetrics(m: GrpoLossMetrics): Partial<TrainStepMetrics> {
+  const out: Partial<TrainStepMetrics> = {};
+  for (const key of ['clipRatioLowMin', 'clipRatioHighMax', 'cispoClipRatio', 'vespoPhiMean', 'policyLoss'] as const) {
+    if (m[key] !== undefined) out[key] = m[key];
+  }
+  if (m.importanceSamplingRatio) out.importanceSamplingRatio = { ...m.importanceSamplingRatio };
+  return out;
 }
