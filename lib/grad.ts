@@ -59,7 +59,6 @@ export {
 } from './lora/model.js';
 export type { LoraOptimizerState } from './lora/optimizer.js';
 export { createWebgpuLoraModel, webgpuLoraGroupForward, webgpuLoraModelStats, type WebgpuLoraGroupPass, type WebgpuLoraModel, type WebgpuLoraModelStats } from './lora/webgpu/model.js';
-export { LoraTrainer, type LoraGroup, type LoraStepResult, type LoraTrainerOptions } from './train/lora-trainer.js';
 export { exportPeftAdapter, importPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, type PeftExportOptions, type PeftFolder } from './lora/peft.js';
 export { readSafetensors, writeSafetensors, type SafetensorsDtype, type SafetensorsFile, type SafetensorsTensor } from './lora/safetensors.js';
 export { mergeLoraIntoOnnx } from './lora/onnx-merge.js';
