@@ -19,7 +19,7 @@
  */
 export { GrpoTrainer, type TrainerOptions, type TrainStepOptions, type TrainStepResult } from './train/trainer.js';
 export type { EngineBatch, EngineGroup, EngineStats, ForwardOptions, TrainEngine } from './train/engine.js';
-export { headEngine, HeadAdapterEngine, type HeadEngineOptions } from './train/head-engine.js';
+export { headEngine, type HeadAdapterEngine, type HeadEngineOptions } from './train/head-engine.js';
 export type { TrainStepMetrics } from './grad/metrics.js';
 export { gradientGrpo, resumeGradientGrpo, type GradientRun, type GradientResult } from './methods/gradient/method.js';
 export { gradientEpochStats } from './methods/grpo-update.js';
@@ -62,7 +62,7 @@ export { createWebgpuLoraModel, webgpuLoraGroupForward, webgpuLoraModelStats, ty
 export { exportPeftAdapter, importPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, type PeftExportOptions, type PeftFolder } from './lora/peft.js';
 export { readSafetensors, writeSafetensors, type SafetensorsDtype, type SafetensorsFile, type SafetensorsTensor } from './lora/safetensors.js';
 export { mergeLoraIntoOnnx } from './lora/onnx-merge.js';
-export { loraEngine, loraModel, LoraAdapterEngine, type LoraBasePolicy, type LoraEngineOptions, type LoraEngineState, type LoraModel } from './train/lora-engine.js';
+export { loraEngine, loraModel, type LoraAdapterEngine, type LoraBasePolicy, type LoraEngineOptions, type LoraEngineState, type LoraModel } from './train/lora-engine.js';
 export {
   readLoraAdapterFile,
   writeLoraAdapterFile,
@@ -82,4 +82,4 @@ export type { LoraEvent, LoraEventType } from './methods/lora/events.js';
 // Full-parameter training on the same engine: the backward into every base weight (pretraining,
 // supervised fine-tuning) from the same d loss / d logp.
 export { decoderGroupForward, decoderParameterCount, decoderTensors, zerosLikeDecoder, type DecoderGroupPass } from './lora/full-grad.js';
-export { DecoderEngine, DecoderMoments, type DecoderEngineOptions, type DecoderEngineState } from './train/decoder-engine.js';
+export { DecoderEngine, type DecoderEngineOptions, type DecoderEngineState } from './train/decoder-engine.js';
