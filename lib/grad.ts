@@ -11,15 +11,19 @@
  *
  *   const run = loraGrpo({ policy: await loadOnnxPolicy({ model }), dataset, rewards, lora: { r: 8 } });
  *
- * or, step by step in the shape of artifex's JAX GRPO trainer (GrpoTrainer on the head, LoraGrpoTrainer on every layer):
+ * or, step by step in the shape of artifex's GRPOTrainer.train_step, over either engine (headEngine on the
+ * head, loraEngine on every layer):
  *
- *   const trainer = new GrpoTrainer(policy, { lr: 0.02 }, new GrpoConfig({ numGenerations: 8 }));
+ *   const trainer = new GrpoTrainer(headEngine(policy), { lr: 0.02 }, new GrpoConfig({ numGenerations: 8 }));
  *   const { loss, metrics } = await trainer.trainStep(groupRolloutBatch(groups), prompts);
  */
-export { GrpoTrainer, type TrainerOptions, type TrainStepOptions, type TrainStepResult } from './grad/trainer.js';
+export { GrpoTrainer, type TrainerOptions, type TrainStepOptions, type TrainStepResult } from './train/trainer.js';
+export type { EngineBatch, EngineGroup, EngineStats, ForwardOptions, TrainEngine } from './train/engine.js';
+export { headEngine, type HeadAdapterEngine, type HeadEngineOptions } from './train/head-engine.js';
 export type { TrainStepMetrics } from './grad/metrics.js';
 export { gradientGrpo, resumeGradientGrpo, type GradientRun, type GradientResult } from './methods/gradient/method.js';
-export { GRADIENT_DEFAULTS, type GradientGrpoOptions, type GradientHandles, type GradientLossOptions } from './methods/gradient/options.js';
+export { GRADIENT_DEFAULTS, type GradientLossOptions } from './methods/grpo-options.js';
+export type { GradientGrpoOptions, GradientHandles } from './methods/gradient/options.js';
 export type { GradientEvent, GradientEventType, GradientEpochStats } from './methods/gradient/events.js';
 export { groupRolloutBatch, rolloutSampling, type RolloutGroup, type RolloutCompletion } from './grad/rollouts.js';
 export type { RolloutSampling } from './grad/objective.js';
@@ -41,10 +45,9 @@ export type { DecoderShape, DecoderWeights, LoraModule } from './lora/weights.js
 export { readDecoderWeights, type ReadWeightsOptions } from './lora/onnx-weights.js';
 export { createLoraAdapter, type LoraAdapter, type LoraConfig, type LoraOptions } from './lora/adapter.js';
 export { createWebgpuLoraModel, type WebgpuLoraModel } from './lora/webgpu/model.js';
-export { LoraTrainer, type LoraGroup, type LoraStepResult, type LoraTrainerOptions } from './lora/trainer.js';
 export { exportPeftAdapter, importPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, type PeftExportOptions, type PeftFolder } from './lora/peft.js';
 export { mergeLoraIntoOnnx } from './lora/onnx-merge.js';
-export { LoraGrpoTrainer, loraModel, type GroupTrainer, type LoraBasePolicy, type LoraGrpoTrainerOptions, type LoraModel } from './lora/grpo-trainer.js';
+export { loraEngine, loraModel, type LoraAdapterEngine, type LoraBasePolicy, type LoraEngineOptions, type LoraEngineState, type LoraModel } from './train/lora-engine.js';
 export { readLoraAdapterFile, writeLoraAdapterFile, type LoraAdapterFile, type LoraCheckpoint } from './lora/format.js';
 
 // Full-depth LoRA GRPO as a run of the driver: sampling follows the adapter (merged weights

@@ -72,3 +72,16 @@ export function adamwUpdate(
     params[i] = params[i] * decay - (o.lr * (m[i] / c1)) / (Math.sqrt(v[i] / c2) + o.eps);
   }
 }
+
+/** One L2 norm over every tensor of a gradient, as clip_grad_norm_ takes it over all trainable parameters. */
+export function globalNorm(tensors: readonly ArrayLike<number>[]): number {
+  let squares = 0;
+  for (const g of tensors) for (let i = 0; i < g.length; i++) squares += g[i] * g[i];
+  return Math.sqrt(squares);
+}
+
+/** One clipped AdamW update (the `t`-th) of every tensor in place; tensor k of params, grads and moments align. */
+export function adamwTensors(params: readonly Float32Array[], grads: readonly ArrayLike<number>[], m: readonly Float32Array[], v: readonly Float32Array[], t: number, clip: number, o: ResolvedOptimizer): void {
+  if (grads.length !== params.length || grads.some((g, k) => g.length !== params[k].length)) throw new InvalidInputError('grad', "does not have the parameters' layout.");
+  params.forEach((p, k) => adamwUpdate(p, grads[k], m[k], v[k], t, clip, o));
+}

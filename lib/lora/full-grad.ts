@@ -6,9 +6,9 @@
  * fine-tuning is dlogp = -1/N on each of the N answer tokens (the mean negative log-likelihood).
  *
  * The bare model runs under an adapter that adapts no projection, so the LoRA path is unchanged.
+ * AdamW over every weight is the full-parameter engine's (lib/train/decoder-engine.ts).
  */
-import { InvalidInputError, UnsupportedError } from '../errors.js';
-import { adamwUpdate, clipFactor, resolveOptimizer, type OptimizerOptions, type ResolvedOptimizer } from '../grad/optimizer.js';
+import { UnsupportedError } from '../errors.js';
 import type { LoraAdapter } from './adapter.js';
 import { groupPass, type LoraForwardOptions, type LoraGroupInput } from './model.js';
 import { LORA_MODULES, type DecoderLayerWeights, type DecoderWeights, type Projection } from './weights.js';
@@ -17,13 +17,18 @@ import { LORA_MODULES, type DecoderLayerWeights, type DecoderWeights, type Proje
 export interface DecoderGroupPass {
   /** Per completion, the log-probs of its tokens. */
   logprobs: number[][];
-  /** Adds d loss / d every weight into `grad` (zerosLikeDecoder(weights)) for the given d loss / d logp. */
-  backward(dlogps: ReadonlyArray<ArrayLike<number>>, grad: DecoderWeights): void;
+  /** Per completion, the entropy of the distribution each of its tokens was scored under. */
+  entropies: number[][];
+  /**
+   * Adds d loss / d every weight into `grad` (zerosLikeDecoder(weights)) for the given d loss / d logp
+   * (and d loss / d entropy when the loss has an entropy term).
+   */
+  backward(dlogps: ReadonlyArray<ArrayLike<number>>, grad: DecoderWeights, dentropies?: ReadonlyArray<ArrayLike<number>>): void;
 }
 
 export function decoderGroupForward(weights: DecoderWeights, group: LoraGroupInput, options: LoraForwardOptions = {}): DecoderGroupPass {
   const pass = groupPass(weights, bareAdapter(weights.layers.length), group, options);
-  return { logprobs: pass.logprobs, backward: (dlogps, grad) => pass.backward(dlogps, { full: grad }) };
+  return { logprobs: pass.logprobs, entropies: pass.entropies, backward: (dlogps, grad, dentropies) => pass.backward(dlogps, { full: grad }, dentropies) };
 }
 
 /** A decoder of the same shape with every weight at zero: a gradient or an optimizer moment. */
@@ -72,36 +77,6 @@ export function decoderTensors(weights: DecoderWeights): Float32Array[] {
 
 export function decoderParameterCount(weights: DecoderWeights): number {
   return decoderTensors(weights).reduce((n, t) => n + t.length, 0);
-}
-
-/** AdamW with global gradient-norm clipping over every weight (the LoRA optimizer's update, on the base). */
-export class DecoderOptimizer {
-  readonly options: ResolvedOptimizer;
-  step = 0;
-  private readonly m: Float32Array[];
-  private readonly v: Float32Array[];
-
-  constructor(weights: DecoderWeights, options: OptimizerOptions = {}) {
-    this.options = resolveOptimizer(options);
-    this.m = decoderTensors(weights).map((t) => new Float32Array(t.length));
-    this.v = decoderTensors(weights).map((t) => new Float32Array(t.length));
-  }
-
-  /** One update of `weights` in place from `grad`; `lr` overrides the configured rate (a schedule). */
-  update(weights: DecoderWeights, grad: DecoderWeights, lr = this.options.lr): { gradNorm: number; clip: number } {
-    const params = decoderTensors(weights);
-    const grads = decoderTensors(grad);
-    if (grads.length !== params.length || grads.some((g, k) => g.length !== params[k].length)) throw new InvalidInputError('grad', "does not have the weights' layout.");
-    let squares = 0;
-    for (const g of grads) for (let i = 0; i < g.length; i++) squares += g[i] * g[i];
-    const gradNorm = Math.sqrt(squares);
-    if (!Number.isFinite(gradNorm)) throw new InvalidInputError('grad', 'is not finite; the update was skipped and the weights are unchanged.');
-    const clip = clipFactor(gradNorm, this.options.maxGradNorm);
-    this.step++;
-    const options = { ...this.options, lr };
-    params.forEach((p, k) => adamwUpdate(p, grads[k], this.m[k], this.v[k], this.step, clip, options));
-    return { gradNorm, clip };
-  }
 }
 
 /** An adapter that adapts nothing: the bare model through the LoRA engine's passes. */

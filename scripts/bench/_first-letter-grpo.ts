@@ -7,10 +7,10 @@
  * ("First letter of tiger:", reward = share of the reply's characters equal to the word's first
  * letter). Both adapters get the same training prompts, group size, steps and seed:
  *
- * - full-depth LoRA (rank 8 on all seven projections of every layer, LoraTrainer): each step
+ * - full-depth LoRA (rank 8 on all seven projections of every layer, GrpoTrainer over the LoRA engine): each step
  *   samples its groups from the adapted model (the adapter merged into the ONNX file with
  *   mergeLoraIntoOnnx and loaded as a fresh policy), computes advantages, and updates;
- * - the head adapter (GrpoTrainer, rank 8 on the LM head), whose policy samples adapted logits.
+ * - the head adapter (GrpoTrainer over the head adapter's engine, rank 8 on the LM head), whose policy samples adapted logits.
  *
  * Each is measured before and after on held-out words (_first-letter-task.ts).
  */
@@ -18,13 +18,12 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { GrpoTrainer, groupRolloutBatch } from '../../lib/grad.js';
+import { GrpoTrainer, groupRolloutBatch, headEngine, loraEngine } from '../../lib/grad.js';
 import type { DatasetItem } from '../../lib/index.js';
-import { computeAdvantages, GrpoConfig } from '../../lib/math.js';
+import { GrpoConfig } from '../../lib/math.js';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
-import { LoraTrainer, type LoraGroup } from '../../lib/lora/trainer.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import type { GroupResult } from '../../lib/core/policy.js';
 import { BATCH, datasets, GROUP, inputOf as taskInput, MAX_NEW, measure as measureTask, score, type Measure } from './_first-letter-task.js';
@@ -74,22 +73,17 @@ export async function trainLora(model: Model, seed: number, steps = STEPS): Prom
   const config = JSON.parse(await readFile(join(model.dir, 'config.json'), 'utf8')) as Record<string, unknown>;
   const weights = await readDecoderWeights(bytes, { config });
   const adapter = createLoraAdapter(weights.shape, { r: 8, alpha: 16, seed });
-  const trainer = new LoraTrainer(weights, adapter, { optimizer: { lr: LORA_LR }, temperature: 1 });
   let policy = await loadOnnxPolicy({ model: model.dir });
+  // The loss of grpoLoss's defaults (no KL, no entropy bonus); prompts encode as the current sampler's.
+  const engine = loraEngine({ weights, adapter, promptIds: (input) => policy.promptIds(input) });
+  const trainer = new GrpoTrainer(engine, { lr: LORA_LR }, new GrpoConfig({ numGenerations: GROUP, beta: 0, entropyCoeff: 0 }), { temperature: 1 });
   try {
     const before = await measure(model, policy, heldOut, seed);
     for (let step = 0; step < steps; step++) {
       const items = train.slice(step * BATCH, (step + 1) * BATCH);
       const groups = await sampleBatch(model, policy, items, step, seed);
-      const rewards = groups.flatMap((g, i) => g.completions.map((c) => score(c.text, items[i])));
-      const { advantages } = computeAdvantages(rewards, { groupSize: GROUP });
-      const batch: LoraGroup[] = groups.map((g, i) => ({
-        promptIds: g.promptTokenIds,
-        completions: g.completions.map((c) => c.tokenIds),
-        advantages: advantages.slice(i * GROUP, (i + 1) * GROUP),
-        oldLogps: g.completions.map((c) => c.logprobs),
-      }));
-      trainer.step(batch);
+      const batch = groupRolloutBatch(groups.map((g, i) => ({ completions: g.completions, rewards: g.completions.map((c) => score(c.text, items[i])) })));
+      await trainer.trainStep(batch, items.map((item) => inputOf(model, item)));
       // Sampling follows the adapter: the next groups come from W + s A^T B^T.
       const dir = await mkdtemp(join(tmpdir(), 'webgrpo-learn-'));
       dirs.push(dir);
@@ -109,7 +103,7 @@ export async function trainHead(model: Model, seed: number, steps = STEPS): Prom
   const started = performance.now();
   const { train, heldOut } = datasets(seed, steps);
   const policy = await loadOnnxPolicy({ model: model.dir, hiddenState: true });
-  const trainer = new GrpoTrainer(policy, { lr: HEAD_LR }, new GrpoConfig({ numGenerations: GROUP }), { temperature: 1, adapter: { seed } });
+  const trainer = new GrpoTrainer(headEngine(policy, { adapter: { seed } }), { lr: HEAD_LR }, new GrpoConfig({ numGenerations: GROUP }), { temperature: 1 });
   try {
     const before = await measure(model, policy, heldOut, seed);
     for (let step = 0; step < steps; step++) {

@@ -10,7 +10,8 @@
  */
 import { grpoObjective, tokenLayout } from '../../lib/grad/objective.js';
 import { groupRolloutBatch } from '../../lib/grad/rollouts.js';
-import { GrpoTrainer } from '../../lib/grad/trainer.js';
+import { headEngine } from '../../lib/train/head-engine.js';
+import { GrpoTrainer } from '../../lib/train/trainer.js';
 import type { HeadEngine } from '../../lib/grad/engine.js';
 import { clipFactor, resolveOptimizer } from '../../lib/grad/optimizer.js';
 import { mulberry32 } from '../../lib/math/random.js';
@@ -26,7 +27,7 @@ export interface StepTiming {
 }
 
 export async function measureTrainStep(policy: OnnxPolicy, options: { groups: number; groupSize: number; newTokens: number; prompt: string; repeats: number }): Promise<StepTiming> {
-  const trainer = new GrpoTrainer(policy, {}, { numGenerations: options.groupSize });
+  const trainer = new GrpoTrainer(headEngine(policy), {}, { numGenerations: options.groupSize });
   try {
     const groups = [];
     const prompts = [];

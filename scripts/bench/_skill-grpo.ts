@@ -1,9 +1,9 @@
 /**
  * GRPO on the bundled skill model, with either adapter, on the skill tasks' training split:
  *
- * - full-depth LoRA (LoraTrainer, rank 8 on all seven projections of every layer): each step
+ * - full-depth LoRA (GrpoTrainer over the LoRA engine, rank 8 on all seven projections of every layer): each step
  *   samples its groups from the adapted model (merged into the ONNX file, loaded as a fresh policy);
- * - the head adapter (GrpoTrainer on the LM head), whose policy samples the adapted logits.
+ * - the head adapter (GrpoTrainer over the head adapter's engine), whose policy samples the adapted logits.
  *
  * The reward of a reply is its task's rewards, weighted (exact 1, partial credit 0.5). Before and
  * after, held-out accuracy is measured with skillAccuracy (scripts/pretrain/accuracy.ts).
@@ -12,14 +12,13 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { GrpoTrainer, groupRolloutBatch } from '../../lib/grad.js';
+import { GrpoTrainer, groupRolloutBatch, headEngine, loraEngine } from '../../lib/grad.js';
 import type { DatasetItem } from '../../lib/index.js';
 import { skillTasks, type SkillTask } from '../../lib/tasks.js';
-import { computeAdvantages, GrpoConfig } from '../../lib/math.js';
+import { GrpoConfig } from '../../lib/math.js';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
-import { LoraTrainer, type LoraGroup } from '../../lib/lora/trainer.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import type { GroupResult } from '../../lib/core/policy.js';
 import type { RewardContext } from '../../lib/core/reward.js';
@@ -82,7 +81,7 @@ export async function skillGrpo(o: SkillGrpoOptions): Promise<SkillGrpoResult> {
   const dirs: string[] = [];
   if (o.adapter === 'head') {
     const policy = await loadOnnxPolicy({ model: model, hiddenState: true });
-    const trainer = new GrpoTrainer(policy, { lr: o.lr }, new GrpoConfig({ numGenerations: o.group }), { temperature: 1, adapter: { seed: o.seed } });
+    const trainer = new GrpoTrainer(headEngine(policy, { adapter: { seed: o.seed } }), { lr: o.lr }, new GrpoConfig({ numGenerations: o.group }), { temperature: 1 });
     try {
       const before = await measure(policy, tasks, o.eval);
       for (let step = 0; step < o.steps; step++) {
@@ -101,23 +100,18 @@ export async function skillGrpo(o: SkillGrpoOptions): Promise<SkillGrpoResult> {
   const bytes = new Uint8Array(await readFile(join(model, 'onnx/model.onnx')));
   const weights = await readDecoderWeights(bytes, { config: JSON.parse(await readFile(join(model, 'config.json'), 'utf8')) as Record<string, unknown> });
   const adapter = createLoraAdapter(weights.shape, { r: 8, alpha: 16, seed: o.seed });
-  const trainer = new LoraTrainer(weights, adapter, { optimizer: { lr: o.lr }, temperature: 1 });
   let policy = await loadOnnxPolicy({ model: model });
+  // The loss of grpoLoss's defaults (no KL, no entropy bonus); prompts encode as the current sampler's.
+  const engine = loraEngine({ weights, adapter, promptIds: (input) => policy.promptIds(input) });
+  const trainer = new GrpoTrainer(engine, { lr: o.lr }, new GrpoConfig({ numGenerations: o.group, beta: 0, entropyCoeff: 0 }), { temperature: 1 });
   try {
     const before = await measure(policy, tasks, o.eval);
     for (let step = 0; step < o.steps; step++) {
       const batch = items.slice(step * o.batch, (step + 1) * o.batch);
       const groups = await sample(policy, batch, o.group, o.seed * 100_003 + step * 101);
-      const scores = groups.flatMap((g, i) => g.completions.map((c) => rewardOf(batch[i].task, c.text, batch[i].item)));
-      rewards.push(scores.reduce((s, x) => s + x, 0) / scores.length);
-      const { advantages } = computeAdvantages(scores, { groupSize: o.group });
-      const lora: LoraGroup[] = groups.map((g, i) => ({
-        promptIds: g.promptTokenIds,
-        completions: g.completions.map((c) => c.tokenIds),
-        advantages: advantages.slice(i * o.group, (i + 1) * o.group),
-        oldLogps: g.completions.map((c) => c.logprobs),
-      }));
-      trainer.step(lora);
+      const scores = groups.map((g, i) => g.completions.map((c) => rewardOf(batch[i].task, c.text, batch[i].item)));
+      rewards.push(scores.flat().reduce((s, x) => s + x, 0) / scores.flat().length);
+      await trainer.trainStep(groupRolloutBatch(groups.map((g, i) => ({ completions: g.completions, rewards: scores[i] }))), batch.map(({ item }) => ({ messages: item.messages })));
       // Sampling follows the adapter: the next groups come from W + s A^T B^T.
       const dir = await mkdtemp(join(tmpdir(), 'webgrpo-skill-'));
       dirs.push(dir);

@@ -1,7 +1,7 @@
 /**
  * The `lora` method's steps as the driver runs them, beside the `gradient` method (head adapter)
  * on the same dataset, groups and sampling: per step the sampling (every item's group), the
- * update (LoraGrpoTrainer / GrpoTrainer) and, for LoRA, the refresh that makes the next step sample
+ * update (GrpoTrainer over the LoRA or the head adapter's engine) and, for LoRA, the refresh that makes the next step sample
  * from the updated adapter (merge W + s A^T B^T into the graph, build and swap in the session:
  * the step's `refreshMs`). Phases are cut at the run's events; medians over the steps after the
  * first (which warms the JIT). Node CPU, the bundled model and the bench model.

@@ -25,7 +25,9 @@ import { createLoraAdapter, loraParameterCount, zerosLike, type LoraAdapter } fr
 import { loraGroupForward } from '../../lib/lora/model.js';
 import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
-import { LoraTrainer } from '../../lib/lora/trainer.js';
+import { groupRolloutBatch } from '../../lib/grad/rollouts.js';
+import { loraEngine } from '../../lib/train/lora-engine.js';
+import { GrpoTrainer } from '../../lib/train/trainer.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
@@ -165,7 +167,7 @@ export async function run(): Promise<string> {
   console.log('  LoRA engine: forward of the group…');
   const forward = best(() => loraGroupForward(weights, adapter, { promptIds, completions }, { recompute: true }));
 
-  const advantages = completions.map((_, i) => (i % 2 === 0 ? 1 : -1));
+  const rollouts = groupRolloutBatch([{ completions: group.completions, rewards: completions.map((_, i) => (i % 2 === 0 ? 1 : 0)) }]);
   const steps: Record<string, Cost & { heldBytes: number }> = {};
   for (const recompute of [false, true]) {
     console.log(`  LoRA engine: train step (recompute ${recompute})…`);
@@ -174,8 +176,10 @@ export async function run(): Promise<string> {
     const pass = loraGroupForward(weights, adapter, { promptIds, completions }, { recompute });
     const heldBytes = (await settle()) - before;
     pass.backward(pass.logprobs.map((row) => row.map(() => 0.01)), zerosLike(adapter));
-    const trainer = new LoraTrainer(weights, adapter, { recompute, optimizer: { lr: 1e-4 } });
-    steps[String(recompute)] = { ...best(() => trainer.step([{ promptIds, completions, advantages }])), heldBytes };
+    const trainer = new GrpoTrainer(loraEngine({ weights, adapter, promptIds: () => promptIds }, { recompute }), { lr: 1e-4 }, { numGenerations: GROUP, beta: 0, entropyCoeff: 0 });
+    const step = () => trainer.trainStep(rollouts, [{ prompt: PROMPT }]);
+    const [a, b] = [await timeAsync(step), await timeAsync(step)];
+    steps[String(recompute)] = { ms: Math.min(a.ms, b.ms), cpuMs: Math.min(a.cpuMs, b.cpuMs), heldBytes };
   }
 
   console.log('  head adapter: train step on the same shapes…');

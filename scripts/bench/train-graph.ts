@@ -5,8 +5,9 @@
  *
  *   scoring     policy.scoreCompletions (transformers.js on onnxruntime-node; the prompt once)
  *   graph fwd   the training forward graph (log-probs and entropies, A/B as inputs)
- *   graph step  forward graph, grpoLoss, backward graph to every A and B, AdamW
- *   TS step     LoraTrainer.step, activations kept (single-threaded JavaScript)
+ *   graph step  GrpoTrainer over loraEngine({ backend: 'onnxruntime' }): forward graph, grpoLoss,
+ *               backward graph to every A and B, AdamW
+ *   TS step     GrpoTrainer over loraEngine on the CPU, activations kept (single-threaded JavaScript)
  *
  * The decoder is found in the export by its structure (findDecoder). CPU time is user + system of
  * every thread of the process (process.cpuUsage): the machine is shared, and wall time would
@@ -18,13 +19,15 @@ import { performance } from 'node:perf_hooks';
 import * as ort from 'onnxruntime-node';
 import { createLoraAdapter, loraParameterCount, type LoraAdapter } from '../../lib/lora/adapter.js';
 import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
-import { LoraTrainer } from '../../lib/lora/trainer.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';
 import { LoraGraphEngine } from '../../lib/train/graph/lora-graph-engine.js';
-import { LoraGraphTrainer } from '../../lib/train/graph/lora-graph-trainer.js';
+import { groupRolloutBatch } from '../../lib/grad/rollouts.js';
+import { GrpoConfig } from '../../lib/math.js';
+import { loraEngine, type LoraEngineOptions } from '../../lib/train/lora-engine.js';
+import { GrpoTrainer } from '../../lib/train/trainer.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { BENCH, buildModel, MODEL_DIRS } from '../build-model/index.js';
 import { ms } from './_measure.js';
@@ -89,35 +92,41 @@ export async function run(): Promise<string> {
   const followedSampling = await measure(sample, 3);
   await policy.dispose();
 
-  const advantages = completions.map((_, i) => (i % 2 === 0 ? 1 : -1));
-  const groups = [{ promptIds, completions, advantages }];
+  // The product's one update step (GrpoTrainer: grpoLoss, backward, AdamW) over each engine; the
+  // batch is on policy (old log-probs from the graph forward), rewards alternate 1, 0.
+  const trainerOn = (adapter: LoraAdapter, options: LoraEngineOptions) =>
+    new GrpoTrainer(loraEngine({ weights, adapter, promptIds: () => promptIds }, options), { lr: 1e-4 }, new GrpoConfig({ numGenerations: GROUP, beta: 0, entropyCoeff: 0 }));
+  const prompts = [{ prompt: PROMPT }];
+  const graphGroups = [{ promptIds, completions }];
 
   console.log('  graph engine: building the sessions…');
   const graphAdapter = moved(weights, 7);
   const built = performance.now();
   const engine = await LoraGraphEngine.create(ort as unknown as GraphRuntime, weights, { r: RANK, scale: graphAdapter.scale, targetModules: graphAdapter.config.targetModules });
   const buildMs = performance.now() - built;
-  const trainer = new LoraGraphTrainer(engine, graphAdapter, { optimizer: { lr: 1e-4 } });
-  await trainer.step(groups);
+  const old = (await engine.forward(graphAdapter, graphGroups)).logprobs;
+  const batch = groupRolloutBatch([{ completions: completions.map((tokenIds, c) => ({ tokenIds, logprobs: old[c] })), rewards: completions.map((_, i) => (i % 2 === 0 ? 1 : 0)) }]);
+  const trainer = trainerOn(graphAdapter, { backend: 'onnxruntime', graph: engine });
+  await trainer.trainStep(batch, prompts);
   console.log('  graph engine: forward and train step…');
-  const graphForward = await measure(() => engine.forward(graphAdapter, groups), 5);
-  const graphStep = await measure(() => trainer.step(groups), 5);
-  await engine.release();
+  const graphForward = await measure(() => engine.forward(graphAdapter, graphGroups), 5);
+  const graphStep = await measure(() => trainer.trainStep(batch, prompts), 5);
+  trainer.dispose();
 
   console.log('  graph engine on onnxruntime-web (WASM, one thread, hosted by Node)…');
   const ortWeb = await import('onnxruntime-web');
   ortWeb.env.wasm.numThreads = 1;
   const wasmEngine = await LoraGraphEngine.create(ortWeb as unknown as GraphRuntime, weights, { r: RANK, scale: graphAdapter.scale, targetModules: graphAdapter.config.targetModules });
-  const wasmTrainer = new LoraGraphTrainer(wasmEngine, graphAdapter, { optimizer: { lr: 1e-4 } });
-  await wasmTrainer.step(groups);
-  const wasmForward = await measure(() => wasmEngine.forward(graphAdapter, groups), 3);
-  const wasmStep = await measure(() => wasmTrainer.step(groups), 3);
-  await wasmEngine.release();
+  const wasmTrainer = trainerOn(graphAdapter, { backend: 'onnxruntime', graph: wasmEngine });
+  await wasmTrainer.trainStep(batch, prompts);
+  const wasmForward = await measure(() => wasmEngine.forward(graphAdapter, graphGroups), 3);
+  const wasmStep = await measure(() => wasmTrainer.trainStep(batch, prompts), 3);
+  wasmTrainer.dispose();
 
   console.log('  TypeScript engine: train step (about a minute)…');
-  const tsAdapter = moved(weights, 7);
-  const tsTrainer = new LoraTrainer(weights, tsAdapter, { recompute: false, optimizer: { lr: 1e-4 } });
-  const tsStep = await measure(async () => tsTrainer.step(groups), 1);
+  const tsTrainer = trainerOn(moved(weights, 7), { recompute: false });
+  const tsStep = await measure(() => tsTrainer.trainStep(batch, prompts), 1);
+  tsTrainer.dispose();
 
   const x = (a: number, b: number) => (a / b).toFixed(2);
   const row = (name: string, c: Cost) => `| ${name} | ${ms(c.ms)} | ${ms(c.cpuMs)} | ${x(c.cpuMs, scoring.cpuMs)} | ${x(c.cpuMs, graphStep.cpuMs)} |`;
@@ -133,8 +142,8 @@ export async function run(): Promise<string> {
     '|---|---:|---:|---:|---:|',
     row('onnxruntime scoring pass (scoreCompletions)', scoring),
     row('graph engine forward (log-probs and entropies)', graphForward),
-    row('graph engine train step (forward, grpoLoss, backward to every A and B, AdamW)', graphStep),
-    row('TypeScript engine train step (LoraTrainer, activations kept)', tsStep),
+    row('graph engine train step (GrpoTrainer: forward, grpoLoss, backward to every A and B, AdamW)', graphStep),
+    row('TypeScript engine train step (GrpoTrainer over the CPU engine, activations kept)', tsStep),
     '',
     `On onnxruntime-web's WASM kernels (the tab's; here in Node, one thread, median of 3): forward ${ms(wasmForward.cpuMs)} ms and train step ${ms(wasmStep.cpuMs)} ms of CPU time, ` +
       `the step ${x(wasmStep.cpuMs, wasmForward.cpuMs)}x its forward (onnxruntime-node: ${x(graphStep.cpuMs, graphForward.cpuMs)}x) and ${x(wasmStep.cpuMs, graphStep.cpuMs)}x the onnxruntime-node step. ` +

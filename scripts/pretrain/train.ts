@@ -1,11 +1,14 @@
 /**
- * Supervised pretraining on the engine's full-parameter backward: each update averages, over a
+ * Supervised pretraining on the full-parameter engine (lib/train/decoder-engine.ts): each update averages, over a
  * batch of examples, the mean negative log-likelihood of each reply's tokens (dlogp = -1 / (N B)
  * on each of the N reply tokens), then AdamW with global clipping under a warmup + cosine rate.
- * The gradients are computed on worker threads (parallel.ts); the update runs here, on the
- * shared weights, while the workers wait.
+ * The gradients are computed on worker threads (parallel.ts), each running the engine's forward
+ * and backward on its shard; the engine's AdamW update (DecoderMoments) runs here, on the shared
+ * weights, while the workers wait.
  */
-import { DecoderOptimizer } from '../../lib/lora/full-grad.js';
+import { clipFactor, globalNorm, resolveOptimizer } from '../../lib/grad/optimizer.js';
+import { decoderTensors } from '../../lib/lora/full-grad.js';
+import { DecoderMoments } from '../../lib/train/decoder-engine.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { learningRate, type PretrainConfig } from './config.js';
 import type { Example } from './corpus.js';
@@ -30,7 +33,8 @@ export interface TrainResult {
 }
 
 export async function pretrain(weights: DecoderWeights, corpus: readonly Example[], config: PretrainConfig, onLog: (log: TrainLog) => void): Promise<TrainResult> {
-  const optimizer = new DecoderOptimizer(weights, { lr: config.lr, weightDecay: config.weightDecay, maxGradNorm: config.maxGradNorm });
+  const optimizer = resolveOptimizer({ lr: config.lr, weightDecay: config.weightDecay, maxGradNorm: config.maxGradNorm });
+  const moments = new DecoderMoments(weights);
   const pool = new GradientPool(weights, config.workers);
   const started = performance.now();
   let rows = 0;
@@ -43,7 +47,9 @@ export async function pretrain(weights: DecoderWeights, corpus: readonly Example
       const { grad, loss, rows: batchRows } = await pool.gradient(batch);
       rows += batchRows;
       const lr = learningRate(config, step);
-      const { gradNorm } = optimizer.update(weights, grad, lr);
+      const gradNorm = globalNorm(decoderTensors(grad));
+      if (!Number.isFinite(gradNorm)) throw new Error(`Step ${step + 1}: the gradient is not finite; the weights are unchanged.`);
+      moments.apply(weights, grad, clipFactor(gradNorm, optimizer.maxGradNorm), { ...optimizer, lr });
       recent += loss;
       recentCount++;
       finalLoss = loss;

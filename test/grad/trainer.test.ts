@@ -6,7 +6,7 @@
  * fails with typed errors.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GrpoTrainer, groupRolloutBatch, rolloutSampling, type RolloutGroup } from '../../lib/grad.js';
+import { GrpoTrainer, groupRolloutBatch, headEngine, rolloutSampling, type RolloutGroup } from '../../lib/grad.js';
 import { InvalidInputError } from '../../lib/index.js';
 import { GrpoConfig } from '../../lib/math.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
@@ -35,7 +35,7 @@ const config = new GrpoConfig({ numGenerations: 4, beta: 0.05, entropyCoeff: 0.0
 
 describe('GrpoTrainer', () => {
   it('starts at the base model: the first update sees ratio 1 and zero KL', async () => {
-    const trainer = new GrpoTrainer(policy, {}, config, { temperature: 0.9 });
+    const trainer = new GrpoTrainer(headEngine(policy), {}, config, { temperature: 0.9 });
     try {
       const { loss, metrics } = await trainer.trainStep(batch, prompts);
       expect(metrics.kl).toBeCloseTo(0, 12);
@@ -50,7 +50,7 @@ describe('GrpoTrainer', () => {
   });
 
   it('reuses the frozen model\'s states on the same batch and keeps its old log-probs', async () => {
-    const trainer = new GrpoTrainer(policy, { lr: 0.05 }, config, { temperature: 0.9 });
+    const trainer = new GrpoTrainer(headEngine(policy), { lr: 0.05 }, config, { temperature: 0.9 });
     try {
       await trainer.trainStep(batch, prompts);
       const passes = policy.stats().forwardPasses;
@@ -69,7 +69,7 @@ describe('GrpoTrainer', () => {
 
   it('a separate reference policy (the base model) gives the same KL as the built-in reference', async () => {
     const run = async (reference: 'base' | OnnxPolicy) => {
-      const trainer = new GrpoTrainer(policy, { lr: 0.05 }, config, { temperature: 0.9, reference, adapter: { seed: 4 } });
+      const trainer = new GrpoTrainer(headEngine(policy, { adapter: { seed: 4 } }), { lr: 0.05 }, config, { temperature: 0.9, reference });
       try {
         await trainer.trainStep(batch, prompts);
         return (await trainer.trainStep(batch, prompts)).metrics;
@@ -85,17 +85,17 @@ describe('GrpoTrainer', () => {
   });
 
   it('restores a saved state exactly, and takes its adapter off the policy when disposed', async () => {
-    const a = new GrpoTrainer(policy, {}, config);
+    const a = new GrpoTrainer(headEngine(policy), {}, config);
     await a.trainStep(batch, prompts);
     const state = await a.state();
-    const exported = await a.exportAdapter();
+    const exported = await a.engine.exportAdapter();
     a.dispose();
     expect(policy.head!.adapter).toBeUndefined();
-    const b = new GrpoTrainer(policy, {}, config);
+    const b = new GrpoTrainer(headEngine(policy), {}, config);
     try {
       b.load(state);
       expect(await b.state()).toEqual(state);
-      expect((await b.exportAdapter()).b).toBe(exported.b);
+      expect((await b.engine.exportAdapter()).b).toBe(exported.b);
       expect(() => b.load({ ...state, a: new Float32Array(3) })).toThrow(/state\.a/);
     } finally {
       b.dispose();
@@ -110,7 +110,7 @@ describe('GrpoTrainer', () => {
     }
     const filtered = groupRolloutBatch(groups);
     const extras = rolloutSampling(groups);
-    const trainer = new GrpoTrainer(policy, {}, config, { temperature: 0.9 });
+    const trainer = new GrpoTrainer(headEngine(policy), {}, config, { temperature: 0.9 });
     try {
       await expect(trainer.trainStep(filtered, prompts, { sampling: { temperature: 0.9, topK: 3 } })).rejects.toThrow(/samplingLogprobs/);
       const { metrics } = await trainer.trainStep(filtered, prompts, { sampling: { temperature: 0.9, topK: 3 }, ...extras });
@@ -133,7 +133,7 @@ describe('GrpoTrainer', () => {
   it('masks truncated completions out of the loss and out of the token count it divides by (TRL counts num_items_in_batch after masking)', async () => {
     const truncated = [true, false, false, false, false, false, false, true];
     const run = async (mask: boolean) => {
-      const trainer = new GrpoTrainer(policy, {}, config, { temperature: 0.9, maskTruncatedCompletions: mask });
+      const trainer = new GrpoTrainer(headEngine(policy), {}, config, { temperature: 0.9, maskTruncatedCompletions: mask });
       try {
         return (await trainer.trainStep(batch, prompts, { truncated })).metrics;
       } finally {
@@ -148,14 +148,14 @@ describe('GrpoTrainer', () => {
     expect(masked.loss).not.toBeCloseTo(kept.loss, 6);
     // Their rewards still shape the group's advantages.
     expect(masked.advantageMean).toBeCloseTo(kept.advantageMean, 12);
-    const trainer = new GrpoTrainer(policy, {}, config, { maskTruncatedCompletions: true });
+    const trainer = new GrpoTrainer(headEngine(policy), {}, config, { maskTruncatedCompletions: true });
     await expect(trainer.trainStep(batch, prompts)).rejects.toThrow(/truncated/);
     trainer.dispose();
   });
 
   it('adapts the entropy coefficient across steps (TRL use_adaptive_entropy)', async () => {
-    const up = new GrpoTrainer(policy, {}, config, { temperature: 0.9, adaptiveEntropy: { target: 100, delta: 0.005 } });
-    const down = new GrpoTrainer(policy, {}, config, { temperature: 0.9, adaptiveEntropy: { target: 0, delta: 0.004 } });
+    const up = new GrpoTrainer(headEngine(policy), {}, config, { temperature: 0.9, adaptiveEntropy: { target: 100, delta: 0.005 } });
+    const down = new GrpoTrainer(headEngine(policy), {}, config, { temperature: 0.9, adaptiveEntropy: { target: 0, delta: 0.004 } });
     try {
       // No bonus before a measurement; then it applies while entropy stays at or below the target.
       const first = await up.trainStep(batch, prompts);
@@ -176,14 +176,14 @@ describe('GrpoTrainer', () => {
   });
 
   it('refuses what it cannot train, with typed errors', async () => {
-    expect(() => new GrpoTrainer(base, {}, config)).toThrow(/hiddenState: true/);
-    expect(() => new GrpoTrainer(policy, { maxGradNorm: -1 }, config)).toThrow(InvalidInputError);
-    expect(() => new GrpoTrainer(policy, {}, config, { temperature: 0 })).toThrow(/temperature/);
-    expect(() => new GrpoTrainer(policy, {}, config, { reference: {} as never })).toThrow(/reference/);
-    const trainer = new GrpoTrainer(policy, {}, config);
+    expect(() => new GrpoTrainer(headEngine(base), {}, config)).toThrow(/hiddenState: true/);
+    expect(() => new GrpoTrainer(headEngine(policy), { maxGradNorm: -1 }, config)).toThrow(InvalidInputError);
+    expect(() => new GrpoTrainer(headEngine(policy), {}, config, { temperature: 0 })).toThrow(/temperature/);
+    expect(() => new GrpoTrainer(headEngine(policy), {}, config, { reference: {} as never })).toThrow(/reference/);
+    const trainer = new GrpoTrainer(headEngine(policy), {}, config);
     try {
       await expect(trainer.trainStep(batch, prompts.slice(0, 1))).rejects.toThrow(/one prompt per group/);
-      const other = new GrpoTrainer(policy, {}, { numGenerations: 2 });
+      const other = new GrpoTrainer(headEngine(policy), {}, { numGenerations: 2 });
       await expect(other.trainStep(batch, prompts)).rejects.toThrow(/numGenerations/);
       other.dispose();
       const aborted = AbortSignal.abort();

@@ -5,7 +5,9 @@
  * log-probs, as grpoLoss or supervised training hands back d loss / d logp.
  */
 import { describe, expect, it } from 'vitest';
-import { decoderGroupForward, decoderParameterCount, decoderTensors, DecoderOptimizer, zerosLikeDecoder } from '../../lib/lora/full-grad.js';
+import { decoderGroupForward, decoderParameterCount, decoderTensors, zerosLikeDecoder } from '../../lib/lora/full-grad.js';
+import { clipFactor, resolveOptimizer } from '../../lib/grad/optimizer.js';
+import { DecoderEngine } from '../../lib/train/decoder-engine.js';
 import type { LoraGroupInput } from '../../lib/lora/model.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { randomDecoder, type Variant } from './random-decoder.js';
@@ -57,17 +59,20 @@ describe.each(VARIANTS)('%s', (_, variant) => {
 });
 
 describe('supervised steps', () => {
-  it('lower the negative log-likelihood of the answers (dlogp = -1/N)', () => {
+  it('lower the negative log-likelihood of the answers (dlogp = -1/N) on the full-parameter engine', async () => {
     const weights = randomDecoder({ shape: base, tied: true, seed: 21 });
     const group: LoraGroupInput = { promptIds: [1, 2, 3], completions: [[4, 5, 6]] };
     const nll = () => -decoderGroupForward(weights, group).logprobs[0].reduce((a, b) => a + b, 0) / 3;
     const before = nll();
-    const optimizer = new DecoderOptimizer(weights, { lr: 0.01 });
+    const engine = new DecoderEngine(weights);
+    const optimizer = resolveOptimizer({ lr: 0.01 });
     for (let step = 0; step < 20; step++) {
-      const grad = zerosLikeDecoder(weights);
-      decoderGroupForward(weights, group).backward([[-1 / 3, -1 / 3, -1 / 3]], grad);
-      optimizer.update(weights, grad);
+      await engine.forward([{ prompt: group.promptIds, completions: group.completions }], { temperature: 1, reference: false });
+      const norm = await engine.backward(Float64Array.from([-1 / 3, -1 / 3, -1 / 3]), new Float64Array(3));
+      expect(norm).toBeGreaterThan(0);
+      await engine.step(optimizer, clipFactor(norm, optimizer.maxGradNorm));
     }
+    expect(engine.updates).toBe(20);
     expect(nll()).toBeLessThan(before * 0.5);
   });
 });

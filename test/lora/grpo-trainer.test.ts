@@ -1,17 +1,15 @@
 /**
- * LoraGrpoTrainer on the bundled model, in the seed trainer's shape (`trainStep(groupRolloutBatch,
- * prompts) -> { loss, metrics }`): it starts at the base model (zero KL, ratio 1), computes the
- * same loss and update as LoraTrainer on the same rollouts, learns toward the positive
- * advantages, trains with the entropy bonus and the sampling correction, and both adapters'
- * trainers run behind the one `GroupTrainer` interface.
+ * GrpoTrainer over the LoRA engine on the bundled model (`trainStep(groupRolloutBatch, prompts) ->
+ * { loss, metrics }`): it starts at the base model (zero KL, ratio 1), learns toward the positive
+ * advantages, trains with the entropy bonus and the sampling correction, and the one trainer runs
+ * over both engines.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GrpoTrainer, groupRolloutBatch, rolloutSampling } from '../../lib/grad.js';
-import { computeAdvantages, GrpoConfig } from '../../lib/math.js';
+import { GrpoTrainer, groupRolloutBatch, headEngine, rolloutSampling } from '../../lib/grad.js';
+import { GrpoConfig } from '../../lib/math.js';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
-import { loraModel, LoraGrpoTrainer, type GroupTrainer, type LoraModel } from '../../lib/lora/grpo-trainer.js';
+import { loraEngine, loraModel, type LoraModel } from '../../lib/train/lora-engine.js';
 import { loraLogprobs } from '../../lib/lora/model.js';
-import { LoraTrainer } from '../../lib/lora/trainer.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import type { PromptInput } from '../../lib/core/policy.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
@@ -39,10 +37,10 @@ afterAll(() => policy?.dispose());
 /** A fresh adapter of the same seed on the same weights. */
 const fresh = (seed = 3): LoraModel => ({ ...base, adapter: createLoraAdapter(base.weights.shape, { r: 2, seed }) });
 
-describe('LoraGrpoTrainer', () => {
+describe('GrpoTrainer over the LoRA engine', () => {
   it('starts at the base model: zero KL, no clipping, the sampled log-probs to 1e-4', async () => {
     const model = fresh();
-    const trainer = new LoraGrpoTrainer(model, { lr: 1e-3 }, new GrpoConfig({ numGenerations: 4, beta: 0.05 }), { temperature: 0.9 });
+    const trainer = new GrpoTrainer(loraEngine(model), { lr: 1e-3 }, new GrpoConfig({ numGenerations: 4, beta: 0.05 }), { temperature: 0.9 });
     const { loss, metrics } = await trainer.trainStep(batch, prompts);
     expect(metrics.kl).toBe(0);
     expect(metrics.clipRatioRegion).toBe(0);
@@ -59,36 +57,9 @@ describe('LoraGrpoTrainer', () => {
     ours.forEach((lp, t) => expect(Math.abs(lp - Number(batch.rollout.oldLogProbs[0][t]))).toBeLessThan(1e-4));
   });
 
-  it('takes the same update as LoraTrainer on the same rollouts', async () => {
-    const config = new GrpoConfig({ numGenerations: 4, beta: 0, entropyCoeff: 0 });
-    const ours = fresh();
-    const theirs = fresh();
-    const a = new LoraGrpoTrainer(ours, { lr: 1e-3 }, config, { temperature: 0.9 });
-    const b = new LoraTrainer(theirs.weights, theirs.adapter, { optimizer: { lr: 1e-3 }, loss: config.toLossConfig(), temperature: 0.9 });
-    const first = await a.trainStep(batch, prompts);
-    const { advantages: flat } = computeAdvantages([...rewards, ...rewards].map((r) => [r]), { groupSize: 4 });
-    const advantages = [flat.slice(0, 4), flat.slice(4)];
-    const rows = batch.rollout.responseMask.map((m) => Array.from(m).filter(Boolean).length);
-    const groups = prompts.map((p, g) => ({
-      promptIds: policy.promptIds(p),
-      completions: [0, 1, 2, 3].map((i) => Array.from(batch.rollout.sequences[g * 4 + i]).slice(0, rows[g * 4 + i]).map(Number)),
-      oldLogps: [0, 1, 2, 3].map((i) => Array.from(batch.rollout.oldLogProbs[g * 4 + i]).slice(0, rows[g * 4 + i]).map(Number)),
-      advantages: advantages[g],
-    }));
-    const second = b.step(groups);
-    expect(Math.abs(first.loss - second.loss)).toBeLessThan(1e-9);
-    expect(Math.abs(first.metrics.gradNorm - second.metrics.gradNorm) / second.metrics.gradNorm).toBeLessThan(1e-6);
-    ours.adapter.layers.forEach((layer, l) => {
-      for (const [module, pair] of Object.entries(layer)) {
-        const other = theirs.adapter.layers[l][module as keyof typeof layer]!;
-        pair.B.forEach((x, i) => expect(Math.abs(x - other.B[i])).toBeLessThan(1e-7));
-      }
-    });
-  });
-
   it('raises the log-probs of the completions with positive advantage', async () => {
     const model = fresh();
-    const trainer = new LoraGrpoTrainer(model, { lr: 5e-3 }, new GrpoConfig({ numGenerations: 4, beta: 0.01, entropyCoeff: 0.01 }), {
+    const trainer = new GrpoTrainer(loraEngine(model), { lr: 5e-3 }, new GrpoConfig({ numGenerations: 4, beta: 0.01, entropyCoeff: 0.01 }), {
       temperature: 0.9,
       adaptiveEntropy: { target: 1 },
     });
@@ -111,14 +82,14 @@ describe('LoraGrpoTrainer', () => {
     expect(after[0]).toBeGreaterThan(before[0]);
     expect(after[2]).toBeGreaterThan(before[2]);
     expect(losses[3]).toBeLessThan(losses[0]);
-    expect(trainer.optimizer.state.step).toBe(4);
+    expect(trainer.engine.updates).toBe(4);
   });
 
-  it('stands behind GroupTrainer with the head adapter\'s GrpoTrainer', async () => {
+  it('is the same trainer over the head adapter\'s engine and the LoRA engine', async () => {
     const config = new GrpoConfig({ numGenerations: 4 });
-    const head = new GrpoTrainer(policy, { lr: 0.01 }, config, { temperature: 0.9 });
+    const head = new GrpoTrainer(headEngine(policy), { lr: 0.01 }, config, { temperature: 0.9 });
     try {
-      const trainers: GroupTrainer[] = [head, new LoraGrpoTrainer(fresh(), { lr: 1e-3 }, config, { temperature: 0.9 })];
+      const trainers: GrpoTrainer[] = [head, new GrpoTrainer(loraEngine(fresh()), { lr: 1e-3 }, config, { temperature: 0.9 })];
       for (const trainer of trainers) {
         const { loss, metrics } = await trainer.trainStep(batch, prompts);
         expect(Number.isFinite(loss)).toBe(true);
@@ -131,20 +102,19 @@ describe('LoraGrpoTrainer', () => {
   });
 
   it('refuses a batch of another group size and a prompt count that does not match', async () => {
-    const trainer = new LoraGrpoTrainer(fresh(), {}, new GrpoConfig({ numGenerations: 8 }));
+    const trainer = new GrpoTrainer(loraEngine(fresh()), {}, new GrpoConfig({ numGenerations: 8 }));
     await expect(trainer.trainStep(batch, prompts)).rejects.toMatchObject({ code: 'InvalidInput' });
-    const four = new LoraGrpoTrainer(fresh(), {}, new GrpoConfig({ numGenerations: 4 }));
+    const four = new GrpoTrainer(loraEngine(fresh()), {}, new GrpoConfig({ numGenerations: 4 }));
     await expect(four.trainStep(batch, [prompts[0]])).rejects.toMatchObject({ code: 'InvalidInput' });
-    expect(() => new LoraGrpoTrainer({} as LoraModel)).toThrow(expect.objectContaining({ code: 'InvalidInput' }));
+    expect(() => loraEngine({} as LoraModel)).toThrow(expect.objectContaining({ code: 'InvalidInput' }));
   });
 
-  it("refuses an unknown engine, and 'webgpu' without the model's weights on a device", () => {
-    const config = new GrpoConfig({ numGenerations: 4 });
+  it("refuses an unknown backend, and 'webgpu' without the model's weights on a device", () => {
     const model = fresh();
-    expect(() => new LoraGrpoTrainer(model, {}, config, { engine: 'gpu' as 'cpu' })).toThrow(/engine: must be 'cpu' or 'webgpu'/);
-    expect(() => new LoraGrpoTrainer(model, {}, config, { engine: 'webgpu' })).toThrow(/gpu: is needed with engine 'webgpu'/);
+    expect(() => loraEngine(model, { backend: 'gpu' as 'cpu' })).toThrow(/backend: must be 'cpu' or 'webgpu'/);
+    expect(() => loraEngine(model, { backend: 'webgpu' })).toThrow(/gpu: is needed with backend 'webgpu'/);
     const other = { device: {} as never, weights: { ...model.weights }, dispose: () => undefined };
-    expect(() => new LoraGrpoTrainer(model, {}, config, { engine: 'webgpu', gpu: other })).toThrow(/other weights/);
-    expect(new LoraGrpoTrainer(model, {}, config).engine).toBe('cpu');
+    expect(() => loraEngine(model, { backend: 'webgpu', gpu: other })).toThrow(/other weights/);
+    expect(loraEngine(model).backend).toBe('cpu');
   });
 });

@@ -117,7 +117,7 @@ describe('loraGrpo', () => {
 
   it('starts from an adapter handed back through PEFT files', async () => {
     const first = await loraGrpo({ ...shape, policy, store: new MemoryStore() }).result();
-    const folder = exportPeftAdapter(first.trainer.adapter, { baseModel: 'webgrpo-tiny' });
+    const folder = exportPeftAdapter(first.trainer.engine.adapter, { baseModel: 'webgrpo-tiny' });
     const adapter = importPeftAdapter(folder, weights.shape);
     const store = new MemoryStore();
     await loraGrpo({ ...shape, policy, store, runId: 'continued', epochs: 1, initialAdapter: adapter }).result();

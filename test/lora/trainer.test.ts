@@ -1,59 +1,85 @@
 /**
- * GRPO updates of a full-depth adapter on the bundled model: the completion with the positive
- * advantage gains probability and the negative one loses it, the optimizer's state resumes an
- * identical run, and a KL term needs reference log-probs.
+ * GRPO updates of a full-depth adapter on the bundled model's weights, through the one trainer
+ * over the LoRA engine: the completion with the positive advantage gains probability and the
+ * negative one loses it, the optimizer's state resumes an identical run, and with a KL term the
+ * reference is the adapter-off model.
  */
 import { describe, expect, it } from 'vitest';
-import { createLoraAdapter } from '../../lib/lora/adapter.js';
+import { groupRolloutBatch } from '../../lib/grad/rollouts.js';
+import { createLoraAdapter, type LoraAdapter } from '../../lib/lora/adapter.js';
 import { loraLogprobs } from '../../lib/lora/model.js';
-import { LoraTrainer, type LoraGroup } from '../../lib/lora/trainer.js';
+import type { LoraOptimizerState } from '../../lib/lora/optimizer.js';
+import type { DecoderWeights } from '../../lib/lora/weights.js';
+import { GrpoConfig } from '../../lib/math/batch.js';
+import { loraEngine } from '../../lib/train/lora-engine.js';
+import { GrpoTrainer } from '../../lib/train/trainer.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
 import { readFolderWeights } from './fixtures.js';
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+const prompts = [{ prompt: 'the prompt is given as token ids' }];
 
-describe('LoraTrainer', () => {
+/** A trainer of `adapter` whose one prompt encodes to `promptIds`. */
+function trainer(weights: DecoderWeights, adapter: LoraAdapter, promptIds: number[], lr: number, config: Partial<{ beta: number }> = {}, state?: LoraOptimizerState) {
+  return new GrpoTrainer(loraEngine({ weights, adapter, promptIds: () => promptIds }, state ? { state } : {}), { lr }, new GrpoConfig({ numGenerations: 2, beta: 0, entropyCoeff: 0, ...config }));
+}
+
+/** One group of two completions, sampled (old log-probs) under `adapter`, rewarded 1 and 0. */
+function batchOf(weights: DecoderWeights, adapter: LoraAdapter, promptIds: number[], completions: number[][]) {
+  const logprobs = completions.map((c) => loraLogprobs(weights, adapter, { tokens: [...promptIds, ...c], completionStart: promptIds.length }));
+  return groupRolloutBatch([{ completions: completions.map((tokenIds, c) => ({ tokenIds, logprobs: logprobs[c] })), rewards: [1, 0] }]);
+}
+
+describe('GrpoTrainer over the LoRA engine, step by step', () => {
   it('moves probability toward the completion with the positive advantage', async () => {
     const { weights } = await readFolderWeights(TINY_DIR);
     const adapter = createLoraAdapter(weights.shape, { r: 4, seed: 2 });
-    const group: LoraGroup = { promptIds: [1, 40, 41, 42], completions: [[50, 51, 52], [60, 61]], advantages: [1, -1] };
-    const trainer = new LoraTrainer(weights, adapter, { optimizer: { lr: 5e-3 } });
-    const score = (c: number) => sum(loraLogprobs(weights, adapter, { tokens: [...group.promptIds, ...group.completions[c]], completionStart: 4 }));
+    const promptIds = [1, 40, 41, 42];
+    const completions = [[50, 51, 52], [60, 61]];
+    const score = (c: number) => sum(loraLogprobs(weights, adapter, { tokens: [...promptIds, ...completions[c]], completionStart: 4 }));
     const before = [score(0), score(1)];
-    const first = trainer.step([group]);
+    const batch = batchOf(weights, adapter, promptIds, completions);
+    const t = trainer(weights, adapter, promptIds, 5e-3);
+    const first = await t.trainStep(batch, prompts);
     expect(first.metrics.tokens).toBe(5);
     expect(first.metrics.gradNorm).toBeGreaterThan(0);
-    expect(sum(first.logps[0])).toBeCloseTo(before[0], 10);
+    // The batch was sampled from this adapter: every ratio is 1, nothing is clipped.
+    expect(first.metrics.clipRatioRegion).toBe(0);
     // Further updates on the same samples (TRL's num_iterations): the ratio to the sampling
     // policy moves, so the clipped objective falls until the ratios reach the clip range.
     const losses = [first.loss];
-    for (let step = 1; step < 5; step++) losses.push(trainer.step([{ ...group, oldLogps: first.logps }]).loss);
+    for (let step = 1; step < 5; step++) losses.push((await t.trainStep(batch, prompts)).loss);
     expect(losses[2]).toBeLessThan(losses[0]);
     const after = [score(0), score(1)];
     expect(after[0]).toBeGreaterThan(before[0] + 0.5);
     expect(after[1]).toBeLessThan(before[1] - 0.5);
-    expect(trainer.optimizer.state.step).toBe(5);
+    expect(t.engine.updates).toBe(5);
   });
 
   it('resumes from its optimizer state to the same adapter, bit for bit', async () => {
     const { weights } = await readFolderWeights(TINY_DIR);
-    const group: LoraGroup = { promptIds: [1, 20], completions: [[30, 31], [32]], advantages: [0.5, -0.5] };
-    const straight = createLoraAdapter(weights.shape, { r: 2, targetModules: ['q_proj', 'down_proj'], seed: 4 });
-    const t1 = new LoraTrainer(weights, straight, { optimizer: { lr: 1e-3 } });
-    t1.step([group]);
-    t1.step([group]);
+    const promptIds = [1, 20];
+    const fresh = () => createLoraAdapter(weights.shape, { r: 2, targetModules: ['q_proj', 'down_proj'], seed: 4 });
+    const batch = batchOf(weights, fresh(), promptIds, [[30, 31], [32]]);
+    const straight = fresh();
+    const t1 = trainer(weights, straight, promptIds, 1e-3);
+    await t1.trainStep(batch, prompts);
+    await t1.trainStep(batch, prompts);
 
-    const resumed = createLoraAdapter(weights.shape, { r: 2, targetModules: ['q_proj', 'down_proj'], seed: 4 });
-    const t2 = new LoraTrainer(weights, resumed, { optimizer: { lr: 1e-3 } });
-    t2.step([group]);
-    const t3 = new LoraTrainer(weights, resumed, { optimizer: { lr: 1e-3 }, state: structuredClone(t2.optimizer.state) });
-    t3.step([group]);
+    const resumed = fresh();
+    const t2 = trainer(weights, resumed, promptIds, 1e-3);
+    await t2.trainStep(batch, prompts);
+    const t3 = trainer(weights, resumed, promptIds, 1e-3, {}, structuredClone(t2.engine.optimizerState));
+    await t3.trainStep(batch, prompts);
     expect(resumed.layers).toEqual(straight.layers);
   });
 
-  it('asks for reference log-probs when the KL term is on', async () => {
+  it('takes the KL reference from the adapter-off model: zero while B is zero, then growing', async () => {
     const { weights } = await readFolderWeights(TINY_DIR);
-    const trainer = new LoraTrainer(weights, createLoraAdapter(weights.shape, { r: 1 }), { loss: { beta: 0.1 } });
-    expect(() => trainer.step([{ promptIds: [1], completions: [[2]], advantages: [1] }])).toThrow(expect.objectContaining({ code: 'InvalidInput' }));
+    const adapter = createLoraAdapter(weights.shape, { r: 1 });
+    const batch = batchOf(weights, adapter, [1], [[2, 3], [4]]);
+    const t = trainer(weights, adapter, [1], 1e-2, { beta: 0.1 });
+    expect((await t.trainStep(batch, prompts)).metrics.kl).toBe(0);
+    expect((await t.trainStep(batch, prompts)).metrics.kl).toBeGreaterThan(0);
   });
 });

@@ -117,12 +117,12 @@ console.log(JSON.stringify({ model, backend: policy.info.backend, rows: group.co
 
 const onnxTypesCheck = `
 import { loadOnnxPolicy, type OnnxPolicyOptions } from 'webgrpo/onnx';
-import { GrpoTrainer, rolloutSampling, type TrainStepMetrics, type TrainStepOptions } from 'webgrpo/grad';
+import { GrpoTrainer, headEngine, rolloutSampling, type TrainStepMetrics, type TrainStepOptions } from 'webgrpo/grad';
 export const stepOptions: TrainStepOptions = { sampling: { topK: 20 }, ...rolloutSampling([{ completions: [{ tokenIds: [1], logprobs: [-1], finishReason: 'length' }], rewards: [1] }]) };
 export const ratioMax: number | undefined = ({} as TrainStepMetrics).importanceSamplingRatio?.max;
 import type { GroupResult, Policy } from 'webgrpo';
 export async function train(): Promise<TrainStepMetrics['loss']> {
-  const trainer = new GrpoTrainer(await loadOnnxPolicy({ model: 'x', hiddenState: true }), { lr: 0.01 }, { numGenerations: 4 });
+  const trainer = new GrpoTrainer(headEngine(await loadOnnxPolicy({ model: 'x', hiddenState: true })), { lr: 0.01 }, { numGenerations: 4 });
   return trainer.config.beta;
 }
 const options: OnnxPolicyOptions = { model: 'HuggingFaceTB/SmolLM2-135M-Instruct', device: 'auto', dtype: 'q4f16' };

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { writeLoraCheckpoint } from '../../lib/lora/format.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
-import { LoraOptimizer } from '../../lib/lora/optimizer.js';
+import { loraOptimizerState } from '../../lib/lora/optimizer.js';
 import { peftBaseModel, peftZip } from '../../site/lib/peft-zip.js';
 import { crc32, zipStored } from '../../site/lib/zip.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
@@ -40,7 +40,7 @@ describe('peftZip', () => {
     const config = JSON.parse(await readFile(join(TINY_DIR, 'config.json'), 'utf8')) as Record<string, unknown>;
     const weights = await readDecoderWeights(graph, { config });
     const adapter = createLoraAdapter(weights.shape, { r: 2, alpha: 4, targetModules: ['q_proj', 'down_proj'], seed: 1 });
-    const checkpoint = writeLoraCheckpoint(adapter, new LoraOptimizer(adapter).state, 3);
+    const checkpoint = writeLoraCheckpoint(adapter, loraOptimizerState(adapter), 3);
     const files = readZip(peftZip(checkpoint, '/models/webgrpo-tiny/'));
     expect([...files.keys()].sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
     const peft = JSON.parse(new TextDecoder().decode(files.get('adapter_config.json')));

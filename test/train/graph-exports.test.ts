@@ -15,7 +15,10 @@ import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';
 import { LoraGraphEngine } from '../../lib/train/graph/lora-graph-engine.js';
-import { LoraGraphTrainer } from '../../lib/train/graph/lora-graph-trainer.js';
+import { loraEngine } from '../../lib/train/lora-engine.js';
+import { GrpoTrainer } from '../../lib/train/trainer.js';
+import { groupRolloutBatch } from '../../lib/grad/rollouts.js';
+import { GrpoConfig } from '../../lib/math.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { buildModel, MODEL_FILES } from '../../scripts/build-model/index.js';
 import { SMALL, STYLES } from './exports.js';
@@ -61,19 +64,29 @@ describe('training graphs of every export style', () => {
     });
   }
 
-  it('train a foreign export end to end: GRPO steps on an Optimum-named, untied, biased export raise the rewarded completion', async () => {
+  it('train a foreign export end to end: GrpoTrainer steps over the graph engine on an Optimum-named, untied, biased export raise the rewarded completion', async () => {
     const { decoder } = await exportFolder('foreign', { names: 'exporter', tieWordEmbeddings: false, qkvBias: true, numKvHeads: 1 });
     const adapter = createLoraAdapter(decoder.shape, { seed: 3 });
-    const engine = await LoraGraphEngine.create(runtime, decoder, { r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules });
-    const trainer = new LoraGraphTrainer(engine, adapter, { optimizer: { lr: 1e-2 } });
-    const group = { promptIds: [1, 40, 41, 42], completions: [[50, 51, 52], [60, 61, 62], [70, 71]], advantages: [1, -0.5, -0.5] };
-    const first = await trainer.step([group]);
-    let last = first;
-    for (let i = 0; i < 4; i++) last = await trainer.step([group]);
+    const graph = await LoraGraphEngine.create(runtime, decoder, { r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules });
+    const promptIds = [1, 40, 41, 42];
+    const completions = [[50, 51, 52], [60, 61, 62], [70, 71]];
+    const engine = loraEngine({ weights: decoder, adapter, promptIds: () => promptIds }, { backend: 'onnxruntime', graph });
+    expect(engine.backend).toBe('onnxruntime');
+    const trainer = new GrpoTrainer(engine, { lr: 1e-2 }, new GrpoConfig({ numGenerations: 3, beta: 0, entropyCoeff: 0 }));
     const sum = (row: number[]) => row.reduce((a, b) => a + b, 0);
-    expect(sum(last.logps[0])).toBeGreaterThan(sum(first.logps[0]) + 0.5);
-    expect(sum(last.logps[1])).toBeLessThan(sum(first.logps[1]));
-    await engine.release();
+    const scores = async () => (await graph.forward(adapter, [{ promptIds, completions }])).logprobs.map(sum);
+    const first = await scores();
+    for (let i = 0; i < 5; i++) {
+      // Sampled (old log-probs) under the adapter as it is now: on policy, every step.
+      const old = (await graph.forward(adapter, [{ promptIds, completions }])).logprobs;
+      const result = await trainer.trainStep(groupRolloutBatch([{ completions: completions.map((tokenIds, c) => ({ tokenIds, logprobs: old[c] })), rewards: [1, 0, 0] }]), [{ prompt: 'ids' }]);
+      expect(result.metrics.tokens).toBe(8);
+    }
+    const last = await scores();
+    expect(last[0]).toBeGreaterThan(first[0] + 0.5);
+    expect(last[1]).toBeLessThan(first[1]);
+    expect(engine.updates).toBe(5);
+    trainer.dispose();
   });
 });
 

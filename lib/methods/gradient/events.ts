@@ -9,20 +9,9 @@ import type { PromptInput } from '../../core/policy.js';
 import type { GradientConfig, ItemResult, StepStats } from '../../store/records.js';
 import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 import type { TrainStepMetrics } from '../../grad/metrics.js';
+import type { GradientEpochStats } from '../grpo-update.js';
 
-export interface GradientEpochStats {
-  epoch: number;
-  steps: number;
-  groups: number;
-  zeroSpreadGroups: number;
-  rollouts: number;
-  meanReward: number | null;
-  stdReward: number | null;
-  /** The last update's loss, KL and gradient norm in the epoch. */
-  loss: number | null;
-  kl: number | null;
-  gradNorm: number | null;
-}
+export type { GradientEpochStats } from '../grpo-update.js';
 
 export type GradientEvent =
   | { type: 'run-start'; runId: string; resumed: boolean; config: GradientConfig; progress: Progress }

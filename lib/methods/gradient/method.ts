@@ -1,16 +1,16 @@
 /**
  * Gradient GRPO on an LM-head adapter as a method of the driver (lib/run/driver.ts). Per step: the
  * driver samples a group per item from the adapted policy, rewards it and computes the step's
- * advantages; this method runs `numIterations` optimizer updates of `GrpoTrainer` on the step's
- * groups with exactly those advantages, and the step is committed with the adapter and optimizer
+ * advantages; this method runs `numIterations` optimizer updates of `GrpoTrainer` over the head
+ * adapter's engine on the step's groups with exactly those advantages, and the step is committed with the adapter and optimizer
  * state in one store transaction.
  *
  * `resumeGradientGrpo(runId)` continues from the first unfinished item with the adapter of the
  * last committed step: given the same seeds, a resumed run ends where an uninterrupted one does.
  */
-import { InvalidInputError, throwIfAborted } from '../../errors.js';
+import { InvalidInputError } from '../../errors.js';
 import { MemoryStore } from '../../store/memory.js';
-import type { GradientConfig, GradientStepPayload, LoraStepPayload, StepRecord } from '../../store/records.js';
+import type { GradientConfig } from '../../store/records.js';
 import type { Store } from '../../store/types.js';
 import { GRADIENT_RECORD } from '../../store/validate.js';
 import { validateDataset } from '../../core/dataset.js';
@@ -18,14 +18,13 @@ import { resumeRun, startRun } from '../../run/driver.js';
 import type { Method } from '../../run/method.js';
 import { checkRunId } from '../../run/options.js';
 import { newRunRecord, type Run } from '../../run/run.js';
-import { stepStats } from '../../run/stats.js';
 import { readAdapterFile, readCheckpoint, writeCheckpoint, type AdapterFile } from '../../grad/format.js';
-import type { TrainStepMetrics } from '../../grad/metrics.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
-import { groupRolloutBatch, rolloutSampling } from '../../grad/rollouts.js';
-import { GrpoTrainer } from '../../grad/trainer.js';
-import type { GradientEpochStats, GradientEvent } from './events.js';
-import { grpoConfigOf, resolveGradientConfig, validateGradientHandles, type GradientGrpoOptions, type GradientHandles } from './options.js';
+import { headEngine, type HeadAdapterEngine } from '../../train/head-engine.js';
+import type { GrpoTrainer } from '../../train/trainer.js';
+import { gradientEpochStats, runTrainer, trainOnStep } from '../grpo-update.js';
+import type { GradientEvent } from './events.js';
+import { resolveGradientConfig, validateGradientHandles, type GradientGrpoOptions, type GradientHandles } from './options.js';
 
 export interface GradientResult {
   runId: string;
@@ -39,7 +38,7 @@ export interface GradientResult {
    * The trainer, still attached to the policy (which keeps sampling from the trained adapter):
    * `dispose()` it to return to the base model and free its memory.
    */
-  trainer: GrpoTrainer;
+  trainer: GrpoTrainer<HeadAdapterEngine>;
 }
 
 /** A run in progress: iterate it for events (once), or await `result()`. */
@@ -48,7 +47,7 @@ export type GradientRun = Run<GradientEvent, GradientResult>;
 interface GradientState {
   config: GradientConfig;
   handles: GradientHandles;
-  trainer: GrpoTrainer;
+  trainer: GrpoTrainer<HeadAdapterEngine>;
 }
 
 /** Opens a gradient run's trainer: a new run's from `initial` (or fresh), a resumed run's from its checkpoint. */
@@ -63,33 +62,16 @@ function gradientMethod(initial?: HeadAdapterWeights): Method<'gradient', Gradie
     advantages: (config) => ({ scaleRewards: config.loss.scaleRewards }),
 
     async open({ run, store, handles, last }) {
-      const trainer = createTrainer(handles, run.config);
+      const trainer = runTrainer(headEngine(handles.policy, { adapter: adapterOf(handles, run.config) }), run.config, last);
       const checkpoint = last ? await store.getAdapter(run.id) : undefined;
       if (checkpoint) trainer.load(readCheckpoint(checkpoint).state);
-      const control = last?.payload.training.at(-1)?.adaptiveEntropy;
-      if (control && run.config.loss.adaptiveEntropy) trainer.restoreAdaptiveEntropy(control);
       else if (initial) trainer.load({ a: initial.a, b: initial.b, m: zerosLike(initial), v: zerosLike(initial), updates: 0 });
       return { config: run.config, handles, trainer };
     },
 
-    // Updates on the step's groups with the driver's advantages; the old log-probs are the rollouts' own.
     async finishStep({ config, handles, trainer }, ctx, items, advantages) {
-      const { plan, signal } = ctx;
-      const groups = items.map((r) => ({ completions: r.rollouts, rewards: r.rollouts.map((x) => x.rewards) }));
-      const batch = groupRolloutBatch(groups);
-      const prompts = items.map((r) => r.prompt);
-      // How the rollouts were sampled: with a filter, the trainer corrects for it (TRL's default).
-      const sampling = { sampling: { temperature: config.temperature, topK: config.topK, topP: config.topP, minP: config.minP }, ...rolloutSampling(groups) };
-      const training: TrainStepMetrics[] = [];
-      for (let iteration = 1; iteration <= config.numIterations; iteration++) {
-        throwIfAborted(signal);
-        const { metrics } = await trainer.trainStep(batch, prompts, { signal, advantages, ...sampling });
-        training.push(metrics);
-        await ctx.emit({ type: 'train', step: plan.step, epoch: plan.epoch, iteration, iterations: config.numIterations, metrics });
-      }
-      trainer.releaseStates();
-      throwIfAborted(signal);
-      const adapter = writeCheckpoint(await trainer.state(), trainer.shape, plan.step, handles.policy.info.model);
+      const training = await trainOnStep(trainer, config, ctx, items, advantages);
+      const adapter = writeCheckpoint(await trainer.state(), trainer.engine.shape, ctx.plan.step, handles.policy.info.model);
       return { payload: { kind: 'gradient', training }, extras: { adapter }, end: { training } };
     },
     epochEnd: (_state, epoch, steps) => ({ stats: gradientEpochStats(epoch, steps) }),
@@ -99,7 +81,7 @@ function gradientMethod(initial?: HeadAdapterWeights): Method<'gradient', Gradie
       epochsCompleted,
       stepsCompleted,
       itemsProcessed,
-      adapter: await trainer.exportAdapter(),
+      adapter: await trainer.engine.exportAdapter(),
       trainer,
     }),
     interrupted: ({ trainer }) => trainer.releaseStates(),
@@ -129,38 +111,15 @@ export function resumeGradientGrpo(runId: string, options: GradientHandles & { s
   return resumeRun(gradientMethodHooks, runId, options);
 }
 
-function createTrainer(handles: GradientHandles, config: GradientConfig): GrpoTrainer {
+/** The run's adapter shape and seed, checked against the policy's head. */
+function adapterOf(handles: GradientHandles, config: GradientConfig) {
   const { head } = handles.policy;
   if (head!.hiddenSize !== config.adapter.hiddenSize || head!.vocabSize !== config.adapter.vocabSize) {
     throw new InvalidInputError('policy', `has hidden size ${head!.hiddenSize} and vocabulary ${head!.vocabSize}; the run's adapter was made for ${config.adapter.hiddenSize} and ${config.adapter.vocabSize}.`);
   }
-  return new GrpoTrainer(handles.policy, config.optimizer, grpoConfigOf(config), {
-    temperature: config.temperature,
-    ...(config.loss.maskTruncatedCompletions !== undefined ? { maskTruncatedCompletions: config.loss.maskTruncatedCompletions } : {}),
-    ...(config.loss.adaptiveEntropy ? { adaptiveEntropy: config.loss.adaptiveEntropy } : {}),
-    advantages: { weights: config.rewards.map((r) => r.weight), scaleRewards: config.loss.scaleRewards },
-    adapter: { rank: config.adapter.rank, scale: config.adapter.scale, seed: config.adapter.seed },
-  });
+  return { rank: config.adapter.rank, scale: config.adapter.scale, seed: config.adapter.seed };
 }
 
 function zerosLike(w: { a: Float32Array; b: Float32Array }) {
   return { a: new Float32Array(w.a.length), b: new Float32Array(w.b.length) };
-}
-
-/** Rewards of an epoch's steps and the last update's loss, KL and gradient norm. */
-export function gradientEpochStats(epoch: number, steps: readonly StepRecord<GradientStepPayload | LoraStepPayload>[]): GradientEpochStats {
-  const stats = stepStats(steps.flatMap((s) => s.items));
-  const last = steps.at(-1)?.payload.training.at(-1);
-  return {
-    epoch,
-    steps: steps.length,
-    groups: stats.groups,
-    zeroSpreadGroups: stats.zeroSpreadGroups,
-    rollouts: stats.rollouts,
-    meanReward: stats.meanReward,
-    stdReward: stats.stdReward,
-    loss: last?.loss ?? null,
-    kl: last?.kl ?? null,
-    gradNorm: last?.gradNorm ?? null,
-  };
 }

@@ -4,50 +4,18 @@
  * The defaults train the bundled tiny model on the token-level tasks in a dozen steps.
  */
 import { InvalidInputError } from '../../errors.js';
-import { resolveAdaptiveEntropy, type AdaptiveEntropyOptions } from '../../math/adaptive-entropy.js';
-import { GrpoConfig, type GrpoLossExtras } from '../../math/batch.js';
-import type { ImportanceSamplingLevel, LossType } from '../../math/loss.js';
 import type { OnnxPolicy } from '../../policy/onnx/policy.js';
 import type { GradientConfig } from '../../store/records.js';
 import type { DatasetItem } from '../../core/dataset.js';
-import { GROUP_SAMPLING_DEFAULTS, integer, real, validateHandles, type GroupSamplingOptions, type LoopHandles } from '../../run/options.js';
+import { validateHandles, type GroupSamplingOptions, type LoopHandles } from '../../run/options.js';
 import { resolveShape, type AdapterInit } from '../../grad/adapter.js';
 import type { AdapterFile } from '../../grad/format.js';
-import { resolveOptimizer, type OptimizerOptions } from '../../grad/optimizer.js';
+import type { OptimizerOptions } from '../../grad/optimizer.js';
 import type { EvaluationOption } from '../../run/held-out.js';
+import { resolveTrainingConfig, type GradientLossOptions } from '../grpo-options.js';
 
 /** The common handles; the policy is the model being trained, an ONNX policy loaded with `hiddenState: true`. */
 export type GradientHandles = LoopHandles<OnnxPolicy>;
-
-/**
- * The objective: GrpoConfig's fields, TRL's newer loss options (`GrpoLossExtras`: cispo, sapo,
- * luspo, vespo parameters, the sampling correction, masks, bias-corrected KL) and the trainer's.
- * `importanceSampling` left out means TRL's default: 'sequence_mask' with clipMax 3 whenever the
- * rollouts were sampled with topK / topP / minP (null turns it off).
- */
-export interface GradientLossOptions extends GrpoLossExtras {
-  /** Default 'dapo'. */
-  lossType?: LossType;
-  /** PPO clipping range; default 0.2. */
-  clipParam?: number;
-  epsilonHigh?: number;
-  delta?: number;
-  /** KL coefficient toward the base model; default 0.01. */
-  beta?: number;
-  /** Entropy bonus; default 0.01. */
-  entropyCoeff?: number;
-  importanceSamplingLevel?: ImportanceSamplingLevel;
-  maxCompletionLength?: number;
-  /** Advantage scaling: by the group's std (default), the batch's, or none. */
-  scaleRewards?: 'group' | 'batch' | 'none';
-  /**
-   * TRL's mask_truncated_completions: completions that hit `maxNewTokens` keep their reward in the
-   * group's advantages but are left out of the loss. Default false.
-   */
-  maskTruncatedCompletions?: boolean;
-  /** TRL's use_adaptive_entropy: `entropyCoeff` is the start, moved after every update toward `target`. */
-  adaptiveEntropy?: AdaptiveEntropyOptions;
-}
 
 export interface GradientGrpoOptions extends GradientHandles, GroupSamplingOptions, EvaluationOption {
   dataset: DatasetItem[];
@@ -75,17 +43,6 @@ export interface GradientGrpoOptions extends GradientHandles, GroupSamplingOptio
   runId?: string;
 }
 
-export const GRADIENT_DEFAULTS = {
-  groupSize: 8,
-  epochs: 1,
-  batchSize: 2,
-  numIterations: 1,
-  temperature: 1,
-  seed: 0,
-  ...GROUP_SAMPLING_DEFAULTS,
-  scaleRewards: 'group' as const,
-};
-
 export function validateGradientHandles(handles: GradientHandles): void {
   validateHandles(handles);
   if (!handles.policy.head) {
@@ -100,80 +57,4 @@ export function resolveGradientConfig(options: GradientGrpoOptions): GradientCon
   const shape = resolveShape(head.hiddenSize, head.vocabSize, options.adapter);
   // A new adapter's A is drawn from the run's seed.
   return { ...config, adapter: { rank: shape.rank, scale: shape.scale, seed: config.seed, hiddenSize: shape.hiddenSize, vocabSize: shape.vocabSize } };
-}
-
-/** The options every run that trains an adapter shares (gradient, lora), checked and resolved into the stored config. */
-export interface TrainingOptions extends LoopHandles, GroupSamplingOptions {
-  groupSize?: number;
-  epochs?: number;
-  batchSize?: number;
-  numIterations?: number;
-  temperature?: number;
-  seed?: number;
-  loss?: GradientLossOptions;
-  optimizer?: OptimizerOptions;
-  task?: string;
-}
-
-/** The objective, schedule, sampling and optimizer of a run that trains an adapter; `lr` is the method's default learning rate. */
-export function resolveTrainingConfig(options: TrainingOptions, lr?: number): Omit<GradientConfig, 'adapter'> {
-  const d = GRADIENT_DEFAULTS;
-  const loss = options.loss ?? {};
-  const groupSize = integer(options.groupSize, 'groupSize', d.groupSize, 2, 64);
-  // GrpoConfig validates the objective's options the way the trainer will use them.
-  const { scaleRewards: _scale, maskTruncatedCompletions, adaptiveEntropy, ...objective } = loss;
-  const grpo = new GrpoConfig({ numGenerations: groupSize, ...objective });
-  if (maskTruncatedCompletions !== undefined && typeof maskTruncatedCompletions !== 'boolean') {
-    throw new InvalidInputError('loss.maskTruncatedCompletions', 'expected true or false.');
-  }
-  if (adaptiveEntropy !== undefined) resolveAdaptiveEntropy(adaptiveEntropy);
-  const scaleRewards = loss.scaleRewards ?? d.scaleRewards;
-  if (!['group', 'batch', 'none'].includes(scaleRewards)) throw new InvalidInputError('loss.scaleRewards', `expected "group", "batch" or "none", got ${String(scaleRewards)}.`);
-  const seed = integer(options.seed, 'seed', d.seed, 0, 2 ** 32 - 1);
-  const config: Omit<GradientConfig, 'adapter'> = {
-    groupSize,
-    epochs: integer(options.epochs, 'epochs', d.epochs, 1, 10_000),
-    batchSize: integer(options.batchSize, 'batchSize', d.batchSize, 1),
-    numIterations: integer(options.numIterations, 'numIterations', d.numIterations, 1, 100),
-    temperature: real(options.temperature, 'temperature', d.temperature, 0, 100, true),
-    topK: integer(options.topK, 'topK', d.topK, 0),
-    topP: real(options.topP, 'topP', d.topP, 0, 1, true),
-    minP: real(options.minP, 'minP', d.minP, 0, 1),
-    maxNewTokens: integer(options.maxNewTokens, 'maxNewTokens', d.maxNewTokens, 1),
-    rewards: options.rewards.map((r) => ({ name: r.name, weight: r.weight ?? 1 })),
-    seed,
-    shuffle: options.shuffle ?? d.shuffle,
-    loss: {
-      lossType: grpo.lossType,
-      clipParam: grpo.clipParam,
-      ...(grpo.epsilonHigh !== undefined ? { epsilonHigh: grpo.epsilonHigh } : {}),
-      ...(grpo.delta !== undefined ? { delta: grpo.delta } : {}),
-      beta: grpo.beta,
-      entropyCoeff: grpo.entropyCoeff,
-      importanceSamplingLevel: grpo.importanceSamplingLevel,
-      ...(grpo.maxCompletionLength !== undefined ? { maxCompletionLength: grpo.maxCompletionLength } : {}),
-      ...grpo.lossExtras,
-      scaleRewards,
-      ...(maskTruncatedCompletions !== undefined ? { maskTruncatedCompletions } : {}),
-      ...(adaptiveEntropy !== undefined ? { adaptiveEntropy: { ...adaptiveEntropy } } : {}),
-    },
-    optimizer: resolveOptimizer(lr === undefined ? options.optimizer : { lr, ...dropUndefined(options.optimizer) }),
-    policy: { ...options.policy.info },
-  };
-  if (typeof config.shuffle !== 'boolean') throw new InvalidInputError('shuffle', 'expected true or false.');
-  if (options.task !== undefined) config.task = options.task;
-  return config;
-}
-
-function dropUndefined(options: OptimizerOptions | undefined): OptimizerOptions {
-  if (options === undefined) return {};
-  // Anything but an object is refused as the optimizer's own check refuses it.
-  if (options === null || typeof options !== 'object') resolveOptimizer(options);
-  return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
-}
-
-/** The trainer's objective options from a stored config. */
-export function grpoConfigOf(config: Pick<GradientConfig, 'loss' | 'groupSize'>): GrpoConfig {
-  const { scaleRewards: _scale, maskTruncatedCompletions: _mask, adaptiveEntropy: _adaptive, ...loss } = config.loss;
-  return new GrpoConfig({ numGenerations: config.groupSize, ...loss });
 }

@@ -6,7 +6,7 @@ import type { PromptInput } from '../../core/policy.js';
 import type { ItemResult, LoraRunConfig, StepStats } from '../../store/records.js';
 import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 import type { TrainStepMetrics } from '../../grad/metrics.js';
-import type { GradientEpochStats } from '../gradient/events.js';
+import type { GradientEpochStats } from '../grpo-update.js';
 
 export type LoraEvent =
   | { type: 'run-start'; runId: string; resumed: boolean; config: LoraRunConfig; progress: Progress }

@@ -1,8 +1,8 @@
 /**
  * Full-depth LoRA GRPO as a method of the driver (lib/run/driver.ts). Per step: the driver samples
  * a group per item from the policy, which runs the adapted model's weights; rewards it and
- * computes the step's advantages; this method runs `numIterations` updates of `LoraGrpoTrainer`
- * on the step's groups with exactly those advantages, merges the adapter into the model's weights
+ * computes the step's advantages; this method runs `numIterations` updates of `GrpoTrainer` over
+ * the LoRA engine on the step's groups with exactly those advantages, merges the adapter into the model's weights
  * and swaps them into the policy (so the next step samples from the updated model), and the step
  * is committed with the adapter and AdamW's state in one store transaction.
  *
@@ -10,13 +10,10 @@
  * merged adapter of the last committed step), so a resumed run samples from exactly the weights
  * an uninterrupted one would have, and ends where it would have.
  */
-import { InvalidInputError, StoreCorruptError, throwIfAborted, UnsupportedError } from '../../errors.js';
+import { InvalidInputError, StoreCorruptError, UnsupportedError } from '../../errors.js';
 import { isLoraCheckpoint } from '../../grad/format.js';
-import type { TrainStepMetrics } from '../../grad/metrics.js';
-import { groupRolloutBatch, rolloutSampling } from '../../grad/rollouts.js';
 import type { LoraAdapter } from '../../lora/adapter.js';
 import { readLoraAdapterFile, readLoraCheckpoint, writeLoraAdapterFile, writeLoraCheckpoint, type LoraAdapterFile } from '../../lora/format.js';
-import type { LoraGrpoTrainer } from '../../lora/grpo-trainer.js';
 import type { LoraOptimizerState } from '../../lora/optimizer.js';
 import { moduleDims, type DecoderWeights } from '../../lora/weights.js';
 import { resumeRun, startRun } from '../../run/driver.js';
@@ -28,8 +25,9 @@ import type { LoraRunConfig } from '../../store/records.js';
 import type { Store } from '../../store/types.js';
 import { LORA_RECORD } from '../../store/validate.js';
 import { validateDataset } from '../../core/dataset.js';
-import { gradientEpochStats } from '../gradient/method.js';
-import { grpoConfigOf } from '../gradient/options.js';
+import type { LoraAdapterEngine } from '../../train/lora-engine.js';
+import type { GrpoTrainer } from '../../train/trainer.js';
+import { gradientEpochStats, runTrainer, trainOnStep } from '../grpo-update.js';
 import type { LoraEvent } from './events.js';
 import { hasWebgpu, NO_GPU, resolveLoraRunConfig, validateLoraHandles, type LoraGrpoOptions, type LoraHandles, type LoraPolicy } from './options.js';
 
@@ -42,10 +40,10 @@ export interface LoraResult {
   /** The adapter as it stands at the end, as a LoRA adapter file (`exportPeftAdapter(trainer.adapter, ...)` writes PEFT's folder). */
   adapter: LoraAdapterFile;
   /**
-   * The trainer, holding the adapter and the frozen weights (and, on WebGPU, their device
-   * buffers: `trainer.dispose()` frees them); the policy keeps sampling from the adapted model.
+   * The trainer; its engine holds the adapter and the frozen weights (and, on WebGPU, their
+   * device buffers: `trainer.dispose()` frees them); the policy keeps sampling from the adapted model.
    */
-  trainer: LoraGrpoTrainer;
+  trainer: GrpoTrainer<LoraAdapterEngine>;
 }
 
 /** A run in progress: iterate it for events (once), or await `result()`. */
@@ -55,7 +53,7 @@ interface LoraState {
   config: LoraRunConfig;
   handles: LoraHandles;
   graph: Uint8Array;
-  trainer: LoraGrpoTrainer;
+  trainer: GrpoTrainer<LoraAdapterEngine>;
 }
 
 /** Opens a LoRA run's trainer: a new run's from `initial` (or fresh), a resumed run's from its checkpoint. */
@@ -81,35 +79,26 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
         throw new InvalidInputError('runId', `run "${run.id}" started from a given adapter and stopped before its first step was committed, so no store holds that adapter; start it again with loraGrpo({ initialAdapter }).`);
       }
       const adapter = resumed?.adapter ?? (initial ? structuredClone(initial) : undefined);
-      const { loraModel, LoraGrpoTrainer, mergeLoraIntoOnnx, createWebgpuLoraModel, loraTrainingDevice } = await loraEngine();
+      const { loraModel, loraEngine, mergeLoraIntoOnnx, createWebgpuLoraModel, loraTrainingDevice } = await loraModules();
       const model = await loraModel(handles.policy, adapter ?? { ...config.lora });
       checkTrainable(model.weights, model.adapter);
       // Runs stored before the engine option trained on the CPU.
-      const engine = config.engine ?? 'cpu';
-      if (engine === 'webgpu') checkWebgpuAt(run.id, handles.policy);
-      const gpu = engine === 'webgpu' ? createWebgpuLoraModel(await loraTrainingDevice(handles.policy), model.weights) : undefined;
-      let trainer: LoraGrpoTrainer;
+      const backend = config.engine ?? 'cpu';
+      if (backend === 'webgpu') checkWebgpuAt(run.id, handles.policy);
+      const gpu = backend === 'webgpu' ? createWebgpuLoraModel(await loraTrainingDevice(handles.policy), model.weights) : undefined;
+      let trainer: GrpoTrainer<LoraAdapterEngine>;
       try {
-        trainer = new LoraGrpoTrainer(model, config.optimizer, grpoConfigOf(config), {
-          temperature: config.temperature,
-          ...(config.loss.maskTruncatedCompletions !== undefined ? { maskTruncatedCompletions: config.loss.maskTruncatedCompletions } : {}),
-          ...(config.loss.adaptiveEntropy ? { adaptiveEntropy: config.loss.adaptiveEntropy } : {}),
-          advantages: { weights: config.rewards.map((r) => r.weight), scaleRewards: config.loss.scaleRewards },
-          ...(resumed ? { state: resumed.state } : {}),
-          ...(gpu ? { engine: 'webgpu' as const, gpu } : {}),
-        });
+        trainer = runTrainer(loraEngine(model, { ...(resumed ? { state: resumed.state } : {}), ...(gpu ? { backend: 'webgpu' as const, gpu } : {}) }), config, last);
       } catch (error) {
         gpu?.dispose();
         throw error;
       }
       try {
-        const control = last?.payload.training.at(-1)?.adaptiveEntropy;
-        if (control && config.loss.adaptiveEntropy) trainer.restoreAdaptiveEntropy(control);
         // The policy samples from the run's model from the first item on: the base one for a fresh
         // adapter (B = 0), else the adapter merged in.
         await handles.policy.replaceGraph(adapter ? await mergeLoraIntoOnnx(model.graph, model.weights, model.adapter) : model.graph);
       } catch (error) {
-        // The drive has no state to dispose yet: free the trainer's WebGPU weights here.
+        // The drive has no state to dispose yet: free the engine's WebGPU weights here.
         trainer.dispose();
         throw error;
       }
@@ -119,25 +108,13 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
     // Updates on the step's groups with the driver's advantages (the old log-probs are the rollouts'
     // own), then the sampler follows the updated adapter.
     async finishStep({ config, handles, graph, trainer }, ctx, items, advantages) {
-      const { plan, signal } = ctx;
-      const groups = items.map((r) => ({ completions: r.rollouts, rewards: r.rollouts.map((x) => x.rewards) }));
-      const batch = groupRolloutBatch(groups);
-      const prompts = items.map((r) => r.prompt);
-      const sampling = { sampling: { temperature: config.temperature, topK: config.topK, topP: config.topP, minP: config.minP }, ...rolloutSampling(groups) };
-      const training: TrainStepMetrics[] = [];
-      for (let iteration = 1; iteration <= config.numIterations; iteration++) {
-        throwIfAborted(signal);
-        const { metrics } = await trainer.trainStep(batch, prompts, { signal, advantages, ...sampling });
-        training.push(metrics);
-        await ctx.emit({ type: 'train', step: plan.step, epoch: plan.epoch, iteration, iterations: config.numIterations, metrics });
-      }
-      trainer.releaseStates();
-      throwIfAborted(signal);
+      const training = await trainOnStep(trainer, config, ctx, items, advantages);
       const started = performance.now();
-      const { mergeLoraIntoOnnx } = await loraEngine();
-      await handles.policy.replaceGraph(await mergeLoraIntoOnnx(graph, trainer.weights, trainer.adapter));
+      const { mergeLoraIntoOnnx } = await loraModules();
+      const { engine } = trainer;
+      await handles.policy.replaceGraph(await mergeLoraIntoOnnx(graph, engine.weights, engine.adapter));
       const refreshMs = performance.now() - started;
-      const adapter = writeLoraCheckpoint(trainer.adapter, trainer.optimizer.state, plan.step, handles.policy.info.model);
+      const adapter = writeLoraCheckpoint(engine.adapter, engine.optimizerState, ctx.plan.step, handles.policy.info.model);
       return { payload: { kind: 'lora', training, refreshMs }, extras: { adapter }, end: { training, refreshMs } };
     },
     epochEnd: (_state, epoch, steps) => ({ stats: gradientEpochStats(epoch, steps) }),
@@ -147,7 +124,7 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
       epochsCompleted,
       stepsCompleted,
       itemsProcessed,
-      adapter: writeLoraAdapterFile(trainer.adapter, { model: handles.policy.info.model, updates: trainer.optimizer.state.step }),
+      adapter: writeLoraAdapterFile(trainer.engine.adapter, { model: handles.policy.info.model, updates: trainer.engine.updates }),
       trainer,
     }),
     interrupted: ({ trainer }) => trainer.releaseStates(),
@@ -159,14 +136,14 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
  * The training engine, loaded when a LoRA run opens: the method registry (and so the package's
  * main entry, and a page that only shows stored runs) holds these hooks without the engine's code.
  */
-async function loraEngine() {
-  const [{ loraModel, LoraGrpoTrainer }, { mergeLoraIntoOnnx }, { createWebgpuLoraModel }, { loraTrainingDevice }] = await Promise.all([
-    import('../../lora/grpo-trainer.js'),
+async function loraModules() {
+  const [{ loraModel, loraEngine }, { mergeLoraIntoOnnx }, { createWebgpuLoraModel }, { loraTrainingDevice }] = await Promise.all([
+    import('../../train/lora-engine.js'),
     import('../../lora/onnx-merge.js'),
     import('../../lora/webgpu/model.js'),
     import('../../lora/webgpu/device.js'),
   ]);
-  return { loraModel, LoraGrpoTrainer, mergeLoraIntoOnnx, createWebgpuLoraModel, loraTrainingDevice };
+  return { loraModel, loraEngine, mergeLoraIntoOnnx, createWebgpuLoraModel, loraTrainingDevice };
 }
 
 /** A run that trained on WebGPU resumes there (to continue bit for bit), so it needs WebGPU again. */

@@ -15,8 +15,7 @@ import { validateHandles, type GroupSamplingOptions, type LoopHandles } from '..
 import type { EvaluationOption } from '../../run/held-out.js';
 import type { ModelGraph } from '../../policy/onnx/graph.js';
 import type { GpuDeviceLike } from '../../policy/onnx/webgpu-types.js';
-import type { GradientLossOptions } from '../gradient/options.js';
-import { resolveTrainingConfig } from '../gradient/options.js';
+import { resolveTrainingConfig, type GradientLossOptions } from '../grpo-options.js';
 import type { OptimizerOptions } from '../../grad/optimizer.js';
 
 /**

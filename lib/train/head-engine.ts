@@ -1,0 +1,140 @@
+/**
+ * The LM-head adapter (z' = z + s (h A) B over a frozen ONNX model) as a training engine. The
+ * frozen model runs once per batch: its per-token states are kept by the head kernels
+ * (lib/grad/engine.ts: `HostEngine` on the CPU, `WebGpuEngine` next to a WebGPU policy's logits),
+ * and every iteration on the batch recomputes only the adapter's part. The reference log-probs
+ * (adapter off) come from the same states, so they cost nothing.
+ */
+import { InvalidInputError } from '../errors.js';
+import { createAdapterWeights, resolveShape, type AdapterInit, type AdapterShape } from '../grad/adapter.js';
+import type { HeadEngine } from '../grad/engine.js';
+import { writeAdapterFile, type AdapterFile } from '../grad/format.js';
+import { HostEngine } from '../grad/host-engine.js';
+import type { ResolvedOptimizer } from '../grad/optimizer.js';
+import type { AdapterState } from '../grad/state.js';
+import { WebGpuEngine } from '../grad/webgpu/engine.js';
+import type { HeadAdapterWeights } from '../policy/head-adapter.js';
+import type { TrainableHead } from '../policy/onnx/head.js';
+import type { OnnxPolicy } from '../policy/onnx/policy.js';
+import type { PromptInput } from '../core/policy.js';
+import type { EngineBatch, EngineStats, ForwardOptions, TrainEngine } from './engine.js';
+
+export interface HeadEngineOptions {
+  /**
+   * A new adapter's shape and seed (rank 8, scale 2 by default), or the weights to start from (a
+   * trained adapter, e.g. `readAdapterFile(file)`), whose shape must fit the policy.
+   */
+  adapter?: AdapterInit | HeadAdapterWeights;
+}
+
+/** The adapter on `policy`'s head (loaded with `hiddenState: true`); the policy samples from the adapted logits. */
+export function headEngine(policy: OnnxPolicy | TrainableHead, options: HeadEngineOptions = {}): HeadAdapterEngine {
+  return new HeadAdapterEngine(policy, options);
+}
+
+export class HeadAdapterEngine implements TrainEngine<PromptInput, AdapterState> {
+  readonly shape: AdapterShape;
+  readonly #head: TrainableHead;
+  /** The base model's id, recorded in exported adapters. */
+  readonly #model: string | undefined;
+  readonly #kernels: HeadEngine;
+  /** The batch whose frozen-model states the kernels hold, and its flat targets. */
+  #batch?: { groups: EngineBatch<PromptInput>; targets: Int32Array };
+  #temperature = 1;
+
+  constructor(policy: OnnxPolicy | TrainableHead, options: HeadEngineOptions = {}) {
+    const head = policy && 'head' in policy ? policy.head : policy;
+    if (!head) throw new InvalidInputError('policy', 'has no trainable head; load it with loadOnnxPolicy({ model, hiddenState: true }).');
+    this.#head = head;
+    this.#model = 'info' in policy ? policy.info.model : undefined;
+    const initial = options.adapter && 'a' in options.adapter ? options.adapter : undefined;
+    this.shape = resolveShape(head.hiddenSize, head.vocabSize, initial ? { rank: initial.rank, scale: initial.scale } : (options.adapter as AdapterInit | undefined));
+    if (initial && (initial.hiddenSize !== head.hiddenSize || initial.vocabSize !== head.vocabSize)) {
+      throw new InvalidInputError('adapter', `was trained for hidden size ${initial.hiddenSize} and vocabulary ${initial.vocabSize}; this model has ${head.hiddenSize} and ${head.vocabSize}.`);
+    }
+    const weights = initial ?? createAdapterWeights(this.shape, (options.adapter as AdapterInit | undefined)?.seed);
+    // The arithmetic runs where the policy's logits are: next to them on WebGPU, else on the CPU.
+    this.#kernels = head.kind === 'gpu' ? new WebGpuEngine(head.device!, weights) : new HostEngine(weights);
+    head.setAdapter(this.#kernels.binding());
+  }
+
+  /** 'gpu' (WGSL kernels on the policy's device) or 'host' (CPU). */
+  get backend(): 'gpu' | 'host' {
+    return this.#kernels.kind;
+  }
+
+  get updates(): number {
+    return this.#kernels.updates;
+  }
+
+  async forward(groups: EngineBatch<PromptInput>, options: ForwardOptions): Promise<EngineStats> {
+    if (this.#batch?.groups !== groups) this.#batch = { groups, targets: await this.#collect(groups, options.signal) };
+    this.#temperature = options.temperature;
+    return this.#kernels.forward(this.#batch.targets, options.temperature);
+  }
+
+  backward(dLogp: Float64Array, dEntropy: Float64Array): Promise<number> {
+    if (!this.#batch) throw new InvalidInputError('backward', 'needs a forward first.');
+    return this.#kernels.backward(this.#batch.targets, dLogp, dEntropy, this.#temperature);
+  }
+
+  step(optimizer: ResolvedOptimizer, clip: number): Promise<void> {
+    return this.#kernels.step(optimizer, clip);
+  }
+
+  release(): void {
+    this.#batch = undefined;
+    this.#kernels.resetStates(0);
+  }
+
+  read(): Promise<AdapterState> {
+    return this.#kernels.read();
+  }
+
+  load(state: AdapterState): void {
+    const { hiddenSize: d, vocabSize: v, rank: r } = this.shape;
+    const sizes: Array<[string, ArrayLike<number>, number]> = [
+      ['a', state?.a, d * r],
+      ['b', state?.b, r * v],
+      ['m.a', state?.m?.a, d * r],
+      ['m.b', state?.m?.b, r * v],
+      ['v.a', state?.v?.a, d * r],
+      ['v.b', state?.v?.b, r * v],
+    ];
+    for (const [name, values, size] of sizes) {
+      if (!(values instanceof Float32Array) || values.length !== size) throw new InvalidInputError(`state.${name}`, `must be a Float32Array of ${size} values.`);
+    }
+    if (!Number.isInteger(state.updates) || state.updates < 0) throw new InvalidInputError('state.updates', 'must be an integer >= 0.');
+    this.#kernels.load(state);
+  }
+
+  /** The trained adapter as an adapter file (lib/grad/format.ts), to save, share or load again. */
+  async exportAdapter(): Promise<AdapterFile> {
+    const state = await this.read();
+    return writeAdapterFile({ ...this.shape, a: state.a, b: state.b }, { model: this.#model, updates: state.updates });
+  }
+
+  /** Takes the adapter off the policy (it samples from the base model again) and frees the kernels. */
+  dispose(): void {
+    if (this.#head.adapter === this.#kernels.binding()) this.#head.setAdapter(undefined);
+    this.#kernels.dispose();
+    this.#batch = undefined;
+  }
+
+  /** Runs the frozen model over the batch into the kernels' token slots; resolves with each slot's target token. */
+  async #collect(groups: EngineBatch<PromptInput>, signal: AbortSignal | undefined): Promise<Int32Array> {
+    this.#batch = undefined;
+    const offsets = groups.map((g) => g.completions.map(() => 0));
+    let count = 0;
+    groups.forEach((g, group) => g.completions.forEach((c, i) => ((offsets[group][i] = count), (count += c.length))));
+    this.#kernels.resetStates(count);
+    const targets = new Int32Array(count);
+    for (const [group, { prompt, completions }] of groups.entries()) {
+      completions.forEach((c, i) => targets.set(c, offsets[group][i]));
+      await this.#head.collect({ ...prompt, completions: completions.map((c) => [...c]), signal }, (window) =>
+        this.#kernels.writeWindow(window, window.slots.map(([i, t]) => offsets[group][i] + t)),
+      );
+    }
+    return targets;
+  }
+}
