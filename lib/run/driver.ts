@@ -50,6 +50,8 @@ export function startRun<E, K extends Kind, S, H extends LoopHandles, R, P exten
   const evaluation = resolveEvaluation((handles as H & EvaluationOption).evaluation, run.config);
   const stored = evaluation ? { ...run, config: { ...run.config, evaluation } } : run;
   return new LoopRun<E, R>(run.id, async (emit, signal) => {
+    // Checks that need the policy's async calls (its tokenizer) refuse the run before it is stored.
+    await method.preflight?.(stored, dataset, handles);
     // Every store keeps any method's run record as plain data.
     await store.createRun(stored as unknown as RunRecord, dataset);
     return drive(method, { store, runId: run.id, handles, rewards: handles.rewards, resumed: false }, emit as Emit, signal);

@@ -115,6 +115,11 @@ export interface Method<K extends string = string, S = unknown, H extends LoopHa
   /** Items of a step worked on at once. Default 1. */
   concurrency?(config: RunOf<K>['config']): number;
 
+  /**
+   * Checks a new run against its handles before it is stored, where that needs async calls (the
+   * policy's tokenizer: do the prompts fit its context?); throws an InvalidInputError to refuse it.
+   */
+  preflight?(run: RunOf<K>, dataset: readonly DatasetItem[], handles: H): Promise<void>;
   /** The method's state for one drive of the run, from the store and the last committed step. */
   open(ctx: OpenContext<RunOf<K>, H, P>): Promise<S>;
   /** Extra fields of `run-start`. */
