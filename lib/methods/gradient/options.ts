@@ -13,6 +13,7 @@ import { GROUP_SAMPLING_DEFAULTS, integer, real, validateHandles, type GroupSamp
 import { resolveShape, type AdapterInit } from '../../grad/adapter.js';
 import type { AdapterFile } from '../../grad/format.js';
 import { resolveOptimizer, type OptimizerOptions } from '../../grad/optimizer.js';
+import { resolveDynamicSampling, type DynamicSamplingOptions } from '../../run/dynamic-sampling.js';
 import type { EvaluationOption } from '../../run/held-out.js';
 
 /** The common handles; the policy is the model being trained, an ONNX policy loaded with `hiddenState: true`. */
@@ -68,6 +69,8 @@ export interface GradientGrpoOptions extends GradientHandles, GroupSamplingOptio
   adapter?: Omit<AdapterInit, 'seed'>;
   /** Start from a trained adapter (an adapter file, or its JSON text) instead of a fresh one. */
   initialAdapter?: AdapterFile | string;
+  /** DAPO's dynamic sampling: flat groups sampled again, then left out of the update (`true`: at most 3 resamplings). Default off. */
+  dynamicSampling?: DynamicSamplingOptions | boolean;
   /** Name of the built-in task the dataset came from (recorded with the run). */
   task?: string;
   /** Id of the new run. Default: a random UUID. */
@@ -111,6 +114,7 @@ export interface TrainingOptions extends LoopHandles, GroupSamplingOptions {
   seed?: number;
   loss?: GradientLossOptions;
   optimizer?: OptimizerOptions;
+  dynamicSampling?: DynamicSamplingOptions | boolean;
   task?: string;
 }
 
@@ -129,6 +133,7 @@ export function resolveTrainingConfig(options: TrainingOptions, lr?: number): Om
   const scaleRewards = loss.scaleRewards ?? d.scaleRewards;
   if (!['group', 'batch', 'none'].includes(scaleRewards)) throw new InvalidInputError('loss.scaleRewards', `expected "group", "batch" or "none", got ${String(scaleRewards)}.`);
   const seed = integer(options.seed, 'seed', d.seed, 0, 2 ** 32 - 1);
+  const dynamicSampling = resolveDynamicSampling(options.dynamicSampling);
   const config: Omit<GradientConfig, 'adapter'> = {
     groupSize,
     epochs: integer(options.epochs, 'epochs', d.epochs, 1, 10_000),
@@ -160,6 +165,7 @@ export function resolveTrainingConfig(options: TrainingOptions, lr?: number): Om
     policy: { ...options.policy.info },
   };
   if (typeof config.shuffle !== 'boolean') throw new InvalidInputError('shuffle', 'expected true or false.');
+  if (dynamicSampling) config.dynamicSampling = dynamicSampling;
   if (options.task !== undefined) config.task = options.task;
   return config;
 }
