@@ -89,6 +89,8 @@ export interface HeldOutContext {
   rewards: RewardFunction[];
   config: RunSampling & { evaluation: EvaluationConfig };
   prompt?: (item: DatasetItem) => Promise<PromptInput>;
+  /** An item's temperature given the evaluation's (the router's arm scales it). */
+  temperature?: (item: DatasetItem, temperature: number) => number;
   signal: AbortSignal;
 }
 
@@ -110,6 +112,7 @@ export async function evaluateHeldOut(ctx: HeldOutContext, epoch: number, step: 
     seed: evaluation.seed,
     correct: evaluation.correct,
     ...(ctx.prompt ? { prompt: ctx.prompt } : {}),
+    ...(ctx.temperature ? { temperatureOf: (item: DatasetItem, _index: number, t: number) => ctx.temperature!(item, t) } : {}),
     signal: ctx.signal,
   });
   return { epoch, step, evaluatedAt: new Date().toISOString(), ...evaluated };

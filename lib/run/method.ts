@@ -134,6 +134,11 @@ export interface Method<K extends string = string, S = unknown, H extends LoopHa
    */
   evaluationPrompt?(state: S, item: DatasetItem): Promise<PromptInput>;
   /**
+   * A held-out item's sampling temperature, given the evaluation's (default: that one; the router
+   * scales it by the arm it routes the item to, as its rollouts are).
+   */
+  evaluationTemperature?(state: S, item: DatasetItem, temperature: number): number;
+  /**
    * The policy the run's evaluation samples (default: the run's own). A method that samples from
    * another one as it trains (a model with its updates merged in) returns that.
    */
