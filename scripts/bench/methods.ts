@@ -3,39 +3,25 @@
  * lessons with the model as its own critic), the head adapter, full-depth LoRA (both with DAPO's
  * dynamic sampling) and the router, each started through the method registry (`methodOf(kind).start`,
  * as the playground and the CLI start them) on the same training problems, group size, steps and
- * seed. Held-out accuracy before and after, greedy and at T=1: greedy is the run's own held-out
+ * seed. Held-out accuracy before and after, greedy and at T=1, is the run's own held-out
  * evaluation (the driver's, before the first step and after the last, through the method's hooks:
- * the library in the prompt, the adapted policy, the routed arm); T=1 is `evaluate()` on what the
- * run learnt, put in the prompt or the policy the way the run's evaluation does.
+ * the library in the prompt, the adapted policy, the routed arm), with `alsoGreedy` for the greedy pass.
  *
- * The task is named-format: the prompt names a format by a code number and never shows it, so the
- * knowledge a method can add lives in what it learns from the rewarded answers.
+ * Two tasks: named-format (the prompt names a format by a code number and never shows it, so what
+ * a method can add lives in what it learns from the rewarded answers; not in the model's corpus)
+ * and count-letter (in the corpus, greedy accuracy under half, answers 1, 2, 3 equally often).
  */
-import {
-  armPrompt,
-  evaluate,
-  methodOf,
-  namedFormat,
-  type DatasetItem,
-  type EvaluationRecord,
-  type Evaluation,
-  type ExperienceLibrary,
-  type RouterArm,
-} from '../../lib/index.js';
-import { formatExemplar, formatLesson } from '../../lib/experience/render.js';
-import { defaultTemplates } from '../../lib/methods/training-free/prompts.js';
-import { queryClassOf } from '../../lib/methods/router/item.js';
-import { promptOf } from '../../lib/run/rollout.js';
+import { countLetter, methodOf, namedFormat, type DatasetItem, type EvaluationRecord, type ExperienceLibrary, type RouterArm, type SkillTask } from '../../lib/index.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { MAX_REPLY_TOKENS } from '../pretrain/accuracy.js';
 import { SKILL_DIR } from './_skill-grpo.js';
 
-const TASK = namedFormat;
+const TASKS: readonly SkillTask[] = [namedFormat, countLetter];
 /** The seed of the training problems, every sampling call, the adapters and the router. */
 const SEED = 4;
 /** Training: problems of the task's training split, replies per problem, problems per step, passes. */
 const TRAIN = { size: 32, groupSize: 8, batchSize: 4, epochs: 1 };
-/** Held-out problems (dataset seed), replies per problem at T=1, the evaluation's sampler seed. */
+/** Held-out problems per task (dataset seed), replies per problem at T=1, the evaluation's sampler seed. */
 const EVAL = { size: 48, seed: 2027, samples: 4, samplerSeed: 11 };
 const CRITIC_MAX_NEW_TOKENS = 96;
 const ARMS: RouterArm[] = [
@@ -51,26 +37,26 @@ const cell = (text: string) => JSON.stringify(text).replaceAll('|', '\\|').repla
 
 interface Measured {
   name: MethodName;
-  greedy: [EvaluationRecord, EvaluationRecord];
-  sampled: Evaluation;
+  /** The run's held-out evaluations before the first step and after the last. */
+  evaluations: [EvaluationRecord, EvaluationRecord];
   seconds: number;
   notes: string[];
 }
 
 /** The kind and start options of each method, all on the same problems, groups, steps and seed. */
-function startOptions(name: MethodName, policy: OnnxPolicy, dataset: DatasetItem[], heldOut: DatasetItem[]) {
+function startOptions(task: SkillTask, name: MethodName, policy: OnnxPolicy, dataset: DatasetItem[], heldOut: DatasetItem[]) {
   const common = {
     policy,
     dataset,
-    rewards: TASK.rewards,
-    task: TASK.name,
+    rewards: task.rewards,
+    task: task.name,
     groupSize: TRAIN.groupSize,
     batchSize: TRAIN.batchSize,
     epochs: TRAIN.epochs,
     temperature: 1,
     maxNewTokens: MAX_REPLY_TOKENS,
     seed: SEED,
-    evaluation: { dataset: heldOut, temperature: 0, seed: EVAL.samplerSeed, correct: { reward: 'exact' } },
+    evaluation: { dataset: heldOut, temperature: 1, samples: EVAL.samples, alsoGreedy: true, seed: EVAL.samplerSeed, correct: { reward: 'exact' } },
   };
   switch (name) {
     case 'exemplars':
@@ -85,22 +71,9 @@ function startOptions(name: MethodName, policy: OnnxPolicy, dataset: DatasetItem
   }
 }
 
-/** The arm a router run serves a class at its end: the likeliest, the first on a tie (as its held-out evaluation picks). */
-function servedArm(probabilities: Record<string, Record<string, number>>, queryClass: string): RouterArm {
-  const p = probabilities[queryClass] ?? {};
-  return ARMS.reduce((best, arm) => ((p[arm.id] ?? 0) > (p[best.id] ?? 0) ? arm : best), ARMS[0]);
-}
-
-/** Token counts of a library's entries with the policy's tokenizer, as the run counted them. */
-async function tokenCounter(policy: OnnxPolicy, library: ExperienceLibrary): Promise<(text: string) => number> {
-  const counts = new Map<string, number>();
-  for (const text of [...library.entries.map(formatLesson), ...library.exemplars.map(formatExemplar)]) counts.set(text, (await policy.encode(text)).length);
-  return (text) => counts.get(text) ?? text.length;
-}
-
-async function measure(name: MethodName, dataset: DatasetItem[], heldOut: DatasetItem[]): Promise<Measured> {
+async function measure(task: SkillTask, name: MethodName, dataset: DatasetItem[], heldOut: DatasetItem[]): Promise<Measured> {
   const policy = await loadOnnxPolicy({ model: SKILL_DIR, hiddenState: name === 'head adapter' });
-  const { kind, options } = startOptions(name, policy, dataset, heldOut);
+  const { kind, options } = startOptions(task, name, policy, dataset, heldOut);
   const started = performance.now();
   const notes: string[] = [];
   try {
@@ -124,68 +97,71 @@ async function measure(name: MethodName, dataset: DatasetItem[], heldOut: Datase
     }
     const seconds = (performance.now() - started) / 1000;
     const result = (await run.result()) as Record<string, unknown>;
-    const sampling = { policy, dataset: heldOut, rewards: TASK.rewards, maxNewTokens: MAX_REPLY_TOKENS, seed: EVAL.samplerSeed, correct: { reward: 'exact' } as const, temperature: 1, samples: EVAL.samples };
-    let sampled: Evaluation;
     if (name === 'exemplars' || name === 'lessons') {
       const library = result.library as ExperienceLibrary;
-      const countTokens = await tokenCounter(policy, library);
-      sampled = await evaluate({ ...sampling, library, libraryPrompt: { template: defaultTemplates(name).prompt, tokenBudget: 512, countTokens } });
       notes.push(`${library.exemplars.length} exemplars, ${library.entries.length} lessons${library.entries.length ? ` (${library.entries.slice(0, 2).map((e) => cell(e.text.slice(0, 60))).join(', ')})` : ''}${library.exemplars.length ? `; first exemplars ${library.exemplars.slice(0, 2).map((e) => `${cell(e.item)} -> ${cell(e.output)}`).join(', ')}` : ''}`);
       if (name === 'lessons') notes.push(`critic exchanges (critiques and group updates) ${stats.critiques}, parsed ${stats.parsed}`);
     } else if (name === 'router') {
-      const probabilities = result.probabilities as Record<string, Record<string, number>>;
-      const arm = (item: DatasetItem) => servedArm(probabilities, queryClassOf(promptOf(item)));
-      sampled = await evaluate({ ...sampling, prompt: (item) => armPrompt(promptOf(item), arm(item)), temperatureOf: (item, _i, t) => t * (arm(item).temperatureScale ?? 1) });
-      notes.push(`router probabilities at the end ${JSON.stringify(probabilities)}`);
+      notes.push(`router probabilities at the end ${JSON.stringify(result.probabilities, (_k, v: unknown) => (typeof v === 'number' ? Number(v.toFixed(3)) : v))}`);
     } else {
-      // The trained adapter stays in the policy after the run (head: attached; LoRA: merged into its graph).
-      sampled = await evaluate(sampling);
       (result.trainer as { dispose(): void }).dispose();
       notes.push(`dynamic sampling: ${stats.resampledGroups} of ${stats.groups} groups resampled (${stats.resamples} extra samplings), ${stats.droppedGroups} left out of the update`);
     }
     if (name !== 'head adapter' && name !== 'lora') notes.push(`${stats.flat} of ${stats.groups} training groups had no reward spread`);
-    return { name, greedy: [evaluations[0], evaluations.at(-1)!], sampled, seconds, notes };
+    return { name, evaluations: [evaluations[0], evaluations.at(-1)!], seconds, notes };
   } finally {
     await policy.dispose();
   }
 }
 
-export async function run(): Promise<string> {
-  const dataset = TASK.dataset({ size: TRAIN.size, seed: SEED, split: 'train' });
-  const heldOut = TASK.dataset({ size: EVAL.size, seed: EVAL.seed });
-  const base = await loadOnnxPolicy({ model: SKILL_DIR });
-  const before = await evaluate({ policy: base, dataset: heldOut, rewards: TASK.rewards, maxNewTokens: MAX_REPLY_TOKENS, seed: EVAL.samplerSeed, correct: { reward: 'exact' }, temperature: 1, samples: EVAL.samples });
-  await base.dispose();
+const signed = (x: number) => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}`;
+
+/** One task's table, its constant reply's score and what the model writes. */
+async function section(task: SkillTask): Promise<string[]> {
+  const dataset = task.dataset({ size: TRAIN.size, seed: SEED, split: 'train' });
+  const heldOut = task.dataset({ size: EVAL.size, seed: EVAL.seed });
   const answers = heldOut.map((item) => item.answer as string);
   const constant = Math.max(...answers.map((a) => answers.filter((b) => b === a).length)) / answers.length;
-
   const measured: Measured[] = [];
   for (const name of ['exemplars', 'lessons', 'head adapter', 'lora', 'router'] as const) {
-    console.log(`  ${name}…`);
-    measured.push(await measure(name, dataset, heldOut));
+    console.log(`  ${task.name}: ${name}…`);
+    measured.push(await measure(task, name, dataset, heldOut));
   }
-  const rows = measured.map(({ name, greedy: [g0, g1], sampled, seconds }) => {
-    const dg = (g1.summary.accuracy ?? 0) - (g0.summary.accuracy ?? 0);
-    const ds = (sampled.summary.accuracy ?? 0) - (before.summary.accuracy ?? 0);
-    return `| ${name} | ${pct(g0.summary.accuracy)} | ${pct(g1.summary.accuracy)} | ${dg >= 0 ? '+' : ''}${(100 * dg).toFixed(1)} | ${pct(before.summary.accuracy)} | ${pct(sampled.summary.accuracy)} | ${ds >= 0 ? '+' : ''}${(100 * ds).toFixed(1)} | ${seconds.toFixed(0)} |`;
+  const rows = measured.map(({ name, evaluations: [before, after], seconds }) => {
+    const [g0, g1] = [before.greedyPass!.summary.accuracy ?? 0, after.greedyPass!.summary.accuracy ?? 0];
+    const [s0, s1] = [before.summary.accuracy ?? 0, after.summary.accuracy ?? 0];
+    return `| ${name} | ${pct(g0)} | ${pct(g1)} | ${signed(g1 - g0)} | ${pct(s0)} | ${pct(s1)} | ${signed(s1 - s0)} | ${seconds.toFixed(0)} |`;
   });
   const shown = heldOut.slice(0, 3);
   const replies = (record: { items: Array<{ samples: Array<{ text: string }> }> }) => shown.map((_, i) => cell(record.items[i]?.samples[0]?.text ?? '')).join(', ');
-  const steps = Math.ceil(TRAIN.size / TRAIN.batchSize) * TRAIN.epochs;
   return [
-    '## methods: every method on one task, one model, one budget',
+    `### ${task.name}`,
     '',
-    `Bundled \`webgrpo-skill\`, Node CPU, task \`${TASK.name}\` (${TASK.description}). Each method started through the registry (\`methodOf(kind).start\`) on the same ${TRAIN.size} training-split problems (seed ${SEED}), groups of ${TRAIN.groupSize} replies at T=1, ${TRAIN.batchSize} problems per step, ${TRAIN.epochs} epoch (${steps} steps), at most ${MAX_REPLY_TOKENS} new tokens, seed ${SEED}: exemplars and lessons (the skill model is its own critic, at most ${CRITIC_MAX_NEW_TOKENS} new tokens per critic call), the head adapter (rank 8, lr 0.01) and full-depth LoRA (rank 8, lr 2e-3), both with DAPO's dynamic sampling (\`dynamicSampling: true\`: a flat group sampled again up to 3 times, then left out), and the router over ${ARMS.map((a) => `${a.id}${a.temperatureScale ? ` (T x ${a.temperatureScale})` : ''}`).join(', ')}. Held-out: ${EVAL.size} held-out problems (dataset seed ${EVAL.seed}: code-word pairs no training problem asks, under the same codes), exact match. Greedy: the run's own held-out evaluation before its first step and after its last (sampler seed ${EVAL.samplerSeed}). T=1: \`evaluate()\` with ${EVAL.samples} replies per problem (sampler seed ${EVAL.samplerSeed}, the same draws before and after) on the base model, then on what the run learnt. Wall time: the run with its two greedy evaluations.`,
+    `${task.description} ${task.heldOut}`,
     '',
     '| method | greedy before % | greedy after % | Δ | T=1 before % | T=1 after % | Δ | wall s |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
-    `A constant reply scores at most ${pct(constant)}% on these held-out problems (the most common answer's share); the task has ${new Set(answers).size} distinct answers among ${answers.length} problems.`,
+    `A constant reply scores at most ${pct(constant)}% on these held-out problems (the most common answer's share); ${new Set(answers).size} distinct answers among ${answers.length} problems.`,
     '',
     `What the model writes (greedy, held-out ${shown.map((i) => cell(i.messages![0].content as string)).join(', ')}; answers ${shown.map((i) => cell(i.answer as string)).join(', ')}):`,
     '',
-    `- base: ${replies(measured[0].greedy[0])}`,
-    ...measured.flatMap((m) => [`- ${m.name}: ${replies(m.greedy[1])}`, ...m.notes.map((n) => `  - ${n}`)]),
+    `- base: ${replies(measured[0].evaluations[0].greedyPass!)}`,
+    ...measured.flatMap((m) => [`- ${m.name}: ${replies(m.evaluations[1].greedyPass!)}`, ...m.notes.map((n) => `  - ${n}`)]),
+    '',
+  ];
+}
+
+export async function run(): Promise<string> {
+  const sections: string[] = [];
+  for (const task of TASKS) sections.push(...(await section(task)));
+  const steps = Math.ceil(TRAIN.size / TRAIN.batchSize) * TRAIN.epochs;
+  return [
+    '## methods: every method on one task, one model, one budget',
+    '',
+    `Bundled \`webgrpo-skill\`, Node CPU. Per task, each method started through the registry (\`methodOf(kind).start\`) on the same ${TRAIN.size} training-split problems (seed ${SEED}), groups of ${TRAIN.groupSize} replies at T=1, ${TRAIN.batchSize} problems per step, ${TRAIN.epochs} epoch (${steps} steps), at most ${MAX_REPLY_TOKENS} new tokens, seed ${SEED}: exemplars and lessons (the skill model is its own critic, at most ${CRITIC_MAX_NEW_TOKENS} new tokens per critic call), the head adapter (rank 8, lr 0.01) and full-depth LoRA (rank 8, lr 2e-3), both with DAPO's dynamic sampling (\`dynamicSampling: true\`: a flat group sampled again up to 3 times, then left out), and the router over ${ARMS.map((a) => `${a.id}${a.temperatureScale ? ` (T x ${a.temperatureScale})` : ''}`).join(', ')}. Held-out: ${EVAL.size} held-out problems per task (dataset seed ${EVAL.seed}), exact match, the run's own evaluation before its first step and after its last (\`evaluation: { temperature: 1, samples: ${EVAL.samples}, alsoGreedy: true, seed: ${EVAL.samplerSeed} }\`: ${EVAL.samples} replies per problem at T=1 and one greedy, the same draws before and after). Wall time: the run with its two evaluations.`,
+    '',
+    ...sections,
   ].join('\n');
 }
