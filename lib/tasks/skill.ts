@@ -1,9 +1,9 @@
 /**
  * The skill tasks: short verifiable problems the bundled skill model (public/models/webgrpo-skill)
  * was pretrained on, with prompts of a dozen or two characters so pretraining stays cheap. Each
- * reply is exact (reward `exact`, 1 or 0) with partial credit for near misses, so a group of a
- * partly skilled model has a reward spread to learn from. Every character is in the character
- * tokenizer's vocabulary (printable ASCII).
+ * reply is exact (reward `exact`, 1 or 0) with partial credit for near misses (count-letter's
+ * excepted), so a group of a partly skilled model has a reward spread to learn from. Every
+ * character is in the character tokenizer's vocabulary (printable ASCII).
  */
 import { randomInt, type Rng } from '../math/random.js';
 import type { DatasetItem } from '../store/records.js';
@@ -50,8 +50,8 @@ const close: RewardFunction = {
 const SKILL_HELD_OUT =
   'Held out: problems whose prompt hashes to 0 modulo 5 (splitOf), never in the skill model\'s pretraining corpus. Not held out: the task itself, which the corpus teaches on the other problems.';
 
-function skillTask(name: string, description: string, draw: (random: Rng, split: Split) => Problem, partial: RewardFunction): SkillTask {
-  return { name, description, heldOut: SKILL_HELD_OUT, dataset: (options) => splitDataset(name, draw, options), rewards: [exact, partial] };
+function skillTask(name: string, description: string, draw: (random: Rng, split: Split) => Problem, partial?: RewardFunction): SkillTask {
+  return { name, description, heldOut: SKILL_HELD_OUT, dataset: (options) => splitDataset(name, draw, options), rewards: partial ? [exact, partial] : [exact] };
 }
 
 export const addSubtract = skillTask(
@@ -126,7 +126,8 @@ export const countLetter = skillTask(
     const problems = countProblems[split].get(COUNT_ANSWERS[randomInt(random, COUNT_ANSWERS.length)])!;
     return problems[randomInt(random, problems.length)];
   },
-  close,
+  // No partial credit: among three small answers, credit for a near number pays the middle one
+  // ("2" is within one of every answer), and GRPO then settles on replying "2" to everything.
 );
 
 /** Formats: the word goes where `*` is. */

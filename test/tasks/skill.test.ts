@@ -89,6 +89,8 @@ describe('skill tasks', () => {
     const best = Math.max(...Array.from({ length: 10 }, (_, n) => items.filter((item) => score(exactReward, String(n), item) === 1).length / items.length));
     expect(best).toBeGreaterThan(chance - 0.05);
     expect(best).toBeLessThan(chance + 0.05);
+    // Exact match is its only reward: no partial credit that a constant middle answer could collect.
+    expect(countLetter.rewards.map((r) => r.name)).toEqual(['exact']);
     // Each answer has more than one held-out problem, so a run cannot memorise one prompt per answer.
     for (const answer of COUNT_ANSWERS) expect(new Set(items.filter((i) => i.answer === String(answer)).map(content)).size, `answer ${answer}`).toBeGreaterThan(2);
   });
