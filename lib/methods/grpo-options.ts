@@ -8,6 +8,7 @@ import { resolveOptimizer, type OptimizerOptions } from '../grad/optimizer.js';
 import { resolveAdaptiveEntropy, type AdaptiveEntropyOptions } from '../math/adaptive-entropy.js';
 import { GrpoConfig, type GrpoLossExtras } from '../math/batch.js';
 import type { ImportanceSamplingLevel, LossType } from '../math/loss.js';
+import { resolveDynamicSampling, type DynamicSamplingOptions } from '../run/dynamic-sampling.js';
 import { GROUP_SAMPLING_DEFAULTS, integer, real, type GroupSamplingOptions, type LoopHandles } from '../run/options.js';
 import type { GradientConfig } from '../store/records.js';
 
@@ -62,6 +63,7 @@ export interface TrainingOptions extends LoopHandles, GroupSamplingOptions {
   seed?: number;
   loss?: GradientLossOptions;
   optimizer?: OptimizerOptions;
+  dynamicSampling?: DynamicSamplingOptions | boolean;
   task?: string;
 }
 
@@ -111,6 +113,8 @@ export function resolveTrainingConfig(options: TrainingOptions, lr?: number): Om
     policy: { ...options.policy.info },
   };
   if (typeof config.shuffle !== 'boolean') throw new InvalidInputError('shuffle', 'expected true or false.');
+  const dynamicSampling = resolveDynamicSampling(options.dynamicSampling);
+  if (dynamicSampling) config.dynamicSampling = dynamicSampling;
   if (options.task !== undefined) config.task = options.task;
   return config;
 }

@@ -64,16 +64,20 @@ export async function trainOnStep<E extends TrainEngine<PromptInput, unknown>>(
   advantages: AdvantageResult,
 ): Promise<TrainStepMetrics[]> {
   const { plan, signal } = ctx;
-  const groups = items.map((r) => ({ completions: r.rollouts, rewards: r.rollouts.map((x) => x.rewards) }));
-  const batch = groupRolloutBatch(groups);
-  const prompts = items.map((r) => r.prompt);
-  const sampling = { sampling: { temperature: config.temperature, topK: config.topK, topP: config.topP, minP: config.minP }, ...rolloutSampling(groups) };
   const training: TrainStepMetrics[] = [];
-  for (let iteration = 1; iteration <= config.numIterations; iteration++) {
-    throwIfAborted(signal);
-    const { metrics } = await trainer.trainStep(batch, prompts, { signal, advantages, ...sampling });
-    training.push(metrics);
-    await ctx.emit({ type: 'train', step: plan.step, epoch: plan.epoch, iteration, iterations: config.numIterations, metrics });
+  // A step whose every group was flat (dynamic sampling left them all out) has nothing to update on.
+  if (items.length > 0) {
+    const groups = items.map((r) => ({ completions: r.rollouts, rewards: r.rollouts.map((x) => x.rewards) }));
+    const batch = groupRolloutBatch(groups);
+    const prompts = items.map((r) => r.prompt);
+    // How the rollouts were sampled: with a filter, the trainer corrects for it (TRL's default).
+    const sampling = { sampling: { temperature: config.temperature, topK: config.topK, topP: config.topP, minP: config.minP }, ...rolloutSampling(groups) };
+    for (let iteration = 1; iteration <= config.numIterations; iteration++) {
+      throwIfAborted(signal);
+      const { metrics } = await trainer.trainStep(batch, prompts, { signal, advantages, ...sampling });
+      training.push(metrics);
+      await ctx.emit({ type: 'train', step: plan.step, epoch: plan.epoch, iteration, iterations: config.numIterations, metrics });
+    }
   }
   trainer.releaseStates();
   throwIfAborted(signal);

@@ -20,8 +20,9 @@
 import { InvalidInputError, throwIfAborted } from '../errors.js';
 import { itemResultGroup } from './groups.js';
 import { combinedRewards, computeAdvantages, type AdvantageResult } from '../math/advantages.js';
-import type { ItemResult, RolloutRecord, RunRecord, StepPayloadBase, StepRecord } from '../store/records.js';
+import type { ItemResult, RolloutRecord, RunRecord, StepPayloadBase, StepRecord, StepStats } from '../store/records.js';
 import type { DatasetItem } from '../core/dataset.js';
+import { isFlat } from './dynamic-sampling.js';
 import { registerRecordKind } from '../store/validate.js';
 import type { Store } from '../store/types.js';
 import type { Progress } from './events.js';
@@ -51,6 +52,8 @@ export function startRun<E, K extends Kind, S, H extends LoopHandles, R, P exten
   const evaluation = resolveEvaluation((handles as H & EvaluationOption).evaluation, run.config);
   const stored = evaluation ? { ...run, config: { ...run.config, evaluation } } : run;
   return new LoopRun<E, R>(run.id, async (emit, signal) => {
+    // Checks that need the policy's async calls (its tokenizer) refuse the run before it is stored.
+    await method.preflight?.(stored, dataset, handles);
     // Every store keeps any method's run record as plain data.
     await store.createRun(stored as unknown as RunRecord, dataset);
     return drive(method, { store, runId: run.id, handles, rewards: handles.rewards, resumed: false }, emit as Emit, signal);
@@ -86,6 +89,8 @@ interface Scored {
   table: Array<Array<number | null>>;
   rewards: number[];
   rollouts: RolloutRecord[];
+  /** Dynamic sampling: times the group was sampled again. */
+  resamples: number;
 }
 
 async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payload<K>>(method: Method<K, S, H, R, P>, inputs: DriveInputs<H>, emit: Emit, internal: AbortSignal): Promise<R> {
@@ -141,8 +146,9 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
       const { evaluation } = config;
       if (!evaluation || !evaluationDue(evaluation, epoch, schedule!.epochs) || kept.some((e) => e.epoch === epoch)) return;
       const prompt = method.evaluationPrompt ? (item: DatasetItem) => method.evaluationPrompt!(state, item) : undefined;
+      const temperature = method.evaluationTemperature ? (item: DatasetItem, t: number) => method.evaluationTemperature!(state, item, t) : undefined;
       const policy = method.evaluationPolicy?.(state) ?? handles.policy;
-      const record = await evaluateHeldOut({ policy, rewards: inputs.rewards, config: { ...config, evaluation }, ...(prompt ? { prompt } : {}), signal }, epoch, stepsCompleted);
+      const record = await evaluateHeldOut({ policy, rewards: inputs.rewards, config: { ...config, evaluation }, ...(prompt ? { prompt } : {}), ...(temperature ? { temperature } : {}), signal }, epoch, stepsCompleted);
       throwIfAborted(signal);
       await store.putEvaluation(runId, record);
       // Where the run stands: the step just finished, or before any, the first one (as run-start says).
@@ -154,23 +160,47 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
     const concurrency = method.concurrency?.(config) ?? 1;
     const advantageOptions = { groupSize: sampling.groupSize, weights: sampling.rewards.map((r) => r.weight), ...method.advantages(config) };
 
-    /** The one place a group is sampled: the method's own way, or one `generateGroup` of G. */
-    const sampleItem = (ctx: ItemContext, prepared: PreparedItem): Promise<SampledGroup> =>
-      method.sample
-        ? method.sample(state, ctx, prepared)
-        : sampleGroup(ctx.policy, prepared.prompt, sampling, { count: sampling.groupSize, temperature: sampling.temperature, seed: deriveSeed(sampling.seed, 'rollout', ctx.plan.epoch, ctx.index) }, ctx.signal);
+    // Dynamic sampling, where the run's config asks for it (gradient and lora runs can).
+    const dynamic = 'dynamicSampling' in config ? config.dynamicSampling : undefined;
 
-    /** Step 1 for one item: its prompt, its group, every reward function on every completion. */
+    /**
+     * The one place a group is sampled: the method's own way, or one `generateGroup` of G. A
+     * resampling (`attempt` above 0, dynamic sampling) draws from seeds of its own.
+     */
+    const sampleItem = (ctx: ItemContext, prepared: PreparedItem, attempt: number): Promise<SampledGroup> => {
+      if (method.sample) return method.sample(state, ctx, prepared);
+      const seed = attempt === 0 ? deriveSeed(sampling.seed, 'rollout', ctx.plan.epoch, ctx.index) : deriveSeed(sampling.seed, 'resample', ctx.plan.epoch, ctx.index, attempt);
+      return sampleGroup(ctx.policy, prepared.prompt, sampling, { count: sampling.groupSize, temperature: sampling.temperature, seed }, ctx.signal);
+    };
+
+    /**
+     * Step 1 for one item: its prompt, its group, every reward function on every completion; with
+     * dynamic sampling, a flat group sampled again (up to the bound) and the last sampling kept.
+     */
     const scoreItem = async (ctx: ItemContext): Promise<Scored> => {
       const ref = { step: ctx.plan.step, epoch: ctx.plan.epoch, item: ctx.index };
       const prepared = method.prepare ? await method.prepare(state, ctx) : { prompt: promptOf(ctx.item) };
       await report.emit({ type: 'item-start', ...ref, position: ctx.position, prompt: prepared.prompt, ...prepared.start });
-      const group = await sampleItem(ctx, prepared);
-      await report.emit({ type: 'rollouts', ...ref, completions: group.completions, usage: group.usage });
-      const table = await rewardTable(inputs.rewards, group.completions, ctx.item, prepared.prompt, ctx.index);
-      const rewards = combinedRewards(table, advantageOptions.weights);
+      const usage = { promptTokens: 0, completionTokens: 0 };
+      let attempt = 0;
+      let group: SampledGroup;
+      let table: Array<Array<number | null>>;
+      let rewards: number[];
+      for (;;) {
+        group = await sampleItem(ctx, prepared, attempt);
+        usage.promptTokens += group.usage.promptTokens;
+        usage.completionTokens += group.usage.completionTokens;
+        const again = attempt > 0 ? { resample: attempt } : {};
+        await report.emit({ type: 'rollouts', ...ref, ...again, completions: group.completions, usage: group.usage });
+        table = await rewardTable(inputs.rewards, group.completions, ctx.item, prepared.prompt, ctx.index);
+        rewards = combinedRewards(table, advantageOptions.weights);
+        await report.emit({ type: 'rewards', ...ref, ...again, rewards: table, combined: rewards.map((r) => (Number.isNaN(r) ? null : r)) });
+        if (!dynamic || attempt >= dynamic.maxResamples || !isFlat(rewards)) break;
+        attempt += 1;
+        throwIfAborted(ctx.signal);
+      }
+      if (attempt > 0) group = { ...group, usage };
       const combined = rewards.map((r) => (Number.isNaN(r) ? null : r));
-      await report.emit({ type: 'rewards', ...ref, rewards: table, combined });
       const rollouts: RolloutRecord[] = group.completions.map((c, row) => ({
         text: c.text,
         tokenIds: [...c.tokenIds],
@@ -183,7 +213,7 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
         advantage: 0,
       }));
       group.annotate?.(rollouts);
-      return { prepared, group, table, rewards, rollouts };
+      return { prepared, group, table, rewards, rollouts, resamples: attempt };
     };
 
     for (let step = stepsCompleted + 1; step <= schedule.totalSteps; step++) {
@@ -208,16 +238,20 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
       });
       throwIfAborted(signal);
 
-      // 2. The step's advantages, once, over all of its groups in batch order.
-      const table = contexts.flatMap((_, position) => finished.get(position)?.rollouts.map((r) => r.rewards) ?? scored[position]!.table);
-      const advantages = computeAdvantages(table, advantageOptions);
+      // 2. The step's advantages, once, over its groups in batch order: with dynamic sampling, over
+      // the groups whose rewards differ (the flat ones are left out of the update).
+      const rewardsOf = (position: number) => finished.get(position)?.rollouts.map((r) => r.reward) ?? scored[position]!.rewards;
+      const kept = contexts.map((_, position) => position).filter((position) => !dynamic || !isFlat(rewardsOf(position)));
+      const table = kept.flatMap((position) => finished.get(position)?.rollouts.map((r) => r.rewards) ?? scored[position]!.table);
+      const advantages = kept.length > 0 ? computeAdvantages(table, advantageOptions) : emptyAdvantages();
+      const rowOf = new Map(kept.map((position, k) => [position, k * sampling.groupSize]));
 
       // 3. Each group to the method; each item stored as it finishes, so a resume never redoes it.
       const results = new Array<ItemResult>(contexts.length);
       await eachConcurrently(contexts.length, concurrency, stepAbort, async (position) => {
         const ctx = contexts[position];
         const reused = finished.get(position);
-        const result = reused ?? (await finishItem(method, state, ctx, scored[position]!, advantages));
+        const result = reused ?? (await finishItem(method, state, ctx, scored[position]!, advantages, rowOf.get(position)));
         throwIfAborted(stepSignal);
         if (reused) warnings += reused.warnings.length;
         else await store.putItemResult(runId, result);
@@ -227,15 +261,15 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
       });
       throwIfAborted(signal);
 
-      // 4. The method ends the step; the record is committed in one transaction.
-      const outcome = await method.finishStep(state, { ...report, plan, signal }, results, advantages);
+      // 4. The method ends the step (on the groups the advantages cover); the record is committed in one transaction.
+      const outcome = await method.finishStep(state, { ...report, plan, signal }, kept.map((position) => results[position]), advantages);
       throwIfAborted(signal);
       const record: StepRecord<P> = {
         step,
         epoch: plan.epoch,
         batch: plan.batch,
         items: results,
-        stats: stepStats(results),
+        stats: { ...stepStats(results), ...(dynamic ? dynamicStats(results, kept.length) : {}) },
         warnings: outcome.warnings ?? [],
         committedAt: new Date().toISOString(),
         payload: { ...outcome.payload, kind: method.kind },
@@ -266,11 +300,21 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
   }
 }
 
-/** Step 3 for one item: its rollouts' advantages (the step's), its result, the method's work on it. */
-async function finishItem<K extends Kind, S, H extends LoopHandles, R, P extends Payload<K>>(method: Method<K, S, H, R, P>, state: S, ctx: ItemContext, scored: Scored, advantages: AdvantageResult): Promise<ItemResult> {
-  const { plan, position, index } = ctx;
+/**
+ * Step 3 for one item: its rollouts' advantages (the step's, from `row`; zeros for a group left
+ * out of the update), its result, the method's work on it.
+ */
+async function finishItem<K extends Kind, S, H extends LoopHandles, R, P extends Payload<K>>(
+  method: Method<K, S, H, R, P>,
+  state: S,
+  ctx: ItemContext,
+  scored: Scored,
+  advantages: AdvantageResult,
+  row: number | undefined,
+): Promise<ItemResult> {
+  const { plan, index, position } = ctx;
   const g = scored.rollouts.length;
-  const own = advantages.advantages.slice(position * g, (position + 1) * g);
+  const own = row === undefined ? new Array<number>(g).fill(0) : advantages.advantages.slice(row, row + g);
   scored.rollouts.forEach((rollout, row) => (rollout.advantage = own[row]));
   const stats = groupStats(scored.rollouts.map((r) => r.reward));
   await ctx.emit({ type: 'advantages', step: plan.step, epoch: plan.epoch, item: index, advantages: own, stats, zeroSpread: stats.spread === 0 });
@@ -284,10 +328,25 @@ async function finishItem<K extends Kind, S, H extends LoopHandles, R, P extends
     rollouts: scored.rollouts,
     usage: scored.group.usage,
     stats,
+    ...(scored.resamples > 0 ? { resamples: scored.resamples } : {}),
     warnings: [],
   };
   await method.handleGroup?.(state, ctx, result, scored.rewards);
   return result;
+}
+
+/** Advantages of a step whose every group was left out. */
+function emptyAdvantages(): AdvantageResult {
+  return { advantages: [], rewards: [], groupMeans: [], groupStds: [], fracRewardZeroStd: 0 };
+}
+
+/** A step's dynamic-sampling counts: groups sampled again, the extra samplings, groups left out. */
+function dynamicStats(items: readonly ItemResult[], kept: number): Pick<StepStats, 'resampledGroups' | 'resamples' | 'droppedGroups'> {
+  return {
+    resampledGroups: items.filter((item) => (item.resamples ?? 0) > 0).length,
+    resamples: items.reduce((n, item) => n + (item.resamples ?? 0), 0),
+    droppedGroups: items.length - kept,
+  };
 }
 
 /**

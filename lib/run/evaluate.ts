@@ -65,6 +65,11 @@ export interface EvaluateOptions {
   libraryPrompt?: LibraryPromptOptions;
   /** Any other prompt (a system prompt, an arm's instruction): the item's prompt as the policy sees it. */
   prompt?: (item: DatasetItem, index: number) => PromptInput | Promise<PromptInput>;
+  /**
+   * The temperature an item is sampled at, given `temperature` (a routed evaluation scales it by
+   * the arm's); default `temperature` for every item. 0 stays greedy.
+   */
+  temperatureOf?: (item: DatasetItem, index: number, temperature: number) => number;
   /** Items sampled in one `generateGroups` call (decoded together where the policy batches). Default 8. */
   batchSize?: number;
   onProgress?: (progress: EvaluateProgress) => void;
@@ -92,6 +97,7 @@ export async function evaluate(options: EvaluateOptions): Promise<Evaluation> {
   const batchSize = integer(options.batchSize, 'batchSize', 8, 1);
   const judge = correctness(options.correct, options.rewards);
   const promptFor = promptMaker(options);
+  const temperatureFor = temperatureMaker(options.temperatureOf, temperature);
   const weights = options.rewards.map((r) => r.weight ?? 1);
   const { signal } = options;
 
@@ -104,6 +110,7 @@ export async function evaluate(options: EvaluateOptions): Promise<Evaluation> {
     const requests: GenerateGroupOptions[] = indices.map((index, i) => ({
       ...prompts[i],
       ...sampling,
+      temperature: temperatureFor(dataset[index], index),
       groupSize: samples,
       seed: deriveSeed(seed, 'evaluate', index),
       ...(signal ? { signal } : {}),
@@ -154,6 +161,13 @@ function promptMaker(options: EvaluateOptions): (item: DatasetItem, index: numbe
     return async (item) => promptWithLibrary(promptOf(item), library, options.libraryPrompt).prompt;
   }
   return async (item) => promptOf(item);
+}
+
+/** Each item's temperature: `temperatureOf`'s, checked, or the evaluation's own (greedy stays greedy). */
+function temperatureMaker(temperatureOf: EvaluateOptions['temperatureOf'], temperature: number): (item: DatasetItem, index: number) => number {
+  if (temperatureOf === undefined || temperature === 0) return () => temperature;
+  if (typeof temperatureOf !== 'function') throw new InvalidInputError('temperatureOf', 'expected a function (item, index, temperature) => number.');
+  return (item, index) => real(temperatureOf(item, index, temperature), `temperatureOf(item ${index})`, temperature, 0, 100);
 }
 
 /** The verdict of a sample under `rule`: true, false, or null where the rule cannot judge it. */

@@ -31,6 +31,8 @@ export interface LoopEvaluationOptions {
   seed?: number;
   /** `'exact'` (the default: the answer, whitespace and case aside) or `{ reward, atLeast? }` (default 1). */
   correct?: CorrectRule | { reward: string; atLeast?: number };
+  /** Also decode every item greedily, kept as the record's `greedyPass` (the temperature's and greedy's accuracy side by side). Default false. */
+  alsoGreedy?: boolean;
 }
 
 /** The start option every method takes for a held-out evaluation. */
@@ -58,7 +60,10 @@ export function resolveEvaluation(options: LoopEvaluationOptions | undefined, co
   if (temperature === 0 && samples > 1) {
     throw new InvalidInputError('evaluation.samples', `is ${samples}, but greedy decoding (temperature 0) writes the same answer every time; use samples: 1.`);
   }
+  if (options.alsoGreedy !== undefined && typeof options.alsoGreedy !== 'boolean') throw new InvalidInputError('evaluation.alsoGreedy', 'expected true or false.');
+  if (options.alsoGreedy && temperature === 0) throw new InvalidInputError('evaluation.alsoGreedy', 'is true, but the evaluation is greedy already (temperature 0).');
   return {
+    ...(options.alsoGreedy ? { alsoGreedy: true } : {}),
     items,
     every: integer(options.every, 'evaluation.every', 1, 1),
     samples,
@@ -91,6 +96,8 @@ export interface HeldOutContext {
   rewards: RewardFunction[];
   config: RunSampling & { evaluation: EvaluationConfig };
   prompt?: (item: DatasetItem) => Promise<PromptInput>;
+  /** An item's temperature given the evaluation's (the router's arm scales it). */
+  temperature?: (item: DatasetItem, temperature: number) => number;
   signal: AbortSignal;
 }
 
@@ -98,13 +105,13 @@ export interface HeldOutContext {
 export async function evaluateHeldOut(ctx: HeldOutContext, epoch: number, step: number): Promise<EvaluationRecord> {
   const { config } = ctx;
   const { evaluation } = config;
-  const evaluated = await evaluate({
+  const pass = (temperature: number, samples: number) => evaluate({
     policy: ctx.policy,
     dataset: evaluation.items,
     // The run's stored weights, as its advantages use them.
     rewards: ctx.rewards.map((reward, k) => ({ name: reward.name, weight: config.rewards[k].weight, score: (c) => reward.score(c) })),
-    samples: evaluation.samples,
-    temperature: evaluation.temperature,
+    samples,
+    temperature,
     topK: config.topK,
     topP: config.topP,
     minP: config.minP,
@@ -112,7 +119,10 @@ export async function evaluateHeldOut(ctx: HeldOutContext, epoch: number, step: 
     seed: evaluation.seed,
     correct: evaluation.correct,
     ...(ctx.prompt ? { prompt: ctx.prompt } : {}),
+    ...(ctx.temperature ? { temperatureOf: (item: DatasetItem, _index: number, t: number) => ctx.temperature!(item, t) } : {}),
     signal: ctx.signal,
   });
-  return { epoch, step, evaluatedAt: new Date().toISOString(), ...evaluated };
+  const evaluated = await pass(evaluation.temperature, evaluation.samples);
+  const greedyPass = evaluation.alsoGreedy ? { greedyPass: await pass(0, 1) } : {};
+  return { epoch, step, evaluatedAt: new Date().toISOString(), ...evaluated, ...greedyPass };
 }

@@ -117,6 +117,11 @@ export interface Method<K extends string = string, S = unknown, H extends LoopHa
   /** Items of a step worked on at once. Default 1. */
   concurrency?(config: RunOf<K>['config']): number;
 
+  /**
+   * Checks a new run against its handles before it is stored, where that needs async calls (the
+   * policy's tokenizer: do the prompts fit its context?); throws an InvalidInputError to refuse it.
+   */
+  preflight?(run: RunOf<K>, dataset: readonly DatasetItem[], handles: H): Promise<void>;
   /** The method's state for one drive of the run, from the store and the last committed step. */
   open(ctx: OpenContext<RunOf<K>, H, P>): Promise<S>;
   /** Extra fields of `run-start`. */
@@ -130,6 +135,11 @@ export interface Method<K extends string = string, S = unknown, H extends LoopHa
    * item's own; training-free puts the library in, as it does for training items).
    */
   evaluationPrompt?(state: S, item: DatasetItem): Promise<PromptInput>;
+  /**
+   * A held-out item's sampling temperature, given the evaluation's (default: that one; the router
+   * scales it by the arm it routes the item to, as its rollouts are).
+   */
+  evaluationTemperature?(state: S, item: DatasetItem, temperature: number): number;
   /**
    * The policy the run's evaluation samples (default: the run's own). A method that samples from
    * another one as it trains (a model with its updates merged in) returns that.

@@ -23,6 +23,8 @@ export interface EvaluationConfig {
   /** Seed of the evaluation's own draws (never the training stream's). */
   seed: number;
   correct: CorrectRule;
+  /** Also decode every item greedily (`EvaluationRecord.greedyPass`), when `temperature` is above 0. */
+  alsoGreedy?: boolean;
 }
 
 /** One sample of an evaluated item: its text, every reward, the combined reward and the verdict. */
@@ -91,4 +93,6 @@ export interface EvaluationRecord extends Evaluation {
   /** Steps committed when it ran. */
   step: number;
   evaluatedAt: string;
+  /** The same items decoded greedily (one reply each), when the config asks `alsoGreedy`. */
+  greedyPass?: Evaluation;
 }

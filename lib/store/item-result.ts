@@ -61,6 +61,8 @@ export interface ItemResult {
   rollouts: RolloutRecord[];
   usage: Usage;
   stats: GroupStats;
+  /** Dynamic sampling: times the group was sampled again (its rewards all equalled); `rollouts` are the last sampling's. */
+  resamples?: number;
   /** Why the critic did not look at this group, when it did not. */
   skipped?: 'zero-spread' | 'no-rewards';
   critique?: CriticExchange<string[]>;

@@ -84,6 +84,16 @@ export interface LoopConfig {
   task?: string;
   /** The held-out split the run evaluates on, when it was given one. */
   evaluation?: EvaluationConfig;
+  /** DAPO's dynamic sampling (gradient and lora runs), when the run uses it. */
+  dynamicSampling?: DynamicSamplingConfig;
+}
+
+/**
+ * DAPO's dynamic sampling: a group whose rewards all equal carries no signal; it is sampled again
+ * (fresh seeds) up to `maxResamples` times, and a group still flat is left out of the update.
+ */
+export interface DynamicSamplingConfig {
+  maxResamples: number;
 }
 
 /** The resolved, serialisable options of a gradient GRPO run (`gradientGrpo`); `groupSize` is TRL's `numGenerations`. */

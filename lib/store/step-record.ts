@@ -12,6 +12,11 @@ export interface StepStats {
   scorable: number;
   meanReward: number | null;
   stdReward: number | null;
+  /** Runs with dynamic sampling: groups sampled again because their rewards all equalled, and the extra samplings. */
+  resampledGroups?: number;
+  resamples?: number;
+  /** Runs with dynamic sampling: groups still flat after resampling, left out of the update. */
+  droppedGroups?: number;
 }
 
 /**

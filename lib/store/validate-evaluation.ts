@@ -10,6 +10,7 @@ export function validateEvaluationConfig(value: unknown, at: string): { items: u
   for (const key of ['every', 'samples', 'maxNewTokens'] as const) int(c[key], `${at}.${key}`, 1);
   int(c.seed, `${at}.seed`);
   if (num(c.temperature, `${at}.temperature`) < 0) fail(`${at}.temperature`, 'expected a number >= 0.');
+  if (c.alsoGreedy !== undefined) bool(c.alsoGreedy, `${at}.alsoGreedy`);
   if (c.correct !== 'exact') {
     const rule = obj(c.correct, `${at}.correct`);
     str(rule.reward, `${at}.correct.reward`);
@@ -24,6 +25,12 @@ export function validateEvaluation(value: unknown, at: string): void {
   int(e.epoch, `${at}.epoch`);
   int(e.step, `${at}.step`);
   str(e.evaluatedAt, `${at}.evaluatedAt`);
+  validateEvaluated(e, at);
+  if (e.greedyPass !== undefined) validateEvaluated(obj(e.greedyPass, `${at}.greedyPass`), `${at}.greedyPass`);
+}
+
+/** An evaluation's aggregates and every item's samples. */
+function validateEvaluated(e: Record<string, unknown>, at: string): void {
   const summary = obj(e.summary, `${at}.summary`);
   for (const key of ['items', 'samples', 'judged'] as const) int(summary[key], `${at}.summary.${key}`);
   for (const key of ['meanReward', 'accuracy'] as const) nullableNum(summary[key], `${at}.summary.${key}`);

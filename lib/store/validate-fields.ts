@@ -11,6 +11,7 @@ export function validateLoopConfig(value: unknown, at: string): Obj {
   for (const key of ['topK', 'seed'] as const) int(c[key], `${at}.${key}`);
   for (const key of ['temperature', 'topP', 'minP'] as const) num(c[key], `${at}.${key}`);
   bool(c.shuffle, `${at}.shuffle`);
+  if (c.dynamicSampling !== undefined) int(obj(c.dynamicSampling, `${at}.dynamicSampling`).maxResamples, `${at}.dynamicSampling.maxResamples`);
   validateRewardsAndPolicy(c, at);
   return c;
 }

@@ -116,6 +116,7 @@ function validateItemResult(value: unknown, at: string, itemCount: number, kind:
     if (kind.rollout) kind.rollout(rollout, p, config);
     else if (rollout.arm !== undefined) fail(`${p}.arm`, 'only router runs route completions to arms.');
   });
+  if (r.resamples !== undefined) int(r.resamples, `${at}.resamples`, 1);
   const stats = obj(r.stats, `${at}.stats`);
   int(stats.scorable, `${at}.stats.scorable`);
   num(stats.spread, `${at}.stats.spread`);

@@ -5,6 +5,7 @@ import { digits, shout } from './characters.js';
 import { firstLetter } from './first-letter.js';
 import { jsonFormat } from './json-format.js';
 import { keywords } from './keywords.js';
+import { namedFormat } from './named-format.js';
 import { addSubtract, copyFormat, countLetter, sortWords } from './skill.js';
 import type { Task } from './types.js';
 
@@ -15,6 +16,7 @@ export { characterShare, digits, shout } from './characters.js';
 export { firstLetter } from './first-letter.js';
 export { jsonFormat } from './json-format.js';
 export { keywords } from './keywords.js';
+export { namedFormat } from './named-format.js';
 export { builtinRewards } from './rewards.js';
 export { addSubtract, copyFormat, countLetter, skillTasks, sortWords } from './skill.js';
 export { splitOf, type SkillDatasetOptions, type SkillTask, type Split } from './split.js';
@@ -32,6 +34,7 @@ export const builtinTasks: Readonly<Record<string, Task>> = Object.freeze({
   [sortWords.name]: sortWords,
   [countLetter.name]: countLetter,
   [copyFormat.name]: copyFormat,
+  [namedFormat.name]: namedFormat,
 });
 
 export function getTask(name: string): Task {

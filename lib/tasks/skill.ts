@@ -1,19 +1,19 @@
 /**
  * The skill tasks: short verifiable problems the bundled skill model (public/models/webgrpo-skill)
  * was pretrained on, with prompts of a dozen or two characters so pretraining stays cheap. Each
- * reply is exact (reward `exact`, 1 or 0) with partial credit for near misses, so a group of a
- * partly skilled model has a reward spread to learn from. Every character is in the character
- * tokenizer's vocabulary (printable ASCII).
+ * reply is exact (reward `exact`, 1 or 0) with partial credit for near misses (count-letter's
+ * excepted), so a group of a partly skilled model has a reward spread to learn from. Every
+ * character is in the character tokenizer's vocabulary (printable ASCII).
  */
 import { randomInt, type Rng } from '../math/random.js';
 import type { DatasetItem } from '../core/dataset.js';
 import type { RewardFunction } from '../core/reward.js';
-import { splitDataset, type Problem, type SkillTask } from './split.js';
+import { splitDataset, splitOf, type Problem, type SkillTask, type Split } from './split.js';
 import { lastNumber, similarity, squash } from './text.js';
 
 const answerOf = (item: DatasetItem): string | null => (typeof item.answer === 'string' ? item.answer : null);
 
-const exact: RewardFunction = {
+export const exact: RewardFunction = {
   name: 'exact',
   weight: 1,
   score: ({ text, item }) => {
@@ -23,7 +23,7 @@ const exact: RewardFunction = {
 };
 
 /** Partial credit by edit-distance similarity to the answer. */
-const similar: RewardFunction = {
+export const similar: RewardFunction = {
   name: 'similarity',
   weight: 0.5,
   score: ({ text, item }) => {
@@ -46,8 +46,12 @@ const close: RewardFunction = {
   },
 };
 
-function skillTask(name: string, description: string, draw: (random: Rng) => Problem, partial: RewardFunction): SkillTask {
-  return { name, description, dataset: (options) => splitDataset(name, draw, options), rewards: [exact, partial] };
+/** What every skill task's held-out split holds out. */
+const SKILL_HELD_OUT =
+  'Held out: problems whose prompt hashes to 0 modulo 5 (splitOf), never in the skill model\'s pretraining corpus. Not held out: the task itself, which the corpus teaches on the other problems.';
+
+function skillTask(name: string, description: string, draw: (random: Rng, split: Split) => Problem, partial?: RewardFunction): SkillTask {
+  return { name, description, heldOut: SKILL_HELD_OUT, dataset: (options) => splitDataset(name, draw, options), rewards: partial ? [exact, partial] : [exact] };
 }
 
 export const addSubtract = skillTask(
@@ -82,22 +86,48 @@ export const sortWords = skillTask(
   similar,
 );
 
+/** Words for count-letter: enough with a letter twice or three times that each answer has held-out problems. */
 export const COUNT_WORDS: readonly string[] = Object.freeze([
   'banana', 'apple', 'cherry', 'letter', 'coffee', 'pepper', 'summer', 'puppy', 'tomato', 'potato', 'parrot',
   'carrot', 'mirror', 'bubble', 'cookie', 'kitten', 'rabbit', 'yellow', 'window', 'garden', 'button', 'pizza',
   'hello', 'little', 'happy', 'dinner', 'balloon', 'bottle', 'street', 'school', 'cheese', 'sleepy', 'rocket',
   'tunnel', 'mammal', 'eleven', 'seven', 'river', 'orange', 'lemon', 'tiger', 'zebra', 'mango', 'paper',
+  'papaya', 'senses', 'tattoo', 'bobby', 'mummy', 'daddy', 'nanny', 'success', 'geese', 'sassy', 'fluffy',
+  'giggle', 'address', 'baobab', 'lollipop', 'tomorrow', 'strawberry', 'cinnamon', 'pineapple', 'peppermint',
+  'lullaby', 'hubbub', 'bobbin', 'babble', 'nonsense', 'engineer', 'alpaca', 'caravan', 'cassava', 'savanna',
+  'goggles', 'muddled', 'sneeze', 'freeze', 'breeze', 'squeeze', 'keeper', 'steeple', 'between', 'excellent',
+  'poppy', 'puppet', 'popper', 'oolong', 'bonobo', 'cocoon', 'bikini', 'initial', 'minimum', 'momentum',
+  'barbarian', 'reindeer', 'nineteen',
 ]);
+
+/** count-letter's answers, drawn evenly: a constant reply is right on a third of the problems, chance. */
+export const COUNT_ANSWERS: readonly number[] = Object.freeze([1, 2, 3]);
+
+/** Every "count <letter>: <word>" problem of a split, by its answer (a letter of the word, counted). */
+const countProblems: Record<Split, Map<number, Problem[]>> = (() => {
+  const bySplit: Record<Split, Map<number, Problem[]>> = { heldout: new Map(), train: new Map() };
+  for (const word of COUNT_WORDS) {
+    for (const letter of new Set(word)) {
+      const count = [...word].filter((c) => c === letter).length;
+      if (!COUNT_ANSWERS.includes(count)) continue;
+      const prompt = `count ${letter}: ${word}`;
+      const problems = bySplit[splitOf(prompt)];
+      problems.set(count, [...(problems.get(count) ?? []), { prompt, answer: String(count) }]);
+    }
+  }
+  return bySplit;
+})();
 
 export const countLetter = skillTask(
   'count-letter',
-  'Count how often a letter occurs in a word ("count p: pepper" -> "3").',
-  (random) => {
-    const word = COUNT_WORDS[randomInt(random, COUNT_WORDS.length)];
-    const letter = word[randomInt(random, word.length)];
-    return { prompt: `count ${letter}: ${word}`, answer: String([...word].filter((c) => c === letter).length) };
+  'Count how often a letter occurs in a word ("count p: pepper" -> "3"); the answers 1, 2 and 3 come equally often.',
+  // The answer first, then a problem with that answer: answers stay even in either split.
+  (random, split) => {
+    const problems = countProblems[split].get(COUNT_ANSWERS[randomInt(random, COUNT_ANSWERS.length)])!;
+    return problems[randomInt(random, problems.length)];
   },
-  close,
+  // No partial credit: among three small answers, credit for a near number pays the middle one
+  // ("2" is within one of every answer), and GRPO then settles on replying "2" to everything.
 );
 
 /** Formats: the word goes where `*` is. */

@@ -16,9 +16,11 @@ export interface SkillDatasetOptions extends DatasetOptions {
   split?: Split;
 }
 
-/** A task with a held-out split (the skill tasks). */
+/** A task with a held-out split (the skill tasks, named-format). */
 export interface SkillTask extends Task {
   dataset(options?: SkillDatasetOptions): DatasetItem[];
+  /** The task card's word on its split: exactly what the held-out problems hold out, and what they share with training. */
+  heldOut: string;
 }
 
 /** Which split a prompt belongs to. */
@@ -34,13 +36,13 @@ export interface Problem {
   answer: string;
 }
 
-/** Draws `size` problems of the requested split from `draw` (rejecting the other split's). */
-export function splitDataset(name: string, draw: (random: Rng) => Problem, { size = 8, seed = 0, split = 'heldout' }: SkillDatasetOptions = {}): DatasetItem[] {
+/** Draws `size` problems of the requested split from `draw` (rejecting the other split's; `draw` may draw from the split's own). */
+export function splitDataset(name: string, draw: (random: Rng, split: Split) => Problem, { size = 8, seed = 0, split = 'heldout' }: SkillDatasetOptions = {}): DatasetItem[] {
   if (split !== 'heldout' && split !== 'train') throw new InvalidInputError('split', `must be 'heldout' or 'train', got ${String(split)}.`);
   const random = mulberry32(seed);
   return Array.from({ length: size }, (_, i): DatasetItem => {
-    let problem = draw(random);
-    while (splitOf(problem.prompt) !== split) problem = draw(random);
+    let problem = draw(random, split);
+    while (splitOf(problem.prompt) !== split) problem = draw(random, split);
     return { id: `${name}-${split}-${seed}-${i}`, messages: [{ role: 'user', content: problem.prompt }], answer: problem.answer };
   });
 }

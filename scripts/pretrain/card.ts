@@ -118,8 +118,9 @@ problem at temperature 1 (sampler seed ${CARD_EVAL.samplerSeed} + problem index)
 ${rows.join('\n')}
 | mean | ${pct(meanAccuracy(f.greedy))} | ${pct(meanAccuracy(f.sampled))} |
 
-Most letters occur once in their word: a reply of "1" to every count-letter problem would score
-${pct(f.countLetterOnes)} on these held-out problems, so count-letter's accuracy says little about counting.
+count-letter draws its answers 1, 2 and 3 equally often (a reply of "1" to every problem scores
+${pct(f.countLetterOnes)} on these held-out problems, about chance); this model's corpora were drawn when most
+count-letter answers were 1, so its count-letter accuracy near that share says it guesses "1".
 What GRPO does on this model (full-depth LoRA and the head adapter, held-out accuracy before and
 after): BENCHMARKS.md, "skill" (\`npm run bench -- skill\`).
 

@@ -134,6 +134,35 @@ describe('routerGrpo', () => {
     expect(meanOf(13, 16)).toBeGreaterThan(meanOf(1, 2));
   });
 
+  it('evaluates the routed policy on its held-out split: each prompt with the arm the router serves its class', async () => {
+    const heldOut: DatasetItem[] = [
+      ...Array.from({ length: 12 }, (_, i) => ({ prompt: `What is ${i} + ${i + 4}?`, answer: 'right' })),
+      ...Array.from({ length: 12 }, (_, i) => ({ prompt: `Name an animal, number ${i}.`.replace(/\d+/, (n) => 'abcdefghijkl'[Number(n)]), answer: 'right' })),
+    ];
+    const policy = armSensitivePolicy();
+    const store = new MemoryStore();
+    const run = routerGrpo({ ...options(store, 'routed-eval'), policy, evaluation: { dataset: heldOut, samples: 4, every: 8 } });
+    const events = await collect(run);
+    const result = await run.result();
+    const evals = events.filter((e) => e.type === 'eval');
+    expect(evals.map((e) => e.epoch)).toEqual([0, 8]);
+    const [before, after] = evals.map((e) => e.evaluation);
+    // Before any update every class is served the first arm (the prompt as asked, the run's temperature).
+    expect(before.items.every((item) => item.prompt.prompt === heldOut[item.index].prompt)).toBe(true);
+    // After: math prompts carry the instruction the router learnt for them, the others were sampled hot.
+    expect(result.probabilities.math.work).toBeGreaterThan(0.5);
+    expect(result.probabilities.short.hot).toBeGreaterThan(0.5);
+    for (const item of after.items) {
+      const math = item.index < 12;
+      expect(item.prompt.prompt).toBe(math ? `${heldOut[item.index].prompt}\n${SHOW_WORK}` : heldOut[item.index].prompt);
+    }
+    const evalCalls = policy.calls.filter((call) => heldOut.some((h) => call.prompt?.startsWith(h.prompt!)) && call.groupSize === 4);
+    expect(evalCalls.slice(-12).every((call) => call.temperature === 2)).toBe(true);
+    // The routed policy's gain is the arms' (0.2 -> 0.9 per sample), well past sampling noise over 96 samples.
+    expect(after.summary.accuracy! - before.summary.accuracy!).toBeGreaterThan(0.4);
+    await expect(store.listSteps('routed-eval')).resolves.toHaveLength(16);
+  });
+
   it('sends each arm its instruction and temperature, one generateGroup call per arm and item', async () => {
     const policy = armSensitivePolicy();
     const run = routerGrpo({ ...options(), policy, epochs: 1, batchSize: 4 });

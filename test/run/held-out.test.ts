@@ -195,7 +195,30 @@ describe('a training-free run with a held-out split', () => {
     expect(() => trainingFreeGrpo({ ...base, evaluation: { dataset: heldOut, every: 0 } })).toThrow(/evaluation\.every: expected an integer from 1/);
     expect(() => trainingFreeGrpo({ ...base, evaluation: { dataset: heldOut, samples: 3, temperature: 0 } })).toThrow(/greedy decoding/);
     expect(() => trainingFreeGrpo({ ...base, evaluation: { dataset: heldOut, correct: { reward: 'nope' } } })).toThrow(InvalidInputError);
+    expect(() => trainingFreeGrpo({ ...base, evaluation: { dataset: heldOut, temperature: 0, alsoGreedy: true } })).toThrow(/evaluation\.alsoGreedy: is true, but the evaluation is greedy already/);
   });
+
+  it('with alsoGreedy, keeps a greedy pass of the same items next to each sampled one, through export and import', async () => {
+    const greedyStore = new MemoryStore();
+    const run = start(greedyStore, 'greedy-too', { evaluation: { ...evaluation, alsoGreedy: true } });
+    const evals = (await drain(run)).filter((e) => e.type === 'eval').map((e) => e.evaluation!);
+    (await run.result()).trainer.dispose();
+    expect(evals).toHaveLength(3);
+    // The sampled pass is the run's without the option, draw for draw.
+    const plain = start(new MemoryStore(), 'sampled-only', { evaluation });
+    const sampledOnly = (await drain(plain)).filter((e) => e.type === 'eval').map((e) => e.evaluation!);
+    (await plain.result()).trainer.dispose();
+    expect(evals.map(({ evaluatedAt: _at, greedyPass: _g, ...rest }) => rest)).toEqual(withoutTimes(sampledOnly));
+    for (const record of evals) {
+      expect(record.greedyPass!.summary).toMatchObject({ greedy: true, samples: 1, temperature: 0, items: heldOut.length });
+    }
+    // Before the first step the greedy pass is the base model's greedy evaluation.
+    const base = await evaluate({ policy: onnx, dataset: heldOut, rewards: digits.rewards, temperature: 0, maxNewTokens: 4, correct: { reward: 'digit_share', atLeast: 0.5 } });
+    expect(evals[0].greedyPass!.items.map((i) => i.samples[0].text)).toEqual(base.items.map((i) => i.samples[0].text));
+    const imported = new MemoryStore();
+    await importRun(imported, await exportRun(greedyStore, 'greedy-too'));
+    expect((await imported.getRun('greedy-too'))!.evaluations!.map((e) => e.greedyPass!.summary.accuracy)).toEqual(evals.map((e) => e.greedyPass!.summary.accuracy));
+  }, 120_000);
 });
 
 describe('a method that samples from a policy of its own', () => {

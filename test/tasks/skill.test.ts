@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidInputError, type Completion, type DatasetItem, type RewardFunction } from '../../lib/index.js';
 import { skillTasks, splitOf } from '../../lib/tasks.js';
 import { addSubtract, copyFormat, countLetter, sortWords } from '../../lib/tasks/index.js';
+import { COUNT_ANSWERS } from '../../lib/tasks/skill.js';
 import { vocabulary } from '../../scripts/build-model/tokenizer.js';
 
 function score(reward: RewardFunction, text: string, item: DatasetItem) {
@@ -80,5 +81,23 @@ describe('skill tasks', () => {
     expect(score(reward(sortWords, 'exact'), reversed, sorted)).toBe(0);
     expect(score(reward(sortWords, 'similarity'), reversed, sorted)).toBeGreaterThan(score(reward(sortWords, 'similarity'), 'zzz', sorted) as number);
     expect(score(reward(countLetter, 'exact'), '7', { answer: 7 })).toBeNull();
+  });
+
+  it('leave count-letter no constant answer that scores above chance on the held-out split', () => {
+    const items = countLetter.dataset({ size: 600, seed: 11 });
+    const exactReward = reward(countLetter, 'exact');
+    const chance = 1 / COUNT_ANSWERS.length;
+    // Every reply a constant policy could write that the exact reward could accept: the digits 0-9.
+    const best = Math.max(...Array.from({ length: 10 }, (_, n) => items.filter((item) => score(exactReward, String(n), item) === 1).length / items.length));
+    expect(best).toBeGreaterThan(chance - 0.05);
+    expect(best).toBeLessThan(chance + 0.05);
+    // Exact match is its only reward: no partial credit that a constant middle answer could collect.
+    expect(countLetter.rewards.map((r) => r.name)).toEqual(['exact']);
+    // Each answer has more than one held-out problem, so a run cannot memorise one prompt per answer.
+    for (const answer of COUNT_ANSWERS) expect(new Set(items.filter((i) => i.answer === String(answer)).map(content)).size, `answer ${answer}`).toBeGreaterThan(2);
+  });
+
+  it('say on their card what the held-out split holds out', () => {
+    for (const task of skillTasks) expect(task.heldOut).toMatch(/^Held out: .+ Not held out: .+/);
   });
 });

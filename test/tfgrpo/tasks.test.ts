@@ -20,7 +20,7 @@ const byName = (rewards: RewardFunction[], name: string) => rewards.find((r) => 
 
 describe('built-in tasks', () => {
   it('generate small, valid, seeded datasets', () => {
-    expect(Object.keys(builtinTasks)).toEqual(['alphabetise', 'arithmetic', 'json-format', 'keywords', 'digits', 'shout', 'first-letter', 'add-subtract', 'sort-words', 'count-letter', 'copy-format']);
+    expect(Object.keys(builtinTasks)).toEqual(['alphabetise', 'arithmetic', 'json-format', 'keywords', 'digits', 'shout', 'first-letter', 'add-subtract', 'sort-words', 'count-letter', 'copy-format', 'named-format']);
     for (const task of Object.values(builtinTasks)) {
       const items = task.dataset({ seed: 3 });
       expect(validateDataset(items)).toEqual(items);

@@ -13,6 +13,7 @@ import type { AdapterFile } from '../../grad/format.js';
 import type { OptimizerOptions } from '../../grad/optimizer.js';
 import type { EvaluationOption } from '../../run/held-out.js';
 import { resolveTrainingConfig, type GradientLossOptions } from '../grpo-options.js';
+import type { DynamicSamplingOptions } from '../../run/dynamic-sampling.js';
 
 /** The common handles; the policy is the model being trained, an ONNX policy loaded with `hiddenState: true`. */
 export type GradientHandles = LoopHandles<OnnxPolicy>;
@@ -37,6 +38,8 @@ export interface GradientGrpoOptions extends GradientHandles, GroupSamplingOptio
   adapter?: Omit<AdapterInit, 'seed'>;
   /** Start from a trained adapter (an adapter file, or its JSON text) instead of a fresh one. */
   initialAdapter?: AdapterFile | string;
+  /** DAPO's dynamic sampling: flat groups sampled again, then left out of the update (`true`: at most 3 resamplings). Default off. */
+  dynamicSampling?: DynamicSamplingOptions | boolean;
   /** Name of the built-in task the dataset came from (recorded with the run). */
   task?: string;
   /** Id of the new run. Default: a random UUID. */

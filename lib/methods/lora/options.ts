@@ -4,6 +4,7 @@
  * gradient method's (every grpoLoss option); what differs is the adapter: PEFT's LoRA settings on
  * the attention and MLP projections of every layer, and a smaller default learning rate.
  */
+import type { DynamicSamplingOptions } from '../../run/dynamic-sampling.js';
 import { InvalidInputError, UnsupportedError } from '../../errors.js';
 import { resolveLoraConfig, type LoraAdapter, type LoraOptions } from '../../lora/adapter.js';
 import type { LoraAdapterFile } from '../../lora/format.js';
@@ -64,6 +65,8 @@ export interface LoraGrpoOptions extends LoraHandles, GroupSamplingOptions, Eval
   engine?: LoraEngine | 'auto';
   /** Start from a trained adapter (a LoRA adapter file or its JSON text, or `importPeftAdapter`'s adapter) instead of a fresh one. */
   initialAdapter?: LoraAdapter | LoraAdapterFile | string;
+  /** DAPO's dynamic sampling, as the gradient method's. Default off. */
+  dynamicSampling?: DynamicSamplingOptions | boolean;
   /** Name of the built-in task the dataset came from (recorded with the run). */
   task?: string;
   /** Id of the new run. Default: a random UUID. */

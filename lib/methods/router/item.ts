@@ -7,7 +7,7 @@
  */
 import { promptText } from '../../experience/render.js';
 import type { Completion, PromptInput } from '../../core/policy.js';
-import type { ItemResult, RouterConfig } from '../../store/records.js';
+import type { ItemResult, RouterArm, RouterConfig } from '../../store/records.js';
 import type { ItemContext, PreparedItem, SampledGroup } from '../../run/method.js';
 import { deriveSeed } from '../../run/random.js';
 import { sampleGroup } from '../../run/rollout.js';
@@ -46,6 +46,17 @@ export async function routeItem(config: RouterConfig, router: GrpoRouter, reseed
     usage.completionTokens += group.usage.completionTokens;
   }
   return { completions, usage, annotate: (rollouts) => rollouts.forEach((rollout, row) => (rollout.arm = routed[row])) };
+}
+
+/**
+ * The arm the router picks for a query class when it serves (the held-out evaluation): the one it
+ * gives the highest probability, the first of them on a tie (so before any update, the first arm).
+ */
+export function servedArm(config: RouterConfig, router: GrpoRouter, queryClass: string): RouterArm {
+  const probabilities = router.probabilities(queryClass, config.arms.map((a) => a.id));
+  let best = 0;
+  probabilities.forEach((p, i) => (best = p > probabilities[best] ? i : best));
+  return config.arms[best];
 }
 
 /** Hands the router every scorable completion of an item (its reward under the item's class and its arm). */

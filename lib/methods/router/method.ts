@@ -11,6 +11,7 @@
 import { InvalidInputError } from '../../errors.js';
 import { armPrompt } from '../../route/arm.js';
 import { itemResultGroup } from '../../run/groups.js';
+import { promptOf } from '../../run/rollout.js';
 import { mulberry32, type Rng } from '../../math/random.js';
 import { MemoryStore } from '../../store/memory.js';
 import type { RouterConfig, StepRouting } from '../../store/records.js';
@@ -24,7 +25,7 @@ import { newRunRecord, type Run } from '../../run/run.js';
 import { stepStats } from '../../run/stats.js';
 import { GrpoRouter, type GrpoRouterState } from '../../route/router.js';
 import type { RouterEvent } from './events.js';
-import { observe, routeItem } from './item.js';
+import { observe, queryClassOf, routeItem, servedArm } from './item.js';
 import { resolveRouterConfig, type RouterGrpoOptions, type RouterHandles } from './options.js';
 
 export interface RouterResult {
@@ -68,6 +69,9 @@ export const routerMethod: Method<'router', RouterState, RouterHandles, RouterRe
     return { config, router, armIds: config.arms.map((a) => a.id), reseed: (seed) => (draw = mulberry32(seed)) };
   },
   sample: (state, ctx, prepared) => routeItem(state.config, state.router, state.reseed, ctx, prepared),
+  // The held-out evaluation samples the routed policy: each item with the arm the router serves its class.
+  evaluationPrompt: async (state, item) => armPrompt(promptOf(item), servedArm(state.config, state.router, queryClassOf(promptOf(item)))),
+  evaluationTemperature: (state, item, temperature) => temperature * (servedArm(state.config, state.router, queryClassOf(promptOf(item))).temperatureScale ?? 1),
   // Later items of the step route with these samples counted, resumed or not.
   rewarded: (state, result) => observe(state.router, result),
   async finishStep({ router, armIds }) {

@@ -13,8 +13,8 @@ import type { Policy } from '../../core/policy.js';
  * Tokens kept for the chat template's markup: some per message (role headers, end markers) and
  * some for the whole (a begin-of-text token, a template's own system preamble, the reply's header).
  */
-const MARKUP_TOKENS = 32;
-const MARKUP_TOKENS_PER_MESSAGE = 12;
+export const MARKUP_TOKENS = 32;
+export const MARKUP_TOKENS_PER_MESSAGE = 12;
 /** Least of an item kept when cutting, in characters (enough to recognise it). */
 const MIN_KEPT = 24;
 /** Rounds of cutting and counting again before giving up (each cut is estimated from the last count). */

@@ -24,6 +24,7 @@ import type { Method } from '../../run/method.js';
 import { checkRunId } from '../../run/options.js';
 import { newRunRecord, type Run } from '../../run/run.js';
 import type { TrainingFreeEvent } from './events.js';
+import { checkPromptsFit } from './context.js';
 import { critiqueItem, prepareItem } from './item.js';
 import { resolveConfig, validateTrainingFreeHandles, type TrainingFreeGrpoOptions, type TrainingFreeHandles } from './options.js';
 import { epochStats } from './stats.js';
@@ -69,6 +70,10 @@ export const trainingFreeMethod: Method<'training-free', TrainingFreeState, Trai
   advantages: () => ({ scaleRewards: 'group' }),
   concurrency: (config) => config.concurrency,
 
+  async preflight({ config }, dataset, { policy }) {
+    await checkPromptsFit(config, policy, dataset);
+    if (config.evaluation) await checkPromptsFit({ ...config, maxNewTokens: config.evaluation.maxNewTokens }, policy, config.evaluation.items, 'evaluation.dataset');
+  },
   async open({ run, handles, last }) {
     return {
       config: run.config,

@@ -12,6 +12,7 @@ import type { Policy } from '../../core/policy.js';
 import type { LoopMode, PromptTemplates, TrainingFreeConfig } from '../../store/records.js';
 import type { DatasetItem } from '../../core/dataset.js';
 import { integer, real, validateHandles, type LoopHandles } from '../../run/options.js';
+import { checkBudgetFits } from './context.js';
 import { defaultTemplates, REQUIRED_PLACEHOLDERS } from './prompts.js';
 import type { EvaluationOption } from '../../run/held-out.js';
 
@@ -151,6 +152,7 @@ export function resolveConfig(options: TrainingFreeGrpoOptions): TrainingFreeCon
     policy: { ...options.policy.info },
     critic: { ...critic.info },
   };
+  checkBudgetFits(config, options.policy.info.maxPositions);
   if (typeof config.givenGroundTruth !== 'boolean') throw new InvalidInputError('givenGroundTruth', 'expected true or false.');
   if (typeof config.shuffle !== 'boolean') throw new InvalidInputError('shuffle', 'expected true or false.');
   if (options.task !== undefined) config.task = options.task;
