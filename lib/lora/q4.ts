@@ -8,20 +8,12 @@
  *   zeroPoints  [N, ceil(blocks / 2)]       4-bit, low nibble first; absent: 8
  *   W[k, n] = (q[n, k] - zero[n, k / blockSize]) * scale[n, k / blockSize]
  */
+import type { FoundQ4 } from '../policy/onnx/structure/decoder.js';
 /** A buffer of activations or gradients (kernels.ts sums in float64 over either). */
 type Vec = Float32Array | Float64Array;
 
-export interface Q4Matrix {
-  kind: 'q4';
-  /** Rows of the MatMul's [K, N] weight (the projection's inDim). */
-  K: number;
-  /** Columns (outDim). */
-  N: number;
-  blockSize: number;
-  packed: Uint8Array;
-  scales: Float32Array;
-  zeroPoints?: Uint8Array;
-}
+/** A 4-bit weight as MatMulNBits stores it (found in the graph by lib/policy/onnx/structure). */
+export type Q4Matrix = FoundQ4;
 
 /** Column n of W, K values, into `row`. */
 export function dequantizeColumn(q: Q4Matrix, n: number, row: Float64Array): void {

@@ -20,20 +20,11 @@ export const MODULE_PARENT: Record<LoraModule, 'self_attn' | 'mlp'> = {
   down_proj: 'mlp',
 };
 
-export interface DecoderShape {
-  vocabSize: number;
-  hiddenSize: number;
-  intermediateSize: number;
-  numLayers: number;
-  numHeads: number;
-  /** Fewer than numHeads: grouped-query attention (consecutive query heads share a key/value head). */
-  numKvHeads: number;
-  headDim: number;
-  ropeTheta: number;
-  rmsNormEps: number;
-}
+/** The decoder's dimensions, as found in its ONNX graph (lib/policy/onnx/structure). */
+export type DecoderShape = FoundShape;
 
 import type { Q4Matrix } from './q4.js';
+import type { FoundShape } from '../policy/onnx/structure/decoder.js';
 
 /**
  * The 16-bit float type a weight was stored in by the export. The Float32Array holds it widened

@@ -13,6 +13,7 @@ export interface FoundShape {
   intermediateSize: number;
   numLayers: number;
   numHeads: number;
+  /** Fewer than numHeads: grouped-query attention (consecutive query heads share a key/value head). */
   numKvHeads: number;
   headDim: number;
   ropeTheta: number;
@@ -22,7 +23,9 @@ export interface FoundShape {
 /** 4-bit blocks as MatMulNBits stores them ([N, blocks, blockSize / 2], scales [N * blocks]). */
 export interface FoundQ4 {
   kind: 'q4';
+  /** Rows of the MatMul's [K, N] weight (the projection's inDim). */
   K: number;
+  /** Columns (outDim). */
   N: number;
   blockSize: number;
   packed: Uint8Array;

@@ -6,6 +6,7 @@
  */
 import onnxProto from 'onnx-proto';
 import { ModelLoadError } from '../../../errors.js';
+import { bfloat16ToFloat, halfToFloat } from '../../../lora/half.js';
 
 export type TensorProto = onnxProto.onnx.TensorProto;
 export type NodeProto = onnxProto.onnx.NodeProto;
@@ -162,17 +163,3 @@ export function transpose(data: Float32Array, rows: number, cols: number): Float
   return out;
 }
 
-function halfToFloat(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1;
-  const exponent = (h >> 10) & 0x1f;
-  const fraction = h & 0x3ff;
-  if (exponent === 0) return sign * fraction * 2 ** -24;
-  if (exponent === 0x1f) return fraction ? NaN : sign * Infinity;
-  return sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
-}
-
-function bfloat16ToFloat(b: number): number {
-  const view = new DataView(new ArrayBuffer(4));
-  view.setUint32(0, b << 16);
-  return view.getFloat32(0);
-}
