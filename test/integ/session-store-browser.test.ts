@@ -10,6 +10,23 @@ import { computeAdvantages } from '../../lib/math.js';
 import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
 import { expectNear } from '../fixtures/near.js';
 
+/** The legacy page's one item result (test/browser/pages/session-store.html): items keep their v4 shape. */
+const MIGRATED_ITEM = {
+  step: 1,
+  epoch: 1,
+  index: 0,
+  position: 0,
+  prompt: { prompt: 'q' },
+  experienceIds: [],
+  rollouts: [
+    { text: 'a', tokenIds: [1], logprobs: [-0.5], finishReason: 'eos', rewards: [1], reward: 1, advantage: 0.7071067811865475 },
+    { text: 'b', tokenIds: [2], logprobs: [-0.5], finishReason: 'eos', rewards: [0], reward: 0, advantage: -0.7071067811865475 },
+  ],
+  usage: { promptTokens: 1, completionTokens: 2 },
+  stats: { scorable: 2, mean: 0.5, std: 0.7071067811865476, spread: 1 },
+  warnings: [],
+};
+
 interface Told {
   groupId: string;
   group: GroupRecord;
@@ -53,7 +70,7 @@ describe('session groups in headless Chromium (real IndexedDB)', () => {
       step: 1,
       epoch: 1,
       batch: 1,
-      items: [],
+      items: [MIGRATED_ITEM],
       stats: {},
       warnings: [],
       committedAt: '2025-01-01T00:00:00.000Z',

@@ -109,12 +109,14 @@ describe('GrpoTrainer over the LoRA engine', () => {
     expect(() => loraEngine({} as LoraModel)).toThrow(expect.objectContaining({ code: 'InvalidInput' }));
   });
 
-  it("refuses an unknown backend, and 'webgpu' without the model's weights on a device", () => {
+  it("refuses an unknown backend, 'webgpu' without the model's weights on a device and 'onnxruntime' without its graphs", () => {
     const model = fresh();
-    expect(() => loraEngine(model, { backend: 'gpu' as 'cpu' })).toThrow(/backend: must be 'cpu' or 'webgpu'/);
+    expect(() => loraEngine(model, { backend: 'gpu' as 'cpu' })).toThrow(/backend: must be 'cpu', 'webgpu' or 'onnxruntime'/);
     expect(() => loraEngine(model, { backend: 'webgpu' })).toThrow(/gpu: is needed with backend 'webgpu'/);
     const other = { device: {} as never, weights: { ...model.weights }, dispose: () => undefined };
     expect(() => loraEngine(model, { backend: 'webgpu', gpu: other })).toThrow(/other weights/);
+    expect(() => loraEngine(model, { backend: 'onnxruntime' })).toThrow(/graph: is needed with backend 'onnxruntime'/);
+    expect(() => loraEngine(model, { backend: 'onnxruntime', graph: { weights: { ...model.weights } } as never })).toThrow(/graph: was built from other weights/);
     expect(loraEngine(model).backend).toBe('cpu');
   });
 });

@@ -168,6 +168,8 @@ describe('createGrpoTool frame protocol', () => {
     const { next, send } = harness({ policy: counting, store, pace: 'tick', loop: { batchSize: 1 } });
     const result = next('TOOL_RESULT');
     send({ type: 'TOOL_CALL', content: {} });
+    // The run is stored once the tool has checked its options and prompts, not at the call itself.
+    await expect.poll(async () => (await store.listRuns()).length).toBe(1);
     const [run] = await store.listRuns();
     const steps = async () => (await store.listSteps(run.id)).length;
     for (let k = 1; k <= 3; k++) {
