@@ -170,6 +170,7 @@ export const METHODS: readonly Method[] = [
         temperature: s.temperature,
         maxNewTokens: s.maxNewTokens,
         seed: s.seed,
+        ...(s.dynamicSampling ? { dynamicSampling: true } : {}),
         optimizer: { lr: s.lr },
         adapter: { rank: s.rank },
       };
@@ -203,6 +204,7 @@ export const METHODS: readonly Method[] = [
         temperature: s.temperature,
         maxNewTokens: s.maxNewTokens,
         seed: s.seed,
+        ...(s.dynamicSampling ? { dynamicSampling: true } : {}),
         optimizer: { lr: s.lr },
         lora: { r: s.rank, alpha: 2 * s.rank },
       };
