@@ -8,7 +8,7 @@
  */
 
 const TINY =
-  'webgrpo-tiny has random weights, so every method on it shows the mechanics (sampling, rewards, advantages, updates): only a reward on every token can rise (digits, shout), never an exact answer; pick webgrpo-skill for those.';
+  'webgrpo-tiny has random weights, so every method on it shows the mechanics (sampling, rewards, advantages, updates), not a skill being learnt: webgrpo-skill is the model pretrained on the skill tasks.';
 
 const SKILL: Record<string, string> = {
   exemplars:
