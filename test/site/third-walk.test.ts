@@ -79,6 +79,8 @@ describe('the playground, third walk', { timeout: 300_000 }, () => {
       'Dynamic sampling (a flat group sampled again up to 3 times): 2 groups sampled again, 6 extra samplings in all: prompt #1 (×3), #2 (×3); 2 stayed flat and were left out of the update.',
     );
     expect(await page.locator('#groups-order').textContent()).toContain('2 of 2 groups have no signal');
+    // Each card says it was sampled again, and how often.
+    expect(await page.locator('article.group .chip.resampled').allTextContents()).toEqual(['sampled again ×3', 'sampled again ×3']);
     await note.scrollIntoViewIfNeeded();
     await shot(page, 'dynamic-sampling-step', viewport);
 
