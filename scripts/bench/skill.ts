@@ -43,7 +43,7 @@ export async function run(): Promise<string> {
     notes.push(`  - before, T=1: ${shown(r.before.sampled)}`);
     notes.push(`  - after, T=1: ${shown(r.after.sampled)}`);
   }
-  // Most letters occur once in their word: a constant "1" is a strong count-letter baseline.
+  // What a constant "1" scores on the held-out count-letter problems: the bar a gain must clear to be counting, not guessing.
   const counts = countLetter.dataset({ size: EVAL.size, seed: EVAL.seed });
   const ones = counts.filter((item) => item.answer === '1').length / counts.length;
   return [
@@ -57,6 +57,6 @@ export async function run(): Promise<string> {
     '',
     ...notes,
     '',
-    `Reading the table: the goal is +${100 * GOAL} points at T=1; ${gains.join('; ')}. GRPO sharpens what the model can already do: the T=1 accuracy moves toward the greedy one, and a task whose greedy accuracy is low (add-subtract) has little to sharpen. On count-letter, a reply of "1" to every problem would score ${pct(ones)}% on these held-out problems (most letters occur once in their word), so its gain is mostly the model settling on "1".`,
+    `Reading the table: the goal is +${100 * GOAL} points at T=1; ${gains.join('; ')}. GRPO sharpens what the model can already do: the T=1 accuracy moves toward the greedy one, and a task whose greedy accuracy is low (add-subtract) has little to sharpen. On count-letter, which draws its answers 1, 2 and 3 equally often, a reply of "1" to every problem would score ${pct(ones)}% on these held-out problems: accuracy that only reaches that share is a constant answer, not counting.`,
   ].join('\n');
 }

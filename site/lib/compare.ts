@@ -90,11 +90,13 @@ export interface HeldOutRow {
 
 /**
  * Each run's held-out evaluations, one row per temperature they were stored at (greedy and T=1
- * where a run has both); runs with no evaluation have no row.
+ * where a run has both, as evaluations of their own or as a greedy pass beside T=1); runs with no
+ * evaluation have no row.
  */
 export function heldOutRows(bundles: readonly RunBundle[]): HeldOutRow[] {
   return bundles.flatMap((b, run) => {
-    const evaluations = b.run.evaluations ?? [];
+    // A record's greedy pass (`alsoGreedy`) counts as an evaluation at temperature 0 of its epoch.
+    const evaluations = (b.run.evaluations ?? []).flatMap((e) => [{ epoch: e.epoch, summary: e.summary }, ...(e.greedyPass ? [{ epoch: e.epoch, summary: e.greedyPass.summary }] : [])]);
     const temperatures = [...new Set(evaluations.map((e) => e.summary.temperature))].sort((x, y) => x - y);
     return temperatures.flatMap((temperature): HeldOutRow[] => {
       const at = evaluations.filter((e) => e.summary.temperature === temperature);

@@ -6,7 +6,7 @@
  * the base policy (epoch 0) against the trained one (the latest epoch), and their answers to the
  * same held-out prompts side by side. Pure.
  */
-import type { DatasetItem, EvaluationRecord, LoopEvaluationOptions, RunBundle } from '../../lib/index.js';
+import type { DatasetItem, EvaluationRecord, EvaluationSummary, LoopEvaluationOptions, RunBundle } from '../../lib/index.js';
 import type { Task } from '../../lib/tasks.js';
 import { promptLabel, skillTaskOf } from './tasks.js';
 
@@ -57,8 +57,10 @@ export function heldOutItems(task: Pick<Task, 'dataset'>, seed: number, train: r
 /** The evaluation a run of the playground gets: none without held-out items. */
 export function heldOutEvaluation(items: DatasetItem[], temperature: number): LoopEvaluationOptions | undefined {
   if (items.length === 0) return undefined;
-  // Greedy decoding has one answer per prompt: more samples would repeat it.
-  return { dataset: items, samples: temperature === 0 ? 1 : HELD_OUT_SAMPLES, temperature };
+  // Greedy decoding has one answer per prompt: more samples would repeat it. Above 0 the greedy
+  // pass runs too (one short reply per prompt): what sampling gains and what greedy gains differ,
+  // and greedy is what a person deploying the model gets.
+  return temperature === 0 ? { dataset: items, samples: 1, temperature } : { dataset: items, samples: HELD_OUT_SAMPLES, temperature, alsoGreedy: true };
 }
 
 /** One held-out prompt with the base and the trained policy's first answers. */
@@ -85,6 +87,8 @@ export interface BeforeAfter {
   examples: ExampleRow[];
   /** The largest k pass@k is reported for. */
   k: number;
+  /** The greedy pass beside the sampled one, where the run stored it (`alsoGreedy`); after is null until an epoch's. */
+  greedy: { before: EvaluationSummary; after: EvaluationSummary | null } | null;
 }
 
 /** What the panel shows of a run's evaluations, or null when it has none (yet). */
@@ -108,7 +112,8 @@ export function beforeAfter(bundle: RunBundle, examples = 4): BeforeAfter | null
       after: after ? cell(after, item.index) : null,
     };
   });
-  return { before, after, examples: rows, k: before.summary.samples };
+  const greedy = before.greedyPass ? { before: before.greedyPass.summary, after: after?.greedyPass?.summary ?? null } : null;
+  return { before, after, examples: rows, k: before.summary.samples, greedy };
 }
 
 /** A share as a whole percentage, or a dash. */

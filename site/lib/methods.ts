@@ -126,7 +126,7 @@ export const METHODS: readonly Method[] = [
   {
     id: 'exemplars',
     label: 'Training-free: exemplars',
-    summary: 'When a group’s best answer beats the group mean, it is kept as a worked example and shown in later prompts. No critic, so it works with any model.',
+    summary: 'When a group’s best answer beats the group mean, it is kept as a worked example and shown in later prompts. No critic, so any model can run it; whether the examples help depends on the model.',
     needsCritic: false,
     trainsAdapter: false,
     defaults: TRAINING_FREE_DEFAULTS,
@@ -170,6 +170,7 @@ export const METHODS: readonly Method[] = [
         temperature: s.temperature,
         maxNewTokens: s.maxNewTokens,
         seed: s.seed,
+        ...(s.dynamicSampling ? { dynamicSampling: true } : {}),
         optimizer: { lr: s.lr },
         adapter: { rank: s.rank },
       };
@@ -203,6 +204,7 @@ export const METHODS: readonly Method[] = [
         temperature: s.temperature,
         maxNewTokens: s.maxNewTokens,
         seed: s.seed,
+        ...(s.dynamicSampling ? { dynamicSampling: true } : {}),
         optimizer: { lr: s.lr },
         lora: { r: s.rank, alpha: 2 * s.rank },
       };

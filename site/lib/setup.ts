@@ -7,6 +7,11 @@ export interface Setup {
   /** The person rates every completion (the "You" reward) instead of the task's rewards. */
   rateMyself: boolean;
   method: string;
+  /**
+   * Gradient and LoRA runs: DAPO's dynamic sampling, a group whose rewards all equal sampled again
+   * (at most three times) and left out of the update if it stays flat. Off by default, as in TRL.
+   */
+  dynamicSampling: boolean;
   items: number;
   groupSize: number;
   epochs: number;
@@ -52,6 +57,7 @@ export const INITIAL_SETUP: Setup = {
   reward: 'similarity',
   rateMyself: false,
   method: 'lora',
+  dynamicSampling: false,
   seed: 0,
   ...SKILL_LORA_DEFAULTS,
   routerLr: 0.1,
@@ -59,7 +65,7 @@ export const INITIAL_SETUP: Setup = {
 };
 
 /** The numeric settings, with the range the form accepts and whether they are whole numbers. */
-export type NumericSetting = Exclude<keyof Setup, 'task' | 'reward' | 'method' | 'rateMyself'>;
+export type NumericSetting = Exclude<keyof Setup, 'task' | 'reward' | 'method' | 'rateMyself' | 'dynamicSampling'>;
 
 export interface SettingLimits {
   label: string;

@@ -84,4 +84,30 @@ describe('heldOutRows', () => {
     expect(rows[1].exactMatch).toBe(`${Math.round(before.accuracy! * 100)}% → ${Math.round(after.accuracy! * 100)}%`);
     expect(rows[1].points).toBe(Math.round((after.accuracy! - before.accuracy!) * 100));
   });
+
+  it('gives a run evaluated with a greedy pass beside T=1 a greedy row from that pass', async () => {
+    const store = new MemoryStore();
+    const r = trainingFreeGrpo({
+      policy: createToyPolicy(),
+      dataset: alphabetise.dataset({ size: 2 }),
+      rewards: alphabetise.rewards,
+      mode: 'exemplars',
+      task: 'alphabetise',
+      store,
+      groupSize: 3,
+      epochs: 1,
+      batchSize: 2,
+      maxNewTokens: 8,
+      evaluation: { dataset: alphabetise.dataset({ size: 3, seed: 99 }), samples: 2, temperature: 1, alsoGreedy: true },
+    });
+    await r.result();
+    const bundle = await store.readBundle(r.runId);
+    const [before, after] = (bundle.run.evaluations ?? []).map((e) => e.greedyPass!.summary);
+    const rows = heldOutRows([bundle]);
+    expect(rows.map((row) => [row.run, row.decoding, row.size, row.afterEpoch])).toEqual([
+      [0, 'greedy', '3 prompts × 1 answer', 1],
+      [0, 'T=1', '3 prompts × 2 answers', 1],
+    ]);
+    expect(rows[0].meanReward).toBe(`${before.meanReward!.toFixed(3)} → ${after.meanReward!.toFixed(3)}`);
+  });
 });

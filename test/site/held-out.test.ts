@@ -53,9 +53,10 @@ describe('the held-out split', () => {
     expect(copyFormat.dataset({ size: 4, seed: 9 })).not.toEqual(trainingItems(copyFormat, 4, 9));
   });
 
-  it('is sampled twice per prompt, once when greedy, and not at all without items', () => {
+  it('is sampled twice per prompt with a greedy pass beside, once when greedy, and not at all without items', () => {
     const items = arithmetic.dataset({ size: 2 });
-    expect(heldOutEvaluation(items, 0.7)).toEqual({ dataset: items, samples: HELD_OUT_SAMPLES, temperature: 0.7 });
+    expect(heldOutEvaluation(items, 0.7)).toEqual({ dataset: items, samples: HELD_OUT_SAMPLES, temperature: 0.7, alsoGreedy: true });
+    expect(heldOutEvaluation(items, 0)).toEqual({ dataset: items, samples: 1, temperature: 0 });
     expect(heldOutEvaluation(items, 0)?.samples).toBe(1);
     expect(heldOutEvaluation([], 1)).toBeUndefined();
   });
@@ -90,6 +91,9 @@ describe('the before/after view', () => {
     expect(view.before).toBe(evaluations[0]);
     expect(view.after).toBe(evaluations[2]);
     expect(view.k).toBe(HELD_OUT_SAMPLES);
+    // The greedy pass of the same two evaluations, one reply per prompt at temperature 0.
+    expect(view.greedy).toEqual({ before: evaluations[0].greedyPass!.summary, after: evaluations[2].greedyPass!.summary });
+    expect(view.greedy!.before).toMatchObject({ temperature: 0, samples: 1, greedy: true, items: 5 });
     expect(view.examples).toHaveLength(4);
     const items = bundle.run.config.evaluation!.items;
     view.examples.forEach((row, i) => {
@@ -106,8 +110,12 @@ describe('the before/after view', () => {
     const early = { ...bundle, run: { ...bundle.run, evaluations: bundle.run.evaluations!.slice(0, 1) } };
     const view = beforeAfter(early)!;
     expect(view.after).toBeNull();
+    expect(view.greedy?.after).toBeNull();
     expect(view.examples.every((row) => row.after === null)).toBe(true);
     expect(beforeAfter({ ...bundle, run: { ...bundle.run, evaluations: [] } })).toBeNull();
+    // A run stored without the greedy pass shows none.
+    const sampledOnly = { ...bundle, run: { ...bundle.run, evaluations: bundle.run.evaluations!.map(({ greedyPass: _, ...e }) => e) } };
+    expect(beforeAfter(sampledOnly)!.greedy).toBeNull();
   });
 
   it('writes shares as percentages and their change in points', () => {

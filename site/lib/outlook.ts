@@ -1,0 +1,39 @@
+/**
+ * Where a method cannot help on the model chosen, what was measured, in one sentence the page
+ * shows before Start. The numbers are BENCHMARKS.md's: "methods" (every method on webgrpo-skill,
+ * the same 32 training problems, 48 held-out ones, seed 4) and "skill-free" (exemplars and lessons
+ * on the four skill tasks), and webgrpo-tiny's random weights. Null where the method was measured
+ * to help (gradient and LoRA on copy-format: 55% -> 89% at T=1 in the tab) or was not measured.
+ * Pure.
+ */
+
+const TINY =
+  'webgrpo-tiny has random weights, so every method on it shows the mechanics (sampling, rewards, advantages, updates), not a skill being learnt: webgrpo-skill is the model pretrained on the skill tasks.';
+
+const SKILL: Record<string, string> = {
+  exemplars:
+    'Exemplars do not help webgrpo-skill: with 8 worked examples in its prompt, held-out greedy exact match fell from 55% to 18% over the four skill tasks (BENCHMARKS “skill-free”) and from 37.5% to 35.4% on count-letter (“methods”).',
+  lessons:
+    'Lessons hurt on webgrpo-skill: as its own critic it writes unreadable lessons (“2atat oatat ell”), and held-out greedy exact match fell from 37.5% to 0% on count-letter (BENCHMARKS “methods”) and from 55% to 15% over the four skill tasks (“skill-free”).',
+  router:
+    'The router did not move webgrpo-skill’s held-out accuracy: greedy exact match stayed at 37.5% on count-letter and at 0% on named-format (BENCHMARKS “methods”).',
+};
+
+/** Gradient methods on the tasks where the methods comparison measured no gain. */
+const SKILL_GRADIENT: Record<string, Record<string, string>> = {
+  gradient: {
+    'count-letter': 'The head adapter did not lift count-letter on webgrpo-skill: held-out greedy exact match went from 37.5% to 31.3% (T=1 33.3% to 31.8%; BENCHMARKS “methods”).',
+    'named-format': 'The head adapter did not lift named-format on webgrpo-skill: held-out exact match stayed at 0% (BENCHMARKS “methods”).',
+  },
+  lora: {
+    'count-letter': 'LoRA did not lift count-letter on webgrpo-skill: held-out greedy exact match stayed at 37.5% (T=1 at 33.3%; BENCHMARKS “methods”).',
+    'named-format': 'LoRA did not lift named-format on webgrpo-skill: held-out greedy exact match stayed at 0% (T=1 0% to 0.5%; BENCHMARKS “methods”).',
+  },
+};
+
+/** The sentence for `method` on `model` (an id of models.ts) and `task`, or null; hub models were not measured. */
+export function cannotHelp(method: string, model: string, task: string): string | null {
+  if (model === 'tiny') return TINY;
+  if (model !== 'skill') return null;
+  return SKILL[method] ?? SKILL_GRADIENT[method]?.[task] ?? null;
+}
