@@ -111,7 +111,7 @@ describe('GrpoTrainer over the LoRA engine', () => {
 
   it("refuses an unknown backend, and 'webgpu' without the model's weights on a device", () => {
     const model = fresh();
-    expect(() => loraEngine(model, { backend: 'gpu' as 'cpu' })).toThrow(/backend: must be 'cpu' or 'webgpu'/);
+    expect(() => loraEngine(model, { backend: 'gpu' as 'cpu' })).toThrow(/backend: must be 'cpu', 'webgpu' or 'onnxruntime'/);
     expect(() => loraEngine(model, { backend: 'webgpu' })).toThrow(/gpu: is needed with backend 'webgpu'/);
     const other = { device: {} as never, weights: { ...model.weights }, dispose: () => undefined };
     expect(() => loraEngine(model, { backend: 'webgpu', gpu: other })).toThrow(/other weights/);
