@@ -80,10 +80,11 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
       }
       const adapter = resumed?.adapter ?? (initial ? structuredClone(initial) : undefined);
       const { loraModel, loraEngine, mergeLoraIntoOnnx, createWebgpuLoraModel, loraTrainingDevice, graphEngine } = await loraModules();
-      const model = await loraModel(handles.policy, adapter ?? { ...config.lora });
-      checkTrainable(model.weights, model.adapter);
       // Runs stored before the engine option trained on the CPU.
       const backend = config.engine ?? 'cpu';
+      // The graph engine finds the decoder by its structure; the merge the other engines' sampler needs, by its names.
+      const model = await loraModel(handles.policy, adapter ?? { ...config.lora }, backend === 'onnxruntime' ? 'structure' : 'names');
+      checkTrainable(model.weights, model.adapter);
       if (backend === 'webgpu') checkWebgpuAt(run.id, handles.policy);
       if (backend === 'onnxruntime') checkFollows(handles.policy);
       const gpu = backend === 'webgpu' ? createWebgpuLoraModel(await loraTrainingDevice(handles.policy), model.weights) : undefined;

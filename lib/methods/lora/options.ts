@@ -65,8 +65,9 @@ export interface LoraGrpoOptions extends LoraHandles, GroupSamplingOptions, Eval
   lora?: Omit<LoraOptions, 'seed'>;
   /**
    * Where the forward and backward run. Default 'auto': 'webgpu' when the policy samples on WebGPU
-   * (its device is shared), else 'cpu'; a software WebGPU adapter is never picked unless the policy
-   * already runs on it. 'webgpu' with a policy off WebGPU requests a device of its own.
+   * (its device is shared), else 'onnxruntime' when the policy can follow an adapter as graph
+   * inputs (an `OnnxPolicy`), else 'cpu'; a software WebGPU adapter is never picked unless the
+   * policy already runs on it. 'webgpu' with a policy off WebGPU requests a device of its own.
    * 'onnxruntime' runs the training graphs in the policy's own onnxruntime (on its backend), and
    * the sampler follows the adapter as graph inputs (`followAdapter`: no merge, no new session).
    * Stored with the run: a resumed run trains on the same engine (bit-exact resume holds per
@@ -113,7 +114,7 @@ export function resolveLoraEngine(option: LoraGrpoOptions['engine'], policy: Lor
   }
   if (value === 'onnxruntime') checkFollows(policy);
   const onWebgpu = policy.info.backend === 'webgpu';
-  if (value === 'auto') return onWebgpu ? 'webgpu' : 'cpu';
+  if (value === 'auto') return onWebgpu ? 'webgpu' : typeof policy.followAdapter === 'function' ? 'onnxruntime' : 'cpu';
   if (value === 'webgpu' && !onWebgpu && !hasWebgpu()) {
     throw new UnsupportedError(`engine 'webgpu' needs WebGPU, and this runtime has none (${NO_GPU}); use engine 'cpu' or 'auto'.`);
   }
