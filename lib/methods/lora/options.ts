@@ -17,6 +17,7 @@ import type { EvaluationOption } from '../../run/held-out.js';
 import type { ModelGraph } from '../../policy/onnx/graph.js';
 import type { GpuDeviceLike } from '../../policy/onnx/webgpu-types.js';
 import type { FollowedAdapter } from '../../policy/onnx/follow-adapter.js';
+import { isNodeRuntime } from '../../policy/onnx/runtime.js';
 import { resolveTrainingConfig, type GradientLossOptions } from '../grpo-options.js';
 import type { OptimizerOptions } from '../../grad/optimizer.js';
 
@@ -65,8 +66,8 @@ export interface LoraGrpoOptions extends LoraHandles, GroupSamplingOptions, Eval
   lora?: Omit<LoraOptions, 'seed'>;
   /**
    * Where the forward and backward run. Default 'auto': 'webgpu' when the policy samples on WebGPU
-   * (its device is shared), else 'onnxruntime' when the policy can follow an adapter as graph
-   * inputs (an `OnnxPolicy`), else 'cpu'; a software WebGPU adapter is never picked unless the
+   * (its device is shared), else in Node 'onnxruntime' when the policy can follow an adapter as
+   * graph inputs (an `OnnxPolicy`), else 'cpu'; a software WebGPU adapter is never picked unless the
    * policy already runs on it. 'webgpu' with a policy off WebGPU requests a device of its own.
    * 'onnxruntime' runs the training graphs in the policy's own onnxruntime (on its backend), and
    * the sampler follows the adapter as graph inputs (`followAdapter`: no merge, no new session).
@@ -114,7 +115,9 @@ export function resolveLoraEngine(option: LoraGrpoOptions['engine'], policy: Lor
   }
   if (value === 'onnxruntime') checkFollows(policy);
   const onWebgpu = policy.info.backend === 'webgpu';
-  if (value === 'auto') return onWebgpu ? 'webgpu' : typeof policy.followAdapter === 'function' ? 'onnxruntime' : 'cpu';
+  // onnxruntime's kernels are the default where the method's tests ran on them (Node); a page keeps
+  // the CPU engine beside WebAssembly until a tab has run the method there.
+  if (value === 'auto') return onWebgpu ? 'webgpu' : isNodeRuntime() && typeof policy.followAdapter === 'function' ? 'onnxruntime' : 'cpu';
   if (value === 'webgpu' && !onWebgpu && !hasWebgpu()) {
     throw new UnsupportedError(`engine 'webgpu' needs WebGPU, and this runtime has none (${NO_GPU}); use engine 'cpu' or 'auto'.`);
   }
