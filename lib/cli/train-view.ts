@@ -49,6 +49,8 @@ export class Progress {
   #bar = '';
   #epochs: Array<Extract<CliEvent, { type: 'epoch-end' }>['stats']> = [];
   #warnings = 0;
+  /** The last step's sampler-to-trainer log-prob drift (its first update's), shown with the step. */
+  #drift: { mean: number; max: number } | undefined;
   #library: ExperienceLibrary | undefined;
 
   constructor(io: ViewIo, quiet: boolean) {
@@ -68,6 +70,7 @@ export class Progress {
         break;
       }
       case 'step-end':
+        if ('training' in event) this.#drift = event.training[0]?.logprobDrift ?? this.#drift;
         // A log gets one line per step instead of a redrawn bar.
         if (!this.#io.interactive && !this.#quiet) this.#io.stderr(`${this.#status(event.progress)}\n`);
         break;
@@ -108,6 +111,7 @@ export class Progress {
     const filled = Math.round((p.itemsDone / p.totalItems) * width);
     return (
       `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${p.itemsDone}/${p.totalItems} items · epoch ${p.epoch}/${p.epochs} · step ${p.step}/${p.totalSteps}` +
+      (this.#drift ? ` · logp drift ${this.#drift.mean.toExponential(1)} (max ${this.#drift.max.toExponential(1)})` : '') +
       (eta !== undefined ? ` · ETA ${duration(eta)}` : '')
     );
   }

@@ -44,4 +44,11 @@ export interface TrainStepMetrics {
   /** Optimizer updates so far, this one included. */
   step: number;
   learningRate: number;
+  /**
+   * |logp_sample - logp_train| over the batch's completion tokens, mean and max: the rollouts'
+   * log-probs against this update's forward, before the update. On a step's first iteration both
+   * are of the same parameters, so it is how far the sampler and the trainer disagree (near zero on
+   * policy); later iterations add the updates since. Absent in steps stored before it was measured.
+   */
+  logprobDrift?: { mean: number; max: number };
 }

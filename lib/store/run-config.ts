@@ -132,7 +132,7 @@ export interface LoraRunConfig extends LoopConfig {
    */
   lora: { r: number; alpha: number; useRslora: boolean; targetModules: LoraModule[]; seed: number; initial?: boolean };
   /** Where the forward and backward run; a resumed run trains there too. Absent in runs stored before the option: 'cpu'. */
-  engine?: 'cpu' | 'webgpu';
+  engine?: 'cpu' | 'webgpu' | 'onnxruntime';
 }
 
 /** The resolved, serialisable options of a router run (`routerGrpo`); each completion of a group is routed on its own. */

@@ -32,7 +32,7 @@ function validateLoraConfig(value: unknown, at: string): LoraRunConfig {
   const targets = arr(lora.targetModules, `${at}.lora.targetModules`);
   if (targets.length === 0) fail(`${at}.lora.targetModules`, 'expected at least one module.');
   targets.forEach((t, i) => oneOf(t, LORA_MODULES, `${at}.lora.targetModules[${i}]`));
-  if (c.engine !== undefined) oneOf(c.engine, ['cpu', 'webgpu'] as const, `${at}.engine`);
+  if (c.engine !== undefined) oneOf(c.engine, ['cpu', 'webgpu', 'onnxruntime'] as const, `${at}.engine`);
   return c as unknown as LoraRunConfig;
 }
 

@@ -12,6 +12,7 @@ import { adamwTensors, globalNorm, type ResolvedOptimizer } from '../grad/optimi
 import { createLoraAdapter, loraTensors, zerosLike, type LoraAdapter, type LoraOptions } from '../lora/adapter.js';
 import { loraGroupForward, type LoraForwardOptions } from '../lora/model.js';
 import { readDecoderWeights } from '../lora/onnx-weights.js';
+import { findDecoder } from '../policy/onnx/structure/find-decoder.js';
 import { loraOptimizerState, type LoraOptimizerState } from '../lora/optimizer.js';
 import type { DecoderWeights } from '../lora/weights.js';
 import { webgpuLoraGroupForward, type WebgpuLoraModel } from '../lora/webgpu/model.js';
@@ -34,10 +35,17 @@ export interface LoraBasePolicy {
   promptIds(input: PromptInput): number[];
 }
 
+/**
+ * How the decoder's weights are found in the export: by the exporter's module names (what the
+ * merge into the weights needs; default), or by the graph's structure, whatever the names
+ * (lib/policy/onnx/structure: what the graph engine trains, Optimum and onnxruntime-genai exports included).
+ */
+export type DecoderReader = 'names' | 'structure';
+
 /** The policy's base model read for training, with a new adapter (`options`) or the given one. */
-export async function loraModel(policy: LoraBasePolicy, options: LoraOptions | LoraAdapter = {}): Promise<LoraModel & { graph: Uint8Array }> {
+export async function loraModel(policy: LoraBasePolicy, options: LoraOptions | LoraAdapter = {}, reader: DecoderReader = 'names'): Promise<LoraModel & { graph: Uint8Array }> {
   const { graph, externalData, config } = await policy.modelGraph();
-  const weights = await readDecoderWeights(graph, { config, externalData });
+  const weights: DecoderWeights = reader === 'structure' ? findDecoder(graph, { config, externalData }) : await readDecoderWeights(graph, { config, externalData });
   const adapter = 'layers' in options ? options : createLoraAdapter(weights.shape, options);
   if (adapter.layers.length !== weights.shape.numLayers) throw new InvalidInputError('adapter', `has ${adapter.layers.length} layers; the model has ${weights.shape.numLayers}.`);
   return { weights, adapter, graph, promptIds: (input) => policy.promptIds(input) };

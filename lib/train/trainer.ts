@@ -15,6 +15,7 @@
  */
 import { InvalidInputError, throwIfAborted } from '../errors.js';
 import type { TrainStepMetrics } from '../grad/metrics.js';
+import { logprobDrift, type LogprobDrift } from './logprob-drift.js';
 import { grpoObjective, tokenLayout, type ObjectiveResult, type TokenLayout } from '../grad/objective.js';
 import { clipFactor, resolveOptimizer, type OptimizerOptions, type ResolvedOptimizer } from '../grad/optimizer.js';
 import { appliedEntropyCoef, nextAdaptiveEntropy, resolveAdaptiveEntropy, type AdaptiveEntropyOptions, type AdaptiveEntropyState, type ResolvedAdaptiveEntropy } from '../math/adaptive-entropy.js';
@@ -142,6 +143,7 @@ export class GrpoTrainer<Engine extends TrainEngine<PromptInput, unknown> = Trai
     const current = await this.#batch(batch, prompts, options.signal);
     const wantReference = this.#loss.beta !== 0 && !current.refLogps;
     const stats = await this.engine.forward(current.groups, { temperature: this.temperature, reference: wantReference, signal: options.signal });
+    const drift = logprobDrift(batch, current.layout, stats.logps);
     let objective: ReturnType<typeof grpoObjective>;
     let gradNorm: number;
     // What the forward kept (a WebGPU pass's buffers) is freed on any throw before the backward took it.
@@ -169,6 +171,7 @@ export class GrpoTrainer<Engine extends TrainEngine<PromptInput, unknown> = Trai
       learningRate: this.optimizer.lr,
       entropyCoef: lossConfig.entropyCoef ?? 0,
       ...(this.#adaptive ? { adaptiveEntropy: this.#entropyState } : {}),
+      logprobDrift: drift,
     });
     return { loss: objective.loss, metrics };
   }
@@ -276,7 +279,7 @@ function stepLossConfig(
 /** One update's metrics, from its objective and what the optimizer and the entropy controller did. */
 function stepMetrics(
   objective: Pick<ObjectiveResult, 'loss' | 'metrics' | 'advantages' | 'activeTokens'>,
-  update: { gradNorm: number; clipCoef: number; step: number; learningRate: number; entropyCoef: number; adaptiveEntropy?: AdaptiveEntropyState },
+  update: { gradNorm: number; clipCoef: number; step: number; learningRate: number; entropyCoef: number; adaptiveEntropy?: AdaptiveEntropyState; logprobDrift: LogprobDrift },
 ): TrainStepMetrics {
   const { advantages, rewards, fracRewardZeroStd } = objective.advantages;
   const m = objective.metrics;
@@ -302,6 +305,7 @@ function stepMetrics(
     tokens: objective.activeTokens,
     step: update.step,
     learningRate: update.learningRate,
+    logprobDrift: { ...update.logprobDrift },
   };
 }
 

@@ -110,8 +110,8 @@ export interface AdapterAbout {
 }
 
 /** Where a LoRA run's forward and backward ran (runs stored before the choice trained on the CPU). */
-export function engineLabel(engine: 'cpu' | 'webgpu' | undefined): string {
-  return engine === 'webgpu' ? 'on WebGPU' : 'on the CPU';
+export function engineLabel(engine: 'cpu' | 'webgpu' | 'onnxruntime' | undefined): string {
+  return engine === 'webgpu' ? 'on WebGPU' : engine === 'onnxruntime' ? "on onnxruntime's kernels" : 'on the CPU';
 }
 
 export function adapterAbout(run: GradientRunRecord | LoraRunRecord, checkpoint: AdapterCheckpoint | undefined): AdapterAbout {

@@ -78,10 +78,10 @@ describe('loraGrpo', () => {
     expect(() => loraGrpo({ ...shape, policy, engine: 'webgpu' })).toThrow(expect.objectContaining({ code: 'Unsupported', message: expect.stringMatching(/navigator\.gpu/) }));
   });
 
-  it('trains on the CPU by default off WebGPU, and resumes a WebGPU run only where WebGPU is', async () => {
+  it("trains on onnxruntime's kernels by default off WebGPU, on the CPU when asked, and resumes a WebGPU run only where WebGPU is", async () => {
     const store = new MemoryStore();
     for await (const event of loraGrpo({ ...shape, policy, store, runId: 'engine' })) if (event.type === 'run-start') break;
-    expect(((await store.getRun('engine'))!.config as LoraRunConfig).engine).toBe('cpu');
+    expect(((await store.getRun('engine'))!.config as LoraRunConfig).engine).toBe('onnxruntime');
     const explicit = new MemoryStore();
     for await (const event of loraGrpo({ ...shape, policy, store: explicit, runId: 'engine', engine: 'cpu' })) if (event.type === 'run-start') break;
     expect(((await explicit.getRun('engine'))!.config as LoraRunConfig).engine).toBe('cpu');
@@ -96,7 +96,7 @@ describe('loraGrpo', () => {
     await expect(resumed.result()).rejects.toMatchObject({ code: 'Unsupported', message: expect.stringMatching(/trains on WebGPU/) });
     expect((await exportRun(moved, 'engine')).steps).toEqual(JSON.parse(before).steps);
 
-    // A stored engine other than the two is refused on import.
+    // A stored engine other than the three is refused on import.
     (bundle.run.config as { engine: string }).engine = 'tpu';
     await expect(importRun(new MemoryStore(), JSON.stringify(bundle))).rejects.toMatchObject({ code: 'InvalidInput' });
   });
@@ -111,7 +111,7 @@ describe('loraGrpo', () => {
       loss: { lossType: 'grpo', beta: 0.02, clipParam: 0.2, entropyCoeff: 0.01, maskTruncatedCompletions: true, scaleRewards: 'group' },
       optimizer: { lr: 2e-3, maxGradNorm: 1 },
       lora: { r: 2, alpha: 4, useRslora: false, targetModules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'], seed: 0 },
-      engine: 'cpu',
+      engine: 'onnxruntime',
     });
   });
 

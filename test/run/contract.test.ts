@@ -89,6 +89,8 @@ function slowLora(policy: OnnxPolicy, delayMs: number | undefined): LoraPolicy {
     generateGroup: async (o: GenerateGroupOptions) => (await new Promise((r) => setTimeout(r, delayMs)), policy.generateGroup(o)),
     modelGraph: () => policy.modelGraph(),
     replaceGraph: (graph) => policy.replaceGraph(graph),
+    // With it the default engine is the unwrapped policy's (onnxruntime's kernels), so runs compare.
+    followAdapter: (adapter) => policy.followAdapter(adapter),
     promptIds: (input) => policy.promptIds(input),
     dispose: async () => undefined,
   };

@@ -17,8 +17,9 @@ export type LoraEvent =
   /** One optimizer update (`iteration` of `iterations` on this step's batch). */
   | (StepRef & { type: 'train'; iteration: number; iterations: number; metrics: TrainStepMetrics })
   /**
-   * The step's updates, and `refreshMs`: milliseconds to merge the adapter into the weights and
-   * build the session the next step samples from.
+   * The step's updates, and `refreshMs`: milliseconds the sampler took to follow the adapter: to
+   * merge it into the weights and build the session the next step samples from, or (engine
+   * 'onnxruntime') to hand over its A and B as graph inputs.
    */
   | (StepRef & { type: 'step-end'; batch: number; stats: StepStats; training: TrainStepMetrics[]; refreshMs: number; progress: Progress })
   | { type: 'epoch-end'; epoch: number; stats: GradientEpochStats; progress: Progress }

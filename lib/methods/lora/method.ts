@@ -29,7 +29,7 @@ import type { LoraAdapterEngine } from '../../train/lora-engine.js';
 import type { GrpoTrainer } from '../../train/trainer.js';
 import { gradientEpochStats, runTrainer, trainOnStep } from '../grpo-update.js';
 import type { LoraEvent } from './events.js';
-import { hasWebgpu, NO_GPU, resolveLoraRunConfig, validateLoraHandles, type LoraGrpoOptions, type LoraHandles, type LoraPolicy } from './options.js';
+import { checkFollows, hasWebgpu, NO_GPU, resolveLoraRunConfig, validateLoraHandles, type LoraGrpoOptions, type LoraHandles, type LoraPolicy } from './options.js';
 
 export interface LoraResult {
   runId: string;
@@ -79,26 +79,33 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
         throw new InvalidInputError('runId', `run "${run.id}" started from a given adapter and stopped before its first step was committed, so no store holds that adapter; start it again with loraGrpo({ initialAdapter }).`);
       }
       const adapter = resumed?.adapter ?? (initial ? structuredClone(initial) : undefined);
-      const { loraModel, loraEngine, mergeLoraIntoOnnx, createWebgpuLoraModel, loraTrainingDevice } = await loraModules();
-      const model = await loraModel(handles.policy, adapter ?? { ...config.lora });
-      checkTrainable(model.weights, model.adapter);
+      const { loraModel, loraEngine, mergeLoraIntoOnnx, createWebgpuLoraModel, loraTrainingDevice, graphEngine } = await loraModules();
       // Runs stored before the engine option trained on the CPU.
       const backend = config.engine ?? 'cpu';
+      // The graph engine finds the decoder by its structure; the merge the other engines' sampler needs, by its names.
+      const model = await loraModel(handles.policy, adapter ?? { ...config.lora }, backend === 'onnxruntime' ? 'structure' : 'names');
+      checkTrainable(model.weights, model.adapter);
       if (backend === 'webgpu') checkWebgpuAt(run.id, handles.policy);
+      if (backend === 'onnxruntime') checkFollows(handles.policy);
       const gpu = backend === 'webgpu' ? createWebgpuLoraModel(await loraTrainingDevice(handles.policy), model.weights) : undefined;
+      const graph = backend === 'onnxruntime' ? await graphEngine(model.weights, model.adapter, handles.policy.info.backend) : undefined;
       let trainer: GrpoTrainer<LoraAdapterEngine>;
       try {
-        trainer = runTrainer(loraEngine(model, { ...(resumed ? { state: resumed.state } : {}), ...(gpu ? { backend: 'webgpu' as const, gpu } : {}) }), config, last);
+        const engineOn = gpu ? { backend: 'webgpu' as const, gpu } : graph ? { backend: 'onnxruntime' as const, graph } : {};
+        trainer = runTrainer(loraEngine(model, { ...(resumed ? { state: resumed.state } : {}), ...engineOn }), config, last);
       } catch (error) {
         gpu?.dispose();
+        void graph?.release();
         throw error;
       }
       try {
         // The policy samples from the run's model from the first item on: the base one for a fresh
-        // adapter (B = 0), else the adapter merged in.
-        await handles.policy.replaceGraph(adapter ? await mergeLoraIntoOnnx(model.graph, model.weights, model.adapter) : model.graph);
+        // adapter (B = 0), else the adapter merged in; on onnxruntime, the adapter as graph inputs
+        // from the start, so a fresh run and a resumed one sample with the same graph.
+        if (graph) await followAdapter(handles.policy, trainer.engine.adapter);
+        else await handles.policy.replaceGraph(adapter ? await mergeLoraIntoOnnx(model.graph, model.weights, model.adapter) : model.graph);
       } catch (error) {
-        // The drive has no state to dispose yet: free the engine's WebGPU weights here.
+        // The drive has no state to dispose yet: free the engine's WebGPU weights or graph sessions here.
         trainer.dispose();
         throw error;
       }
@@ -110,9 +117,12 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
     async finishStep({ config, handles, graph, trainer }, ctx, items, advantages) {
       const training = await trainOnStep(trainer, config, ctx, items, advantages);
       const started = performance.now();
-      const { mergeLoraIntoOnnx } = await loraModules();
       const { engine } = trainer;
-      await handles.policy.replaceGraph(await mergeLoraIntoOnnx(graph, engine.weights, engine.adapter));
+      if (engine.backend === 'onnxruntime') await followAdapter(handles.policy, engine.adapter);
+      else {
+        const { mergeLoraIntoOnnx } = await loraModules();
+        await handles.policy.replaceGraph(await mergeLoraIntoOnnx(graph, engine.weights, engine.adapter));
+      }
       const refreshMs = performance.now() - started;
       const adapter = writeLoraCheckpoint(engine.adapter, engine.optimizerState, ctx.plan.step, handles.policy.info.model);
       return { payload: { kind: 'lora', training, refreshMs }, extras: { adapter }, end: { training, refreshMs } };
@@ -137,13 +147,24 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
  * main entry, and a page that only shows stored runs) holds these hooks without the engine's code.
  */
 async function loraModules() {
-  const [{ loraModel, loraEngine }, { mergeLoraIntoOnnx }, { createWebgpuLoraModel }, { loraTrainingDevice }] = await Promise.all([
+  const [{ loraModel, loraEngine }, { mergeLoraIntoOnnx }, { createWebgpuLoraModel }, { loraTrainingDevice }, { LoraGraphEngine }, { policyGraphRuntime, graphSessionOptions }] = await Promise.all([
     import('../../train/lora-engine.js'),
     import('../../lora/onnx-merge.js'),
     import('../../lora/webgpu/model.js'),
     import('../../lora/webgpu/device.js'),
+    import('../../train/graph/lora-graph-engine.js'),
+    import('../../train/graph/policy-runtime.js'),
   ]);
-  return { loraModel, loraEngine, mergeLoraIntoOnnx, createWebgpuLoraModel, loraTrainingDevice };
+  /** The training graphs of the model's weights, in the policy's onnxruntime on its backend. */
+  const graphEngine = async (weights: DecoderWeights, adapter: LoraAdapter, backend: string) =>
+    LoraGraphEngine.create(await policyGraphRuntime(), weights, { r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules }, { sessionOptions: graphSessionOptions(backend) });
+  return { loraModel, loraEngine, mergeLoraIntoOnnx, createWebgpuLoraModel, loraTrainingDevice, graphEngine };
+}
+
+/** The sampler takes the adapter's A and B as graph inputs (checked at the run's start: the policy has followAdapter). */
+function followAdapter(policy: LoraPolicy, adapter: LoraAdapter): Promise<void> {
+  checkFollows(policy);
+  return policy.followAdapter(adapter);
 }
 
 /** A run that trained on WebGPU resumes there (to continue bit for bit), so it needs WebGPU again. */
