@@ -11,7 +11,8 @@ export * from './errors.js';
 
 // The data every part shares: the policy, a dataset item, a reward function.
 export type * from './core/policy.js';
-export type { DatasetItem, JsonValue } from './core/dataset.js';
+export type { DatasetItem } from './core/dataset.js';
+export type { JsonValue } from './core/shape.js';
 export type { RewardContext, RewardFunction } from './core/reward.js';
 
 // The loops.

@@ -1,8 +1,6 @@
 /** A training or held-out problem as runs store it: plain JSON-compatible data, and its check. */
 import type { ChatMessage } from './policy.js';
-import { arr, fail, isJson, obj, oneOf, str, type Obj } from './shape.js';
-
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+import { arr, fail, isJson, obj, oneOf, str, type JsonValue, type Obj } from './shape.js';
 
 /** One training problem: a raw prompt or chat messages, and optionally its reference answer. */
 export interface DatasetItem {

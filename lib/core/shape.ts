@@ -3,9 +3,10 @@
  * whose `argument` is the path to the bad field, or returns the value as its type.
  */
 import { InvalidInputError } from '../errors.js';
-import type { JsonValue } from './dataset.js';
 
 export type Obj = Record<string, unknown>;
+/** Plain JSON data: what stored records and dataset answers hold. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
 export function fail(at: string, message: string): never {
   throw new InvalidInputError(at, message);

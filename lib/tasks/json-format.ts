@@ -1,6 +1,7 @@
 /** JSON-format compliance: describe a thing as a JSON object with given keys and value types. */
 import { mulberry32, randomInt } from '../math/random.js';
-import type { DatasetItem, JsonValue } from '../core/dataset.js';
+import type { DatasetItem } from '../core/dataset.js';
+import type { JsonValue } from '../core/shape.js';
 import type { Task } from './types.js';
 import { parseJsonReply } from './text.js';
 
