@@ -11,6 +11,8 @@ import type { ImportanceSamplingLevel, LossType } from '../math/loss.js';
 import { resolveDynamicSampling, type DynamicSamplingOptions } from '../run/dynamic-sampling.js';
 import { GROUP_SAMPLING_DEFAULTS, integer, real, type GroupSamplingOptions, type LoopHandles } from '../run/options.js';
 import type { GradientConfig } from '../store/records.js';
+import type { DatasetItem } from '../core/dataset.js';
+import type { EvaluationOption } from '../run/held-out.js';
 
 /**
  * The objective: GrpoConfig's fields, TRL's newer loss options (`GrpoLossExtras`: cispo, sapo,
@@ -53,19 +55,35 @@ export const GRADIENT_DEFAULTS = {
   scaleRewards: 'group' as const,
 };
 
-/** The options every run that trains an adapter shares (gradient, lora), checked and resolved into the stored config. */
-export interface TrainingOptions extends LoopHandles, GroupSamplingOptions {
+/** What every run that trains an adapter (gradient, lora) takes besides its handles and its adapter. */
+export interface TrainingRunOptions extends GroupSamplingOptions, EvaluationOption {
+  dataset: DatasetItem[];
+  /** Completions per item; default 8. */
   groupSize?: number;
+  /** Passes over the dataset; default 1. */
   epochs?: number;
+  /** Items per step (one generation batch, one or more updates); default 2. */
   batchSize?: number;
+  /** Optimizer updates per generation batch; default 1. */
   numIterations?: number;
+  /** Sampling temperature (log-probs are of softmax(z / T)); default 1. */
   temperature?: number;
+  /** Seed of the epoch order, every sampling call and a new adapter's A; default 0. */
   seed?: number;
+  /** The objective (every grpoLoss option). */
   loss?: GradientLossOptions;
+  /** AdamW; the learning rate defaults to the method's (GRADIENT_DEFAULTS.lr, LORA_GRPO_DEFAULTS.lr). */
   optimizer?: OptimizerOptions;
+  /** DAPO's dynamic sampling: flat groups sampled again, then left out of the update (`true`: at most 3 resamplings). Default off. */
   dynamicSampling?: DynamicSamplingOptions | boolean;
+  /** Name of the built-in task the dataset came from (recorded with the run). */
   task?: string;
+  /** Id of the new run. Default: a random UUID. */
+  runId?: string;
 }
+
+/** The shared options with their handles, as resolveTrainingConfig checks them. */
+export type TrainingOptions = LoopHandles & TrainingRunOptions;
 
 /** The objective, schedule, sampling and optimizer of a run that trains an adapter; `lr` is the method's default learning rate. */
 export function resolveTrainingConfig(options: TrainingOptions, lr?: number): Omit<GradientConfig, 'adapter'> {

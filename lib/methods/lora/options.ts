@@ -4,22 +4,18 @@
  * gradient method's (every grpoLoss option); what differs is the adapter: PEFT's LoRA settings on
  * the attention and MLP projections of every layer, and a smaller default learning rate.
  */
-import type { DynamicSamplingOptions } from '../../run/dynamic-sampling.js';
 import { InvalidInputError, UnsupportedError } from '../../errors.js';
 import { resolveLoraConfig, type LoraAdapter, type LoraOptions } from '../../lora/adapter.js';
 import type { LoraAdapterFile } from '../../lora/format.js';
 import type { LoraModule } from '../../lora/weights.js';
 import type { Policy, PromptInput } from '../../core/policy.js';
 import type { LoraRunConfig } from '../../store/records.js';
-import type { DatasetItem } from '../../core/dataset.js';
-import { validateHandles, type GroupSamplingOptions, type LoopHandles } from '../../run/options.js';
-import type { EvaluationOption } from '../../run/held-out.js';
+import { validateHandles, type LoopHandles } from '../../run/options.js';
 import type { ModelGraph } from '../../policy/onnx/graph.js';
 import type { GpuDeviceLike } from '../../policy/onnx/webgpu-types.js';
 import type { FollowedAdapter } from '../../policy/onnx/follow-adapter.js';
 import { isNodeRuntime } from '../../policy/onnx/runtime.js';
-import { resolveTrainingConfig, type GradientLossOptions } from '../grpo-options.js';
-import type { OptimizerOptions } from '../../grad/optimizer.js';
+import { resolveTrainingConfig, type TrainingRunOptions } from '../grpo-options.js';
 
 /**
  * The policy a LoRA run trains: it samples, and after every update it follows the adapter: its
@@ -44,24 +40,7 @@ export type LoraEngine = 'cpu' | 'webgpu' | 'onnxruntime';
 
 export type LoraHandles = LoopHandles<LoraPolicy>;
 
-export interface LoraGrpoOptions extends LoraHandles, GroupSamplingOptions, EvaluationOption {
-  dataset: DatasetItem[];
-  /** Completions per item; default 8. */
-  groupSize?: number;
-  /** Passes over the dataset; default 1. */
-  epochs?: number;
-  /** Items per step; default 2. */
-  batchSize?: number;
-  /** Optimizer updates per generation batch; default 1. */
-  numIterations?: number;
-  /** Sampling temperature (log-probs are of softmax(z / T)); default 1. */
-  temperature?: number;
-  /** Seed of the epoch order, every sampling call and a new adapter's A; default 0. */
-  seed?: number;
-  /** The objective, as the gradient method's (every grpoLoss option). */
-  loss?: GradientLossOptions;
-  /** AdamW; the learning rate defaults to 2e-3 (LORA_GRPO_DEFAULTS.lr). */
-  optimizer?: OptimizerOptions;
+export interface LoraGrpoOptions extends LoraHandles, TrainingRunOptions {
   /** Rank (default 8), alpha (default 16), target modules (default all seven), rsLoRA. */
   lora?: Omit<LoraOptions, 'seed'>;
   /**
@@ -77,12 +56,6 @@ export interface LoraGrpoOptions extends LoraHandles, GroupSamplingOptions, Eval
   engine?: LoraEngine | 'auto';
   /** Start from a trained adapter (a LoRA adapter file or its JSON text, or `importPeftAdapter`'s adapter) instead of a fresh one. */
   initialAdapter?: LoraAdapter | LoraAdapterFile | string;
-  /** DAPO's dynamic sampling, as the gradient method's. Default off. */
-  dynamicSampling?: DynamicSamplingOptions | boolean;
-  /** Name of the built-in task the dataset came from (recorded with the run). */
-  task?: string;
-  /** Id of the new run. Default: a random UUID. */
-  runId?: string;
 }
 
 export const LORA_GRPO_DEFAULTS = { lr: 2e-3 } as const;
