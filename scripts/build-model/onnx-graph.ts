@@ -5,11 +5,9 @@
  */
 import onnxProto from 'onnx-proto';
 import { floatToHalf } from '../../lib/lora/half.js';
+import { attribute, valueInfo, type Attribute, type Dim } from '../../lib/train/graph/proto.js';
 
 const { onnx } = onnxProto;
-type Dim = number | string;
-/** Integers are INT attributes; floats must be wrapped as `{ float }` so the type is never guessed. */
-type AttributeValue = number | number[] | string | { float: number } | { tensor: onnxProto.onnx.ITensorProto };
 
 export const DataType = onnx.TensorProto.DataType;
 
@@ -88,7 +86,7 @@ export class GraphBuilder {
   }
 
   /** Adds a node; returns its output names (fresh names unless `outputs` are given). */
-  nodeN(opType: string, inputs: string[], outputCount: number, attributes: Record<string, AttributeValue> = {}, outputs?: string[], domain = ''): string[] {
+  nodeN(opType: string, inputs: string[], outputCount: number, attributes: Record<string, Attribute> = {}, outputs?: string[], domain = ''): string[] {
     const id = this.counter++;
     const names = outputs ?? Array.from({ length: outputCount }, (_, i) => `${opType.toLowerCase()}_${id}${outputCount > 1 ? `_${i}` : ''}`);
     if (domain) this.domains.add(domain);
@@ -110,12 +108,12 @@ export class GraphBuilder {
     return uses === 0 ? base : `${base}_${uses}`;
   }
 
-  node(opType: string, inputs: string[], attributes: Record<string, AttributeValue> = {}, output?: string): string {
+  node(opType: string, inputs: string[], attributes: Record<string, Attribute> = {}, output?: string): string {
     return this.nodeN(opType, inputs, 1, attributes, output ? [output] : undefined)[0];
   }
 
   /** A node of a contrib domain (com.microsoft), imported at version 1. */
-  contrib(opType: string, inputs: string[], attributes: Record<string, AttributeValue> = {}, output?: string): string {
+  contrib(opType: string, inputs: string[], attributes: Record<string, Attribute> = {}, output?: string): string {
     return this.nodeN(opType, inputs, 1, attributes, output ? [output] : undefined, 'com.microsoft')[0];
   }
 
@@ -137,26 +135,7 @@ export class GraphBuilder {
   }
 }
 
-function valueInfo(name: string, elemType: number, shape: Dim[]): onnxProto.onnx.IValueInfoProto {
-  return {
-    name,
-    type: {
-      tensorType: {
-        elemType,
-        shape: { dim: shape.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) },
-      },
-    },
-  };
-}
 
-function attribute(name: string, value: AttributeValue): onnxProto.onnx.IAttributeProto {
-  const { AttributeType } = onnx.AttributeProto;
-  if (typeof value === 'string') return { name, type: AttributeType.STRING, s: new TextEncoder().encode(value) };
-  if (Array.isArray(value)) return { name, type: AttributeType.INTS, ints: value };
-  if (typeof value === 'number') return { name, type: AttributeType.INT, i: value };
-  if ('float' in value) return { name, type: AttributeType.FLOAT, f: value.float };
-  return { name, type: AttributeType.TENSOR, t: value.tensor };
-}
 
 function halfBytes(data: Float32Array): Uint8Array {
   const bytes = new Uint8Array(data.length * 2);

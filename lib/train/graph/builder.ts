@@ -8,6 +8,7 @@
  * onnxruntime's CPU kernels, which is what the finite-difference checks need.
  */
 import onnxProto from 'onnx-proto';
+import { attribute, valueInfo, type Attribute, type Dim } from './proto.js';
 
 const { onnx } = onnxProto;
 const DataType = onnx.TensorProto.DataType;
@@ -15,8 +16,6 @@ const DataType = onnx.TensorProto.DataType;
 export type Precision = 'float32' | 'float64';
 export type Phase = 'forward' | 'backward';
 type ElemType = 'float' | 'int64' | 'bool';
-type Dim = number | string;
-type Attribute = number | number[] | string | { float: number } | { tensor: onnxProto.onnx.ITensorProto };
 
 /**
  * The opset the training graphs are written against: 21 for DequantizeLinear of 4-bit blocks
@@ -168,18 +167,4 @@ function castType(to: number): ElemType {
   return to === DataType.INT64 ? 'int64' : to === DataType.BOOL ? 'bool' : 'float';
 }
 
-function valueInfo(name: string, elemType: number, shape?: Dim[]): onnxProto.onnx.IValueInfoProto {
-  return {
-    name,
-    type: { tensorType: { elemType, ...(shape ? { shape: { dim: shape.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) } } : {}) } },
-  };
-}
 
-function attribute(name: string, value: Attribute): onnxProto.onnx.IAttributeProto {
-  const { AttributeType } = onnx.AttributeProto;
-  if (typeof value === 'string') return { name, type: AttributeType.STRING, s: new TextEncoder().encode(value) };
-  if (Array.isArray(value)) return { name, type: AttributeType.INTS, ints: value };
-  if (typeof value === 'number') return { name, type: AttributeType.INT, i: value };
-  if ('float' in value) return { name, type: AttributeType.FLOAT, f: value.float };
-  return { name, type: AttributeType.TENSOR, t: value.tensor };
-}
