@@ -176,9 +176,10 @@ describe('a LoRA run in the model worker', () => {
     expect(point.normB).toBeGreaterThan(0);
     const about = adapterAbout(bundle.run as Extract<typeof bundle.run, { kind: 'lora' }>, bundle.adapter);
     expect(about.parameters).toBe(pairs.reduce((n, p) => n + p.A.length + p.B.length, 0));
-    // The worker's policy runs on the CPU here, so the run trained there, and says so.
-    expect(bundle.run.config).toMatchObject({ engine: 'cpu' });
-    expect(about.detail).toMatch(/trained on the CPU$/);
+    // The worker's policy runs in Node here, where 'auto' trains on onnxruntime's graphs (the
+    // policy follows the adapter as graph inputs), and the run says so.
+    expect(bundle.run.config).toMatchObject({ engine: 'onnxruntime' });
+    expect(about.detail).toMatch(/trained on onnxruntime's kernels$/);
     expect(about.download).toBe('Download adapter (PEFT zip)');
   });
 });

@@ -162,7 +162,8 @@ describe('the playground, second walk', { timeout: 300_000 }, () => {
     await group.waitFor({ timeout: 60_000 });
     expect(await chip(page).textContent()).toBe('running');
     // The smooth scroll to the run header settles; the group is then on that screen.
-    await expect.poll(() => page.evaluate(() => window.scrollY), { interval: 200 }).toBe(await page.evaluate(() => new Promise<number>((r) => setTimeout(() => r(window.scrollY), 400))));
+    const settled = () => page.evaluate(() => new Promise<boolean>((r) => { const y = window.scrollY; setTimeout(() => r(Math.abs(window.scrollY - y) < 1), 400); }));
+    await expect.poll(settled, { interval: 200 }).toBe(true);
     const headerTop = await header(page).evaluate((el) => el.getBoundingClientRect().top);
     expect(headerTop).toBeGreaterThanOrEqual(-1);
     const groupTop = await group.evaluate((el) => el.getBoundingClientRect().top);
