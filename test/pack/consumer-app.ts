@@ -80,6 +80,9 @@ export async function readmeConfig(): Promise<{ viteConfig: string; esbuildArgs:
  * Builds the page in `app/<bundler>/` (its node_modules are the consumer's, one folder up) and
  * returns the folder to serve. Each is a production build, minified.
  */
+/** A build that hangs fails with its bundler named instead of running into the test's own timeout. */
+const BUILD_TIMEOUT_MS = 150_000;
+
 export async function buildPage(app: string, bundler: Bundler): Promise<string> {
   const project = join(app, bundler);
   await mkdir(join(project, 'src'), { recursive: true });
@@ -90,19 +93,23 @@ export async function buildPage(app: string, bundler: Bundler): Promise<string> 
   if (bundler === 'vite') {
     await writeFile(join(project, 'vite.config.js'), viteConfig);
     await writeFile(join(project, 'index.html'), '<!doctype html><meta charset="utf-8"><script type="module" src="/src/main.js"></script>\n');
-    await run(bin('vite'), ['build', '--logLevel', 'error'], { cwd: project, maxBuffer: 16 << 20 });
+    await run(bin('vite'), ['build', '--logLevel', 'error'], { cwd: project, maxBuffer: 16 << 20, timeout: BUILD_TIMEOUT_MS });
   } else if (bundler === 'webpack') {
     // No configuration: `webpack --mode production` builds src/index.js into dist/main.js.
     await writeFile(join(project, 'src/index.js'), "import './main.js';\n");
+    // The compiler is closed after its run: left open, its minifier's worker pool can keep the
+    // process alive after the build is done.
     const build = `import webpack from ${JSON.stringify(join(root, 'node_modules/webpack/lib/index.js'))};
-webpack({ mode: 'production', context: process.cwd() }, (error, stats) => {
+const compiler = webpack({ mode: 'production', context: process.cwd() });
+compiler.run((error, stats) => {
   if (error || stats.hasErrors()) { console.error(error ?? stats.toString('errors-only')); process.exit(1); }
+  compiler.close((closeError) => process.exit(closeError ? 1 : 0));
 });`;
     await writeFile(join(project, 'build.mjs'), build);
-    await run(process.execPath, ['build.mjs'], { cwd: project, maxBuffer: 16 << 20 });
+    await run(process.execPath, ['build.mjs'], { cwd: project, maxBuffer: 16 << 20, timeout: BUILD_TIMEOUT_MS });
     await writeFile(join(project, 'dist/index.html'), '<!doctype html><meta charset="utf-8"><script src="./main.js"></script>\n');
   } else {
-    await run(bin('esbuild'), [...esbuildArgs, '--log-level=error'], { cwd: project, maxBuffer: 16 << 20 });
+    await run(bin('esbuild'), [...esbuildArgs, '--log-level=error'], { cwd: project, maxBuffer: 16 << 20, timeout: BUILD_TIMEOUT_MS });
     await writeFile(join(project, 'dist/index.html'), '<!doctype html><meta charset="utf-8"><script type="module" src="./main.js"></script>\n');
   }
   return join(project, 'dist');
