@@ -18,7 +18,7 @@ import { tokenBytesTable } from './token-table.js';
 import { tokenVocabulary } from '../constrain/vocabulary.js';
 import type { OrtSession, OrtTensorClass } from './ort-types.js';
 import { loadRuntime, type Runtime, type Transformers } from './runtime.js';
-import { configureWasm, wasmLoadFailure, type WasmPaths, type WasmSetup } from './wasm-runtime.js';
+import { checkWasmFiles, configureWasm, wasmLoadFailure, type WasmPaths, type WasmSetup } from './wasm-runtime.js';
 import { WebGpuLogits } from './webgpu-sampler.js';
 import type { GpuDeviceLike } from './webgpu-types.js';
 
@@ -93,6 +93,7 @@ export async function loadOnnxPolicyOn(host: ModelHost, options: OnnxPolicyOptio
   const { env } = runtime.transformers;
   if (location.local) env.allowLocalModels = true;
   const wasm = host.isNode ? undefined : configureWasm(env.backends.onnx, choice.backend, options.wasmPaths, options.threads);
+  await checkWasmFiles(wasm);
   checkAbort();
 
   const progress = trackProgress(options.onProgress);

@@ -26,6 +26,8 @@ export interface WasmSetup {
   reason?: string;
   /** The `.wasm` file's URL, when the policy named it. */
   wasmUrl?: string;
+  /** Every runtime file the policy named (the `.wasm` and its glue `.mjs`), checked before loading. */
+  files?: string[];
 }
 
 interface OrtWasmFlags {
@@ -54,23 +56,26 @@ export function configureWasm(onnx: unknown, backend: Backend, wasmPaths: WasmPa
   }
   let build: 'plain' | 'webgpu' | 'embedded' | 'custom';
   let wasmUrl: string | undefined;
+  let files: string[] = [];
   if (typeof wasmPaths === 'string') {
     const folder = wasmPaths.endsWith('/') ? wasmPaths : `${wasmPaths}/`;
     build = backend === 'webgpu' ? 'webgpu' : 'plain';
     const name = build === 'webgpu' ? WEBGPU : PLAIN;
     wasmUrl = `${folder}${name}.wasm`;
     wasm.wasmPaths = { mjs: `${folder}${name}.mjs`, wasm: wasmUrl };
+    files = [wasmUrl, `${folder}${name}.mjs`];
   } else if (wasmPaths !== undefined) {
     build = 'custom';
     wasmUrl = wasmPaths.wasm;
     wasm.wasmPaths = wasmPaths;
+    files = [wasmPaths.wasm, wasmPaths.mjs].filter((file): file is string => typeof file === 'string');
   } else {
     build = 'embedded';
     if (JSON.stringify(wasm.wasmPaths ?? '').includes('cdn.jsdelivr.net')) wasm.wasmPaths = undefined;
   }
   const setup = threadCount(threads, build !== 'embedded' && (build !== 'custom' || typeof (wasmPaths as { mjs?: string }).mjs === 'string'));
   wasm.numThreads = setup.threads;
-  chosen = { build, setup: wasmUrl ? { ...setup, wasmUrl } : setup };
+  chosen = { build, setup: { ...setup, ...(wasmUrl ? { wasmUrl } : {}), ...(files.length ? { files } : {}) } };
   return chosen.setup;
 }
 
@@ -84,6 +89,33 @@ function threadCount(requested: number | undefined, separateGlue: boolean): Wasm
   if (!separateGlue) return { threads: 1, reason: "onnxruntime-web's files are bundled into the app; pass wasmPaths (a folder serving them) for threads" };
   const cores = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency ?? 1;
   return { threads: requested ?? Math.max(1, Math.min(MAX_THREADS, cores)) };
+}
+
+/** The files already found in this page or worker: each is asked for once. */
+const found = new Set<string>();
+
+/**
+ * Asks for the runtime files the policy named before onnxruntime-web does, so a missing one fails
+ * with its URL. onnxruntime-web itself only logs a failed preload and goes on; in a worker of a
+ * webpack bundle it then waits for the glue it could not fetch and the load never settles. A server
+ * that refuses HEAD (405, 501) is left to onnxruntime-web's own request.
+ */
+export async function checkWasmFiles(setup: WasmSetup | undefined): Promise<void> {
+  for (const file of setup?.files ?? []) {
+    if (found.has(file)) continue;
+    let answer: string;
+    try {
+      const response = await fetch(file, { method: 'HEAD' });
+      if (response.ok || response.status === 405 || response.status === 501) {
+        found.add(file);
+        continue;
+      }
+      answer = `${file} answered ${response.status} ${response.statusText}`.trim();
+    } catch (error) {
+      answer = `${file} could not be fetched (${error instanceof Error ? error.message : String(error)})`;
+    }
+    throw wasmLoadFailure(new Error(answer), setup) ?? new ModelLoadError(answer);
+  }
 }
 
 /**
