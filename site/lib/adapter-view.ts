@@ -43,6 +43,49 @@ export function updateSeries(bundle: RunBundle): UpdateSeries {
   return s;
 }
 
+/**
+ * The sampler-to-trainer log-prob gap of each step, from its first update: the one made before any
+ * update of that step, so both passes ran the same parameters and the gap is what their kernels
+ * disagree by (later updates include the step's own changes). Null where a step stored none.
+ */
+export interface DriftSeries {
+  step: number[];
+  mean: Array<number | null>;
+  max: Array<number | null>;
+}
+
+export function driftSeries(bundle: RunBundle): DriftSeries {
+  const s: DriftSeries = { step: [], mean: [], max: [] };
+  for (const step of bundle.steps) {
+    const drift = stepView(step).updates[0]?.logprobDrift;
+    s.step.push(step.step);
+    s.mean.push(drift?.mean ?? null);
+    s.max.push(drift?.max ?? null);
+  }
+  return s;
+}
+
+/**
+ * Mean gap (nats per token) above which the sampler and the trainer are said to disagree: float32
+ * passes of one model on different kernels differ by about 1e-6; a stale adapter or another model
+ * by orders of magnitude more.
+ */
+export const DRIFT_LIMIT = 1e-3;
+
+/** One sentence on the gap: near zero on policy, or which step first drifted and by how much. */
+export function driftNote(s: DriftSeries): string | null {
+  const measured = s.mean.flatMap((mean, i) => (mean === null ? [] : [{ step: s.step[i], mean, max: s.max[i] ?? mean }]));
+  if (measured.length === 0) return null;
+  const drifted = measured.find((m) => m.mean > DRIFT_LIMIT);
+  if (drifted) {
+    return `Step ${drifted.step} drifted: the trainer's log-probs differ from the sampler's by ${drifted.mean.toExponential(1)} nats per token on average (max ${drifted.max.toExponential(1)}), so the updates are not on the policy that sampled.`;
+  }
+  const worst = Math.max(...measured.map((m) => m.max));
+  const steps = `${measured.length} step${measured.length === 1 ? '' : 's'}`;
+  if (worst === 0) return `On policy: sampler and trainer give the same log-probs, token for token, over ${steps}.`;
+  return `On policy: sampler and trainer agree to ${worst.toExponential(1)} nats per token at most, over ${steps}.`;
+}
+
 /** The adapter after one step: its weights' Frobenius norms and the updates it has had. */
 export interface AdapterPoint {
   step: number;

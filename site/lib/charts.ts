@@ -3,7 +3,7 @@
  * reward/advantage plot. Colours match the CSS tokens; legends are drawn in HTML by the components.
  */
 import uPlot from 'uplot';
-import type { AdapterPoint, UpdateSeries } from './adapter-view.js';
+import type { AdapterPoint, DriftSeries, UpdateSeries } from './adapter-view.js';
 import type { ClassSeries } from './router-view.js';
 import type { StepSeries } from './view.js';
 
@@ -223,6 +223,28 @@ export function updateChart(x: number[], y: Array<number | null>, layout: StepLa
       series: [{}, { stroke: options.color, width: 2, points: points(options.color, 5) }],
     } satisfies Omit<uPlot.Options, 'width' | 'height'>,
     data: [x, y] as uPlot.AlignedData,
+  };
+}
+
+/** The sampler-to-trainer log-prob gap per step (mean and max over the batch's tokens), on a log scale. */
+export function driftChart(s: DriftSeries, layout: StepLayout, limit: number) {
+  const xs = stepAxis(layout);
+  // A log scale has no zero: a gap of exactly 0 (one engine) is drawn at the floor.
+  const floor = 1e-9;
+  const lift = (values: Array<number | null>) => values.map((v) => (v === null ? null : Math.max(v, floor)));
+  return {
+    options: {
+      ...base(),
+      hooks: { ...xs.hooks, ...markLevel(limit) },
+      scales: { x: xs.scale, y: { distr: 3, range: (_u: uPlot, _min: number, max: number): uPlot.Range.MinMax => [floor, Math.max(max, limit) * 10] } },
+      axes: [xs.axis, axis('nats per token', { values: (_u, ticks) => ticks.map((v) => v.toExponential(0)) })],
+      series: [
+        {},
+        { stroke: COLORS.kl, width: 2, spanGaps: true, points: points(COLORS.kl, 5) },
+        { stroke: COLORS.gradNorm, width: 1.5, dash: [4, 3], spanGaps: true, points: points(COLORS.gradNorm, 4) },
+      ],
+    } satisfies Omit<uPlot.Options, 'width' | 'height'>,
+    data: [s.step, lift(s.mean), lift(s.max)] as uPlot.AlignedData,
   };
 }
 

@@ -14,7 +14,7 @@ import { digits } from '../../lib/tasks/index.js';
 import { payloadOf } from '../../lib/method.js';
 import { readAdapterFile, readLoraAdapterFile, type GradientEvent, type LoraEvent } from '../../lib/grad.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import { adapterAbout, adapterPoint, adapterShape, adapterTrace, updateSeries } from '../../site/lib/adapter-view.js';
+import { adapterAbout, adapterPoint, adapterShape, adapterTrace, DRIFT_LIMIT, driftNote, driftSeries, updateSeries } from '../../site/lib/adapter-view.js';
 import { workerGradientRun, type TrainerWorker } from '../../site/lib/gradient-client.js';
 import type { TrainRequest } from '../../site/lib/gradient-protocol.js';
 import { serveGradientRuns } from '../../site/lib/gradient-worker.js';
@@ -99,6 +99,15 @@ describe('a gradient run in the model worker', () => {
     const series = updateSeries(bundle);
     expect(series.x).toEqual([0.5, 1, 1.5, 2]);
     expect(series.loss).toEqual(bundle.steps.flatMap((s) => payloadOf(s, 'gradient')!.training.map((m) => m.loss)));
+    // Each step's first update ran the parameters that sampled; the head adapter's sampler and trainer
+    // compute the head on one engine, so the gap is exactly zero.
+    const drift = driftSeries(bundle);
+    expect(drift).toEqual({ step: [1, 2], mean: [0, 0], max: [0, 0] });
+    expect(driftNote(drift)).toBe('On policy: sampler and trainer give the same log-probs, token for token, over 2 steps.');
+    expect(driftNote({ step: [1, 2], mean: [1e-7, 2e-7], max: [4e-7, 9e-7] })).toBe('On policy: sampler and trainer agree to 9.0e-7 nats per token at most, over 2 steps.');
+    const stale = { step: [1, 2, 3], mean: [1e-7, 10 * DRIFT_LIMIT, null], max: [3e-7, 0.5, null] };
+    expect(driftNote(stale)).toBe('Step 2 drifted: the trainer\'s log-probs differ from the sampler\'s by 1.0e-2 nats per token on average (max 5.0e-1), so the updates are not on the policy that sampled.');
+    expect(driftNote({ step: [1], mean: [null], max: [null] })).toBeNull();
     const point = adapterPoint(bundle.adapter!);
     const b = readAdapterFile(bundle.adapter!.adapter).b;
     expect(point).toMatchObject({ step: 2, updates: 4 });
@@ -169,6 +178,11 @@ describe('a LoRA run in the model worker', () => {
     const bundle = await store.readBundle('l1');
     expect(bundle.run).toMatchObject({ kind: 'lora', config: { lora: { r: 2, alpha: 4 } } });
     expect(updateSeries(bundle).loss).toEqual(bundle.steps.flatMap((s) => payloadOf(s, 'lora')!.training.map((m) => m.loss)));
+    // The sampler follows the adapter on onnxruntime and the trainer runs its graphs: two sessions
+    // of float32 kernels, so the gap is small but need not be zero.
+    const drift = driftSeries(bundle);
+    expect(drift.mean.every((m) => m !== null && m < DRIFT_LIMIT / 100)).toBe(true);
+    expect(driftNote(drift)).toMatch(/^On policy: sampler and trainer (give the same log-probs, token for token|agree to \d\.\de-\d+ nats per token at most), over 2 steps\.$/);
     const point = adapterPoint(bundle.adapter!);
     const pairs = readLoraAdapterFile(bundle.adapter!.adapter).layers.flatMap((layer) => Object.values(layer));
     expect(point).toMatchObject({ step: 2, updates: 2 });
