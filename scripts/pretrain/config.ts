@@ -39,7 +39,7 @@ export interface PretrainConfig {
    * at temperature 1 lands at a partial skill that reward can sharpen.
    */
   wrongShare: number;
-  /** Worker threads computing gradients (a fixed count: the gradient's summation order depends on it). */
+  /** Threads onnxruntime computes the gradients on (a fixed count: the gradient's summation order can depend on it). */
   workers: number;
 }
 
