@@ -211,7 +211,7 @@ export function rowStats(
 }
 
 /** One row of a float32 or float16 host tensor as float32. */
-function rowOf(tensor: ScoreWindow['logits'], offset: number, length: number): Float32Array {
+export function rowOf(tensor: ScoreWindow['logits'], offset: number, length: number): Float32Array {
   if (tensor.type === 'float16') {
     const data = tensor.data;
     return halfToFloat(new Uint16Array(data.buffer, data.byteOffset, data.byteLength / 2), offset, length);

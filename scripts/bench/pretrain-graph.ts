@@ -117,7 +117,7 @@ export async function run(): Promise<string> {
     '',
     `The graph engine's update takes ${x(ts.cpuMs, best.cost.cpuMs)}x less CPU time than the TypeScript engine's (${x(ts.ms, best.cost.ms)}x less wall time). Building the graphs and sessions once: ${ms(results[0].buildMs)} ms wall.`,
     '',
-    `**Phase 1 on the graph engine.** A ${SHORT_RUN}-update run of \`pretrain\` (scripts/pretrain/train.ts, ${PRETRAIN.workers} onnxruntime thread${PRETRAIN.workers > 1 ? "s" : ""}, the phase-1 recipe and corpus) took ${short.seconds.toFixed(1)} s wall ` +
+    `**Phase 1 on the graph engine.** A ${SHORT_RUN}-update run of \`pretrain\` (scripts/pretrain/train.ts, ${PRETRAIN.workers} onnxruntime thread${PRETRAIN.workers > 1 ? 's' : ''}, the phase-1 recipe and corpus) took ${short.seconds.toFixed(1)} s wall ` +
       `(${(short.rows / short.seconds).toFixed(0)} rows/s; mean loss ${losses.map((l) => `${l.loss.toFixed(3)} at ${l.step}`).join(', ')}). ` +
       `Phase 1's ${shipped.config.steps} updates at that pace: ${(projected / 60).toFixed(1)} minutes, against the ${(baseline.seconds / 60).toFixed(0)} minutes (${(baseline.rows / baseline.seconds).toFixed(0)} rows/s) the shipped model's phase 1 took on the TypeScript engine with ${baseline.workers} worker threads on this machine (its training.json): ` +
       `**${x(baseline.seconds, projected)}x faster**.`,
