@@ -3,7 +3,8 @@
  * onnxruntime's kernels: the full-parameter graphs of lib/train/graph/lora-graph.ts (the LoRA
  * graphs with every weight an input and the backward's outputs d loss / d every weight) in two
  * sessions of the onnxruntime the caller hands over, and AdamW over every weight in TypeScript.
- * The weights are fed on every call, so an update needs no new graph and no new session.
+ * The weights are fed on every call, so an update needs no new graph and no new session. A batch
+ * runs as a few graph runs, its groups cut by length (chunksByLength), their gradients summed.
  * Prompts are token ids. Any d loss / d logp drives it: supervised training is dlogp = -1/N on
  * each of the N answer tokens.
  */
@@ -31,10 +32,45 @@ export interface DecoderEngineOptions {
   sessionOptions?: Record<string, unknown>;
 }
 
-interface KeptForward {
+/** One graph run of a forward: some of the batch's groups, and where their slots sit in the batch's. */
+interface KeptChunk {
   batch: Batch;
   feeds: Record<string, GraphTensor>;
   out: Record<string, GraphTensor>;
+  /** The batch slot of each of the chunk's scored tokens, in the chunk's order. */
+  slots: Int32Array;
+}
+
+interface KeptForward {
+  chunks: KeptChunk[];
+  scored: number;
+}
+
+/** A chunk's padded rows may hold at most this many times its real tokens (see chunksByLength). */
+const MAX_PADDING = 1.25;
+
+/**
+ * The batch's groups cut into chunks of similar row length, each one graph run: a run pads every
+ * row to its longest, so one long example in a batch of short ones would cost the batch its
+ * length (the skill corpus' rows run from 30 to 450 tokens). Groups are taken shortest first; a
+ * chunk closes when the next group would pad it past MAX_PADDING times its real tokens.
+ */
+export function chunksByLength(lengths: readonly number[]): number[][] {
+  const order = lengths.map((_, g) => g).sort((a, b) => lengths[a] - lengths[b] || a - b);
+  const chunks: number[][] = [];
+  let chunk: number[] = [];
+  let real = 0;
+  for (const g of order) {
+    if (chunk.length > 0 && lengths[g] * (chunk.length + 1) > MAX_PADDING * (real + lengths[g])) {
+      chunks.push(chunk);
+      chunk = [];
+      real = 0;
+    }
+    chunk.push(g);
+    real += lengths[g];
+  }
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
 }
 
 export class DecoderEngine implements TrainEngine<readonly number[], DecoderEngineState> {
@@ -80,31 +116,65 @@ export class DecoderEngine implements TrainEngine<readonly number[], DecoderEngi
     if (options.reference) throw new InvalidInputError('reference', 'full-parameter training has no frozen base to take as the reference; use a reference policy, or beta 0.');
     if (!(options.temperature > 0)) throw new InvalidInputError('temperature', `must be > 0, got ${String(options.temperature)}.`);
     this.#kept = undefined;
-    const batch = layout(
-      groups.map((g) => ({ promptIds: g.prompt, completions: g.completions })),
-      this.weights.shape.vocabSize,
-    );
-    const feeds = batchInputs(this.runtime, this.precision, this.weights.shape, batch, 1 / options.temperature);
-    for (const p of this.#parameters) feeds[p.name] = floatTensor(this.runtime, this.precision, p.tensor, p.dims);
-    const out = await this.forwardSession.run(feeds);
-    this.#kept = { batch, feeds, out };
-    // The graph scores tokens in slot order already (group, completion, token).
-    return { logps: Float64Array.from(out[GRAPH_IO.logps].data as ArrayLike<number>), entropies: Float64Array.from(out[GRAPH_IO.entropies].data as ArrayLike<number>) };
+    // Each group's first slot in the batch's order; a group's row is its prompt and every completion but its last token.
+    const starts: number[] = [];
+    let scored = 0;
+    for (const g of groups) {
+      starts.push(scored);
+      scored += g.completions.reduce((n, c) => n + c.length, 0);
+    }
+    const lengths = groups.map((g) => g.prompt.length + g.completions.reduce((n, c) => n + Math.max(0, c.length - 1), 0));
+    const logps = new Float64Array(scored);
+    const entropies = new Float64Array(scored);
+    const chunks: KeptChunk[] = [];
+    for (const members of chunksByLength(lengths)) {
+      const batch = layout(
+        members.map((g) => ({ promptIds: groups[g].prompt, completions: groups[g].completions })),
+        this.weights.shape.vocabSize,
+      );
+      const slots = new Int32Array(batch.scored);
+      let at = 0;
+      for (const g of members) {
+        const count = groups[g].completions.reduce((n, c) => n + c.length, 0);
+        for (let k = 0; k < count; k++) slots[at++] = starts[g] + k;
+      }
+      const feeds = batchInputs(this.runtime, this.precision, this.weights.shape, batch, 1 / options.temperature);
+      for (const p of this.#parameters) feeds[p.name] = floatTensor(this.runtime, this.precision, p.tensor, p.dims);
+      const out = await this.forwardSession.run(feeds);
+      // The graph scores a chunk's tokens in its groups' slot order (group, completion, token).
+      const chunkLogps = out[GRAPH_IO.logps].data as ArrayLike<number>;
+      const chunkEntropies = out[GRAPH_IO.entropies].data as ArrayLike<number>;
+      slots.forEach((slot, k) => {
+        logps[slot] = Number(chunkLogps[k]);
+        entropies[slot] = Number(chunkEntropies[k]);
+      });
+      chunks.push({ batch, feeds, out, slots });
+    }
+    this.#kept = { chunks, scored };
+    return { logps, entropies };
   }
 
   async backward(dLogp: Float64Array, dEntropy: Float64Array): Promise<number> {
     const kept = this.#kept;
     if (!kept) throw new InvalidInputError('backward', 'needs a forward first.');
     this.#kept = undefined;
-    const { scored } = kept.batch;
+    const { scored } = kept;
     if (dLogp.length !== scored || dEntropy.length !== scored) throw new InvalidInputError('dLogp', `needs ${scored} entries (one per scored token), got ${dLogp.length} and ${dEntropy.length}.`);
-    const feeds: Record<string, GraphTensor> = {};
-    for (const name of this.saved) feeds[name] = kept.out[name];
-    for (const name of this.shared) feeds[name] = kept.feeds[name];
-    feeds[GRAPH_IO.dlogps] = floatTensor(this.runtime, this.precision, dLogp, [scored]);
-    feeds[GRAPH_IO.dentropies] = floatTensor(this.runtime, this.precision, dEntropy, [scored]);
-    const grads = await this.backwardSession.run(feeds);
-    this.#grad = this.#parameters.map((p) => Float32Array.from(grads[weightGradOutput(p.name)].data as ArrayLike<number>));
+    const grad = this.#parameters.map((p) => new Float32Array(p.tensor.length));
+    for (const chunk of kept.chunks) {
+      const feeds: Record<string, GraphTensor> = {};
+      for (const name of this.saved) feeds[name] = chunk.out[name];
+      for (const name of this.shared) feeds[name] = chunk.feeds[name];
+      feeds[GRAPH_IO.dlogps] = floatTensor(this.runtime, this.precision, Array.from(chunk.slots, (slot) => dLogp[slot]), [chunk.batch.scored]);
+      feeds[GRAPH_IO.dentropies] = floatTensor(this.runtime, this.precision, Array.from(chunk.slots, (slot) => dEntropy[slot]), [chunk.batch.scored]);
+      const grads = await this.backwardSession.run(feeds);
+      this.#parameters.forEach((p, k) => {
+        const part = grads[weightGradOutput(p.name)].data as ArrayLike<number>;
+        const sum = grad[k];
+        for (let i = 0; i < sum.length; i++) sum[i] += Number(part[i]);
+      });
+    }
+    this.#grad = grad;
     return globalNorm(this.#grad);
   }
 

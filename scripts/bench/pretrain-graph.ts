@@ -107,7 +107,7 @@ export async function run(): Promise<string> {
     '',
     `The skill model (${(decoderParameterCount(fresh()) / 1e6).toFixed(2)}M parameters: hidden ${SKILL_SPEC.hiddenSize}, ${SKILL_SPEC.numLayers} layers, ${SKILL_SPEC.numHeads} heads / ${SKILL_SPEC.numKvHeads} kv heads, tied head), ` +
       `one update of a batch of ${PRETRAIN.batch} phase-1 corpus examples (${rows} decoder rows): forward, the reply tokens' mean negative log-likelihood, the backward to every weight, AdamW over every weight. ` +
-      'The graph engine runs the batch as one forward and one backward graph (a row per example) on onnxruntime-node; the TypeScript engine runs one example at a time, single-threaded. ' +
+      'The graph engine runs the batch as a few forward and backward graph runs (a row per example, examples of similar length together) on onnxruntime-node; the TypeScript engine runs one example at a time, single-threaded. ' +
       'CPU time is user + system of every thread of the process, the median of 7 updates (the TypeScript engine 3); the machine is shared, so wall time measures the neighbours too.',
     '',
     '| | wall ms | CPU ms | rows/s (wall) | CPU x best graph |',

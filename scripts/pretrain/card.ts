@@ -100,7 +100,7 @@ This model's phase 2 started from the phase-1 model the same command had written
 previous version of this folder in the repository's history (\`npm run pretrain -- --from DIR\`
 skips phase 1 and continues from the model in DIR).`}
 Full-parameter gradients from onnxruntime's training graphs (\`lib/train/decoder-engine.ts\`: the
-forward and the backward into every weight as ONNX graphs, the batch as one graph run) on
+forward and the backward into every weight as ONNX graphs, examples of similar length run together) on
 ${trained.workers} onnxruntime threads, AdamW in TypeScript, on a shared two-core machine.
 
 onnxruntime's log-probs of the exported model equal the engine's to ${f.logprobDifference.toExponential(1)} (checked at export).

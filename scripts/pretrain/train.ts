@@ -2,8 +2,9 @@
  * Supervised pretraining on the full-parameter engine (lib/train/decoder-engine.ts, onnxruntime's
  * kernels): each update averages, over a batch of examples, the mean negative log-likelihood of
  * each reply's tokens (dlogp = -1 / (N B) on each of the N reply tokens), then AdamW with global
- * clipping under a warmup + cosine rate. The whole batch runs as one forward and one backward
- * (one graph row per example); onnxruntime spreads them over `config.workers` threads.
+ * clipping under a warmup + cosine rate. The batch runs as a few forward and backward graph runs
+ * (one graph row per example, examples of similar length together) on `config.workers`
+ * onnxruntime threads.
  */
 import * as ort from 'onnxruntime-node';
 import { clipFactor, resolveOptimizer } from '../../lib/grad/optimizer.js';

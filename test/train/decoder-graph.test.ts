@@ -13,7 +13,7 @@ import { InvalidInputError } from '../../lib/errors.js';
 import { clipFactor, resolveOptimizer } from '../../lib/grad/optimizer.js';
 import { decoderGroupForward, decoderTensors, zerosLikeDecoder } from '../../lib/lora/full-grad.js';
 import { mulberry32 } from '../../lib/math/random.js';
-import { DecoderEngine } from '../../lib/train/decoder-engine.js';
+import { chunksByLength, DecoderEngine } from '../../lib/train/decoder-engine.js';
 import type { EngineBatch } from '../../lib/train/engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { randomDecoder, type Variant } from '../lora/random-decoder.js';
@@ -33,9 +33,11 @@ function setup(variant: Variant) {
   const weights = randomDecoder(variant);
   const rng = mulberry32(variant.seed + 100);
   const draw = (n: number) => Array.from({ length: n }, () => Math.floor(rng() * weights.shape.vocabSize));
-  // Two groups of different lengths: padding, a shared prompt, a one-token completion, repeated tokens.
+  // Groups of different lengths: padding, a shared prompt, a one-token completion, repeated tokens,
+  // and a long group that runs as a graph of its own (chunksByLength), its slots in the middle.
   const batch: EngineBatch<readonly number[]> = [
     { prompt: draw(3), completions: [draw(4), draw(1), draw(3)] },
+    { prompt: draw(12), completions: [draw(9)] },
     { prompt: draw(5), completions: [draw(2)] },
   ];
   const slots = batch.reduce((n, g) => n + g.completions.reduce((m, c) => m + c.length, 0), 0);
@@ -109,6 +111,12 @@ describe.each(VARIANTS)('%s', (_, variant) => {
 });
 
 describe('the full-parameter engine', () => {
+  it('runs groups of similar length together, shortest first, padding each graph run to at most 1.25x its tokens', () => {
+    expect(chunksByLength([8, 20, 6])).toEqual([[2, 0], [1]]);
+    expect(chunksByLength([5, 5, 5])).toEqual([[0, 1, 2]]);
+    expect(chunksByLength([])).toEqual([]);
+  });
+
   it('lowers the negative log-likelihood of the answers (dlogp = -1/N) over supervised steps, and resumes from its state', async () => {
     const weights = randomDecoder({ shape: { ...base, vocabSize: 13, hiddenSize: 8, intermediateSize: 12, headDim: 2 }, tied: true, seed: 21 });
     const batch = [{ prompt: [1, 2, 3], completions: [[4, 5, 6]] }];
