@@ -64,7 +64,7 @@ describe('the bundled model on WebGPU', () => {
     expect(r.adapted).toEqual(r.base);
   });
 
-  it('one batch gives the same update on WebAssembly (CPU engine) and WebGPU (WGSL engine), to 1e-4', async () => {
+  it('one batch gives the same update on WebAssembly (onnxruntime head graphs) and WebGPU (WGSL engine), to 1e-4', async () => {
     type Side = { engine: string; first: Record<string, number>; second: Record<string, number>; a: number[]; b: number[] };
     const r = await call<{ wasm: Side; webgpu: Side }>('compare');
     expect(r.wasm.engine).toBe('host');
