@@ -16,13 +16,15 @@ import { decoderGroupForward, decoderParameterCount, decoderTensors, zerosLikeDe
 import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { vocabulary } from '../build-model/tokenizer.js';
 import { initWeights } from '../build-model/weights.js';
-import { PRETRAIN, SKILL_SPEC } from '../pretrain/config.js';
+import { CONTINUE, PRETRAIN, SKILL_SPEC } from '../pretrain/config.js';
+import { buildContinuationCorpus } from '../pretrain/corpus-continue.js';
 import { buildCorpus, type Example } from '../pretrain/corpus.js';
 import { pretrain, pretrainEngine, supervisedLoss } from '../pretrain/train.js';
 import { toDecoder } from '../pretrain/weights.js';
 import { ms } from './_measure.js';
 
 const SHORT_RUN = 200;
+const SHORT_PHASE2 = 40;
 
 interface Cost {
   ms: number;
@@ -95,8 +97,11 @@ export async function run(): Promise<string> {
   const losses: Array<{ step: number; loss: number }> = [];
   const short = await pretrain(fresh(), runCorpus, { ...PRETRAIN, steps: SHORT_RUN }, (log) => losses.push({ step: log.step, loss: log.loss }));
 
+  console.log(`  a ${SHORT_PHASE2}-update phase-2 run…`);
+  const phase2 = await pretrain(fresh(), buildContinuationCorpus(CONTINUE), { ...CONTINUE, steps: SHORT_PHASE2 }, () => undefined);
+
   const root = fileURLToPath(new URL('../..', import.meta.url));
-  const shipped = JSON.parse(await readFile(join(root, 'public/models/webgrpo-skill/training.json'), 'utf8')) as { config: { steps: number }; trained: { seconds: number; rows: number; workers: number } };
+  const shipped = JSON.parse(await readFile(join(root, 'public/models/webgrpo-skill/training.json'), 'utf8')) as { config: { steps: number }; trained: { seconds: number; rows: number; workers: number }; continued: { steps: number }; phase2: { seconds: number; rows: number } };
   const baseline = shipped.trained;
   const projected = (short.seconds / SHORT_RUN) * shipped.config.steps;
   const best = results.reduce((a, b) => (b.cost.ms < a.cost.ms ? b : a));
@@ -121,5 +126,9 @@ export async function run(): Promise<string> {
       `(${(short.rows / short.seconds).toFixed(0)} rows/s; mean loss ${losses.map((l) => `${l.loss.toFixed(3)} at ${l.step}`).join(', ')}). ` +
       `Phase 1's ${shipped.config.steps} updates at that pace: ${(projected / 60).toFixed(1)} minutes, against the ${(baseline.seconds / 60).toFixed(0)} minutes (${(baseline.rows / baseline.seconds).toFixed(0)} rows/s) the shipped model's phase 1 took on the TypeScript engine with ${baseline.workers} worker threads on this machine (its training.json): ` +
       `**${x(baseline.seconds, projected)}x faster**.`,
+    '',
+    `**Phase 2** (the continuation corpus: worked examples in the prompt, rows of 30 to 450 tokens): a ${SHORT_PHASE2}-update run took ${phase2.seconds.toFixed(1)} s wall (${(phase2.rows / phase2.seconds).toFixed(0)} rows/s); ` +
+      `its ${shipped.continued.steps} updates at that pace: ${((phase2.seconds / SHORT_PHASE2) * shipped.continued.steps / 60).toFixed(1)} minutes, against the ${(shipped.phase2.seconds / 60).toFixed(0)} minutes (${(shipped.phase2.rows / shipped.phase2.seconds).toFixed(0)} rows/s) of the shipped model's phase 2 on the TypeScript engine: ` +
+      `${x(shipped.phase2.seconds, (phase2.seconds / SHORT_PHASE2) * shipped.continued.steps)}x faster.`,
   ].join('\n');
 }
