@@ -1,25 +1,18 @@
 /**
  * The adapter's analytic gradient against finite differences of an independent float64 reference
  * of the loss (fixtures.ts), on the head graphs run by onnxruntime-node (GraphHeadEngine, what
- * headEngine trains a CPU or WASM policy with) and on the TypeScript CPU kernels; the WebGPU
- * engine is checked the same way in Chromium (browser.test.ts).
+ * headEngine trains a CPU or WASM policy with); the WebGPU engine is checked the same way in
+ * Chromium (browser.test.ts).
  */
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { HostEngine } from '../../lib/grad/host-engine.js';
 import { grpoObjective } from '../../lib/grad/objective.js';
 import { GraphHeadEngine } from '../../lib/train/graph/head-graph-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { finiteDifferences, gradCase, referenceLoss, relativeError, type GradCase } from './fixtures.js';
 
-const ENGINES = {
-  'onnxruntime head graphs': (c: GradCase) => new GraphHeadEngine(c.weights, async () => ort as unknown as GraphRuntime),
-  'CPU kernels': (c: GradCase) => new HostEngine(c.weights),
-};
-type EngineName = keyof typeof ENGINES;
-
-async function analytic(c: GradCase, name: EngineName) {
-  const engine = ENGINES[name](c);
+async function analytic(c: GradCase) {
+  const engine = new GraphHeadEngine(c.weights, async () => ort as unknown as GraphRuntime);
   await engine.writeStates(c.z, c.h);
   const stats = await engine.forward(c.layout.targets, c.temperature);
   const objective = grpoObjective(c.batch, c.layout, stats, c.loss);
@@ -27,7 +20,7 @@ async function analytic(c: GradCase, name: EngineName) {
   return { objective, norm, gradients: await engine.gradients() };
 }
 
-describe.each(Object.keys(ENGINES) as EngineName[])('%s: gradient', (name) => {
+describe('head graphs gradient', () => {
   const cases: Array<[string, GradCase]> = [
     ['dapo with KL and entropy bonus, T = 0.7', gradCase(1)],
     ['grpo loss, T = 1, wide clipping', gradCase(2, { temperature: 1, loss: { lossType: 'grpo', beta: 0.1, entropyCoef: -0.05, epsilon: 0.5 } })],
@@ -36,7 +29,7 @@ describe.each(Object.keys(ENGINES) as EngineName[])('%s: gradient', (name) => {
   ];
 
   it.each(cases)('matches finite differences of dA and dB to 1e-3: %s', async (_, c) => {
-    const { objective, gradients, norm } = await analytic(c, name);
+    const { objective, gradients, norm } = await analytic(c);
     // The loss the engine's statistics give is the reference loss.
     expect(objective.loss).toBeCloseTo(referenceLoss(c, Float64Array.from(c.weights.a), Float64Array.from(c.weights.b)), 6);
     const fd = finiteDifferences(c);
@@ -50,7 +43,7 @@ describe.each(Object.keys(ENGINES) as EngineName[])('%s: gradient', (name) => {
   });
 
   it('some tokens of the case are clipped, so the check covers the held-constant branch', async () => {
-    const { objective } = await analytic(gradCase(1), name);
+    const { objective } = await analytic(gradCase(1));
     expect(objective.metrics.clipRatioRegion).toBeGreaterThan(0);
   });
 });

@@ -8,9 +8,9 @@
 import { UnsupportedError } from '../../errors.js';
 import type { AdapterShape } from '../../grad/adapter.js';
 import type { AdapterState, HeadEngine, TokenStats } from '../../grad/engine.js';
-import { rowOf } from '../../grad/host-engine.js';
 import { adamwUpdate, type ResolvedOptimizer } from '../../grad/optimizer.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
+import { halfToFloat } from '../../policy/logits.js';
 import type { ScoreWindow } from '../../policy/onnx/score.js';
 import type { HostHeadAdapter } from '../../policy/onnx/webgpu-adapter.js';
 import { HEAD_IO, buildHeadGraphs } from './head-graph.js';
@@ -172,4 +172,13 @@ export class GraphHeadEngine implements HeadEngine {
     })();
     return this.sessions;
   }
+}
+
+/** One row of a float32 or float16 host tensor as float32. */
+function rowOf(tensor: ScoreWindow['logits'], offset: number, length: number): Float32Array {
+  if (tensor.type === 'float16') {
+    const data = tensor.data;
+    return halfToFloat(new Uint16Array(data.buffer, data.byteOffset, data.byteLength / 2), offset, length);
+  }
+  return (tensor.data as Float32Array).subarray(offset, offset + length);
 }
