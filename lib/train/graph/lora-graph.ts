@@ -91,7 +91,7 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
 /**
  * Full-parameter training (pretraining): the same graphs with no adapter, every weight a forward
  * input (named as decoderParameters lists them) and the backward's outputs d loss / d every
- * weight (`grad.<name>`). Projections are float: 4-bit weights are dequantized.
+ * weight (`grad.<name>`). Every weight is float (decoderParameters refuses 4-bit projections).
  *
  *   projection  dW = x^T dy, db = sum_rows dy      RMSNorm  dg = sum_rows dy x inv
  *   head        tied: dE += dz^T hf, untied: dHead = hf^T dz
