@@ -9,8 +9,9 @@
  *   backward:  from d loss / d log p'(y) and d loss / d H' per token to dA, dB
  *   step:      gradient-norm clipping and AdamW
  *
- * Two engines implement it with the same numbers (to float32 rounding): `HostEngine` (CPU, for
- * Node and WASM policies) and `WebGpuEngine` (WGSL kernels, next to a WebGPU policy's logits).
+ * Two engines implement it with the same numbers (to float32 rounding): `GraphHeadEngine`
+ * (lib/train/graph/head-graph-engine.ts: the head graphs on onnxruntime, for Node and WASM
+ * policies) and `WebGpuEngine` (WGSL kernels, next to a WebGPU policy's logits).
  */
 import type { HeadAdapterBinding } from '../policy/onnx/webgpu-adapter.js';
 import type { ScoreWindow } from '../policy/onnx/score.js';

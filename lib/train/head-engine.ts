@@ -1,7 +1,8 @@
 /**
  * The LM-head adapter (z' = z + s (h A) B over a frozen ONNX model) as a training engine. The
  * frozen model runs once per batch: its per-token states are kept by the head kernels
- * (lib/grad/engine.ts: `HostEngine` on the CPU, `WebGpuEngine` next to a WebGPU policy's logits),
+ * (lib/grad/engine.ts: `GraphHeadEngine`, the head graphs on the onnxruntime the policy runs on,
+ * for CPU and WASM policies; `WebGpuEngine` next to a WebGPU policy's logits),
  * and every iteration on the batch recomputes only the adapter's part. The reference log-probs
  * (adapter off) come from the same states, so they cost nothing.
  */
@@ -9,7 +10,6 @@ import { InvalidInputError } from '../errors.js';
 import { createAdapterWeights, resolveShape, type AdapterInit, type AdapterShape } from '../grad/adapter.js';
 import type { HeadEngine } from '../grad/engine.js';
 import { writeAdapterFile, type AdapterFile } from '../grad/format.js';
-import { HostEngine } from '../grad/host-engine.js';
 import type { ResolvedOptimizer } from '../grad/optimizer.js';
 import type { AdapterState } from '../grad/state.js';
 import { WebGpuEngine } from '../grad/webgpu/engine.js';
@@ -18,6 +18,8 @@ import type { TrainableHead } from '../policy/onnx/head.js';
 import type { OnnxPolicy } from '../policy/onnx/policy.js';
 import type { PromptInput } from '../core/policy.js';
 import type { EngineBatch, EngineStats, ForwardOptions, TrainEngine } from './engine.js';
+import { GraphHeadEngine } from './graph/head-graph-engine.js';
+import { policyGraphRuntime } from './graph/policy-runtime.js';
 
 export interface HeadEngineOptions {
   /**
@@ -53,12 +55,12 @@ export class HeadAdapterEngine implements TrainEngine<PromptInput, AdapterState>
       throw new InvalidInputError('adapter', `was trained for hidden size ${initial.hiddenSize} and vocabulary ${initial.vocabSize}; this model has ${head.hiddenSize} and ${head.vocabSize}.`);
     }
     const weights = initial ?? createAdapterWeights(this.shape, (options.adapter as AdapterInit | undefined)?.seed);
-    // The arithmetic runs where the policy's logits are: next to them on WebGPU, else on the CPU.
-    this.#kernels = head.kind === 'gpu' ? new WebGpuEngine(head.device!, weights) : new HostEngine(weights);
+    // The arithmetic runs where the policy's logits are: next to them on WebGPU, else on onnxruntime's CPU or WASM kernels.
+    this.#kernels = head.kind === 'gpu' ? new WebGpuEngine(head.device!, weights) : new GraphHeadEngine(weights, policyGraphRuntime);
     head.setAdapter(this.#kernels.binding());
   }
 
-  /** 'gpu' (WGSL kernels on the policy's device) or 'host' (CPU). */
+  /** 'gpu' (WGSL kernels on the policy's device) or 'host' (onnxruntime on the CPU or WASM). */
   get backend(): 'gpu' | 'host' {
     return this.#kernels.kind;
   }

@@ -3,7 +3,7 @@
  *
  * 1. The adapter's update (forward with the adapted and reference log-probs, backward to dA and dB,
  *    AdamW) on the bench model's shapes (hidden 512, vocabulary 8192, rank 8) for a generation
- *    batch of 2 groups x 8 completions x 64 tokens: the CPU engine in Node and in Chromium, the
+ *    batch of 2 groups x 8 completions x 64 tokens: the head graphs on onnxruntime in Node and in Chromium (WASM), the
  *    WGSL engine in Chromium's WebGPU (SwiftShader).
  * 2. Whole train steps on a real batch of the bench model (Node CPU, Chromium WASM): the first
  *    update on a batch runs the frozen model over prompt + completions, further ones (TRL's
@@ -12,7 +12,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { createAdapterWeights } from '../../lib/grad/adapter.js';
-import { HostEngine } from '../../lib/grad/host-engine.js';
+import * as ort from 'onnxruntime-node';
+import { GraphHeadEngine } from '../../lib/train/graph/head-graph-engine.js';
+import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { BENCH, BENCH_MODEL_URL, buildModel, MODEL_DIRS } from '../build-model/index.js';
 import { callBench, inChromium } from './_chromium.js';
@@ -33,16 +35,16 @@ export async function run(): Promise<string> {
   const config = JSON.parse(await readFile(`${benchDir}/config.json`, 'utf8')) as Record<string, number>;
   const shape = { hiddenSize: config.hidden_size, vocabSize: config.vocab_size, rank: RANK, scale: 2 };
 
-  console.log('  Node: CPU engine, then whole train steps…');
+  console.log('  Node: head graphs on onnxruntime-node, then whole train steps…');
   const rssBefore = process.memoryUsage().rss;
-  const nodeEngine = await measureEngine(new HostEngine(createAdapterWeights(shape, 1)), TOKENS, REPEATS);
+  const nodeEngine = await measureEngine(new GraphHeadEngine(createAdapterWeights(shape, 1), async () => ort as unknown as GraphRuntime), TOKENS, REPEATS);
   const policy = await loadOnnxPolicy({ model: benchDir, hiddenState: true });
   const nodeStep = await measureTrainStep(policy, STEP);
   await policy.dispose();
   const nodeRss = process.memoryUsage().rss - rssBefore;
 
   return inChromium('/scripts/bench/pages/grad.html', async (page) => {
-    console.log('  Chromium: CPU engine, WGSL engine (SwiftShader)…');
+    console.log('  Chromium: head graphs on onnxruntime-web (WASM), WGSL engine (SwiftShader)…');
     const browserCpu = await callBench<EnginePhases>(page, 'engine', 'cpu', shape, TOKENS, REPEATS);
     const browserGpu = await callBench<EnginePhases & { gpuPeakBytes: number }>(page, 'engine', 'webgpu', shape, TOKENS, REPEATS);
     console.log('  Chromium: whole train steps on WASM (bench model) and WebGPU (tiny model)…');
@@ -71,13 +73,13 @@ one generation batch of 2 groups x 8 completions x 64 tokens = ${TOKENS} tokens,
 (the frozen model's logits and hidden states, which a train step keeps: ${mib(nodeEngine.stateBytes)}). Forward = adapted
 and reference log-probs and entropies of every token; backward = dA, dB and the gradient norm;
 AdamW = clipping and the update, timed until the new weights can be read back. Medians of ${REPEATS} after a
-warm-up. "Chromium, CPU engine" is the same TypeScript as in Node, running in the page (the path
-of a policy on WebAssembly).
+warm-up. "Chromium, head graphs" are the same ONNX graphs as in Node, on onnxruntime-web's WASM
+kernels in the page (the path of a policy on WebAssembly).
 
 | Runtime | Forward | Backward | AdamW | Adapter update | vs Node CPU | Memory |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: |
-${engineRow('Node, CPU engine', nodeEngine, `${mib(nodeEngine.stateBytes)} states + ${mib(adapterBytes * 4)} weights, moments, gradients`, nodeEngine)}
-${engineRow('Chromium, CPU engine', browserCpu, 'as Node', nodeEngine)}
+${engineRow('Node, head graphs (onnxruntime-node)', nodeEngine, `${mib(nodeEngine.stateBytes)} states + ${mib(adapterBytes * 4)} weights, moments, gradients`, nodeEngine)}
+${engineRow('Chromium, head graphs (onnxruntime-web WASM)', browserCpu, 'as Node', nodeEngine)}
 ${engineRow('Chromium, WebGPU (SwiftShader), WGSL engine', browserGpu, `${mib(browserGpu.gpuPeakBytes)} GPU buffers at peak`, nodeEngine)}
 
 SwiftShader is Chromium's software WebGPU: the WGSL kernels run on the CPU cores (here the same

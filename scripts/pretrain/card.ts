@@ -99,10 +99,9 @@ ${continued.lrFloor} x peak; ${speed(phase2)}.${f.training.continuedFrom === und
 This model's phase 2 started from the phase-1 model the same command had written before, the
 previous version of this folder in the repository's history (\`npm run pretrain -- --from DIR\`
 skips phase 1 and continues from the model in DIR).`}
-Full-parameter gradients from webgrpo's own CPU engine (\`lib/lora/full-grad.ts\`, the LoRA engine's
-backward into every weight) on ${trained.workers} worker threads (data parallel: each takes an equal share
-of the batch; the gradients are summed in worker order, so the same command gives the same weights on
-the same Node version), on a shared two-core machine.
+Full-parameter gradients from onnxruntime's training graphs (\`lib/train/decoder-engine.ts\`: the
+forward and the backward into every weight as ONNX graphs, examples of similar length run together) on
+${trained.workers} onnxruntime threads, AdamW in TypeScript, on a shared two-core machine.
 
 onnxruntime's log-probs of the exported model equal the engine's to ${f.logprobDifference.toExponential(1)} (checked at export).
 

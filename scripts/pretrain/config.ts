@@ -39,7 +39,11 @@ export interface PretrainConfig {
    * at temperature 1 lands at a partial skill that reward can sharpen.
    */
   wrongShare: number;
-  /** Worker threads computing gradients (a fixed count: the gradient's summation order depends on it). */
+  /**
+   * Threads onnxruntime computes the gradients on (a fixed count: the gradient's summation order can
+   * depend on it). One: at the skill model's size a batch's graphs are too small to split, and two
+   * threads cost 2x the CPU time of one on the shared two-core machine (BENCHMARKS "pretrain-graph").
+   */
   workers: number;
 }
 
@@ -53,7 +57,7 @@ export const PRETRAIN: PretrainConfig = {
   weightDecay: 0,
   maxGradNorm: 1,
   wrongShare: 0.3,
-  workers: 4,
+  workers: 1,
 };
 
 /** The learning rate of update `step` (0-based): linear warmup, then cosine to lrFloor x peak. */
@@ -95,7 +99,7 @@ export const CONTINUE: ContinueConfig = {
   weightDecay: 0,
   maxGradNorm: 1,
   wrongShare: 0.5,
-  workers: 4,
+  workers: 1,
   taskShares: [0.3, 0.3, 0.2, 0.2],
   exemplarShare: 0.2,
   exemplarWrongShare: 0.1,

@@ -2,7 +2,7 @@
  * `npm run pretrain`: pretrains the skill model and writes public/models/webgrpo-skill/ with its
  * model card.
  *
- *   phase 1: seeded corpus (corpus.ts) -> supervised full-parameter training (train.ts) on the LoRA engine
+ *   phase 1: seeded corpus (corpus.ts) -> supervised full-parameter training (train.ts) on onnxruntime's training graphs
  *   phase 2: continued on the second corpus (corpus-continue.ts: more near misses, worked examples, count-letter rebalanced)
  *   -> the model builder's ONNX graph with the trained weights (scripts/build-model)
  *   -> checks: the tokenizer's chat prompt equals the corpus', onnxruntime's log-probs equal the engine's
@@ -16,7 +16,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { decoderGroupForward, decoderParameterCount } from '../../lib/lora/full-grad.js';
+import { decoderParameterCount } from '../../lib/lora/full-grad.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
@@ -29,8 +29,7 @@ import { writeCard, CARD_EVAL, type CardFacts, type PhaseFacts } from './card.js
 import { CONTINUE, PRETRAIN, SKILL_SPEC } from './config.js';
 import { buildContinuationCorpus } from './corpus-continue.js';
 import { buildCorpus, chatPromptIds } from './corpus.js';
-import { shareWeights } from './parallel.js';
-import { pretrain, type TrainLog, type TrainResult } from './train.js';
+import { pretrain, pretrainEngine, type TrainLog, type TrainResult } from './train.js';
 import { toBuilder, toDecoder } from './weights.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -59,10 +58,10 @@ if (values.card) {
   if (values.from) {
     // The phase-1 facts travel with the phase-1 model (its training.json), so the card can still state them.
     const from = values.from;
-    weights = shareWeights(await readModel(from));
+    weights = await readModel(from);
     phase1 = { from, trained: (JSON.parse(await readFile(join(from, 'training.json'), 'utf8')) as { trained: TrainResult }).trained };
   } else {
-    weights = shareWeights(toDecoder(SKILL_SPEC, initWeights(SKILL_SPEC, vocabSize)));
+    weights = toDecoder(SKILL_SPEC, initWeights(SKILL_SPEC, vocabSize));
     console.log(`phase 1: ${decoderParameterCount(weights)} parameters; ${corpus.length} examples; ${config.steps} updates of ${config.batch}`);
     phase1 = await pretrain(weights, corpus, config, log);
   }
@@ -78,6 +77,7 @@ const parameters = decoderParameterCount(weights);
 const policy = await loadOnnxPolicy({ model: dir, device: 'cpu' });
 
 // The ONNX model must be the engine's model: same prompt tokens, same log-probs.
+const engine = await pretrainEngine(weights, 1);
 let worst = 0;
 for (const task of skillTasks) {
   for (const item of task.dataset({ size: 3, seed: 1 })) {
@@ -87,10 +87,11 @@ for (const task of skillTasks) {
     const group = await policy.generateGroup({ messages: item.messages, groupSize: 1, maxNewTokens: 1, temperature: 0 });
     const expected = chatPromptIds(content);
     if (group.promptTokenIds.join() !== expected.join()) throw new Error(`the tokenizer's chat prompt differs from the corpus' for ${JSON.stringify(content)}`);
-    const engine = decoderGroupForward(weights, { promptIds: expected, completions: [reply] }).logprobs[0];
-    engine.forEach((lp, k) => (worst = Math.max(worst, Math.abs(lp - scored.logprobs[0][k]))));
+    const graph = (await engine.forward([{ prompt: expected, completions: [reply] }], { temperature: 1, reference: false })).logps;
+    graph.forEach((lp, k) => (worst = Math.max(worst, Math.abs(lp - scored.logprobs[0][k]))));
   }
 }
+engine.dispose();
 console.log(`onnxruntime vs engine log-probs: max |difference| ${worst.toExponential(2)}`);
 if (!(worst <= 1e-4)) throw new Error(`onnxruntime's log-probs differ from the engine's by ${worst}`);
 

@@ -1,18 +1,18 @@
 /**
- * Supervised pretraining on the full-parameter engine (lib/train/decoder-engine.ts): each update averages, over a
- * batch of examples, the mean negative log-likelihood of each reply's tokens (dlogp = -1 / (N B)
- * on each of the N reply tokens), then AdamW with global clipping under a warmup + cosine rate.
- * The gradients are computed on worker threads (parallel.ts), each running the engine's forward
- * and backward on its shard; the engine's AdamW update (DecoderMoments) runs here, on the shared
- * weights, while the workers wait.
+ * Supervised pretraining on the full-parameter engine (lib/train/decoder-engine.ts, onnxruntime's
+ * kernels): each update averages, over a batch of examples, the mean negative log-likelihood of
+ * each reply's tokens (dlogp = -1 / (N B) on each of the N reply tokens), then AdamW with global
+ * clipping under a warmup + cosine rate. The batch runs as a few forward and backward graph runs
+ * (one graph row per example, examples of similar length together) on `config.workers`
+ * onnxruntime threads.
  */
-import { clipFactor, globalNorm, resolveOptimizer } from '../../lib/grad/optimizer.js';
-import { decoderTensors } from '../../lib/lora/full-grad.js';
-import { DecoderMoments } from '../../lib/train/decoder-engine.js';
+import * as ort from 'onnxruntime-node';
+import { clipFactor, resolveOptimizer } from '../../lib/grad/optimizer.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
+import { DecoderEngine } from '../../lib/train/decoder-engine.js';
+import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { learningRate, type PretrainConfig } from './config.js';
 import type { Example } from './corpus.js';
-import { GradientPool } from './parallel.js';
 
 export interface TrainLog {
   step: number;
@@ -27,15 +27,33 @@ export interface TrainResult {
   /** Rows (prompt and reply tokens) through the forward and backward. */
   rows: number;
   seconds: number;
-  /** Worker threads the gradients were computed on. */
+  /** Threads onnxruntime computed the gradients on. */
   workers: number;
   finalLoss: number;
 }
 
+/** The engine pretraining runs on: onnxruntime-node with `threads` intra-op threads (a fixed count: the sums' order can depend on it). */
+export function pretrainEngine(weights: DecoderWeights, threads: number): Promise<DecoderEngine> {
+  return DecoderEngine.create(ort as unknown as GraphRuntime, weights, { sessionOptions: { intraOpNumThreads: threads, interOpNumThreads: 1 } });
+}
+
+/** One batch's mean reply negative log-likelihood and its d loss / d logp, in the engine's slot order. */
+export function supervisedLoss(batch: readonly Example[], logps: Float64Array): { loss: number; dLogp: Float64Array } {
+  const dLogp = new Float64Array(logps.length);
+  let loss = 0;
+  let slot = 0;
+  for (const example of batch) {
+    const n = example.replyIds.length;
+    loss -= logps.subarray(slot, slot + n).reduce((s, lp) => s + lp, 0) / n / batch.length;
+    dLogp.fill(-1 / (n * batch.length), slot, slot + n);
+    slot += n;
+  }
+  return { loss, dLogp };
+}
+
 export async function pretrain(weights: DecoderWeights, corpus: readonly Example[], config: PretrainConfig, onLog: (log: TrainLog) => void): Promise<TrainResult> {
   const optimizer = resolveOptimizer({ lr: config.lr, weightDecay: config.weightDecay, maxGradNorm: config.maxGradNorm });
-  const moments = new DecoderMoments(weights);
-  const pool = new GradientPool(weights, config.workers);
+  const engine = await pretrainEngine(weights, config.workers);
   const started = performance.now();
   let rows = 0;
   let recent = 0;
@@ -44,12 +62,16 @@ export async function pretrain(weights: DecoderWeights, corpus: readonly Example
   try {
     for (let step = 0; step < config.steps; step++) {
       const batch = Array.from({ length: config.batch }, (_, b) => corpus[(step * config.batch + b) % corpus.length]);
-      const { grad, loss, rows: batchRows } = await pool.gradient(batch);
-      rows += batchRows;
-      const lr = learningRate(config, step);
-      const gradNorm = globalNorm(decoderTensors(grad));
+      const stats = await engine.forward(
+        batch.map((e) => ({ prompt: e.promptIds, completions: [e.replyIds] })),
+        { temperature: 1, reference: false },
+      );
+      const { loss, dLogp } = supervisedLoss(batch, stats.logps);
+      const gradNorm = await engine.backward(dLogp, new Float64Array(dLogp.length));
       if (!Number.isFinite(gradNorm)) throw new Error(`Step ${step + 1}: the gradient is not finite; the weights are unchanged.`);
-      moments.apply(weights, grad, clipFactor(gradNorm, optimizer.maxGradNorm), { ...optimizer, lr });
+      const lr = learningRate(config, step);
+      await engine.step({ ...optimizer, lr }, clipFactor(gradNorm, optimizer.maxGradNorm));
+      rows += batch.reduce((n, e) => n + e.promptIds.length + e.replyIds.length, 0);
       recent += loss;
       recentCount++;
       finalLoss = loss;
@@ -60,7 +82,7 @@ export async function pretrain(weights: DecoderWeights, corpus: readonly Example
       }
     }
   } finally {
-    await pool.close();
+    engine.dispose();
   }
   return { rows, seconds: (performance.now() - started) / 1000, workers: config.workers, finalLoss };
 }

@@ -1,7 +1,7 @@
 /**
  * webgrpo/grad in real headless Chromium on WebGPU (SwiftShader, a CPU implementation of WebGPU, so
  * the WGSL kernels run for real but slowly): the kernels' gradient against finite differences and
- * against the CPU engine, zero-B sampling equal to the base model, one batch through both engines
+ * against the head graphs on onnxruntime-web (WASM), zero-B sampling equal to the base model, one batch through both engines
  * on the bundled model, and a small learning run whose checkpoint lands in the real IndexedDB.
  */
 import type { Page } from 'playwright-core';
@@ -45,7 +45,7 @@ describe('WebGPU engine (WGSL kernels)', () => {
   it.each([
     ['dapo with KL and entropy bonus, T = 0.7', 1, undefined],
     ['bnpo, sequence-level ratios', 3, { loss: { lossType: 'bnpo', importanceSamplingLevel: 'sequence', beta: 0.02, entropyCoef: 0.02 } }],
-  ])('matches finite differences of dA and dB to 1e-3, and the CPU engine to 1e-4: %s', async (_, seed, options) => {
+  ])('matches finite differences of dA and dB to 1e-3, and the head graphs on WASM to 1e-4: %s', async (_, seed, options) => {
     const r = await call<Check>('check', seed, options);
     expect(r.fdA).toBeLessThan(1e-3);
     expect(r.fdB).toBeLessThan(1e-3);
@@ -64,7 +64,7 @@ describe('the bundled model on WebGPU', () => {
     expect(r.adapted).toEqual(r.base);
   });
 
-  it('one batch gives the same update on WebAssembly (CPU engine) and WebGPU (WGSL engine), to 1e-4', async () => {
+  it('one batch gives the same update on WebAssembly (onnxruntime head graphs) and WebGPU (WGSL engine), to 1e-4', async () => {
     type Side = { engine: string; first: Record<string, number>; second: Record<string, number>; a: number[]; b: number[] };
     const r = await call<{ wasm: Side; webgpu: Side }>('compare');
     expect(r.wasm.engine).toBe('host');

@@ -1,15 +1,18 @@
 /**
  * The adapter's analytic gradient against finite differences of an independent float64 reference
- * of the loss (fixtures.ts), on the CPU engine; the WebGPU engine is checked the same way in
+ * of the loss (fixtures.ts), on the head graphs run by onnxruntime-node (GraphHeadEngine, what
+ * headEngine trains a CPU or WASM policy with); the WebGPU engine is checked the same way in
  * Chromium (browser.test.ts).
  */
+import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { HostEngine } from '../../lib/grad/host-engine.js';
 import { grpoObjective } from '../../lib/grad/objective.js';
+import { GraphHeadEngine } from '../../lib/train/graph/head-graph-engine.js';
+import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { finiteDifferences, gradCase, referenceLoss, relativeError, type GradCase } from './fixtures.js';
 
 async function analytic(c: GradCase) {
-  const engine = new HostEngine(c.weights);
+  const engine = new GraphHeadEngine(c.weights, async () => ort as unknown as GraphRuntime);
   await engine.writeStates(c.z, c.h);
   const stats = await engine.forward(c.layout.targets, c.temperature);
   const objective = grpoObjective(c.batch, c.layout, stats, c.loss);
@@ -17,7 +20,7 @@ async function analytic(c: GradCase) {
   return { objective, norm, gradients: await engine.gradients() };
 }
 
-describe('CPU engine gradient', () => {
+describe('head graphs gradient', () => {
   const cases: Array<[string, GradCase]> = [
     ['dapo with KL and entropy bonus, T = 0.7', gradCase(1)],
     ['grpo loss, T = 1, wide clipping', gradCase(2, { temperature: 1, loss: { lossType: 'grpo', beta: 0.1, entropyCoef: -0.05, epsilon: 0.5 } })],

@@ -80,8 +80,10 @@ describe('GrpoTrainer', () => {
     const builtIn = await run('base');
     const separate = await run(base);
     expect(builtIn.kl).toBeGreaterThan(0);
-    expect(separate.kl).toBeCloseTo(builtIn.kl!, 9);
-    expect(separate.loss).toBeCloseTo(builtIn.loss, 9);
+    // The built-in reference is the head graphs' float32 log-softmax, the separate one the scoring
+    // pass's float64 one over the same logits: they agree to float32 rounding.
+    expect(separate.kl).toBeCloseTo(builtIn.kl!, 6);
+    expect(separate.loss).toBeCloseTo(builtIn.loss, 6);
   });
 
   it('restores a saved state exactly, and takes its adapter off the policy when disposed', async () => {

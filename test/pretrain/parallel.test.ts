@@ -1,26 +1,22 @@
 /**
- * The data-parallel gradient of pretraining equals the one-thread gradient of the same batch (to
- * float32 summation), whatever the worker count; the corpus is seeded and draws only training
+ * Pretraining's batch gradient on the graph engine (one forward and backward for the whole batch)
+ * equals the per-example gradients of the TypeScript engine summed (to float32 summation), on one
+ * thread and on two; the corpus is seeded and draws only training
  * problems, with the stated share of near-miss replies.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { decoderGroupForward, decoderTensors, zerosLikeDecoder } from '../../lib/lora/full-grad.js';
 import { splitOf } from '../../lib/tasks/split.js';
 import { buildCorpus, chatPromptIds, encodeText, wrongAnswer } from '../../scripts/pretrain/corpus.js';
-import { GradientPool, shareWeights } from '../../scripts/pretrain/parallel.js';
+import { pretrainEngine, supervisedLoss } from '../../scripts/pretrain/train.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { vocabulary } from '../../scripts/build-model/tokenizer.js';
 import { randomDecoder } from '../lora/random-decoder.js';
 
-const pools: GradientPool[] = [];
-afterEach(async () => {
-  await Promise.all(pools.splice(0).map((p) => p.close()));
-});
-
 describe('pretraining', () => {
-  it('computes the same batch gradient on 1 and 3 workers as on the main thread', async () => {
+  it('computes the batch gradient of the TypeScript engine, on 1 and 2 threads', async () => {
     const vocabSize = vocabulary(0).length;
-    const weights = shareWeights(randomDecoder({ shape: { vocabSize, hiddenSize: 16, intermediateSize: 24, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 4, ropeTheta: 10000, rmsNormEps: 1e-5 }, tied: true, seed: 3 }));
+    const weights = randomDecoder({ shape: { vocabSize, hiddenSize: 16, intermediateSize: 24, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 4, ropeTheta: 10000, rmsNormEps: 1e-5 }, tied: true, seed: 3 });
     const batch = buildCorpus(7, 5, 0.3);
     const expected = zerosLikeDecoder(weights);
     for (const e of batch) {
@@ -28,13 +24,15 @@ describe('pretraining', () => {
       decoderGroupForward(weights, { promptIds: e.promptIds, completions: [e.replyIds] }).backward([e.replyIds.map(() => -1 / (n * batch.length))], expected);
     }
     const want = decoderTensors(expected);
-    for (const count of [1, 3]) {
-      const pool = new GradientPool(weights, count);
-      pools.push(pool);
-      const { grad, loss, rows } = await pool.gradient(batch);
-      expect(rows).toBe(batch.reduce((s, e) => s + e.promptIds.length + e.replyIds.length, 0));
+    for (const threads of [1, 2]) {
+      const engine = await pretrainEngine(weights, threads);
+      const stats = await engine.forward(batch.map((e) => ({ prompt: e.promptIds, completions: [e.replyIds] })), { temperature: 1, reference: false });
+      const { loss, dLogp } = supervisedLoss(batch, stats.logps);
       expect(loss).toBeGreaterThan(0);
-      decoderTensors(grad).forEach((t, k) => {
+      await engine.backward(dLogp, new Float64Array(dLogp.length));
+      const grad = engine.gradient()!;
+      engine.dispose();
+      grad.forEach((t, k) => {
         for (let i = 0; i < t.length; i++) expect(Math.abs(t[i] - want[k][i])).toBeLessThanOrEqual(1e-6 + 1e-5 * Math.abs(want[k][i]));
       });
     }

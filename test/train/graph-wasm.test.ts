@@ -1,14 +1,18 @@
 /**
  * The same training graphs on onnxruntime-web's WASM kernels (what a tab runs; here hosted by
  * Node) give onnxruntime-node's log-probs, entropies and A/B gradients, on an Optimum-named
- * export with q/k/v biases and an untied head.
+ * export with q/k/v biases and an untied head; so do the head adapter's graphs and pretraining's
+ * full-parameter graphs.
  */
 import * as ortNode from 'onnxruntime-node';
 import * as ortWeb from 'onnxruntime-web';
 import { expect, it } from 'vitest';
+import { createAdapterWeights } from '../../lib/grad/adapter.js';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';
+import { DecoderEngine } from '../../lib/train/decoder-engine.js';
+import { GraphHeadEngine } from '../../lib/train/graph/head-graph-engine.js';
 import { LoraGraphEngine } from '../../lib/train/graph/lora-graph-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { buildExport } from './exports.js';
@@ -43,5 +47,49 @@ it('onnxruntime-web (WASM) runs the training graphs as onnxruntime-node does', a
         expect(Math.max(...Array.from(want, (v, i) => Math.abs(v - got[i]))) / scale, `layer ${l} ${m}.${which}`).toBeLessThan(1e-4);
       }
     }
+  });
+});
+
+it('onnxruntime-web (WASM) runs the head graphs and the full-parameter graphs as onnxruntime-node does', async () => {
+  ortWeb.env.wasm.numThreads = 1;
+  const runtimes = [ortNode, ortWeb] as unknown as GraphRuntime[];
+  // The head adapter: random token states, one update's numbers and gradients.
+  const shape = { hiddenSize: 12, vocabSize: 19, rank: 3, scale: 2 };
+  const weights = createAdapterWeights(shape, 5);
+  const rng = mulberry32(6);
+  weights.b.forEach((_, i) => (weights.b[i] = 2 * rng() - 1));
+  const tokens = 7;
+  const z = Float32Array.from({ length: tokens * shape.vocabSize }, () => 4 * rng() - 2);
+  const h = Float32Array.from({ length: tokens * shape.hiddenSize }, () => 2 * rng() - 1);
+  const targets = Int32Array.from({ length: tokens }, () => Math.floor(rng() * shape.vocabSize));
+  const dLogp = Float64Array.from({ length: tokens }, () => 2 * rng() - 1);
+  const heads = [];
+  for (const runtime of runtimes) {
+    const engine = new GraphHeadEngine(weights, async () => runtime);
+    await engine.writeStates(z, h);
+    const stats = await engine.forward(targets, 0.9);
+    await engine.backward(targets, dLogp, dLogp.map((x) => x / 2), 0.9);
+    heads.push({ stats, grad: await engine.gradients() });
+    engine.dispose();
+  }
+  const close = (a: ArrayLike<number>, b: ArrayLike<number>, tolerance: number) => Array.from(a).forEach((v, i) => expect(Math.abs(v - b[i])).toBeLessThan(tolerance));
+  for (const key of ['logps', 'entropies', 'refLogps'] as const) close(heads[0].stats[key], heads[1].stats[key], 1e-5);
+  close(heads[0].grad.a, heads[1].grad.a, 1e-5);
+  close(heads[0].grad.b, heads[1].grad.b, 1e-5);
+  // Pretraining's graphs: the gradient of every weight.
+  const ex = buildExport({ names: 'exporter', qkvBias: true, tieWordEmbeddings: false });
+  const batch = [{ prompt: [1, 40, 41, 42], completions: [[50, 51, 52], [53]] }];
+  const grads: Float32Array[][] = [];
+  for (const runtime of runtimes) {
+    const engine = await DecoderEngine.create(runtime, findDecoder(ex.graph, { config: ex.config }));
+    const stats = await engine.forward(batch, { temperature: 1, reference: false });
+    await engine.backward(stats.logps.map(() => -0.25), new Float64Array(stats.logps.length));
+    grads.push(engine.gradient()!);
+    engine.dispose();
+  }
+  grads[0].forEach((want, k) => {
+    const scale = Math.max(...Array.from(want, Math.abs));
+    expect(scale).toBeGreaterThan(0);
+    close(grads[1][k].map((v) => v / scale), want.map((v) => v / scale), 1e-4);
   });
 });

@@ -1,6 +1,6 @@
 /**
- * WGSL for the adapter's forward, backward and AdamW update (the CPU form, with the derivation, is
- * lib/grad/host-engine.ts). Token states are kept in chunks of at most one storage binding; every
+ * WGSL for the adapter's forward, backward and AdamW update (the same maths as the head graphs,
+ * with the derivation, in lib/train/graph/head-graph.ts). Token states are kept in chunks of at most one storage binding; every
  * per-token kernel runs on one chunk:
  *
  *   gather   window logits/hidden rows (float32 or float16) -> z, h of the chunk (float32)

@@ -102,7 +102,7 @@ export class TrainingGraphBuilder {
     const outputs = names ?? Array.from({ length: outputCount }, (_, i) => `${this.phase[0]}${id}_${opType}${outputCount > 1 ? `_${i}` : ''}`);
     if (domain) this.domains.add(domain);
     const type: ElemType =
-      opType === 'DequantizeLinear' || opType === 'MatMulNBits' ? 'float' : opType === 'Shape' ? 'int64' : opType === 'Equal' ? 'bool' : opType === 'Cast' ? castType(attributes.to as number) : opType === 'ConstantOfShape' ? 'float' : (this.types.get(inputs[0]) ?? 'float');
+      opType === 'DequantizeLinear' || opType === 'MatMulNBits' ? 'float' : opType === 'Shape' ? 'int64' : opType === 'Equal' ? 'bool' : opType === 'Where' ? (this.types.get(inputs[1]) ?? 'float') : opType === 'Cast' ? castType(attributes.to as number) : opType === 'ConstantOfShape' ? 'float' : (this.types.get(inputs[0]) ?? 'float');
     for (const out of outputs) {
       this.types.set(out, type);
       this.producedIn.set(out, this.phase);

@@ -30,6 +30,7 @@
  */
 import type { LoraModule, DecoderWeights, Projection } from '../../lora/weights.js';
 import { LORA_MODULES } from '../../lora/weights.js';
+import { UnsupportedError } from '../../errors.js';
 import { dequantize } from '../../policy/onnx/structure/find-decoder.js';
 import { loraInputName } from '../../policy/onnx/structure/lora-inputs.js';
 import type { Q4Matrix } from '../../lora/q4.js';
@@ -84,10 +85,60 @@ interface LayerTensors {
 }
 
 export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, precision: Precision = 'float32'): TrainingModels {
+  return buildTrainingGraphs(weights, lora, precision);
+}
+
+/**
+ * Full-parameter training (pretraining): the same graphs with no adapter, every weight a forward
+ * input (named as decoderParameters lists them) and the backward's outputs d loss / d every
+ * weight (`grad.<name>`). Every weight is float (decoderParameters refuses 4-bit projections).
+ *
+ *   projection  dW = x^T dy, db = sum_rows dy      RMSNorm  dg = sum_rows dy x inv
+ *   head        tied: dE += dz^T hf, untied: dHead = hf^T dz
+ *   embedding   dE[ids[i]] += dx0[i]
+ */
+export function buildDecoderGraphs(weights: DecoderWeights, precision: Precision = 'float32'): TrainingModels {
+  return buildTrainingGraphs(weights, undefined, precision);
+}
+
+/** A decoder weight as a full-parameter graph takes it: its input name and dims. */
+export interface DecoderParameter {
+  name: string;
+  tensor: Float32Array;
+  dims: number[];
+}
+
+export const weightGradOutput = (name: string) => `grad.${name}`;
+
+/** Every weight of the decoder with its graph input name, in decoderTensors' order. */
+export function decoderParameters(weights: DecoderWeights): DecoderParameter[] {
+  const { hiddenSize: H, vocabSize: V, headDim: D } = weights.shape;
+  const out: DecoderParameter[] = [{ name: 'embedding', tensor: weights.embedding, dims: [V, H] }];
+  weights.layers.forEach((layer, l) => {
+    out.push({ name: `norm.${l}.input`, tensor: layer.inputNorm, dims: [H] }, { name: `norm.${l}.post`, tensor: layer.postNorm, dims: [H] });
+    if (layer.qNorm) out.push({ name: `norm.${l}.q`, tensor: layer.qNorm, dims: [D] });
+    if (layer.kNorm) out.push({ name: `norm.${l}.k`, tensor: layer.kNorm, dims: [D] });
+    for (const m of LORA_MODULES) {
+      const { weight, bias, inDim, outDim } = layer[m];
+      if (!(weight instanceof Float32Array)) throw new UnsupportedError(`Layer ${l} ${m} is 4-bit; full-parameter training needs fp32 or fp16 weights.`);
+      out.push({ name: `w.${l}.${m}`, tensor: weight, dims: [inDim, outDim] });
+      if (bias) out.push({ name: `b.${l}.${m}`, tensor: bias, dims: [outDim] });
+    }
+  });
+  out.push({ name: 'norm.final', tensor: weights.finalNorm, dims: [H] });
+  if (weights.lmHead) out.push({ name: 'lm_head', tensor: weights.lmHead, dims: [H, V] });
+  return out;
+}
+
+/** `lora` absent: full-parameter graphs (buildDecoderGraphs). */
+function buildTrainingGraphs(weights: DecoderWeights, lora: LoraGraphConfig | undefined, precision: Precision): TrainingModels {
   const g = new TrainingGraphBuilder(precision);
+  const full = lora === undefined;
+  /** A weight: an input the backward differentiates in full-parameter graphs, a frozen initializer otherwise. */
+  const param = (name: string, values: Float32Array, dims: number[]) => (full ? g.input(name, 'float', dims) : g.floats(name, values, dims));
   const { hiddenSize: H, numHeads: Hq, numKvHeads: Hkv, headDim: D, vocabSize: V, rmsNormEps: eps } = weights.shape;
   const groups = Hq / Hkv;
-  const targets = new Set(lora.targetModules);
+  const targets = new Set(lora?.targetModules ?? []);
   const io = GRAPH_IO;
 
   const ids = g.input(io.inputIds, 'int64', ['batch', 'sequence']);
@@ -103,13 +154,13 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
     for (const m of LORA_MODULES) {
       if (!targets.has(m)) continue;
       const { inDim, outDim } = layer[m];
-      A.set(`${l}.${m}`, g.input(loraInput(l, m, 'A'), 'float', [lora.r, inDim]));
-      B.set(`${l}.${m}`, g.input(loraInput(l, m, 'B'), 'float', [outDim, lora.r]));
+      A.set(`${l}.${m}`, g.input(loraInput(l, m, 'A'), 'float', [lora!.r, inDim]));
+      B.set(`${l}.${m}`, g.input(loraInput(l, m, 'B'), 'float', [outDim, lora!.r]));
     }
   });
 
   const one = g.scalar(1);
-  const s = g.scalar(lora.scale);
+  const s = g.scalar(lora?.scale ?? 1);
   const attentionScale = g.scalar(1 / Math.sqrt(D));
   const epsilon = g.scalar(eps);
   const T = (x: string, perm: number[]) => g.node('Transpose', [x], { perm });
@@ -131,8 +182,8 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
   const frozen = new Map<string, { times(x: string): string; timesTransposed(dy: string): string }>();
   const product = (name: string, p: Projection) => {
     const w = p.weight;
-    if (w instanceof Float32Array || !packable(w, precision)) {
-      const matrix = g.floats(name, w instanceof Float32Array ? w : dequantize(w), [p.inDim, p.outDim]);
+    if (w instanceof Float32Array || full || !packable(w, precision)) {
+      const matrix = param(name, w instanceof Float32Array ? w : dequantize(w), [p.inDim, p.outDim]);
       return { times: (x: string) => matmul(x, matrix), timesTransposed: (dy: string) => g.node('Gemm', [dy, matrix], { transB: 1 }) };
     }
     // Forward: MatMulNBits on the stored blocks. Backward: the same bytes read as a uint4 [N, K]
@@ -150,13 +201,15 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
       timesTransposed: (dy: string) => matmul(dy, g.node('DequantizeLinear', [nibbles, scales2, zeros4], { axis: 1, block_size: w.blockSize })),
     };
   };
-  const normScale = (name: string, values: Float32Array) => g.floats(name, values, [values.length]);
+  const normScale = (name: string, values: Float32Array) => param(name, values, [values.length]);
 
   const rms = (x: string, scale: string) => {
     const inv = g.node('Div', [one, g.node('Sqrt', [add(lastAxisMean(mul(x, x)), epsilon)])]);
     return { y: mul(mul(x, inv), scale), inv };
   };
-  const rmsBack = (x: string, inv: string, scale: string, dy: string) => {
+  /** `axes`: every axis but the last, which a full-parameter graph sums d scale over. */
+  const rmsBack = (x: string, inv: string, scale: string, dy: string, axes: number[]) => {
+    if (full) g.output(g.node('ReduceSum', [mul(dy, mul(x, inv)), g.int64s(axes)], { keepdims: 0 }, weightGradOutput(scale)), ['hidden']);
     const gw = mul(dy, scale);
     const m = lastAxisMean(mul(gw, x));
     return sub(mul(gw, inv), mul(x, mul(m, mul(inv, mul(inv, inv)))));
@@ -175,7 +228,7 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
     const w = product(`w.${l}.${m}`, p);
     frozen.set(`${l}.${m}`, w);
     let y = w.times(x);
-    if (p.bias) y = add(y, g.floats(`b.${l}.${m}`, p.bias, [p.outDim]));
+    if (p.bias) y = add(y, param(`b.${l}.${m}`, p.bias, [p.outDim]));
     const a = A.get(`${l}.${m}`);
     if (!a) return y;
     u[m] = matmul(x, T(a, [1, 0]));
@@ -187,9 +240,14 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
     if (u) {
       const b = B.get(`${l}.${m}`)!;
       const { inDim, outDim } = weights.layers[l][m];
-      g.output(g.node('Mul', [g.node('Gemm', [dy, u], { transA: 1 }), s], {}, loraGradOutput(l, m, 'B')), [outDim, lora.r]);
+      g.output(g.node('Mul', [g.node('Gemm', [dy, u], { transA: 1 }), s], {}, loraGradOutput(l, m, 'B')), [outDim, lora!.r]);
       du = mul(matmul(dy, b), s);
-      g.output(g.node('Gemm', [du, x], { transA: 1 }, loraGradOutput(l, m, 'A')), [lora.r, inDim]);
+      g.output(g.node('Gemm', [du, x], { transA: 1 }, loraGradOutput(l, m, 'A')), [lora!.r, inDim]);
+    }
+    if (full) {
+      const { inDim, outDim, bias } = weights.layers[l][m];
+      g.output(g.node('Gemm', [x, dy], { transA: 1 }, weightGradOutput(`w.${l}.${m}`)), [inDim, outDim]);
+      if (bias) g.output(g.node('ReduceSum', [dy, g.int64s([0])], { keepdims: 0 }, weightGradOutput(`b.${l}.${m}`)), [outDim]);
     }
     if (!input) return undefined;
     const dx = frozen.get(`${l}.${m}`)!.timesTransposed(dy);
@@ -200,8 +258,9 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
   const toHeads = (x2: string, shape: string) => T(reshape(x2, shape), [0, 2, 1, 3]);
   const fromHeads = (x4: string, width: number) => reshape(T(x4, [0, 2, 1, 3]), flat(width));
   const groupedBias = groups === 1 ? bias : g.node('Tile', [bias, g.int64s([1, 1, groups, 1])]);
-  const embedding = g.floats('embedding', weights.embedding, [V, H]);
-  let x = g.node('Gather', [embedding, reshape(ids, g.int64s([-1]))], { axis: 0 });
+  const embedding = param('embedding', weights.embedding, [V, H]);
+  const flatIds = reshape(ids, g.int64s([-1]));
+  let x = g.node('Gather', [embedding, flatIds], { axis: 0 });
   const saved: LayerTensors[] = [];
   weights.layers.forEach((w, l) => {
     const u: Partial<Record<LoraModule, string>> = {};
@@ -230,7 +289,7 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
   const picked = g.node('Gather', [x, rows], { axis: 0 });
   const finalNorm = normScale('norm.final', weights.finalNorm);
   const { y: hf, inv: invF } = rms(picked, finalNorm);
-  const head = weights.lmHead ? g.floats('lm_head', weights.lmHead, [H, V]) : embedding;
+  const head = weights.lmHead ? param('lm_head', weights.lmHead, [H, V]) : embedding;
   const logits = weights.lmHead ? matmul(hf, head) : g.node('Gemm', [hf, head], { transB: 1 });
   const logSoftmax = g.node('LogSoftmax', [mul(logits, invT)], { axis: -1 });
   const column = (v: string) => g.node('Unsqueeze', [v, g.int64s([1])]);
@@ -247,7 +306,10 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
   const onehot = g.toFloat(g.node('Equal', [column(tokens), g.int64s(Array.from({ length: V }, (_, i) => i))]));
   const dz = mul(sub(mul(onehot, dlogps), mul(probs, add(dlogps, mul(dentropies, add(logSoftmax, column(entropies)))))), invT);
   const dhf = weights.lmHead ? g.node('Gemm', [dz, head], { transB: 1 }) : matmul(dz, head);
-  const dPicked = rmsBack(picked, invF, finalNorm, dhf);
+  // The head's own gradient: [H, V] untied; tied, the embedding's share from the head ([V, H]), completed below.
+  const dHead = full ? (weights.lmHead ? g.node('Gemm', [hf, dz], { transA: 1 }, weightGradOutput('lm_head')) : g.node('Gemm', [dz, hf], { transA: 1 })) : undefined;
+  if (full && weights.lmHead) g.output(dHead!, [H, V]);
+  const dPicked = rmsBack(picked, invF, finalNorm, dhf, [0]);
   const batchShape = g.node('Shape', [ids]);
   const rowCount = mul(g.node('Slice', [batchShape, g.int64s([0]), g.int64s([1])]), g.node('Slice', [batchShape, g.int64s([1]), g.int64s([2])]));
   // A row can predict several scored tokens (a prompt's last row predicts every completion's first): their gradients add.
@@ -261,7 +323,7 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
     const dGate = mul(dAct, mul(t.up, mul(sig, add(one, mul(t.gate, sub(one, sig))))));
     const dUp = mul(dAct, mul(t.gate, sig));
     const dh2 = add(projectBack(l, 'gate_proj', t.h2, t.u.gate_proj, dGate, true)!, projectBack(l, 'up_proj', t.h2, t.u.up_proj, dUp, true)!);
-    const dx1 = add(dx, rmsBack(t.x1, t.inv2, `norm.${l}.post`, dh2));
+    const dx1 = add(dx, rmsBack(t.x1, t.inv2, `norm.${l}.post`, dh2, [0]));
     const dCtx2 = projectBack(l, 'o_proj', t.ctx2, t.u.o_proj, dx1, true)!;
     const dCtx4 = toHeads(dCtx2, back.q);
     const dCtxg = groups === 1 ? dCtx4 : reshape(dCtx4, g.int64s([0, Hkv, -1, D]));
@@ -272,16 +334,21 @@ export function buildLoraGraphs(weights: DecoderWeights, lora: LoraGraphConfig, 
     const dkr = matmul(T(dScores, [0, 1, 3, 2]), t.qg);
     let dq4 = ropeBack(groups === 1 ? dqg : reshape(dqg, g.int64s([0, Hq, -1, D])));
     let dk4 = ropeBack(dkr);
-    if (w.qNorm) dq4 = rmsBack(t.q4, t.qInv!, `norm.${l}.q`, dq4);
-    if (w.kNorm) dk4 = rmsBack(t.k4, t.kInv!, `norm.${l}.k`, dk4);
+    if (w.qNorm) dq4 = rmsBack(t.q4, t.qInv!, `norm.${l}.q`, dq4, [0, 1, 2]);
+    if (w.kNorm) dk4 = rmsBack(t.k4, t.kInv!, `norm.${l}.k`, dk4, [0, 1, 2]);
     // The first layer's input is the embedding, which LoRA does not train: no gradient past its q, k, v.
-    const wantInput = l > 0;
+    const wantInput = l > 0 || full;
     const dhq = projectBack(l, 'q_proj', t.h, t.u.q_proj, fromHeads(dq4, Hq * D), wantInput);
     const dhk = projectBack(l, 'k_proj', t.h, t.u.k_proj, fromHeads(dk4, Hkv * D), wantInput);
     const dhv = projectBack(l, 'v_proj', t.h, t.u.v_proj, fromHeads(dv4, Hkv * D), wantInput);
-    if (wantInput) dx = add(dx1, rmsBack(t.x, t.inv1, `norm.${l}.input`, add(add(dhq!, dhk!), dhv!)));
+    if (wantInput) dx = add(dx1, rmsBack(t.x, t.inv1, `norm.${l}.input`, add(add(dhq!, dhk!), dhv!), [0]));
   }
-  return g.encode('lora');
+  if (full) {
+    // Every row's input gradient lands on its token's embedding row; rows of one token add.
+    const dEmbedding = g.node('ScatterND', [g.zeros(g.int64s([V, H])), column(flatIds), dx], { reduction: 'add' });
+    g.output(weights.lmHead ? g.node('Identity', [dEmbedding], {}, weightGradOutput('embedding')) : g.node('Add', [dEmbedding, dHead!], {}, weightGradOutput('embedding')), [V, H]);
+  }
+  return g.encode(full ? 'decoder' : 'lora');
 }
 
 /**

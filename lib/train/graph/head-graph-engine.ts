@@ -1,0 +1,184 @@
+/**
+ * The LM-head adapter's kernels (lib/grad/engine.ts's HeadEngine) on onnxruntime: the head graphs
+ * of head-graph.ts in two sessions of the onnxruntime the policy runs on, made on the first
+ * forward. The frozen model's token states are kept here on the host, as the CPU kernels kept
+ * them; A and B are fed on every call, and the sampler reads the same arrays (`binding`), which
+ * AdamW updates in place.
+ */
+import { UnsupportedError } from '../../errors.js';
+import type { AdapterShape } from '../../grad/adapter.js';
+import type { AdapterState, HeadEngine, TokenStats } from '../../grad/engine.js';
+import { adamwUpdate, type ResolvedOptimizer } from '../../grad/optimizer.js';
+import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
+import { halfToFloat } from '../../policy/logits.js';
+import type { ScoreWindow } from '../../policy/onnx/score.js';
+import type { HostHeadAdapter } from '../../policy/onnx/webgpu-adapter.js';
+import { HEAD_IO, buildHeadGraphs } from './head-graph.js';
+import type { GraphRuntime, GraphSession, GraphTensor } from './runtime.js';
+
+interface Sessions {
+  runtime: GraphRuntime;
+  forward: GraphSession;
+  backward: GraphSession;
+  saved: string[];
+  shared: string[];
+}
+
+export class GraphHeadEngine implements HeadEngine {
+  readonly kind = 'host';
+  readonly shape: AdapterShape;
+  private readonly weights: HostHeadAdapter;
+  private readonly m: { a: Float32Array; b: Float32Array };
+  private readonly v: { a: Float32Array; b: Float32Array };
+  private grad?: { a: Float32Array; b: Float32Array };
+  private t = 0;
+  private z = new Float32Array(0);
+  private h = new Float32Array(0);
+  private count = 0;
+  private sessions?: Promise<Sessions>;
+  /** The last forward, kept for a backward at the same temperature until the states or the adapter change. */
+  private kept?: { temperature: number; targets: Int32Array; feeds: Record<string, GraphTensor>; out: Record<string, GraphTensor> };
+
+  constructor(
+    initial: HeadAdapterWeights,
+    private readonly loadRuntime: () => Promise<GraphRuntime>,
+    private readonly sessionOptions: Record<string, unknown> = {},
+  ) {
+    const { hiddenSize: d, vocabSize: v, rank: r, scale } = initial;
+    this.shape = { hiddenSize: d, vocabSize: v, rank: r, scale };
+    this.weights = { kind: 'host', ...this.shape, a: Float32Array.from(initial.a), b: Float32Array.from(initial.b) };
+    this.m = { a: new Float32Array(d * r), b: new Float32Array(r * v) };
+    this.v = { a: new Float32Array(d * r), b: new Float32Array(r * v) };
+  }
+
+  resetStates(count: number): void {
+    const { vocabSize: v, hiddenSize: d } = this.shape;
+    this.kept = undefined;
+    this.count = count;
+    if (count === 0) {
+      this.z = new Float32Array(0);
+      this.h = new Float32Array(0);
+    }
+    if (this.z.length < count * v) this.z = new Float32Array(count * v);
+    if (this.h.length < count * d) this.h = new Float32Array(count * d);
+  }
+
+  async writeWindow(window: ScoreWindow, slots: ArrayLike<number>): Promise<void> {
+    const { vocabSize: v, hiddenSize: d } = this.shape;
+    const { logits, hidden } = window;
+    if (!hidden) throw new UnsupportedError('The model window has no hidden state; load the policy with hiddenState: true.');
+    this.kept = undefined;
+    window.picks.forEach(({ offset }, k) => {
+      this.z.set(rowOf(logits, offset, v), slots[k] * v);
+      this.h.set(rowOf(hidden, (offset / v) * d, d), slots[k] * d);
+    });
+  }
+
+  async writeStates(z: Float32Array, h: Float32Array): Promise<void> {
+    this.resetStates(h.length / this.shape.hiddenSize);
+    this.z.set(z);
+    this.h.set(h);
+  }
+
+  async forward(targets: Int32Array, temperature: number): Promise<TokenStats> {
+    const { runtime, forward } = await this.open();
+    const { vocabSize: v, hiddenSize: d, rank: r } = this.shape;
+    const n = this.count;
+    const floats = (data: Float32Array, dims: number[]) => new runtime.Tensor('float32', data, dims);
+    const feeds: Record<string, GraphTensor> = {
+      [HEAD_IO.logits]: floats(this.z.subarray(0, n * v), [n, v]),
+      [HEAD_IO.hidden]: floats(this.h.subarray(0, n * d), [n, d]),
+      [HEAD_IO.targets]: new runtime.Tensor('int64', BigInt64Array.from(targets.subarray(0, n), BigInt), [n]),
+      [HEAD_IO.a]: floats(this.weights.a, [d, r]),
+      [HEAD_IO.b]: floats(this.weights.b, [r, v]),
+      [HEAD_IO.invTemperature]: floats(Float32Array.of(1 / temperature), []),
+    };
+    const out = await forward.run(feeds);
+    this.kept = { temperature, targets, feeds, out };
+    const read = (name: string) => Float64Array.from(out[name].data as ArrayLike<number>);
+    return { logps: read(HEAD_IO.logps), entropies: read(HEAD_IO.entropies), refLogps: read(HEAD_IO.refLogps) };
+  }
+
+  async backward(targets: Int32Array, dLogp: Float64Array, dEntropy: Float64Array, temperature: number): Promise<number> {
+    if (this.kept?.temperature !== temperature || this.kept.targets !== targets) await this.forward(targets, temperature);
+    const kept = this.kept!;
+    const { runtime, backward, saved, shared } = await this.open();
+    const n = this.count;
+    const feeds: Record<string, GraphTensor> = {};
+    for (const name of saved) feeds[name] = kept.out[name];
+    for (const name of shared) feeds[name] = kept.feeds[name];
+    feeds[HEAD_IO.dlogps] = new runtime.Tensor('float32', Float32Array.from(dLogp.subarray(0, n)), [n]);
+    feeds[HEAD_IO.dentropies] = new runtime.Tensor('float32', Float32Array.from(dEntropy.subarray(0, n)), [n]);
+    const out = await backward.run(feeds);
+    this.grad = { a: Float32Array.from(out[HEAD_IO.gradA].data as ArrayLike<number>), b: Float32Array.from(out[HEAD_IO.gradB].data as ArrayLike<number>) };
+    let squares = 0;
+    for (const x of this.grad.a) squares += x * x;
+    for (const x of this.grad.b) squares += x * x;
+    return Math.sqrt(squares);
+  }
+
+  async gradients(): Promise<{ a: Float32Array; b: Float32Array }> {
+    const { hiddenSize: d, vocabSize: v, rank: r } = this.shape;
+    return { a: this.grad?.a.slice() ?? new Float32Array(d * r), b: this.grad?.b.slice() ?? new Float32Array(r * v) };
+  }
+
+  async step(optimizer: ResolvedOptimizer, clip: number): Promise<void> {
+    const { hiddenSize: d, vocabSize: v, rank: r } = this.shape;
+    const grad = this.grad ?? { a: new Float32Array(d * r), b: new Float32Array(r * v) };
+    this.kept = undefined;
+    this.t += 1;
+    adamwUpdate(this.weights.a, grad.a, this.m.a, this.v.a, this.t, clip, optimizer);
+    adamwUpdate(this.weights.b, grad.b, this.m.b, this.v.b, this.t, clip, optimizer);
+  }
+
+  get updates(): number {
+    return this.t;
+  }
+
+  binding(): HostHeadAdapter {
+    return this.weights;
+  }
+
+  async read(): Promise<AdapterState> {
+    const copy = (x: { a: Float32Array; b: Float32Array }) => ({ a: x.a.slice(), b: x.b.slice() });
+    return { a: this.weights.a.slice(), b: this.weights.b.slice(), m: copy(this.m), v: copy(this.v), updates: this.t };
+  }
+
+  load(state: AdapterState): void {
+    this.kept = undefined;
+    this.weights.a.set(state.a);
+    this.weights.b.set(state.b);
+    this.m.a.set(state.m.a);
+    this.m.b.set(state.m.b);
+    this.v.a.set(state.v.a);
+    this.v.b.set(state.v.b);
+    this.t = state.updates;
+  }
+
+  dispose(): void {
+    this.resetStates(0);
+    const sessions = this.sessions;
+    this.sessions = undefined;
+    void sessions?.then((s) => Promise.all([s.forward.release?.(), s.backward.release?.()])).catch(() => undefined);
+  }
+
+  private open(): Promise<Sessions> {
+    this.sessions ??= (async () => {
+      const runtime = await this.loadRuntime();
+      const models = buildHeadGraphs(this.shape);
+      const forward = await runtime.InferenceSession.create(models.forward, this.sessionOptions);
+      const backward = await runtime.InferenceSession.create(models.backward, this.sessionOptions);
+      return { runtime, forward, backward, saved: models.saved, shared: models.sharedInputs };
+    })();
+    return this.sessions;
+  }
+}
+
+/** One row of a float32 or float16 host tensor as float32. */
+function rowOf(tensor: ScoreWindow['logits'], offset: number, length: number): Float32Array {
+  if (tensor.type === 'float16') {
+    const data = tensor.data;
+    return halfToFloat(new Uint16Array(data.buffer, data.byteOffset, data.byteLength / 2), offset, length);
+  }
+  return (tensor.data as Float32Array).subarray(offset, offset + length);
+}
