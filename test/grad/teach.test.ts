@@ -4,8 +4,9 @@
  * with DAPO's dynamic sampling, on sort-words, whose greedy held-out exact match is under half
  * while most problems have a right reply among 8 samples, and every problem has its own answer
  * (no constant reply scores). A shorter schedule than the benchmark's (`npm run bench -- teach`,
- * BENCHMARKS.md: 192 steps), so it fits a test: greedy and T=1 accuracy on held-out problems rise,
- * and the replies to different problems stay different.
+ * BENCHMARKS.md: 192 steps, greedy 38.5% -> 69.8% and 66.7% under two seeds), so it fits a test:
+ * 40 steps of 16 prompts, measured here (this seed, 96 held-out problems) greedy 38.5% -> 54.2% and
+ * T=1 13.3% -> 32.6%; and the replies to different problems stay different.
  */
 import { describe, expect, it } from 'vitest';
 import { sortWords } from '../../lib/tasks.js';
