@@ -23,7 +23,7 @@ import type { GradientEvent, LoraEvent } from '../../lib/grad.js';
 import { PLAYGROUND_ARMS } from './arms.js';
 import { workerGradientRun } from './gradient-client.js';
 import type { RewardSpec } from './gradient-protocol.js';
-import { ADAPTER_SETTINGS, COMMON_SETTINGS, ROUTER_SETTINGS, SKILL_GRADIENT_DEFAULTS, SKILL_LORA_DEFAULTS, type NumericSetting, type Setup } from './setup.js';
+import { ADAPTER_SETTINGS, COMMON_SETTINGS, ROUTER_SETTINGS, SKILL_GRADIENT_DEFAULTS, SKILL_LORA_DEFAULTS, SKILL_LORA_SORT_DEFAULTS, type NumericSetting, type Setup } from './setup.js';
 import type { GroupStream } from './streaming.js';
 
 export type PlaygroundEvent = TrainingFreeEvent | GradientEvent | LoraEvent | RouterEvent;
@@ -67,6 +67,8 @@ export interface Method {
   defaults: Partial<Omit<Setup, 'task' | 'method'>>;
   /** Settings that suit it on the bundled webgrpo-skill model, applied instead when that is the model. */
   skillDefaults?: Partial<Omit<Setup, 'task' | 'method'>>;
+  /** On webgrpo-skill, settings that suit it on one task, applied over `skillDefaults` when that task is picked. */
+  skillTaskDefaults?: Readonly<Record<string, Partial<Omit<Setup, 'task' | 'method'>>>>;
   /**
    * Tasks it can learn on each bundled model: skill tasks on webgrpo-skill, rewards on every token
    * on the random-weight webgrpo-tiny (whose list also serves hub models). Picking the method moves
@@ -191,6 +193,7 @@ export const METHODS: readonly Method[] = [
     // per step keeps a step of the bundled model around a second on the CPU.
     defaults: { items: 8, groupSize: 8, epochs: 3, batchSize: 2, temperature: 1, maxNewTokens: 16, lr: 0.005, rank: 4, iterations: 1 },
     skillDefaults: SKILL_LORA_DEFAULTS,
+    skillTaskDefaults: { 'sort-words': SKILL_LORA_SORT_DEFAULTS },
     tasks: { skill: SKILL_LEARNABLE, tiny: ['digits', 'shout'] },
     settings: [...COMMON_SETTINGS, ...ADAPTER_SETTINGS],
     start: (context) => {
@@ -249,6 +252,12 @@ export const METHODS: readonly Method[] = [
 /** The tasks `method` can learn on the model chosen (by its id in models.ts), or undefined for any task. */
 export function learnableTasks(method: Method, modelId: string): readonly string[] | undefined {
   return method.tasks ? (modelId === 'skill' ? method.tasks.skill : method.tasks.tiny) : undefined;
+}
+
+/** The settings `method` suggests for `task` on a model (an id of models.ts): its skill model's task settings over its skill ones, else its own. */
+export function suggestedSettings(method: Method, modelId: string, task: string): Partial<Omit<Setup, 'task' | 'method'>> {
+  if (modelId !== 'skill' || !method.skillDefaults) return method.defaults;
+  return { ...method.skillDefaults, ...method.skillTaskDefaults?.[task] };
 }
 
 export function methodOf(id: string): Method {

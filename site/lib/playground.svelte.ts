@@ -17,7 +17,7 @@ import { adapterPoint, adapterTrace, runAdapterTrace, type AdapterPoint } from '
 import { probeDevice, type DeviceReport } from './device.js';
 import { EtaClock } from './eta.js';
 import { exportedRunId } from './export.js';
-import { learnableTasks, methodOf, type Method, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
+import { learnableTasks, methodOf, suggestedSettings, type Method, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
 import { ModelSlot } from './model-slot.svelte.js';
 import type { LoadDevice } from './models.js';
 import { RunComparison } from './run-comparison.svelte.js';
@@ -123,8 +123,6 @@ export class Playground {
    */
   chooseMethod(id: string): void {
     const method = methodOf(id);
-    const onSkill = this.model.id === 'skill';
-    Object.assign(this.setup, (onSkill && method.skillDefaults) || method.defaults, { method: method.id });
     const tasks = learnableTasks(method, this.model.id);
     const moved = this.#movedTask;
     if (moved && this.setup.task === moved.to && (!tasks || tasks.includes(moved.from))) {
@@ -135,6 +133,19 @@ export class Playground {
       this.#movedTask = { from: this.#movedTask?.from ?? this.setup.task, to: tasks[0] };
       this.setup.task = tasks[0];
     }
+    Object.assign(this.setup, suggestedSettings(method, this.model.id, this.setup.task), { method: method.id });
+  }
+
+  /**
+   * Picks a task. Where the method suggests its own settings for the task picked or the one left
+   * (LoRA on sort-words with webgrpo-skill), the method's settings for the new task are applied.
+   */
+  chooseTask(name: string): void {
+    const method = methodOf(this.setup.method);
+    const special = (task: string) => this.model.id === 'skill' && method.skillTaskDefaults?.[task] !== undefined;
+    const reapply = special(this.setup.task) || special(name);
+    this.setup.task = name;
+    if (reapply) Object.assign(this.setup, suggestedSettings(method, this.model.id, name));
   }
 
   /**

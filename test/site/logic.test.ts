@@ -248,6 +248,20 @@ describe('the first run', () => {
   });
 });
 
+describe('the settings a method suggests', () => {
+  it('are LoRA\'s sort-words ones on the skill model for sort-words (more steps, answers uncut), its skill ones on the other skill tasks, its own on the tiny model', async () => {
+    const [{ methodOf, suggestedSettings }, { SKILL_LORA_DEFAULTS, SKILL_LORA_SORT_DEFAULTS, setupProblems, INITIAL_SETUP }] = await Promise.all([import('../../site/lib/methods.js'), import('../../site/lib/setup.js')]);
+    const lora = methodOf('lora');
+    expect(suggestedSettings(lora, 'skill', 'sort-words')).toEqual(SKILL_LORA_SORT_DEFAULTS);
+    expect(suggestedSettings(lora, 'skill', 'copy-format')).toEqual(SKILL_LORA_DEFAULTS);
+    expect(suggestedSettings(lora, 'tiny', 'sort-words')).toBe(lora.defaults);
+    // The longest sort-words answer (four words of four letters) fits the suggested reply length.
+    expect(SKILL_LORA_SORT_DEFAULTS.maxNewTokens).toBeGreaterThanOrEqual('bark cake coin duck'.length);
+    expect(setupProblems({ ...INITIAL_SETUP, task: 'sort-words', ...SKILL_LORA_SORT_DEFAULTS }, lora.settings)).toEqual({});
+    expect(suggestedSettings(methodOf('exemplars'), 'skill', 'sort-words')).toBe(methodOf('exemplars').defaults);
+  });
+});
+
 describe('the groups of a step', () => {
   it('come widest reward spread first and those with no signal last, ties in batch order', () => {
     const group = (position: number, spread: number) => ({ ...bundle.steps[0].items[0], position, stats: { scorable: 2, mean: 0.5, std: spread / 2, spread } });
