@@ -99,11 +99,13 @@ describe('a gradient run in the model worker', () => {
     const series = updateSeries(bundle);
     expect(series.x).toEqual([0.5, 1, 1.5, 2]);
     expect(series.loss).toEqual(bundle.steps.flatMap((s) => payloadOf(s, 'gradient')!.training.map((m) => m.loss)));
-    // Each step's first update ran the parameters that sampled; the head adapter's sampler and trainer
-    // compute the head on one engine, so the gap is exactly zero.
+    // Each step's first update ran the parameters that sampled; the head adapter's trainer runs its
+    // graphs on onnxruntime beside the sampler's session, so the gap is float32 rounding, not zero.
     const drift = driftSeries(bundle);
-    expect(drift).toEqual({ step: [1, 2], mean: [0, 0], max: [0, 0] });
-    expect(driftNote(drift)).toBe('On policy: sampler and trainer give the same log-probs, token for token, over 2 steps.');
+    expect(drift.step).toEqual([1, 2]);
+    expect(drift.mean.every((m) => m !== null && m < DRIFT_LIMIT / 100)).toBe(true);
+    expect(driftNote(drift)).toMatch(/^On policy: sampler and trainer (give the same log-probs, token for token|agree to \d\.\de-\d+ nats per token at most), over 2 steps\.$/);
+    expect(driftNote({ step: [1], mean: [0], max: [0] })).toBe('On policy: sampler and trainer give the same log-probs, token for token, over 1 step.');
     expect(driftNote({ step: [1, 2], mean: [1e-7, 2e-7], max: [4e-7, 9e-7] })).toBe('On policy: sampler and trainer agree to 9.0e-7 nats per token at most, over 2 steps.');
     const stale = { step: [1, 2, 3], mean: [1e-7, 10 * DRIFT_LIMIT, null], max: [3e-7, 0.5, null] };
     expect(driftNote(stale)).toBe('Step 2 drifted: the trainer\'s log-probs differ from the sampler\'s by 1.0e-2 nats per token on average (max 5.0e-1), so the updates are not on the policy that sampled.');
