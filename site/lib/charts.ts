@@ -237,7 +237,7 @@ export function driftChart(s: DriftSeries, layout: StepLayout, limit: number) {
       ...base(),
       hooks: { ...xs.hooks, ...markLevel(limit) },
       scales: { x: xs.scale, y: { distr: 3, range: (_u: uPlot, _min: number, max: number): uPlot.Range.MinMax => [floor, Math.max(max, limit) * 10] } },
-      axes: [xs.axis, axis('nats per token', { values: (_u, ticks) => ticks.map((v) => v.toExponential(0)) })],
+      axes: [xs.axis, axis('nats per token', { values: (_u, ticks) => ticks.map((v) => (v == null ? '' : v.toExponential(0))) })],
       series: [
         {},
         { stroke: COLORS.kl, width: 2, spanGaps: true, points: points(COLORS.kl, 5) },

@@ -278,8 +278,10 @@ describe('the playground', { timeout: 240_000 }, () => {
     await expect.poll(() => progress.textContent(), { timeout: 90_000 }).toMatch(/^\s*([4-9]|1\d) \/ 24 groups/);
     const charts = page.locator('section[aria-labelledby="charts-title"]');
     const adapter = page.locator('section[aria-labelledby="adapter-title"]');
-    expect(await charts.locator('figcaption strong').allTextContents()).toEqual(['Mean reward', 'Loss', 'KL to the base model', 'Entropy', 'Gradient norm', 'Clipped tokens']);
-    expect(await charts.locator('canvas').count()).toBe(6);
+    expect(await charts.locator('figcaption strong').allTextContents()).toEqual(['Mean reward', 'Loss', 'KL to the base model', 'Entropy', 'Gradient norm', 'Sampler against trainer', 'Clipped tokens']);
+    expect(await charts.locator('canvas').count()).toBe(7);
+    // The trainer scores the tokens the sampler drew with the same parameters: near zero, and said so.
+    expect(await charts.locator('figure p.hint').allTextContents()).toEqual([expect.stringMatching(/^On policy: sampler and trainer (give the same log-probs|agree to \d\.\de-\d+ nats per token at most)/)]);
     await expect.poll(() => adapter.locator('h3').textContent()).toMatch(/Adapter after step \d+/);
     expect(await adapter.locator('canvas').count()).toBe(1);
     await shoot('5-gradient-live');

@@ -13,7 +13,7 @@ import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
 import { halfToFloat } from '../../policy/logits.js';
 import type { ScoreWindow } from '../../policy/onnx/score.js';
 import type { HostHeadAdapter } from '../../policy/onnx/webgpu-adapter.js';
-import { HEAD_IO, buildHeadGraphs } from './head-graph.js';
+import { HEAD_IO } from './head-io.js';
 import type { GraphRuntime, GraphSession, GraphTensor } from './runtime.js';
 
 interface Sessions {
@@ -165,6 +165,9 @@ export class GraphHeadEngine implements HeadEngine {
   private open(): Promise<Sessions> {
     this.sessions ??= (async () => {
       const runtime = await this.loadRuntime();
+      // Loaded here, on first use: the graph writer (and its ONNX protobuf code) stays out of a
+      // page's first bundle, which needs the adapter's format but not its training.
+      const { buildHeadGraphs } = await import('./head-graph.js');
       const models = buildHeadGraphs(this.shape);
       const forward = await runtime.InferenceSession.create(models.forward, this.sessionOptions);
       const backward = await runtime.InferenceSession.create(models.backward, this.sessionOptions);

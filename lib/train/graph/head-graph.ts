@@ -13,22 +13,7 @@
  */
 import type { AdapterShape } from '../../grad/adapter.js';
 import { TrainingGraphBuilder, type TrainingModels } from './builder.js';
-
-export const HEAD_IO = {
-  logits: 'logits',
-  hidden: 'hidden',
-  targets: 'targets',
-  a: 'adapter.a',
-  b: 'adapter.b',
-  invTemperature: 'inv_temperature',
-  logps: 'logps',
-  entropies: 'entropies',
-  refLogps: 'ref_logps',
-  dlogps: 'dlogps',
-  dentropies: 'dentropies',
-  gradA: 'grad.a',
-  gradB: 'grad.b',
-} as const;
+import { HEAD_IO } from './head-io.js';
 
 export function buildHeadGraphs(shape: AdapterShape): TrainingModels {
   const g = new TrainingGraphBuilder('float32');
