@@ -1,7 +1,3 @@
-/**
- * The experience library a stored run had after a step: read through the step's method
- * (`RecordKind.library`), so a method whose steps keep no library prompts with the initial one.
- */
 import { NotFoundError } from '../../errors.js';
 import type { ExperienceLibrary } from '../../experience/types.js';
 import type { StepPayloadBase, StepRecord } from '../../store/records.js';
