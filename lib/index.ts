@@ -41,7 +41,8 @@ export { emptyLibrary, renderExperiences, withExperiences, promptWithLibrary, ty
 // Stores and runs.
 export type * from './store/records.js';
 export type { Store, RunLock, RunStatusPatch, StepRange } from './store/types.js';
-export { MemoryStore, exportRun, importRun, libraryAt, type RunExport, type ImportOptions } from './store/index.js';
+export { MemoryStore, exportRun, importRun, type RunExport, type ImportOptions } from './store/index.js';
+export { libraryAt } from './methods/training-free/history.js';
 
 // Export for trainers elsewhere (TRL, verl).
 export {

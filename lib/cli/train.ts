@@ -15,7 +15,7 @@ import { recordingPolicy, replayPolicy, type RecordingPolicy } from '../policy/r
 import type { Policy } from '../core/policy.js';
 import { exportRun } from '../store/bundle.js';
 import { openFileStore, type FileStore } from '../store/file.js';
-import { runMethod } from '../store/method.js';
+import { runMethod } from '../methods/run-method.js';
 import type { LoopMode, RouterArm, RunRecord } from '../store/records.js';
 import type { DatasetItem } from '../core/dataset.js';
 import { parseDatasetJsonl } from '../tasks/jsonl.js';

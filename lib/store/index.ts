@@ -3,6 +3,4 @@ export type { Store, RunLock, RunStatusPatch, StepRange, DamagedRun } from './ty
 export { MemoryStore } from './memory.js';
 export { exportRun, importRun, RUN_EXPORT_FORMAT, RUN_EXPORT_VERSION, type RunExport, type ImportOptions } from './bundle.js';
 export { validateBundle, type RecordKind } from './validate.js';
-export { libraryAt } from './history.js';
-export { payloadOf, stepLibrary } from './payload.js';
-export { runMethod, type RunMethod } from './method.js';
+export { payloadOf } from './payload.js';

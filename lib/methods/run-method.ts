@@ -1,5 +1,5 @@
 /** Which method a stored run uses: a training-free mode, or its kind for the other loops. */
-import type { LoopMode, RunRecord } from './records.js';
+import type { LoopMode, RunRecord } from '../store/records.js';
 
 export type RunMethod = LoopMode | 'gradient' | 'lora' | 'router';
 

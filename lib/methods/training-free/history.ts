@@ -1,7 +1,16 @@
-import { NotFoundError } from '../errors.js';
-import type { ExperienceLibrary } from '../experience/types.js';
-import { stepLibrary } from './payload.js';
-import type { Store } from './types.js';
+import { NotFoundError } from '../../errors.js';
+import type { ExperienceLibrary } from '../../experience/types.js';
+import type { StepPayloadBase, StepRecord } from '../../store/records.js';
+import type { Store } from '../../store/types.js';
+import { recordKind } from '../../store/validate.js';
+
+/**
+ * The experience library after `step`, for methods that keep one (training-free); undefined for a
+ * method whose steps carry none (its prompts use the run's `initialLibrary` throughout).
+ */
+export function stepLibrary(step: StepRecord<StepPayloadBase>): ExperienceLibrary | undefined {
+  return recordKind(step.payload.kind)?.library?.(step.payload as unknown as Record<string, unknown>);
+}
 
 /**
  * The library as it was after `step` (0: the initial library). Start a new run with it as
