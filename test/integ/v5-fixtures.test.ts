@@ -15,6 +15,7 @@ import { loraGrpo, resumeLoraGrpo } from '../../lib/methods/lora/method.js';
 import { resumeRouterGrpo, routerGrpo } from '../../lib/methods/router/method.js';
 import { resumeTrainingFreeGrpo, trainingFreeGrpo } from '../../lib/methods/training-free/method.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
+import { readAdapterFile, type AdapterFile } from '../../lib/grad.js';
 import { openFileStore } from '../../lib/store/file.js';
 import { openIdbStore } from '../../lib/store/idb.js';
 import { migrate } from '../../lib/store/idb-schema.js';
@@ -29,10 +30,27 @@ const FIXTURES = new URL('../fixtures/v5/', import.meta.url).pathname;
 /** An adapter file without its creation time. */
 const weightsOf = ({ createdAt: _t, ...file }: { createdAt?: string }) => JSON.stringify(file);
 
+/**
+ * The head adapter's fixture step was trained by the engine of its day (TypeScript kernels in
+ * float64); its resume and today's uninterrupted run train on onnxruntime's float32 graphs. Two
+ * engines: the adapters agree to a tolerance (1e-4 of the largest weight), not bit for bit.
+ */
+function expectSameHeadAdapter(actual: AdapterFile, expectedFile: AdapterFile): void {
+  const a = readAdapterFile(actual);
+  const b = readAdapterFile(expectedFile);
+  expect({ ...actual, a: '', b: '', createdAt: '' }).toEqual({ ...expectedFile, a: '', b: '', createdAt: '' });
+  for (const key of ['a', 'b'] as const) {
+    const scale = Math.max(...b[key].map(Math.abs));
+    const worst = Math.max(...a[key].map((v, i) => Math.abs(v - b[key][i])));
+    expect(worst, key).toBeLessThan(1e-4 * scale);
+  }
+}
+
 let head: OnnxPolicy;
 let decoder: OnnxPolicy;
 const dirs: string[] = [];
-const expected: Record<'lessons' | 'exemplars' | 'router' | 'gradient' | 'lora', string> = { lessons: '', exemplars: '', router: '', gradient: '', lora: '' };
+const expected: Record<'lessons' | 'exemplars' | 'router' | 'lora', string> = { lessons: '', exemplars: '', router: '', lora: '' };
+let expectedHead: AdapterFile;
 beforeAll(async () => {
   head = await loadOnnxPolicy({ model: await bundledModelPath(), hiddenState: true });
   decoder = await loadOnnxPolicy({ model: await bundledModelPath() });
@@ -40,7 +58,7 @@ beforeAll(async () => {
   expected.exemplars = JSON.stringify((await trainingFreeGrpo({ ...exemplars, policy: scriptedPolicy() }).result()).library);
   expected.router = JSON.stringify((await routerGrpo({ ...router, policy: armPolicy() }).result()).router);
   const trained = await gradientGrpo({ ...gradient, policy: head }).result();
-  expected.gradient = weightsOf(trained.adapter);
+  expectedHead = trained.adapter;
   trained.trainer.dispose();
   // The fixture's runs were stored before the engine option, so they train on the CPU engine.
   expected.lora = weightsOf((await loraGrpo({ ...lora, engine: 'cpu', policy: decoder }).result()).adapter);
@@ -70,7 +88,8 @@ async function resumesAll(store: Store): Promise<void> {
   const routed = await resumeRouterGrpo('router', { policy: armPolicy(), rewards: [right], store }).result();
   expect([routed.status, JSON.stringify(routed.router)]).toEqual(['completed', expected.router]);
   const trained = await resumeGradientGrpo('gradient', { policy: head, rewards: gradient.rewards, store }).result();
-  expect([trained.status, weightsOf(trained.adapter)]).toEqual(['completed', expected.gradient]);
+  expect(trained.status).toBe('completed');
+  expectSameHeadAdapter(trained.adapter, expectedHead);
   trained.trainer.dispose();
   const adapted = await resumeLoraGrpo('lora', { policy: decoder, rewards: lora.rewards, store }).result();
   expect([adapted.status, weightsOf(adapted.adapter)]).toEqual(['completed', expected.lora]);
