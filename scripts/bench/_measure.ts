@@ -36,3 +36,24 @@ export function si(value: number): string {
 export function ms(value: number): string {
   return value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2);
 }
+
+/** Wall and CPU time (user + system of every thread of the process) of one call. */
+export interface Cost {
+  ms: number;
+  cpuMs: number;
+}
+
+/** The median of `repeats` calls, wall and CPU time apart. */
+export async function measureCpu(fn: () => Promise<unknown>, repeats: number): Promise<Cost> {
+  const runs: Cost[] = [];
+  for (let i = 0; i < repeats; i++) {
+    const t0 = performance.now();
+    const c0 = process.cpuUsage();
+    await fn();
+    const c = process.cpuUsage(c0);
+    runs.push({ ms: performance.now() - t0, cpuMs: (c.user + c.system) / 1000 });
+  }
+  // The median: on a shared machine single runs swing with the neighbours.
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  return { ms: median(runs.map((r) => r.ms)), cpuMs: median(runs.map((r) => r.cpuMs)) };
+}

@@ -21,29 +21,10 @@ import { buildContinuationCorpus } from '../pretrain/corpus-continue.js';
 import { buildCorpus, type Example } from '../pretrain/corpus.js';
 import { pretrain, pretrainEngine, supervisedLoss } from '../pretrain/train.js';
 import { toDecoder } from '../pretrain/weights.js';
-import { ms } from './_measure.js';
+import { measureCpu, ms, type Cost } from './_measure.js';
 
 const SHORT_RUN = 200;
 const SHORT_PHASE2 = 40;
-
-interface Cost {
-  ms: number;
-  cpuMs: number;
-}
-
-async function measure(fn: () => Promise<unknown>, repeats: number): Promise<Cost> {
-  const runs: Cost[] = [];
-  for (let i = 0; i < repeats; i++) {
-    const t0 = performance.now();
-    const c0 = process.cpuUsage();
-    await fn();
-    const c = process.cpuUsage(c0);
-    runs.push({ ms: performance.now() - t0, cpuMs: (c.user + c.system) / 1000 });
-  }
-  // The median: on a shared machine single runs swing with the neighbours.
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  return { ms: median(runs.map((r) => r.ms)), cpuMs: median(runs.map((r) => r.cpuMs)) };
-}
 
 const fresh = (): DecoderWeights => toDecoder(SKILL_SPEC, initWeights(SKILL_SPEC, vocabulary(SKILL_SPEC.reservedTokens).length));
 const optimizer = resolveOptimizer({ lr: PRETRAIN.lr, weightDecay: PRETRAIN.weightDecay, maxGradNorm: PRETRAIN.maxGradNorm });
@@ -82,7 +63,7 @@ export async function run(): Promise<string> {
     };
     await step();
     next = 0;
-    results.push({ threads, cost: await measure(step, 7), buildMs });
+    results.push({ threads, cost: await measureCpu(step, 7), buildMs });
     engine.dispose();
   }
 
@@ -90,7 +71,7 @@ export async function run(): Promise<string> {
   const tsWeights = fresh();
   const moments = { m: decoderTensors(tsWeights).map((t) => new Float32Array(t.length)), v: decoderTensors(tsWeights).map((t) => new Float32Array(t.length)), t: 0 };
   next = 0;
-  const ts = await measure(async () => typescriptStep(tsWeights, batches[next++ % batches.length], moments), 3);
+  const ts = await measureCpu(async () => typescriptStep(tsWeights, batches[next++ % batches.length], moments), 3);
 
   console.log(`  a ${SHORT_RUN}-update phase-1 run on the graph engine (${PRETRAIN.workers} threads)…`);
   const runCorpus = buildCorpus(SHORT_RUN * PRETRAIN.batch, PRETRAIN.seed, PRETRAIN.wrongShare);

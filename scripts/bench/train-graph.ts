@@ -30,31 +30,12 @@ import { loraEngine, type LoraEngineOptions } from '../../lib/train/lora-engine.
 import { GrpoTrainer } from '../../lib/train/trainer.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { BENCH, buildModel, MODEL_DIRS } from '../build-model/index.js';
-import { ms } from './_measure.js';
+import { measureCpu, ms, type Cost } from './_measure.js';
 
 const GROUP = 4;
 const NEW_TOKENS = 32;
 const RANK = 8;
 const PROMPT = 'Answer with digits only: what is 7 x 6?';
-
-interface Cost {
-  ms: number;
-  cpuMs: number;
-}
-
-async function measure(fn: () => Promise<unknown>, repeats: number): Promise<Cost> {
-  const runs: Cost[] = [];
-  for (let i = 0; i < repeats; i++) {
-    const t0 = performance.now();
-    const c0 = process.cpuUsage();
-    await fn();
-    const c = process.cpuUsage(c0);
-    runs.push({ ms: performance.now() - t0, cpuMs: (c.user + c.system) / 1000 });
-  }
-  // The median: on a shared machine single runs swing with the neighbours.
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  return { ms: median(runs.map((r) => r.ms)), cpuMs: median(runs.map((r) => r.cpuMs)) };
-}
 
 function moved(weights: DecoderWeights, seed: number): LoraAdapter {
   const adapter = createLoraAdapter(weights.shape, { r: RANK, alpha: 16, seed });
@@ -77,19 +58,19 @@ export async function run(): Promise<string> {
   const completions = group.completions.map((c) => c.tokenIds);
   const tokens = completions.reduce((n, c) => n + c.length, 0);
   await policy.scoreCompletions({ prompt: PROMPT, completions });
-  const scoring = await measure(() => policy.scoreCompletions({ prompt: PROMPT, completions }), 5);
+  const scoring = await measureCpu(() => policy.scoreCompletions({ prompt: PROMPT, completions }), 5);
 
   console.log('  the sampler following an adapter: graph inputs against merged weights…');
   const followed = moved(weights, 11);
   const sample = () => policy.generateGroup({ prompt: PROMPT, groupSize: GROUP, maxNewTokens: NEW_TOKENS, seed: 2 });
-  const merge = await measure(async () => policy.replaceGraph(await mergeLoraIntoOnnx(bytes, weights, followed)), 3);
-  const mergedSampling = await measure(sample, 3);
-  const firstFollow = await measure(() => policy.followAdapter(followed), 1);
-  const follow = await measure(async () => {
+  const merge = await measureCpu(async () => policy.replaceGraph(await mergeLoraIntoOnnx(bytes, weights, followed)), 3);
+  const mergedSampling = await measureCpu(sample, 3);
+  const firstFollow = await measureCpu(() => policy.followAdapter(followed), 1);
+  const follow = await measureCpu(async () => {
     for (const layer of followed.layers) for (const pair of Object.values(layer)) pair.B.reverse();
     await policy.followAdapter(followed);
   }, 5);
-  const followedSampling = await measure(sample, 3);
+  const followedSampling = await measureCpu(sample, 3);
   await policy.dispose();
 
   // The product's one update step (GrpoTrainer: grpoLoss, backward, AdamW) over each engine; the
@@ -109,8 +90,8 @@ export async function run(): Promise<string> {
   const trainer = trainerOn(graphAdapter, { backend: 'onnxruntime', graph: engine });
   await trainer.trainStep(batch, prompts);
   console.log('  graph engine: forward and train step…');
-  const graphForward = await measure(() => engine.forward(graphAdapter, graphGroups), 5);
-  const graphStep = await measure(() => trainer.trainStep(batch, prompts), 5);
+  const graphForward = await measureCpu(() => engine.forward(graphAdapter, graphGroups), 5);
+  const graphStep = await measureCpu(() => trainer.trainStep(batch, prompts), 5);
   trainer.dispose();
 
   console.log('  graph engine on onnxruntime-web (WASM, one thread, hosted by Node)…');
@@ -119,13 +100,13 @@ export async function run(): Promise<string> {
   const wasmEngine = await LoraGraphEngine.create(ortWeb as unknown as GraphRuntime, weights, { r: RANK, scale: graphAdapter.scale, targetModules: graphAdapter.config.targetModules });
   const wasmTrainer = trainerOn(graphAdapter, { backend: 'onnxruntime', graph: wasmEngine });
   await wasmTrainer.trainStep(batch, prompts);
-  const wasmForward = await measure(() => wasmEngine.forward(graphAdapter, graphGroups), 3);
-  const wasmStep = await measure(() => wasmTrainer.trainStep(batch, prompts), 3);
+  const wasmForward = await measureCpu(() => wasmEngine.forward(graphAdapter, graphGroups), 3);
+  const wasmStep = await measureCpu(() => wasmTrainer.trainStep(batch, prompts), 3);
   wasmTrainer.dispose();
 
   console.log('  TypeScript engine: train step (about a minute)…');
   const tsTrainer = trainerOn(moved(weights, 7), { recompute: false });
-  const tsStep = await measure(() => tsTrainer.trainStep(batch, prompts), 1);
+  const tsStep = await measureCpu(() => tsTrainer.trainStep(batch, prompts), 1);
   tsTrainer.dispose();
 
   const x = (a: number, b: number) => (a / b).toFixed(2);
