@@ -8,7 +8,8 @@ import onnxProto from 'onnx-proto';
 import { describe, expect, it } from 'vitest';
 import { ModelLoadError } from '../../lib/errors.js';
 import { PROJECTIONS, type FoundDecoder, type FoundProjection } from '../../lib/policy/onnx/structure/decoder.js';
-import { dequantize, findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';
+import { findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';
+import { dequantize } from '../../lib/policy/onnx/structure/read-weights.js';
 import type { LayerWeights } from '../../scripts/build-model/weights.js';
 import { buildExport, STYLES, type Export } from './exports.js';
 

@@ -31,7 +31,7 @@
 import type { LoraModule, DecoderWeights, Projection } from '../../lora/weights.js';
 import { LORA_MODULES } from '../../lora/weights.js';
 import { UnsupportedError } from '../../errors.js';
-import { dequantize } from '../../policy/onnx/structure/find-decoder.js';
+import { dequantize } from '../../policy/onnx/structure/read-weights.js';
 import { loraInputName } from '../../policy/onnx/structure/lora-inputs.js';
 import type { Q4Matrix } from '../../lora/q4.js';
 import { TrainingGraphBuilder, UINT4, UINT8, type Precision, type TrainingModels } from './builder.js';
