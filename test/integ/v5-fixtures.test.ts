@@ -15,7 +15,7 @@ import { loraGrpo, resumeLoraGrpo } from '../../lib/methods/lora/method.js';
 import { resumeRouterGrpo, routerGrpo } from '../../lib/methods/router/method.js';
 import { resumeTrainingFreeGrpo, trainingFreeGrpo } from '../../lib/methods/training-free/method.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import { readAdapterFile, type AdapterFile } from '../../lib/grad.js';
+import type { AdapterFile } from '../../lib/grad.js';
 import { openFileStore } from '../../lib/store/file.js';
 import { openIdbStore } from '../../lib/store/idb.js';
 import { migrate } from '../../lib/store/idb-schema.js';
@@ -24,27 +24,12 @@ import type { Store } from '../../lib/store/types.js';
 import { validateBundle } from '../../lib/store/validate.js';
 import { armPolicy, exemplars, gradient, INTERRUPTED, lessons, lora, right, router, RUN_IDS } from '../fixtures/v5/runs.js';
 import { scriptedPolicy } from '../tfgrpo/helpers/scripted-policy.js';
+import { expectSameHeadAdapter } from './helpers/head-adapter.js';
 
 const FIXTURES = new URL('../fixtures/v5/', import.meta.url).pathname;
 
 /** An adapter file without its creation time. */
 const weightsOf = ({ createdAt: _t, ...file }: { createdAt?: string }) => JSON.stringify(file);
-
-/**
- * The head adapter's fixture step was trained by the engine of its day (TypeScript kernels in
- * float64); its resume and today's uninterrupted run train on onnxruntime's float32 graphs. Two
- * engines: the adapters agree to a tolerance (1e-4 of the largest weight), not bit for bit.
- */
-function expectSameHeadAdapter(actual: AdapterFile, expectedFile: AdapterFile): void {
-  const a = readAdapterFile(actual);
-  const b = readAdapterFile(expectedFile);
-  expect({ ...actual, a: '', b: '', createdAt: '' }).toEqual({ ...expectedFile, a: '', b: '', createdAt: '' });
-  for (const key of ['a', 'b'] as const) {
-    const scale = Math.max(...b[key].map(Math.abs));
-    const worst = Math.max(...a[key].map((v, i) => Math.abs(v - b[key][i])));
-    expect(worst, key).toBeLessThan(1e-4 * scale);
-  }
-}
 
 let head: OnnxPolicy;
 let decoder: OnnxPolicy;
