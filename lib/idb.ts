@@ -3,6 +3,20 @@
  * sessions. A separate entry so that the core package stays free of dependencies; this one brings
  * `idb` (about 1 kB).
  */
-export { openIdbStore, IdbStore, type IdbStoreOptions } from './store/idb.js';
+import { methodRecords } from './methods/records.js';
+import { openIdbStore as openWith, type IdbStore, type IdbStoreOptions } from './store/idb.js';
+import { openIdbSessionStore as openSessionWith, type IdbSessionStore, type IdbSessionStoreOptions } from './store/idb-groups.js';
+
+export { IdbStore, type IdbStoreOptions } from './store/idb.js';
 export { SCHEMA_VERSION as IDB_SCHEMA_VERSION } from './store/idb-schema.js';
-export { openIdbSessionStore, IdbSessionStore, type IdbSessionStoreOptions } from './store/idb-groups.js';
+export { IdbSessionStore, type IdbSessionStoreOptions } from './store/idb-groups.js';
+
+/** Opens (creating or migrating) the database and returns a run store on it, reading runs of every registered method. */
+export function openIdbStore(options: Partial<IdbStoreOptions> = {}): Promise<IdbStore> {
+  return openWith({ ...options, records: options.records ?? methodRecords });
+}
+
+/** Opens (creating or migrating) the database and returns its ask/tell group store. */
+export function openIdbSessionStore(options: Partial<IdbSessionStoreOptions> = {}): Promise<IdbSessionStore> {
+  return openSessionWith({ ...options, records: options.records ?? methodRecords });
+}

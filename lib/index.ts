@@ -40,8 +40,10 @@ export { emptyLibrary, renderExperiences, withExperiences, promptWithLibrary, ty
 
 // Stores and runs.
 export type * from './store/records.js';
+export type * from './methods/kinds.js';
 export type { Store, RunLock, RunStatusPatch, StepRange } from './store/types.js';
-export { MemoryStore, exportRun, importRun, type RunExport, type ImportOptions } from './store/index.js';
+export { MemoryStore, exportRun, type RunExport, type ImportOptions } from './store/index.js';
+export { importRun } from './methods/records.js';
 export { libraryAt } from './methods/training-free/history.js';
 
 // Export for trainers elsewhere (TRL, verl).

@@ -17,7 +17,8 @@ export { checkRunId } from './run/options.js';
 export { generateGroups } from './policy/groups.js';
 
 // Stored runs: a step's payload and library, a run's method, checks of what enters a store.
-export { payloadOf, validateBundle, RUN_EXPORT_FORMAT, RUN_EXPORT_VERSION, type RecordKind } from './store/index.js';
+export { payloadOf, RUN_EXPORT_FORMAT, RUN_EXPORT_VERSION, type RecordKind, type RecordLookup, type RunField } from './store/index.js';
+export { validateBundle } from './methods/records.js';
 export { stepLibrary } from './methods/training-free/history.js';
 export { runMethod, type RunMethod } from './methods/run-method.js';
 export { validateDataset, validateDatasetItem } from './core/dataset.js';

@@ -1,5 +1,19 @@
 /** `webgrpo/node`: Node-only parts (they use `node:` modules): the file-backed run and session stores, and JSONL files. */
-export { openFileStore, FileStore, FILE_STORE_VERSION } from './store/file.js';
-export { openFileSessionStore, FileSessionStore } from './store/file-groups.js';
+import { methodRecords } from './methods/records.js';
+import { openFileStore as openWith, type FileStore, type FileStoreOptions } from './store/file.js';
+import { openFileSessionStore as openSessionWith, type FileSessionStore } from './store/file-groups.js';
+
+export { FileStore, FILE_STORE_VERSION, type FileStoreOptions } from './store/file.js';
+export { FileSessionStore } from './store/file-groups.js';
 export { jsonlFileSink, writeJsonlFile, type JsonlFileSink } from './export/file.js';
 export { openEpochExport, type EpochExportFile } from './export/epoch-file.js';
+
+/** Opens (creating or migrating) a run store in the folder `root`, reading runs of every registered method. */
+export function openFileStore(root: string, options: Partial<FileStoreOptions> = {}): Promise<FileStore> {
+  return openWith(root, { records: options.records ?? methodRecords });
+}
+
+/** Opens (creating or migrating) the store folder `root` and returns its ask/tell group store. */
+export function openFileSessionStore(root: string, options: Partial<FileStoreOptions> = {}): Promise<FileSessionStore> {
+  return openSessionWith(root, { records: options.records ?? methodRecords });
+}

@@ -10,7 +10,7 @@ import type { OnnxDevice } from '../onnx.js';
 import type { Policy } from '../core/policy.js';
 import { serve } from '../serve/server.js';
 import { closeOnSignals } from '../serve/signals.js';
-import { openFileSessionStore } from '../store/file-groups.js';
+import { openFileSessionStore } from '../node.js';
 import { modelPath } from './model-arg.js';
 
 const HELP = `Usage: webgrpo serve --model <dir|hub id> [options]

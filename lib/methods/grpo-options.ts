@@ -10,7 +10,7 @@ import { GrpoConfig, type GrpoLossExtras } from '../math/batch.js';
 import type { ImportanceSamplingLevel, LossType } from '../math/loss.js';
 import { resolveDynamicSampling, type DynamicSamplingOptions } from '../run/dynamic-sampling.js';
 import { GROUP_SAMPLING_DEFAULTS, integer, real, type GroupSamplingOptions, type LoopHandles } from '../run/options.js';
-import type { GradientConfig } from '../store/records.js';
+import type { GradientConfig } from './gradient/record.js';
 import type { DatasetItem } from '../core/dataset.js';
 import type { EvaluationOption } from '../run/held-out.js';
 

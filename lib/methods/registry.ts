@@ -7,11 +7,11 @@ import { InvalidInputError } from '../errors.js';
 import type { Method } from '../run/method.js';
 import type { LoopHandles } from '../run/options.js';
 import { registerResume } from '../run/run.js';
-import { registerRecordKind } from '../store/validate.js';
 import { gradientMethodHooks } from './gradient/method.js';
 import { loraMethodHooks } from './lora/method.js';
 import { routerMethod } from './router/method.js';
 import { trainingFreeMethod } from './training-free/method.js';
+import { registerRecord } from './records.js';
 
 /** A method as the registry hands it out: its state, handles and result are its own business. */
 export type RegisteredMethod = Method<string, unknown, LoopHandles, unknown>;
@@ -24,7 +24,7 @@ export function registerMethod<K extends string, S, H extends LoopHandles, R>(me
     throw new InvalidInputError('method', 'expected a method: { kind, resumeWith, record, open, finishStep, epochEnd, result, ... }.');
   }
   METHODS.set(method.kind, method as unknown as RegisteredMethod);
-  registerRecordKind(method.record);
+  registerRecord(method.record);
   registerResume(method.kind, method.resumeWith);
 }
 

@@ -23,7 +23,6 @@ import { combinedRewards, computeAdvantages, type AdvantageResult } from '../mat
 import type { ItemResult, RolloutRecord, RunRecord, StepPayloadBase, StepRecord, StepStats } from '../store/records.js';
 import type { DatasetItem } from '../core/dataset.js';
 import { isFlat } from './dynamic-sampling.js';
-import { registerRecordKind } from '../store/validate.js';
 import type { Store } from '../store/types.js';
 import type { Progress } from './events.js';
 import { evaluateHeldOut, evaluationDue, resolveEvaluation, type EvaluationOption } from './held-out.js';
@@ -76,9 +75,8 @@ export function resumeRun<E, K extends Kind, S, H extends LoopHandles, R, P exte
   });
 }
 
-/** Makes the method's runs known to validation and imports, and its resume function to errors. */
-function register(method: Pick<Method, 'kind' | 'record' | 'resumeWith'>): void {
-  registerRecordKind(method.record);
+/** Makes the method's resume function known to errors (its records are known to stores once it is registered: `registerMethod`). */
+function register(method: Pick<Method, 'kind' | 'resumeWith'>): void {
   registerResume(method.kind, method.resumeWith);
 }
 

@@ -4,7 +4,7 @@
  * dropped). Steps are numbered from 1 across epochs. Everything is computed from the stored
  * config, so a resumed run walks exactly the same schedule.
  */
-import type { TrainingFreeConfig } from '../store/records.js';
+import type { LoopConfig } from '../store/records.js';
 import type { Progress } from './events.js';
 import { deriveSeed, seededShuffle } from './random.js';
 
@@ -27,10 +27,10 @@ export class Schedule {
   readonly stepsPerEpoch: number;
   readonly totalSteps: number;
   readonly totalItems: number;
-  readonly #config: Pick<TrainingFreeConfig, 'batchSize' | 'epochs' | 'shuffle' | 'seed'>;
+  readonly #config: Pick<LoopConfig, 'batchSize' | 'epochs' | 'shuffle' | 'seed'>;
   readonly #orders = new Map<number, number[]>();
 
-  constructor(config: Pick<TrainingFreeConfig, 'batchSize' | 'epochs' | 'shuffle' | 'seed'>, itemCount: number) {
+  constructor(config: Pick<LoopConfig, 'batchSize' | 'epochs' | 'shuffle' | 'seed'>, itemCount: number) {
     this.#config = config;
     this.itemCount = itemCount;
     this.epochs = config.epochs;

@@ -8,6 +8,7 @@ import type { RunBundle, RunRecord } from './records.js';
 import type { Store } from './types.js';
 import { upgradeV4Step } from './upgrade-v4.js';
 import { validateBundle } from './validate.js';
+import type { RecordLookup } from './record-kind.js';
 
 export const RUN_EXPORT_FORMAT = 'webgrpo.run';
 export const RUN_EXPORT_VERSION = 2;
@@ -28,13 +29,15 @@ export interface ImportOptions {
   runId?: string;
   /** Overwrite a run with the same id. Default false (a clash is an error). */
   replace?: boolean;
+  /** The run kinds it reads (their checks and migrations); the core entry's `importRun` passes the registered methods'. */
+  records: RecordLookup;
 }
 
 /**
  * Validates `data` (an object or its JSON text) and stores it in one transaction. The imported run
  * is marked `aborted` unless it had completed, so it can be resumed here. Returns its record.
  */
-export async function importRun(store: Store, data: unknown, options: ImportOptions = {}): Promise<RunRecord> {
+export async function importRun(store: Store, data: unknown, options: ImportOptions): Promise<RunRecord> {
   let value = data;
   if (typeof data === 'string') {
     try {
@@ -43,8 +46,8 @@ export async function importRun(store: Store, data: unknown, options: ImportOpti
       throw new InvalidInputError('run', `is not valid JSON: ${(error as Error).message}`, { cause: error });
     }
   }
-  const document = upgradeExport(value);
-  const bundle = validateBundle(document);
+  const document = upgradeExport(value, options.records);
+  const bundle = validateBundle(document, options.records);
   if (options.runId !== undefined) bundle.run = { ...bundle.run, id: options.runId };
   if (bundle.run.status === 'running') bundle.run = { ...bundle.run, status: 'aborted' };
   await store.writeBundle(bundle, { replace: options.replace });
@@ -56,7 +59,7 @@ export async function importRun(store: Store, data: unknown, options: ImportOpti
  * version 2 moved each step's method fields into its `payload`. A later format change adds its
  * upgrade step here.
  */
-function upgradeExport(value: unknown): unknown {
+function upgradeExport(value: unknown, records: RecordLookup): unknown {
   if (typeof value !== 'object' || value === null) throw new InvalidInputError('run', 'expected an exported run object.');
   const doc = value as { format?: unknown; version?: unknown };
   if (doc.format !== RUN_EXPORT_FORMAT) throw new InvalidInputError('run.format', `expected "${RUN_EXPORT_FORMAT}"; is this a webgrpo run export?`);
@@ -68,7 +71,7 @@ function upgradeExport(value: unknown): unknown {
   }
   if (doc.version === 1) {
     const v1 = value as { run?: { kind?: unknown }; steps?: unknown };
-    if (Array.isArray(v1.steps)) return { ...v1, version: 2, steps: v1.steps.map((step) => upgradeV4Step(step, v1.run?.kind)) };
+    if (Array.isArray(v1.steps)) return { ...v1, version: 2, steps: v1.steps.map((step) => upgradeV4Step(step, v1.run?.kind, records)) };
   }
   return value;
 }

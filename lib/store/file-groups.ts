@@ -7,12 +7,12 @@
 import { join } from 'node:path';
 import { InvalidInputError } from '../errors.js';
 import type { GroupRecord, SessionStore } from './session-records.js';
-import { openStoreFolder } from './file.js';
+import { openStoreFolder, type FileStoreOptions } from './file.js';
 import { guard, listJson, readJson, writeAtomic } from './file-io.js';
 
-/** Opens (creating or migrating) the store folder `root` and returns its group store. */
-export async function openFileSessionStore(root: string): Promise<FileSessionStore> {
-  await openStoreFolder(root);
+/** Opens (creating or migrating, its runs read with `options.records`) the store folder `root` and returns its group store. */
+export async function openFileSessionStore(root: string, options: FileStoreOptions): Promise<FileSessionStore> {
+  await openStoreFolder(root, options.records);
   return new FileSessionStore(root);
 }
 

@@ -6,14 +6,14 @@
  *   <root>/runs/<runId>/items.json         its dataset
  *   <root>/runs/<runId>/steps/000007.json  one committed step (items, stats, the method's payload)
  *   <root>/runs/<runId>/pending/000008-0002.json   a finished item of the step in progress
- *   <root>/runs/<runId>/adapters/000007.json      gradient and lora runs: the adapter checkpoint of step 7
+ *   <root>/runs/<runId>/adapters/000007.json      runs that train an adapter: its checkpoint after step 7
  *   <root>/runs/<runId>/lock               { pid, hostname } of the process running it
  *   <root>/groups/<groupId>.json           an ask/tell session's group (`openFileSessionStore`)
  *
  * Every file is written to a temporary name, flushed and then renamed (or hard-linked, where it must
  * not exist yet) into place, so a killed process leaves each file whole or absent. A step is one file,
- * so `commitStep` is atomic; the run's progress is read from the step files themselves. A gradient
- * step's adapter checkpoint is written before its step file and read by the last step's number, so
+ * so `commitStep` is atomic; the run's progress is read from the step files themselves. A step's
+ * adapter checkpoint is written before its step file and read by the last step's number, so
  * a checkpoint without its step (a crash in between) is never read, and is replaced on the retry.
  * Each record is written with checksums of its fields (checksum.ts; items.json: each item), checked
  * as it is read (integrity.ts).
@@ -27,9 +27,9 @@ import { codeOf, guard, listJson, processAlive, readJson, removeStaleTemporaries
 import { sealed } from './checksum.js';
 import { checkAdapter, checkCompleted, checkItems, checkPending, checkProgress, checkRun, checkStep, checkStepNumbers, remedy } from './integrity.js';
 import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, keepsAdapter, runExists, withEvaluation } from './rules.js';
-import type { AdapterCheckpoint } from '../grad/format.js';
 import { upgradeV4Step } from './upgrade-v4.js';
-import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
+import type { RecordLookup } from './record-kind.js';
+import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord, StoredCheckpoint } from './records.js';
 import type { DatasetItem } from '../core/dataset.js';
 import { damagedAmong, leftOut } from './damage.js';
 import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from './types.js';
@@ -37,7 +37,7 @@ import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from './ty
 const FORMAT = 'webgrpo.file-store';
 
 /** Layout migrations; a new folder runs them all. Append, never edit. */
-const MIGRATIONS: ReadonlyArray<(root: string) => Promise<void>> = [
+const MIGRATIONS: ReadonlyArray<(root: string, records: RecordLookup) => Promise<void>> = [
   // v1: the runs folder.
   async (root) => {
     await mkdir(join(root, 'runs'), { recursive: true });
@@ -45,7 +45,7 @@ const MIGRATIONS: ReadonlyArray<(root: string) => Promise<void>> = [
   // v2: step records hold the method's fields in `payload` (each step file rewritten in place,
   // atomically; a rerun after a crash skips the files already done, a damaged file is left to
   // the integrity check of the read).
-  async (root) => {
+  async (root, records) => {
     for (const name of (await readdir(join(root, 'runs'))).filter((n) => !n.startsWith('.'))) {
       const dir = join(root, 'runs', name);
       const run = await readJson<{ kind?: unknown }>(join(dir, 'run.json')).catch(() => undefined);
@@ -53,7 +53,7 @@ const MIGRATIONS: ReadonlyArray<(root: string) => Promise<void>> = [
         const path = join(dir, 'steps', file);
         // A damaged file stays as it is: reading the run reports it, naming the file.
         const step = await readJson<unknown>(path).catch(() => undefined);
-        const upgraded = upgradeV4Step(step, run?.kind);
+        const upgraded = upgradeV4Step(step, run?.kind, records);
         if (upgraded !== step) await writeAtomic(path, upgraded);
       }
     }
@@ -61,17 +61,24 @@ const MIGRATIONS: ReadonlyArray<(root: string) => Promise<void>> = [
 ];
 export const FILE_STORE_VERSION = MIGRATIONS.length;
 
+/** What a file store reads its runs with. */
+export interface FileStoreOptions {
+  /** The run kinds it reads (their records: checks, migrations); `webgrpo/node` passes the registered methods'. */
+  records: RecordLookup;
+}
+
 /** Opens (creating or migrating) a store in `root`. */
-export async function openFileStore(root: string): Promise<FileStore> {
-  await openStoreFolder(root);
-  return new FileStore(root);
+export async function openFileStore(root: string, options: FileStoreOptions): Promise<FileStore> {
+  await openStoreFolder(root, options.records);
+  return new FileStore(root, options);
 }
 
 /**
- * Creates `root` as a store folder, or checks that it is one and brings its layout up to date. The
- * run store and the session store (`openFileSessionStore`) share the folder.
+ * Creates `root` as a store folder, or checks that it is one and brings its layout up to date
+ * (reading its runs with `records`). The run store and the session store (`openFileSessionStore`)
+ * share the folder.
  */
-export async function openStoreFolder(root: string): Promise<void> {
+export async function openStoreFolder(root: string, records: RecordLookup): Promise<void> {
   await guard(`open the store in ${root}`, async () => {
     await mkdir(root, { recursive: true });
     const meta = await readJson<{ format?: string; schemaVersion?: number }>(join(root, 'store.json'));
@@ -87,7 +94,7 @@ export async function openStoreFolder(root: string): Promise<void> {
     if (version > FILE_STORE_VERSION) {
       throw new StoreError(`${root} was written by a newer webgrpo (store version ${version}, this one knows ${FILE_STORE_VERSION}); upgrade webgrpo.`);
     }
-    for (let v = version; v < FILE_STORE_VERSION; v++) await MIGRATIONS[v](root);
+    for (let v = version; v < FILE_STORE_VERSION; v++) await MIGRATIONS[v](root, records);
     if (version !== FILE_STORE_VERSION) await writeAtomic(join(root, 'store.json'), { format: FORMAT, schemaVersion: FILE_STORE_VERSION });
     await removeStaleTemporaries(root);
   });
@@ -109,10 +116,12 @@ async function onlyHalfCreated(root: string): Promise<boolean> {
 export class FileStore implements Store {
   readonly kind = 'file';
   readonly root: string;
+  readonly #records: RecordLookup;
   readonly #held = new Set<string>();
 
-  constructor(root: string) {
+  constructor(root: string, options: FileStoreOptions) {
     this.root = root;
+    this.#records = options.records;
   }
 
   async createRun(run: RunRecord, items: DatasetItem[]): Promise<void> {
@@ -130,7 +139,7 @@ export class FileStore implements Store {
     const dir = this.#dir(runId);
     const path = join(dir, 'run.json');
     const run = await guard(`read run "${runId}"`, () => readJson<unknown>(path));
-    if (run !== undefined) return checkRun(run, runId, path);
+    if (run !== undefined) return checkRun(run, runId, path, this.#records);
     // Run folders are built whole under another name and renamed into place, so one without its record lost it.
     if (await guard(`read run "${runId}"`, () => isFolder(dir))) {
       throw new StoreCorruptError(path, `${path} is missing, but ${dir} holds the rest of run "${runId}"; ${remedy(runId)}.`);
@@ -249,17 +258,17 @@ export class FileStore implements Store {
     return last === undefined ? undefined : this.#requireStep(run, last);
   }
 
-  async getAdapter(runId: string): Promise<AdapterCheckpoint | undefined> {
+  async getAdapter(runId: string): Promise<StoredCheckpoint | undefined> {
     const run = await this.#requireRun(runId);
     const last = (await this.#stepNumbers(run)).at(-1);
     if (last === undefined) return undefined;
     const path = join(this.#dir(runId), 'adapters', `${pad(last, 6)}.json`);
     const adapter = await guard(`read the adapter of run "${runId}"`, () => readJson<unknown>(path));
-    // Every step of a gradient or lora run commits its checkpoint: without it a resume would restart the adapter from scratch.
-    if (adapter === undefined && keepsAdapter(run.kind)) {
+    // Every step of a run whose kind keeps an adapter commits its checkpoint: without it a resume would restart the adapter from scratch.
+    if (adapter === undefined && keepsAdapter(run.kind, this.#records)) {
       throw new StoreCorruptError(path, `${path} is missing: step ${last} of run "${runId}" was committed with it; restore it from a backup or an export of the run, or delete the run and start it again.`);
     }
-    return adapter === undefined ? undefined : checkAdapter(adapter, run, last, path);
+    return adapter === undefined ? undefined : checkAdapter(adapter, run, last, path, this.#records);
   }
 
   async lockRun(runId: string): Promise<RunLock> {
@@ -372,7 +381,7 @@ export class FileStore implements Store {
   async #readStep(run: RunRecord, step: number): Promise<StepRecord | undefined> {
     const path = join(this.#dir(run.id), 'steps', `${pad(step, 6)}.json`);
     const record = await guard(`read step ${step}`, () => readJson<unknown>(path));
-    return record === undefined ? undefined : checkStep(record, step, run, path);
+    return record === undefined ? undefined : checkStep(record, step, run, path, this.#records);
   }
 
   /** The run folders' names (a folder may have lost its run.json). */

@@ -9,17 +9,20 @@ import type { GroupRecord, SessionStore } from './session-records.js';
 import type { WebgrpoDB } from './idb-schema.js';
 import { mapErrors } from './idb-errors.js';
 import { openWebgrpoDatabase } from './idb-open.js';
+import type { RecordLookup } from './record-kind.js';
 
 export interface IdbSessionStoreOptions {
   /** Database name. Default `webgrpo` (the run store's). */
   name?: string;
+  /** The run kinds whose records a schema upgrade rewrites; `webgrpo/idb` passes the registered methods'. */
+  records: RecordLookup;
 }
 
 /** Opens (creating or migrating) the database and returns its group store. */
-export async function openIdbSessionStore(options: IdbSessionStoreOptions = {}): Promise<IdbSessionStore> {
+export async function openIdbSessionStore(options: IdbSessionStoreOptions): Promise<IdbSessionStore> {
   const name = options.name ?? 'webgrpo';
   let store: IdbSessionStore | undefined;
-  const db = await openWebgrpoDatabase(name, () => void store?.close());
+  const db = await openWebgrpoDatabase(name, options.records, () => void store?.close());
   store = new IdbSessionStore(db, name);
   return store;
 }

@@ -4,10 +4,10 @@
  * or nothing changes. To change the schema, append a migration; never edit a shipped one.
  */
 import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
-import type { AdapterCheckpoint } from '../grad/format.js';
 import type { GroupRecord } from './session-records.js';
 import { upgradeV4Step } from './upgrade-v4.js';
-import type { ItemResult, RunRecord, StepRecord } from './records.js';
+import type { RecordLookup } from './record-kind.js';
+import type { ItemResult, RunRecord, StepRecord, StoredCheckpoint } from './records.js';
 import type { DatasetItem } from '../core/dataset.js';
 
 export interface ItemRow {
@@ -17,7 +17,7 @@ export interface ItemRow {
 }
 export type StepRow = StepRecord & { runId: string };
 export type PendingRow = ItemResult & { runId: string };
-export type AdapterRow = AdapterCheckpoint & { runId: string };
+export type AdapterRow = StoredCheckpoint & { runId: string };
 export interface LeaseRow {
   runId: string;
   owner: string;
@@ -37,7 +37,8 @@ export interface WebgrpoDB extends DBSchema {
 }
 
 export type UpgradeTx = IDBPTransaction<WebgrpoDB, ArrayLike<StoreNames<WebgrpoDB>>, 'versionchange'>;
-export type Migration = (db: IDBPDatabase<WebgrpoDB>, tx: UpgradeTx) => void;
+/** One schema step; `records` reads the runs whose records it rewrites. */
+export type Migration = (db: IDBPDatabase<WebgrpoDB>, tx: UpgradeTx, records: RecordLookup) => void;
 
 export const MIGRATIONS: readonly Migration[] = [
   // v1: runs, their datasets, committed steps and the finished items of the step in progress.
@@ -55,23 +56,23 @@ export const MIGRATIONS: readonly Migration[] = [
   (db) => {
     db.createObjectStore('groups', { keyPath: 'id' }).createIndex('created', ['createdAt', 'id']);
   },
-  // v4: the adapter checkpoint of each gradient run (the latest; replaced at every step commit).
+  // v4: the adapter checkpoint of each run that trains an adapter (the latest; replaced at every step commit).
   (db) => {
     db.createObjectStore('adapters', { keyPath: 'runId' });
   },
   // v5: step records hold the method's fields in `payload`, under their run's kind.
-  (_db, tx) => {
-    upgradeSteps(tx).catch(() => tx.abort());
+  (_db, tx, records) => {
+    upgradeSteps(tx, records).catch(() => tx.abort());
   },
 ];
 
 /** Rewrites every stored v4 step row in the upgrade transaction (a failure aborts the upgrade, leaving v4 as it was). */
-async function upgradeSteps(tx: UpgradeTx): Promise<void> {
+async function upgradeSteps(tx: UpgradeTx, records: RecordLookup): Promise<void> {
   const kinds = new Map((await tx.objectStore('runs').getAll()).map((run) => [run.id, (run as { kind?: unknown }).kind]));
   let cursor = await tx.objectStore('steps').openCursor();
   while (cursor) {
     const row = cursor.value;
-    const upgraded = upgradeV4Step(row, kinds.get(row.runId));
+    const upgraded = upgradeV4Step(row, kinds.get(row.runId), records);
     if (upgraded !== row) await cursor.update(upgraded as StepRow);
     cursor = await cursor.continue();
   }
@@ -79,7 +80,7 @@ async function upgradeSteps(tx: UpgradeTx): Promise<void> {
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-/** Runs the migrations from `oldVersion` up to `newVersion` (an `upgrade` callback for `openDB`). */
-export function migrate(db: IDBPDatabase<WebgrpoDB>, oldVersion: number, newVersion: number, tx: UpgradeTx): void {
-  for (let version = oldVersion; version < newVersion; version++) MIGRATIONS[version](db, tx);
+/** Runs the migrations from `oldVersion` up to `newVersion` (an `upgrade` callback for `openDB`), reading runs with `records`. */
+export function migrate(db: IDBPDatabase<WebgrpoDB>, oldVersion: number, newVersion: number, tx: UpgradeTx, records: RecordLookup): void {
+  for (let version = oldVersion; version < newVersion; version++) MIGRATIONS[version](db, tx, records);
 }

@@ -20,24 +20,26 @@ import { sealed } from './checksum.js';
 import { damagedAmong, leftOut } from './damage.js';
 import { checkAdapter, checkCompleted, checkItems, checkPending, checkProgress, checkRun, checkStep, checkStepNumbers, remedy } from './integrity.js';
 import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, keepsAdapter, runExists, withEvaluation } from './rules.js';
-import type { AdapterCheckpoint } from '../grad/format.js';
-import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
+import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord, StoredCheckpoint } from './records.js';
 import type { DatasetItem } from '../core/dataset.js';
 import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from './types.js';
+import type { RecordLookup } from './record-kind.js';
 
 export interface IdbStoreOptions {
   /** Database name. Default `webgrpo`. */
   name?: string;
   /** Lease length where Web Locks are missing, in ms; renewed every third of it. Default 10000. */
   leaseMs?: number;
+  /** The run kinds it reads (their records: checks, migrations); `webgrpo/idb` passes the registered methods'. */
+  records: RecordLookup;
 }
 
 /** Opens (creating or migrating) the database and returns a store on it. */
-export async function openIdbStore(options: IdbStoreOptions = {}): Promise<IdbStore> {
+export async function openIdbStore(options: IdbStoreOptions): Promise<IdbStore> {
   const name = options.name ?? 'webgrpo';
   let store: IdbStore | undefined;
-  const db = await openWebgrpoDatabase(name, () => store?.close());
-  store = new IdbStore(db, name, options.leaseMs ?? 10_000);
+  const db = await openWebgrpoDatabase(name, options.records, () => store?.close());
+  store = new IdbStore(db, { name, leaseMs: options.leaseMs ?? 10_000, records: options.records });
   return store;
 }
 
@@ -46,13 +48,15 @@ export class IdbStore implements Store {
   readonly #db: IDBPDatabase<WebgrpoDB>;
   readonly #name: string;
   readonly #leaseMs: number;
+  readonly #records: RecordLookup;
   readonly #held = new Set<string>();
   #closed = false;
 
-  constructor(db: IDBPDatabase<WebgrpoDB>, name: string, leaseMs: number) {
+  constructor(db: IDBPDatabase<WebgrpoDB>, options: Required<IdbStoreOptions>) {
     this.#db = db;
-    this.#name = name;
-    this.#leaseMs = leaseMs;
+    this.#name = options.name;
+    this.#leaseMs = options.leaseMs;
+    this.#records = options.records;
   }
 
   async createRun(run: RunRecord, items: DatasetItem[]): Promise<void> {
@@ -66,14 +70,14 @@ export class IdbStore implements Store {
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
     const run = await this.#read(['runs'], (tx) => tx.objectStore('runs').get(runId));
-    return run === undefined ? undefined : checkRun(run, runId, this.#what('runs', runId));
+    return run === undefined ? undefined : checkRun(run, runId, this.#what('runs', runId), this.#records);
   }
 
   async listRuns(): Promise<RunRecord[]> {
     const rows = await this.#read(['runs'], (tx) => tx.objectStore('runs').getAll());
     const runs = rows.map((row) => {
       try {
-        return checkRun(row, row.id, this.#what('runs', row.id));
+        return checkRun(row, row.id, this.#what('runs', row.id), this.#records);
       } catch (error) {
         return leftOut(error);
       }
@@ -101,7 +105,7 @@ export class IdbStore implements Store {
     await this.#write(['runs', 'steps'], `update run "${runId}"`, async (tx) => {
       const run = await tx.objectStore('runs').get(runId);
       if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
-      const checked = checkRun(run, runId, this.#what('runs', runId));
+      const checked = checkRun(run, runId, this.#what('runs', runId), this.#records);
       if (patch.status === 'completed') checkCompleted(checked, await tx.objectStore('steps').count(runRange(runId)), this.#what('steps', runId));
       const next: RunRecord = { ...checked, status: patch.status, updatedAt: new Date().toISOString() };
       if (patch.error !== undefined) next.error = patch.error;
@@ -114,7 +118,7 @@ export class IdbStore implements Store {
     await this.#write(['runs'], `keep the evaluation of epoch ${evaluation.epoch}`, async (tx) => {
       const run = await tx.objectStore('runs').get(runId);
       if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
-      await tx.objectStore('runs').put(sealed(withEvaluation(checkRun(run, runId, this.#what('runs', runId)), evaluation)));
+      await tx.objectStore('runs').put(sealed(withEvaluation(checkRun(run, runId, this.#what('runs', runId), this.#records), evaluation)));
     });
   }
 
@@ -157,7 +161,7 @@ export class IdbStore implements Store {
     await this.#write(['runs', 'steps', 'pending', 'adapters'], `commit step ${step.step}`, async (tx) => {
       const stored = await tx.objectStore('runs').get(runId);
       if (!stored) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
-      const run = checkRun(stored, runId, this.#what('runs', runId));
+      const run = checkRun(stored, runId, this.#what('runs', runId), this.#records);
       const cursor = await tx.objectStore('steps').openCursor(runRange(runId), 'prev');
       checkNextStep(runId, cursor ? cursor.value.step : 0, step.step);
       await requests([
@@ -172,7 +176,7 @@ export class IdbStore implements Store {
   async getStep(runId: string, step: number): Promise<StepRecord | undefined> {
     const run = await this.getRun(runId);
     const row = run && (await this.#read(['steps'], (tx) => tx.objectStore('steps').get([runId, step])));
-    return row && checkStep(stripRunId(row), step, run, this.#what('steps', runId, step));
+    return row && checkStep(stripRunId(row), step, run, this.#what('steps', runId, step), this.#records);
   }
 
   async listSteps(runId: string, range: StepRange = {}): Promise<StepRecord[]> {
@@ -184,7 +188,7 @@ export class IdbStore implements Store {
       await this.#lastNumber(tx, run);
       return tx.objectStore('steps').getAll(IDBKeyRange.bound([runId, from], upper));
     });
-    return rows.map((row) => checkStep(stripRunId(row), row.step, run, this.#what('steps', runId, row.step)));
+    return rows.map((row) => checkStep(stripRunId(row), row.step, run, this.#what('steps', runId, row.step), this.#records));
   }
 
   async lastStep(runId: string): Promise<StepRecord | undefined> {
@@ -194,18 +198,18 @@ export class IdbStore implements Store {
       await this.#lastNumber(tx, run);
       return (await tx.objectStore('steps').openCursor(runRange(runId), 'prev'))?.value;
     });
-    return row && checkStep(stripRunId(row), row.step, run, this.#what('steps', runId, row.step));
+    return row && checkStep(stripRunId(row), row.step, run, this.#what('steps', runId, row.step), this.#records);
   }
 
-  async getAdapter(runId: string): Promise<AdapterCheckpoint | undefined> {
+  async getAdapter(runId: string): Promise<StoredCheckpoint | undefined> {
     const run = await this.#requireRun(runId);
     const [last, row] = await this.#read(['steps', 'adapters'], async (tx) => [await this.#lastNumber(tx, run), await tx.objectStore('adapters').get(runId)] as const);
     const what = this.#what('adapters', runId);
-    // Every step of a gradient or lora run commits its checkpoint: without it a resume would restart the adapter from scratch.
-    if (keepsAdapter(run.kind) && last > 0 && (row === undefined || row.step !== last)) {
+    // Every step of a run whose kind keeps an adapter commits its checkpoint: without it a resume would restart the adapter from scratch.
+    if (keepsAdapter(run.kind, this.#records) && last > 0 && (row === undefined || row.step !== last)) {
       throw new StoreCorruptError(what, `${what} ${row ? `is of step ${row.step}` : 'is missing'}, but step ${last} was committed with its checkpoint; ${remedy(runId)}.`);
     }
-    return row && checkAdapter(stripRunId(row), run, last, what);
+    return row && checkAdapter(stripRunId(row), run, last, what, this.#records);
   }
 
   async lockRun(runId: string): Promise<RunLock> {
@@ -234,7 +238,7 @@ export class IdbStore implements Store {
     return this.#read(['runs', 'items', 'steps', 'pending', 'adapters'], async (tx) => {
       const stored = await tx.objectStore('runs').get(runId);
       if (!stored) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
-      const run = checkRun(stored, runId, this.#what('runs', runId));
+      const run = checkRun(stored, runId, this.#what('runs', runId), this.#records);
       const [items, steps, pending, adapter] = await Promise.all([
         tx.objectStore('items').getAll(runRange(runId)),
         tx.objectStore('steps').getAll(runRange(runId)),
@@ -246,10 +250,10 @@ export class IdbStore implements Store {
       const bundle: RunBundle = {
         run,
         items: this.#items(run, items),
-        steps: steps.map((row) => checkStep(stripRunId(row), row.step, run, this.#what('steps', runId, row.step))),
+        steps: steps.map((row) => checkStep(stripRunId(row), row.step, run, this.#what('steps', runId, row.step), this.#records)),
         pending: pending.map((row) => checkPending(stripRunId(row), steps.length, run, this.#what('pending', runId, row.step, row.position))),
       };
-      if (adapter) bundle.adapter = checkAdapter(stripRunId(adapter), run, steps.length, this.#what('adapters', runId));
+      if (adapter) bundle.adapter = checkAdapter(stripRunId(adapter), run, steps.length, this.#what('adapters', runId), this.#records);
       return bundle;
     });
   }

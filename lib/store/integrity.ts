@@ -11,6 +11,9 @@
  * fields (checksum.ts: the run record with its config, each dataset item, step, pending item and
  * adapter checkpoint with its tensors), checked here when present; records written before them are
  * checked without. A run cannot be marked completed before its schedule's last step is stored.
+ * The method's parts (its run fields, step payload and checkpoint) are read by the run kind's
+ * `RecordKind`, from the records the store was opened with; a kind none of them knows is read
+ * with the common checks alone.
  * The checks are cheap (no per-token scan), so they run on every read a resume makes; imports go
  * through the full `validateBundle` instead.
  *
@@ -18,13 +21,10 @@
  * the operator who restores or deletes it; the server shows its clients a neutral message instead.
  */
 import { InvalidInputError, StoreCorruptError } from '../errors.js';
-import { validateLibrary } from '../experience/normalize.js';
-import type { ExperienceLibrary } from '../experience/types.js';
 import { changedField, unsealed } from './checksum.js';
-import type { AdapterCheckpoint } from '../grad/format.js';
-import type { ItemResult, RunRecord, StepRecord } from './records.js';
+import type { ItemResult, RunRecord, StepRecord, StoredCheckpoint } from './records.js';
 import { validateDatasetItem, type DatasetItem } from '../core/dataset.js';
-import { recordKind } from './validate.js';
+import type { RecordLookup } from './record-kind.js';
 
 type Obj = Record<string, unknown>;
 
@@ -61,7 +61,7 @@ function isCount(value: unknown, min = 0): value is number {
 const STATUSES = ['running', 'aborted', 'failed', 'completed'];
 
 /** A run record as stored (`run.json`, the `runs` row): the fields every loop reads before anything else. */
-export function checkRun(value: unknown, runId: string, what: string): RunRecord {
+export function checkRun(value: unknown, runId: string, what: string, records: RecordLookup): RunRecord {
   if (!isObj(value)) corrupt(what, 'is not a run record (expected a JSON object)', runId);
   if (value.id !== runId) corrupt(what, `names run ${JSON.stringify(value.id)}, not "${runId}"`, runId);
   if (typeof value.kind !== 'string') corrupt(what, 'has no kind', runId);
@@ -72,10 +72,23 @@ export function checkRun(value: unknown, runId: string, what: string): RunRecord
     if (!isCount(value.config[key], 1)) corrupt(what, `has an invalid config.${key} (${JSON.stringify(value.config[key])}; a positive integer)`, runId);
   }
   if (!isCount(value.itemCount, 1)) corrupt(what, 'has no item count', runId);
-  const initialLibrary = checkLibrary(value.initialLibrary, `${what} (initialLibrary)`, runId);
+  const fields = readRunFields(value, records, what, runId);
   const run = verified(value, what, runId) as Obj;
-  // Read as validated: a library stored before exemplars existed gets its empty list.
-  return { ...run, initialLibrary } as unknown as RunRecord;
+  return { ...run, ...fields } as unknown as RunRecord;
+}
+
+/** The method's fields of a run record as its kind reads them (normalised: an older stored shape in today's). */
+function readRunFields(run: Obj, records: RecordLookup, what: string, runId: string): Obj {
+  const fields: Obj = {};
+  for (const [field, { description, read }] of Object.entries(records.get(run.kind as string)?.runFields ?? {})) {
+    try {
+      fields[field] = read(run[field], field);
+    } catch (error) {
+      if (!(error instanceof InvalidInputError)) throw error;
+      corrupt(`${what} (${field})`, `is not ${description} (${error.message.replace(/\.$/, '')})`, runId);
+    }
+  }
+  return fields;
 }
 
 /** A run's dataset: exactly `itemCount` items, each a prompt or chat messages. `undefined` is a missing dataset. */
@@ -99,7 +112,7 @@ export function checkItems(value: unknown, run: RunRecord, what: string): Datase
  * epoch and batch the run's schedule gives that number, and its payload has the shape its method
  * (`RecordKind.read`, looked up by the payload's kind) relies on.
  */
-export function checkStep(stored: unknown, step: number, run: RunRecord, what: string): StepRecord {
+export function checkStep(stored: unknown, step: number, run: RunRecord, what: string, records: RecordLookup): StepRecord {
   const runId = run.id;
   const value = unsealed(stored).record;
   if (!isObj(value)) corrupt(what, 'is not a step record (expected a JSON object)', runId);
@@ -112,16 +125,16 @@ export function checkStep(stored: unknown, step: number, run: RunRecord, what: s
   if (typeof value.committedAt !== 'string') corrupt(what, 'has no commit time', runId);
   const payload = value.payload;
   if (!isObj(payload) || typeof payload.kind !== 'string') corrupt(what, 'has no method payload', runId);
-  const record = { ...value, payload: readPayload(payload, what, runId) } as unknown as StepRecord;
+  const record = { ...value, payload: readPayload(payload, records, what, runId) } as unknown as StepRecord;
   verified(stored, what, runId);
   checkScheduled(value, step, run, what);
   return record;
 }
 
 /** A step's payload as its method (`RecordKind.read`, looked up by the payload's kind) reads it back. */
-function readPayload(payload: Obj, what: string, runId: string): Obj {
+function readPayload(payload: Obj, records: RecordLookup, what: string, runId: string): Obj {
   const kind = payload.kind as string;
-  const read = recordKind(kind)?.read;
+  const read = records.get(kind)?.read;
   if (!read) return payload;
   try {
     return read(payload, 'payload');
@@ -168,9 +181,9 @@ export function checkProgress(run: RunRecord, steps: number, what: string): void
  * The adapter checkpoint of a run that keeps one: of the last committed step, in the shape its
  * method (`RecordKind.adapter`) decodes, tensors included, and as it was written.
  */
-export function checkAdapter(stored: unknown, run: RunRecord, last: number, what: string): AdapterCheckpoint {
+export function checkAdapter(stored: unknown, run: RunRecord, last: number, what: string, records: RecordLookup): StoredCheckpoint {
   const value = unsealed(stored).record;
-  const kind = recordKind(run.kind);
+  const kind = records.get(run.kind);
   if (kind?.adapter) {
     try {
       const step = kind.adapter(value, 'checkpoint');
@@ -181,7 +194,7 @@ export function checkAdapter(stored: unknown, run: RunRecord, last: number, what
     }
   }
   verified(stored, what, run.id);
-  return value as AdapterCheckpoint;
+  return value as StoredCheckpoint;
 }
 
 /** A run may be marked completed only once every step of its schedule is stored. */
@@ -254,13 +267,4 @@ function isRolloutShape(value: unknown): boolean {
     (reward === null || typeof reward === 'number') &&
     typeof advantage === 'number'
   );
-}
-
-function checkLibrary(value: unknown, what: string, runId: string): ExperienceLibrary {
-  try {
-    return validateLibrary(value, 'library');
-  } catch (error) {
-    if (!(error instanceof InvalidInputError)) throw error;
-    corrupt(what, `is not an experience library (${error.message.replace(/\.$/, '')})`, runId);
-  }
 }

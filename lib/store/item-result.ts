@@ -1,8 +1,15 @@
-/** What one dataset item produced in one step: its rollouts, their rewards, the critic's exchanges, warnings. */
-import type { ExemplarCandidate, ExperienceOperation } from '../experience/types.js';
+/**
+ * What one dataset item produced in one step: its rollouts, their rewards, warnings. A method adds
+ * its own fields to `ItemResult`, `RolloutRecord` and `WarningStages` in its record.ts
+ * (`declare module`); the store checks them through the method's `RecordKind`.
+ */
 import type { FinishReason, PromptInput, Usage } from '../core/policy.js';
 
-export type WarningStage = 'summary' | 'critique' | 'group-update' | 'batch-merge' | 'reward' | 'exemplar';
+/** Where in a step a warning arose, by name: the driver's own, and each method's (added in its record.ts). */
+export interface WarningStages {
+  reward: true;
+}
+export type WarningStage = keyof WarningStages;
 
 /** Something the loop skipped or repaired instead of failing: kept with the step and emitted. */
 export interface RunWarning {
@@ -25,17 +32,6 @@ export interface RolloutRecord {
   /** Weighted sum of the scorable columns; null when no function could score. */
   reward: number | null;
   advantage: number;
-  /** The critic's summary of this rollout (lessons mode, groups with spread). */
-  summary?: string;
-  /** Router runs: the id of the arm this completion was routed to. */
-  arm?: string;
-}
-
-/** One critic exchange: every raw reply (untrusted text, kept for audit) and what was used. */
-export interface CriticExchange<T> {
-  outputs: string[];
-  /** The parsed result; absent when both tries failed (a warning says why). */
-  parsed?: T;
 }
 
 export interface GroupStats {
@@ -56,17 +52,12 @@ export interface ItemResult {
   position: number;
   /** The prompt as the policy saw it, experiences included. */
   prompt: PromptInput;
-  /** Library ids put into the prompt. */
+  /** Ids of the method's entries put into the prompt (the experience library's), empty for most methods. */
   experienceIds: string[];
   rollouts: RolloutRecord[];
   usage: Usage;
   stats: GroupStats;
   /** Dynamic sampling: times the group was sampled again (its rewards all equalled); `rollouts` are the last sampling's. */
   resamples?: number;
-  /** Why the critic did not look at this group, when it did not. */
-  skipped?: 'zero-spread' | 'no-rewards';
-  critique?: CriticExchange<string[]>;
-  groupUpdate?: CriticExchange<ExperienceOperation[]>;
-  exemplar?: ExemplarCandidate;
   warnings: RunWarning[];
 }

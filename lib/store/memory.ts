@@ -3,8 +3,7 @@
  * are tested against. Values are cloned in and out, so it behaves like a persistent store.
  */
 import { NotFoundError } from '../errors.js';
-import type { AdapterCheckpoint } from '../grad/format.js';
-import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord } from './records.js';
+import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord, StoredCheckpoint } from './records.js';
 import type { DatasetItem } from '../core/dataset.js';
 import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists, withEvaluation } from './rules.js';
 import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from './types.js';
@@ -14,7 +13,7 @@ interface RunData {
   items: DatasetItem[];
   steps: StepRecord[];
   pending: Map<string, ItemResult>;
-  adapter?: AdapterCheckpoint;
+  adapter?: StoredCheckpoint;
 }
 
 const clone = <T>(value: T): T => structuredClone(value);
@@ -97,7 +96,7 @@ export class MemoryStore implements Store {
     return steps.length ? clone(steps[steps.length - 1]) : undefined;
   }
 
-  async getAdapter(runId: string): Promise<AdapterCheckpoint | undefined> {
+  async getAdapter(runId: string): Promise<StoredCheckpoint | undefined> {
     const adapter = this.#data(runId).adapter;
     return adapter && clone(adapter);
   }

@@ -1,15 +1,18 @@
-import type { ExperienceLibrary } from '../experience/types.js';
-
 /**
  * What the store knows of one kind of run: how to check its stored config, the method's fields of
- * its step records and rollouts, and whether it keeps an adapter checkpoint. Each method has one
- * (its `record`); the driver registers it when a run of the method starts or resumes, so imports
- * and stores check a new method's runs without knowing it.
+ * its run record, step records and rollouts, its adapter checkpoint, and how its steps read as a
+ * schema v4 store held them. Each method has one (its `record`, in its folder's record.ts); a store
+ * is handed them (`RecordLookup`) when it is opened, so it reads any method's runs and names none.
  */
 export interface RecordKind {
   kind: string;
   /** Checks a stored config of this kind (throws `InvalidInputError` naming the field). */
   config(value: unknown, at: string): void;
+  /**
+   * The method's own fields of the run record, by name: what each must be (in errors: `is not
+   * <description>`) and how it reads back (checked, normalised). Checked on import and on every read.
+   */
+  runFields?: Record<string, RunField>;
   /** Checks a step's payload (`step.payload`, whose `kind` is already checked). */
   step?(payload: Record<string, unknown>, at: string, config: Record<string, unknown>): void;
   /**
@@ -17,8 +20,6 @@ export interface RecordKind {
    * normalised (default: as stored). Throws `InvalidInputError`, which the store reports as corrupt.
    */
   read?(payload: Record<string, unknown>, at: string): Record<string, unknown>;
-  /** The experience library after the step, for methods whose steps keep one. */
-  library?(payload: Record<string, unknown>): ExperienceLibrary;
   /** Checks the method's fields of a rollout (by default a rollout has none). */
   rollout?(rollout: Record<string, unknown>, at: string, config: Record<string, unknown>): void;
   /**
@@ -26,4 +27,22 @@ export interface RecordKind {
    * returns the step it was taken after. Absent: the kind keeps none.
    */
   adapter?(checkpoint: unknown, at: string): number;
+  /**
+   * The payload of a schema v4 step (which held the method's fields beside the common ones) from
+   * those fields. Default: without the experience-library fields v4 wrote on every run's steps
+   * (upgrade-v4.ts), which only the method that keeps a library uses.
+   */
+  fromV4?(fields: Record<string, unknown>): Record<string, unknown>;
+}
+
+/** One method field of a run record: what it must be, and how it is read (throws `InvalidInputError`). */
+export interface RunField {
+  description: string;
+  read(value: unknown, at: string): unknown;
+}
+
+/** The record kinds a store reads, by kind: a `Map` of them, or the methods' registry (`methodRecords`). */
+export interface RecordLookup {
+  get(kind: string): RecordKind | undefined;
+  keys(): Iterable<string>;
 }

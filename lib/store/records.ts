@@ -1,9 +1,8 @@
 /**
  * What a run stores, every record type in one import. Everything is plain JSON-compatible data, so
  * every store (memory, IndexedDB, files) and the export format hold exactly the same thing; each
- * concept has its own file.
+ * concept has its own file, and each method's own part of them is in its folder's record.ts.
  */
-export type { RouterArm } from '../route/arm.js';
 export type * from './run-config.js';
 export type * from './run-record.js';
 export type * from './item-result.js';

@@ -5,11 +5,11 @@
  */
 import { AlreadyRunningError, StoreError } from '../errors.js';
 import type { EvaluationRecord, RunRecord } from './records.js';
-import { recordKind } from './validate.js';
+import type { RecordLookup } from './record-kind.js';
 
-/** Whether every step of a run of this kind commits an adapter checkpoint (gradient, lora). */
-export function keepsAdapter(kind: string): boolean {
-  return recordKind(kind)?.adapter !== undefined;
+/** Whether every step of a run of this kind commits an adapter checkpoint (its `RecordKind` decodes one). */
+export function keepsAdapter(kind: string, records: RecordLookup): boolean {
+  return records.get(kind)?.adapter !== undefined;
 }
 
 /** Most recently updated first; ties by id, so every store lists alike. */

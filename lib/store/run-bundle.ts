@@ -1,8 +1,7 @@
 /** A whole run as one value: what `exportRun` writes and `importRun` reads. */
-import type { AdapterCheckpoint } from '../grad/format.js';
 import type { DatasetItem } from '../core/dataset.js';
 import type { ItemResult } from './item-result.js';
-import type { RunRecord } from './run-record.js';
+import type { RunRecord, StoredCheckpoint } from './run-record.js';
 import type { StepRecord } from './step-record.js';
 
 /** A whole run: what `exportRun` writes and `importRun` reads. */
@@ -12,6 +11,6 @@ export interface RunBundle {
   steps: StepRecord[];
   /** Finished items of the step in progress (not yet committed as a step). */
   pending: ItemResult[];
-  /** Gradient and lora runs: the adapter checkpoint of the last committed step. */
-  adapter?: AdapterCheckpoint;
+  /** Runs whose kind keeps an adapter: the checkpoint of the last committed step. */
+  adapter?: StoredCheckpoint;
 }

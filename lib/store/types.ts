@@ -6,14 +6,13 @@
  * Guarantees every implementation gives:
  *  - each write is atomic: a crash or a closed tab leaves either all of it or none of it;
  *  - `commitStep` is the step's one transaction: the step record (items and the method's payload,
- *    a training-free step's library snapshot among them) lands together with the removal of that
+ *    an experience library snapshot among them) lands together with the removal of that
  *    step's pending item results;
  *  - a quota failure throws `StoreQuotaError` and rolls the write back, so the run stays as it was;
  *  - reads return copies: mutating them never changes what is stored.
  */
 import type { StoreCorruptError } from '../errors.js';
-import type { AdapterCheckpoint } from '../grad/format.js';
-import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, RunStatus, StepExtras, StepRecord } from './records.js';
+import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, RunStatus, StepExtras, StepRecord, StoredCheckpoint } from './records.js';
 import type { DatasetItem } from '../core/dataset.js';
 
 export interface RunLock {
@@ -79,16 +78,16 @@ export interface Store {
 
   /**
    * Commits a step in one transaction. Throws `StoreError` if the step exists already or is not
-   * the one after the last committed step (another loop got there first). `extras.adapter` (gradient and lora
-   * runs) replaces the run's adapter checkpoint in the same transaction.
+   * the one after the last committed step (another loop got there first). `extras.adapter` (runs whose kind
+   * keeps an adapter) replaces the run's adapter checkpoint in the same transaction.
    */
   commitStep(runId: string, step: StepRecord, extras?: StepExtras): Promise<void>;
   getStep(runId: string, step: number): Promise<StepRecord | undefined>;
   listSteps(runId: string, range?: StepRange): Promise<StepRecord[]>;
   /** The last committed step, or undefined before the first. */
   lastStep(runId: string): Promise<StepRecord | undefined>;
-  /** Gradient and lora runs: the adapter checkpoint committed with the last step (the head adapter's or a LoRA one), or undefined before the first. */
-  getAdapter(runId: string): Promise<AdapterCheckpoint | undefined>;
+  /** Runs whose kind keeps an adapter: the checkpoint committed with the last step, or undefined before the first. */
+  getAdapter(runId: string): Promise<StoredCheckpoint | undefined>;
 
   /**
    * Claims the run for one loop. Throws `AlreadyRunningError` while another loop holds it: in

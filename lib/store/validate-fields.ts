@@ -4,7 +4,7 @@
  */
 import { arr, bool, int, num, obj, str, type Obj } from '../core/shape.js';
 
-/** The fields of `LoopConfig` (gradient and router runs): groups, schedule, sampling, rewards, policy. */
+/** The fields of `LoopConfig`: groups, schedule, sampling, rewards, policy. */
 export function validateLoopConfig(value: unknown, at: string): Obj {
   const c = obj(value, at);
   for (const key of ['groupSize', 'epochs', 'batchSize', 'maxNewTokens'] as const) int(c[key], `${at}.${key}`, 1);

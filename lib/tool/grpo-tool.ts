@@ -16,7 +16,7 @@ import type { ExemplarEntry, ExperienceEntry, ExperienceLibrary } from '../exper
 import { openAiPolicy } from '../policy/openai.js';
 import type { Policy } from '../core/policy.js';
 import { MemoryStore } from '../store/memory.js';
-import type { LoopMode } from '../store/records.js';
+import type { LoopMode } from '../methods/training-free/record.js';
 import type { DatasetItem } from '../core/dataset.js';
 import type { Store } from '../store/types.js';
 import { builtinRewards } from '../tasks/rewards.js';

@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../lib/server.js';
 import { parseChatRequest, parseCompletionRequest } from '../../lib/serve/requests.js';
-import { openFileSessionStore } from '../../lib/store/file-groups.js';
+import { openFileSessionStore } from '../../lib/node.js';
 import { post, startToyServer, type ToyServer } from '../serve/helpers.js';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any -- response bodies under test

@@ -11,7 +11,7 @@ import { routerGrpo } from '../../lib/methods/router/method.js';
 import { GrpoRouter, type GrpoRouterState } from '../../lib/route/router.js';
 import { exportRun } from '../../lib/store/bundle.js';
 import { MemoryStore } from '../../lib/store/memory.js';
-import { validateBundle } from '../../lib/store/validate.js';
+import { validateBundle } from '../../lib/method.js';
 import { armPolicy, router } from '../fixtures/v5/runs.js';
 
 type State = GrpoRouterState & Record<string, unknown>;

@@ -16,6 +16,7 @@ import { openFileSessionStore, openFileStore } from '../../lib/node.js';
 import { MIGRATIONS, type WebgrpoDB } from '../../lib/store/idb-schema.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { sampleItems, sampleRun } from '../tfgrpo/helpers/records.js';
+import { methodRecords } from '../../lib/methods/records.js';
 
 const dirs: string[] = [];
 async function tempDir(): Promise<string> {
@@ -119,7 +120,7 @@ describe.each(kinds)('$name session store', (kind) => {
 describe('IndexedDB session store', () => {
   it('migrates a database of the previous schema (v2), keeping its runs', async () => {
     const name = `migrate-${dbCounter++}`;
-    const v2 = await openDB<WebgrpoDB>(name, 2, { upgrade: (db, old, _new, tx) => MIGRATIONS.slice(old, 2).forEach((m) => m(db, tx)) });
+    const v2 = await openDB<WebgrpoDB>(name, 2, { upgrade: (db, old, _new, tx) => MIGRATIONS.slice(old, 2).forEach((m) => m(db, tx, methodRecords)) });
     await v2.put('runs', sampleRun('old'));
     for (const [index, item] of sampleItems().entries()) await v2.put('items', { runId: 'old', index, item });
     expect([...v2.objectStoreNames]).not.toContain('groups');

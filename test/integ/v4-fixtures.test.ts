@@ -32,6 +32,7 @@ import { openFileStore } from '../../lib/node.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { migrate } from '../../lib/store/idb-schema.js';
 import { scriptedPolicy } from '../tfgrpo/helpers/scripted-policy.js';
+import { methodRecords } from '../../lib/methods/records.js';
 
 const FIXTURES = new URL('../fixtures/v4/', import.meta.url).pathname;
 
@@ -112,7 +113,7 @@ describe('schema v4 runs', () => {
   it('open and resume in IndexedDB', async () => {
     const dump = JSON.parse(await readFile(join(FIXTURES, 'indexeddb.json'), 'utf8')) as { version: number; stores: Record<string, unknown[]> };
     // The database as schema v4 left it: its object stores, then its records.
-    const raw = await openDB('webgrpo-v4', dump.version, { upgrade: (db, oldVersion, newVersion, tx) => migrate(db as never, oldVersion, newVersion!, tx as never) });
+    const raw = await openDB('webgrpo-v4', dump.version, { upgrade: (db, oldVersion, newVersion, tx) => migrate(db as never, oldVersion, newVersion!, tx as never, methodRecords) });
     for (const [name, records] of Object.entries(dump.stores)) for (const record of records) await raw.put(name as never, record as never);
     raw.close();
     const store = await openIdbStore({ name: 'webgrpo-v4' });

@@ -15,6 +15,7 @@ import { RUN_EXPORT_VERSION, validateLibrary } from '../../lib/method.js';
 import { FILE_STORE_VERSION, openFileStore } from '../../lib/node.js';
 import { migrate, SCHEMA_VERSION } from '../../lib/store/idb-schema.js';
 import { upgradeV4Step } from '../../lib/store/upgrade-v4.js';
+import { methodRecords } from '../../lib/methods/records.js';
 
 const FIXTURES = new URL('../fixtures/v4/', import.meta.url).pathname;
 const KINDS = { lessons: 'training-free', exemplars: 'training-free', gradient: 'gradient', router: 'router' } as const;
@@ -88,7 +89,7 @@ describe('a migrated v4 step', () => {
 
   it('reads as common fields plus the payload of its kind in IndexedDB, upgraded in the database', async () => {
     const dump = JSON.parse(await readFile(join(FIXTURES, 'indexeddb.json'), 'utf8')) as { version: number; stores: Record<string, unknown[]> };
-    const raw = await openDB('webgrpo-v4-migration', dump.version, { upgrade: (db, oldVersion, newVersion, tx) => migrate(db as never, oldVersion, newVersion!, tx as never) });
+    const raw = await openDB('webgrpo-v4-migration', dump.version, { upgrade: (db, oldVersion, newVersion, tx) => migrate(db as never, oldVersion, newVersion!, tx as never, methodRecords) });
     for (const [name, records] of Object.entries(dump.stores)) for (const record of records) await raw.put(name as never, record as never);
     raw.close();
     const store = await openIdbStore({ name: 'webgrpo-v4-migration' });
@@ -113,8 +114,8 @@ describe('a migrated v4 step', () => {
 
   it('keeps a registered method’s own fields in its payload and drops the library fields every v4 step carried', () => {
     const old = { step: 1, epoch: 1, batch: 1, items: [], stats: {}, warnings: [], committedAt: 't', proposed: [], applied: [], skippedOperations: [], library: {}, picks: [1] };
-    expect(upgradeV4Step(old, 'best-of-g')).toEqual({ step: 1, epoch: 1, batch: 1, items: [], stats: {}, warnings: [], committedAt: 't', payload: { kind: 'best-of-g', picks: [1] } });
-    const current = upgradeV4Step(old, 'best-of-g');
-    expect(upgradeV4Step(current, 'best-of-g')).toBe(current);
+    expect(upgradeV4Step(old, 'best-of-g', methodRecords)).toEqual({ step: 1, epoch: 1, batch: 1, items: [], stats: {}, warnings: [], committedAt: 't', payload: { kind: 'best-of-g', picks: [1] } });
+    const current = upgradeV4Step(old, 'best-of-g', methodRecords);
+    expect(upgradeV4Step(current, 'best-of-g', methodRecords)).toBe(current);
   });
 });

@@ -16,15 +16,16 @@ import { resumeRouterGrpo, routerGrpo } from '../../lib/methods/router/method.js
 import { resumeTrainingFreeGrpo, trainingFreeGrpo } from '../../lib/methods/training-free/method.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import type { AdapterFile } from '../../lib/grad.js';
-import { openFileStore } from '../../lib/store/file.js';
-import { openIdbStore } from '../../lib/store/idb.js';
+import { openFileStore } from '../../lib/node.js';
+import { openIdbStore } from '../../lib/idb.js';
 import { migrate } from '../../lib/store/idb-schema.js';
 import { payloadOf } from '../../lib/store/payload.js';
 import type { Store } from '../../lib/store/types.js';
-import { validateBundle } from '../../lib/store/validate.js';
+import { validateBundle } from '../../lib/method.js';
 import { armPolicy, exemplars, gradient, INTERRUPTED, lessons, lora, right, router, RUN_IDS } from '../fixtures/v5/runs.js';
 import { scriptedPolicy } from '../tfgrpo/helpers/scripted-policy.js';
 import { expectSameHeadAdapter } from './helpers/head-adapter.js';
+import { methodRecords } from '../../lib/methods/records.js';
 
 const FIXTURES = new URL('../fixtures/v5/', import.meta.url).pathname;
 
@@ -100,7 +101,7 @@ describe('runs stored before checksums', () => {
   it('open, list and resume in IndexedDB', async () => {
     const dump = JSON.parse(await readFile(join(FIXTURES, 'indexeddb.json'), 'utf8')) as { version: number; stores: Record<string, unknown[]> };
     // The database as it was written: its object stores, then its records.
-    const raw = await openDB('webgrpo-v5', dump.version, { upgrade: (db, oldVersion, newVersion, tx) => migrate(db as never, oldVersion, newVersion!, tx as never) });
+    const raw = await openDB('webgrpo-v5', dump.version, { upgrade: (db, oldVersion, newVersion, tx) => migrate(db as never, oldVersion, newVersion!, tx as never, methodRecords) });
     for (const [name, records] of Object.entries(dump.stores)) for (const record of records) await raw.put(name as never, record as never);
     raw.close();
     const store = await openIdbStore({ name: 'webgrpo-v5' });

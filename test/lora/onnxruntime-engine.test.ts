@@ -11,7 +11,7 @@ import { loraGrpo, resumeLoraGrpo, type LoraEvent, type LoraResult } from '../..
 import { MemoryStore, type LoraRunConfig, type Store } from '../../lib/index.js';
 import { digits } from '../../lib/tasks/index.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import type { LoraStepPayload } from '../../lib/store/records.js';
+import type { LoraStepPayload } from '../../lib/index.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
 
 let policy: OnnxPolicy;

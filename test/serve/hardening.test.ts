@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../lib/errors.js';
 import { serve } from '../../lib/server.js';
-import { openFileSessionStore } from '../../lib/store/file-groups.js';
+import { openFileSessionStore } from '../../lib/node.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { post, startToyServer, type ToyServer } from './helpers.js';
 

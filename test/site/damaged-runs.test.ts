@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportRun } from '../../lib/store/bundle.js';
-import { openFileStore } from '../../lib/store/file.js';
+import { openFileStore } from '../../lib/node.js';
 import { startPlayground, type Playground } from './preview.js';
 
 let playground: Playground;

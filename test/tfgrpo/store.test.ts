@@ -27,6 +27,7 @@ import { openIdbStore } from '../../lib/idb.js';
 import { openFileStore, FILE_STORE_VERSION } from '../../lib/node.js';
 import { MIGRATIONS, type WebgrpoDB } from '../../lib/store/idb-schema.js';
 import { sampleItemResult, sampleItems, sampleRun, sampleStep } from './helpers/records.js';
+import { methodRecords } from '../../lib/methods/records.js';
 
 const dirs: string[] = [];
 async function tempDir(): Promise<string> {
@@ -224,7 +225,7 @@ describe('importRun validation', () => {
 describe('IndexedDB specifics', () => {
   it('migrates a version-1 database, keeping its runs', async () => {
     const name = `migrate-${dbCounter++}`;
-    const v1 = await openDB<WebgrpoDB>(name, 1, { upgrade: (db, _old, _new, tx) => MIGRATIONS[0](db, tx) });
+    const v1 = await openDB<WebgrpoDB>(name, 1, { upgrade: (db, _old, _new, tx) => MIGRATIONS[0](db, tx, methodRecords) });
     await v1.put('runs', sampleRun('old'));
     await v1.put('items', { runId: 'old', index: 0, item: sampleItems()[0] });
     expect([...v1.objectStoreNames]).not.toContain('leases');

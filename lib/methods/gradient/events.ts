@@ -6,7 +6,8 @@
  * norm), and the step's metrics in `step-end`.
  */
 import type { PromptInput } from '../../core/policy.js';
-import type { GradientConfig, ItemResult, StepStats } from '../../store/records.js';
+import type { ItemResult, StepStats } from '../../store/records.js';
+import type { GradientConfig } from './record.js';
 import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 import type { TrainStepMetrics } from '../../grad/metrics.js';
 import type { GradientEpochStats } from '../grpo-update.js';

@@ -10,9 +10,9 @@
  */
 import { InvalidInputError } from '../../errors.js';
 import { MemoryStore } from '../../store/memory.js';
-import type { GradientConfig } from '../../store/records.js';
+import type { GradientConfig } from './record.js';
 import type { Store } from '../../store/types.js';
-import { GRADIENT_RECORD } from '../../store/validate.js';
+import { GRADIENT_RECORD } from './record.js';
 import { validateDataset } from '../../core/dataset.js';
 import { resumeRun, startRun } from '../../run/driver.js';
 import type { Method } from '../../run/method.js';

@@ -5,7 +5,7 @@
  */
 import { InvalidInputError } from '../../errors.js';
 import type { OnnxPolicy } from '../../policy/onnx/policy.js';
-import type { GradientConfig } from '../../store/records.js';
+import type { GradientConfig } from './record.js';
 import { validateHandles, type LoopHandles } from '../../run/options.js';
 import { resolveShape, type AdapterInit } from '../../grad/adapter.js';
 import type { AdapterFile } from '../../grad/format.js';

@@ -3,7 +3,8 @@
  * with the run's LoRA config, and in `step-end` what following the adapter cost the sampler.
  */
 import type { PromptInput } from '../../core/policy.js';
-import type { ItemResult, LoraRunConfig, StepStats } from '../../store/records.js';
+import type { ItemResult, StepStats } from '../../store/records.js';
+import type { LoraRunConfig } from './record.js';
 import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 import type { TrainStepMetrics } from '../../grad/metrics.js';
 import type { GradientEpochStats } from '../grpo-update.js';

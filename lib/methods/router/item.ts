@@ -7,7 +7,9 @@
  */
 import { promptText } from '../../experience/render.js';
 import type { Completion, PromptInput } from '../../core/policy.js';
-import type { ItemResult, RouterArm, RouterConfig } from '../../store/records.js';
+import type { ItemResult } from '../../store/records.js';
+import type { RouterArm } from '../../route/arm.js';
+import type { RouterConfig } from './record.js';
 import type { ItemContext, PreparedItem, SampledGroup } from '../../run/method.js';
 import { deriveSeed } from '../../run/random.js';
 import { sampleGroup } from '../../run/rollout.js';

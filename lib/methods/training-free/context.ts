@@ -9,7 +9,7 @@ import { InvalidInputError } from '../../errors.js';
 import { fillTemplate, mapPromptText } from '../../experience/render.js';
 import type { Policy, PromptInput } from '../../core/policy.js';
 import type { DatasetItem } from '../../core/dataset.js';
-import type { TrainingFreeConfig } from '../../store/records.js';
+import type { TrainingFreeConfig } from './record.js';
 import { promptOf } from '../../run/rollout.js';
 import { MARKUP_TOKENS, MARKUP_TOKENS_PER_MESSAGE } from './budget.js';
 

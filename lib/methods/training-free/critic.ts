@@ -6,7 +6,7 @@
 import { InvalidInputError, throwIfAborted } from '../../errors.js';
 import { fillTemplate } from '../../experience/render.js';
 import type { JsonSchema, ChatMessage, Policy } from '../../core/policy.js';
-import type { CriticExchange, TrainingFreeConfig } from '../../store/records.js';
+import type { CriticExchange, TrainingFreeConfig } from './record.js';
 import type { Parsed } from './parse.js';
 import { deriveSeed } from '../../run/random.js';
 import { criticBudget, fitPrompt, type CriticPrompt } from './budget.js';

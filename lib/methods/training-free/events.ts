@@ -5,7 +5,8 @@
  */
 import type { AppliedOperation, ExperienceLibrary, ExperienceOperation, SkippedOperation } from '../../experience/types.js';
 import type { PromptInput } from '../../core/policy.js';
-import type { CriticExchange, ItemResult, RunWarning, StepStats, TrainingFreeConfig } from '../../store/records.js';
+import type { ItemResult, RunWarning, StepStats } from '../../store/records.js';
+import type { CriticExchange, TrainingFreeConfig } from './record.js';
 import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 
 export interface EpochStats {

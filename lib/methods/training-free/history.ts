@@ -1,15 +1,15 @@
 import { NotFoundError } from '../../errors.js';
 import type { ExperienceLibrary } from '../../experience/types.js';
+import { payloadOf } from '../../store/payload.js';
 import type { StepPayloadBase, StepRecord } from '../../store/records.js';
 import type { Store } from '../../store/types.js';
-import { recordKind } from '../../store/validate.js';
 
 /**
  * The experience library after `step`, for methods that keep one (training-free); undefined for a
  * method whose steps carry none (its prompts use the run's `initialLibrary` throughout).
  */
 export function stepLibrary(step: StepRecord<StepPayloadBase>): ExperienceLibrary | undefined {
-  return recordKind(step.payload.kind)?.library?.(step.payload as unknown as Record<string, unknown>);
+  return payloadOf(step, 'training-free')?.library;
 }
 
 /**

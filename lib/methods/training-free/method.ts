@@ -15,9 +15,9 @@ import { estimateTokens, formatExemplar, formatLesson } from '../../experience/r
 import type { ExperienceLibrary } from '../../experience/types.js';
 import type { Policy } from '../../core/policy.js';
 import { MemoryStore } from '../../store/memory.js';
-import type { TrainingFreeConfig } from '../../store/records.js';
+import type { TrainingFreeConfig } from './record.js';
 import type { Store } from '../../store/types.js';
-import { TRAINING_FREE_RECORD } from '../../store/validate.js';
+import { TRAINING_FREE_RECORD } from './record.js';
 import { validateDataset } from '../../core/dataset.js';
 import { resumeRun, startRun } from '../../run/driver.js';
 import type { Method } from '../../run/method.js';

@@ -9,7 +9,7 @@ import { DEFAULT_EXPERIENCE_TOKEN_BUDGET } from '../../experience/render.js';
 import { DEFAULT_MAX_EXPERIENCE_LENGTH } from '../../experience/operations.js';
 import { DEFAULT_MAX_EXEMPLARS } from '../../experience/exemplars.js';
 import type { Policy } from '../../core/policy.js';
-import type { LoopMode, PromptTemplates, TrainingFreeConfig } from '../../store/records.js';
+import type { LoopMode, PromptTemplates, TrainingFreeConfig } from './record.js';
 import type { DatasetItem } from '../../core/dataset.js';
 import { integer, real, validateHandles, type LoopHandles } from '../../run/options.js';
 import { checkBudgetFits } from './context.js';

@@ -5,7 +5,7 @@
  * contrasts better and worse attempts, a group update against the library, and one batch merge.
  */
 import { DEFAULT_EXEMPLARS_TEMPLATE, DEFAULT_LESSONS_TEMPLATE } from '../../experience/render.js';
-import type { LoopMode, PromptTemplates } from '../../store/records.js';
+import type { LoopMode, PromptTemplates } from './record.js';
 
 const CRITIC_SYSTEM = [
   'You review attempts at tasks and distil short, general lessons that help later attempts succeed.',

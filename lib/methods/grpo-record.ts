@@ -1,43 +1,47 @@
 /**
- * The records of runs that train an adapter: gradient runs (the LM head) and lora runs (every
- * layer). Their configs share the objective and the optimizer, their steps the training metrics,
- * and each keeps its own kind of adapter checkpoint, checked here as an import reads it.
+ * What the records of runs that train an adapter share: their configs' objective and optimizer
+ * (gradient runs train the LM head's, lora runs every layer's), their steps' training metrics, and
+ * the checks of both as a store or an import reads them.
  */
-import { readCheckpoint } from '../grad/format.js';
-import { readLoraCheckpoint } from '../lora/format.js';
-import { LORA_MODULES } from '../lora/weights.js';
+import type { AdaptiveEntropyOptions } from '../math/adaptive-entropy.js';
+import type { GrpoLossExtras } from '../math/batch.js';
+import type { ImportanceSamplingLevel, LossType } from '../math/loss.js';
 import { IMPORTANCE_SAMPLING_MODES, LOSS_TYPES } from '../math/loss-config.js';
-import type { RecordKind } from './record-kind.js';
-import type { GradientConfig, LoraRunConfig } from './records.js';
-import { arr, bool, fail, int, num, obj, oneOf, type Obj } from '../core/shape.js';
-import { validateLoopConfig } from './validate-fields.js';
+import type { TrainStepMetrics } from '../grad/metrics.js';
+import type { LoopConfig } from '../store/records.js';
+import { arr, fail, int, num, obj, oneOf, type Obj } from '../core/shape.js';
+import { validateLoopConfig } from '../store/validate-fields.js';
 
-function validateGradientConfig(value: unknown, at: string): GradientConfig {
-  const c = validateTrainingConfig(value, at);
-  const adapter = obj(c.adapter, `${at}.adapter`);
-  for (const key of ['rank', 'hiddenSize', 'vocabSize'] as const) int(adapter[key], `${at}.adapter.${key}`, 1);
-  int(adapter.seed, `${at}.adapter.seed`);
-  num(adapter.scale, `${at}.adapter.scale`);
-  return c as unknown as GradientConfig;
+/** The config of a run that trains an adapter by GRPO, besides the adapter; `groupSize` is TRL's `numGenerations`. */
+export interface TrainingConfig extends LoopConfig {
+  /** Optimizer updates per generation batch (TRL's num_iterations). */
+  numIterations: number;
+  /** The clipped objective: GrpoConfig's fields and the grpoLoss options. */
+  loss: {
+    lossType: LossType;
+    clipParam: number;
+    epsilonHigh?: number;
+    delta?: number;
+    beta: number;
+    entropyCoeff: number;
+    importanceSamplingLevel: ImportanceSamplingLevel;
+    maxCompletionLength?: number;
+    scaleRewards: 'group' | 'batch' | 'none';
+    /** Completions that hit the length limit count for the advantages but not in the loss. */
+    maskTruncatedCompletions?: boolean;
+    /** TRL's adaptive entropy control of the bonus coefficient. */
+    adaptiveEntropy?: AdaptiveEntropyOptions;
+  } & GrpoLossExtras;
+  optimizer: { lr: number; beta1: number; beta2: number; eps: number; weightDecay: number; maxGradNorm: number };
 }
 
-function validateLoraConfig(value: unknown, at: string): LoraRunConfig {
-  const c = validateTrainingConfig(value, at);
-  const lora = obj(c.lora, `${at}.lora`);
-  int(lora.r, `${at}.lora.r`, 1);
-  int(lora.seed, `${at}.lora.seed`);
-  if (num(lora.alpha, `${at}.lora.alpha`) <= 0) fail(`${at}.lora.alpha`, 'expected a number > 0.');
-  bool(lora.useRslora, `${at}.lora.useRslora`);
-  if (lora.initial !== undefined) bool(lora.initial, `${at}.lora.initial`);
-  const targets = arr(lora.targetModules, `${at}.lora.targetModules`);
-  if (targets.length === 0) fail(`${at}.lora.targetModules`, 'expected at least one module.');
-  targets.forEach((t, i) => oneOf(t, LORA_MODULES, `${at}.lora.targetModules[${i}]`));
-  if (c.engine !== undefined) oneOf(c.engine, ['cpu', 'webgpu', 'onnxruntime'] as const, `${at}.engine`);
-  return c as unknown as LoraRunConfig;
+/** The metrics of each optimizer update of a step, in order (both kinds' payloads carry them). */
+export interface TrainingPayload {
+  training: TrainStepMetrics[];
 }
 
 /** What gradient and lora configs share: the loop's fields, the updates per batch, the objective and the optimizer. */
-function validateTrainingConfig(value: unknown, at: string): Obj {
+export function validateTrainingConfig(value: unknown, at: string): Obj {
   const c = validateLoopConfig(value, at);
   int(c.numIterations, `${at}.numIterations`, 1);
   const loss = obj(c.loss, `${at}.loss`);
@@ -76,18 +80,11 @@ function validateLossExtras(loss: Obj, at: string): void {
   }
 }
 
-function validateTraining(p: Obj, at: string): void {
+/** A step's training metrics: each update's loss, gradient norm, entropy and number. */
+export function validateTraining(p: Obj, at: string): void {
   arr(p.training, `${at}.training`).forEach((m, i) => {
     const metrics = obj(m, `${at}.training[${i}]`);
     for (const key of ['loss', 'gradNorm', 'entropy'] as const) num(metrics[key], `${at}.training[${i}].${key}`);
     int(metrics.step, `${at}.training[${i}].step`, 1);
   });
 }
-
-function validateLoraStep(p: Obj, at: string): void {
-  validateTraining(p, at);
-  if (num(p.refreshMs, `${at}.refreshMs`) < 0) fail(`${at}.refreshMs`, 'expected a number >= 0.');
-}
-
-export const GRADIENT_RECORD: RecordKind = { kind: 'gradient', config: validateGradientConfig, step: validateTraining, adapter: (value, at) => readCheckpoint(value, at).step };
-export const LORA_RECORD: RecordKind = { kind: 'lora', config: validateLoraConfig, step: validateLoraStep, adapter: (value, at) => readLoraCheckpoint(value, at).step };

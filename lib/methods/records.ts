@@ -1,0 +1,42 @@
+/**
+ * The record kinds of the registered methods, by kind: what a store, an import and the validation
+ * of a run read the run's method part with (`RecordKind`). The built-in methods' are here from
+ * the start; `registerMethod` adds another's. The public entries open stores, import runs and
+ * validate them with these, so a caller never hands them over.
+ */
+import { InvalidInputError } from '../errors.js';
+import { importRun as importWith, type ImportOptions } from '../store/bundle.js';
+import type { RecordKind, RecordLookup } from '../store/record-kind.js';
+import type { RunBundle, RunRecord } from '../store/records.js';
+import type { Store } from '../store/types.js';
+import { validateBundle as validateWith } from '../store/validate.js';
+import { GRADIENT_RECORD } from './gradient/record.js';
+import { LORA_RECORD } from './lora/record.js';
+import { ROUTER_RECORD } from './router/record.js';
+import { TRAINING_FREE_RECORD } from './training-free/record.js';
+
+const RECORDS = new Map<string, RecordKind>([TRAINING_FREE_RECORD, GRADIENT_RECORD, LORA_RECORD, ROUTER_RECORD].map((record) => [record.kind, record]));
+
+/** The registered methods' record kinds, as a store reads them (a method registered later is read too). */
+export const methodRecords: RecordLookup = RECORDS;
+
+/** Makes runs of `record.kind` known to the stores, imports and validation. Registering the same kind again replaces it. */
+export function registerRecord(record: RecordKind): void {
+  if (!record || typeof record.kind !== 'string' || record.kind === '' || typeof record.config !== 'function') {
+    throw new InvalidInputError('record', 'expected { kind, config(value, at) } with a non-empty kind.');
+  }
+  RECORDS.set(record.kind, record);
+}
+
+/** Checks a whole run (an import) and that its parts agree: step numbers, item indices, counts; its method's parts by its kind. */
+export function validateBundle(value: unknown, at = 'run'): RunBundle {
+  return validateWith(value, methodRecords, at);
+}
+
+/**
+ * Validates `data` (an object or its JSON text) and stores it in one transaction. The imported run
+ * is marked `aborted` unless it had completed, so it can be resumed here. Returns its record.
+ */
+export function importRun(store: Store, data: unknown, options: Partial<ImportOptions> = {}): Promise<RunRecord> {
+  return importWith(store, data, { ...options, records: options.records ?? methodRecords });
+}
