@@ -1,10 +1,8 @@
 /**
- * The record kinds of the registered methods, by kind: what a store, an import and the validation
- * of a run read the run's method part with (`RecordKind`). The built-in methods' are here from
- * the start; `registerMethod` adds another's. The public entries open stores, import runs and
- * validate them with these, so a caller never hands them over.
+ * The registered methods' record kinds (`RecordKind`), by kind: the built-in ones from the start,
+ * another's once `registerMethod` adds it. The public entries open stores, import and validate
+ * runs with them, so a caller never hands them over.
  */
-import { InvalidInputError } from '../errors.js';
 import { importRun as importWith, type ImportOptions } from '../store/bundle.js';
 import type { RecordKind, RecordLookup } from '../store/record-kind.js';
 import type { RunBundle, RunRecord } from '../store/records.js';
@@ -20,11 +18,8 @@ const RECORDS = new Map<string, RecordKind>([TRAINING_FREE_RECORD, GRADIENT_RECO
 /** The registered methods' record kinds, as a store reads them (a method registered later is read too). */
 export const methodRecords: RecordLookup = RECORDS;
 
-/** Makes runs of `record.kind` known to the stores, imports and validation. Registering the same kind again replaces it. */
+/** Makes runs of `record.kind` known to the stores, imports and validation (`registerMethod` checked it). */
 export function registerRecord(record: RecordKind): void {
-  if (!record || typeof record.kind !== 'string' || record.kind === '' || typeof record.config !== 'function') {
-    throw new InvalidInputError('record', 'expected { kind, config(value, at) } with a non-empty kind.');
-  }
   RECORDS.set(record.kind, record);
 }
 

@@ -20,8 +20,8 @@ const METHODS = new Map<string, RegisteredMethod>();
 
 /** Makes a method known by its kind: its runs validate, import, export and resume like the built-in ones. */
 export function registerMethod<K extends string, S, H extends LoopHandles, R>(method: Method<K, S, H, R>): void {
-  if (!method || typeof method.kind !== 'string' || method.kind === '' || typeof method.finishStep !== 'function' || !method.record) {
-    throw new InvalidInputError('method', 'expected a method: { kind, resumeWith, record, open, finishStep, epochEnd, result, ... }.');
+  if (!method || typeof method.kind !== 'string' || method.kind === '' || typeof method.finishStep !== 'function' || method.record?.kind !== method.kind || typeof method.record.config !== 'function') {
+    throw new InvalidInputError('method', 'expected a method: { kind, resumeWith, record (a RecordKind of the same kind, with config), open, finishStep, epochEnd, result, ... }.');
   }
   METHODS.set(method.kind, method as unknown as RegisteredMethod);
   registerRecord(method.record);

@@ -1,17 +1,13 @@
 /**
- * What the store knows of one kind of run: how to check its stored config, the method's fields of
- * its run record, step records and rollouts, its adapter checkpoint, and how its steps read as a
- * schema v4 store held them. Each method has one (its `record`, in its folder's record.ts); a store
- * is handed them (`RecordLookup`) when it is opened, so it reads any method's runs and names none.
+ * What the store knows of one kind of run: the checks of its config, of the method's fields of its
+ * run record, steps and rollouts, and of its adapter checkpoint, and its v4 steps' upgrade. Each
+ * method has one (its `record`, in its folder's record.ts); a store is handed them when it is opened.
  */
 export interface RecordKind {
   kind: string;
   /** Checks a stored config of this kind (throws `InvalidInputError` naming the field). */
   config(value: unknown, at: string): void;
-  /**
-   * The method's own fields of the run record, by name: what each must be (in errors: `is not
-   * <description>`) and how it reads back (checked, normalised). Checked on import and on every read.
-   */
+  /** The method's own fields of the run record, by name: checked on import and normalised on every read. */
   runFields?: Record<string, RunField>;
   /** Checks a step's payload (`step.payload`, whose `kind` is already checked). */
   step?(payload: Record<string, unknown>, at: string, config: Record<string, unknown>): void;
@@ -27,15 +23,11 @@ export interface RecordKind {
    * returns the step it was taken after. Absent: the kind keeps none.
    */
   adapter?(checkpoint: unknown, at: string): number;
-  /**
-   * The payload of a schema v4 step (which held the method's fields beside the common ones) from
-   * those fields. Default: without the experience-library fields v4 wrote on every run's steps
-   * (upgrade-v4.ts), which only the method that keeps a library uses.
-   */
+  /** The payload of a schema v4 step from its fields besides the common ones (default: upgrade-v4.ts). */
   fromV4?(fields: Record<string, unknown>): Record<string, unknown>;
 }
 
-/** One method field of a run record: what it must be, and how it is read (throws `InvalidInputError`). */
+/** One method field of a run record: what it must be (errors say `is not <description>`), and its reader (throws `InvalidInputError`). */
 export interface RunField {
   description: string;
   read(value: unknown, at: string): unknown;

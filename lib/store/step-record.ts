@@ -24,8 +24,6 @@ export interface StepPayloadBase {
   kind: string;
 }
 
-export type { StepPayload };
-
 /** The payload of a kind: a known kind's own type (`RunKinds`), or any object of that kind for another method. */
 export type PayloadOf<K extends string> = K extends keyof RunKinds ? Extract<StepPayload, { kind: K }> : StepPayloadBase & { kind: K };
 

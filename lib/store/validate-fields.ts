@@ -1,10 +1,10 @@
 /**
- * The config fields every run kind shares. Errors are `InvalidInputError`s whose `argument` is the
- * path to the bad field.
+ * The config fields the loops share (`LoopConfig`), which each method's config check builds on.
+ * Errors are `InvalidInputError`s whose `argument` is the path to the bad field.
  */
 import { arr, bool, int, num, obj, str, type Obj } from '../core/shape.js';
 
-/** The fields of `LoopConfig`: groups, schedule, sampling, rewards, policy. */
+/** The fields of `LoopConfig`: groups, schedule, sampling, rewards, policy, task. */
 export function validateLoopConfig(value: unknown, at: string): Obj {
   const c = obj(value, at);
   for (const key of ['groupSize', 'epochs', 'batchSize', 'maxNewTokens'] as const) int(c[key], `${at}.${key}`, 1);
@@ -12,12 +12,6 @@ export function validateLoopConfig(value: unknown, at: string): Obj {
   for (const key of ['temperature', 'topP', 'minP'] as const) num(c[key], `${at}.${key}`);
   bool(c.shuffle, `${at}.shuffle`);
   if (c.dynamicSampling !== undefined) int(obj(c.dynamicSampling, `${at}.dynamicSampling`).maxResamples, `${at}.dynamicSampling.maxResamples`);
-  validateRewardsAndPolicy(c, at);
-  return c;
-}
-
-/** The fields every kind's config has: the reward columns, the policy, the task's name. */
-export function validateRewardsAndPolicy(c: Obj, at: string): void {
   arr(c.rewards, `${at}.rewards`).forEach((r, i) => {
     const reward = obj(r, `${at}.rewards[${i}]`);
     str(reward.name, `${at}.rewards[${i}].name`);
@@ -27,4 +21,5 @@ export function validateRewardsAndPolicy(c: Obj, at: string): void {
   str(info.model, `${at}.policy.model`);
   str(info.backend, `${at}.policy.backend`);
   if (c.task !== undefined) str(c.task, `${at}.task`);
+  return c;
 }

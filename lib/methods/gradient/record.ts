@@ -4,6 +4,7 @@
  */
 import { readCheckpoint, type HeadAdapterCheckpoint } from '../../grad/format.js';
 import type { RecordKind } from '../../store/record-kind.js';
+import type { RunRecordOf } from '../../store/records.js';
 import { int, num, obj } from '../../core/shape.js';
 import { validateTraining, validateTrainingConfig, type TrainingConfig, type TrainingPayload } from '../grpo-record.js';
 
@@ -23,6 +24,8 @@ declare module '../../store/run-record.js' {
     gradient: { config: GradientConfig; payload: GradientStepPayload; checkpoint: HeadAdapterCheckpoint };
   }
 }
+
+export type GradientRunRecord = RunRecordOf<'gradient'>;
 
 function validateGradientConfig(value: unknown, at: string): void {
   const adapter = obj(validateTrainingConfig(value, at).adapter, `${at}.adapter`);

@@ -5,6 +5,7 @@
 import { readLoraCheckpoint, type LoraCheckpoint } from '../../lora/format.js';
 import { LORA_MODULES, type LoraModule } from '../../lora/weights.js';
 import type { RecordKind } from '../../store/record-kind.js';
+import type { RunRecordOf } from '../../store/records.js';
 import { arr, bool, fail, int, num, obj, oneOf, type Obj } from '../../core/shape.js';
 import { validateTraining, validateTrainingConfig, type TrainingConfig, type TrainingPayload } from '../grpo-record.js';
 
@@ -31,6 +32,8 @@ declare module '../../store/run-record.js' {
     lora: { config: LoraRunConfig; payload: LoraStepPayload; checkpoint: LoraCheckpoint };
   }
 }
+
+export type LoraRunRecord = RunRecordOf<'lora'>;
 
 function validateLoraConfig(value: unknown, at: string): void {
   const c = validateTrainingConfig(value, at);

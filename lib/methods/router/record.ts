@@ -6,7 +6,7 @@
  */
 import type { RouterArm } from '../../route/arm.js';
 import type { GrpoRouterState, RouterUpdateStats } from '../../route/router.js';
-import type { LoopConfig } from '../../store/records.js';
+import type { LoopConfig, RunRecordOf } from '../../store/records.js';
 import type { RecordKind } from '../../store/record-kind.js';
 import { arr, bool, fail, int, num, obj, str, type Obj } from '../../core/shape.js';
 import { validateLoopConfig } from '../../store/validate-fields.js';
@@ -39,6 +39,8 @@ declare module '../../store/run-record.js' {
     router: { config: RouterConfig; payload: RouterStepPayload };
   }
 }
+
+export type RouterRunRecord = RunRecordOf<'router'>;
 
 declare module '../../store/item-result.js' {
   interface RolloutRecord {

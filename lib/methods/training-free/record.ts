@@ -6,10 +6,10 @@
 import { validateLibrary } from '../../experience/normalize.js';
 import type { ApplyResult, ExemplarCandidate, ExperienceLibrary, ExperienceOperation } from '../../experience/types.js';
 import type { PolicyInfo } from '../../core/policy.js';
-import type { EvaluationConfig } from '../../store/records.js';
+import type { LoopConfig, RunRecordOf } from '../../store/records.js';
 import type { RecordKind } from '../../store/record-kind.js';
 import { arr, bool, int, num, obj, oneOf, str, type Obj } from '../../core/shape.js';
-import { validateRewardsAndPolicy } from '../../store/validate-fields.js';
+import { validateLoopConfig } from '../../store/validate-fields.js';
 
 export type LoopMode = 'lessons' | 'exemplars';
 
@@ -32,36 +32,19 @@ export interface PromptTemplates {
 }
 
 /** The resolved, serialisable options of a run (what `resume` needs besides the callables). */
-export interface TrainingFreeConfig {
+export interface TrainingFreeConfig extends Omit<LoopConfig, 'dynamicSampling'> {
   mode: LoopMode;
-  groupSize: number;
-  epochs: number;
-  batchSize: number;
   concurrency: number;
-  temperature: number;
-  topK: number;
-  topP: number;
-  minP: number;
-  maxNewTokens: number;
   criticTemperature: number;
   criticMaxNewTokens: number;
   givenGroundTruth: boolean;
   lessonsPerGroup: number;
-  /** Reward functions by name and weight, in column order. */
-  rewards: Array<{ name: string; weight: number }>;
-  seed: number;
-  shuffle: boolean;
   experienceTokenBudget: number;
   maxExperienceLength: number;
   exemplarThreshold: number;
   maxExemplars: number;
   templates: PromptTemplates;
-  policy: PolicyInfo;
   critic: PolicyInfo;
-  /** Name of the built-in task the dataset came from, if any. */
-  task?: string;
-  /** The held-out split the run evaluates on, when it was given one. */
-  evaluation?: EvaluationConfig;
 }
 
 /** One critic exchange: every raw reply (untrusted text, kept for audit) and what was used. */
@@ -94,6 +77,8 @@ declare module '../../store/run-record.js' {
   }
 }
 
+export type TrainingFreeRunRecord = RunRecordOf<'training-free'>;
+
 declare module '../../store/item-result.js' {
   interface WarningStages {
     summary: true;
@@ -116,32 +101,22 @@ declare module '../../store/item-result.js' {
 }
 
 function validateConfig(value: unknown, at: string): void {
-  const c = obj(value, at);
+  const c = validateLoopConfig(value, at);
   oneOf(c.mode, ['lessons', 'exemplars'] as const, `${at}.mode`);
-  for (const key of ['groupSize', 'epochs', 'batchSize', 'concurrency', 'maxNewTokens', 'criticMaxNewTokens'] as const) int(c[key], `${at}.${key}`, 1);
-  for (const key of ['lessonsPerGroup', 'topK', 'seed', 'experienceTokenBudget', 'maxExperienceLength', 'maxExemplars'] as const) int(c[key], `${at}.${key}`);
-  for (const key of ['temperature', 'topP', 'minP', 'criticTemperature', 'exemplarThreshold'] as const) num(c[key], `${at}.${key}`);
+  for (const key of ['concurrency', 'criticMaxNewTokens'] as const) int(c[key], `${at}.${key}`, 1);
+  for (const key of ['lessonsPerGroup', 'experienceTokenBudget', 'maxExperienceLength', 'maxExemplars'] as const) int(c[key], `${at}.${key}`);
+  for (const key of ['criticTemperature', 'exemplarThreshold'] as const) num(c[key], `${at}.${key}`);
   bool(c.givenGroundTruth, `${at}.givenGroundTruth`);
-  bool(c.shuffle, `${at}.shuffle`);
   const templates = obj(c.templates, `${at}.templates`);
   for (const key of ['prompt', 'summary', 'critique', 'groupUpdate', 'batchMerge', 'repair', 'criticSystem'] as const) {
     str(templates[key], `${at}.templates.${key}`);
   }
-  validateRewardsAndPolicy(c, at);
   const critic = obj(c.critic, `${at}.critic`);
   str(critic.model, `${at}.critic.model`);
   str(critic.backend, `${at}.critic.backend`);
 }
 
-/** A training-free step's payload: the batch update's lists and a valid library. */
-function validateStep(p: Obj, at: string): void {
-  arr(p.proposed, `${at}.proposed`);
-  arr(p.applied, `${at}.applied`);
-  arr(p.skippedOperations, `${at}.skippedOperations`);
-  validateLibrary(p.library, `${at}.library`);
-}
-
-/** A training-free payload as read back: its library normalised (a library stored before exemplars gets its empty list). */
+/** A training-free payload: the batch update's lists and a valid library, normalised (a library stored before exemplars gets its empty list). */
 function readStep(p: Obj, at: string): Obj {
   for (const key of ['proposed', 'applied', 'skippedOperations'] as const) arr(p[key], `${at}.${key}`);
   return { ...p, library: validateLibrary(p.library, `${at}.library`) };
@@ -152,7 +127,7 @@ export const TRAINING_FREE_RECORD: RecordKind = {
   config: validateConfig,
   // Read as validated: a library stored before exemplars existed gets its empty list.
   runFields: { initialLibrary: { description: 'an experience library', read: validateLibrary } },
-  step: validateStep,
+  step: readStep,
   read: readStep,
   rollout: (rollout, at) => {
     if (rollout.summary !== undefined) str(rollout.summary, `${at}.summary`);
