@@ -3,7 +3,7 @@
  * its own fields to `ItemResult`, `RolloutRecord` and `WarningStages` in its record.ts
  * (`declare module`); the store checks them through the method's `RecordKind`.
  */
-import type { FinishReason, PromptInput, Usage } from '../core/policy.js';
+import type { Completion, PromptInput, Usage } from '../core/policy.js';
 
 /** Where in a step a warning arose, by name: the driver's own, and each method's (added in its record.ts). */
 export interface WarningStages {
@@ -20,13 +20,8 @@ export interface RunWarning {
   message: string;
 }
 
-export interface RolloutRecord {
-  text: string;
-  tokenIds: number[];
-  logprobs: number[];
-  /** Log-probs under the filtered distribution the tokens were drawn from, where they differ from `logprobs`. */
-  sampledLogprobs?: number[];
-  finishReason: FinishReason;
+/** A scored completion: the completion's text, tokens and log-probs as sampled, its rewards and advantage. */
+export interface RolloutRecord extends Pick<Completion, 'text' | 'tokenIds' | 'logprobs' | 'sampledLogprobs' | 'finishReason'> {
   /** One column per reward function; null where it could not score. */
   rewards: Array<number | null>;
   /** Weighted sum of the scorable columns; null when no function could score. */
