@@ -11,20 +11,18 @@ import { gradientMethodHooks } from './gradient/method.js';
 import { loraMethodHooks } from './lora/method.js';
 import { routerMethod } from './router/method.js';
 import { trainingFreeMethod } from './training-free/method.js';
-import { registerRecord } from './records.js';
 
 /** A method as the registry hands it out: its state, handles and result are its own business. */
 export type RegisteredMethod = Method<string, unknown, LoopHandles, unknown>;
 
 const METHODS = new Map<string, RegisteredMethod>();
 
-/** Makes a method known by its kind: its runs validate, import, export and resume like the built-in ones. */
+/** Makes a method known by its kind: its runs validate, import, export and resume like the built-in ones (its `record` is what stores read them with). */
 export function registerMethod<K extends string, S, H extends LoopHandles, R>(method: Method<K, S, H, R>): void {
   if (!method || typeof method.kind !== 'string' || method.kind === '' || typeof method.finishStep !== 'function' || method.record?.kind !== method.kind || typeof method.record.config !== 'function') {
     throw new InvalidInputError('method', 'expected a method: { kind, resumeWith, record (a RecordKind of the same kind, with config), open, finishStep, epochEnd, result, ... }.');
   }
   METHODS.set(method.kind, method as unknown as RegisteredMethod);
-  registerRecord(method.record);
   registerResume(method.kind, method.resumeWith);
 }
 
