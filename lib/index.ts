@@ -42,7 +42,6 @@ export { emptyLibrary, renderExperiences, withExperiences, promptWithLibrary, ty
 export type * from './store/records.js';
 export type * from './methods/training-free/record.js';
 export type * from './methods/gradient/record.js';
-export type * from './methods/lora/record.js';
 export type * from './methods/router/record.js';
 export type { Store, RunLock, RunStatusPatch, StepRange } from './store/types.js';
 export { MemoryStore, exportRun, type RunExport, type ImportOptions } from './store/index.js';

@@ -4,7 +4,7 @@
  */
 import type { PromptInput } from '../../core/policy.js';
 import type { ItemResult, StepStats } from '../../store/records.js';
-import type { LoraRunConfig } from './record.js';
+import type { LoraRunConfig } from '../gradient/record.js';
 import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 import type { TrainStepMetrics } from '../../grad/metrics.js';
 import type { GradientEpochStats } from '../grpo-update.js';

@@ -9,7 +9,7 @@ import { resolveLoraConfig, type LoraAdapter, type LoraOptions } from '../../lor
 import type { LoraAdapterFile } from '../../lora/format.js';
 import type { LoraModule } from '../../lora/weights.js';
 import type { Policy, PromptInput } from '../../core/policy.js';
-import type { LoraRunConfig } from './record.js';
+import type { LoraRunConfig } from '../gradient/record.js';
 import { validateHandles, type LoopHandles } from '../../run/options.js';
 import type { ModelGraph } from '../../policy/onnx/graph.js';
 import type { GpuDeviceLike } from '../../policy/onnx/webgpu-types.js';
