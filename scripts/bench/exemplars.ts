@@ -5,7 +5,7 @@
  * under verbs other than "wrap", shown as the exemplars template renders them) into a temporary
  * folder, never public/models. Then, for the bundled and the continued model alike:
  *  - named-format: a Training-Free exemplars run started through the registry
- *    (`methodOf('training-free').start`) on training-split problems; its own held-out evaluation
+ *    (`startRun(methodOf('training-free'), options)`) on training-split problems; its own held-out evaluation
  *    before the first step (no library) and after the last (the library it learnt), greedy and T=1;
  *  - copy-format and sort-words: greedy held-out exact match (the card's problems), what shipping
  *    the continued model would cost the tasks it already does.
@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import type { EvaluationRecord, ExperienceLibrary } from '../../lib/index.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
-import { methodOf } from '../../lib/method.js';
+import { methodOf, startRun } from '../../lib/method.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { copyFormat, namedFormat, sortWords } from '../../lib/tasks.js';
 import { buildModel } from '../build-model/index.js';
@@ -53,7 +53,7 @@ async function measure(label: string, model: string): Promise<Measured> {
     const dataset = namedFormat.dataset({ size: TRAIN.size, seed: TRAIN.seed, split: 'train' });
     const heldOut = namedFormat.dataset({ size: EVAL.size, seed: EVAL.seed });
     const started = performance.now();
-    const run = methodOf('training-free')!.start!({
+    const run = startRun(methodOf('training-free')!, {
       policy,
       dataset,
       rewards: namedFormat.rewards,

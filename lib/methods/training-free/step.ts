@@ -49,7 +49,7 @@ export async function finishStep(
     },
     warnings,
     end: { library: outcome.library },
-    committed: [
+    committed: () => [
       {
         type: 'operations',
         step,
