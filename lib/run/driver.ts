@@ -23,6 +23,7 @@ import { combinedRewards, computeAdvantages, type AdvantageResult } from '../mat
 import type { ItemResult, RolloutRecord, RunRecord, StepPayloadBase, StepRecord, StepStats } from '../store/records.js';
 import { validateDataset } from '../core/dataset.js';
 import { MemoryStore } from '../store/memory.js';
+import { emptyLibrary } from '../experience/types.js';
 import { isFlat } from './dynamic-sampling.js';
 import { registerRecordKind } from '../store/validate.js';
 import type { Store } from '../store/types.js';
@@ -32,7 +33,7 @@ import type { AnyMethod, Drive, DriveInputs, ItemContext, Method, PreparedItem, 
 import { checkRunId, matchRewards, validateHandles, type LoopHandles } from './options.js';
 import { deriveSeed } from './random.js';
 import { promptOf, rewardTable, sampleGroup, type RolloutSettings } from './rollout.js';
-import { LoopRun, newRunRecord, stopRun, storedRun, type Run, type RunOf, type RunStop } from './run.js';
+import { LoopRun, stopRun, storedRun, type Run, type RunOf, type RunStop } from './run.js';
 import { progressAt, Schedule, type StepPlan } from './schedule.js';
 import { groupStats, stepStats } from './stats.js';
 
@@ -51,17 +52,18 @@ export function startRun<E, K extends Kind, H extends LoopHandles, R, P extends 
   const made = method.create(options);
   const dataset = validateDataset(options.dataset);
   const runId = options.runId !== undefined ? checkRunId(options.runId) : crypto.randomUUID();
-  const run = newRunRecord(method.kind, runId, made.config, dataset.length, made.initialLibrary);
-  const evaluation = resolveEvaluation(options.evaluation, run.config);
-  const stored = evaluation ? { ...run, config: { ...run.config, evaluation } } : run;
+  const evaluation = resolveEvaluation(options.evaluation, made.config);
+  const now = new Date().toISOString();
+  const config = evaluation ? { ...made.config, evaluation } : made.config;
+  const stored = { id: runId, kind: method.kind, status: 'running', createdAt: now, updatedAt: now, config, initialLibrary: made.initialLibrary ?? emptyLibrary(), itemCount: dataset.length };
   const store = options.store ?? new MemoryStore();
   registerRecordKind(method.record);
-  return new LoopRun<E, R>(run.id, async (emit, signal) => {
+  return new LoopRun<E, R>(runId, async (emit, signal) => {
     // Checks that need the policy's async calls (its tokenizer) refuse the run before it is stored.
     await made.check?.(dataset);
     // Every store keeps any method's run record as plain data.
     await store.createRun(stored as unknown as RunRecord, dataset);
-    return drive(method, { store, runId: run.id, handles: options, rewards: options.rewards, resumed: false }, emit as Emit, signal, made.initial);
+    return drive(method, { store, runId, handles: options, rewards: options.rewards, resumed: false }, emit as Emit, signal, made.initial);
   });
 }
 

@@ -39,10 +39,7 @@ export interface NewRun<C, I = undefined> {
   initialLibrary?: ExperienceLibrary;
   /** What the first drive opens from that the store does not keep (a given adapter): `OpenContext.initial`. */
   initial?: I;
-  /**
-   * Refuses the run before it is stored, where that needs async calls (the policy's tokenizer: do
-   * the prompts fit its context?); throws an InvalidInputError.
-   */
+  /** Refuses the run before it is stored where that needs async calls (do the prompts fit the tokenizer's context?). */
   check?(dataset: readonly DatasetItem[]): Promise<void>;
 }
 
@@ -82,10 +79,7 @@ export interface PreparedItem {
 export interface SampledGroup {
   completions: Completion[];
   usage: Usage;
-  /**
-   * Called with the group's rollouts once they are rewarded, before the next item is sampled: adds
-   * the method's own fields and sees the rewards (the router marks each row's arm and counts it).
-   */
+  /** The group's rollouts once rewarded, before the next item is sampled (the router marks and counts each row's arm). */
   rewarded?(rollouts: RolloutRecord[]): void;
 }
 
@@ -102,10 +96,7 @@ export interface StepOutcome<P extends StepPayloadBase = StepPayloadBase> {
   extras?: StepExtras;
   /** Extra fields of the `step-end` event. */
   end?: EventFields;
-  /**
-   * Runs once the step is committed (a method whose state follows only committed steps takes the
-   * step's result here: training-free's library); returns events emitted before `step-end`.
-   */
+  /** Runs once the step is committed (training-free takes its new library here); returns events emitted before `step-end`. */
   committed?(): Array<{ type: string } & EventFields>;
 }
 
@@ -127,11 +118,7 @@ export type DriveMoment<P extends StepPayloadBase = StepPayloadBase> =
   | { type: 'epoch-end'; epoch: number; steps: StepRecord<P>[] }
   | { type: 'run-end'; tally: RunTally };
 
-/**
- * How the run's held-out evaluation samples (each default: the run's policy, the item's own
- * prompt, the evaluation's temperature). Training-free puts the library in; the router routes each
- * item to the arm it serves the item's class.
- */
+/** How the held-out evaluation samples (default: the run's policy, the item's prompt, the evaluation's temperature). */
 export interface HeldOutSampling {
   policy?: Policy;
   prompt?(item: DatasetItem): Promise<PromptInput>;
@@ -163,10 +150,7 @@ export interface Drive<R = unknown, P extends StepPayloadBase = StepPayloadBase>
    * items and emitted (rows are the items' rollouts, item after item).
    */
   finishStep(ctx: Reporter & { plan: StepPlan; signal: AbortSignal }, items: ItemResult[], advantages: AdvantageResult): Promise<StepOutcome<P>>;
-  /**
-   * Extra fields of `run-start`, `step-start`, `epoch-end` and `run-end`. An epoch's `stats`
-   * default to its groups' reward statistics.
-   */
+  /** Extra fields of `run-start`, `step-start`, `epoch-end` (its `stats` default to the reward statistics) and `run-end`. */
   fields?(moment: DriveMoment<P>): EventFields;
   /** What the run resolves with (completed or aborted). */
   result(tally: RunTally): Promise<R>;

@@ -4,7 +4,6 @@
  * or `result()` to run it to the end. Every method's run is one.
  */
 import { AbortError, InvalidInputError } from '../errors.js';
-import { emptyLibrary, type ExperienceLibrary } from '../experience/types.js';
 import type { LoopConfig, RunRecord } from '../store/records.js';
 import type { Store } from '../store/types.js';
 import { EventChannel } from './events.js';
@@ -78,18 +77,6 @@ export type RunOf<K extends string> = K extends RunRecord['kind'] ? Extract<RunR
 export interface CustomRunRecord<K extends string> extends Omit<RunRecord, 'kind' | 'config'> {
   kind: K;
   config: LoopConfig & { [key: string]: unknown };
-}
-
-/** A new run's record as a method stores it: running, created now, from `initialLibrary` (empty by default). */
-export function newRunRecord<K extends string>(
-  kind: K,
-  id: string,
-  config: RunOf<K>['config'],
-  itemCount: number,
-  initialLibrary: ExperienceLibrary = emptyLibrary(),
-): RunOf<K> {
-  const now = new Date().toISOString();
-  return { id, kind, status: 'running', createdAt: now, updatedAt: now, config, initialLibrary, itemCount } as RunOf<K>;
 }
 
 /** The stored run a resume continues, checked to exist and to be of one of the resuming method's kinds. */

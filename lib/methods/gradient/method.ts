@@ -48,11 +48,9 @@ export interface TrainedResult<F, E extends TrainEngine<PromptInput, unknown>> {
   trainer: GrpoTrainer<E>;
 }
 
-/** A head-adapter run's result. */
+/** A head-adapter run's result, and a LoRA run's (`exportPeftAdapter(trainer.engine.adapter, ...)` writes PEFT's folder). */
 export type GradientResult = TrainedResult<AdapterFile, HeadAdapterEngine>;
-/** A LoRA run's result (`exportPeftAdapter(trainer.engine.adapter, ...)` writes PEFT's folder). */
 export type LoraResult = TrainedResult<LoraAdapterFile, LoraAdapterEngine>;
-
 /** A run in progress: iterate it for events (once), or await `result()`. */
 export type GradientRun = Run<GradientEvent, GradientResult>;
 export type LoraRun = Run<LoraEvent, LoraResult>;
@@ -103,12 +101,7 @@ export const loraMethod = gradientMethod(loraAdapter);
 export function gradientGrpo(options: LoraGrpoOptions & { adapter: 'lora' }): LoraRun;
 export function gradientGrpo(options: GradientGrpoOptions): GradientRun;
 export function gradientGrpo(options: GradientGrpoOptions | (LoraGrpoOptions & { adapter: 'lora' })): GradientRun | LoraRun {
-  if (options?.adapter === 'lora') {
-    const run: LoraRun = startRun(loraMethod, options);
-    return run;
-  }
-  const run: GradientRun = startRun(headMethod, options);
-  return run;
+  return options?.adapter === 'lora' ? (startRun(loraMethod, options) as LoraRun) : (startRun(headMethod, options) as GradientRun);
 }
 
 /**
@@ -119,8 +112,7 @@ export function gradientGrpo(options: GradientGrpoOptions | (LoraGrpoOptions & {
 export function resumeGradientGrpo(runId: string, options: GradientHandles & { store: Store }): GradientRun;
 export function resumeGradientGrpo(runId: string, options: LoraHandles & { store: Store }): LoraRun;
 export function resumeGradientGrpo(runId: string, options: (GradientHandles | LoraHandles) & { store: Store }): GradientRun | LoraRun {
-  const run: Run<GradientEvent | LoraEvent, GradientResult | LoraResult> = resumeRun([headMethod, loraMethod] as unknown as AnyMethod<LoopHandles, GradientResult | LoraResult>[], runId, options);
-  return run as GradientRun | LoraRun;
+  return resumeRun([headMethod, loraMethod] as unknown as AnyMethod<LoopHandles, GradientResult | LoraResult>[], runId, options) as GradientRun | LoraRun;
 }
 
 /** `gradientGrpo({ ...options, adapter: 'lora' })`. */
