@@ -5,20 +5,27 @@
  * the skill tasks (prompts in its chat template, as it was trained), and `webgrpo-tiny`, random
  * weights (raw prompts). The task is `first-letter`
  * ("First letter of tiger:", reward = share of the reply's characters equal to the word's first
- * letter). Both adapters are the product's gradient method (`gradientGrpo`, the driver's loop) on
- * the same training prompts, in order, with the same group size, steps and seed:
+ * letter). Both adapters get the same training prompts, group size, steps and seed:
  *
- * - full-depth LoRA (`adapter: 'lora'`, rank 8 on all seven projections of every layer, the CPU
- *   engine, no KL or entropy bonus): after every update the policy samples from the adapter merged
- *   into its weights;
- * - the head adapter (rank 8 on the LM head), whose policy samples adapted logits.
+ * - full-depth LoRA (rank 8 on all seven projections of every layer, GrpoTrainer over the LoRA engine): each step
+ *   samples its groups from the adapted model (the adapter merged into the ONNX file with
+ *   mergeLoraIntoOnnx and loaded as a fresh policy), computes advantages, and updates;
+ * - the head adapter (GrpoTrainer over the head adapter's engine, rank 8 on the LM head), whose policy samples adapted logits.
  *
  * Each is measured before and after on held-out words (_first-letter-task.ts).
  */
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { gradientGrpo } from '../../lib/grad.js';
-import type { DatasetItem, RewardFunction } from '../../lib/index.js';
+import { GrpoTrainer, groupRolloutBatch, headEngine, loraEngine } from '../../lib/grad.js';
+import type { DatasetItem } from '../../lib/index.js';
+import { GrpoConfig } from '../../lib/math.js';
+import { createLoraAdapter } from '../../lib/lora/adapter.js';
+import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
+import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
+import type { GroupResult } from '../../lib/core/policy.js';
 import { BATCH, datasets, GROUP, inputOf as taskInput, MAX_NEW, measure as measureTask, score, type Measure } from './_first-letter-task.js';
 
 export { BATCH, GROUP, MAX_NEW, type Measure };
@@ -44,12 +51,12 @@ export const HEAD_LR = 0.02;
 const inputOf = (model: Model, item: DatasetItem) => taskInput(model.chat, item);
 const measure = (model: Model, policy: OnnxPolicy, items: DatasetItem[], seed: number) => measureTask(policy, items, seed, model.chat);
 
-const reward: RewardFunction = { name: 'first-letter', score: ({ text, item }) => score(text, item) };
-
-/** The run's options besides its adapter: the training words in order, one epoch of `steps` steps. */
-function runOptions(model: Model, seed: number, train: DatasetItem[]) {
-  const dataset = train.map((item) => ({ ...inputOf(model, item), answer: item.answer }));
-  return { dataset, rewards: [reward], groupSize: GROUP, batchSize: BATCH, epochs: 1, maxNewTokens: MAX_NEW, temperature: 1, seed, shuffle: false };
+async function sampleBatch(model: Model, policy: OnnxPolicy, items: DatasetItem[], step: number, seed: number): Promise<GroupResult[]> {
+  const groups: GroupResult[] = [];
+  for (const [i, item] of items.entries()) {
+    groups.push(await policy.generateGroup({ ...inputOf(model, item), groupSize: GROUP, maxNewTokens: MAX_NEW, temperature: 1, seed: seed * 100_003 + step * 101 + i }));
+  }
+  return groups;
 }
 
 export interface Trained {
@@ -59,19 +66,36 @@ export interface Trained {
 }
 
 export async function trainLora(model: Model, seed: number, steps = STEPS): Promise<Trained> {
+  const dirs: string[] = [];
   const started = performance.now();
   const { train, heldOut } = datasets(seed, steps);
-  const policy = await loadOnnxPolicy({ model: model.dir });
+  const bytes = new Uint8Array(await readFile(join(model.dir, 'onnx/model.onnx')));
+  const config = JSON.parse(await readFile(join(model.dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+  const weights = await readDecoderWeights(bytes, { config });
+  const adapter = createLoraAdapter(weights.shape, { r: 8, alpha: 16, seed });
+  let policy = await loadOnnxPolicy({ model: model.dir });
+  // The loss of grpoLoss's defaults (no KL, no entropy bonus); prompts encode as the current sampler's.
+  const engine = loraEngine({ weights, adapter, promptIds: (input) => policy.promptIds(input) });
+  const trainer = new GrpoTrainer(engine, { lr: LORA_LR }, new GrpoConfig({ numGenerations: GROUP, beta: 0, entropyCoeff: 0 }), { temperature: 1 });
   try {
     const before = await measure(model, policy, heldOut, seed);
-    const run = gradientGrpo({ adapter: 'lora', engine: 'cpu', policy, ...runOptions(model, seed, train), lora: { r: 8, alpha: 16 }, optimizer: { lr: LORA_LR }, loss: { beta: 0, entropyCoeff: 0 } });
-    const { trainer } = await run.result();
-    // The policy samples from the last merged adapter.
-    const after = await measure(model, policy, heldOut, seed);
-    trainer.dispose();
-    return { before, after, seconds: (performance.now() - started) / 1000 };
+    for (let step = 0; step < steps; step++) {
+      const items = train.slice(step * BATCH, (step + 1) * BATCH);
+      const groups = await sampleBatch(model, policy, items, step, seed);
+      const batch = groupRolloutBatch(groups.map((g, i) => ({ completions: g.completions, rewards: g.completions.map((c) => score(c.text, items[i])) })));
+      await trainer.trainStep(batch, items.map((item) => inputOf(model, item)));
+      // Sampling follows the adapter: the next groups come from W + s A^T B^T.
+      const dir = await mkdtemp(join(tmpdir(), 'webgrpo-learn-'));
+      dirs.push(dir);
+      await cp(model.dir, dir, { recursive: true });
+      await writeFile(join(dir, 'onnx/model.onnx'), await mergeLoraIntoOnnx(bytes, weights, adapter));
+      await policy.dispose();
+      policy = await loadOnnxPolicy({ model: dir });
+    }
+    return { before, after: await measure(model, policy, heldOut, seed), seconds: (performance.now() - started) / 1000 };
   } finally {
     await policy.dispose();
+    await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
   }
 }
 
@@ -79,14 +103,18 @@ export async function trainHead(model: Model, seed: number, steps = STEPS): Prom
   const started = performance.now();
   const { train, heldOut } = datasets(seed, steps);
   const policy = await loadOnnxPolicy({ model: model.dir, hiddenState: true });
+  const trainer = new GrpoTrainer(headEngine(policy, { adapter: { seed } }), { lr: HEAD_LR }, new GrpoConfig({ numGenerations: GROUP }), { temperature: 1 });
   try {
     const before = await measure(model, policy, heldOut, seed);
-    const { trainer } = await gradientGrpo({ policy, ...runOptions(model, seed, train), optimizer: { lr: HEAD_LR } }).result();
-    // The trainer stays attached: the policy samples the adapted logits.
-    const after = await measure(model, policy, heldOut, seed);
-    trainer.dispose();
-    return { before, after, seconds: (performance.now() - started) / 1000 };
+    for (let step = 0; step < steps; step++) {
+      const items = train.slice(step * BATCH, (step + 1) * BATCH);
+      const groups = await sampleBatch(model, policy, items, step, seed);
+      const batch = groupRolloutBatch(groups.map((g, i) => ({ completions: g.completions, rewards: g.completions.map((c) => score(c.text, items[i])) })));
+      await trainer.trainStep(batch, items.map((item) => inputOf(model, item)));
+    }
+    return { before, after: await measure(model, policy, heldOut, seed), seconds: (performance.now() - started) / 1000 };
   } finally {
+    trainer.dispose();
     await policy.dispose();
   }
 }
