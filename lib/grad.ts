@@ -7,9 +7,10 @@
  *   const run = gradientGrpo({ policy, dataset: digits.dataset(), rewards: digits.rewards });
  *   for await (const event of run) if (event.type === 'train') console.log(event.metrics.loss);
  *
- * Full-depth LoRA (every attention and MLP projection of every layer) runs the same way:
+ * Full-depth LoRA (every attention and MLP projection of every layer) is the same method on the
+ * other adapter (`loraGrpo(options)` is `gradientGrpo({ ...options, adapter: 'lora' })`):
  *
- *   const run = loraGrpo({ policy: await loadOnnxPolicy({ model }), dataset, rewards, lora: { r: 8 } });
+ *   const run = gradientGrpo({ adapter: 'lora', policy: await loadOnnxPolicy({ model }), dataset, rewards, lora: { r: 8 } });
  *
  * or, step by step in the shape of artifex's GRPOTrainer.train_step, over either engine (headEngine on the
  * head, loraEngine on every layer):
@@ -21,10 +22,14 @@ export { GrpoTrainer, type TrainerOptions, type TrainStepOptions, type TrainStep
 export type { EngineBatch, EngineGroup, EngineStats, ForwardOptions, TrainEngine } from './train/engine.js';
 export { headEngine, type HeadAdapterEngine, type HeadEngineOptions } from './train/head-engine.js';
 export type { TrainStepMetrics } from './grad/metrics.js';
-export { gradientGrpo, resumeGradientGrpo, type GradientRun, type GradientResult } from './methods/gradient/method.js';
-export { GRADIENT_DEFAULTS, type GradientLossOptions } from './methods/grpo-options.js';
+export {
+  gradientGrpo, resumeGradientGrpo, loraGrpo, resumeLoraGrpo, type GradientRun, type GradientResult, type LoraRun,
+  type LoraResult, type TrainedResult
+} from './methods/gradient/method.js';
+export { GRADIENT_DEFAULTS, type GradientLossOptions, type TrainingRunOptions } from './methods/gradient/training-options.js';
 export type { GradientGrpoOptions, GradientHandles } from './methods/gradient/options.js';
-export type { GradientEvent, GradientEventType, GradientEpochStats } from './methods/gradient/events.js';
+export { LORA_GRPO_DEFAULTS, type LoraEngine, type LoraGrpoOptions, type LoraHandles, type LoraPolicy } from './methods/gradient/lora.js';
+export type { GradientEvent, GradientEventType, GradientEpochStats, LoraEvent, LoraEventType } from './methods/gradient/events.js';
 export { groupRolloutBatch, rolloutSampling, type RolloutGroup, type RolloutCompletion } from './grad/rollouts.js';
 export type { RolloutSampling } from './grad/objective.js';
 export { attachAdapter, type AttachedAdapter } from './grad/attach.js';
@@ -49,9 +54,3 @@ export { exportPeftAdapter, importPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FI
 export { mergeLoraIntoOnnx } from './lora/onnx-merge.js';
 export { loraEngine, loraModel, type LoraAdapterEngine, type LoraBasePolicy, type LoraEngineOptions, type LoraEngineState, type LoraModel } from './train/lora-engine.js';
 export { readLoraAdapterFile, writeLoraAdapterFile, type LoraAdapterFile, type LoraCheckpoint } from './lora/format.js';
-
-// Full-depth LoRA GRPO as a run of the driver: sampling follows the adapter (merged weights
-// swapped into the policy after every update), checkpoints with every step, resume, export.
-export { loraGrpo, resumeLoraGrpo, type LoraRun, type LoraResult } from './methods/lora/method.js';
-export { LORA_GRPO_DEFAULTS, type LoraEngine, type LoraGrpoOptions, type LoraHandles, type LoraPolicy } from './methods/lora/options.js';
-export type { LoraEvent, LoraEventType } from './methods/lora/events.js';

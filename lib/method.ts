@@ -1,8 +1,9 @@
 /**
- * `webgrpo/method`: building a method or a backend. A method is a set of hooks the one driver
- * calls (`Method`), started and resumed through `startRun` / `resumeRun` and made known to
- * validation, import and resume with `registerMethod`; its step payload is read back with
- * `payloadOf`. Around that: the group sampler the built-in methods share, the experience
+ * `webgrpo/method`: building a method or a backend. A method is a run kind and a few hooks the one
+ * driver calls (`Method`: `create` a run from its options, `open` a drive of it), started and
+ * resumed through `startRun` / `resumeRun` and made known to validation, import, the CLI and the
+ * playground with `registerMethod` (`builtinMethods` are the built-in ones); its step payload is
+ * read back with `payloadOf`. Around that: the group sampler the built-in methods share, the experience
  * library's operations and critic schemas, the stored-run helpers and statistics, and structured
  * output (a response format compiled to a token mask) for a policy backend of your own.
  * README "Contributing: adding a method" walks through one; test/run/best-of-g.ts is a whole one.
@@ -10,10 +11,12 @@
 
 // The driver and its hooks.
 export { startRun, resumeRun } from './run/driver.js';
-export { newRunRecord, type RunOf, type CustomRunRecord } from './run/run.js';
-export type { Method, StepOutcome, PreparedItem, SampledGroup, ItemContext, OpenContext, Reporter, RunTally, EventFields } from './run/method.js';
-export { registerMethod, methodOf, methodKinds, type RegisteredMethod } from './methods/registry.js';
-export { checkRunId } from './run/options.js';
+export type { RunOf, CustomRunRecord } from './run/run.js';
+export type {
+  Method, AnyMethod, NewRun, Drive, DriveMoment, HeldOutSampling, StartOptions, StepOutcome, PreparedItem, SampledGroup,
+  ItemContext, OpenContext, Reporter, RunTally, EventFields
+} from './run/method.js';
+export { registerMethod, methodOf, methodKinds, builtinMethods, type RegisteredMethod } from './methods/registry.js';
 export { generateGroups } from './policy/groups.js';
 
 // Stored runs: a step's payload and library, a run's method, checks of what enters a store.

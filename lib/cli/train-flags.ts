@@ -35,7 +35,7 @@ export function adapterOptions(kind: string, values: AdapterFlags): Record<strin
   const rank = int(values.rank, 'rank');
   if (kind === 'gradient') {
     if (values.alpha !== undefined || values['target-modules'] !== undefined) throw new UsageError('--alpha and --target-modules are LoRA options (--method lora); the head adapter takes --rank.');
-    return rank !== undefined ? { adapter: { rank } } : {};
+    return rank !== undefined ? { head: { rank } } : {};
   }
   if (kind !== 'lora') {
     if (rank !== undefined || values.alpha !== undefined || values['target-modules'] !== undefined) throw new UsageError('--rank, --alpha and --target-modules are options of --method gradient and lora.');

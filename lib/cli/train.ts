@@ -16,7 +16,7 @@ import type { Policy } from '../core/policy.js';
 import { exportRun } from '../store/bundle.js';
 import { openFileStore, type FileStore } from '../node.js';
 import { runMethod } from '../methods/run-method.js';
-import type { RunRecord } from '../store/records.js';
+import type { RunRecord, StepPayloadBase } from '../store/records.js';
 import type { LoopMode } from '../methods/training-free/record.js';
 import type { RouterArm } from '../route/arm.js';
 import type { DatasetItem } from '../core/dataset.js';
@@ -27,6 +27,9 @@ import { Progress, table, type ViewIo } from './train-view.js';
 import { adapterOptions, int, num, TRAINS_POLICY, UsageError } from './train-flags.js';
 import { modelPath } from './model-arg.js';
 import { methodKinds, methodOf } from '../methods/registry.js';
+import { resumeRun, startRun } from '../run/driver.js';
+import type { StartOptions } from '../run/method.js';
+import type { LoopHandles } from '../run/options.js';
 import type { RewardFunction } from '../core/reward.js';
 import type { Run } from '../run/run.js';
 import type { CliEvent } from './train-view.js';
@@ -172,7 +175,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
 
   const kind = resumed ? resumed.kind : methodKind(values);
   const method = methodOf(kind);
-  if (!method?.start || !method.resume) throw new UsageError(`The ${kind} method cannot be started from the command line.`);
+  if (!method) throw new UsageError(`No method runs "${kind}" runs here.`);
 
   // The model: a recording, the given model, or (resuming) the one the run used.
   let policy: Policy;
@@ -195,7 +198,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
   let loop: Run<CliEvent, unknown>;
   if (resumed) {
     if (values['export-jsonl'] !== undefined) exported = await epochExportFile(values['export-jsonl'], format, await store.getItems(resumed.id), { store, runId: resumed.id });
-    loop = method.resume(resumed.id, { policy: active, rewards: rewardsOf(resumed), store, signal: io.interrupt, onEpoch: exported?.hook }) as Run<CliEvent, unknown>;
+    loop = resumeRun<CliEvent, unknown, LoopHandles>([method], resumed.id, { policy: active, rewards: rewardsOf(resumed), store, signal: io.interrupt, onEpoch: exported?.hook });
     io.stderr(`Resuming run ${resumed.id} (${resumed.config.task ?? 'dataset'}, ${runMethod(resumed)}).\n`);
   } else {
     const mode: LoopMode | undefined = kind === 'training-free' ? ((values.method ?? values.mode ?? (bundled ? 'exemplars' : 'lessons')) as LoopMode) : undefined;
@@ -218,7 +221,8 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
       });
     }
     if (values['export-jsonl'] !== undefined) exported = await epochExportFile(values['export-jsonl'], format, dataset);
-    loop = method.start({
+    // Each method takes the options it knows (its `create` reads them) and ignores the rest.
+    loop = startRun<CliEvent, string, LoopHandles, unknown, StepPayloadBase & { kind: string }, StartOptions & Record<string, unknown>, unknown>(method, {
       policy: active,
       dataset,
       rewards,
@@ -237,7 +241,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
       store,
       signal: io.interrupt,
       onEpoch: exported?.hook,
-    }) as Run<CliEvent, unknown>;
+    });
     io.stderr(`Run ${loop.runId} (${values.task ?? values.dataset}, ${mode ?? kind}) in ${store.root}\n`);
   }
 

@@ -1,42 +1,42 @@
 /**
- * The methods by kind: what the export, the CLI and the playground look a run's method up in,
- * instead of branching on its kind. The built-in ones are here; `registerMethod` adds another
- * (a method of your own: one folder with its hooks, and one registration).
+ * The methods by kind: what the CLI, the export and the playground look a run's method up in,
+ * instead of branching on its kind. `builtinMethods` lists the built-in ones (the gradient method
+ * twice, once per adapter, as its runs are stored under two kinds); `registerMethod` adds one of
+ * your own (one folder with its hooks, and one explicit call). Importing this module registers
+ * nothing.
  */
 import { InvalidInputError } from '../errors.js';
-import type { Method } from '../run/method.js';
+import type { AnyMethod, Method, StartOptions } from '../run/method.js';
 import type { LoopHandles } from '../run/options.js';
-import { registerResume } from '../run/run.js';
-import { gradientMethodHooks } from './gradient/method.js';
-import { loraMethodHooks } from './lora/method.js';
+import type { StepPayloadBase } from '../store/records.js';
+import { headMethod, loraMethod } from './gradient/method.js';
 import { routerMethod } from './router/method.js';
 import { trainingFreeMethod } from './training-free/method.js';
 
-/** A method as the registry hands it out: its state, handles and result are its own business. */
-export type RegisteredMethod = Method<string, unknown, LoopHandles, unknown>;
+/** A method as the registry hands it out: its config, state and result are its own business. */
+export type RegisteredMethod = AnyMethod;
 
-const METHODS = new Map<string, RegisteredMethod>();
+/** The built-in methods, in the order the CLI and the playground offer them. */
+export const builtinMethods: readonly RegisteredMethod[] = [trainingFreeMethod, headMethod, loraMethod, routerMethod] as unknown as RegisteredMethod[];
 
-/** Makes a method known by its kind: its runs validate, import, export and resume like the built-in ones (its `record` is what stores read them with). */
-export function registerMethod<K extends string, S, H extends LoopHandles, R>(method: Method<K, S, H, R>): void {
-  if (!method || typeof method.kind !== 'string' || method.kind === '' || typeof method.finishStep !== 'function' || method.record?.kind !== method.kind || typeof method.record.config !== 'function') {
-    throw new InvalidInputError('method', 'expected a method: { kind, resumeWith, record (a RecordKind of the same kind, with config), open, finishStep, epochEnd, result, ... }.');
+/** Methods registered by the page or process (`registerMethod`), by kind. */
+const registered = new Map<string, RegisteredMethod>();
+
+/** Makes a method known by its kind: its runs validate, import, export and resume like the built-in ones. */
+export function registerMethod<K extends string, H extends LoopHandles, R, P extends StepPayloadBase & { kind: K }, O extends StartOptions<H>, I>(method: Method<K, H, R, P, O, I>): void {
+  if (!method || typeof method.kind !== 'string' || method.kind === '' || typeof method.open !== 'function' || typeof method.create !== 'function' || method.record?.kind !== method.kind || typeof method.record.config !== 'function') {
+    throw new InvalidInputError('method', 'expected a method: { kind, record (a RecordKind of the same kind, with config), create, validateHandles, open, ... }.');
   }
-  METHODS.set(method.kind, method as unknown as RegisteredMethod);
-  registerResume(method.kind, method.resumeWith);
+  if (builtinMethods.some((m) => m.kind === method.kind)) throw new InvalidInputError('method', `"${method.kind}" is a built-in method's kind; give yours another.`);
+  registered.set(method.kind, method as unknown as RegisteredMethod);
 }
 
 /** The method of a run kind, or undefined for a kind nobody registered. */
 export function methodOf(kind: string): RegisteredMethod | undefined {
-  return METHODS.get(kind);
+  return builtinMethods.find((m) => m.kind === kind) ?? registered.get(kind);
 }
 
-/** Every registered kind, built-in ones first. */
+/** Every known kind, built-in ones first. */
 export function methodKinds(): string[] {
-  return [...METHODS.keys()];
+  return [...builtinMethods.map((m) => m.kind), ...registered.keys()];
 }
-
-registerMethod(trainingFreeMethod);
-registerMethod(gradientMethodHooks);
-registerMethod(loraMethodHooks);
-registerMethod(routerMethod);

@@ -21,16 +21,18 @@ import { InvalidInputError, throwIfAborted } from '../errors.js';
 import { itemResultGroup } from './groups.js';
 import { combinedRewards, computeAdvantages, type AdvantageResult } from '../math/advantages.js';
 import type { ItemResult, RolloutRecord, RunRecord, StepPayloadBase, StepRecord, StepStats } from '../store/records.js';
-import type { DatasetItem } from '../core/dataset.js';
+import { validateDataset } from '../core/dataset.js';
+import { MemoryStore } from '../store/memory.js';
+import { emptyLibrary } from '../experience/types.js';
 import { isFlat } from './dynamic-sampling.js';
 import type { Store } from '../store/types.js';
 import type { Progress } from './events.js';
-import { evaluateHeldOut, evaluationDue, resolveEvaluation, type EvaluationOption } from './held-out.js';
-import type { DriveInputs, ItemContext, Method, PreparedItem, Reporter, RunTally, SampledGroup } from './method.js';
-import { matchRewards, type LoopHandles } from './options.js';
+import { evaluateHeldOut, evaluationDue, resolveEvaluation } from './held-out.js';
+import type { AnyMethod, Drive, DriveInputs, ItemContext, Method, PreparedItem, Reporter, RunTally, SampledGroup, StartOptions } from './method.js';
+import { checkRunId, matchRewards, validateHandles, type LoopHandles } from './options.js';
 import { deriveSeed } from './random.js';
 import { promptOf, rewardTable, sampleGroup, type RolloutSettings } from './rollout.js';
-import { LoopRun, registerResume, stopRun, storedRun, type Run, type RunOf, type RunStop } from './run.js';
+import { LoopRun, stopRun, storedRun, type Run, type RunOf, type RunStop } from './run.js';
 import { progressAt, Schedule, type StepPlan } from './schedule.js';
 import { groupStats, stepStats } from './stats.js';
 
@@ -39,45 +41,46 @@ type Kind = string;
 /** A method's step payload: an object of its own kind. */
 type Payload<K extends Kind> = StepPayloadBase & { kind: K };
 
-/** A new run of `method`: stored when the run is first iterated, then driven. */
-export function startRun<E, K extends Kind, S, H extends LoopHandles, R, P extends Payload<K>>(
-  method: Method<K, S, H, R, P>,
-  run: RunOf<K>,
-  dataset: DatasetItem[],
-  handles: H,
-  store: Store,
-): Run<E, R> {
-  register(method);
-  const evaluation = resolveEvaluation((handles as H & EvaluationOption).evaluation, run.config);
-  const stored = evaluation ? { ...run, config: { ...run.config, evaluation } } : run;
-  return new LoopRun<E, R>(run.id, async (emit, signal) => {
+/**
+ * A new run of `method` from its start options: checked now, synchronously (the method's own
+ * options by its `create`, then the dataset and the run id), stored when the run is first
+ * iterated, then driven.
+ */
+export function startRun<E, K extends Kind, H extends LoopHandles, R, P extends Payload<K>, O extends StartOptions<H>, I>(method: Method<K, H, R, P, O, I>, options: O): Run<E, R> {
+  if (!options || typeof options !== 'object') throw new InvalidInputError('options', 'expected an options object.');
+  const made = method.create(options);
+  const dataset = validateDataset(options.dataset);
+  const runId = options.runId !== undefined ? checkRunId(options.runId) : crypto.randomUUID();
+  const evaluation = resolveEvaluation(options.evaluation, made.config);
+  const now = new Date().toISOString();
+  const config = evaluation ? { ...made.config, evaluation } : made.config;
+  const stored = { id: runId, kind: method.kind, status: 'running', createdAt: now, updatedAt: now, config, initialLibrary: made.initialLibrary ?? emptyLibrary(), itemCount: dataset.length };
+  const store = options.store ?? new MemoryStore();
+  return new LoopRun<E, R>(runId, async (emit, signal) => {
     // Checks that need the policy's async calls (its tokenizer) refuse the run before it is stored.
-    await method.preflight?.(stored, dataset, handles);
+    await made.check?.(dataset);
     // Every store keeps any method's run record as plain data.
     await store.createRun(stored as unknown as RunRecord, dataset);
-    return drive(method, { store, runId: run.id, handles, rewards: handles.rewards, resumed: false }, emit as Emit, signal);
+    return drive(method, { store, runId, handles: options, rewards: options.rewards, resumed: false }, emit as Emit, signal, made.initial);
   });
 }
 
 /**
- * A stored run of `method` continued from its first unfinished item: the handles are checked now
- * (synchronously, as a start's options are), the stored run and its reward functions (matched by
- * name) when the run is iterated.
+ * A stored run continued from its first unfinished item by the one of `methods` of its kind (the
+ * gradient method resumes its two kinds, head adapter and LoRA). The common handles are checked
+ * now (synchronously, as a start's options are); the stored run, the method's own handles and the
+ * reward functions (matched by name) when the run is iterated, before anything is changed.
  */
-export function resumeRun<E, K extends Kind, S, H extends LoopHandles, R, P extends Payload<K>>(method: Method<K, S, H, R, P>, runId: string, options: H & { store: Store }): Run<E, R> {
+export function resumeRun<E, R, H extends LoopHandles>(methods: readonly AnyMethod<H, R>[], runId: string, options: H & { store: Store }): Run<E, R> {
   if (!options || typeof options !== 'object' || !options.store) throw new InvalidInputError('store', 'pass the store that holds the run.');
-  method.validateHandles(options);
-  register(method);
+  validateHandles(options);
   return new LoopRun<E, R>(runId, async (emit, signal) => {
-    const run = await storedRun(options.store, runId, method.kind);
+    const run = await storedRun(options.store, runId, methods.map((m) => m.kind));
+    const method = methods.find((m) => m.kind === run.kind)!;
+    method.validateHandles(options);
     const rewards = matchRewards(run.config, options.rewards);
-    return drive(method, { store: options.store, runId, handles: options, rewards, resumed: true }, emit as Emit, signal);
+    return drive(method, { store: options.store, runId, handles: options, rewards, resumed: true }, emit as Emit, signal, undefined);
   });
-}
-
-/** Makes the method's resume function known to errors (its records are known to stores once it is registered: `registerMethod`). */
-function register(method: Pick<Method, 'kind' | 'resumeWith'>): void {
-  registerResume(method.kind, method.resumeWith);
 }
 
 /** An unfinished item after step 1: its prompt, its rollouts with rewards (advantages come in step 2). */
@@ -91,11 +94,17 @@ interface Scored {
   resamples: number;
 }
 
-async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payload<K>>(method: Method<K, S, H, R, P>, inputs: DriveInputs<H>, emit: Emit, internal: AbortSignal): Promise<R> {
+async function drive<K extends Kind, H extends LoopHandles, R, P extends Payload<K>, O extends StartOptions<H>, I>(
+  method: Method<K, H, R, P, O, I>,
+  inputs: DriveInputs<H>,
+  emit: Emit,
+  internal: AbortSignal,
+  initial: I | undefined,
+): Promise<R> {
   const { store, runId, handles } = inputs;
   const signal = handles.signal ? AbortSignal.any([handles.signal, internal]) : internal;
   const lock = await store.lockRun(runId);
-  let opened: { state: S } | undefined;
+  let opened: Drive<R, P> | undefined;
   let schedule: Schedule | undefined;
   let stepsCompleted = 0;
   let itemsDone = 0;
@@ -109,10 +118,10 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
     itemsProcessed: itemsDone,
     warnings,
   });
-  const runEnd = (state: S, end: RunStop | { status: 'completed' }) => {
+  const runEnd = (state: Drive<R, P>, end: RunStop | { status: 'completed' }) => {
     const t = tally(end.status === 'completed' ? 'completed' : 'aborted');
     const counts = { epochsCompleted: t.epochsCompleted, stepsCompleted: t.stepsCompleted, itemsProcessed: t.itemsProcessed };
-    return emit({ type: 'run-end', runId, ...end, ...counts, ...method.runEnd?.(state, t), progress: progress(stepsCompleted) });
+    return emit({ type: 'run-end', runId, ...end, ...counts, ...state.fields?.({ type: 'run-end', tally: t }), progress: progress(stepsCompleted) });
   };
   const report: Reporter = {
     emit: async (event) => {
@@ -123,7 +132,7 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
   };
 
   try {
-    const run = await storedRun(store, runId, method.kind);
+    const run = (await storedRun(store, runId, [method.kind])) as RunOf<K>;
     const config = run.config as RunOf<K>['config'];
     const items = await store.getItems(runId);
     schedule = new Schedule(config, items.length);
@@ -133,19 +142,17 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
     if (stepsCompleted > 0) {
       for (const step of await store.listSteps(runId)) warnings += step.warnings.length + step.items.reduce((n, i) => n + i.warnings.length, 0);
     }
-    const state = await method.open({ run, store, handles, last });
-    opened = { state };
+    const state = await method.open({ run, store, handles, last, ...(initial !== undefined ? { initial } : {}) });
+    opened = state;
     throwIfAborted(signal);
     if (run.status !== 'running') await store.setRunStatus(runId, { status: 'running' });
-    await emit({ type: 'run-start', runId, resumed: inputs.resumed, config, ...method.runStart?.(state), progress: progress(stepsCompleted + 1) });
+    await emit({ type: 'run-start', runId, resumed: inputs.resumed, config, ...state.fields?.({ type: 'run-start' }), progress: progress(stepsCompleted + 1) });
 
     /** The held-out evaluation after `epoch` when it is due, kept with the run and announced. */
     const evaluateAfter = async (epoch: number, kept: ReadonlyArray<{ epoch: number }>) => {
       const { evaluation } = config;
       if (!evaluation || !evaluationDue(evaluation, epoch, schedule!.epochs) || kept.some((e) => e.epoch === epoch)) return;
-      const prompt = method.evaluationPrompt ? (item: DatasetItem) => method.evaluationPrompt!(state, item) : undefined;
-      const temperature = method.evaluationTemperature ? (item: DatasetItem, t: number) => method.evaluationTemperature!(state, item, t) : undefined;
-      const policy = method.evaluationPolicy?.(state) ?? handles.policy;
+      const { policy = handles.policy, prompt, temperature } = state.heldOut ?? {};
       const record = await evaluateHeldOut({ policy, rewards: inputs.rewards, config: { ...config, evaluation }, ...(prompt ? { prompt } : {}), ...(temperature ? { temperature } : {}), signal }, epoch, stepsCompleted);
       throwIfAborted(signal);
       await store.putEvaluation(runId, record);
@@ -155,8 +162,8 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
     if (stepsCompleted % schedule.stepsPerEpoch === 0) await evaluateAfter(stepsCompleted / schedule.stepsPerEpoch, run.evaluations ?? []);
 
     const sampling: RolloutSettings = config;
-    const concurrency = method.concurrency?.(config) ?? 1;
-    const advantageOptions = { groupSize: sampling.groupSize, weights: sampling.rewards.map((r) => r.weight), ...method.advantages(config) };
+    const concurrency = state.concurrency ?? 1;
+    const advantageOptions = { groupSize: sampling.groupSize, weights: sampling.rewards.map((r) => r.weight), scaleRewards: 'group' as const, ...state.advantages };
 
     // Dynamic sampling, where the run's config asks for it (gradient and lora runs can).
     const dynamic = 'dynamicSampling' in config ? config.dynamicSampling : undefined;
@@ -166,7 +173,7 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
      * resampling (`attempt` above 0, dynamic sampling) draws from seeds of its own.
      */
     const sampleItem = (ctx: ItemContext, prepared: PreparedItem, attempt: number): Promise<SampledGroup> => {
-      if (method.sample) return method.sample(state, ctx, prepared);
+      if (state.sample) return state.sample(ctx, prepared);
       const seed = attempt === 0 ? deriveSeed(sampling.seed, 'rollout', ctx.plan.epoch, ctx.index) : deriveSeed(sampling.seed, 'resample', ctx.plan.epoch, ctx.index, attempt);
       return sampleGroup(ctx.policy, prepared.prompt, sampling, { count: sampling.groupSize, temperature: sampling.temperature, seed }, ctx.signal);
     };
@@ -177,7 +184,7 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
      */
     const scoreItem = async (ctx: ItemContext): Promise<Scored> => {
       const ref = { step: ctx.plan.step, epoch: ctx.plan.epoch, item: ctx.index };
-      const prepared = method.prepare ? await method.prepare(state, ctx) : { prompt: promptOf(ctx.item) };
+      const prepared = state.prepare ? await state.prepare(ctx) : { prompt: promptOf(ctx.item) };
       await report.emit({ type: 'item-start', ...ref, position: ctx.position, prompt: prepared.prompt, ...prepared.start });
       const usage = { promptTokens: 0, completionTokens: 0 };
       let attempt = 0;
@@ -210,14 +217,12 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
         reward: combined[row],
         advantage: 0,
       }));
-      group.annotate?.(rollouts);
       return { prepared, group, table, rewards, rollouts, resamples: attempt };
     };
 
     for (let step = stepsCompleted + 1; step <= schedule.totalSteps; step++) {
       const plan = schedule.plan(step);
-      const stepFields = await method.stepStart?.(state, plan);
-      await report.emit({ type: 'step-start', step, epoch: plan.epoch, batch: plan.batch, items: plan.indices, ...stepFields, progress: progress(step) });
+      await report.emit({ type: 'step-start', step, epoch: plan.epoch, batch: plan.batch, items: plan.indices, ...state.fields?.({ type: 'step-start', plan }), progress: progress(step) });
 
       const finished = new Map((await store.getItemResults(runId, step)).map((r) => [r.position, r]));
       const stepAbort = new AbortController();
@@ -227,11 +232,10 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
       // 1. Sample and reward the unfinished items; a resumed step's finished ones come from the store.
       const scored = new Array<Scored | undefined>(contexts.length);
       await eachConcurrently(contexts.length, concurrency, stepAbort, async (position) => {
-        const reused = finished.get(position);
-        if (reused) return method.rewarded?.(state, reused);
+        if (finished.has(position)) return;
         const item = await scoreItem(contexts[position]);
         throwIfAborted(stepSignal);
-        method.rewarded?.(state, { prompt: item.prepared.prompt, rollouts: item.rollouts });
+        item.group.rewarded?.(item.rollouts);
         scored[position] = item;
       });
       throwIfAborted(signal);
@@ -249,7 +253,7 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
       await eachConcurrently(contexts.length, concurrency, stepAbort, async (position) => {
         const ctx = contexts[position];
         const reused = finished.get(position);
-        const result = reused ?? (await finishItem(method, state, ctx, scored[position]!, advantages, rowOf.get(position)));
+        const result = reused ?? (await finishItem(state, ctx, scored[position]!, advantages, rowOf.get(position)));
         throwIfAborted(stepSignal);
         if (reused) warnings += reused.warnings.length;
         else await store.putItemResult(runId, result);
@@ -260,7 +264,7 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
       throwIfAborted(signal);
 
       // 4. The method ends the step (on the groups the advantages cover); the record is committed in one transaction.
-      const outcome = await method.finishStep(state, { ...report, plan, signal }, kept.map((position) => results[position]), advantages);
+      const outcome = await state.finishStep({ ...report, plan, signal }, kept.map((position) => results[position]), advantages);
       throwIfAborted(signal);
       const record: StepRecord<P> = {
         step,
@@ -275,8 +279,7 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
       // Every store keeps any method's payload as plain data.
       await store.commitStep(runId, record as unknown as StepRecord, outcome.extras);
       stepsCompleted = step;
-      method.committed?.(state, record);
-      for (const event of outcome.committed ?? []) await report.emit(event);
+      for (const event of outcome.committed?.() ?? []) await report.emit(event);
       await report.emit({ type: 'step-end', step, epoch: plan.epoch, batch: plan.batch, stats: record.stats, ...outcome.end, progress: progress(step) });
       if (plan.lastOfEpoch) {
         await endEpoch(method, state, inputs, plan, report.emit, progress(step));
@@ -286,12 +289,11 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
 
     await store.setRunStatus(runId, { status: 'completed' });
     await runEnd(state, { status: 'completed' });
-    return await method.result(state, tally('completed'));
+    return await state.result(tally('completed'));
   } catch (error) {
-    if (opened) method.interrupted?.(opened.state);
-    const announce = opened ? (end: RunStop) => runEnd(opened!.state, end) : undefined;
-    if ((await stopRun(store, runId, error, signal, announce)) && opened) return method.result(opened.state, tally('aborted'));
-    if (opened) method.dispose?.(opened.state);
+    const announce = opened ? (end: RunStop) => runEnd(opened!, end) : undefined;
+    if ((await stopRun(store, runId, error, signal, announce)) && opened) return opened.result(tally('aborted'));
+    opened?.dispose?.();
     throw error;
   } finally {
     await lock.release();
@@ -302,9 +304,8 @@ async function drive<K extends Kind, S, H extends LoopHandles, R, P extends Payl
  * Step 3 for one item: its rollouts' advantages (the step's, from `row`; zeros for a group left
  * out of the update), its result, the method's work on it.
  */
-async function finishItem<K extends Kind, S, H extends LoopHandles, R, P extends Payload<K>>(
-  method: Method<K, S, H, R, P>,
-  state: S,
+async function finishItem<R, P extends StepPayloadBase>(
+  state: Drive<R, P>,
   ctx: ItemContext,
   scored: Scored,
   advantages: AdvantageResult,
@@ -329,7 +330,7 @@ async function finishItem<K extends Kind, S, H extends LoopHandles, R, P extends
     ...(scored.resamples > 0 ? { resamples: scored.resamples } : {}),
     warnings: [],
   };
-  await method.handleGroup?.(state, ctx, result, scored.rewards);
+  await state.handleGroup?.(ctx, result, scored.rewards);
   return result;
 }
 
@@ -351,7 +352,14 @@ function dynamicStats(items: readonly ItemResult[], kept: number): Pick<StepStat
  * An epoch's end: read back from the store (so an epoch finished after a resume includes its
  * earlier steps), handed to `onEpoch` as export groups, and announced.
  */
-async function endEpoch<K extends Kind, S, H extends LoopHandles, R, P extends Payload<K>>(method: Method<K, S, H, R, P>, state: S, inputs: DriveInputs<H>, plan: StepPlan, emit: Reporter['emit'], progress: Progress): Promise<void> {
+async function endEpoch<K extends Kind, H extends LoopHandles, R, P extends Payload<K>, O extends StartOptions<H>, I>(
+  method: Method<K, H, R, P, O, I>,
+  state: Drive<R, P>,
+  inputs: DriveInputs<H>,
+  plan: StepPlan,
+  emit: Reporter['emit'],
+  progress: Progress,
+): Promise<void> {
   const { store, runId, handles } = inputs;
   const steps = (await store.listSteps(runId, { from: plan.step - plan.batch + 1, to: plan.step })) as unknown as StepRecord<P>[];
   if (handles.onEpoch) {
@@ -359,7 +367,8 @@ async function endEpoch<K extends Kind, S, H extends LoopHandles, R, P extends P
     const groupsOf = (result: ItemResult) => method.exportGroups?.(run.config as RunOf<K>['config'], runId, result) ?? [itemResultGroup(runId, result)];
     await handles.onEpoch({ epoch: plan.epoch, groups: steps.flatMap((s) => s.items.flatMap(groupsOf)) });
   }
-  await emit({ type: 'epoch-end', epoch: plan.epoch, ...method.epochEnd(state, plan.epoch, steps), progress });
+  const stats = { epoch: plan.epoch, steps: steps.length, ...stepStats(steps.flatMap((s) => s.items)) };
+  await emit({ type: 'epoch-end', epoch: plan.epoch, stats, ...state.fields?.({ type: 'epoch-end', epoch: plan.epoch, steps }), progress });
 }
 
 /**

@@ -1,20 +1,25 @@
 /**
- * What a GRPO method is to the driver (driver.ts): a small set of hooks around the one step the
- * driver owns. The driver samples, rewards and computes advantages; a method says how an item's
- * prompt is made, what it does with a scored group, how a step ends (its payload in the step
- * record) and what a run returns. Training-free (lessons, exemplars), gradient and router are
- * methods in lib/methods/<name>/; a new one is a folder and a registration there.
+ * What a GRPO method is to the driver (driver.ts): a run kind, how its records are checked, and
+ * three hooks: `create` turns the method's start options into a new run, `validateHandles` checks
+ * a resume's, and `open` turns a stored run into a `Drive`, the method's state for one drive with
+ * the few hooks the one step calls (its prompt, its sampling, its work on a scored group, the
+ * step's end, the run's result). The driver samples, rewards and computes advantages; it starts
+ * and resumes every method alike (`startRun`, `resumeRun`). Training-free (lessons, exemplars),
+ * gradient (head adapter or LoRA) and router are methods in lib/methods/<name>/; a new one is a
+ * folder and an entry in the registry there.
  */
 import type { ExportGroup } from './groups.js';
 import type { AdvantageOptions, AdvantageResult } from '../math/advantages.js';
 import type { Completion, Policy, PromptInput, Usage } from '../core/policy.js';
 import type { ItemResult, PayloadOf, RolloutRecord, RunWarning, StepExtras, StepPayloadBase, StepRecord } from '../store/records.js';
 import type { DatasetItem } from '../core/dataset.js';
+import type { ExperienceLibrary } from '../experience/types.js';
 import type { RecordKind } from '../store/validate.js';
 import type { Store } from '../store/types.js';
 import type { LoopHandles } from './options.js';
 import type { RewardFunction } from '../core/reward.js';
-import type { Run, RunOf } from './run.js';
+import type { RunOf } from './run.js';
+import type { EvaluationOption } from './held-out.js';
 import type { StepPlan } from './schedule.js';
 
 /** Extra fields a method adds to one of the driver's events. */
@@ -26,13 +31,27 @@ export interface Reporter {
   warn(warning: RunWarning): Promise<void>;
 }
 
+/** A new run as a method makes it from its start options (checked synchronously). */
+export interface NewRun<C, I = undefined> {
+  /** The run's stored config (the sampling and schedule settings every method has, and its own). */
+  config: C;
+  /** The library the run starts from (training-free); empty by default. */
+  initialLibrary?: ExperienceLibrary;
+  /** What the first drive opens from that the store does not keep (a given adapter): `OpenContext.initial`. */
+  initial?: I;
+  /** Refuses the run before it is stored where that needs async calls (do the prompts fit the tokenizer's context?). */
+  check?(dataset: readonly DatasetItem[]): Promise<void>;
+}
+
 /** What the driver hands `open`: the stored run, its store and handles, its last committed step. */
-export interface OpenContext<R, H extends LoopHandles, P extends StepPayloadBase = StepPayloadBase> {
+export interface OpenContext<R, H extends LoopHandles, P extends StepPayloadBase = StepPayloadBase, I = undefined> {
   run: R;
   store: Store;
   handles: H;
   /** The last committed step, absent before the first. */
   last: StepRecord<P> | undefined;
+  /** `NewRun.initial` on a new run's first drive; absent on a resume. */
+  initial?: I;
 }
 
 /** One item of the step being worked on. */
@@ -56,12 +75,12 @@ export interface PreparedItem {
   start?: EventFields;
 }
 
-/** A sampled group: G completions in row order, and how to mark the rollouts they became. */
+/** A sampled group: G completions in row order, and what the method does with their rollouts. */
 export interface SampledGroup {
   completions: Completion[];
   usage: Usage;
-  /** Adds the method's own fields to the group's rollouts (the router's arm per row). */
-  annotate?(rollouts: RolloutRecord[]): void;
+  /** The group's rollouts once rewarded, before the next item is sampled (the router marks and counts each row's arm). */
+  rewarded?(rollouts: RolloutRecord[]): void;
 }
 
 /** How a step ended for the method: its part of the step record, and what it reports. */
@@ -77,8 +96,8 @@ export interface StepOutcome<P extends StepPayloadBase = StepPayloadBase> {
   extras?: StepExtras;
   /** Extra fields of the `step-end` event. */
   end?: EventFields;
-  /** Events emitted after the step is committed, before `step-end`. */
-  committed?: Array<{ type: string } & EventFields>;
+  /** Runs once the step is committed (training-free takes its new library here); returns events emitted before `step-end`. */
+  committed?(): Array<{ type: string } & EventFields>;
 }
 
 /** Where a run stands when it ends. */
@@ -91,92 +110,88 @@ export interface RunTally {
   warnings: number;
 }
 
+/** The driver's events a method may add fields to, with what it needs to know to fill them. */
+export type DriveMoment<P extends StepPayloadBase = StepPayloadBase> =
+  | { type: 'run-start' }
+  | { type: 'step-start'; plan: StepPlan }
+  /** The epoch's committed steps, a resumed run's earlier ones included. */
+  | { type: 'epoch-end'; epoch: number; steps: StepRecord<P>[] }
+  | { type: 'run-end'; tally: RunTally };
+
+/** How the held-out evaluation samples (default: the run's policy, the item's prompt, the evaluation's temperature). */
+export interface HeldOutSampling {
+  policy?: Policy;
+  prompt?(item: DatasetItem): Promise<PromptInput>;
+  temperature?(item: DatasetItem, temperature: number): number;
+}
 
 /**
- * A method's hooks. `S` is what the method keeps for the length of one drive (library, trainer,
- * router), `H` its handles, `R` the result a run resolves with, `P` its step payload (a built-in
- * kind's own type by default).
+ * A method's state for one drive of a run (library, trainer, router), with the hooks of the step.
+ * `R` is what the run resolves with, `P` the method's step payload.
  */
-export interface Method<K extends string = string, S = unknown, H extends LoopHandles = LoopHandles, R = unknown, P extends StepPayloadBase & { kind: K } = PayloadOf<K>> {
-  readonly kind: K;
-  /** The function that resumes this method's runs (named in errors). */
-  readonly resumeWith: string;
-  /** How the store checks this method's runs (config, step payload, rollout fields). */
-  readonly record: RecordKind;
-  /**
-   * Starts a run from the method's options (its start function: the CLI and tools start any
-   * registered method through this); options a method does not know are ignored.
-   */
-  start?(options: StartOptions<H>): Run<{ type: string }, R>;
-  /** Resumes a stored run of this method (its resume function). */
-  resume?(runId: string, handles: H & { store: Store }): Run<{ type: string }, R>;
-  /** Checks a resume's handles (a start's are checked when its options are resolved). */
-  validateHandles(handles: H): void;
-  /** How rewards become advantages (weights, scaling, estimator); groups come from the config. */
-  advantages(config: RunOf<K>['config']): Omit<AdvantageOptions, 'groupSize'>;
+export interface Drive<R = unknown, P extends StepPayloadBase = StepPayloadBase> {
+  /** How rewards become advantages besides groups and weights (scaling, estimator). Default: scaled per group. */
+  readonly advantages?: Omit<AdvantageOptions, 'groupSize' | 'weights'>;
   /** Items of a step worked on at once. Default 1. */
-  concurrency?(config: RunOf<K>['config']): number;
-
-  /**
-   * Checks a new run against its handles before it is stored, where that needs async calls (the
-   * policy's tokenizer: do the prompts fit its context?); throws an InvalidInputError to refuse it.
-   */
-  preflight?(run: RunOf<K>, dataset: readonly DatasetItem[], handles: H): Promise<void>;
-  /** The method's state for one drive of the run, from the store and the last committed step. */
-  open(ctx: OpenContext<RunOf<K>, H, P>): Promise<S>;
-  /** Extra fields of `run-start`. */
-  runStart?(state: S): EventFields;
-  /** Runs before each step; returns extra fields of `step-start`. */
-  stepStart?(state: S, plan: StepPlan): Promise<EventFields>;
+  readonly concurrency?: number;
+  /** How the held-out evaluation samples; see HeldOutSampling. */
+  readonly heldOut?: HeldOutSampling;
   /** The item's prompt (default: the dataset's own). */
-  prepare?(state: S, ctx: ItemContext): Promise<PreparedItem>;
-  /**
-   * A held-out item's prompt for the run's evaluation, from the state as it stands (default: the
-   * item's own; training-free puts the library in, as it does for training items).
-   */
-  evaluationPrompt?(state: S, item: DatasetItem): Promise<PromptInput>;
-  /**
-   * A held-out item's sampling temperature, given the evaluation's (default: that one; the router
-   * scales it by the arm it routes the item to, as its rollouts are).
-   */
-  evaluationTemperature?(state: S, item: DatasetItem, temperature: number): number;
-  /**
-   * The policy the run's evaluation samples (default: the run's own). A method that samples from
-   * another one as it trains (a model with its updates merged in) returns that.
-   */
-  evaluationPolicy?(state: S): Policy;
+  prepare?(ctx: ItemContext): Promise<PreparedItem>;
   /** Samples the item's group (default: one `generateGroup` of G at the run's temperature). */
-  sample?(state: S, ctx: ItemContext, prepared: PreparedItem): Promise<SampledGroup>;
-  /** Sees each item's rewards as soon as they are known, in batch order (finished items of a resumed step too). */
-  rewarded?(state: S, result: Pick<ItemResult, 'prompt' | 'rollouts'>): void;
+  sample?(ctx: ItemContext, prepared: PreparedItem): Promise<SampledGroup>;
   /**
    * Works on a scored group (rewards and advantages set) and adds its fields to the item result,
    * which the driver then stores. `rewards` are the combined rewards, NaN where none could score.
    */
-  handleGroup?(state: S, ctx: ItemContext, result: ItemResult, rewards: number[]): Promise<void>;
+  handleGroup?(ctx: ItemContext, result: ItemResult, rewards: number[]): Promise<void>;
   /**
    * Ends the step: `items` in batch order, `advantages` the step's, exactly as stored with the
    * items and emitted (rows are the items' rollouts, item after item).
    */
-  finishStep(state: S, ctx: Reporter & { plan: StepPlan; signal: AbortSignal }, items: ItemResult[], advantages: AdvantageResult): Promise<StepOutcome<P>>;
-  /** The step is committed. */
-  committed?(state: S, record: StepRecord<P>): void;
-  /** An item result as export groups (default: one group from the item's prompt). */
-  exportGroups?(config: RunOf<K>['config'], runId: string, result: ItemResult): ExportGroup[];
-  /** Extra fields of `epoch-end` (its `stats`), from the epoch's committed steps. */
-  epochEnd(state: S, epoch: number, steps: StepRecord<P>[]): EventFields;
-  /** Extra fields of `run-end`. */
-  runEnd?(state: S, tally: RunTally): EventFields;
-  /** What the run resolves with. */
-  result(state: S, tally: RunTally): Promise<R>;
-  /** The drive stopped early (abort or failure): free what a step held. */
-  interrupted?(state: S): void;
+  finishStep(ctx: Reporter & { plan: StepPlan; signal: AbortSignal }, items: ItemResult[], advantages: AdvantageResult): Promise<StepOutcome<P>>;
+  /** Extra fields of `run-start`, `step-start`, `epoch-end` (its `stats` default to the reward statistics) and `run-end`. */
+  fields?(moment: DriveMoment<P>): EventFields;
+  /** What the run resolves with (completed or aborted). */
+  result(tally: RunTally): Promise<R>;
   /** The drive failed: free everything the state holds. */
-  dispose?(state: S): void;
+  dispose?(): void;
 }
 
-/** What every method's start function takes: its handles, the dataset, and the method's own options. */
-export type StartOptions<H> = H & { dataset: DatasetItem[]; runId?: string; task?: string; [option: string]: unknown };
+/**
+ * A method: its run kind, how the store checks its runs, and its hooks. `H` are its handles, `R`
+ * the result a run resolves with, `P` its step payload (a built-in kind's own type by default),
+ * `O` its start options, `I` what a new run opens from besides its stored config.
+ */
+export interface Method<
+  K extends string = string,
+  H extends LoopHandles = LoopHandles,
+  R = unknown,
+  P extends StepPayloadBase & { kind: K } = PayloadOf<K>,
+  O extends StartOptions<H> = StartOptions<H>,
+  I = undefined,
+> {
+  readonly kind: K;
+  /** How the store checks this method's runs (config, step payload, rollout fields). */
+  readonly record: RecordKind;
+  /** A new run from the method's start options, checked synchronously (`startRun` does the rest). */
+  create(options: O): NewRun<RunOf<K>['config'], I>;
+  /** Checks a resume's handles (a start's are checked by `create`). */
+  validateHandles(handles: H): void;
+  /** The method's state for one drive of the run, from the store and the last committed step. */
+  open(ctx: OpenContext<RunOf<K>, H, P, I>): Promise<Drive<R, P>>;
+  /** An item result as export groups (default: one group from the item's prompt). */
+  exportGroups?(config: RunOf<K>['config'], runId: string, result: ItemResult): ExportGroup[];
+}
+
+/** What every method's start takes: its handles, the dataset, the new run's id, a held-out split. */
+export type StartOptions<H extends LoopHandles = LoopHandles> = H & EvaluationOption & { dataset: DatasetItem[]; runId?: string };
+
+/**
+ * Any method, as the registry and `resumeRun` hold it: its config, state and result are its own
+ * business, and it takes the start options it knows (a caller such as the CLI passes every one).
+ */
+export type AnyMethod<H extends LoopHandles = LoopHandles, R = unknown> = Method<string, H, R, StepPayloadBase & { kind: string }, StartOptions<H> & { [option: string]: unknown }, unknown>;
 
 /** The reward functions and other inputs every drive of a run needs. */
 export interface DriveInputs<H> {

@@ -4,7 +4,6 @@
  * or `result()` to run it to the end. Every method's run is one.
  */
 import { AbortError, InvalidInputError } from '../errors.js';
-import { emptyLibrary, type ExperienceLibrary } from '../experience/types.js';
 import type { LoopConfig, RunRecord } from '../store/records.js';
 import type { Store } from '../store/types.js';
 import { EventChannel } from './events.js';
@@ -80,35 +79,14 @@ export interface CustomRunRecord<K extends string> extends Omit<RunRecord, 'kind
   config: LoopConfig & { [key: string]: unknown };
 }
 
-/** A new run's record as a method stores it: running, created now, from `initialLibrary` (empty by default). */
-export function newRunRecord<K extends string>(
-  kind: K,
-  id: string,
-  config: RunOf<K>['config'],
-  itemCount: number,
-  initialLibrary: ExperienceLibrary = emptyLibrary(),
-): RunOf<K> {
-  const now = new Date().toISOString();
-  return { id, kind, status: 'running', createdAt: now, updatedAt: now, config, initialLibrary, itemCount } as RunOf<K>;
-}
-
-/** The function that resumes each kind of run, as the methods that ran in this page registered it. */
-const RESUMED_BY = new Map<string, string>();
-
-/** Records which function resumes `kind`'s runs (named when a run is resumed with another method's). */
-export function registerResume(kind: string, resumeWith: string): void {
-  RESUMED_BY.set(kind, resumeWith);
-}
-
-/** The stored run a resume continues, checked to exist and to be of the resuming method's kind. */
-export async function storedRun<K extends string>(store: Store, runId: string, kind: K): Promise<RunOf<K>> {
-  const run = (await store.getRun(runId)) as { kind: string } | undefined;
+/** The stored run a resume continues, checked to exist and to be of one of the resuming method's kinds. */
+export async function storedRun(store: Store, runId: string, kinds: readonly string[]): Promise<RunOf<string>> {
+  const run = (await store.getRun(runId)) as RunOf<string> | undefined;
   if (!run) throw new InvalidInputError('runId', `no run "${runId}" in this ${store.kind} store.`);
-  if (run.kind !== kind) {
-    const other = RESUMED_BY.get(run.kind);
-    throw new InvalidInputError('runId', `"${runId}" is a ${run.kind} run; resume it with ${other ?? `the resume function of its method`}.`);
+  if (!kinds.includes(run.kind)) {
+    throw new InvalidInputError('runId', `"${runId}" is a ${run.kind} run; resume it with the resume function of the ${run.kind} method (or resumeRun(methodOf("${run.kind}"), ...) from webgrpo/method).`);
   }
-  return run as RunOf<K>;
+  return run;
 }
 
 /** How a run stopped short: cancelled, or failed with a message. */

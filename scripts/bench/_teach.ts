@@ -1,12 +1,12 @@
 /**
  * A full-depth LoRA GRPO run on the bundled skill model, started through the method registry
- * (`methodOf('lora').start`, as the playground and the CLI start it) on one task's training split,
+ * (`startRun(methodOf('lora'), options)`, as the playground and the CLI start it) on one task's training split,
  * with DAPO's dynamic sampling, and the run's own held-out evaluation before the first step and
  * after the last (`alsoGreedy`: one greedy reply per problem beside the sampled ones). What the
  * `teach` benchmark reports and test/grad/teach.test.ts re-measures.
  */
 import type { DatasetItem, EvaluationRecord } from '../../lib/index.js';
-import { methodOf } from '../../lib/method.js';
+import { methodOf, startRun } from '../../lib/method.js';
 import type { SkillTask } from '../../lib/tasks.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { MAX_REPLY_TOKENS } from '../pretrain/accuracy.js';
@@ -47,7 +47,7 @@ export async function teachRun(o: TeachOptions): Promise<TeachResult> {
   const policy = await loadOnnxPolicy({ model: SKILL_DIR });
   const started = performance.now();
   try {
-    const run = methodOf('lora')!.start!({
+    const run = startRun(methodOf('lora')!, {
       policy,
       dataset,
       rewards: o.task.rewards,

@@ -5,7 +5,7 @@
  * under verbs other than "wrap", shown as the exemplars template renders them) into a temporary
  * folder, never public/models. Then, for the bundled and the continued model alike:
  *  - named-format: a Training-Free exemplars run started through the registry
- *    (`methodOf('training-free').start`) on training-split problems; its own held-out evaluation
+ *    (`startRun(methodOf('training-free'), options)`) on training-split problems; its own held-out evaluation
  *    before the first step (no library) and after the last (the library it learnt), greedy and T=1;
  *  - copy-format and sort-words: greedy held-out exact match (the card's problems), what shipping
  *    the continued model would cost the tasks it already does.
@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import type { EvaluationRecord, ExperienceLibrary } from '../../lib/index.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
-import { methodOf } from '../../lib/method.js';
+import { methodOf, startRun } from '../../lib/method.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { copyFormat, namedFormat, sortWords } from '../../lib/tasks.js';
 import { buildModel } from '../build-model/index.js';
@@ -53,7 +53,7 @@ async function measure(label: string, model: string): Promise<Measured> {
     const dataset = namedFormat.dataset({ size: TRAIN.size, seed: TRAIN.seed, split: 'train' });
     const heldOut = namedFormat.dataset({ size: EVAL.size, seed: EVAL.seed });
     const started = performance.now();
-    const run = methodOf('training-free')!.start!({
+    const run = startRun(methodOf('training-free')!, {
       policy,
       dataset,
       rewards: namedFormat.rewards,
@@ -110,7 +110,7 @@ export async function run(): Promise<string> {
     '',
     `An experiment; the bundled model is unchanged. The bundled \`webgrpo-skill\` continued for ${c.steps} updates of ${c.batch} (lr ${c.lr}, ${trained.seconds.toFixed(0)} s) on the opt-in reading corpus (scripts/pretrain/corpus-exemplars.ts): ${pct(c.readingShare)}% chats "<verb> <code>: <word>" under a code-to-format mapping drawn afresh per chat (codes 1-${c.codes}, copy-format's formats, verbs any word but "wrap", so no named-format rule is in it), with 0-${c.maxExemplars} worked examples in the exemplars template (${pct(c.bareShare)}% none; ${pct(c.matchShare)}% of the rest with one sharing the prompt's code), the rest the second phase's corpus (seed ${c.seed}). Written to a temporary folder, not public/models.`,
     '',
-    `named-format through the registry (\`methodOf('training-free').start\`, \`mode: 'exemplars'\`): ${TRAIN.size} training-split problems (seed ${TRAIN.seed}), groups of ${TRAIN.groupSize} at T=1, ${TRAIN.batchSize} per step, one epoch; the run's own held-out evaluation on ${EVAL.size} held-out problems (dataset seed ${EVAL.seed}, used by no tuning) before its first step (no library) and after its last (the library it learnt), exact match, ${EVAL.samples} replies at T=1 (sampler seed ${EVAL.samplerSeed}) and one greedy. A constant reply scores at most ${pct(constant)}%.`,
+    `named-format through the registry (\`startRun(methodOf('training-free'), options)\`, \`mode: 'exemplars'\`): ${TRAIN.size} training-split problems (seed ${TRAIN.seed}), groups of ${TRAIN.groupSize} at T=1, ${TRAIN.batchSize} per step, one epoch; the run's own held-out evaluation on ${EVAL.size} held-out problems (dataset seed ${EVAL.seed}, used by no tuning) before its first step (no library) and after its last (the library it learnt), exact match, ${EVAL.samples} replies at T=1 (sampler seed ${EVAL.samplerSeed}) and one greedy. A constant reply scores at most ${pct(constant)}%.`,
     '',
     '| model | greedy without % | greedy with library % | Δ | T=1 without % | T=1 with library % | Δ | exemplars | wall s |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|',

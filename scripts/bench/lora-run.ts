@@ -67,7 +67,7 @@ async function measureModel(dir: string, steps: number, rank: number): Promise<{
   const lora = summary(await phases(loraGrpo({ ...SHAPE, policy, dataset, rewards: digits.rewards, lora: { r: rank }, store: new MemoryStore() })));
   await policy.dispose();
   const hidden = await loadOnnxPolicy({ model: dir, hiddenState: true });
-  const run = gradientGrpo({ ...SHAPE, policy: hidden, dataset, rewards: digits.rewards, adapter: { rank }, store: new MemoryStore() });
+  const run = gradientGrpo({ ...SHAPE, policy: hidden, dataset, rewards: digits.rewards, head: { rank }, store: new MemoryStore() });
   const head = summary(await phases(run));
   (await run.result()).trainer.dispose();
   await hidden.dispose();

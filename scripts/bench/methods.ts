@@ -1,7 +1,7 @@
 /**
  * Every method side by side on one task, one model and one budget: Training-Free GRPO (exemplars,
  * lessons with the model as its own critic), the head adapter, full-depth LoRA (both with DAPO's
- * dynamic sampling) and the router, each started through the method registry (`methodOf(kind).start`,
+ * dynamic sampling) and the router, each started through the method registry (`startRun(methodOf(kind), options)`,
  * as the playground and the CLI start them) on the same training problems, group size, steps and
  * seed. Held-out accuracy before and after, greedy and at T=1, is the run's own held-out
  * evaluation (the driver's, before the first step and after the last, through the method's hooks:
@@ -12,7 +12,7 @@
  * and count-letter (in the corpus, greedy accuracy under half, answers 1, 2, 3 equally often).
  */
 import type { DatasetItem, EvaluationRecord, ExperienceLibrary, RouterArm } from '../../lib/index.js';
-import { methodOf } from '../../lib/method.js';
+import { methodOf, startRun } from '../../lib/method.js';
 import { countLetter, namedFormat, type SkillTask } from '../../lib/tasks.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { MAX_REPLY_TOKENS } from '../pretrain/accuracy.js';
@@ -79,7 +79,7 @@ async function measure(task: SkillTask, name: MethodName, dataset: DatasetItem[]
   const started = performance.now();
   const notes: string[] = [];
   try {
-    const run = methodOf(kind)!.start!(options);
+    const run = startRun(methodOf(kind)!, options);
     const evaluations: EvaluationRecord[] = [];
     const stats = { resampledGroups: 0, resamples: 0, droppedGroups: 0, flat: 0, groups: 0, critiques: 0, parsed: 0 };
     for await (const event of run as AsyncIterable<{ type: string } & Record<string, unknown>>) {
@@ -162,7 +162,7 @@ export async function run(): Promise<string> {
   return [
     '## methods: every method on one task, one model, one budget',
     '',
-    `Bundled \`webgrpo-skill\`, Node CPU. Per task, each method started through the registry (\`methodOf(kind).start\`) on the same ${TRAIN.size} training-split problems (seed ${SEED}), groups of ${TRAIN.groupSize} replies at T=1, ${TRAIN.batchSize} problems per step, ${TRAIN.epochs} epoch (${steps} steps), at most ${MAX_REPLY_TOKENS} new tokens, seed ${SEED}: exemplars and lessons (the skill model is its own critic, at most ${CRITIC_MAX_NEW_TOKENS} new tokens per critic call), the head adapter (rank 8, lr 0.01) and full-depth LoRA (rank 8, lr 2e-3), both with DAPO's dynamic sampling (\`dynamicSampling: true\`: a flat group sampled again up to 3 times, then left out), and the router over ${ARMS.map((a) => `${a.id}${a.temperatureScale ? ` (T x ${a.temperatureScale})` : ''}`).join(', ')}. Held-out: ${EVAL.size} held-out problems per task (dataset seed ${EVAL.seed}), exact match, the run's own evaluation before its first step and after its last (\`evaluation: { temperature: 1, samples: ${EVAL.samples}, alsoGreedy: true, seed: ${EVAL.samplerSeed} }\`: ${EVAL.samples} replies per problem at T=1 and one greedy, the same draws before and after). Wall time: the run with its two evaluations.`,
+    `Bundled \`webgrpo-skill\`, Node CPU. Per task, each method started through the registry (\`startRun(methodOf(kind), options)\`) on the same ${TRAIN.size} training-split problems (seed ${SEED}), groups of ${TRAIN.groupSize} replies at T=1, ${TRAIN.batchSize} problems per step, ${TRAIN.epochs} epoch (${steps} steps), at most ${MAX_REPLY_TOKENS} new tokens, seed ${SEED}: exemplars and lessons (the skill model is its own critic, at most ${CRITIC_MAX_NEW_TOKENS} new tokens per critic call), the head adapter (rank 8, lr 0.01) and full-depth LoRA (rank 8, lr 2e-3), both with DAPO's dynamic sampling (\`dynamicSampling: true\`: a flat group sampled again up to 3 times, then left out), and the router over ${ARMS.map((a) => `${a.id}${a.temperatureScale ? ` (T x ${a.temperatureScale})` : ''}`).join(', ')}. Held-out: ${EVAL.size} held-out problems per task (dataset seed ${EVAL.seed}), exact match, the run's own evaluation before its first step and after its last (\`evaluation: { temperature: 1, samples: ${EVAL.samples}, alsoGreedy: true, seed: ${EVAL.samplerSeed} }\`: ${EVAL.samples} replies per problem at T=1 and one greedy, the same draws before and after). Wall time: the run with its two evaluations.`,
     '',
     ...sections,
   ].join('\n');

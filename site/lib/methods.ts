@@ -174,7 +174,7 @@ export const METHODS: readonly Method[] = [
         seed: s.seed,
         ...(s.dynamicSampling ? { dynamicSampling: true } : {}),
         optimizer: { lr: s.lr },
-        adapter: { rank: s.rank },
+        head: { rank: s.rank },
       };
       const request = { kind: 'start' as const, method: 'gradient' as const, runId: crypto.randomUUID(), dataset, rewards: specs(rewards), settings, ...(task ? { task } : {}) };
       return workerGradientRun(worker(context), request, context);

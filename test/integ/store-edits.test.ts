@@ -23,7 +23,7 @@ import type { RunExport } from '../../lib/store/bundle.js';
 import type { Store } from '../../lib/store/types.js';
 import { digits } from '../../lib/tasks/characters.js';
 
-const shape = { dataset: digits.dataset({ size: 4, seed: 3 }), rewards: digits.rewards, task: 'digits', groupSize: 2, batchSize: 2, epochs: 6, maxNewTokens: 3, seed: 3, adapter: { rank: 2 } };
+const shape = { dataset: digits.dataset({ size: 4, seed: 3 }), rewards: digits.rewards, task: 'digits', groupSize: 2, batchSize: 2, epochs: 6, maxNewTokens: 3, seed: 3, head: { rank: 2 } };
 const RUN = 'g';
 
 let policy: OnnxPolicy;

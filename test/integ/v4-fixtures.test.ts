@@ -45,7 +45,7 @@ const arms = [
 ];
 const right = { name: 'right', score: ({ text }: { text: string }) => (text === 'right' ? 1 : 0) };
 const router = { dataset: [{ prompt: '1+1' }, { prompt: '2+2' }, { prompt: '3+3' }, { prompt: '4+4' }], rewards: [right], arms, groupSize: 4, epochs: 2, batchSize: 2 };
-const gradient = { dataset: digits.dataset({ size: 4, seed: 1 }), rewards: digits.rewards, task: 'digits', groupSize: 4, batchSize: 2, maxNewTokens: 4, epochs: 1, adapter: { rank: 2 } };
+const gradient = { dataset: digits.dataset({ size: 4, seed: 1 }), rewards: digits.rewards, task: 'digits', groupSize: 4, batchSize: 2, maxNewTokens: 4, epochs: 1, head: { rank: 2 } };
 
 function armPolicy(): Policy {
   return {

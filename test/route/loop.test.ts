@@ -197,7 +197,7 @@ describe('routerGrpo', () => {
     expect(resumed.router).toEqual(reference.router);
     expect(resumed.probabilities).toEqual(reference.probabilities);
     // The other loops refuse a router run, and say which loop resumes it.
-    await expect(resumeTrainingFreeGrpo('resumed', { policy: armSensitivePolicy(), rewards, store }).result()).rejects.toThrow(/router run; resume it with resumeRouterGrpo/);
+    await expect(resumeTrainingFreeGrpo('resumed', { policy: armSensitivePolicy(), rewards, store }).result()).rejects.toThrow(/router run; resume it with the resume function of the router method/);
   });
 
   it('rejects bad arms with InvalidInputError', () => {

@@ -7,7 +7,6 @@
  */
 import {
   InvalidInputError,
-  MemoryStore,
   type DatasetItem,
   type GenerateGroupOptions,
   type GroupResult,
@@ -18,7 +17,7 @@ import {
   type StepRecord,
   type Store,
 } from '../../lib/index.js';
-import { validateDataset, checkRunId, newRunRecord, registerMethod, resumeRun, startRun, stepStats, type Method, type RecordKind } from '../../lib/method.js';
+import { registerMethod, resumeRun, startRun, type AnyMethod, type Method, type RecordKind } from '../../lib/method.js';
 import { mulberry32 } from '../../lib/math.js';
 
 export interface Pick {
@@ -45,10 +44,6 @@ export interface BestOfGOptions extends LoopHandles {
   runId?: string;
 }
 
-interface State {
-  picks: Pick[];
-}
-
 /** The method's part of each step record. */
 interface BestOfGPayload {
   kind: 'best-of-g';
@@ -68,58 +63,57 @@ const record: RecordKind = {
   },
 };
 
-export const bestOfG: Method<'best-of-g', State, LoopHandles, BestOfGResult, BestOfGPayload> = {
+export const bestOfG: Method<'best-of-g', LoopHandles, BestOfGResult, BestOfGPayload, BestOfGOptions> = {
   kind: 'best-of-g',
-  resumeWith: 'resumeBestOfG',
   record,
+  create: (options) => ({
+    config: {
+      groupSize: options.groupSize ?? 4,
+      epochs: options.epochs ?? 1,
+      batchSize: options.batchSize ?? 2,
+      concurrency: options.concurrency ?? 1,
+      temperature: 1,
+      topK: 0,
+      topP: 1,
+      minP: 0,
+      maxNewTokens: 8,
+      rewards: options.rewards.map((r) => ({ name: r.name, weight: r.weight ?? 1 })),
+      seed: options.seed ?? 0,
+      shuffle: true,
+      policy: { ...options.policy.info },
+    },
+  }),
   validateHandles(handles) {
     if (!handles.policy || !Array.isArray(handles.rewards)) throw new InvalidInputError('policy', 'expected a policy and rewards.');
   },
-  advantages: () => ({ scaleRewards: 'group' }),
-  concurrency: (config) => config.concurrency as number,
   async open({ run, store }) {
     // The store hands out any method's steps; these are this method's own.
     const steps = (await store.listSteps(run.id)) as unknown as StepRecord<BestOfGPayload>[];
-    return { picks: steps.flatMap((s) => s.payload.picks) };
+    const picks = steps.flatMap((s) => s.payload.picks);
+    return {
+      concurrency: run.config.concurrency as number,
+      async finishStep({ plan }, items) {
+        const step = items.map((item) => {
+          const best = item.rollouts.reduce((a, b) => ((b.reward ?? -Infinity) > (a.reward ?? -Infinity) ? b : a));
+          return { step: plan.step, index: item.index, text: best.text, reward: best.reward ?? 0 };
+        });
+        picks.push(...step);
+        return { payload: { kind: 'best-of-g', picks: step }, end: { picks: step } };
+      },
+      result: async ({ runId, status, stepsCompleted }) => ({ runId, status, stepsCompleted, picks }),
+    };
   },
-  async finishStep(state, { plan }, items) {
-    const picks = items.map((item) => {
-      const best = item.rollouts.reduce((a, b) => ((b.reward ?? -Infinity) > (a.reward ?? -Infinity) ? b : a));
-      return { step: plan.step, index: item.index, text: best.text, reward: best.reward ?? 0 };
-    });
-    state.picks.push(...picks);
-    return { payload: { kind: 'best-of-g', picks }, end: { picks } };
-  },
-  epochEnd: (_state, epoch, steps) => ({ stats: { epoch, ...stepStats(steps.flatMap((s) => s.items)) } }),
-  result: async (state, { runId, status, stepsCompleted }) => ({ runId, status, stepsCompleted, picks: state.picks }),
 };
 registerMethod(bestOfG);
 
 export type BestOfGRun = Run<{ type: string; [key: string]: unknown }, BestOfGResult>;
 
 export function bestOfGRun(options: BestOfGOptions): BestOfGRun {
-  const dataset = validateDataset(options.dataset);
-  const runId = options.runId !== undefined ? checkRunId(options.runId) : crypto.randomUUID();
-  const config = {
-    groupSize: options.groupSize ?? 4,
-    epochs: options.epochs ?? 1,
-    batchSize: options.batchSize ?? 2,
-    concurrency: options.concurrency ?? 1,
-    temperature: 1,
-    topK: 0,
-    topP: 1,
-    minP: 0,
-    maxNewTokens: 8,
-    rewards: options.rewards.map((r) => ({ name: r.name, weight: r.weight ?? 1 })),
-    seed: options.seed ?? 0,
-    shuffle: true,
-    policy: { ...options.policy.info },
-  };
-  return startRun(bestOfG, newRunRecord('best-of-g', runId, config, dataset.length), dataset, options, options.store ?? new MemoryStore());
+  return startRun(bestOfG, options);
 }
 
 export function resumeBestOfG(runId: string, options: LoopHandles & { store: Store }): BestOfGRun {
-  return resumeRun(bestOfG, runId, options);
+  return resumeRun([bestOfG as unknown as AnyMethod<LoopHandles, BestOfGResult>], runId, options);
 }
 
 /** Answers with a seeded number of "a"s: a pure function of the request, like a seeded model. */

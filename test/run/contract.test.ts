@@ -155,7 +155,7 @@ const cases: Case[] = [
         batchSize: 2,
         epochs: 2,
         maxNewTokens: 4,
-        adapter: { rank: 2 },
+        head: { rank: 2 },
         store: o.store,
         runId: o.runId,
         signal: o.signal,

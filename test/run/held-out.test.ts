@@ -26,7 +26,7 @@ import {
   type TrainingFreeRunRecord,
 } from '../../lib/index.js';
 import { digits } from '../../lib/tasks/index.js';
-import { newRunRecord, startRun, validateBundle, type Method } from '../../lib/method.js';
+import { startRun, validateBundle } from '../../lib/method.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { bestOfG, countingPolicy, lengthReward } from './best-of-g.js';
 
@@ -51,7 +51,7 @@ function start(store: Store, runId: string, options: { evaluation?: LoopEvaluati
     batchSize: 2,
     epochs: 2,
     maxNewTokens: 4,
-    adapter: { rank: 2 },
+    head: { rank: 2 },
     store,
     runId,
     ...options,
@@ -232,12 +232,17 @@ describe('a method that samples from a policy of its own', () => {
       },
       async dispose() {},
     };
-    const method = { ...bestOfG, kind: 'best-of-g-merged', record: { ...bestOfG.record, kind: 'best-of-g-merged' }, evaluationPolicy: () => own } as unknown as Method<'best-of-g-merged'>;
+    // The same method under another kind, whose drive names another policy for the held-out evaluation.
+    const method = {
+      ...bestOfG,
+      kind: 'best-of-g-merged',
+      record: { ...bestOfG.record, kind: 'best-of-g-merged' },
+      open: async (ctx: Parameters<typeof bestOfG.open>[0]) => ({ ...(await bestOfG.open(ctx)), heldOut: { policy: own } }),
+    } as unknown as typeof bestOfG;
     const dataset = [{ prompt: 'one' }, { prompt: 'two' }];
-    const config = { groupSize: 2, epochs: 1, batchSize: 2, concurrency: 1, temperature: 1, topK: 0, topP: 1, minP: 0, maxNewTokens: 8, rewards: [{ name: 'length', weight: 1 }], seed: 0, shuffle: true, policy: { model: 'counting', backend: 'test' } };
     const store = new MemoryStore();
-    const handles = { policy: countingPolicy(), rewards: [lengthReward], evaluation: { dataset: [{ prompt: 'held out' }], correct: { reward: 'length', atLeast: 3 } } };
-    await startRun(method, newRunRecord('best-of-g-merged', 'merged', config, dataset.length), dataset, handles, store).result();
+    const options = { policy: countingPolicy(), rewards: [lengthReward], dataset, groupSize: 2, batchSize: 2, runId: 'merged', store, evaluation: { dataset: [{ prompt: 'held out' }], correct: { reward: 'length', atLeast: 3 } } };
+    await startRun(method, options).result();
     const kept = (await store.getRun('merged'))!.evaluations!;
     expect(kept.map((e) => e.items[0].samples[0].text)).toEqual(['zzz', 'zzz']);
     // The training groups were the run's policy's ('a' repeated).

@@ -49,7 +49,7 @@ function workerPair(loaded: () => OnnxPolicy | null, store: MemoryStore) {
   return { worker, policyMessages };
 }
 
-const settings = { groupSize: 4, epochs: 1, batchSize: 2, numIterations: 2, maxNewTokens: 8, seed: 3, optimizer: { lr: 0.02 }, adapter: { rank: 4 } };
+const settings = { groupSize: 4, epochs: 1, batchSize: 2, numIterations: 2, maxNewTokens: 8, seed: 3, optimizer: { lr: 0.02 }, head: { rank: 4 } };
 
 function startRequest(runId: string, size = 4): TrainRequest {
   return { kind: 'start', method: 'gradient', runId, dataset: digits.dataset({ size, seed: 3 }), task: 'digits', rewards: [{ name: 'digit_share', weight: 1 }], settings };

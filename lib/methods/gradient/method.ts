@@ -1,125 +1,126 @@
 /**
- * Gradient GRPO on an LM-head adapter as a method of the driver (lib/run/driver.ts). Per step: the
- * driver samples a group per item from the adapted policy, rewards it and computes the step's
- * advantages; this method runs `numIterations` optimizer updates of `GrpoTrainer` over the head
- * adapter's engine on the step's groups with exactly those advantages, and the step is committed with the adapter and optimizer
- * state in one store transaction.
+ * Gradient GRPO as a method of the driver (lib/run/driver.ts), on either adapter (adapter.ts): a
+ * low-rank adapter on the LM head (`adapter: 'head'`, the default; runs of kind 'gradient') or
+ * LoRA on every layer (`adapter: 'lora'`; kind 'lora'). Per step: the driver samples a group per
+ * item from the policy, rewards it and computes the step's advantages; this method runs
+ * `numIterations` updates of `GrpoTrainer` over the adapter's engine on the step's groups with
+ * exactly those advantages, the policy follows the updated adapter, and the step is committed with
+ * the adapter and optimizer state in one store transaction.
  *
- * `resumeGradientGrpo(runId)` continues from the first unfinished item with the adapter of the
- * last committed step: given the same seeds, a resumed run ends where an uninterrupted one does.
+ * `resumeGradientGrpo(runId)` continues a run of either kind from its first unfinished item with
+ * the adapter of its last committed step: given the same seeds, a resumed run ends where an
+ * uninterrupted one does.
  */
-import { InvalidInputError } from '../../errors.js';
-import { MemoryStore } from '../../store/memory.js';
-import type { GradientConfig } from './record.js';
-import type { Store } from '../../store/types.js';
-import { GRADIENT_RECORD } from './record.js';
-import { validateDataset } from '../../core/dataset.js';
+import type { PromptInput } from '../../core/policy.js';
+import type { AdapterFile } from '../../grad/format.js';
+import type { LoraAdapterFile } from '../../lora/format.js';
 import { resumeRun, startRun } from '../../run/driver.js';
-import type { Method } from '../../run/method.js';
-import { checkRunId } from '../../run/options.js';
-import { newRunRecord, type Run } from '../../run/run.js';
-import { readAdapterFile, readCheckpoint, writeCheckpoint, type AdapterFile } from '../../grad/format.js';
-import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
-import { headEngine, type HeadAdapterEngine } from '../../train/head-engine.js';
+import type { AnyMethod, Method, StartOptions } from '../../run/method.js';
+import type { LoopHandles } from '../../run/options.js';
+import type { Run } from '../../run/run.js';
+import type { PayloadOf } from '../../store/records.js';
+import type { Store } from '../../store/types.js';
+import type { TrainEngine } from '../../train/engine.js';
+import type { HeadAdapterEngine } from '../../train/head-engine.js';
+import type { LoraAdapterEngine } from '../../train/lora-engine.js';
 import type { GrpoTrainer } from '../../train/trainer.js';
-import { gradientEpochStats, runTrainer, trainOnStep } from '../grpo-update.js';
-import type { GradientEvent } from './events.js';
-import { resolveGradientConfig, validateGradientHandles, type GradientGrpoOptions, type GradientHandles } from './options.js';
+import type { GradientAdapter } from './adapter.js';
+import type { GradientEvent, LoraEvent } from './events.js';
+import { headAdapter } from './head.js';
+import { loraAdapter, type LoraGrpoOptions, type LoraHandles } from './lora.js';
+import type { GradientGrpoOptions, GradientHandles } from './options.js';
+import { gradientEpochStats, runTrainer, trainOnStep } from './update.js';
 
-export interface GradientResult {
+/** What a gradient run resolves with: where it stands, its adapter as a file, and its trainer. */
+export interface TrainedResult<F, E extends TrainEngine<PromptInput, unknown>> {
   runId: string;
   status: 'completed' | 'aborted';
   epochsCompleted: number;
   stepsCompleted: number;
   itemsProcessed: number;
   /** The adapter as it stands at the end, as an adapter file. */
-  adapter: AdapterFile;
+  adapter: F;
   /**
-   * The trainer, still attached to the policy (which keeps sampling from the trained adapter):
-   * `dispose()` it to return to the base model and free its memory.
+   * The trainer, still attached to the policy (which keeps sampling from the trained model): its
+   * engine holds the adapter (and, for LoRA, the frozen weights and their device buffers);
+   * `dispose()` it to free them (the head adapter's: to return to the base model).
    */
-  trainer: GrpoTrainer<HeadAdapterEngine>;
+  trainer: GrpoTrainer<E>;
 }
 
+/** A head-adapter run's result, and a LoRA run's (`exportPeftAdapter(trainer.engine.adapter, ...)` writes PEFT's folder). */
+export type GradientResult = TrainedResult<AdapterFile, HeadAdapterEngine>;
+export type LoraResult = TrainedResult<LoraAdapterFile, LoraAdapterEngine>;
 /** A run in progress: iterate it for events (once), or await `result()`. */
 export type GradientRun = Run<GradientEvent, GradientResult>;
+export type LoraRun = Run<LoraEvent, LoraResult>;
 
-interface GradientState {
-  config: GradientConfig;
-  handles: GradientHandles;
-  trainer: GrpoTrainer<HeadAdapterEngine>;
-}
-
-/** Opens a gradient run's trainer: a new run's from `initial` (or fresh), a resumed run's from its checkpoint. */
-function gradientMethod(initial?: HeadAdapterWeights): Method<'gradient', GradientState, GradientHandles, GradientResult> {
+/** The gradient method on one adapter: its runs are of the adapter's kind. */
+function gradientMethod<K extends 'gradient' | 'lora', H extends LoopHandles, O extends StartOptions<H>, E extends TrainEngine<PromptInput, unknown>, F, I>(
+  adapter: GradientAdapter<K, H, O, E, F, I>,
+): Method<K, H, TrainedResult<F, E>, PayloadOf<K>, O, I> {
   return {
-    kind: 'gradient',
-    resumeWith: 'resumeGradientGrpo (webgrpo/grad)',
-    record: GRADIENT_RECORD,
-    start: (options) => gradientGrpo(options as unknown as GradientGrpoOptions),
-    resume: (runId, handles) => resumeGradientGrpo(runId, handles),
-    validateHandles: validateGradientHandles,
-    advantages: (config) => ({ scaleRewards: config.loss.scaleRewards }),
+    kind: adapter.kind,
+    record: adapter.record,
+    create: (options) => adapter.create(options),
+    validateHandles: (handles) => adapter.validateHandles(handles),
 
-    async open({ run, store, handles, last }) {
-      const trainer = runTrainer(headEngine(handles.policy, { adapter: adapterOf(handles, run.config) }), run.config, last);
-      const checkpoint = last ? await store.getAdapter(run.id) : undefined;
-      if (checkpoint) trainer.load(readCheckpoint(checkpoint).state);
-      else if (initial) trainer.load({ a: initial.a, b: initial.b, m: zerosLike(initial), v: zerosLike(initial), updates: 0 });
-      return { config: run.config, handles, trainer };
+    async open(ctx) {
+      const { config } = ctx.run;
+      const { trainer, follow } = await adapter.open(ctx, (engine) => runTrainer(engine, config, ctx.last));
+      const { policy } = ctx.handles;
+      return {
+        advantages: { scaleRewards: config.loss.scaleRewards },
+        async finishStep(step, items, advantages) {
+          const training = await trainOnStep(trainer, config, step, items, advantages);
+          const followed = (await follow?.()) ?? {};
+          const checkpoint = await adapter.checkpoint(trainer, step.plan.step, policy.info.model);
+          return { payload: { kind: adapter.kind, training, ...followed } as PayloadOf<K>, extras: { adapter: checkpoint }, end: { training, ...followed } };
+        },
+        fields: (moment) => (moment.type === 'epoch-end' ? { stats: gradientEpochStats(moment.epoch, moment.steps) } : {}),
+        result: async ({ runId, status, epochsCompleted, stepsCompleted, itemsProcessed }) => ({
+          runId,
+          status,
+          epochsCompleted,
+          stepsCompleted,
+          itemsProcessed,
+          adapter: await adapter.file(trainer, ctx.handles),
+          trainer,
+        }),
+        dispose: () => trainer.dispose(),
+      };
     },
-
-    async finishStep({ config, handles, trainer }, ctx, items, advantages) {
-      const training = await trainOnStep(trainer, config, ctx, items, advantages);
-      const adapter = writeCheckpoint(await trainer.state(), trainer.engine.shape, ctx.plan.step, handles.policy.info.model);
-      return { payload: { kind: 'gradient', training }, extras: { adapter }, end: { training } };
-    },
-    epochEnd: (_state, epoch, steps) => ({ stats: gradientEpochStats(epoch, steps) }),
-    result: async ({ trainer }, { runId, status, epochsCompleted, stepsCompleted, itemsProcessed }) => ({
-      runId,
-      status,
-      epochsCompleted,
-      stepsCompleted,
-      itemsProcessed,
-      adapter: await trainer.engine.exportAdapter(),
-      trainer,
-    }),
-    interrupted: ({ trainer }) => trainer.releaseStates(),
-    dispose: ({ trainer }) => trainer.dispose(),
   };
 }
 
-/** The gradient method as the registry holds it (runs resume from their checkpoint). */
-export const gradientMethodHooks = gradientMethod();
+/** The gradient method's two registry entries: one method, labelled by the adapter its runs train. */
+export const headMethod = gradientMethod(headAdapter);
+export const loraMethod = gradientMethod(loraAdapter);
 
 /** Starts a new run. Options are validated here, synchronously; the loop starts when iterated. */
-export function gradientGrpo(options: GradientGrpoOptions): GradientRun {
-  if (!options || typeof options !== 'object') throw new InvalidInputError('options', 'expected an options object.');
-  const config = resolveGradientConfig(options);
-  const dataset = validateDataset(options.dataset);
-  const initial = options.initialAdapter !== undefined ? readAdapterFile(options.initialAdapter, 'initialAdapter') : undefined;
-  const runId = options.runId !== undefined ? checkRunId(options.runId) : crypto.randomUUID();
-  const run = newRunRecord('gradient', runId, config, dataset.length);
-  return startRun(initial ? gradientMethod(initial) : gradientMethodHooks, run, dataset, options, options.store ?? new MemoryStore());
+export function gradientGrpo(options: LoraGrpoOptions & { adapter: 'lora' }): LoraRun;
+export function gradientGrpo(options: GradientGrpoOptions): GradientRun;
+export function gradientGrpo(options: GradientGrpoOptions | (LoraGrpoOptions & { adapter: 'lora' })): GradientRun | LoraRun {
+  return options?.adapter === 'lora' ? (startRun(loraMethod, options) as LoraRun) : (startRun(headMethod, options) as GradientRun);
 }
 
 /**
- * Continues a stored gradient run from its first unfinished item, with the adapter and optimizer
- * state of its last committed step. Pass the same policy (model) and reward functions (by name).
+ * Continues a stored gradient run (either adapter's) from its first unfinished item, with the
+ * adapter and optimizer state of its last committed step. Pass the same policy (model) and reward
+ * functions (by name).
  */
-export function resumeGradientGrpo(runId: string, options: GradientHandles & { store: Store }): GradientRun {
-  return resumeRun(gradientMethodHooks, runId, options);
+export function resumeGradientGrpo(runId: string, options: GradientHandles & { store: Store }): GradientRun;
+export function resumeGradientGrpo(runId: string, options: LoraHandles & { store: Store }): LoraRun;
+export function resumeGradientGrpo(runId: string, options: (GradientHandles | LoraHandles) & { store: Store }): GradientRun | LoraRun {
+  return resumeRun([headMethod, loraMethod] as unknown as AnyMethod<LoopHandles, GradientResult | LoraResult>[], runId, options) as GradientRun | LoraRun;
 }
 
-/** The run's adapter shape and seed, checked against the policy's head. */
-function adapterOf(handles: GradientHandles, config: GradientConfig) {
-  const { head } = handles.policy;
-  if (head!.hiddenSize !== config.adapter.hiddenSize || head!.vocabSize !== config.adapter.vocabSize) {
-    throw new InvalidInputError('policy', `has hidden size ${head!.hiddenSize} and vocabulary ${head!.vocabSize}; the run's adapter was made for ${config.adapter.hiddenSize} and ${config.adapter.vocabSize}.`);
-  }
-  return { rank: config.adapter.rank, scale: config.adapter.scale, seed: config.adapter.seed };
+/** `gradientGrpo({ ...options, adapter: 'lora' })`. */
+export function loraGrpo(options: LoraGrpoOptions): LoraRun {
+  return gradientGrpo({ ...options, adapter: 'lora' });
 }
 
-function zerosLike(w: { a: Float32Array; b: Float32Array }) {
-  return { a: new Float32Array(w.a.length), b: new Float32Array(w.b.length) };
+/** `resumeGradientGrpo` of a LoRA run. */
+export function resumeLoraGrpo(runId: string, options: LoraHandles & { store: Store }): LoraRun {
+  return resumeGradientGrpo(runId, options);
 }

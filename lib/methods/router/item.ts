@@ -3,7 +3,7 @@
  * (per the item's query class), the completions of each arm are sampled together (the arm's
  * instruction appended, the run's temperature scaled), and the group is put back in routed order;
  * the driver scores it as one group (the rewards see the item's own prompt), and each rollout
- * records its arm.
+ * records its arm; the rewarded group is handed to `rewarded` (the router counts its samples).
  */
 import { promptText } from '../../experience/render.js';
 import type { Completion, PromptInput } from '../../core/policy.js';
@@ -26,7 +26,14 @@ export function queryClassOf(prompt: PromptInput): string {
  * The group of an item, routed: `reseed` restarts the router's random stream, so each item's
  * choices depend only on the seed and the item.
  */
-export async function routeItem(config: RouterConfig, router: GrpoRouter, reseed: (seed: number) => void, ctx: ItemContext, prepared: PreparedItem): Promise<SampledGroup> {
+export async function routeItem(
+  config: RouterConfig,
+  router: GrpoRouter,
+  reseed: (seed: number) => void,
+  ctx: ItemContext,
+  prepared: PreparedItem,
+  rewarded: (result: Pick<ItemResult, 'prompt' | 'rollouts'>) => void,
+): Promise<SampledGroup> {
   const { plan, index } = ctx;
   const { prompt } = prepared;
   const queryClass = queryClassOf(prompt);
@@ -47,7 +54,14 @@ export async function routeItem(config: RouterConfig, router: GrpoRouter, reseed
     usage.promptTokens += group.usage.promptTokens;
     usage.completionTokens += group.usage.completionTokens;
   }
-  return { completions, usage, annotate: (rollouts) => rollouts.forEach((rollout, row) => (rollout.arm = routed[row])) };
+  return {
+    completions,
+    usage,
+    rewarded(rollouts) {
+      rollouts.forEach((rollout, row) => (rollout.arm = routed[row]));
+      rewarded({ prompt, rollouts });
+    },
+  };
 }
 
 /**

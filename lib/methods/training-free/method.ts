@@ -9,20 +9,17 @@
  * unfinished item: a run killed mid-step and resumed ends with the same library, byte for byte, as
  * an uninterrupted run given the same model outputs.
  */
-import { InvalidInputError } from '../../errors.js';
 import { normalizeExperienceLibrary } from '../../experience/normalize.js';
 import { estimateTokens, formatExemplar, formatLesson } from '../../experience/render.js';
 import type { ExperienceLibrary } from '../../experience/types.js';
 import type { Policy } from '../../core/policy.js';
-import { MemoryStore } from '../../store/memory.js';
-import type { TrainingFreeConfig } from './record.js';
+import type { PayloadOf } from '../../store/records.js';
 import type { Store } from '../../store/types.js';
 import { TRAINING_FREE_RECORD } from './record.js';
-import { validateDataset } from '../../core/dataset.js';
+import type { DatasetItem } from '../../core/dataset.js';
 import { resumeRun, startRun } from '../../run/driver.js';
-import type { Method } from '../../run/method.js';
-import { checkRunId } from '../../run/options.js';
-import { newRunRecord, type Run } from '../../run/run.js';
+import type { AnyMethod, Method } from '../../run/method.js';
+import type { Run } from '../../run/run.js';
 import type { TrainingFreeEvent } from './events.js';
 import { checkPromptsFit } from './context.js';
 import { critiqueItem, prepareItem } from './item.js';
@@ -52,74 +49,56 @@ export interface ResumeOptions extends TrainingFreeHandles {
   store: Store;
 }
 
-/** What a drive of a training-free run keeps: the library as it stands, the critic, the token counter. */
-interface TrainingFreeState {
-  config: TrainingFreeConfig;
-  library: ExperienceLibrary;
-  critic: Policy;
-  tokens: ReturnType<typeof tokenCounter>;
-}
-
-export const trainingFreeMethod: Method<'training-free', TrainingFreeState, TrainingFreeHandles, TrainingFreeResult> = {
+export const trainingFreeMethod: Method<'training-free', TrainingFreeHandles, TrainingFreeResult, PayloadOf<'training-free'>, TrainingFreeGrpoOptions> = {
   kind: 'training-free',
-  resumeWith: 'resumeTrainingFreeGrpo',
   record: TRAINING_FREE_RECORD,
-  start: (options) => trainingFreeGrpo(options as TrainingFreeGrpoOptions),
-  resume: (runId, handles) => resumeTrainingFreeGrpo(runId, handles),
-  validateHandles: validateTrainingFreeHandles,
-  advantages: () => ({ scaleRewards: 'group' }),
-  concurrency: (config) => config.concurrency,
-
-  async preflight({ config }, dataset, { policy }) {
-    await checkPromptsFit(config, policy, dataset);
-    if (config.evaluation) await checkPromptsFit({ ...config, maxNewTokens: config.evaluation.maxNewTokens }, policy, config.evaluation.items, 'evaluation.dataset');
-  },
-  async open({ run, handles, last }) {
+  create(options) {
+    const config = resolveConfig(options);
     return {
-      config: run.config,
-      library: last?.payload.library ?? run.initialLibrary,
-      critic: handles.critic ?? handles.policy,
-      tokens: tokenCounter(handles.countTokens, handles.policy),
+      config,
+      initialLibrary: normalizeExperienceLibrary(options.initialExperiences, { maxLength: config.maxExperienceLength }),
+      async check(dataset) {
+        await checkPromptsFit(config, options.policy, dataset);
+        if (config.evaluation) await checkPromptsFit({ ...config, maxNewTokens: config.evaluation.maxNewTokens }, options.policy, config.evaluation.items, 'evaluation.dataset');
+      },
     };
   },
-  runStart: (state) => ({ library: state.library }),
-  async stepStart(state) {
-    await state.tokens.prepare(state.library);
-    return { library: state.library };
+  validateHandles: validateTrainingFreeHandles,
+
+  async open({ run, handles, last }) {
+    const { config } = run;
+    // The library as the last committed step left it; a step's own result is taken once committed.
+    let library = last?.payload.library ?? run.initialLibrary;
+    const critic = { critic: handles.critic ?? handles.policy, config };
+    const tokens = tokenCounter(handles.countTokens, handles.policy);
+    const prepare = async (item: DatasetItem) => {
+      await tokens.prepare(library);
+      return prepareItem(config, library, tokens.count, item);
+    };
+    return {
+      concurrency: config.concurrency,
+      prepare: (ctx) => prepare(ctx.item),
+      // Held-out items see the library as it stands, as the next step's items will.
+      heldOut: { prompt: async (item) => (await prepare(item)).prompt },
+      handleGroup: (ctx, result, rewards) => critiqueItem({ ...critic, signal: ctx.signal }, ctx, result, rewards, library),
+      async finishStep(ctx, items) {
+        const outcome = await finishStep({ ...critic, signal: ctx.signal }, ctx.plan, items, library, ctx.warn);
+        const events = outcome.committed;
+        return { ...outcome, committed: () => ((library = outcome.payload.library), events?.() ?? []) };
+      },
+      fields(moment) {
+        if (moment.type === 'epoch-end') return { stats: epochStats(moment.epoch, moment.steps, library), library };
+        if (moment.type === 'run-end') return { library, warnings: moment.tally.warnings };
+        return { library };
+      },
+      result: async ({ runId, status, epochsCompleted, stepsCompleted, itemsProcessed, warnings }) => ({ runId, status, library, epochsCompleted, stepsCompleted, itemsProcessed, warnings }),
+    };
   },
-  prepare: async (state, ctx) => prepareItem(state.config, state.library, state.tokens.count, ctx.item),
-  // Held-out items see the library as it stands, as the next step's items will.
-  async evaluationPrompt(state, item) {
-    await state.tokens.prepare(state.library);
-    return prepareItem(state.config, state.library, state.tokens.count, item).prompt;
-  },
-  handleGroup: (state, ctx, result, rewards) => critiqueItem({ critic: state.critic, config: state.config, signal: ctx.signal }, ctx, result, rewards, state.library),
-  finishStep: (state, ctx, items) => finishStep({ critic: state.critic, config: state.config, signal: ctx.signal }, ctx.plan, items, state.library, ctx.warn),
-  committed(state, record) {
-    state.library = record.payload.library;
-  },
-  epochEnd: (state, epoch, steps) => ({ stats: epochStats(epoch, steps, state.library), library: state.library }),
-  runEnd: (state, tally) => ({ library: state.library, warnings: tally.warnings }),
-  result: async (state, { runId, status, epochsCompleted, stepsCompleted, itemsProcessed, warnings }) => ({
-    runId,
-    status,
-    library: state.library,
-    epochsCompleted,
-    stepsCompleted,
-    itemsProcessed,
-    warnings,
-  }),
 };
 
 /** Starts a new run. Options are validated here, synchronously; the loop starts when iterated. */
 export function trainingFreeGrpo(options: TrainingFreeGrpoOptions): TrainingFreeRun {
-  if (!options || typeof options !== 'object') throw new InvalidInputError('options', 'expected an options object.');
-  const config = resolveConfig(options);
-  const dataset = validateDataset(options.dataset);
-  const initialLibrary = normalizeExperienceLibrary(options.initialExperiences, { maxLength: config.maxExperienceLength });
-  const runId = options.runId !== undefined ? checkRunId(options.runId) : crypto.randomUUID();
-  const run = newRunRecord('training-free', runId, config, dataset.length, initialLibrary);
-  return startRun(trainingFreeMethod, run, dataset, options, options.store ?? new MemoryStore());
+  return startRun(trainingFreeMethod, options);
 }
 
 /**
@@ -127,7 +106,7 @@ export function trainingFreeGrpo(options: TrainingFreeGrpoOptions): TrainingFree
  * pass the same policy, critic and reward functions (matched by name) as when it started.
  */
 export function resumeTrainingFreeGrpo(runId: string, options: ResumeOptions): TrainingFreeRun {
-  return resumeRun(trainingFreeMethod, runId, options);
+  return resumeRun([trainingFreeMethod as unknown as AnyMethod<TrainingFreeHandles, TrainingFreeResult>], runId, options);
 }
 
 /**

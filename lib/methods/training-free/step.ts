@@ -50,7 +50,7 @@ export async function finishStep(
     },
     warnings,
     end: { library: outcome.library },
-    committed: [
+    committed: () => [
       {
         type: 'operations',
         step,

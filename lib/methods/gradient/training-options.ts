@@ -1,18 +1,18 @@
 /**
- * The options the two gradient methods (head adapter, full-depth LoRA) share: the objective, the
- * schedule, sampling and the optimizer, their defaults, and their validation into the stored
- * config's common part. Each method adds its adapter's options.
+ * The options every gradient run takes, whichever adapter it trains: the objective, the schedule,
+ * sampling and the optimizer, their defaults, and their validation into the stored config's
+ * common part. Each adapter adds its own options (options.ts, lora.ts).
  */
-import { InvalidInputError } from '../errors.js';
-import { resolveOptimizer, type OptimizerOptions } from '../grad/optimizer.js';
-import { resolveAdaptiveEntropy, type AdaptiveEntropyOptions } from '../math/adaptive-entropy.js';
-import { GrpoConfig, type GrpoLossExtras } from '../math/batch.js';
-import type { ImportanceSamplingLevel, LossType } from '../math/loss.js';
-import { resolveDynamicSampling, type DynamicSamplingOptions } from '../run/dynamic-sampling.js';
-import { GROUP_SAMPLING_DEFAULTS, integer, real, type GroupSamplingOptions, type LoopHandles } from '../run/options.js';
-import type { GradientConfig } from './gradient/record.js';
-import type { DatasetItem } from '../core/dataset.js';
-import type { EvaluationOption } from '../run/held-out.js';
+import { InvalidInputError } from '../../errors.js';
+import { resolveOptimizer, type OptimizerOptions } from '../../grad/optimizer.js';
+import { resolveAdaptiveEntropy, type AdaptiveEntropyOptions } from '../../math/adaptive-entropy.js';
+import { GrpoConfig, type GrpoLossExtras } from '../../math/batch.js';
+import type { ImportanceSamplingLevel, LossType } from '../../math/loss.js';
+import { resolveDynamicSampling, type DynamicSamplingOptions } from '../../run/dynamic-sampling.js';
+import { GROUP_SAMPLING_DEFAULTS, integer, real, type GroupSamplingOptions, type LoopHandles } from '../../run/options.js';
+import type { GradientConfig } from './record.js';
+import type { DatasetItem } from '../../core/dataset.js';
+import type { EvaluationOption } from '../../run/held-out.js';
 
 /**
  * The objective: GrpoConfig's fields, TRL's newer loss options (`GrpoLossExtras`: cispo, sapo,
@@ -55,7 +55,7 @@ export const GRADIENT_DEFAULTS = {
   scaleRewards: 'group' as const,
 };
 
-/** What every run that trains an adapter (gradient, lora) takes besides its handles and its adapter. */
+/** What every gradient run takes besides its handles and its adapter's options. */
 export interface TrainingRunOptions extends GroupSamplingOptions, EvaluationOption {
   dataset: DatasetItem[];
   /** Completions per item; default 8. */

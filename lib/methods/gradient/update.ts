@@ -1,22 +1,21 @@
 /**
- * What the two gradient methods (the head adapter's and full-depth LoRA's) do alike around their
- * engine: the trainer made from a run's config (resuming its adaptive entropy), the step's
- * `numIterations` updates on the driver's groups with the driver's advantages, and an epoch's
- * statistics. Each method adds only its engine, its checkpoint and, for LoRA, the sampler's refresh.
+ * The gradient method's update step around either adapter's engine: the trainer made from a run's
+ * config (resuming its adaptive entropy), the step's `numIterations` updates on the driver's
+ * groups with the driver's advantages, and an epoch's statistics.
  */
-import { throwIfAborted } from '../errors.js';
-import type { TrainStepMetrics } from '../grad/metrics.js';
-import { groupRolloutBatch, rolloutSampling } from '../grad/rollouts.js';
-import type { AdvantageResult } from '../math/advantages.js';
-import type { PromptInput } from '../core/policy.js';
-import type { Reporter } from '../run/method.js';
-import type { StepPlan } from '../run/schedule.js';
-import { stepStats } from '../run/stats.js';
-import type { ItemResult, StepRecord } from '../store/records.js';
-import type { GradientConfig, GradientStepPayload, LoraStepPayload } from './gradient/record.js';
-import type { TrainEngine } from '../train/engine.js';
-import { GrpoTrainer } from '../train/trainer.js';
-import { grpoConfigOf } from './grpo-options.js';
+import { throwIfAborted } from '../../errors.js';
+import type { TrainStepMetrics } from '../../grad/metrics.js';
+import { groupRolloutBatch, rolloutSampling } from '../../grad/rollouts.js';
+import type { AdvantageResult } from '../../math/advantages.js';
+import type { PromptInput } from '../../core/policy.js';
+import type { Reporter } from '../../run/method.js';
+import type { StepPlan } from '../../run/schedule.js';
+import { stepStats } from '../../run/stats.js';
+import type { ItemResult, StepRecord } from '../../store/records.js';
+import type { GradientConfig, GradientStepPayload, LoraStepPayload } from './record.js';
+import type { TrainEngine } from '../../train/engine.js';
+import { GrpoTrainer } from '../../train/trainer.js';
+import { grpoConfigOf } from './training-options.js';
 
 /** An epoch of a gradient or LoRA run, as its `epoch-end` event reports it. */
 export interface GradientEpochStats {
@@ -55,7 +54,7 @@ export function runTrainer<E extends TrainEngine<PromptInput, unknown>>(engine: 
 /**
  * The step's updates on its groups with the driver's advantages (the old log-probs are the
  * rollouts' own; with a sampling filter the trainer corrects for it, TRL's default), one `train`
- * event each; then the batch's kept states are freed.
+ * event each; then, stopped or not, the batch's kept states are freed.
  */
 export async function trainOnStep<E extends TrainEngine<PromptInput, unknown>>(
   trainer: GrpoTrainer<E>,
@@ -73,14 +72,18 @@ export async function trainOnStep<E extends TrainEngine<PromptInput, unknown>>(
     const prompts = items.map((r) => r.prompt);
     // How the rollouts were sampled: with a filter, the trainer corrects for it (TRL's default).
     const sampling = { sampling: { temperature: config.temperature, topK: config.topK, topP: config.topP, minP: config.minP }, ...rolloutSampling(groups) };
-    for (let iteration = 1; iteration <= config.numIterations; iteration++) {
-      throwIfAborted(signal);
-      const { metrics } = await trainer.trainStep(batch, prompts, { signal, advantages, ...sampling });
-      training.push(metrics);
-      await ctx.emit({ type: 'train', step: plan.step, epoch: plan.epoch, iteration, iterations: config.numIterations, metrics });
+    try {
+      for (let iteration = 1; iteration <= config.numIterations; iteration++) {
+        throwIfAborted(signal);
+        const { metrics } = await trainer.trainStep(batch, prompts, { signal, advantages, ...sampling });
+        training.push(metrics);
+        await ctx.emit({ type: 'train', step: plan.step, epoch: plan.epoch, iteration, iterations: config.numIterations, metrics });
+      }
+    } finally {
+      // Stopped or not, the batch's kept states go: an aborted run's trainer is handed back usable.
+      trainer.releaseStates();
     }
   }
-  trainer.releaseStates();
   throwIfAborted(signal);
   return training;
 }
