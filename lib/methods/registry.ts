@@ -24,10 +24,10 @@ const registered = new Map<string, RegisteredMethod>();
 
 /** Makes a method known by its kind: its runs validate, import, export and resume like the built-in ones. */
 export function registerMethod<K extends string, H extends LoopHandles, R, P extends StepPayloadBase & { kind: K }, O extends StartOptions<H>, I>(method: Method<K, H, R, P, O, I>): void {
+  if (method && builtinMethods.some((m) => m.kind === method.kind)) throw new InvalidInputError('method', `"${method.kind}" is a built-in method's kind; give yours another.`);
   if (!method || typeof method.kind !== 'string' || method.kind === '' || typeof method.open !== 'function' || typeof method.create !== 'function' || method.record?.kind !== method.kind || typeof method.record.config !== 'function') {
     throw new InvalidInputError('method', 'expected a method: { kind, record (a RecordKind of the same kind, with config), create, validateHandles, open, ... }.');
   }
-  if (builtinMethods.some((m) => m.kind === method.kind)) throw new InvalidInputError('method', `"${method.kind}" is a built-in method's kind; give yours another.`);
   registered.set(method.kind, method as unknown as RegisteredMethod);
 }
 

@@ -58,7 +58,7 @@ export function startRun<E, K extends Kind, H extends LoopHandles, R, P extends 
   const store = options.store ?? new MemoryStore();
   return new LoopRun<E, R>(runId, async (emit, signal) => {
     // Checks that need the policy's async calls (its tokenizer) refuse the run before it is stored.
-    await made.check?.(dataset);
+    await made.check?.(dataset, config);
     // Every store keeps any method's run record as plain data.
     await store.createRun(stored as unknown as RunRecord, dataset);
     return drive(method, { store, runId, handles: options, rewards: options.rewards, resumed: false }, emit as Emit, signal, made.initial);

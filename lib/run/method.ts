@@ -39,8 +39,11 @@ export interface NewRun<C, I = undefined> {
   initialLibrary?: ExperienceLibrary;
   /** What the first drive opens from that the store does not keep (a given adapter): `OpenContext.initial`. */
   initial?: I;
-  /** Refuses the run before it is stored where that needs async calls (do the prompts fit the tokenizer's context?). */
-  check?(dataset: readonly DatasetItem[]): Promise<void>;
+  /**
+   * Refuses the run before it is stored where that needs async calls (do the prompts fit the
+   * tokenizer's context?); `config` is the one to be stored, its held-out `evaluation` resolved.
+   */
+  check?(dataset: readonly DatasetItem[], config: C): Promise<void>;
 }
 
 /** What the driver hands `open`: the stored run, its store and handles, its last committed step. */

@@ -57,9 +57,9 @@ export const trainingFreeMethod: Method<'training-free', TrainingFreeHandles, Tr
     return {
       config,
       initialLibrary: normalizeExperienceLibrary(options.initialExperiences, { maxLength: config.maxExperienceLength }),
-      async check(dataset) {
-        await checkPromptsFit(config, options.policy, dataset);
-        if (config.evaluation) await checkPromptsFit({ ...config, maxNewTokens: config.evaluation.maxNewTokens }, options.policy, config.evaluation.items, 'evaluation.dataset');
+      async check(dataset, stored) {
+        await checkPromptsFit(stored, options.policy, dataset);
+        if (stored.evaluation) await checkPromptsFit({ ...stored, maxNewTokens: stored.evaluation.maxNewTokens }, options.policy, stored.evaluation.items, 'evaluation.dataset');
       },
     };
   },
