@@ -2,13 +2,13 @@
  * Full-depth LoRA GRPO as a method of the driver (lib/run/driver.ts). Per step: the driver samples
  * a group per item from the policy, which runs the adapted model's weights; rewards it and
  * computes the step's advantages; this method runs `numIterations` updates of `GrpoTrainer` over
- * the LoRA engine on the step's groups with exactly those advantages, merges the adapter into the model's weights
- * and swaps them into the policy (so the next step samples from the updated model), and the step
- * is committed with the adapter and AdamW's state in one store transaction.
+ * the LoRA engine (onnxruntime's graphs) on the step's groups with exactly those advantages, hands
+ * the updated A and B to the policy as graph inputs (so the next step samples from the updated
+ * model), and the step is committed with the adapter and AdamW's state in one store transaction.
  *
- * A drive always starts by putting the run's own model into the policy (the base model, or the
- * merged adapter of the last committed step), so a resumed run samples from exactly the weights
- * an uninterrupted one would have, and ends where it would have.
+ * A drive always starts by putting the run's own adapter into the policy (a fresh one, B = 0, or
+ * the last committed step's), so a resumed run samples from exactly the model an uninterrupted one
+ * would have, and ends where it would have.
  */
 import { InvalidInputError, StoreCorruptError, UnsupportedError } from '../../errors.js';
 import { isLoraCheckpoint } from '../../grad/format.js';
@@ -29,7 +29,7 @@ import type { LoraAdapterEngine } from '../../train/lora-engine.js';
 import type { GrpoTrainer } from '../../train/trainer.js';
 import { gradientEpochStats, runTrainer, trainOnStep } from '../grpo-update.js';
 import type { LoraEvent } from './events.js';
-import { checkFollows, hasWebgpu, NO_GPU, resolveLoraRunConfig, validateLoraHandles, type LoraGrpoOptions, type LoraHandles, type LoraPolicy } from './options.js';
+import { checkFollows, resolveLoraRunConfig, validateLoraHandles, type LoraGrpoOptions, type LoraHandles, type LoraPolicy } from './options.js';
 
 export interface LoraResult {
   runId: string;
@@ -52,7 +52,6 @@ export type LoraRun = Run<LoraEvent, LoraResult>;
 interface LoraState {
   config: LoraRunConfig;
   handles: LoraHandles;
-  graph: Uint8Array;
   trainer: GrpoTrainer<LoraAdapterEngine>;
 }
 
@@ -79,50 +78,39 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
         throw new InvalidInputError('runId', `run "${run.id}" started from a given adapter and stopped before its first step was committed, so no store holds that adapter; start it again with loraGrpo({ initialAdapter }).`);
       }
       const adapter = resumed?.adapter ?? (initial ? structuredClone(initial) : undefined);
-      const { loraModel, loraEngine, mergeLoraIntoOnnx, createWebgpuLoraModel, loraTrainingDevice, graphEngine } = await loraModules();
-      // Runs stored before the engine option trained on the CPU.
-      const backend = config.engine ?? 'cpu';
-      // The graph engine finds the decoder by its structure; the merge the other engines' sampler needs, by its names.
-      const model = await loraModel(handles.policy, adapter ?? { ...config.lora }, backend === 'onnxruntime' ? 'structure' : 'names');
+      const { loraModel, loraEngine, graphEngine } = await loraModules();
+      // Every run trains on onnxruntime's graphs, runs stored by the removed 'cpu' and 'webgpu'
+      // engines too (their A, B and AdamW moments are the same tensors); the decoder is found by its structure.
+      checkFollows(handles.policy);
+      const model = await loraModel(handles.policy, adapter ?? { ...config.lora });
       checkTrainable(model.weights, model.adapter);
-      if (backend === 'webgpu') checkWebgpuAt(run.id, handles.policy);
-      if (backend === 'onnxruntime') checkFollows(handles.policy);
-      const gpu = backend === 'webgpu' ? createWebgpuLoraModel(await loraTrainingDevice(handles.policy), model.weights) : undefined;
-      const graph = backend === 'onnxruntime' ? await graphEngine(model.weights, model.adapter, handles.policy.info.backend) : undefined;
+      const graph = await graphEngine(model.weights, model.adapter, handles.policy.info.backend);
       let trainer: GrpoTrainer<LoraAdapterEngine>;
       try {
-        const engineOn = gpu ? { backend: 'webgpu' as const, gpu } : graph ? { backend: 'onnxruntime' as const, graph } : {};
-        trainer = runTrainer(loraEngine(model, { ...(resumed ? { state: resumed.state } : {}), ...engineOn }), config, last);
+        trainer = runTrainer(loraEngine(model, { ...(resumed ? { state: resumed.state } : {}), graph }), config, last);
       } catch (error) {
-        gpu?.dispose();
-        void graph?.release();
+        void graph.release();
         throw error;
       }
       try {
-        // The policy samples from the run's model from the first item on: the base one for a fresh
-        // adapter (B = 0), else the adapter merged in; on onnxruntime, the adapter as graph inputs
-        // from the start, so a fresh run and a resumed one sample with the same graph.
-        if (graph) await followAdapter(handles.policy, trainer.engine.adapter);
-        else await handles.policy.replaceGraph(adapter ? await mergeLoraIntoOnnx(model.graph, model.weights, model.adapter) : model.graph);
+        // The policy samples under the run's adapter (as graph inputs) from the first item on, so a
+        // fresh run and a resumed one sample with the same graph.
+        await followAdapter(handles.policy, trainer.engine.adapter);
       } catch (error) {
-        // The drive has no state to dispose yet: free the engine's WebGPU weights or graph sessions here.
+        // The drive has no state to dispose yet: free the engine's graph sessions here.
         trainer.dispose();
         throw error;
       }
-      return { config, handles, graph: model.graph, trainer };
+      return { config, handles, trainer };
     },
 
     // Updates on the step's groups with the driver's advantages (the old log-probs are the rollouts'
     // own), then the sampler follows the updated adapter.
-    async finishStep({ config, handles, graph, trainer }, ctx, items, advantages) {
+    async finishStep({ config, handles, trainer }, ctx, items, advantages) {
       const training = await trainOnStep(trainer, config, ctx, items, advantages);
       const started = performance.now();
       const { engine } = trainer;
-      if (engine.backend === 'onnxruntime') await followAdapter(handles.policy, engine.adapter);
-      else {
-        const { mergeLoraIntoOnnx } = await loraModules();
-        await handles.policy.replaceGraph(await mergeLoraIntoOnnx(graph, engine.weights, engine.adapter));
-      }
+      await followAdapter(handles.policy, engine.adapter);
       const refreshMs = performance.now() - started;
       const adapter = writeLoraCheckpoint(engine.adapter, engine.optimizerState, ctx.plan.step, handles.policy.info.model);
       return { payload: { kind: 'lora', training, refreshMs }, extras: { adapter }, end: { training, refreshMs } };
@@ -147,30 +135,21 @@ function loraMethod(initial?: LoraAdapter): Method<'lora', LoraState, LoraHandle
  * main entry, and a page that only shows stored runs) holds these hooks without the engine's code.
  */
 async function loraModules() {
-  const [{ loraModel, loraEngine }, { mergeLoraIntoOnnx }, { createWebgpuLoraModel }, { loraTrainingDevice }, { LoraGraphEngine }, { policyGraphRuntime, graphSessionOptions }] = await Promise.all([
+  const [{ loraModel, loraEngine }, { LoraGraphEngine }, { policyGraphRuntime, graphSessionOptions }] = await Promise.all([
     import('../../train/lora-engine.js'),
-    import('../../lora/onnx-merge.js'),
-    import('../../lora/webgpu/model.js'),
-    import('../../lora/webgpu/device.js'),
     import('../../train/graph/lora-graph-engine.js'),
     import('../../train/graph/policy-runtime.js'),
   ]);
   /** The training graphs of the model's weights, in the policy's onnxruntime on its backend. */
   const graphEngine = async (weights: DecoderWeights, adapter: LoraAdapter, backend: string) =>
     LoraGraphEngine.create(await policyGraphRuntime(), weights, { r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules }, { sessionOptions: graphSessionOptions(backend) });
-  return { loraModel, loraEngine, mergeLoraIntoOnnx, createWebgpuLoraModel, loraTrainingDevice, graphEngine };
+  return { loraModel, loraEngine, graphEngine };
 }
 
 /** The sampler takes the adapter's A and B as graph inputs (checked at the run's start: the policy has followAdapter). */
 function followAdapter(policy: LoraPolicy, adapter: LoraAdapter): Promise<void> {
   checkFollows(policy);
   return policy.followAdapter(adapter);
-}
-
-/** A run that trained on WebGPU resumes there (to continue bit for bit), so it needs WebGPU again. */
-function checkWebgpuAt(runId: string, policy: LoraPolicy): void {
-  if (policy.info.backend === 'webgpu' || hasWebgpu()) return;
-  throw new UnsupportedError(`Run "${runId}" trains on WebGPU (engine 'webgpu') and resumes only there, to continue as it would have; this runtime has no WebGPU (${NO_GPU}). Resume it in a browser with WebGPU.`);
 }
 
 /** The LoRA method as the registry holds it (runs resume from their checkpoint). */
