@@ -14,7 +14,7 @@ import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
 import { halfToFloat } from '../../policy/logits.js';
 import type { ScoreWindow } from '../../policy/onnx/score.js';
 import type { GpuHeadAdapter, HostHeadAdapter } from '../../policy/onnx/webgpu-adapter.js';
-import { BufferUsage, type GpuDeviceLike } from '../../policy/onnx/webgpu-types.js';
+import { BufferUsage, MapMode, type GpuDeviceLike } from '../../policy/onnx/webgpu-types.js';
 import { HEAD_IO } from './head-io.js';
 import type { GraphRuntime, GraphSession, GraphTensor } from './runtime.js';
 
@@ -79,7 +79,8 @@ export class GraphHeadEngine implements HeadEngine {
     const { vocabSize: v, hiddenSize: d } = this.shape;
     if (!window.hidden) throw new UnsupportedError('The model window has no hidden state; load the policy with hiddenState: true.');
     this.kept = undefined;
-    const [logits, hidden] = await Promise.all([hostData(window.logits), hostData(window.hidden)]);
+    const logits = await this.hostData(window.logits);
+    const hidden = await this.hostData(window.hidden);
     window.picks.forEach(({ offset }, k) => {
       this.z.set(rowOf(logits, offset, v), slots[k] * v);
       this.h.set(rowOf(hidden, (offset / v) * d, d), slots[k] * d);
@@ -178,6 +179,31 @@ export class GraphHeadEngine implements HeadEngine {
     void sessions?.then((s) => Promise.all([s.forward.release?.(), s.backward.release?.()])).catch(() => undefined);
   }
 
+  /**
+   * A window's tensor with its values in host memory. A WebGPU policy's are copied out of their
+   * buffers here (not through the tensor's own download, which would turn the policy's reusable
+   * output tensors into host ones).
+   */
+  private async hostData(tensor: ScoreWindow['logits']): Promise<HostData> {
+    if (tensor.location !== 'gpu-buffer') return { type: tensor.type, data: tensor.data };
+    const device = this.device;
+    if (!device) throw new UnsupportedError('The model window is on a GPU, but this engine was made for a policy on the host; make it with the policy\'s device.');
+    const count = tensor.dims.reduce((n, d) => n * d, 1);
+    const bytes = Math.ceil((count * (tensor.type === 'float16' ? 2 : 4)) / 4) * 4;
+    const staging = device.createBuffer({ size: bytes, usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST, label: 'webgrpo head states' });
+    try {
+      const encoder = device.createCommandEncoder();
+      encoder.copyBufferToBuffer(tensor.gpuBuffer, 0, staging, 0, bytes);
+      device.queue.submit([encoder.finish()]);
+      await staging.mapAsync(MapMode.READ, 0, bytes);
+      const data = new Uint8Array(staging.getMappedRange(0, bytes).slice(0));
+      staging.unmap();
+      return { type: tensor.type, data };
+    } finally {
+      staging.destroy();
+    }
+  }
+
   /** Writes A and B into the sampler's GPU copies (queued before any later sampling on the device). */
   private upload(): void {
     if (!this.gpu || !this.device) return;
@@ -202,13 +228,7 @@ export class GraphHeadEngine implements HeadEngine {
 
 interface HostData {
   type: string;
-  data: ScoreWindow['logits']['data'];
-}
-
-/** A window's tensor with its values in host memory (a WebGPU policy's are read back from the device). */
-async function hostData(tensor: ScoreWindow['logits']): Promise<HostData> {
-  if (tensor.location === 'gpu-buffer' && tensor.getData) return { type: tensor.type, data: await tensor.getData() };
-  return { type: tensor.type, data: tensor.data };
+  data: { buffer: ArrayBufferLike; byteOffset: number; byteLength: number };
 }
 
 /** One row of a float32 or float16 host tensor as float32. */
