@@ -55,8 +55,9 @@ export interface LoraEngineOptions {
   state?: LoraOptimizerState;
   /**
    * The training graphs of the model's weights (LoraGraphEngine.create(runtime, model.weights, lora));
-   * without it, they are built on the first forward in the policy's onnxruntime (`runtime`, with
-   * `sessionOptions`: its execution provider in a page). `dispose()` releases them.
+   * without it, the engine builds them as it is made, in the policy's onnxruntime (`runtime`, with
+   * `sessionOptions`: its execution provider in a page); a failed build is the first forward's
+   * error. `dispose()` releases them.
    */
   graph?: LoraGraphEngine;
   runtime?: () => Promise<GraphRuntime>;

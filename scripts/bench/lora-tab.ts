@@ -23,6 +23,10 @@ interface Measured {
   backend: string;
   rows: Phases[];
 }
+interface Sampling {
+  baseMs: number;
+  followedMs: number;
+}
 interface Agreement {
   tokens: number;
   logprobs: number;
@@ -54,11 +58,12 @@ export async function run(): Promise<string> {
     { device: 'webgpu', label: 'WebGPU (SwiftShader)', trains: "the graphs on onnxruntime-web's WebGPU execution provider" },
   ];
   const { measured, agreement } = await inChromium('/scripts/bench/pages/lora-run.html', async (page) => {
-    const out: Array<(typeof cases)[number] & { phases: Phases; got: Measured }> = [];
+    const out: Array<(typeof cases)[number] & { phases: Phases; got: Measured; sampling: Sampling }> = [];
     for (const c of cases) {
       console.log(`  policy on ${c.device}…`);
       const got = await callBench<Measured>(page, 'run', c.device, SHAPE, STEPS);
-      out.push({ ...c, phases: summary(got.rows), got });
+      const sampling = await callBench<Sampling>(page, 'sampling', c.device, SHAPE, RANK, 3);
+      out.push({ ...c, phases: summary(got.rows), got, sampling });
     }
     console.log('  WebGPU against WASM, one group through the graphs…');
     return { measured: out, agreement: await callBench<Agreement>(page, 'compare', RANK) };
@@ -79,6 +84,8 @@ ${row(wasm.label, wasm.trains, wasm.got.engine, wasm.phases)}
 ${row(RECORDED[0].label, RECORDED[0].trains, 'cpu', RECORDED[0].phases)}
 ${row(webgpu.label, webgpu.trains, webgpu.got.engine, webgpu.phases)}
 ${row(RECORDED[1].label, RECORDED[1].trains, 'webgpu', RECORDED[1].phases)}
+
+**Sampling under the adapter.** The method's sampler follows the adapter as graph inputs (every adapted projection computes its rank-${RANK} side product per token) where the removed engines' runs sampled merged weights. One group of ${SHAPE.groupSize} x ${SHAPE.maxNewTokens} tokens in the same tab, the base graph against the same policy following an adapter, median of 3: on WebAssembly ${f(wasm.sampling.baseMs)} ms against ${f(wasm.sampling.followedMs)} ms (${(wasm.sampling.followedMs / wasm.sampling.baseMs).toFixed(2)}x), on WebGPU (SwiftShader) ${f(webgpu.sampling.baseMs)} ms against ${f(webgpu.sampling.followedMs)} ms (${(webgpu.sampling.followedMs / webgpu.sampling.baseMs).toFixed(2)}x). The base-graph time is what merged weights sample at, so the sampling column's difference from the recorded rows is the side products plus the machine's load on the day.
 
 **WebGPU against WASM, correctness.** One group (4 completions, ${agreement.tokens} tokens) of the bundled model through the LoRA training graphs on both execution providers, rank ${RANK}, B moved off zero, the same d loss / d logp: log-probs differ by at most ${e(agreement.logprobs)}, entropies by ${e(agreement.entropies)}, and every A and B gradient by at most ${e(agreement.gradError)} of its tensor's largest entry (the suite's tolerances between WebGPU and WASM: 1e-3 for log-probs, 1e-4 relative for the gradients: ${agreement.logprobs < 1e-3 && agreement.gradError < 1e-4 ? 'within both' : 'NOT within them'}).
 

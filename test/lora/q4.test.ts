@@ -1,15 +1,20 @@
 /**
  * 4-bit base weights: the bundled model quantized here into onnxruntime's MatMulNBits (block 32,
  * with zero points), read packed, scores in the training graphs like the policy's scoring pass of
- * the same 4-bit file (1e-5), and the gradients through the 4-bit projections (the float64 graphs
- * widen the blocks) match finite differences.
+ * the same 4-bit file (1e-5), the gradients through the 4-bit projections (the float64 graphs
+ * widen the blocks) match finite differences, and the lora method trains the 4-bit export end to
+ * end, its sampler following the adapter beside the packed weights.
  */
 import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import onnxProto from 'onnx-proto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLoraAdapter } from '../../lib/lora/adapter.js';
+import { loraGrpo } from '../../lib/grad.js';
+import { MemoryStore } from '../../lib/index.js';
+import { createLoraAdapter, zerosLike } from '../../lib/lora/adapter.js';
+import { readLoraCheckpoint } from '../../lib/lora/format.js';
+import { digits } from '../../lib/tasks/index.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
@@ -57,16 +62,21 @@ function quantizedGraph(bytes: Uint8Array): Uint8Array {
   return onnx.ModelProto.encode(model).finish();
 }
 
+/** The bundled model's folder with its graph quantized to 4-bit, and its weights as read. */
+async function quantizedFolder() {
+  const { bytes, config } = await readFolderWeights(TINY_DIR);
+  const q4 = quantizedGraph(bytes);
+  const dir = await mkdtemp(join(tmpdir(), 'webgrpo-q4-'));
+  dirs.push(dir);
+  await cp(TINY_DIR, dir, { recursive: true });
+  await writeFile(join(dir, 'onnx/model.onnx'), q4);
+  return { dir, weights: await readDecoderWeights(q4, { config }) };
+}
+
 describe('4-bit MatMulNBits base weights', () => {
   it('score like the scoring pass on the same 4-bit weights, kept packed', async () => {
-    const { bytes, config } = await readFolderWeights(TINY_DIR);
-    const q4 = quantizedGraph(bytes);
-    const weights = await readDecoderWeights(q4, { config });
+    const { dir, weights } = await quantizedFolder();
     expect(weights.layers[0].q_proj.weight).toMatchObject({ kind: 'q4', K: 128, N: 128, blockSize: BLOCK });
-    const dir = await mkdtemp(join(tmpdir(), 'webgrpo-q4-'));
-    dirs.push(dir);
-    await cp(TINY_DIR, dir, { recursive: true });
-    await writeFile(join(dir, 'onnx/model.onnx'), q4);
     policy = await loadOnnxPolicy({ model: dir });
     const prompt = 'Question: 3 + 4 = ?';
     const promptIds = await policy.encode(prompt);
@@ -118,6 +128,34 @@ describe('4-bit MatMulNBits base weights', () => {
           }
         }
       }
+    }
+  });
+
+  it('train through the lora method: each step samples under the adapter the step before left, beside the packed weights', async () => {
+    const { dir, weights } = await quantizedFolder();
+    const q4Policy = await loadOnnxPolicy({ model: dir });
+    try {
+      const store = new MemoryStore();
+      const run = loraGrpo({ policy: q4Policy, dataset: digits.dataset({ size: 2, seed: 5 }), rewards: digits.rewards, groupSize: 4, batchSize: 1, maxNewTokens: 5, lora: { r: 2, alpha: 4 }, optimizer: { lr: 0.02 }, store, runId: 'q4' });
+      let first: ReturnType<typeof readLoraCheckpoint> | undefined;
+      for await (const event of run) if (event.type === 'step-end' && event.step === 1) first = readLoraCheckpoint(await store.getAdapter('q4'));
+      const result = await run.result();
+      expect(result).toMatchObject({ status: 'completed', stepsCompleted: 2 });
+      result.trainer.dispose();
+      const item = (await store.getStep('q4', 2))!.items[0];
+      const group = { promptIds: q4Policy.promptIds(item.prompt), completions: item.rollouts.map((r) => r.tokenIds) };
+      const adapted = await graphLogprobs(weights, first!.adapter, group);
+      const base = await graphLogprobs(weights, zerosLike(first!.adapter), group);
+      let moved = 0;
+      item.rollouts.forEach((rollout, c) =>
+        rollout.logprobs.forEach((lp, t) => {
+          expect(Math.abs(lp - adapted[c][t]), `completion ${c} token ${t}`).toBeLessThan(1e-5);
+          moved = Math.max(moved, Math.abs(lp - base[c][t]));
+        }),
+      );
+      expect(moved).toBeGreaterThan(1e-4);
+    } finally {
+      await q4Policy.dispose();
     }
   });
 });

@@ -10,7 +10,7 @@
  * the last committed step's), so a resumed run samples from exactly the model an uninterrupted one
  * would have, and ends where it would have.
  */
-import { InvalidInputError, StoreCorruptError, UnsupportedError } from '../../errors.js';
+import { InvalidInputError, StoreCorruptError } from '../../errors.js';
 import { isLoraCheckpoint } from '../../grad/format.js';
 import type { LoraAdapter } from '../../lora/adapter.js';
 import { readLoraAdapterFile, readLoraCheckpoint, writeLoraAdapterFile, writeLoraCheckpoint, type LoraAdapterFile } from '../../lora/format.js';
@@ -183,16 +183,13 @@ function initialAdapter(value: NonNullable<LoraGrpoOptions['initialAdapter']>, c
   return { config: adapter.config, scale: adapter.scale, layers: adapter.layers };
 }
 
-/** The adapter fits the model, and the model's weights can take the merge the sampler needs. */
+/** The adapter fits the model (4-bit projections included: the graphs keep them packed, and the sampler adds the adapter beside them). */
 function checkTrainable(weights: DecoderWeights, adapter: LoraAdapter): void {
   adapter.layers.forEach((layer, l) => {
     for (const [module, pair] of Object.entries(layer)) {
       const want = moduleDims(weights.shape, module as keyof typeof layer);
       if (pair.inDim !== want.inDim || pair.outDim !== want.outDim) {
         throw new InvalidInputError('adapter', `layer ${l} ${module} is [${pair.inDim} -> ${pair.outDim}]; the model's is [${want.inDim} -> ${want.outDim}].`);
-      }
-      if (!(weights.layers[l][module as keyof typeof layer].weight instanceof Float32Array)) {
-        throw new UnsupportedError(`Layer ${l} ${module} is 4-bit: the sampler follows the adapter by merging it into the weights, which a 4-bit model cannot hold. Load the fp32 or fp16 export (dtype "fp32" or "fp16").`);
       }
     }
   });
