@@ -1,7 +1,7 @@
 /**
  * `webgrpo/grad`: gradient GRPO in the browser. A low-rank adapter on the LM head of a frozen ONNX
  * model (z' = z + s (h A) B) is trained with the clipped GRPO loss and its exact gradient, on
- * WebGPU (WGSL kernels next to the logits) or the CPU.
+ * onnxruntime's kernels on the policy's own backend (Node CPU, WASM or WebGPU).
  *
  *   const policy = await loadOnnxPolicy({ model, hiddenState: true });             // webgrpo/onnx
  *   const run = gradientGrpo({ policy, dataset: digits.dataset(), rewards: digits.rewards });
@@ -44,12 +44,11 @@ export {
 } from './grad/format.js';
 
 // Full-depth LoRA (every attention and MLP projection of every layer): the frozen decoder read
-// from the ONNX graph's initializers, a new adapter, its trainer on the CPU or on WebGPU, PEFT
-// folders, and the merged ONNX model the sampler needs to follow the adapter.
+// from the ONNX graph (by its structure), a new adapter, its trainer on onnxruntime's graphs, PEFT
+// folders, and the adapter merged into the ONNX model's weights (to export a model of its own).
 export type { DecoderShape, DecoderWeights, LoraModule } from './lora/weights.js';
 export { readDecoderWeights, type ReadWeightsOptions } from './lora/onnx-weights.js';
 export { createLoraAdapter, type LoraAdapter, type LoraConfig, type LoraOptions } from './lora/adapter.js';
-export { createWebgpuLoraModel, type WebgpuLoraModel } from './lora/webgpu/model.js';
 export { exportPeftAdapter, importPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, type PeftExportOptions, type PeftFolder } from './lora/peft.js';
 export { mergeLoraIntoOnnx } from './lora/onnx-merge.js';
 export { loraEngine, loraModel, type LoraAdapterEngine, type LoraBasePolicy, type LoraEngineOptions, type LoraEngineState, type LoraModel } from './train/lora-engine.js';

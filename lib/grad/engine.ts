@@ -2,16 +2,14 @@
  * Where the adapter's arithmetic runs. The frozen model is run once per generation batch; its
  * per-token states (base logits z, V values, and hidden state h, d values, of every position that
  * predicts a completion token) are kept by the engine, and every optimisation iteration works on
- * them, one token (CPU) or one workgroup (WebGPU) at a time, so nothing N x V is ever built
- * besides the kept z:
+ * them:
  *
  *   forward:   z' = z + s (h A) B;  log p'(y) and H' of softmax(z'/T), and log p(y) of softmax(z/T)
  *   backward:  from d loss / d log p'(y) and d loss / d H' per token to dA, dB
  *   step:      gradient-norm clipping and AdamW
  *
- * Two engines implement it with the same numbers (to float32 rounding): `GraphHeadEngine`
- * (lib/train/graph/head-graph-engine.ts: the head graphs on onnxruntime, for Node and WASM
- * policies) and `WebGpuEngine` (WGSL kernels, next to a WebGPU policy's logits).
+ * `GraphHeadEngine` (lib/train/graph/head-graph-engine.ts) implements it: the head graphs on the
+ * onnxruntime and backend the policy runs on (Node CPU, WASM, WebGPU).
  */
 import type { HeadAdapterBinding } from '../policy/onnx/webgpu-adapter.js';
 import type { ScoreWindow } from '../policy/onnx/score.js';

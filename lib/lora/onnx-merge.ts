@@ -12,7 +12,6 @@ import { ModelLoadError, UnsupportedError } from '../errors.js';
 import { concat, fieldHeader, fields, findField, LENGTH_DELIMITED } from '../policy/onnx/protobuf.js';
 import type { LoraAdapter } from './adapter.js';
 import { floatToHalf } from './half.js';
-import { matmulAdd } from './kernels.js';
 import { LORA_MODULES, type DecoderWeights } from './weights.js';
 
 const MODEL_GRAPH = 7;
@@ -40,7 +39,12 @@ export function mergedWeights(weights: DecoderWeights, adapter: LoraAdapter): Ma
       const Bt = new Float32Array(r * outDim);
       for (let o = 0; o < outDim; o++) for (let j = 0; j < r; j++) Bt[j * outDim + o] = pair.B[o * r + j];
       const merged = Float32Array.from(p.weight);
-      matmulAdd(scaledAt, inDim, r, Bt, outDim, merged);
+      for (let i = 0; i < inDim; i++) {
+        for (let j = 0; j < r; j++) {
+          const a = scaledAt[i * r + j];
+          for (let o = 0; o < outDim; o++) merged[i * outDim + o] += a * Bt[j * outDim + o];
+        }
+      }
       out.set(p.initializer, merged);
     }
   });

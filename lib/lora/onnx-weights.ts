@@ -14,7 +14,7 @@
  */
 import { ModelLoadError, UnsupportedError } from '../errors.js';
 import { bfloat16ToFloat, halfToFloat } from './half.js';
-import type { Q4Matrix } from './q4.js';
+import type { Q4Matrix } from './weights.js';
 import { LORA_MODULES, moduleDims, type DecoderLayerWeights, type HalfType, type DecoderShape, type DecoderWeights, type LoraModule, type Projection } from './weights.js';
 
 type TensorProto = import('onnx-proto').onnx.TensorProto;
@@ -122,7 +122,7 @@ export async function readDecoderWeights(model: Uint8Array, options: ReadWeights
   };
 }
 
-/** A 4-bit MatMulNBits weight, kept packed (q4.ts dequantizes a column per use). */
+/** A 4-bit MatMulNBits weight, kept packed (the training graphs read it as MatMulNBits does). */
 function readQ4(node: NodeProto, initializers: Map<string, TensorProto>, external: Record<string, Uint8Array> | undefined, read: (name: string) => Float32Array): Q4Matrix {
   const attribute = (name: string) => Number(node.attribute.find((a) => a.name === name)?.i ?? NaN);
   const K = attribute('K');

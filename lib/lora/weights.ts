@@ -23,16 +23,18 @@ export const MODULE_PARENT: Record<LoraModule, 'self_attn' | 'mlp'> = {
 /** The decoder's dimensions, as found in its ONNX graph (lib/policy/onnx/structure). */
 export type DecoderShape = FoundShape;
 
-import type { Q4Matrix } from './q4.js';
-import type { FoundShape } from '../policy/onnx/structure/decoder.js';
+import type { FoundQ4, FoundShape } from '../policy/onnx/structure/decoder.js';
+
+/** A 4-bit weight as onnxruntime's MatMulNBits stores it (found in the graph by lib/policy/onnx/structure). */
+export type Q4Matrix = FoundQ4;
 
 /**
  * The 16-bit float type a weight was stored in by the export. The Float32Array holds it widened
- * exactly, so an engine can keep it at 16 bits with no loss (the WebGPU engine does).
+ * exactly, and a merge (onnx-merge.ts) writes the adapted weight back in this type.
  */
 export type HalfType = 'float16' | 'bfloat16';
 
-/** A frozen projection y = x W (+ bias); W is [inDim, outDim] row-major, or 4-bit blocks (q4.ts). */
+/** A frozen projection y = x W (+ bias); W is [inDim, outDim] row-major, or 4-bit blocks (Q4Matrix). */
 export interface Projection {
   inDim: number;
   outDim: number;

@@ -178,7 +178,7 @@ export class DecoderEngine implements TrainEngine<readonly number[], DecoderEngi
     return globalNorm(this.#grad);
   }
 
-  /** The last backward's gradient, one tensor per weight in decoderParameters' (decoderTensors') order. */
+  /** The last backward's gradient, one tensor per weight in decoderParameters' order. */
   gradient(): Float32Array[] | undefined {
     return this.#grad;
   }

@@ -1,7 +1,7 @@
 /**
  * What an update step needs of the model being trained, whatever holds its parameters and runs its
- * arithmetic (the head adapter's kernels, the full-depth LoRA decoder on the CPU or WebGPU, the
- * whole decoder for pretraining, an onnxruntime training graph):
+ * arithmetic (the head adapter's graphs, full-depth LoRA's, the whole decoder's for pretraining,
+ * each on onnxruntime on the policy's backend):
  *
  *   forward:   log p(y) (and the entropy H) of every completion token under the current parameters
  *   backward:  from d loss / d log p(y) and d loss / d H per token to the trainable parameters' gradient
@@ -47,7 +47,7 @@ export interface ForwardOptions {
 }
 
 export interface TrainEngine<Prompt, State> {
-  /** Where the arithmetic runs, in the engine's words ('host', 'gpu', 'cpu', 'webgpu'...). */
+  /** Where the arithmetic runs, in the engine's words ('host', 'gpu', 'onnxruntime'...). */
   readonly backend: string;
   /** Optimizer updates applied so far (what `load` restores). */
   readonly updates: number;

@@ -1,10 +1,9 @@
 /**
  * The LM-head adapter (z' = z + s (h A) B over a frozen ONNX model) as a training engine. The
  * frozen model runs once per batch: its per-token states are kept by the head kernels
- * (lib/grad/engine.ts: `GraphHeadEngine`, the head graphs on the onnxruntime the policy runs on,
- * for CPU and WASM policies; `WebGpuEngine` next to a WebGPU policy's logits),
- * and every iteration on the batch recomputes only the adapter's part. The reference log-probs
- * (adapter off) come from the same states, so they cost nothing.
+ * (`GraphHeadEngine`: the head graphs on the onnxruntime the policy runs on, on its backend:
+ * Node CPU, WASM or WebGPU), and every iteration on the batch recomputes only the adapter's part.
+ * The reference log-probs (adapter off) come from the same states, so they cost nothing.
  */
 import { InvalidInputError } from '../errors.js';
 import { createAdapterWeights, resolveShape, type AdapterInit, type AdapterShape } from '../grad/adapter.js';
@@ -12,14 +11,13 @@ import type { HeadEngine } from '../grad/engine.js';
 import { writeAdapterFile, type AdapterFile } from '../grad/format.js';
 import type { ResolvedOptimizer } from '../grad/optimizer.js';
 import type { AdapterState } from '../grad/state.js';
-import { WebGpuEngine } from '../grad/webgpu/engine.js';
 import type { HeadAdapterWeights } from '../policy/head-adapter.js';
 import type { TrainableHead } from '../policy/onnx/head.js';
 import type { OnnxPolicy } from '../policy/onnx/policy.js';
 import type { PromptInput } from '../core/policy.js';
 import type { EngineBatch, EngineStats, ForwardOptions, TrainEngine } from './engine.js';
 import { GraphHeadEngine } from './graph/head-graph-engine.js';
-import { policyGraphRuntime } from './graph/policy-runtime.js';
+import { graphSessionOptions, policyGraphRuntime } from './graph/policy-runtime.js';
 
 export interface HeadEngineOptions {
   /**
@@ -55,12 +53,12 @@ export class HeadAdapterEngine implements TrainEngine<PromptInput, AdapterState>
       throw new InvalidInputError('adapter', `was trained for hidden size ${initial.hiddenSize} and vocabulary ${initial.vocabSize}; this model has ${head.hiddenSize} and ${head.vocabSize}.`);
     }
     const weights = initial ?? createAdapterWeights(this.shape, (options.adapter as AdapterInit | undefined)?.seed);
-    // The arithmetic runs where the policy's logits are: next to them on WebGPU, else on onnxruntime's CPU or WASM kernels.
-    this.#kernels = head.kind === 'gpu' ? new WebGpuEngine(head.device!, weights) : new GraphHeadEngine(weights, policyGraphRuntime);
+    // The graphs run on the policy's backend: its WebGPU device (where the sampler's adapter copies live too), else its CPU or WASM kernels.
+    this.#kernels = new GraphHeadEngine(weights, policyGraphRuntime, graphSessionOptions(head.kind === 'gpu' ? 'webgpu' : 'cpu'), head.device);
     head.setAdapter(this.#kernels.binding());
   }
 
-  /** 'gpu' (WGSL kernels on the policy's device) or 'host' (onnxruntime on the CPU or WASM). */
+  /** 'gpu' (the graphs on the policy's WebGPU device) or 'host' (onnxruntime on the CPU or WASM). */
   get backend(): 'gpu' | 'host' {
     return this.#kernels.kind;
   }

@@ -1,25 +1,24 @@
 /**
  * Full-depth LoRA (an adapter on every attention and MLP projection of every layer) as a training
- * engine: the forward and exact backward of the whole decoder with the adapter, on the CPU
- * (lib/lora/model.ts), WebGPU (lib/lora/webgpu/model.ts) or onnxruntime's own kernels (the
- * training graphs of lib/train/graph), and AdamW over every A and B on the CPU. The reference is
- * the same decoder with the adapter off, computed once per batch.
+ * engine: the forward and exact backward of the whole decoder with the adapter as onnxruntime
+ * graphs (lib/train/graph: LoraGraphEngine, on whichever onnxruntime and backend the policy runs:
+ * Node CPU, WASM or WebGPU), and AdamW over every A and B in TypeScript. The reference is the same
+ * graphs with B = 0, run once per batch.
  *
  *   const trainer = new GrpoTrainer(loraEngine(await loraModel(policy, { r: 8 })), { lr: 1e-3 }, { numGenerations: 8 });
  */
 import { InvalidInputError } from '../errors.js';
 import { adamwTensors, globalNorm, type ResolvedOptimizer } from '../grad/optimizer.js';
 import { createLoraAdapter, loraTensors, zerosLike, type LoraAdapter, type LoraOptions } from '../lora/adapter.js';
-import { loraGroupForward, type LoraForwardOptions } from '../lora/model.js';
 import { readDecoderWeights } from '../lora/onnx-weights.js';
 import { findDecoder } from '../policy/onnx/structure/find-decoder.js';
 import { loraOptimizerState, type LoraOptimizerState } from '../lora/optimizer.js';
 import type { DecoderWeights } from '../lora/weights.js';
-import { webgpuLoraGroupForward, type WebgpuLoraModel } from '../lora/webgpu/model.js';
 import type { PromptInput } from '../core/policy.js';
 import type { EngineBatch, EngineStats, ForwardOptions, TrainEngine } from './engine.js';
-import type { GraphGroup, LoraGraphEngine } from './graph/lora-graph-engine.js';
-import { backwardPasses, disposePasses, passStats, type KeptPass } from './passes.js';
+import { LoraGraphEngine, type GraphGroup, type LoraGraphPass } from './graph/lora-graph-engine.js';
+import { policyGraphRuntime } from './graph/policy-runtime.js';
+import type { GraphRuntime } from './graph/runtime.js';
 
 /** The model a LoRA engine trains: the frozen decoder, the adapter on it, and how prompts become tokens. */
 export interface LoraModel<Prompt = PromptInput> {
@@ -36,14 +35,14 @@ export interface LoraBasePolicy {
 }
 
 /**
- * How the decoder's weights are found in the export: by the exporter's module names (what the
- * merge into the weights needs; default), or by the graph's structure, whatever the names
- * (lib/policy/onnx/structure: what the graph engine trains, Optimum and onnxruntime-genai exports included).
+ * How the decoder's weights are found in the export: by the graph's structure, whatever the names
+ * (lib/policy/onnx/structure: Optimum and onnxruntime-genai exports included; default), or by the
+ * exporter's module names (what `mergeLoraIntoOnnx` needs to write the merged weights back).
  */
 export type DecoderReader = 'names' | 'structure';
 
 /** The policy's base model read for training, with a new adapter (`options`) or the given one. */
-export async function loraModel(policy: LoraBasePolicy, options: LoraOptions | LoraAdapter = {}, reader: DecoderReader = 'names'): Promise<LoraModel & { graph: Uint8Array }> {
+export async function loraModel(policy: LoraBasePolicy, options: LoraOptions | LoraAdapter = {}, reader: DecoderReader = 'structure'): Promise<LoraModel & { graph: Uint8Array }> {
   const { graph, externalData, config } = await policy.modelGraph();
   const weights: DecoderWeights = reader === 'structure' ? findDecoder(graph, { config, externalData }) : await readDecoderWeights(graph, { config, externalData });
   const adapter = 'layers' in options ? options : createLoraAdapter(weights.shape, options);
@@ -52,32 +51,23 @@ export async function loraModel(policy: LoraBasePolicy, options: LoraOptions | L
 }
 
 export interface LoraEngineOptions {
-  /** Activation storage on the CPU; default 'float32'. */
-  precision?: LoraForwardOptions['precision'];
-  /** Rebuild each layer's activations in the backward (memory of one layer's); default true. */
-  recompute?: boolean;
   /** The optimizer's state to continue from (a checkpoint's). */
   state?: LoraOptimizerState;
   /**
-   * Where the forward and backward run: 'cpu' (default); 'webgpu' with `gpu`, the model's weights
-   * on a device (createWebgpuLoraModel(device, model.weights)); or 'onnxruntime' with `graph`, the
-   * training graphs of the model's weights in the policy's onnxruntime (LoraGraphEngine.create).
-   * `dispose()` frees `gpu` or `graph`.
+   * The training graphs of the model's weights (LoraGraphEngine.create(runtime, model.weights, lora));
+   * without it, the engine builds them as it is made, in the policy's onnxruntime (`runtime`, with
+   * `sessionOptions`: its execution provider in a page); a failed build is the first forward's
+   * error. `dispose()` releases them.
    */
-  backend?: LoraBackend;
-  gpu?: WebgpuLoraModel;
   graph?: LoraGraphEngine;
+  runtime?: () => Promise<GraphRuntime>;
+  sessionOptions?: Record<string, unknown>;
 }
-
-export type LoraBackend = 'cpu' | 'webgpu' | 'onnxruntime';
 
 /** The adapter on `model`, updated in place. */
 export function loraEngine<Prompt = PromptInput>(model: LoraModel<Prompt>, options: LoraEngineOptions = {}): LoraAdapterEngine<Prompt> {
   return new LoraAdapterEngine(model, options);
 }
-
-/** Both passes' shape: the WebGPU one's backward is asynchronous and holds device buffers until then. */
-type LoraPass = KeptPass<LoraAdapter>;
 
 /** The batch a LoRA engine keeps: its prompts' token ids and, once asked for, its reference log-probs. */
 interface KeptBatch<Prompt> {
@@ -93,41 +83,28 @@ export interface LoraEngineState {
 }
 
 export class LoraAdapterEngine<Prompt = PromptInput> implements TrainEngine<Prompt, LoraEngineState> {
+  readonly backend = 'onnxruntime';
   readonly #model: LoraModel<Prompt>;
-  readonly #precision: LoraForwardOptions['precision'];
-  readonly #recompute: boolean;
-  readonly #gpu: WebgpuLoraModel | undefined;
-  readonly #graph: LoraGraphEngine | undefined;
+  readonly #graph: Promise<LoraGraphEngine>;
   #optimizer: LoraOptimizerState;
   /** The batch whose prompt ids and reference log-probs are kept (they do not change with the adapter). */
   #batch?: KeptBatch<Prompt>;
-  #passes?: LoraPass[];
+  #pass?: LoraGraphPass;
   #grad?: LoraAdapter;
 
   constructor(model: LoraModel<Prompt>, options: LoraEngineOptions = {}) {
     if (!model || !model.weights || !model.adapter || typeof model.promptIds !== 'function') {
       throw new InvalidInputError('model', 'expected { weights, adapter, promptIds } (see loraModel).');
     }
+    if (options.graph && options.graph.weights !== model.weights) throw new InvalidInputError('graph', "was built from other weights than the model's; build it from model.weights.");
     this.#model = model;
     this.#optimizer = loraOptimizerState(model.adapter, options.state);
-    this.#precision = options.precision;
-    this.#recompute = options.recompute ?? true;
-    const backend = options.backend ?? 'cpu';
-    if (backend !== 'cpu' && backend !== 'webgpu' && backend !== 'onnxruntime') throw new InvalidInputError('backend', `must be 'cpu', 'webgpu' or 'onnxruntime', got ${String(backend)}.`);
-    if (backend === 'webgpu') {
-      if (!options.gpu) throw new InvalidInputError('gpu', "is needed with backend 'webgpu': createWebgpuLoraModel(device, model.weights).");
-      if (options.gpu.weights !== model.weights) throw new InvalidInputError('gpu', "holds other weights than the model's; upload model.weights (createWebgpuLoraModel(device, model.weights)).");
-    }
-    if (backend === 'onnxruntime') {
-      if (!options.graph) throw new InvalidInputError('graph', "is needed with backend 'onnxruntime': LoraGraphEngine.create(runtime, model.weights, lora).");
-      if (options.graph.weights !== model.weights) throw new InvalidInputError('graph', "was built from other weights than the model's; build it from model.weights.");
-    }
-    this.#gpu = backend === 'webgpu' ? options.gpu : undefined;
-    this.#graph = backend === 'onnxruntime' ? options.graph : undefined;
-  }
-
-  get backend(): LoraBackend {
-    return this.#gpu ? 'webgpu' : this.#graph ? 'onnxruntime' : 'cpu';
+    const { config, scale } = model.adapter;
+    const lora = { r: config.r, scale, targetModules: config.targetModules };
+    const graph = options.graph ? Promise.resolve(options.graph) : (options.runtime ?? policyGraphRuntime)().then((runtime) => LoraGraphEngine.create(runtime, model.weights, lora, { sessionOptions: options.sessionOptions }));
+    // A failed build is reported by the forward that awaits it, not as an unhandled rejection here.
+    graph.catch(() => undefined);
+    this.#graph = graph;
   }
 
   get updates(): number {
@@ -149,31 +126,26 @@ export class LoraAdapterEngine<Prompt = PromptInput> implements TrainEngine<Prom
   }
 
   async forward(groups: EngineBatch<Prompt>, options: ForwardOptions): Promise<EngineStats> {
-    this.#dropPasses();
+    this.#pass = undefined;
     if (this.#batch?.groups !== groups) this.#batch = { groups, promptIds: groups.map((g, i) => this.#promptIds(g.prompt, i)) };
     const batch = this.#batch;
-    const forward: LoraForwardOptions = { temperature: options.temperature, precision: this.#precision, recompute: this.#recompute };
-    const passes = await this.#run(this.#model.adapter, batch, forward);
-    this.#passes = passes;
-    try {
-      if (options.reference && !batch.refLogps) {
-        const off = await this.#run(zerosLike(this.#model.adapter), batch, { ...forward, recompute: true });
-        disposePasses(off);
-        batch.refLogps = passStats(off).logps;
-      }
-    } catch (error) {
-      this.#dropPasses();
-      throw error;
-    }
-    return { ...passStats(passes), ...(options.reference ? { refLogps: batch.refLogps } : {}) };
+    const graph = await this.#graph;
+    const graphGroups: GraphGroup[] = batch.groups.map(({ completions }, g) => ({ promptIds: batch.promptIds[g], completions }));
+    const pass = await graph.forward(this.#model.adapter, graphGroups, options.temperature);
+    if (options.reference && !batch.refLogps) batch.refLogps = flat((await graph.forward(zerosLike(this.#model.adapter), graphGroups, options.temperature)).logprobs);
+    this.#pass = pass;
+    return { logps: flat(pass.logprobs), entropies: flat(pass.entropies), ...(options.reference ? { refLogps: batch.refLogps } : {}) };
   }
 
   async backward(dLogp: Float64Array, dEntropy: Float64Array): Promise<number> {
-    const passes = this.#passes;
-    if (!passes) throw new InvalidInputError('backward', 'needs a forward first.');
-    this.#passes = undefined;
-    const grad = zerosLike(this.#model.adapter);
-    await backwardPasses(passes, dLogp, dEntropy, grad);
+    const pass = this.#pass;
+    if (!pass) throw new InvalidInputError('backward', 'needs a forward first.');
+    this.#pass = undefined;
+    const rows = (values: Float64Array) => {
+      let slot = 0;
+      return pass.logprobs.map((row) => values.subarray(slot, (slot += row.length)));
+    };
+    const grad = await pass.backward(rows(dLogp), rows(dEntropy));
     this.#grad = grad;
     return globalNorm(loraTensors(grad));
   }
@@ -187,7 +159,7 @@ export class LoraAdapterEngine<Prompt = PromptInput> implements TrainEngine<Prom
   }
 
   release(): void {
-    this.#dropPasses();
+    this.#pass = undefined;
     this.#batch = undefined;
     this.#grad = undefined;
   }
@@ -205,35 +177,10 @@ export class LoraAdapterEngine<Prompt = PromptInput> implements TrainEngine<Prom
     this.#optimizer = optimizer;
   }
 
-  /** Frees the WebGPU model's buffers or the graph sessions it was made with; the adapter and the optimizer's state stay readable. */
+  /** Releases the graph sessions; the adapter and the optimizer's state stay readable. */
   dispose(): void {
     this.release();
-    this.#gpu?.dispose();
-    void this.#graph?.release();
-  }
-
-  /** One kept pass per group; on a throw, the passes made so far are freed. */
-  async #run(adapter: LoraAdapter, batch: KeptBatch<Prompt>, forward: LoraForwardOptions): Promise<LoraPass[]> {
-    if (this.#graph) {
-      const groups: GraphGroup[] = batch.groups.map(({ completions }, g) => ({ promptIds: batch.promptIds[g], completions }));
-      return [await graphPass(this.#graph, adapter, groups, forward.temperature ?? 1)];
-    }
-    const passes: LoraPass[] = [];
-    try {
-      for (const [g, { completions }] of batch.groups.entries()) {
-        const group = { promptIds: batch.promptIds[g], completions };
-        passes.push(this.#gpu ? await webgpuLoraGroupForward(this.#gpu, adapter, group, forward) : loraGroupForward(this.#model.weights, adapter, group, forward));
-      }
-    } catch (error) {
-      disposePasses(passes);
-      throw error;
-    }
-    return passes;
-  }
-
-  #dropPasses(): void {
-    disposePasses(this.#passes);
-    this.#passes = undefined;
+    void this.#graph.then((graph) => graph.release()).catch(() => undefined);
   }
 
   #promptIds(prompt: Prompt, group: number): readonly number[] {
@@ -243,18 +190,13 @@ export class LoraAdapterEngine<Prompt = PromptInput> implements TrainEngine<Prom
   }
 }
 
-/**
- * The whole batch as one pass of the training graphs (they run every group in one session call);
- * its backward's gradient is added into the engine's, as the per-group passes add theirs.
- */
-async function graphPass(graph: LoraGraphEngine, adapter: LoraAdapter, groups: GraphGroup[], temperature: number): Promise<LoraPass> {
-  const pass = await graph.forward(adapter, groups, temperature);
-  return {
-    logprobs: pass.logprobs,
-    entropies: pass.entropies,
-    backward: async (dlogps, grad, dentropies) => {
-      const add = loraTensors(await pass.backward(dlogps, dentropies));
-      loraTensors(grad).forEach((into, k) => add[k].forEach((v, i) => (into[i] += v)));
-    },
-  };
+/** Per-completion rows laid end to end in the batch's flat slot order. */
+function flat(rows: ReadonlyArray<readonly number[]>): Float64Array {
+  const out = new Float64Array(rows.reduce((n, row) => n + row.length, 0));
+  let slot = 0;
+  for (const row of rows) {
+    out.set(row, slot);
+    slot += row.length;
+  }
+  return out;
 }

@@ -3,8 +3,8 @@
  * product's gradient method (`gradientGrpo`, the driver's loop) on the tasks' problems in turn,
  *
  * - full-depth LoRA (`adapter: 'lora'`, rank 8 on all seven projections of every layer, the CPU
- *   engine, no KL or entropy bonus): after every update the policy samples from the adapter merged
- *   into its weights;
+ *   onnxruntime training graphs, no KL or entropy bonus): after every update the policy samples
+ *   with the adapter's A and B as graph inputs;
  * - the head adapter (rank 8 on the LM head), whose policy samples the adapted logits.
  *
  * The reward of a reply is its task's rewards, weighted (exact 1, partial credit 0.5). Before and
@@ -71,11 +71,11 @@ export async function skillGrpo(o: SkillGrpoOptions): Promise<SkillGrpoResult> {
   const policy = await loadOnnxPolicy({ model: o.model ?? SKILL_DIR, hiddenState: o.adapter === 'head' });
   try {
     const before = await measure(policy, tasks, o.eval);
-    const run = o.adapter === 'head' ? gradientGrpo({ policy, ...options }) : gradientGrpo({ adapter: 'lora', engine: 'cpu', policy, ...options, lora: { r: 8, alpha: 16 }, loss: { beta: 0, entropyCoeff: 0 } });
+    const run = o.adapter === 'head' ? gradientGrpo({ policy, ...options }) : gradientGrpo({ adapter: 'lora', policy, ...options, lora: { r: 8, alpha: 16 }, loss: { beta: 0, entropyCoeff: 0 } });
     const rewards: number[] = [];
     for await (const event of run as AsyncIterable<{ type: string; stats?: { meanReward: number | null } }>) if (event.type === 'step-end') rewards.push(event.stats!.meanReward ?? 0);
     const { trainer } = await run.result();
-    // The policy samples from the trained adapter (the head's logits, or LoRA merged into the weights).
+    // The policy samples from the trained adapter (the head's logits, or LoRA's A and B as graph inputs).
     const after = await measure(policy, tasks, o.eval);
     trainer.dispose();
     return { before, after, rewards, seconds: (performance.now() - started) / 1000 };

@@ -1,10 +1,10 @@
 /**
- * Gradient GRPO's train step, WebGPU against the CPU path, side by side in one run:
+ * Gradient GRPO's train step on the head graphs, on each backend, side by side in one run:
  *
  * 1. The adapter's update (forward with the adapted and reference log-probs, backward to dA and dB,
  *    AdamW) on the bench model's shapes (hidden 512, vocabulary 8192, rank 8) for a generation
- *    batch of 2 groups x 8 completions x 64 tokens: the head graphs on onnxruntime in Node and in Chromium (WASM), the
- *    WGSL engine in Chromium's WebGPU (SwiftShader).
+ *    batch of 2 groups x 8 completions x 64 tokens: the head graphs on onnxruntime in Node and in Chromium (WASM, and
+ *    onnxruntime-web's WebGPU execution provider on SwiftShader).
  * 2. Whole train steps on a real batch of the bench model (Node CPU, Chromium WASM): the first
  *    update on a batch runs the frozen model over prompt + completions, further ones (TRL's
  *    num_iterations) reuse its states; on WebGPU the bundled tiny model, as SwiftShader takes
@@ -44,7 +44,7 @@ export async function run(): Promise<string> {
   const nodeRss = process.memoryUsage().rss - rssBefore;
 
   return inChromium('/scripts/bench/pages/grad.html', async (page) => {
-    console.log('  Chromium: head graphs on onnxruntime-web (WASM), WGSL engine (SwiftShader)…');
+    console.log('  Chromium: head graphs on onnxruntime-web (WASM, WebGPU on SwiftShader)…');
     const browserCpu = await callBench<EnginePhases>(page, 'engine', 'cpu', shape, TOKENS, REPEATS);
     const browserGpu = await callBench<EnginePhases & { gpuPeakBytes: number }>(page, 'engine', 'webgpu', shape, TOKENS, REPEATS);
     console.log('  Chromium: whole train steps on WASM (bench model) and WebGPU (tiny model)…');
@@ -66,7 +66,7 @@ function report(
     `| ${runtime} | ${ms(e.forwardMs)} ms | ${ms(e.backwardMs)} ms | ${ms(e.stepMs)} ms | **${ms(e.totalMs)} ms** | ${(reference.totalMs / e.totalMs).toFixed(2)}x | ${memory} |`;
   const stepRow = (runtime: string, model: string, s: StepTiming) => `| ${runtime} | ${model} | ${s.tokens} | ${ms(s.firstMs)} ms | ${ms(s.againMs)} ms |`;
   const adapterBytes = (shape.hiddenSize * shape.rank + shape.rank * shape.vocabSize) * 4;
-  return `## grad: gradient GRPO train step, WebGPU against the CPU path
+  return `## grad: gradient GRPO train step on the head graphs, Node, WASM and WebGPU
 
 The adapter's update on the bench model's shapes (hidden ${shape.hiddenSize}, vocabulary ${shape.vocabSize}, rank ${shape.rank}) for
 one generation batch of 2 groups x 8 completions x 64 tokens = ${TOKENS} tokens, with random token states
@@ -80,12 +80,13 @@ kernels in the page (the path of a policy on WebAssembly).
 | --- | ---: | ---: | ---: | ---: | ---: | ---: |
 ${engineRow('Node, head graphs (onnxruntime-node)', nodeEngine, `${mib(nodeEngine.stateBytes)} states + ${mib(adapterBytes * 4)} weights, moments, gradients`, nodeEngine)}
 ${engineRow('Chromium, head graphs (onnxruntime-web WASM)', browserCpu, 'as Node', nodeEngine)}
-${engineRow('Chromium, WebGPU (SwiftShader), WGSL engine', browserGpu, `${mib(browserGpu.gpuPeakBytes)} GPU buffers at peak`, nodeEngine)}
+${engineRow("Chromium, head graphs (onnxruntime-web's WebGPU EP on SwiftShader)", browserGpu, 'host states, fed per call', nodeEngine)}
 
-SwiftShader is Chromium's software WebGPU: the WGSL kernels run on the CPU cores (here the same
-two as the CPU engine, through an emulation layer), so this row shows the kernels work at these
-shapes and what they cost without a GPU; on a real GPU the same dispatches run in parallel across
-thousands of lanes.
+SwiftShader is Chromium's software WebGPU: onnxruntime-web's WebGPU kernels run on the CPU cores
+(here the same two, through an emulation layer), so this row shows the graphs run there and what
+they cost without a GPU; it says nothing about speed on a real GPU. The WGSL engine this row
+measured before (6658 ms an update, 0.21x Node, on 2026-11-30) was removed with the other
+hand-written training kernels.
 
 Whole train steps on a real batch (the bench model's own completions, G = 8, ${STEP.newTokens} new tokens, 2 groups).
 The first update on a batch runs the frozen model over prompt + completions (once: its states are

@@ -1,18 +1,17 @@
 /**
  * A pretraining update of the skill model (scripts/pretrain: 0.42M parameters, a batch of 32
  * corpus examples) on the full-parameter graph engine (lib/train/decoder-engine.ts, onnxruntime's
- * kernels) against the TypeScript engine it replaces (lib/lora/full-grad.ts, one example at a
- * time, single-threaded JavaScript), side by side in one run, in CPU time (user + system of every
- * thread of the process) and wall time; then a short phase-1 run of `pretrain` on the graph
- * engine, timed, and phase 1 projected from it against the 48 minutes the shipped model's phase 1
- * took on the TypeScript engine (its training.json).
+ * kernels) on one and two threads, in CPU time (user + system of every thread of the process) and
+ * wall time; then a short phase-1 run of `pretrain` on the graph engine, timed, and phase 1
+ * projected from it against the 48 minutes the shipped model's phase 1 took on the TypeScript
+ * engine (its training.json; that engine is removed, its last measured update is quoted).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { adamwTensors, clipFactor, globalNorm, resolveOptimizer } from '../../lib/grad/optimizer.js';
-import { decoderGroupForward, decoderParameterCount, decoderTensors, zerosLikeDecoder } from '../../lib/lora/full-grad.js';
+import { clipFactor, resolveOptimizer } from '../../lib/grad/optimizer.js';
+import { decoderParameterCount } from '../../lib/train/graph/lora-graph.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { vocabulary } from '../build-model/tokenizer.js';
 import { initWeights } from '../build-model/weights.js';
@@ -29,16 +28,11 @@ const SHORT_PHASE2 = 40;
 const fresh = (): DecoderWeights => toDecoder(SKILL_SPEC, initWeights(SKILL_SPEC, vocabulary(SKILL_SPEC.reservedTokens).length));
 const optimizer = resolveOptimizer({ lr: PRETRAIN.lr, weightDecay: PRETRAIN.weightDecay, maxGradNorm: PRETRAIN.maxGradNorm });
 
-/** The TypeScript engine's update, as pretraining ran it before (every example's gradient summed, then AdamW). */
-function typescriptStep(weights: DecoderWeights, batch: readonly Example[], moments: { m: Float32Array[]; v: Float32Array[]; t: number }): void {
-  const grad = zerosLikeDecoder(weights);
-  for (const e of batch) {
-    const n = e.replyIds.length;
-    decoderGroupForward(weights, { promptIds: e.promptIds, completions: [e.replyIds] }).backward([e.replyIds.map(() => -1 / (n * batch.length))], grad);
-  }
-  const tensors = decoderTensors(grad);
-  adamwTensors(decoderTensors(weights), tensors, moments.m, moments.v, ++moments.t, clipFactor(globalNorm(tensors), optimizer.maxGradNorm), optimizer);
-}
+/**
+ * The TypeScript engine's update (lib/lora/full-grad.ts, one example at a time, single-threaded)
+ * as this suite last measured it on 2026-12-02, before the engine was removed: wall and CPU ms.
+ */
+const TYPESCRIPT_UPDATE = { ms: 1587, cpuMs: 1461 };
 
 export async function run(): Promise<string> {
   const corpus = buildCorpus(PRETRAIN.batch * 8, PRETRAIN.seed, PRETRAIN.wrongShare);
@@ -67,12 +61,6 @@ export async function run(): Promise<string> {
     engine.dispose();
   }
 
-  console.log('  TypeScript engine…');
-  const tsWeights = fresh();
-  const moments = { m: decoderTensors(tsWeights).map((t) => new Float32Array(t.length)), v: decoderTensors(tsWeights).map((t) => new Float32Array(t.length)), t: 0 };
-  next = 0;
-  const ts = await measureCpu(async () => typescriptStep(tsWeights, batches[next++ % batches.length], moments), 3);
-
   console.log(`  a ${SHORT_RUN}-update phase-1 run on the graph engine (${PRETRAIN.workers} threads)…`);
   const runCorpus = buildCorpus(SHORT_RUN * PRETRAIN.batch, PRETRAIN.seed, PRETRAIN.wrongShare);
   const losses: Array<{ step: number; loss: number }> = [];
@@ -89,19 +77,18 @@ export async function run(): Promise<string> {
   const x = (a: number, b: number) => (a / b).toFixed(2);
   const row = (name: string, c: Cost) => `| ${name} | ${ms(c.ms)} | ${ms(c.cpuMs)} | ${(rows / (c.ms / 1000)).toFixed(0)} | ${x(c.cpuMs, best.cost.cpuMs)} |`;
   return [
-    '## pretrain-graph: a pretraining update on the full-parameter graph engine against the TypeScript engine',
+    '## pretrain-graph: a pretraining update on the full-parameter graph engine',
     '',
     `The skill model (${(decoderParameterCount(fresh()) / 1e6).toFixed(2)}M parameters: hidden ${SKILL_SPEC.hiddenSize}, ${SKILL_SPEC.numLayers} layers, ${SKILL_SPEC.numHeads} heads / ${SKILL_SPEC.numKvHeads} kv heads, tied head), ` +
       `one update of a batch of ${PRETRAIN.batch} phase-1 corpus examples (${rows} decoder rows): forward, the reply tokens' mean negative log-likelihood, the backward to every weight, AdamW over every weight. ` +
-      'The graph engine runs the batch as a few forward and backward graph runs (a row per example, examples of similar length together) on onnxruntime-node; the TypeScript engine runs one example at a time, single-threaded. ' +
-      'CPU time is user + system of every thread of the process, the median of 7 updates (the TypeScript engine 3); the machine is shared, so wall time measures the neighbours too.',
+      'The graph engine runs the batch as a few forward and backward graph runs (a row per example, examples of similar length together) on onnxruntime-node. ' +
+      'CPU time is user + system of every thread of the process, the median of 7 updates; the machine is shared, so wall time measures the neighbours too.',
     '',
     '| | wall ms | CPU ms | rows/s (wall) | CPU x best graph |',
     '|---|---:|---:|---:|---:|',
     ...results.map((r) => row(`graph engine, onnxruntime ${r.threads} thread${r.threads > 1 ? 's' : ''}`, r.cost)),
-    row('TypeScript engine (lib/lora/full-grad.ts), one thread', ts),
     '',
-    `The graph engine's update takes ${x(ts.cpuMs, best.cost.cpuMs)}x less CPU time than the TypeScript engine's (${x(ts.ms, best.cost.ms)}x less wall time). Building the graphs and sessions once: ${ms(results[0].buildMs)} ms wall.`,
+    `Building the graphs and sessions once: ${ms(results[0].buildMs)} ms wall. The TypeScript engine it replaced (lib/lora/full-grad.ts, one example at a time, single-threaded; removed with the other TypeScript and WGSL training kernels) took ${TYPESCRIPT_UPDATE.cpuMs} CPU ms (${TYPESCRIPT_UPDATE.ms} ms wall) per update when this suite last measured it (2026-12-02): ${x(TYPESCRIPT_UPDATE.cpuMs, best.cost.cpuMs)}x the graph engine's CPU time now (recorded against measured, not one run).`,
     '',
     `**Phase 1 on the graph engine.** A ${SHORT_RUN}-update run of \`pretrain\` (scripts/pretrain/train.ts, ${PRETRAIN.workers} onnxruntime thread${PRETRAIN.workers > 1 ? 's' : ''}, the phase-1 recipe and corpus) took ${short.seconds.toFixed(1)} s wall ` +
       `(${(short.rows / short.seconds).toFixed(0)} rows/s; mean loss ${losses.map((l) => `${l.loss.toFixed(3)} at ${l.step}`).join(', ')}). ` +

@@ -1,13 +1,12 @@
 /**
  * The LoRA train step on onnxruntime's kernels (lib/train/graph) against an onnxruntime scoring
- * pass of the same tokens and against the TypeScript engine (lib/lora), on the bench model
+ * pass of the same tokens, on the bench model
  * (hidden 512, 8 layers, 8 heads / 2 kv heads, vocabulary 8192) in Node, in CPU time:
  *
  *   scoring     policy.scoreCompletions (transformers.js on onnxruntime-node; the prompt once)
  *   graph fwd   the training forward graph (log-probs and entropies, A/B as inputs)
- *   graph step  GrpoTrainer over loraEngine({ backend: 'onnxruntime' }): forward graph, grpoLoss,
- *               backward graph to every A and B, AdamW
- *   TS step     GrpoTrainer over loraEngine on the CPU, activations kept (single-threaded JavaScript)
+ *   graph step  GrpoTrainer over loraEngine({ graph }): forward graph, grpoLoss, backward graph to
+ *               every A and B, AdamW
  *
  * The decoder is found in the export by its structure (findDecoder). CPU time is user + system of
  * every thread of the process (process.cpuUsage): the machine is shared, and wall time would
@@ -32,6 +31,8 @@ import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { BENCH, buildModel, MODEL_DIRS } from '../build-model/index.js';
 import { measureCpu, ms, type Cost } from './_measure.js';
 
+/** The TypeScript engine's train step (GrpoTrainer over the CPU engine, activations kept) as this suite last measured it on 2026-12-02, before it was removed. */
+const TYPESCRIPT_STEP = { ms: 66723, cpuMs: 12110 };
 const GROUP = 4;
 const NEW_TOKENS = 32;
 const RANK = 8;
@@ -87,7 +88,7 @@ export async function run(): Promise<string> {
   const buildMs = performance.now() - built;
   const old = (await engine.forward(graphAdapter, graphGroups)).logprobs;
   const batch = groupRolloutBatch([{ completions: completions.map((tokenIds, c) => ({ tokenIds, logprobs: old[c] })), rewards: completions.map((_, i) => (i % 2 === 0 ? 1 : 0)) }]);
-  const trainer = trainerOn(graphAdapter, { backend: 'onnxruntime', graph: engine });
+  const trainer = trainerOn(graphAdapter, { graph: engine });
   await trainer.trainStep(batch, prompts);
   console.log('  graph engine: forward and train step…');
   const graphForward = await measureCpu(() => engine.forward(graphAdapter, graphGroups), 5);
@@ -98,16 +99,12 @@ export async function run(): Promise<string> {
   const ortWeb = await import('onnxruntime-web');
   ortWeb.env.wasm.numThreads = 1;
   const wasmEngine = await LoraGraphEngine.create(ortWeb as unknown as GraphRuntime, weights, { r: RANK, scale: graphAdapter.scale, targetModules: graphAdapter.config.targetModules });
-  const wasmTrainer = trainerOn(graphAdapter, { backend: 'onnxruntime', graph: wasmEngine });
+  const wasmTrainer = trainerOn(graphAdapter, { graph: wasmEngine });
   await wasmTrainer.trainStep(batch, prompts);
   const wasmForward = await measureCpu(() => wasmEngine.forward(graphAdapter, graphGroups), 3);
   const wasmStep = await measureCpu(() => wasmTrainer.trainStep(batch, prompts), 3);
   wasmTrainer.dispose();
 
-  console.log('  TypeScript engine: train step (about a minute)…');
-  const tsTrainer = trainerOn(moved(weights, 7), { recompute: false });
-  const tsStep = await measureCpu(() => tsTrainer.trainStep(batch, prompts), 1);
-  tsTrainer.dispose();
 
   const x = (a: number, b: number) => (a / b).toFixed(2);
   const row = (name: string, c: Cost) => `| ${name} | ${ms(c.ms)} | ${ms(c.cpuMs)} | ${x(c.cpuMs, scoring.cpuMs)} | ${x(c.cpuMs, graphStep.cpuMs)} |`;
@@ -117,14 +114,15 @@ export async function run(): Promise<string> {
     `Bench model (28M parameters), found in its ONNX graph by structure; one group of ${GROUP} completions x ${NEW_TOKENS} tokens after a ${promptIds.length}-token prompt (${tokens} completion tokens). ` +
       `LoRA rank ${RANK} on all seven projections of all 8 layers (${(loraParameterCount(graphAdapter) / 1e6).toFixed(2)}M trainable parameters). ` +
       `Every engine runs the prompt once: about ${promptIds.length + tokens} decoder rows. ` +
-      'Ratios are of CPU time (user + system of every thread of the process, median of 5 runs; the TypeScript step once): the machine is shared with other work, which wall time would measure too.',
+      'Ratios are of CPU time (user + system of every thread of the process, median of 5 runs): the machine is shared with other work, which wall time would measure too.',
     '',
     '| | wall ms | CPU ms | x onnxruntime scoring | x graph step |',
     '|---|---:|---:|---:|---:|',
     row('onnxruntime scoring pass (scoreCompletions)', scoring),
     row('graph engine forward (log-probs and entropies)', graphForward),
     row('graph engine train step (GrpoTrainer: forward, grpoLoss, backward to every A and B, AdamW)', graphStep),
-    row('TypeScript engine train step (GrpoTrainer over the CPU engine, activations kept)', tsStep),
+    '',
+    `The TypeScript engine this replaced (lib/lora, single-threaded JavaScript, removed with the WGSL one) took ${TYPESCRIPT_STEP.cpuMs} CPU ms a step here when this suite last measured it (2026-12-02): ${x(TYPESCRIPT_STEP.cpuMs, scoring.cpuMs)}x this run's scoring pass (recorded against measured).`,
     '',
     `On onnxruntime-web's WASM kernels (the tab's; here in Node, one thread, median of 3): forward ${ms(wasmForward.cpuMs)} ms and train step ${ms(wasmStep.cpuMs)} ms of CPU time, ` +
       `the step ${x(wasmStep.cpuMs, wasmForward.cpuMs)}x its forward (onnxruntime-node: ${x(graphStep.cpuMs, graphForward.cpuMs)}x) and ${x(wasmStep.cpuMs, graphStep.cpuMs)}x the onnxruntime-node step. ` +

@@ -16,7 +16,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { decoderParameterCount } from '../../lib/lora/full-grad.js';
+import { decoderParameterCount } from '../../lib/train/graph/lora-graph.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';

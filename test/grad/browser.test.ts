@@ -1,8 +1,9 @@
 /**
  * webgrpo/grad in real headless Chromium on WebGPU (SwiftShader, a CPU implementation of WebGPU, so
- * the WGSL kernels run for real but slowly): the kernels' gradient against finite differences and
- * against the head graphs on onnxruntime-web (WASM), zero-B sampling equal to the base model, one batch through both engines
- * on the bundled model, and a small learning run whose checkpoint lands in the real IndexedDB.
+ * onnxruntime-web's WebGPU kernels run for real but slowly): the head graphs on the WebGPU
+ * execution provider against finite differences and against the same graphs on WASM, zero-B
+ * sampling equal to the base model, one batch through a WASM and a WebGPU policy on the bundled
+ * model, and a small learning run whose checkpoint lands in the real IndexedDB.
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -41,7 +42,7 @@ interface Check {
   moved: number;
 }
 
-describe('WebGPU engine (WGSL kernels)', () => {
+describe("the head graphs on onnxruntime-web's WebGPU execution provider", () => {
   it.each([
     ['dapo with KL and entropy bonus, T = 0.7', 1, undefined],
     ['bnpo, sequence-level ratios', 3, { loss: { lossType: 'bnpo', importanceSamplingLevel: 'sequence', beta: 0.02, entropyCoef: 0.02 } }],
@@ -64,7 +65,7 @@ describe('the bundled model on WebGPU', () => {
     expect(r.adapted).toEqual(r.base);
   });
 
-  it('one batch gives the same update on WebAssembly (onnxruntime head graphs) and WebGPU (WGSL engine), to 1e-4', async () => {
+  it('one batch gives the same update on a WebAssembly and a WebGPU policy (the head graphs on each backend), to 1e-4', async () => {
     type Side = { engine: string; first: Record<string, number>; second: Record<string, number>; a: number[]; b: number[] };
     const r = await call<{ wasm: Side; webgpu: Side }>('compare');
     expect(r.wasm.engine).toBe('host');

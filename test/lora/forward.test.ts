@@ -1,16 +1,18 @@
 /**
- * The training forward is the ONNX graph's model: its log-probs equal onnxruntime's
- * (scoreCompletions) on the bundled model and on a differently shaped export (multi-query
- * attention, untied head), and an adapter whose B is zero changes nothing, bit for bit.
+ * The training forward (the LoRA training graphs on onnxruntime-node) is the ONNX graph's model:
+ * its log-probs equal the scoring pass's (scoreCompletions, the same backend) to 1e-5 on the
+ * bundled model and on a differently shaped export (multi-query attention, untied head), a group
+ * scores with its prompt once as each completion alone, and an adapter whose B is zero changes
+ * nothing, bit for bit.
  */
 import { rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLoraAdapter, type LoraAdapter } from '../../lib/lora/adapter.js';
-import { loraGroupForward, loraLogprobs } from '../../lib/lora/model.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { buildOtherModel, TINY_DIR } from '../onnx/fixtures.js';
 import { readFolderWeights } from './fixtures.js';
+import { graphLogprobs } from './graph-logprobs.js';
 
 const PROMPT = 'Question: what is 12 + 30? Answer:';
 const COMPLETIONS = [' 42', ' forty two, surely', 'x'];
@@ -29,7 +31,7 @@ describe.each([
   ['the bundled model (tied head, 2 kv heads for 4)', () => TINY_DIR],
   ['another export (untied head, 1 kv head for 6)', () => otherDir],
 ])('%s', (_, dir) => {
-  it('gives onnxruntime log-probs to 1e-4 at temperatures 1 and 0.7', async () => {
+  it("gives the scoring pass's log-probs to 1e-5 at temperatures 1 and 0.7", async () => {
     const policy = await loadOnnxPolicy({ model: dir() });
     policies.push(policy);
     const { weights } = await readFolderWeights(dir());
@@ -39,11 +41,11 @@ describe.each([
     let checked = 0;
     for (const temperature of [1, 0.7]) {
       const scored = await policy.scoreCompletions({ prompt: PROMPT, completions, temperature });
+      const ours = await graphLogprobs(weights, adapter, { promptIds, completions }, temperature);
       completions.forEach((completion, i) => {
-        const ours = loraLogprobs(weights, adapter, { tokens: [...promptIds, ...completion], completionStart: promptIds.length }, { temperature });
-        expect(ours).toHaveLength(completion.length);
-        ours.forEach((lp, t) => {
-          expect(Math.abs(lp - scored.logprobs[i][t]), `completion ${i} token ${t}`).toBeLessThan(1e-4);
+        expect(ours[i]).toHaveLength(completion.length);
+        ours[i].forEach((lp, t) => {
+          expect(Math.abs(lp - scored.logprobs[i][t]), `completion ${i} token ${t}`).toBeLessThan(1e-5);
           checked++;
         });
       });
@@ -57,12 +59,11 @@ describe.each([
     for (const pair of Object.values(adapter.layers[0])) pair.B.fill(0.05);
     const promptIds = [1, 40, 41, 42, 43];
     const completions = [[50, 51, 52], [60], [70, 71, 72, 73, 74]];
-    const options = { precision: 'float64' as const, temperature: 0.9 };
-    const grouped = loraGroupForward(weights, adapter, { promptIds, completions }, options).logprobs;
-    completions.forEach((c, i) => {
-      const alone = loraLogprobs(weights, adapter, { tokens: [...promptIds, ...c], completionStart: promptIds.length }, options);
+    const grouped = await graphLogprobs(weights, adapter, { promptIds, completions }, 0.9, 'float64');
+    for (const [i, c] of completions.entries()) {
+      const [alone] = await graphLogprobs(weights, adapter, { promptIds, completions: [c] }, 0.9, 'float64');
       alone.forEach((lp, t) => expect(Math.abs(lp - grouped[i][t])).toBeLessThan(1e-12));
-    });
+    }
   });
 });
 
@@ -70,14 +71,16 @@ describe('an adapter at its start', () => {
   it('scores exactly like the base model while B = 0, and differently once B moves', async () => {
     const { weights } = await readFolderWeights(TINY_DIR);
     const adapter = createLoraAdapter(weights.shape, { r: 4, seed: 11 });
-    const none: LoraAdapter = { ...adapter, layers: adapter.layers.map(() => ({})) };
-    const sequence = { tokens: [1, 40, 41, 42, 17, 18, 19, 60, 61], completionStart: 4 };
+    // The base model: the same graphs with every A zero too, so nothing of the adapter can reach the sum.
+    const none: LoraAdapter = structuredClone(adapter);
+    for (const layer of none.layers) for (const pair of Object.values(layer)) pair.A.fill(0);
+    const group = { promptIds: [1, 40, 41, 42], completions: [[17, 18, 19, 60, 61]] };
     for (const precision of ['float32', 'float64'] as const) {
-      expect(loraLogprobs(weights, adapter, sequence, { precision })).toEqual(loraLogprobs(weights, none, sequence, { precision }));
+      expect(await graphLogprobs(weights, adapter, group, 1, precision)).toEqual(await graphLogprobs(weights, none, group, 1, precision));
     }
     adapter.layers[2].v_proj!.B[5] = 0.5;
-    const moved = loraLogprobs(weights, adapter, sequence);
-    const base = loraLogprobs(weights, none, sequence);
+    const [moved] = await graphLogprobs(weights, adapter, group);
+    const [base] = await graphLogprobs(weights, none, group);
     expect(Math.max(...moved.map((lp, t) => Math.abs(lp - base[t])))).toBeGreaterThan(1e-4);
   });
 });

@@ -2,14 +2,14 @@
  * GrpoTrainer over the LoRA engine on the bundled model (`trainStep(groupRolloutBatch, prompts) ->
  * { loss, metrics }`): it starts at the base model (zero KL, ratio 1), learns toward the positive
  * advantages, trains with the entropy bonus and the sampling correction, and the one trainer runs
- * over both engines.
+ * over both engines (the head adapter's and full-depth LoRA's graphs on onnxruntime).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GrpoTrainer, groupRolloutBatch, headEngine, rolloutSampling } from '../../lib/grad.js';
 import { GrpoConfig } from '../../lib/math.js';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { loraEngine, loraModel, type LoraModel } from '../../lib/train/lora-engine.js';
-import { loraLogprobs } from '../../lib/lora/model.js';
+import { graphLogprobs } from './graph-logprobs.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import type { PromptInput } from '../../lib/core/policy.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
@@ -38,7 +38,7 @@ afterAll(() => policy?.dispose());
 const fresh = (seed = 3): LoraModel => ({ ...base, adapter: createLoraAdapter(base.weights.shape, { r: 2, seed }) });
 
 describe('GrpoTrainer over the LoRA engine', () => {
-  it('starts at the base model: zero KL, no clipping, the sampled log-probs to 1e-4', async () => {
+  it('starts at the base model: zero KL, no clipping, the sampled log-probs to 1e-5', async () => {
     const model = fresh();
     const trainer = new GrpoTrainer(loraEngine(model), { lr: 1e-3 }, new GrpoConfig({ numGenerations: 4, beta: 0.05 }), { temperature: 0.9 });
     const { loss, metrics } = await trainer.trainStep(batch, prompts);
@@ -53,8 +53,8 @@ describe('GrpoTrainer over the LoRA engine', () => {
     const row = batch.rollout.sequences[0];
     const length = Array.from(batch.rollout.responseMask[0]).filter(Boolean).length;
     const tokens = Array.from(row).slice(0, length).map(Number);
-    const ours = loraLogprobs(model.weights, createLoraAdapter(model.weights.shape, { r: 2, seed: 3 }), { tokens: [...ids, ...tokens], completionStart: ids.length }, { temperature: 0.9 });
-    ours.forEach((lp, t) => expect(Math.abs(lp - Number(batch.rollout.oldLogProbs[0][t]))).toBeLessThan(1e-4));
+    const [ours] = await graphLogprobs(model.weights, createLoraAdapter(model.weights.shape, { r: 2, seed: 3 }), { promptIds: ids, completions: [tokens] }, 0.9);
+    ours.forEach((lp, t) => expect(Math.abs(lp - Number(batch.rollout.oldLogProbs[0][t]))).toBeLessThan(1e-5));
   });
 
   it('raises the log-probs of the completions with positive advantage', async () => {
@@ -63,14 +63,16 @@ describe('GrpoTrainer over the LoRA engine', () => {
       temperature: 0.9,
       adaptiveEntropy: { target: 1 },
     });
-    const score = (row: number) => {
+    const score = async (row: number) => {
       const ids = policy.promptIds(prompts[Math.floor(row / 4)]);
       const n = Array.from(batch.rollout.responseMask[row]).filter(Boolean).length;
       const tokens = Array.from(batch.rollout.sequences[row]).slice(0, n).map(Number);
-      return loraLogprobs(model.weights, model.adapter, { tokens: [...ids, ...tokens], completionStart: ids.length }, { temperature: 0.9 }).reduce((x, y) => x + y, 0);
+      const [logps] = await graphLogprobs(model.weights, model.adapter, { promptIds: ids, completions: [tokens] }, 0.9);
+      return logps.reduce((x, y) => x + y, 0);
     };
+    const scores = (rows: number[]) => Promise.all(rows.map(score));
     // Row 1 of each group has the highest reward (0.9), row 2 the mean one (0.4).
-    const before = [1, 2, 5, 6].map(score);
+    const before = await scores([1, 2, 5, 6]);
     const losses: number[] = [];
     for (let i = 0; i < 4; i++) {
       const { loss, metrics } = await trainer.trainStep(batch, prompts, { sampling: { temperature: 0.9, topK: 5 }, ...sampling });
@@ -78,7 +80,7 @@ describe('GrpoTrainer over the LoRA engine', () => {
       expect(metrics.importanceSamplingRatio).toBeDefined();
       expect(metrics.adaptiveEntropy).toBeDefined();
     }
-    const after = [1, 2, 5, 6].map(score);
+    const after = await scores([1, 2, 5, 6]);
     expect(after[0]).toBeGreaterThan(before[0]);
     expect(after[2]).toBeGreaterThan(before[2]);
     expect(losses[3]).toBeLessThan(losses[0]);
@@ -109,14 +111,11 @@ describe('GrpoTrainer over the LoRA engine', () => {
     expect(() => loraEngine({} as LoraModel)).toThrow(expect.objectContaining({ code: 'InvalidInput' }));
   });
 
-  it("refuses an unknown backend, 'webgpu' without the model's weights on a device and 'onnxruntime' without its graphs", () => {
+  it("refuses graphs built from other weights; trains on onnxruntime's kernels", () => {
     const model = fresh();
-    expect(() => loraEngine(model, { backend: 'gpu' as 'cpu' })).toThrow(/backend: must be 'cpu', 'webgpu' or 'onnxruntime'/);
-    expect(() => loraEngine(model, { backend: 'webgpu' })).toThrow(/gpu: is needed with backend 'webgpu'/);
-    const other = { device: {} as never, weights: { ...model.weights }, dispose: () => undefined };
-    expect(() => loraEngine(model, { backend: 'webgpu', gpu: other })).toThrow(/other weights/);
-    expect(() => loraEngine(model, { backend: 'onnxruntime' })).toThrow(/graph: is needed with backend 'onnxruntime'/);
-    expect(() => loraEngine(model, { backend: 'onnxruntime', graph: { weights: { ...model.weights } } as never })).toThrow(/graph: was built from other weights/);
-    expect(loraEngine(model).backend).toBe('cpu');
+    expect(() => loraEngine(model, { graph: { weights: { ...model.weights } } as never })).toThrow(/graph: was built from other weights/);
+    const engine = loraEngine(model);
+    expect(engine.backend).toBe('onnxruntime');
+    engine.dispose();
   });
 });

@@ -1,6 +1,6 @@
 /**
  * The `lora` method on the bundled model: the sampler follows the adapter (a step's rollouts carry
- * the log-probs of the adapter as the previous step left it, to 1e-4), every step commits a LoRA
+ * the log-probs of the adapter as the previous step left it, to 1e-5), every step commits a LoRA
  * checkpoint and reports what the refresh cost, the options are checked and stored as the
  * gradient method's are, a run starts from an adapter handed back through PEFT's files, and a
  * bundle whose checkpoint is not a LoRA one is refused.
@@ -10,11 +10,11 @@ import { exportPeftAdapter, importPeftAdapter, loraGrpo, resumeLoraGrpo, type Lo
 import { readLoraCheckpoint } from '../../lib/lora/format.js';
 import { exportRun, importRun, MemoryStore, type LoraRunConfig, type RunBundle } from '../../lib/index.js';
 import { digits } from '../../lib/tasks/index.js';
-import { loraLogprobs } from '../../lib/lora/model.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
+import { graphLogprobs } from './graph-logprobs.js';
 
 let policy: OnnxPolicy;
 let weights: DecoderWeights;
@@ -52,15 +52,15 @@ describe('loraGrpo', () => {
     const item = step2.items[0];
     const promptIds = policy.promptIds(item.prompt);
     let differs = 0;
-    for (const rollout of item.rollouts) {
-      const sequence = { tokens: [...promptIds, ...rollout.tokenIds], completionStart: promptIds.length };
-      const adapted = loraLogprobs(weights, afterStep[1].adapter, sequence);
-      const base = loraLogprobs(weights, { ...afterStep[1].adapter, layers: afterStep[1].adapter.layers.map(() => ({})) }, sequence);
+    const group = { promptIds, completions: item.rollouts.map((r) => r.tokenIds) };
+    const adapted = await graphLogprobs(weights, afterStep[1].adapter, group);
+    const base = await policy.scoreCompletions({ ...item.prompt, completions: group.completions });
+    item.rollouts.forEach((rollout, c) => {
       rollout.logprobs.forEach((lp, t) => {
-        expect(Math.abs(lp - adapted[t])).toBeLessThan(1e-4);
-        differs = Math.max(differs, Math.abs(lp - base[t]));
+        expect(Math.abs(lp - adapted[c][t])).toBeLessThan(1e-5);
+        differs = Math.max(differs, Math.abs(lp - base.logprobs[c][t]));
       });
-    }
+    });
     expect(differs).toBeGreaterThan(1e-4);
     // The result's adapter is the last checkpoint's.
     expect(result.adapter.layers).toEqual(((await store.getAdapter('follows'))!.adapter as LoraAdapterFile).layers);
@@ -74,27 +74,39 @@ describe('loraGrpo', () => {
     const sampler = { info: policy.info, generateGroup: policy.generateGroup.bind(policy), dispose: async () => undefined };
     expect(() => loraGrpo({ ...shape, policy: sampler as never })).toThrow(expect.objectContaining({ code: 'InvalidInput', argument: 'policy' }));
     expect(() => loraGrpo({ ...shape, policy, engine: 'gpu' as never })).toThrow(expect.objectContaining({ code: 'InvalidInput', argument: 'engine' }));
-    // Node has no navigator.gpu: WebGPU training is refused by name, before anything is stored.
-    expect(() => loraGrpo({ ...shape, policy, engine: 'webgpu' })).toThrow(expect.objectContaining({ code: 'Unsupported', message: expect.stringMatching(/navigator\.gpu/) }));
+    // The removed engines are refused by name, before anything is stored.
+    for (const engine of ['cpu', 'webgpu']) {
+      expect(() => loraGrpo({ ...shape, policy, engine: engine as never })).toThrow(expect.objectContaining({ code: 'InvalidInput', argument: 'engine', message: expect.stringMatching(/was removed/) }));
+    }
   });
 
-  it("trains on onnxruntime's kernels by default off WebGPU, on the CPU when asked, and resumes a WebGPU run only where WebGPU is", async () => {
-    const store = new MemoryStore();
-    for await (const event of loraGrpo({ ...shape, policy, store, runId: 'engine' })) if (event.type === 'run-start') break;
-    expect(((await store.getRun('engine'))!.config as LoraRunConfig).engine).toBe('onnxruntime');
-    const explicit = new MemoryStore();
-    for await (const event of loraGrpo({ ...shape, policy, store: explicit, runId: 'engine', engine: 'cpu' })) if (event.type === 'run-start') break;
-    expect(((await explicit.getRun('engine'))!.config as LoraRunConfig).engine).toBe('cpu');
+  it("trains on onnxruntime's kernels, and resumes a run stored by the removed 'cpu' or 'webgpu' engine on them", async () => {
+    const options = { ...shape, dataset: digits.dataset({ size: 2, seed: 6 }), runId: 'engine' };
+    const whole = new MemoryStore();
+    const through = await loraGrpo({ ...options, policy, store: whole }).result();
+    through.trainer.dispose();
+    expect(((await whole.getRun('engine'))!.config as LoraRunConfig).engine).toBe('onnxruntime');
 
-    // A run stored as trained on WebGPU (as a browser would have stored it) does not resume here.
-    const bundle = (await exportRun(store, 'engine')) as RunBundle;
-    (bundle.run.config as { engine: string }).engine = 'webgpu';
-    const moved = new MemoryStore();
-    await importRun(moved, JSON.stringify(bundle));
-    const before = JSON.stringify(await exportRun(moved, 'engine'));
-    const resumed = resumeLoraGrpo('engine', { policy, rewards: shape.rewards, store: moved });
-    await expect(resumed.result()).rejects.toMatchObject({ code: 'Unsupported', message: expect.stringMatching(/trains on WebGPU/) });
-    expect((await exportRun(moved, 'engine')).steps).toEqual(JSON.parse(before).steps);
+    const cut = new MemoryStore();
+    const controller = new AbortController();
+    const first = loraGrpo({ ...options, policy, store: cut, signal: controller.signal });
+    for await (const event of first) if (event.type === 'step-end' && event.step === 1) controller.abort();
+    (await first.result()).trainer.dispose();
+    const bundle = (await exportRun(cut, 'engine')) as RunBundle;
+    expect(bundle.steps).toHaveLength(1);
+    // The same stored step, as the removed engines' runs (and runs from before the option) name their engine.
+    for (const engine of ['cpu', 'webgpu', undefined]) {
+      const config = bundle.run.config as { engine?: string };
+      if (engine) config.engine = engine;
+      else delete config.engine;
+      const store = new MemoryStore();
+      await importRun(store, JSON.stringify(bundle));
+      const resumed = await resumeLoraGrpo('engine', { policy, rewards: shape.rewards, store }).result();
+      expect([engine, resumed.status, resumed.stepsCompleted]).toEqual([engine, 'completed', 2]);
+      // One engine against itself: the resume ends bit for bit as the uninterrupted run.
+      expect(resumed.adapter.layers).toEqual(through.adapter.layers);
+      resumed.trainer.dispose();
+    }
 
     // A stored engine other than the three is refused on import.
     (bundle.run.config as { engine: string }).engine = 'tpu';
@@ -123,10 +135,9 @@ describe('loraGrpo', () => {
     await loraGrpo({ ...shape, policy, store, runId: 'continued', epochs: 1, initialAdapter: adapter }).result();
     const step1 = (await store.getStep('continued', 1))!;
     const promptIds = policy.promptIds(step1.items[0].prompt);
-    for (const rollout of step1.items[0].rollouts) {
-      const ours = loraLogprobs(weights, adapter, { tokens: [...promptIds, ...rollout.tokenIds], completionStart: promptIds.length });
-      rollout.logprobs.forEach((lp, t) => expect(Math.abs(lp - ours[t])).toBeLessThan(1e-4));
-    }
+    const rollouts = step1.items[0].rollouts;
+    const ours = await graphLogprobs(weights, adapter, { promptIds, completions: rollouts.map((r) => r.tokenIds) });
+    rollouts.forEach((rollout, c) => rollout.logprobs.forEach((lp, t) => expect(Math.abs(lp - ours[c][t])).toBeLessThan(1e-5)));
     expect((await store.getRun('continued'))!.config).toMatchObject({ lora: { r: 2, alpha: 4, initial: true } });
 
     // Stopped before its first commit, such a run cannot resume: no store holds its starting adapter.

@@ -5,12 +5,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createLoraAdapter, type LoraAdapter } from '../../lib/lora/adapter.js';
-import { loraLogprobs } from '../../lib/lora/model.js';
 import { exportPeftAdapter, importPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE } from '../../lib/lora/peft.js';
 import { readSafetensors, writeSafetensors } from '../../lib/lora/safetensors.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
 import { readFolderWeights } from './fixtures.js';
+import { graphLogprobs } from './graph-logprobs.js';
 
 /** An independent reading of the safetensors layout: length, JSON header, then raw little-endian bytes. */
 function independentRead(file: Uint8Array): { header: Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>; metadata: unknown; data: Buffer } {
@@ -69,8 +69,8 @@ describe('PEFT export', () => {
     const back = importPeftAdapter(exportPeftAdapter(adapter, { baseModel: 'x' }), weights.shape);
     expect(back.config).toEqual({ r: 2, alpha: 5, targetModules: ['q_proj', 'v_proj', 'down_proj'], useRslora: false });
     expect(back.scale).toBe(2.5);
-    const sequence = { tokens: [1, 30, 31, 32, 33, 34, 35, 36], completionStart: 3 };
-    expect(loraLogprobs(weights, back, sequence)).toEqual(loraLogprobs(weights, adapter, sequence));
+    const group = { promptIds: [1, 30, 31], completions: [[32, 33, 34, 35, 36]] };
+    expect(await graphLogprobs(weights, back, group)).toEqual(await graphLogprobs(weights, adapter, group));
   });
 });
 

@@ -6,13 +6,13 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
-import { loraLogprobs } from '../../lib/lora/model.js';
 import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { exposeHiddenState } from '../../lib/policy/onnx/hidden-state.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
+import { graphLogprobs } from './graph-logprobs.js';
 
 let policy: OnnxPolicy | undefined;
 afterAll(() => policy?.dispose());
@@ -35,9 +35,9 @@ describe('OnnxPolicy.replaceGraph', () => {
     const after = await policy.scoreCompletions({ prompt, completions });
     const promptIds = policy.promptIds({ prompt });
     let moved = 0;
-    completions.forEach((tokens, i) => {
-      const ours = loraLogprobs(weights, adapter, { tokens: [...promptIds, ...tokens], completionStart: promptIds.length });
-      ours.forEach((lp, t) => {
+    const ours = await graphLogprobs(weights, adapter, { promptIds, completions });
+    completions.forEach((_, i) => {
+      ours[i].forEach((lp, t) => {
         expect(Math.abs(after.logprobs[i][t] - lp)).toBeLessThan(1e-4);
         moved = Math.max(moved, Math.abs(after.logprobs[i][t] - before.logprobs[i][t]));
       });
@@ -45,10 +45,8 @@ describe('OnnxPolicy.replaceGraph', () => {
     expect(moved).toBeGreaterThan(1e-2);
     // Sampling follows too: the same seed draws from the adapted distribution.
     const adapted = await policy.generateGroup({ prompt, groupSize: 3, maxNewTokens: 8, seed: 1 });
-    adapted.completions.forEach((c) => {
-      const ours = loraLogprobs(weights, adapter, { tokens: [...promptIds, ...c.tokenIds], completionStart: promptIds.length });
-      c.logprobs.forEach((lp, t) => expect(Math.abs(lp - ours[t])).toBeLessThan(1e-4));
-    });
+    const sampled = await graphLogprobs(weights, adapter, { promptIds, completions: adapted.completions.map((c) => c.tokenIds) });
+    adapted.completions.forEach((c, i) => c.logprobs.forEach((lp, t) => expect(Math.abs(lp - sampled[i][t])).toBeLessThan(1e-4)));
 
     await policy.replaceGraph(graph);
     expect((await policy.scoreCompletions({ prompt, completions })).logprobs).toEqual(before.logprobs);

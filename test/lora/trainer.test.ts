@@ -7,7 +7,6 @@
 import { describe, expect, it } from 'vitest';
 import { groupRolloutBatch } from '../../lib/grad/rollouts.js';
 import { createLoraAdapter, type LoraAdapter } from '../../lib/lora/adapter.js';
-import { loraLogprobs } from '../../lib/lora/model.js';
 import type { LoraOptimizerState } from '../../lib/lora/optimizer.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { GrpoConfig } from '../../lib/math/batch.js';
@@ -15,6 +14,7 @@ import { loraEngine } from '../../lib/train/lora-engine.js';
 import { GrpoTrainer } from '../../lib/train/trainer.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
 import { readFolderWeights } from './fixtures.js';
+import { graphLogprobs } from './graph-logprobs.js';
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const prompts = [{ prompt: 'the prompt is given as token ids' }];
@@ -25,8 +25,8 @@ function trainer(weights: DecoderWeights, adapter: LoraAdapter, promptIds: numbe
 }
 
 /** One group of two completions, sampled (old log-probs) under `adapter`, rewarded 1 and 0. */
-function batchOf(weights: DecoderWeights, adapter: LoraAdapter, promptIds: number[], completions: number[][]) {
-  const logprobs = completions.map((c) => loraLogprobs(weights, adapter, { tokens: [...promptIds, ...c], completionStart: promptIds.length }));
+async function batchOf(weights: DecoderWeights, adapter: LoraAdapter, promptIds: number[], completions: number[][]) {
+  const logprobs = await graphLogprobs(weights, adapter, { promptIds, completions });
   return groupRolloutBatch([{ completions: completions.map((tokenIds, c) => ({ tokenIds, logprobs: logprobs[c] })), rewards: [1, 0] }]);
 }
 
@@ -36,9 +36,9 @@ describe('GrpoTrainer over the LoRA engine, step by step', () => {
     const adapter = createLoraAdapter(weights.shape, { r: 4, seed: 2 });
     const promptIds = [1, 40, 41, 42];
     const completions = [[50, 51, 52], [60, 61]];
-    const score = (c: number) => sum(loraLogprobs(weights, adapter, { tokens: [...promptIds, ...completions[c]], completionStart: 4 }));
-    const before = [score(0), score(1)];
-    const batch = batchOf(weights, adapter, promptIds, completions);
+    const scores = async () => (await graphLogprobs(weights, adapter, { promptIds, completions })).map(sum);
+    const before = await scores();
+    const batch = await batchOf(weights, adapter, promptIds, completions);
     const t = trainer(weights, adapter, promptIds, 5e-3);
     const first = await t.trainStep(batch, prompts);
     expect(first.metrics.tokens).toBe(5);
@@ -50,17 +50,18 @@ describe('GrpoTrainer over the LoRA engine, step by step', () => {
     const losses = [first.loss];
     for (let step = 1; step < 5; step++) losses.push((await t.trainStep(batch, prompts)).loss);
     expect(losses[2]).toBeLessThan(losses[0]);
-    const after = [score(0), score(1)];
+    const after = await scores();
     expect(after[0]).toBeGreaterThan(before[0] + 0.5);
     expect(after[1]).toBeLessThan(before[1] - 0.5);
     expect(t.engine.updates).toBe(5);
+    t.dispose();
   });
 
   it('resumes from its optimizer state to the same adapter, bit for bit', async () => {
     const { weights } = await readFolderWeights(TINY_DIR);
     const promptIds = [1, 20];
     const fresh = () => createLoraAdapter(weights.shape, { r: 2, targetModules: ['q_proj', 'down_proj'], seed: 4 });
-    const batch = batchOf(weights, fresh(), promptIds, [[30, 31], [32]]);
+    const batch = await batchOf(weights, fresh(), promptIds, [[30, 31], [32]]);
     const straight = fresh();
     const t1 = trainer(weights, straight, promptIds, 1e-3);
     await t1.trainStep(batch, prompts);
@@ -72,14 +73,16 @@ describe('GrpoTrainer over the LoRA engine, step by step', () => {
     const t3 = trainer(weights, resumed, promptIds, 1e-3, {}, structuredClone(t2.engine.optimizerState));
     await t3.trainStep(batch, prompts);
     expect(resumed.layers).toEqual(straight.layers);
+    for (const t of [t1, t2, t3]) t.dispose();
   });
 
   it('takes the KL reference from the adapter-off model: zero while B is zero, then growing', async () => {
     const { weights } = await readFolderWeights(TINY_DIR);
     const adapter = createLoraAdapter(weights.shape, { r: 1 });
-    const batch = batchOf(weights, adapter, [1], [[2, 3], [4]]);
+    const batch = await batchOf(weights, adapter, [1], [[2, 3], [4]]);
     const t = trainer(weights, adapter, [1], 1e-2, { beta: 0.1 });
     expect((await t.trainStep(batch, prompts)).metrics.kl).toBe(0);
     expect((await t.trainStep(batch, prompts)).metrics.kl).toBeGreaterThan(0);
+    t.dispose();
   });
 });

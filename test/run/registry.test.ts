@@ -38,7 +38,7 @@ describe('the method registry', () => {
 describe('one gradient method, two adapters', () => {
   it("stores a head-adapter run as kind 'gradient' and a LoRA run as kind 'lora', and resumes both with resumeGradientGrpo", async () => {
     const store = new MemoryStore();
-    for (const [runId, options] of [['head', {}], ['lora', { adapter: 'lora' as const, engine: 'cpu' as const, lora: { r: 2 } }]] as const) {
+    for (const [runId, options] of [['head', {}], ['lora', { adapter: 'lora' as const, lora: { r: 2 } }]] as const) {
       const stop = new AbortController();
       const run = gradientGrpo({ ...shape, ...options, epochs: 2, policy, store, runId, signal: stop.signal } as Parameters<typeof gradientGrpo>[0]);
       // Stop after the first of two steps; the resume finishes the second.

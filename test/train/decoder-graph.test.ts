@@ -1,19 +1,19 @@
 /**
- * The full-parameter training graphs (DecoderEngine on onnxruntime-node) against two independent
- * checks, on small random decoders (grouped-query and multi-query attention, tied and untied
- * heads, q/k/v biases, q/k norms): central finite differences of the float64 graphs along a random
- * direction through each weight tensor in turn (so every kind of weight is checked on its own),
- * for a loss that is a random linear function of the log-probs and the entropies; and the float32
- * graphs against the TypeScript engine (lib/lora/full-grad.ts) in float64, log-probs and every
- * weight's gradient. Then supervised steps lower the answers' negative log-likelihood.
+ * The full-parameter training graphs (DecoderEngine on onnxruntime-node) on small random decoders
+ * (grouped-query and multi-query attention, tied and untied heads, q/k/v biases, q/k norms):
+ * central finite differences of the float64 graphs along a random direction through each weight
+ * tensor in turn (so every kind of weight is checked on its own), for a loss that is a random
+ * linear function of the log-probs and the entropies; and the float32 graphs (what pretraining
+ * runs) against those float64 ones, log-probs and every weight's gradient. Then supervised steps
+ * lower the answers' negative log-likelihood.
  */
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../lib/errors.js';
 import { clipFactor, resolveOptimizer } from '../../lib/grad/optimizer.js';
-import { decoderGroupForward, decoderTensors, zerosLikeDecoder } from '../../lib/lora/full-grad.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { chunksByLength, DecoderEngine } from '../../lib/train/decoder-engine.js';
+import { decoderParameters } from '../../lib/train/graph/lora-graph.js';
 import type { EngineBatch } from '../../lib/train/engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { randomDecoder, type Variant } from '../lora/random-decoder.js';
@@ -60,7 +60,7 @@ describe.each(VARIANTS)('%s', (_, variant) => {
     await engine.forward(batch, options);
     await engine.backward(cLogp, cEntropy);
     const grads = engine.gradient()!;
-    const params = decoderTensors(weights);
+    const params = decoderParameters(weights).map((p) => p.tensor);
     expect(grads.length).toBe(params.length);
     for (const [k, p] of params.entries()) {
       expect(grads[k].some((v) => v !== 0), `tensor ${k}`).toBe(true);
@@ -81,32 +81,25 @@ describe.each(VARIANTS)('%s', (_, variant) => {
     engine.dispose();
   });
 
-  it("float32 graphs give the TypeScript engine's log-probs, entropies and every weight's gradient", async () => {
+  it("float32 graphs give the float64 ones' log-probs, entropies (1e-5) and every weight's gradient (1e-4 of the largest)", async () => {
     const { weights, batch, cLogp, cEntropy } = setup(variant);
     const engine = await DecoderEngine.create(runtime, weights);
-    const stats = await engine.forward(batch, { temperature: 0.7, reference: false });
+    const double = await DecoderEngine.create(runtime, weights, { precision: 'float64' });
+    const options = { temperature: 0.7, reference: false };
+    const stats = await engine.forward(batch, options);
     await engine.backward(cLogp, cEntropy);
+    const exact = await double.forward(batch, options);
+    await double.backward(cLogp, cEntropy);
     const got = engine.gradient()!;
-    const reference = zerosLikeDecoder(weights);
-    const logps: number[] = [];
-    const entropies: number[] = [];
-    let slot = 0;
-    for (const group of batch) {
-      const ts = decoderGroupForward(weights, { promptIds: group.prompt, completions: group.completions }, { temperature: 0.7, precision: 'float64' });
-      logps.push(...ts.logprobs.flat());
-      entropies.push(...ts.entropies.flat());
-      const starts = ts.logprobs.map((row) => ((slot += row.length), slot - row.length));
-      const rows = (values: Float64Array) => ts.logprobs.map((row, i) => values.slice(starts[i], starts[i] + row.length));
-      ts.backward(rows(cLogp), reference, rows(cEntropy));
-    }
     const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => Math.max(...Array.from(a, (v, i) => Math.abs(v - b[i])));
-    expect(maxDiff(stats.logps, logps)).toBeLessThan(1e-5);
-    expect(maxDiff(stats.entropies, entropies)).toBeLessThan(1e-5);
-    decoderTensors(reference).forEach((w, k) => {
+    expect(maxDiff(stats.logps, exact.logps)).toBeLessThan(1e-5);
+    expect(maxDiff(stats.entropies, exact.entropies)).toBeLessThan(1e-5);
+    double.gradient()!.forEach((w, k) => {
       const scale = Math.max(...Array.from(w, Math.abs));
       expect(maxDiff(got[k], w) / scale, `tensor ${k}`).toBeLessThan(1e-4);
     });
     engine.dispose();
+    double.dispose();
   });
 });
 

@@ -261,12 +261,6 @@ export class OnnxPolicy implements Policy {
     });
   }
 
-  /** The WebGPU device onnxruntime-web runs this policy on (what a LoRA run on WebGPU shares); undefined off WebGPU. */
-  webgpuDevice(): GpuDeviceLike | undefined {
-    this.checkOpen();
-    return this.parts.device;
-  }
-
   async encode(text: string): Promise<number[]> {
     if (typeof text !== 'string') throw new InvalidInputError('text', 'must be a string.');
     this.checkOpen();

@@ -7,7 +7,7 @@ import type { HeadAdapterWeights } from '../head-adapter.js';
 import type { LogitsDtype } from './webgpu-kernels.js';
 import { BufferUsage, type GpuBufferLike, type GpuComputePipelineLike, type GpuDeviceLike } from './webgpu-types.js';
 
-/** An adapter whose weights are GPU buffers (the WebGPU trainer updates them in place). */
+/** An adapter whose weights are GPU buffers (a trainer beside a WebGPU policy writes its A and B into them after every update). */
 export interface GpuHeadAdapter {
   readonly kind: 'gpu';
   readonly hiddenSize: number;
@@ -32,7 +32,7 @@ export const MAX_GPU_RANK = 64;
 const WORKGROUP = 256;
 
 /** WGSL that loads element i of a float32 or float16 (packed in u32 pairs) storage array. */
-export function loadFunction(name: string, array: string, dtype: LogitsDtype): string {
+function loadFunction(name: string, array: string, dtype: LogitsDtype): string {
   return dtype === 'float32'
     ? `fn ${name}(i: u32) -> f32 { return ${array}[i]; }`
     : `fn ${name}(i: u32) -> f32 { let pair = unpack2x16float(${array}[i >> 1u]); return select(pair.x, pair.y, (i & 1u) == 1u); }`;
@@ -42,7 +42,7 @@ export function loadFunction(name: string, array: string, dtype: LogitsDtype): s
  * Workgroup-wide u = scale * (h A) into `u_shared`: one reduction over the hidden size per rank
  * component. Needs `load_h`, `a`, `red`, `WG` and `MAX_RANK` in scope.
  */
-export const ADAPTER_INPUT_WGSL = /* wgsl */ `
+const ADAPTER_INPUT_WGSL = /* wgsl */ `
 fn adapter_input(lid: u32, h_base: u32, d: u32, r: u32, scale: f32) {
   for (var k = 0u; k < r; k++) {
     var s = 0.0;

@@ -1,9 +1,10 @@
 /**
  * The LM-head adapter's kernels (lib/grad/engine.ts's HeadEngine) on onnxruntime: the head graphs
- * of head-graph.ts in two sessions of the onnxruntime the policy runs on, made on the first
- * forward. The frozen model's token states are kept here on the host, as the CPU kernels kept
- * them; A and B are fed on every call, and the sampler reads the same arrays (`binding`), which
- * AdamW updates in place.
+ * of head-graph.ts in two sessions of the onnxruntime the policy runs on (on its backend: Node
+ * CPU, WASM or WebGPU), made on the first forward. The frozen model's token states are kept here
+ * on the host (a WebGPU policy's windows are read back); A and B are fed on every call. The
+ * sampler reads the same arrays (`binding`), which AdamW updates in place; beside a WebGPU policy
+ * it reads GPU copies of them, written after every update.
  */
 import { UnsupportedError } from '../../errors.js';
 import type { AdapterShape } from '../../grad/adapter.js';
@@ -12,7 +13,8 @@ import { adamwUpdate, type ResolvedOptimizer } from '../../grad/optimizer.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
 import { halfToFloat } from '../../policy/logits.js';
 import type { ScoreWindow } from '../../policy/onnx/score.js';
-import type { HostHeadAdapter } from '../../policy/onnx/webgpu-adapter.js';
+import type { GpuHeadAdapter, HostHeadAdapter } from '../../policy/onnx/webgpu-adapter.js';
+import { BufferUsage, MapMode, type GpuDeviceLike } from '../../policy/onnx/webgpu-types.js';
 import { HEAD_IO } from './head-io.js';
 import type { GraphRuntime, GraphSession, GraphTensor } from './runtime.js';
 
@@ -25,9 +27,11 @@ interface Sessions {
 }
 
 export class GraphHeadEngine implements HeadEngine {
-  readonly kind = 'host';
+  readonly kind: 'host' | 'gpu';
   readonly shape: AdapterShape;
   private readonly weights: HostHeadAdapter;
+  /** Beside a WebGPU policy: the copies of A and B its sampler applies to the logits on the device. */
+  private readonly gpu?: GpuHeadAdapter;
   private readonly m: { a: Float32Array; b: Float32Array };
   private readonly v: { a: Float32Array; b: Float32Array };
   private grad?: { a: Float32Array; b: Float32Array };
@@ -43,12 +47,20 @@ export class GraphHeadEngine implements HeadEngine {
     initial: HeadAdapterWeights,
     private readonly loadRuntime: () => Promise<GraphRuntime>,
     private readonly sessionOptions: Record<string, unknown> = {},
+    /** The WebGPU device a policy's logits live on; undefined for host memory (CPU, WASM). */
+    private readonly device?: GpuDeviceLike,
   ) {
     const { hiddenSize: d, vocabSize: v, rank: r, scale } = initial;
     this.shape = { hiddenSize: d, vocabSize: v, rank: r, scale };
+    this.kind = device ? 'gpu' : 'host';
     this.weights = { kind: 'host', ...this.shape, a: Float32Array.from(initial.a), b: Float32Array.from(initial.b) };
     this.m = { a: new Float32Array(d * r), b: new Float32Array(r * v) };
     this.v = { a: new Float32Array(d * r), b: new Float32Array(r * v) };
+    if (device) {
+      const buffer = (floats: number, label: string) => device.createBuffer({ size: Math.max(16, floats * 4), usage: BufferUsage.STORAGE | BufferUsage.COPY_DST, label });
+      this.gpu = { kind: 'gpu', ...this.shape, a: buffer(d * r, 'webgrpo adapter A'), b: buffer(r * v, 'webgrpo adapter B') };
+      this.upload();
+    }
   }
 
   resetStates(count: number): void {
@@ -65,9 +77,10 @@ export class GraphHeadEngine implements HeadEngine {
 
   async writeWindow(window: ScoreWindow, slots: ArrayLike<number>): Promise<void> {
     const { vocabSize: v, hiddenSize: d } = this.shape;
-    const { logits, hidden } = window;
-    if (!hidden) throw new UnsupportedError('The model window has no hidden state; load the policy with hiddenState: true.');
+    if (!window.hidden) throw new UnsupportedError('The model window has no hidden state; load the policy with hiddenState: true.');
     this.kept = undefined;
+    const logits = await this.hostData(window.logits);
+    const hidden = await this.hostData(window.hidden);
     window.picks.forEach(({ offset }, k) => {
       this.z.set(rowOf(logits, offset, v), slots[k] * v);
       this.h.set(rowOf(hidden, (offset / v) * d, d), slots[k] * d);
@@ -129,14 +142,15 @@ export class GraphHeadEngine implements HeadEngine {
     this.t += 1;
     adamwUpdate(this.weights.a, grad.a, this.m.a, this.v.a, this.t, clip, optimizer);
     adamwUpdate(this.weights.b, grad.b, this.m.b, this.v.b, this.t, clip, optimizer);
+    this.upload();
   }
 
   get updates(): number {
     return this.t;
   }
 
-  binding(): HostHeadAdapter {
-    return this.weights;
+  binding(): HostHeadAdapter | GpuHeadAdapter {
+    return this.gpu ?? this.weights;
   }
 
   async read(): Promise<AdapterState> {
@@ -153,13 +167,48 @@ export class GraphHeadEngine implements HeadEngine {
     this.v.a.set(state.v.a);
     this.v.b.set(state.v.b);
     this.t = state.updates;
+    this.upload();
   }
 
   dispose(): void {
     this.resetStates(0);
+    this.gpu?.a.destroy();
+    this.gpu?.b.destroy();
     const sessions = this.sessions;
     this.sessions = undefined;
     void sessions?.then((s) => Promise.all([s.forward.release?.(), s.backward.release?.()])).catch(() => undefined);
+  }
+
+  /**
+   * A window's tensor with its values in host memory. A WebGPU policy's are copied out of their
+   * buffers here (not through the tensor's own download, which would turn the policy's reusable
+   * output tensors into host ones).
+   */
+  private async hostData(tensor: ScoreWindow['logits']): Promise<HostData> {
+    if (tensor.location !== 'gpu-buffer') return { type: tensor.type, data: tensor.data };
+    const device = this.device;
+    if (!device) throw new UnsupportedError('The model window is on a GPU, but this engine was made for a policy on the host; make it with the policy\'s device.');
+    const count = tensor.dims.reduce((n, d) => n * d, 1);
+    const bytes = Math.ceil((count * (tensor.type === 'float16' ? 2 : 4)) / 4) * 4;
+    const staging = device.createBuffer({ size: bytes, usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST, label: 'webgrpo head states' });
+    try {
+      const encoder = device.createCommandEncoder();
+      encoder.copyBufferToBuffer(tensor.gpuBuffer, 0, staging, 0, bytes);
+      device.queue.submit([encoder.finish()]);
+      await staging.mapAsync(MapMode.READ, 0, bytes);
+      const data = new Uint8Array(staging.getMappedRange(0, bytes).slice(0));
+      staging.unmap();
+      return { type: tensor.type, data };
+    } finally {
+      staging.destroy();
+    }
+  }
+
+  /** Writes A and B into the sampler's GPU copies (queued before any later sampling on the device). */
+  private upload(): void {
+    if (!this.gpu || !this.device) return;
+    this.device.queue.writeBuffer(this.gpu.a, 0, this.weights.a);
+    this.device.queue.writeBuffer(this.gpu.b, 0, this.weights.b);
   }
 
   private open(): Promise<Sessions> {
@@ -177,11 +226,14 @@ export class GraphHeadEngine implements HeadEngine {
   }
 }
 
+interface HostData {
+  type: string;
+  data: { buffer: ArrayBufferLike; byteOffset: number; byteLength: number };
+}
+
 /** One row of a float32 or float16 host tensor as float32. */
-function rowOf(tensor: ScoreWindow['logits'], offset: number, length: number): Float32Array {
-  if (tensor.type === 'float16') {
-    const data = tensor.data;
-    return halfToFloat(new Uint16Array(data.buffer, data.byteOffset, data.byteLength / 2), offset, length);
-  }
-  return (tensor.data as Float32Array).subarray(offset, offset + length);
+function rowOf(tensor: HostData, offset: number, length: number): Float32Array {
+  const { data } = tensor;
+  if (tensor.type === 'float16') return halfToFloat(new Uint16Array(data.buffer, data.byteOffset, data.byteLength / 2), offset, length);
+  return new Float32Array(data.buffer, data.byteOffset, data.byteLength / 4).subarray(offset, offset + length);
 }

@@ -33,7 +33,7 @@ import { LORA_MODULES } from '../../lora/weights.js';
 import { UnsupportedError } from '../../errors.js';
 import { dequantize } from '../../policy/onnx/structure/read-weights.js';
 import { loraInputName } from '../../policy/onnx/structure/lora-inputs.js';
-import type { Q4Matrix } from '../../lora/q4.js';
+import type { Q4Matrix } from '../../lora/weights.js';
 import { TrainingGraphBuilder, UINT4, UINT8, type Precision, type TrainingModels } from './builder.js';
 
 export interface LoraGraphConfig {
@@ -128,6 +128,11 @@ export function decoderParameters(weights: DecoderWeights): DecoderParameter[] {
   out.push({ name: 'norm.final', tensor: weights.finalNorm, dims: [H] });
   if (weights.lmHead) out.push({ name: 'lm_head', tensor: weights.lmHead, dims: [H, V] });
   return out;
+}
+
+/** How many weights full-parameter training updates (every tensor decoderParameters names). */
+export function decoderParameterCount(weights: DecoderWeights): number {
+  return decoderParameters(weights).reduce((n, p) => n + p.tensor.length, 0);
 }
 
 /** `lora` absent: full-parameter graphs (buildDecoderGraphs). */

@@ -20,7 +20,11 @@ export async function policyGraphRuntime(): Promise<GraphRuntime> {
   }
 }
 
-/** Session options for the policy's backend: its execution provider in a page, onnxruntime-node's CPU default in Node. */
+/**
+ * Session options for the policy's backend: its execution provider in a page, onnxruntime-node's
+ * CPU default in Node. Warnings are left out (on WebGPU onnxruntime says at every session that it
+ * keeps shape ops on the CPU, as it should); errors still show.
+ */
 export function graphSessionOptions(backend: string): Record<string, unknown> {
-  return isNodeRuntime() || backend === 'cpu' ? {} : { executionProviders: [backend] };
+  return isNodeRuntime() || backend === 'cpu' ? {} : { executionProviders: [backend], logSeverityLevel: 3 };
 }
