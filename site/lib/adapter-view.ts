@@ -152,9 +152,16 @@ export interface AdapterAbout {
   exportLabel: string;
 }
 
-/** Where a LoRA run's forward and backward ran (runs stored before the choice trained on the CPU). */
-export function engineLabel(engine: 'cpu' | 'webgpu' | 'onnxruntime' | undefined): string {
-  return engine === 'webgpu' ? 'on WebGPU' : engine === 'onnxruntime' ? "on onnxruntime's kernels" : 'on the CPU';
+const BACKENDS: Record<string, string> = { webgpu: 'WebGPU', wasm: 'WebAssembly', cpu: 'the CPU' };
+
+/**
+ * Where a LoRA run's forward and backward ran: onnxruntime's kernels on the policy's backend (runs
+ * stored before the backend was kept say only that), or one of the removed engines (the CPU one for
+ * runs stored before the engine option).
+ */
+export function engineLabel(config: { engine?: 'cpu' | 'webgpu' | 'onnxruntime'; backend?: string }): string {
+  if (config.engine === 'onnxruntime') return config.backend ? `on ${BACKENDS[config.backend] ?? config.backend}, onnxruntime's kernels` : "on onnxruntime's kernels";
+  return config.engine === 'webgpu' ? 'on WebGPU' : 'on the CPU';
 }
 
 export function adapterAbout(run: GradientRunRecord | LoraRunRecord, checkpoint: AdapterCheckpoint | undefined): AdapterAbout {
@@ -176,9 +183,9 @@ export function adapterAbout(run: GradientRunRecord | LoraRunRecord, checkpoint:
   const parameters = layers ? layers.reduce((n, layer) => n + Object.values(layer).reduce((m, p) => m + r * (p.inDim + p.outDim), 0), 0) : null;
   return {
     formula: 'y = x W + s·(x Aᵀ) Bᵀ',
-    explanation: `on ${targetModules.join(', ')} of every layer: the model reads its prompt differently, not only its last layer. B starts at zero, so training starts at the base model; after each step the adapter is merged into the weights the next step samples from.`,
+    explanation: `on ${targetModules.join(', ')} of every layer: the model reads its prompt differently, not only its last layer. B starts at zero, so training starts at the base model; after each step the model samples with the updated A and B as inputs of its graph.`,
     parameters,
-    detail: `rank ${r}, alpha ${alpha} (s = ${alpha / r})${layers ? ` · ${layers.length} layers` : ''} · trained ${engineLabel(run.config.engine)}`,
+    detail: `rank ${r}, alpha ${alpha} (s = ${alpha / r})${layers ? ` · ${layers.length} layers` : ''} · trained ${engineLabel(run.config)}`,
     file: 'PEFT’s LoRA folder (adapter_config.json, adapter_model.safetensors) in a zip: unzip it and load it with PeftModel.from_pretrained(model, folder), or continue it in TRL.',
     download: 'Download adapter (PEFT zip)',
     exportLabel: 'Adapter (PEFT zip)',

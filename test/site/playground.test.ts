@@ -357,8 +357,8 @@ describe('the playground', { timeout: 240_000 }, () => {
     const charts = page.locator('section[aria-labelledby="charts-title"]');
     expect(await charts.locator('figcaption strong').allTextContents()).toContain('Loss');
     await shoot('6b-lora-done');
-    // The WebAssembly model trains on the CPU, and the panel says so.
-    expect(await adapter.textContent()).toContain('trained on the CPU');
+    // The WebAssembly model trains on onnxruntime-web's WebAssembly kernels, and the panel says so.
+    expect(await adapter.textContent()).toContain("trained on WebAssembly, onnxruntime's kernels");
     // The download is PEFT's folder in a zip, for PeftModel.from_pretrained.
     const [file] = await Promise.all([page.waitForEvent('download'), adapter.getByRole('button', { name: 'Download adapter (PEFT zip)' }).click()]);
     expect(file.suggestedFilename()).toMatch(/^webgrpo-digits-.*-adapter-step2-peft\.zip$/);

@@ -82,7 +82,7 @@ export function resolveLoraRunConfig(options: LoraGrpoOptions): LoraRunConfig {
   if (lora === null || typeof lora !== 'object') throw new InvalidInputError('lora', 'must be an object { r?, alpha?, targetModules?, useRslora? }.');
   const { r, alpha, targetModules, useRslora } = resolveLoraConfig(lora);
   const engine = resolveLoraEngine(options.engine, options.policy);
-  return { ...config, engine, lora: { r, alpha, useRslora, targetModules: [...targetModules] as LoraModule[], seed: config.seed } };
+  return { ...config, engine, backend: options.policy.info.backend, lora: { r, alpha, useRslora, targetModules: [...targetModules] as LoraModule[], seed: config.seed } };
 }
 
 /** The engine option resolved for a new run: onnxruntime's kernels, whose sampler follows the adapter. */

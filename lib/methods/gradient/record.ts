@@ -14,7 +14,7 @@ import { readLoraCheckpoint, type LoraCheckpoint } from '../../lora/format.js';
 import { LORA_MODULES, type LoraModule } from '../../lora/weights.js';
 import type { RecordKind } from '../../store/record-kind.js';
 import type { LoopConfig, RunRecordOf } from '../../store/records.js';
-import { arr, bool, fail, int, num, obj, oneOf, type Obj } from '../../core/shape.js';
+import { arr, bool, fail, int, num, obj, oneOf, str, type Obj } from '../../core/shape.js';
 import { validateLoopConfig } from '../../store/validate-fields.js';
 
 /** The config of a run that trains an adapter by GRPO, besides the adapter; `groupSize` is TRL's `numGenerations`. */
@@ -65,6 +65,8 @@ export interface LoraRunConfig extends TrainingConfig {
   lora: { r: number; alpha: number; useRslora: boolean; targetModules: LoraModule[]; seed: number; initial?: boolean };
   /** Where the forward and backward run; a resumed run trains there too. Absent in runs stored before the option: 'cpu'. */
   engine?: 'cpu' | 'webgpu' | 'onnxruntime';
+  /** The policy's backend the training graphs ran on ('cpu' in Node, 'wasm', 'webgpu'); absent in runs stored before it was kept. */
+  backend?: string;
 }
 
 /** A LoRA step's payload: each update's metrics, and what following the adapter cost the sampler. */
@@ -154,6 +156,7 @@ function validateLoraConfig(value: unknown, at: string): void {
   if (targets.length === 0) fail(`${at}.lora.targetModules`, 'expected at least one module.');
   targets.forEach((t, i) => oneOf(t, LORA_MODULES, `${at}.lora.targetModules[${i}]`));
   if (c.engine !== undefined) oneOf(c.engine, ['cpu', 'webgpu', 'onnxruntime'] as const, `${at}.engine`);
+  if (c.backend !== undefined && str(c.backend, `${at}.backend`).length === 0) fail(`${at}.backend`, 'expected a backend name.');
 }
 
 function validateLoraStep(p: Obj, at: string): void {
