@@ -11,19 +11,25 @@ import { methodOf } from '../../lib/method.js';
 import { namedFormat } from '../../lib/tasks.js';
 import { MAX_REPLY_TOKENS } from './accuracy.js';
 
-/** The run settings the reader is made for (its corpus renders libraries under the same budget). */
+/**
+ * The run settings: the method's library defaults (any answer above its group's mean may become
+ * an exemplar, at most 8 kept, 512 tokens of experiences: what the reader's corpus shows), groups
+ * of 8 at T=1 so that a right answer turns up among a group's replies.
+ */
 export const READER_RUN = {
   groupSize: 8,
   batchSize: 4,
   temperature: 1,
   maxNewTokens: MAX_REPLY_TOKENS,
-  /** Only right answers become exemplars (exact 1 + similarity 0.5 = 1.5; a near miss scores under 0.5). */
-  exemplarThreshold: 1,
-  /** Room for several exemplars of every code. */
-  maxExemplars: 16,
-  experienceTokenBudget: 1024,
-  criticMaxNewTokens: 96,
+  criticMaxNewTokens: 128,
 } as const;
+
+/**
+ * Lessons mode: one problem per step, so the batch merge answers one operation and its lesson may
+ * be as long as the group update's (the schema splits the reply's tokens among the operations:
+ * four of them in 128 tokens would cut every lesson to 20 characters).
+ */
+export const READER_LESSONS_RUN = { ...READER_RUN, batchSize: 1 } as const;
 
 export interface GainOptions {
   mode: 'exemplars' | 'lessons';
@@ -59,7 +65,7 @@ export async function libraryGain(policy: Policy, options: GainOptions): Promise
     rewards: namedFormat.rewards,
     task: namedFormat.name,
     mode: options.mode,
-    ...READER_RUN,
+    ...(options.mode === 'lessons' ? READER_LESSONS_RUN : READER_RUN),
     epochs: 1,
     seed: options.train.seed,
     evaluation: { dataset: heldOut, temperature: 1, samples: options.heldOut.samples, alsoGreedy: true, seed: options.heldOut.samplerSeed, correct: { reward: 'exact' } },

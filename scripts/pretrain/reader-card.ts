@@ -45,38 +45,29 @@ export async function writeReaderCard(dir: string, f: ReaderFacts): Promise<void
   const parts = Object.entries(training.parts).map(([task, n]) => `${task} ${n}`).join(', ');
   const text = `# webgrpo-reader
 
-\`webgrpo-skill\` continued so that it **reads experience and writes it**: worked examples and short
-lessons in its prompt, exactly as a Training-Free GRPO run renders its library, and the critic's
-four prompts of a lessons run (a summary per attempt, the group critique, the group update, the batch
-merge). It is the model for Training-Free GRPO on \`named-format\` (a code names a format the prompt
-never shows), where the library carries what the prompt does not. Same architecture, character
-tokenizer, ChatML template and ONNX graph as \`webgrpo-skill\`: ${spec.numLayers} layers, hidden ${spec.hiddenSize}, ${f.parameters} parameters;
-download ${(f.bytes / 1e6).toFixed(2)} MB (onnx/model.onnx, fp32) plus about 6 kB of tokenizer and config.
+\`webgrpo-skill\` continued so that it **reads worked examples**: a prompt carrying answers to similar
+tasks, exactly as a Training-Free GRPO exemplars run renders its library. It is the model for
+Training-Free exemplars on \`named-format\` (a code names a format the prompt never shows), where
+the library carries what the prompt does not. Same architecture, character tokenizer, ChatML
+template and ONNX graph as \`webgrpo-skill\`: ${spec.numLayers} layers, hidden ${spec.hiddenSize}, ${f.parameters} parameters; download
+${(f.bytes / 1e6).toFixed(2)} MB (onnx/model.onnx, fp32) plus about 6 kB of tokenizer and config, fetched only when the model is picked.
 
 ## Corpus
 
-scripts/pretrain/corpus-reader.ts, seed ${c.seed}, ${c.steps * c.batch} chats (${parts}):
+scripts/pretrain/corpus-exemplars.ts, seed ${c.seed}, ${c.steps * c.batch} chats (${parts}):
 
-- **reading worked examples** (${pct(c.exemplarReadingShare)}): "<verb> <code>: <word>" under a code-to-format mapping
-  drawn afresh for every chat (codes 1-${c.codes}, distinct copy-format formats, verbs any sort-words word),
-  with 0 to ${c.maxShown} worked examples of the same mapping in the exemplars template (${pct(c.bareShare)} none;
-  ${pct(c.matchShare)} of the rest name the prompt's code, several examples may share a code);
-- **reading lessons** (${pct(c.lessonReadingShare)}): the same, the library as lessons in the lessons template
-  ("[G3] wrap 4: write the word as #word#.", one per code);
-- **being the critic** (${pct(c.criticShare)}): the prompts of lessons runs on such mappings, made by the method's own
-  code (\`critiqueGroup\`, \`mergeAndApply\`) and cut to a ${c.context}-token context with ${c.criticMaxNewTokens} reply tokens as a run
-  cuts them; the replies: a one-line summary ("Wrong: the reference answer is #hen#."), one lesson
-  naming the code's rule read off the reference answer, ADD / UPDATE / NONE against the listed library,
-  and a merge keeping one operation per code, as the bare JSON the constrained prompts ask for;
+- **reading** (${pct(c.readingShare)}): "<verb> <code>: <word>" under a code-to-format mapping drawn afresh for every
+  chat (codes 1-${c.codes}, copy-format's formats, verbs any sort-words word but "wrap"), with 0 to
+  ${c.maxExemplars} worked examples of the same mapping in the exemplars template (${pct(c.bareShare)} none; ${pct(c.matchShare)} of the rest
+  with one sharing the prompt's code); where none does, the reply is the chat's format for the code, a guess;
 - the rest: the skill model's second-phase corpus (corpus-continue.ts, the skill tasks' training split).
 
-**What is and is not held out.** No chat holds a named-format rule: every mapping is random per chat,
-so "wrap" (among the verbs) never means the same format twice, and the model cannot know a code's
-format without a worked example or a lesson in its prompt. Named-format's held-out problems
-(code-word pairs whose prompt hashes to 0 modulo 5) are never in the corpus or in a run's training
-problems; its codes and formats are not held out (every code has training problems, so a library
-learnt on the training split can know every format). The skill tasks' held-out problems are never
-in the corpus.
+**What is and is not held out.** No chat holds a named-format rule: every mapping is random per chat
+and the verb is never "wrap", so the model cannot know a code's format without a worked example in
+its prompt. Named-format's held-out problems (code-word pairs whose prompt hashes to 0 modulo 5) are
+never in the corpus or in a run's training problems; its codes and formats are not held out (every
+code has training problems, so a library learnt on the training split can know every format). The
+skill tasks' held-out problems are never in the corpus. Nothing here teaches the critic's role.
 
 ## Training
 
@@ -98,9 +89,8 @@ ${rows.join('\n')}
 ## With the library a run learns (named-format)
 
 A Training-Free run through the registry on ${CARD_GAIN.train.size} training-split problems (seed ${CARD_GAIN.train.seed}), groups of ${READER_RUN.groupSize}
-at T=1, ${READER_RUN.batchSize} per step, one epoch, exemplars kept only when right (\`exemplarThreshold: ${READER_RUN.exemplarThreshold}\`), at most
-${READER_RUN.maxExemplars}, \`experienceTokenBudget: ${READER_RUN.experienceTokenBudget}\`; lessons with this model as its own critic under constrained
-decoding (at most ${READER_RUN.criticMaxNewTokens} new tokens per critic call). Held-out: the run's own evaluation on ${CARD_GAIN.heldOut.size} held-out
+at T=1, ${READER_RUN.batchSize} per step, one epoch, the method's library defaults (at most 8 exemplars); lessons one problem per step with this
+model as its own critic under constrained decoding (at most ${READER_RUN.criticMaxNewTokens} new tokens per critic call). Held-out: the run's own evaluation on ${CARD_GAIN.heldOut.size} held-out
 problems (dataset seed ${CARD_GAIN.heldOut.seed}) before its first step and after its last, greedy and ${CARD_GAIN.heldOut.samples} replies at T=1.
 More seed pairs: BENCHMARKS.md "exemplars" (\`npm run bench -- exemplars\`).
 
@@ -113,10 +103,13 @@ The lessons it wrote: ${f.lessons.library.entries.map((e) => cell(e.text)).join(
 
 ## What it can and cannot do
 
-It reads a worked example or a lesson of a code and writes a new word in that code's format; as
-its own critic it writes one-sentence lessons naming a code's rule. It is still a 0.4M-parameter
-model: the skill tasks stay at about \`webgrpo-skill\`'s level or below (the table above; webgrpo-skill's
-card has its numbers), and lessons on tasks other than named-format are not what it was taught.
+It reads a worked example of a code and writes a new word in that code's format, part of the time:
+the library has to show the code (a code is shown once a group's best answer for it was kept), and
+the model copies the shown format on some held-out problems and another code's on others. Lessons
+are not what it was taught: as its own critic it writes under the critic's JSON schema
+(${f.lessons.criticSteps.skipped} of ${f.lessons.criticSteps.asked} critic steps skipped above) but its lessons do not name the rule.
+It is still a 0.4M-parameter model: the skill tasks stay at about \`webgrpo-skill\`'s level or
+below (the table above; webgrpo-skill's card has its numbers).
 `;
   await writeFile(join(dir, 'README.md'), text);
 }

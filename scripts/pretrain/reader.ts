@@ -1,8 +1,8 @@
 /**
  * `npm run pretrain -- --reader`: the reader model, public/models/webgrpo-reader. The bundled
- * `webgrpo-skill` (unchanged) continued on the reader corpus (corpus-reader.ts: reading worked
- * examples and lessons under random per-chat code-to-format mappings, and the critic's four
- * prompts), then exported, checked against the engine and measured for its card (reader-card.ts).
+ * `webgrpo-skill` (unchanged) continued on the reading corpus (corpus-exemplars.ts: worked
+ * examples under random per-chat code-to-format mappings, in the exemplars template), then
+ * exported, checked against the engine and measured for its card (reader-card.ts).
  *
  * Options (with --reader): --out DIR (default public/models/webgrpo-reader), --card (no training:
  * measure the folder's model again and rewrite its card; training facts come from its training.json).
@@ -19,7 +19,7 @@ import { buildModel } from '../build-model/index.js';
 import { skillAccuracy } from './accuracy.js';
 import { CARD_EVAL } from './card.js';
 import { SKILL_SPEC } from './config.js';
-import { buildReaderCorpus, READER, type ReaderCorpusConfig } from './corpus-reader.js';
+import { buildExemplarCorpus, EXEMPLAR_CONTINUE, type ExemplarCorpusConfig } from './corpus-exemplars.js';
 import { libraryGain } from './library-gain.js';
 import { CARD_GAIN, writeReaderCard, type ReaderFacts } from './reader-card.js';
 import { pretrain, pretrainEngine, type TrainResult } from './train.js';
@@ -28,9 +28,9 @@ import { toBuilder } from './weights.js';
 /** What only the training run can measure, kept in the folder's training.json for --card. */
 export interface ReaderTraining {
   from: string;
-  config: ReaderCorpusConfig;
+  config: ExemplarCorpusConfig;
   trained: TrainResult;
-  /** Examples per part of the corpus (task names: reading-exemplars, reading-lessons, critic, the skill tasks). */
+  /** Examples per part of the corpus (task names: reading, the skill tasks). */
   parts: Record<string, number>;
 }
 
@@ -48,13 +48,13 @@ export async function buildReader(root: string, options: { out?: string; card?: 
     training = JSON.parse(await readFile(factsFile, 'utf8')) as ReaderTraining;
   } else {
     weights = await readModel(join(root, from));
-    const corpus = await buildReaderCorpus(READER);
+    const corpus = buildExemplarCorpus(EXEMPLAR_CONTINUE);
     const parts: Record<string, number> = {};
     for (const e of corpus) parts[e.task] = (parts[e.task] ?? 0) + 1;
-    console.log(`reader: ${corpus.length} examples (${JSON.stringify(parts)}); ${READER.steps} updates of ${READER.batch}`);
-    const trained = await pretrain(weights, corpus, READER, (l) => console.log(`step ${l.step}  loss ${l.loss.toFixed(4)}  ${(l.rows / l.seconds).toFixed(0)} rows/s  ${l.seconds.toFixed(0)} s`));
+    console.log(`reader: ${corpus.length} examples (${JSON.stringify(parts)}); ${EXEMPLAR_CONTINUE.steps} updates of ${EXEMPLAR_CONTINUE.batch}`);
+    const trained = await pretrain(weights, corpus, EXEMPLAR_CONTINUE, (l) => console.log(`step ${l.step}  loss ${l.loss.toFixed(4)}  ${(l.rows / l.seconds).toFixed(0)} rows/s  ${l.seconds.toFixed(0)} s`));
     await buildModel(SKILL_SPEC, dir, toBuilder(weights));
-    training = { from, config: READER, trained, parts };
+    training = { from, config: EXEMPLAR_CONTINUE, trained, parts };
     await writeFile(factsFile, `${JSON.stringify(training, null, 2)}\n`);
   }
   const policy = await loadOnnxPolicy({ model: dir, device: 'cpu' });
