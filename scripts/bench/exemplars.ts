@@ -1,134 +1,112 @@
 /**
- * An experiment, not a shipped model: does a model taught to read worked examples gain from the
- * library a Training-Free exemplars run learns? The bundled `webgrpo-skill` is continued on the
- * reading corpus (scripts/pretrain/corpus-exemplars.ts: random per-chat code-to-format mappings
- * under verbs other than "wrap", shown as the exemplars template renders them) into a temporary
- * folder, never public/models. Then, for the bundled and the continued model alike:
- *  - named-format: a Training-Free exemplars run started through the registry
- *    (`startRun(methodOf('training-free'), options)`) on training-split problems; its own held-out evaluation
- *    before the first step (no library) and after the last (the library it learnt), greedy and T=1;
- *  - copy-format and sort-words: greedy held-out exact match (the card's problems), what shipping
- *    the continued model would cost the tasks it already does.
+ * Does the library a Training-Free run learns help? On named-format (a code names a format the
+ * prompt never shows), the shipped reader model (public/models/webgrpo-reader, `npm run pretrain
+ * -- --reader`) and, as the baseline, the bundled `webgrpo-skill`: per seed pair, a run started
+ * through the registry on training-split problems (scripts/pretrain/library-gain.ts) and its own
+ * held-out evaluation before its first step (no library) and after its last (the library it
+ * learnt), greedy and T=1; exemplars mode, then lessons with the model as its own critic (critic
+ * steps skipped counted). Then what the reader costs the skill tasks it inherited.
  */
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { tmpdir } from 'node:os';
-import type { EvaluationRecord, ExperienceLibrary } from '../../lib/index.js';
-import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
-import { methodOf, startRun } from '../../lib/method.js';
+import { fileURLToPath } from 'node:url';
+import type { EvaluationRecord } from '../../lib/index.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
-import { copyFormat, namedFormat, sortWords } from '../../lib/tasks.js';
-import { buildModel } from '../build-model/index.js';
-import { MAX_REPLY_TOKENS, skillAccuracy } from '../pretrain/accuracy.js';
+import { namedFormat, skillTasks } from '../../lib/tasks.js';
+import { skillAccuracy } from '../pretrain/accuracy.js';
 import { CARD_EVAL } from '../pretrain/card.js';
-import { SKILL_SPEC } from '../pretrain/config.js';
-import { buildExemplarCorpus, EXEMPLAR_CONTINUE } from '../pretrain/corpus-exemplars.js';
-import { pretrain } from '../pretrain/train.js';
-import { toBuilder } from '../pretrain/weights.js';
+import { accuracyOf, libraryGain, READER_RUN, type Gain } from '../pretrain/library-gain.js';
 import { SKILL_DIR } from './_skill-grpo.js';
 
-const OUT = process.env.EXEMPLARS_OUT ?? join(tmpdir(), 'skill-exemplars');
-/** The run's training problems (train split), replies per problem, problems per step, seed. */
-const TRAIN = { size: 48, seed: 6, groupSize: 8, batchSize: 4 };
-/** Held-out named-format problems: a dataset seed no other bench or tuning here used. */
-const EVAL = { size: 48, seed: 3127, samples: 4, samplerSeed: 13 };
+const READER_DIR = fileURLToPath(new URL('../../public/models/webgrpo-reader', import.meta.url));
+/** Seed pairs (training problems and run, held-out problems) that no tuning of the reader used. */
+const PAIRS = [
+  { train: 101, heldOut: 5101 },
+  { train: 202, heldOut: 6202 },
+  { train: 303, heldOut: 7303 },
+];
+const TRAIN_SIZE = 48;
+const HELD_OUT = { size: 48, samples: 4, samplerSeed: 13 };
 
-const pct = (x: number | null | undefined) => (x === null || x === undefined ? '—' : (100 * x).toFixed(1));
+const pct = (x: number) => (100 * x).toFixed(1);
 const signed = (x: number) => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}`;
 const cell = (text: string) => JSON.stringify(text).replaceAll('|', '\\|').replaceAll('`', '\\`');
 
-interface Measured {
-  label: string;
-  before: EvaluationRecord;
-  after: EvaluationRecord;
-  library: ExperienceLibrary;
-  seconds: number;
-  copyFormat: number;
-  sortWords: number;
-}
-
-async function measure(label: string, model: string): Promise<Measured> {
-  const policy = await loadOnnxPolicy({ model });
-  try {
-    const dataset = namedFormat.dataset({ size: TRAIN.size, seed: TRAIN.seed, split: 'train' });
-    const heldOut = namedFormat.dataset({ size: EVAL.size, seed: EVAL.seed });
-    const started = performance.now();
-    const run = startRun(methodOf('training-free')!, {
-      policy,
-      dataset,
-      rewards: namedFormat.rewards,
-      task: namedFormat.name,
-      mode: 'exemplars',
-      groupSize: TRAIN.groupSize,
-      batchSize: TRAIN.batchSize,
-      epochs: 1,
-      temperature: 1,
-      maxNewTokens: MAX_REPLY_TOKENS,
-      seed: TRAIN.seed,
-      evaluation: { dataset: heldOut, temperature: 1, samples: EVAL.samples, alsoGreedy: true, seed: EVAL.samplerSeed, correct: { reward: 'exact' } },
-    });
-    const evaluations: EvaluationRecord[] = [];
-    for await (const event of run as AsyncIterable<{ type: string } & Record<string, unknown>>) {
-      if (event.type === 'eval') evaluations.push(event.evaluation as EvaluationRecord);
-    }
-    const seconds = (performance.now() - started) / 1000;
-    const library = ((await run.result()) as { library: ExperienceLibrary }).library;
-    const greedy = await skillAccuracy(policy, [copyFormat, sortWords], { ...CARD_EVAL, temperature: 0, samples: 1 });
-    return { label, before: evaluations[0], after: evaluations.at(-1)!, library, seconds, copyFormat: greedy[0].exact, sortWords: greedy[1].exact };
-  } finally {
-    await policy.dispose();
-  }
+interface Row {
+  model: string;
+  mode: 'exemplars' | 'lessons';
+  pair: (typeof PAIRS)[number];
+  gain: Gain;
 }
 
 export async function run(): Promise<string> {
-  const weights = await readDecoderWeights(new Uint8Array(await readFile(join(SKILL_DIR, 'onnx/model.onnx'))), {
-    config: JSON.parse(await readFile(join(SKILL_DIR, 'config.json'), 'utf8')),
-  });
-  const corpus = buildExemplarCorpus(EXEMPLAR_CONTINUE);
-  console.log(`  continuing on ${corpus.length} examples (${corpus.filter((e) => e.task === 'reading').length} reading chats) into ${OUT}…`);
-  const trained = await pretrain(weights, corpus, EXEMPLAR_CONTINUE, (l) => console.log(`  step ${l.step}  loss ${l.loss.toFixed(4)}  ${l.seconds.toFixed(0)} s`));
-  await buildModel(SKILL_SPEC, OUT, toBuilder(weights));
-
-  const measured: Measured[] = [];
-  for (const [label, model] of [['bundled webgrpo-skill', SKILL_DIR], ['continued (reading corpus)', OUT]] as const) {
-    console.log(`  ${label}…`);
-    measured.push(await measure(label, model));
+  const rows: Row[] = [];
+  for (const [model, dir, modes, pairs] of [
+    ['webgrpo-reader', READER_DIR, ['exemplars', 'lessons'], PAIRS],
+    ['webgrpo-skill (bundled)', SKILL_DIR, ['exemplars', 'lessons'], PAIRS.slice(0, 1)],
+  ] as const) {
+    const policy = await loadOnnxPolicy({ model: dir });
+    try {
+      for (const mode of modes) {
+        for (const pair of pairs) {
+          console.log(`  ${model} ${mode} seeds ${pair.train}/${pair.heldOut}…`);
+          const gain = await libraryGain(policy, { mode, train: { size: TRAIN_SIZE, seed: pair.train }, heldOut: { ...HELD_OUT, seed: pair.heldOut } });
+          rows.push({ model, mode, pair, gain });
+        }
+      }
+    } finally {
+      await policy.dispose();
+    }
   }
-  const accuracy = (e: EvaluationRecord, greedy: boolean) => (greedy ? e.greedyPass!.summary.accuracy : e.summary.accuracy) ?? 0;
-  const rows = measured.map((m) => {
-    const [g0, g1, s0, s1] = [accuracy(m.before, true), accuracy(m.after, true), accuracy(m.before, false), accuracy(m.after, false)];
-    return `| ${m.label} | ${pct(g0)} | ${pct(g1)} | ${signed(g1 - g0)} | ${pct(s0)} | ${pct(s1)} | ${signed(s1 - s0)} | ${m.library.exemplars.length} | ${m.seconds.toFixed(0)} |`;
+  const costs: Array<{ model: string; greedy: number[] }> = [];
+  for (const [model, dir] of [['webgrpo-skill (bundled)', SKILL_DIR], ['webgrpo-reader', READER_DIR]] as const) {
+    const policy = await loadOnnxPolicy({ model: dir });
+    costs.push({ model, greedy: (await skillAccuracy(policy, skillTasks, { ...CARD_EVAL, temperature: 0, samples: 1 })).map((a) => a.exact) });
+    await policy.dispose();
+  }
+
+  const table = rows.map(({ model, mode, pair, gain }) => {
+    const [g0, g1, s0, s1] = [accuracyOf(gain.before, true), accuracyOf(gain.after, true), accuracyOf(gain.before, false), accuracyOf(gain.after, false)];
+    const size = mode === 'lessons' ? `${gain.library.entries.length} lessons` : `${gain.library.exemplars.length} exemplars`;
+    const skipped = mode === 'lessons' ? `${gain.criticSteps.skipped} of ${gain.criticSteps.asked}` : '—';
+    return `| ${model} | ${mode} | ${pair.train} / ${pair.heldOut} | ${pct(g0)} | ${pct(g1)} | ${signed(g1 - g0)} | ${pct(s0)} | ${pct(s1)} | ${signed(s1 - s0)} | ${size} | ${skipped} | ${gain.seconds.toFixed(0)} |`;
   });
-  const heldOut = namedFormat.dataset({ size: EVAL.size, seed: EVAL.seed });
-  const answers = heldOut.map((item) => item.answer as string);
-  const constant = Math.max(...answers.map((a) => answers.filter((b) => b === a).length)) / answers.length;
-  const shown = heldOut.slice(0, 4);
+  const reader = rows.filter((r) => r.model === 'webgrpo-reader');
+  const mean = (mode: Row['mode'], greedy: boolean) => {
+    const of = reader.filter((r) => r.mode === mode);
+    return of.reduce((s, r) => s + accuracyOf(r.gain.after, greedy) - accuracyOf(r.gain.before, greedy), 0) / of.length;
+  };
+  const constants = PAIRS.map((pair) => {
+    const answers = namedFormat.dataset({ size: HELD_OUT.size, seed: pair.heldOut }).map((item) => item.answer as string);
+    return Math.max(...answers.map((a) => answers.filter((b) => b === a).length)) / answers.length;
+  });
+  const first = reader.filter((r) => r.pair === PAIRS[0]);
+  const shown = namedFormat.dataset({ size: 4, seed: PAIRS[0].heldOut });
   const replies = (record: EvaluationRecord) => shown.map((_, i) => cell(record.greedyPass!.items[i]?.samples[0]?.text ?? '')).join(', ');
-  const c = EXEMPLAR_CONTINUE;
   return [
-    '## exemplars: a model taught to read worked examples, with and without the library a run learnt',
+    '## exemplars: the library a run learns, with and without it, on the reader model',
     '',
-    `An experiment; the bundled model is unchanged. The bundled \`webgrpo-skill\` continued for ${c.steps} updates of ${c.batch} (lr ${c.lr}, ${trained.seconds.toFixed(0)} s) on the opt-in reading corpus (scripts/pretrain/corpus-exemplars.ts): ${pct(c.readingShare)}% chats "<verb> <code>: <word>" under a code-to-format mapping drawn afresh per chat (codes 1-${c.codes}, copy-format's formats, verbs any word but "wrap", so no named-format rule is in it), with 0-${c.maxExemplars} worked examples in the exemplars template (${pct(c.bareShare)}% none; ${pct(c.matchShare)}% of the rest with one sharing the prompt's code), the rest the second phase's corpus (seed ${c.seed}). Written to a temporary folder, not public/models.`,
+    `named-format (write a word in the format a code names, "wrap 4: owl" -> "#owl#"; 6 codes whose formats the prompt never shows). Models: \`webgrpo-reader\` (public/models/webgrpo-reader: webgrpo-skill continued on the reading corpus, scripts/pretrain/corpus-exemplars.ts, in which every code-to-format mapping is random per chat and the verb is never "wrap", so no named-format rule is in its weights; its card says what is held out) and the bundled \`webgrpo-skill\` as the baseline. Per seed pair a Training-Free run through the registry (\`methodOf('training-free').start\`) on ${TRAIN_SIZE} training-split problems (the pair's first seed, also the run's), groups of ${READER_RUN.groupSize} at T=1, ${READER_RUN.batchSize} problems per step, one epoch, at most ${READER_RUN.maxNewTokens} new tokens, the method's library defaults (at most 8 exemplars, 512 tokens of experiences); lessons one problem per step (so the batch merge's one operation is not cut), the model as its own critic (constrained decoding, at most ${READER_RUN.criticMaxNewTokens} new tokens per critic call). Held-out: the run's own evaluation on ${HELD_OUT.size} held-out problems (the pair's second seed) before its first step (no library) and after its last (the library it learnt), exact match, one greedy reply and ${HELD_OUT.samples} at T=1 (sampler seed ${HELD_OUT.samplerSeed}). No pair here was used to tune the reader. A constant reply scores at most ${constants.map(pct).join('%, ')}% on the three held-out sets.`,
     '',
-    `named-format through the registry (\`startRun(methodOf('training-free'), options)\`, \`mode: 'exemplars'\`): ${TRAIN.size} training-split problems (seed ${TRAIN.seed}), groups of ${TRAIN.groupSize} at T=1, ${TRAIN.batchSize} per step, one epoch; the run's own held-out evaluation on ${EVAL.size} held-out problems (dataset seed ${EVAL.seed}, used by no tuning) before its first step (no library) and after its last (the library it learnt), exact match, ${EVAL.samples} replies at T=1 (sampler seed ${EVAL.samplerSeed}) and one greedy. A constant reply scores at most ${pct(constant)}%.`,
+    '| model | mode | seeds (train / held-out) | greedy without % | greedy with % | Δ | T=1 without % | T=1 with % | Δ | library | critic steps skipped | wall s |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|',
+    ...table,
     '',
-    '| model | greedy without % | greedy with library % | Δ | T=1 without % | T=1 with library % | Δ | exemplars | wall s |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...rows,
+    `Mean over the three pairs on the reader: exemplars ${signed(mean('exemplars', true))} greedy, ${signed(mean('exemplars', false))} T=1; lessons ${signed(mean('lessons', true))} greedy, ${signed(mean('lessons', false))} T=1.`,
     '',
-    `What the models write (greedy, held-out ${shown.map((i) => cell(i.messages![0].content as string)).join(', ')}; answers ${shown.map((i) => cell(i.answer as string)).join(', ')}):`,
+    `What the reader writes (greedy, held-out ${shown.map((i) => cell(i.messages![0].content as string)).join(', ')}; answers ${shown.map((i) => cell(i.answer as string)).join(', ')}; seeds ${PAIRS[0].train} / ${PAIRS[0].heldOut}):`,
     '',
-    ...measured.flatMap((m) => [
-      `- ${m.label}, without: ${replies(m.before)}`,
-      `- ${m.label}, with the library: ${replies(m.after)}`,
-      `  - library (first 4 of ${m.library.exemplars.length}): ${m.library.exemplars.slice(0, 4).map((e) => `${cell(e.item)} -> ${cell(e.output)}`).join(', ')}`,
+    ...first.flatMap((r) => [
+      `- ${r.mode}, without the library: ${replies(r.gain.before)}`,
+      `- ${r.mode}, with the library: ${replies(r.gain.after)}`,
+      r.mode === 'exemplars'
+        ? `  - library (first 6 of ${r.gain.library.exemplars.length}): ${r.gain.library.exemplars.slice(0, 6).map((e) => `${cell(e.item)} -> ${cell(e.output)}`).join(', ')}`
+        : `  - lessons: ${r.gain.library.entries.map((e) => cell(e.text)).join(', ') || '(none)'}`,
     ]),
     '',
-    `What the continuation costs (greedy held-out exact match, the card's ${CARD_EVAL.size} problems per task, seed ${CARD_EVAL.seed}):`,
+    `What the reader costs the skill tasks (greedy held-out exact match, the cards' ${CARD_EVAL.size} problems per task, seed ${CARD_EVAL.seed}):`,
     '',
-    '| model | copy-format % | sort-words % |',
-    '|---|---:|---:|',
-    ...measured.map((m) => `| ${m.label} | ${pct(m.copyFormat)} | ${pct(m.sortWords)} |`),
+    `| model | ${skillTasks.map((t) => `${t.name} %`).join(' | ')} |`,
+    `|---|${skillTasks.map(() => '---:').join('|')}|`,
+    ...costs.map((c) => `| ${c.model} | ${c.greedy.map(pct).join(' | ')} |`),
     '',
   ].join('\n');
 }

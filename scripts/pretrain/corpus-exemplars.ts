@@ -1,6 +1,6 @@
 /**
- * An opt-in continuation corpus (not part of `npm run pretrain`) that teaches reading worked
- * examples: chats whose prompt names a format by a verb and a code ("dress 3: owl") under a
+ * The reader model's continuation corpus (`npm run pretrain -- --reader`, reader.ts), which
+ * teaches reading worked examples: chats whose prompt names a format by a verb and a code ("dress 3: owl") under a
  * mapping drawn afresh for every chat, with worked examples of the same mapping rendered exactly
  * as a Training-Free exemplars run renders its library (lib/experience/render.ts
  * `promptWithLibrary`: the exemplars template, `[E3] Task: ...\nAnswer: ...`). No code means the

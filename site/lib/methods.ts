@@ -69,6 +69,8 @@ export interface Method {
   skillDefaults?: Partial<Omit<Setup, 'task' | 'method'>>;
   /** On webgrpo-skill, settings that suit it on one task, applied over `skillDefaults` when that task is picked. */
   skillTaskDefaults?: Readonly<Record<string, Partial<Omit<Setup, 'task' | 'method'>>>>;
+  /** Settings that suit it on the bundled webgrpo-reader model, applied instead when that is the model. */
+  readerDefaults?: Partial<Omit<Setup, 'task' | 'method'>>;
   /**
    * Tasks it can learn on each bundled model: skill tasks on webgrpo-skill, rewards on every token
    * on the random-weight webgrpo-tiny (whose list also serves hub models). Picking the method moves
@@ -117,6 +119,15 @@ const SKILL_LEARNABLE = ['copy-format', 'count-letter', 'sort-words', 'add-subtr
 
 const TRAINING_FREE_DEFAULTS = { items: 4, groupSize: 4, epochs: 2, batchSize: 2, temperature: 0.7, maxNewTokens: 48 };
 
+/**
+ * Exemplars and lessons on webgrpo-reader, as BENCHMARKS "exemplars" runs them on named-format:
+ * 48 training prompts, groups of 8 at T=1 (a right answer among them is what becomes an exemplar
+ * or a lesson), 4 per step, one epoch, 24 new tokens.
+ */
+const READER_TRAINING_FREE_DEFAULTS = { items: 48, groupSize: 8, epochs: 1, batchSize: 4, temperature: 1, maxNewTokens: 24 };
+/** Lessons one problem per step: the batch merge then answers one operation, whose lesson fits the critic's 128 reply tokens uncut. */
+const READER_LESSONS_DEFAULTS = { ...READER_TRAINING_FREE_DEFAULTS, batchSize: 1 };
+
 const specs = (rewards: RewardFunction[]): RewardSpec[] => rewards.map((r) => ({ name: r.name, weight: r.weight ?? 1 }));
 
 function worker(context: RunContext): Worker {
@@ -132,6 +143,7 @@ export const METHODS: readonly Method[] = [
     needsCritic: false,
     trainsAdapter: false,
     defaults: TRAINING_FREE_DEFAULTS,
+    readerDefaults: READER_TRAINING_FREE_DEFAULTS,
     settings: COMMON_SETTINGS,
     onBundled:
       'On the bundled random-weight model the exemplars curve is noise: it cannot read the examples it is shown. What learns here: Gradient (adapter) on digits or shout, or the Router.',
@@ -144,6 +156,7 @@ export const METHODS: readonly Method[] = [
     needsCritic: true,
     trainsAdapter: false,
     defaults: TRAINING_FREE_DEFAULTS,
+    readerDefaults: READER_LESSONS_DEFAULTS,
     settings: COMMON_SETTINGS,
     onBundled:
       'On the bundled random-weight model the critic is the model itself: its lessons are gibberish, but it writes them under the lessons’ and operations’ JSON schemas, so every reply parses and every operation is valid and applied. Its context holds 2048 characters, so long critic prompts are cut (marked where they are). A model that can read its prompt writes lessons worth keeping.',
@@ -254,8 +267,9 @@ export function learnableTasks(method: Method, modelId: string): readonly string
   return method.tasks ? (modelId === 'skill' ? method.tasks.skill : method.tasks.tiny) : undefined;
 }
 
-/** The settings `method` suggests for `task` on a model (an id of models.ts): its skill model's task settings over its skill ones, else its own. */
+/** The settings `method` suggests for `task` on a model (an id of models.ts): its skill model's task settings over its skill ones, its reader ones, else its own. */
 export function suggestedSettings(method: Method, modelId: string, task: string): Partial<Omit<Setup, 'task' | 'method'>> {
+  if (modelId === 'reader' && method.readerDefaults) return method.readerDefaults;
   if (modelId !== 'skill' || !method.skillDefaults) return method.defaults;
   return { ...method.skillDefaults, ...method.skillTaskDefaults?.[task] };
 }

@@ -30,6 +30,14 @@ export const ONNX_MODELS: readonly OnnxModel[] = [
     detail: 'A 0.42M-parameter model webgrpo pretrained to a partial skill at four small tasks (add-subtract, sort-words, count-letter, copy-format): GRPO can make it better.',
   },
   {
+    id: 'reader',
+    label: 'webgrpo-reader (bundled, offline)',
+    source: 'bundled',
+    folder: 'webgrpo-reader',
+    detail:
+      'webgrpo-skill taught to read worked examples in its prompt: the model for Training-Free exemplars on named-format, where the library carries a rule the prompt never shows (a gain of a few points; its own lessons do not name the rule). 1.7 MB, downloaded only when picked.',
+  },
+  {
     id: 'tiny',
     label: 'webgrpo-tiny (bundled, offline)',
     source: 'bundled',

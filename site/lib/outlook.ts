@@ -2,7 +2,8 @@
  * Where a method cannot help on the model chosen, what was measured, in one sentence the page
  * shows before Start. The numbers are BENCHMARKS.md's: "methods" (every method on webgrpo-skill,
  * the same 32 training problems, 48 held-out ones, seed 4) and "skill-free" (exemplars and lessons
- * on the four skill tasks), and webgrpo-tiny's random weights. Null where the method was measured
+ * on the four skill tasks), "exemplars" (the reader model on named-format), and webgrpo-tiny's
+ * random weights. Null where the method was measured
  * to help (gradient and LoRA on copy-format: 55% -> 89% at T=1 in the tab) or was not measured.
  * Pure.
  */
@@ -31,9 +32,31 @@ const SKILL_GRADIENT: Record<string, Record<string, string>> = {
   },
 };
 
+/** On named-format, where a library carries the rule the prompt never shows, the model to pick instead. */
+const SKILL_NAMED_FORMAT: Record<string, string> = {
+  exemplars: '; on named-format pick webgrpo-reader (1.7 MB, taught to read worked examples), where its exemplars runs lifted held-out greedy exact match by 4 to 8 points under three untuned seed pairs (BENCHMARKS “exemplars”).',
+};
+
+/**
+ * What the reader cannot do: lessons (it writes them under the critic's schema, no step skipped,
+ * but they do not name the rule), and libraries on tasks other than named-format (not measured).
+ */
+const READER: Record<string, string> = {
+  lessons:
+    'Lessons do not help webgrpo-reader: as its own critic it writes every reply under the critic’s schema (no critic step skipped), but its lessons do not name the rule, and held-out greedy exact match on named-format fell from about 9% to 0% (BENCHMARKS “exemplars”): use exemplars on this model.',
+};
+const READER_OTHER_TASK =
+  'webgrpo-reader was taught to read worked examples of named-format-like tasks (a code naming a format); on other tasks what a library does on it was not measured, and it is weaker than webgrpo-skill at sort-words (18% greedy against 30%).';
+
 /** The sentence for `method` on `model` (an id of models.ts) and `task`, or null; hub models were not measured. */
 export function cannotHelp(method: string, model: string, task: string): string | null {
   if (model === 'tiny') return TINY;
+  if (model === 'reader') {
+    if (READER[method]) return READER[method];
+    return method === 'exemplars' && task !== 'named-format' ? READER_OTHER_TASK : null;
+  }
   if (model !== 'skill') return null;
-  return SKILL[method] ?? SKILL_GRADIENT[method]?.[task] ?? null;
+  const skill = SKILL[method];
+  if (skill !== undefined) return task === 'named-format' && SKILL_NAMED_FORMAT[method] ? skill.replace(/\.$/, SKILL_NAMED_FORMAT[method]) : skill;
+  return SKILL_GRADIENT[method]?.[task] ?? null;
 }

@@ -150,12 +150,17 @@ export class Playground {
 
   /**
    * Picks a model. Moving onto or off the skill model changes what an adapter method can learn and
-   * the settings it learns with, so those are applied again, as when the method is picked.
+   * the settings it learns with, so those are applied again, as when the method is picked; so does
+   * moving onto or off the reader with a training-free method.
    */
   chooseModel(id: string): void {
     const wasSkill = this.model.id === 'skill';
+    const method = methodOf(this.setup.method);
+    const suggested = suggestedSettings(method, this.model.id, this.setup.task);
     this.model.id = id;
-    if (wasSkill !== (id === 'skill') && methodOf(this.setup.method).tasks) this.chooseMethod(this.setup.method);
+    if (wasSkill !== (id === 'skill') && method.tasks) this.chooseMethod(this.setup.method);
+    // Onto or off a model the method has its own settings for (the reader, for exemplars and lessons).
+    else if (suggestedSettings(method, id, this.setup.task) !== suggested) Object.assign(this.setup, suggestedSettings(method, id, this.setup.task));
   }
 
   /** The settings of the chosen method that cannot be run as typed, by setting. */

@@ -259,6 +259,10 @@ describe('the settings a method suggests', () => {
     expect(SKILL_LORA_SORT_DEFAULTS.maxNewTokens).toBeGreaterThanOrEqual('bark cake coin duck'.length);
     expect(setupProblems({ ...INITIAL_SETUP, task: 'sort-words', ...SKILL_LORA_SORT_DEFAULTS }, lora.settings)).toEqual({});
     expect(suggestedSettings(methodOf('exemplars'), 'skill', 'sort-words')).toBe(methodOf('exemplars').defaults);
+    // On the reader, exemplars and lessons run as BENCHMARKS "exemplars" measures them (lessons one problem per step).
+    expect(suggestedSettings(methodOf('exemplars'), 'reader', 'named-format')).toMatchObject({ items: 48, groupSize: 8, batchSize: 4, temperature: 1, maxNewTokens: 24 });
+    expect(suggestedSettings(methodOf('lessons'), 'reader', 'named-format')).toMatchObject({ batchSize: 1 });
+    expect(suggestedSettings(lora, 'reader', 'named-format')).toBe(lora.defaults);
   });
 });
 

@@ -24,12 +24,22 @@ describe('what a method cannot do on the model chosen, said before Start', () =>
     expect(cannotHelp('lora', 'skill', 'named-format')).toContain('stayed at 0%');
   });
 
+  it('points exemplars on named-format to the reader, and says what the reader cannot do', () => {
+    expect(cannotHelp('exemplars', 'skill', 'named-format')).toContain('pick webgrpo-reader');
+    expect(cannotHelp('exemplars', 'skill', 'copy-format')).not.toContain('webgrpo-reader');
+    expect(cannotHelp('exemplars', 'reader', 'named-format')).toBeNull();
+    expect(cannotHelp('exemplars', 'reader', 'sort-words')).toContain('not measured');
+    expect(cannotHelp('lessons', 'reader', 'named-format')).toContain('do not name the rule');
+    expect(cannotHelp('lora', 'reader', 'named-format')).toBeNull();
+  });
+
   it('claims nothing about a model nobody measured', () => {
     for (const method of METHODS) expect(cannotHelp(method.id, 'smollm2-135m', 'copy-format')).toBeNull();
   });
 
   it('keeps each note to one sentence', () => {
     const notes = METHODS.flatMap((m) => ['copy-format', 'count-letter', 'named-format'].map((t) => cannotHelp(m.id, 'skill', t))).filter((n) => n !== null);
-    for (const note of [...notes, cannotHelp('router', 'tiny', 'digits')!]) expect(note.replace(/\(.*?\)/g, '').match(/[.!?](\s|$)/g)).toHaveLength(1);
+    const reader = [cannotHelp('lessons', 'reader', 'named-format')!, cannotHelp('exemplars', 'reader', 'sort-words')!];
+    for (const note of [...notes, ...reader, cannotHelp('router', 'tiny', 'digits')!]) expect(note.replace(/\(.*?\)/g, '').match(/[.!?](\s|$)/g)).toHaveLength(1);
   });
 });

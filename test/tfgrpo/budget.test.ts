@@ -90,6 +90,18 @@ describe('fitPrompt', () => {
     expect(fitted).toContain('Task:\nSort the words.\n');
   });
 
+  it('drops the last items of a list of many short ones when cutting each cannot make it fit', async () => {
+    // Forty lessons of 40 characters: cut to the least kept each, with its marker, they are no shorter.
+    const lessons = Array.from({ length: 40 }, (_, i) => `[G${i}] wrap ${i % 6}: write the word as #word#.`);
+    const budget = criticBudget(critic(1200), 128);
+    const fitted = await fitPrompt(prompt('wrap 4: hen', ['Right.', 'Wrong.'], lessons), '', suffix, budget);
+    expect(fitted.length).toBeLessThanOrEqual(budget.promptTokens);
+    expect(fitted).toContain(lessons[0].slice(0, 20));
+    expect(fitted).not.toContain(lessons[39]);
+    expect(fitted).toMatch(/ \[\.\.\. \d+ more cut\]\nAt most 2 lessons\./);
+    expect(fitted.endsWith(suffix)).toBe(true);
+  });
+
   it('leaves a prompt whole when the context is unknown', async () => {
     const long = 'y'.repeat(5000);
     expect(await fitPrompt(prompt(long, [long], [long]), '', suffix, criticBudget(critic(), 128))).not.toContain('more characters cut]');

@@ -59,25 +59,43 @@ export async function fitPrompt(prompt: CriticPrompt, alongside: string, suffix:
   const names = Object.keys(prompt.fields);
   const items = new Map(names.map((name) => [name, listOf(prompt.fields[name])]));
   const kept = new Map(names.map((name) => [name, items.get(name)!.map((item) => item.length)]));
+  // Items of a list shown, from its start: a list whose items are all cut short and still too long
+  // (a library of many lessons, each cut item carrying its marker) loses items from its end.
+  const shown = new Map(names.map((name) => [name, items.get(name)!.length]));
   const render = () =>
     fillTemplate(
       prompt.template,
-      Object.fromEntries(names.map((name) => [name, joinOf(prompt.fields[name], items.get(name)!.map((item, i) => cutText(item, kept.get(name)![i])))])),
+      Object.fromEntries(
+        names.map((name) => {
+          const count = shown.get(name)!;
+          const texts = items.get(name)!.slice(0, count).map((item, i) => cutText(item, kept.get(name)![i]));
+          if (count < items.get(name)!.length) texts[count - 1] += ` [... ${items.get(name)!.length - count} more cut]`;
+          return [name, joinOf(prompt.fields[name], texts)];
+        }),
+      ),
     ) + suffix;
   let text = render();
   if (budget.promptTokens === Infinity) return text;
   const room = budget.promptTokens - (await budget.count(alongside));
-  for (let round = 0; round < ROUNDS; round++) {
+  const listItems = names.reduce((n, name) => n + items.get(name)!.length, 0);
+  for (let round = 0; round < ROUNDS + listItems; round++) {
     const tokens = await budget.count(text);
     if (tokens <= room) return text;
     // Characters to cut, from this text's characters per token, with room for the markers.
     const wanted = Math.ceil(((tokens - room) * text.length) / tokens) + 16;
     let left = wanted;
-    for (const name of prompt.cut) {
-      const list = kept.get(name);
-      if (list && left > 0) left -= shrink(list, left);
+    if (round < ROUNDS) {
+      for (const name of prompt.cut) {
+        const list = kept.get(name);
+        if (list && left > 0) left -= shrink(list, left);
+      }
     }
-    if (left === wanted) return text; // nothing left to cut
+    if (left === wanted) {
+      // Nothing left to cut within items: the last shown item of the first list in cut order that has two or more goes.
+      const name = prompt.cut.find((n) => typeof prompt.fields[n] !== 'string' && shown.get(n)! > 1);
+      if (name === undefined) return text;
+      shown.set(name, shown.get(name)! - 1);
+    }
     text = render();
   }
   return text;
