@@ -1,6 +1,6 @@
 /**
  * What a library a Training-Free run learns is worth on named-format: a run started through the
- * registry (`methodOf('training-free').start`) on training-split problems, and its own held-out
+ * registry (`startRun(methodOf('training-free'), options)`) on training-split problems, and its own held-out
  * evaluation before its first step (no library) and after its last (the library it learnt), greedy
  * and at T=1. Used by the reader's card (reader.ts), `npm run bench -- exemplars` and the reader's
  * test, so all three measure the same thing with the same settings.
