@@ -194,8 +194,12 @@ describe('a LoRA run in the model worker', () => {
     expect(about.parameters).toBe(pairs.reduce((n, p) => n + p.A.length + p.B.length, 0));
     // The worker's policy runs in Node here, where 'auto' trains on onnxruntime's graphs (the
     // policy follows the adapter as graph inputs), and the run says so.
-    expect(bundle.run.config).toMatchObject({ engine: 'onnxruntime' });
-    expect(about.detail).toMatch(/trained on onnxruntime's kernels$/);
+    expect(bundle.run.config).toMatchObject({ engine: 'onnxruntime', backend: 'cpu' });
+    expect(about.detail).toMatch(/trained on the CPU, onnxruntime's kernels$/);
+    // A run stored before the backend was kept names the kernels only.
+    const lora = bundle.run as Extract<typeof bundle.run, { kind: 'lora' }>;
+    const { backend: _backend, ...older } = lora.config;
+    expect(adapterAbout({ ...lora, config: older }, undefined).detail).toMatch(/trained on onnxruntime's kernels$/);
     expect(about.download).toBe('Download adapter (PEFT zip)');
   });
 });
