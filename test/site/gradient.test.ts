@@ -197,9 +197,9 @@ describe('a LoRA run in the model worker', () => {
     expect(bundle.run.config).toMatchObject({ engine: 'onnxruntime', backend: 'cpu' });
     expect(about.detail).toMatch(/trained on the CPU, onnxruntime's kernels$/);
     // A run stored before the backend was kept names the kernels only.
-    const lora = bundle.run as Extract<typeof bundle.run, { kind: 'lora' }>;
-    const { backend: _backend, ...older } = lora.config;
-    expect(adapterAbout({ ...lora, config: older }, undefined).detail).toMatch(/trained on onnxruntime's kernels$/);
+    const stored = bundle.run as Extract<typeof bundle.run, { kind: 'lora' }>;
+    const { backend: _backend, ...older } = stored.config;
+    expect(adapterAbout({ ...stored, config: older }, undefined).detail).toMatch(/trained on onnxruntime's kernels$/);
     expect(about.download).toBe('Download adapter (PEFT zip)');
   });
 });
