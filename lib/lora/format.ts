@@ -14,7 +14,7 @@
  * stopped with. To hand an adapter to PEFT or TRL, `exportPeftAdapter` writes PEFT's own folder.
  */
 import { InvalidInputError } from '../errors.js';
-import { decodeFloats, encodeFloats } from '../grad/float-base64.js';
+import { decodeFloats, encodeFloats } from '../core/float-base64.js';
 import { loraScale, resolveLoraConfig, type LoraAdapter, type LoraPair } from './adapter.js';
 import type { LoraOptimizerState } from './optimizer.js';
 import { LORA_MODULES, type LoraModule } from './weights.js';

@@ -4,7 +4,7 @@
  * as it is trained, so it has nothing to follow after an update. Runs are stored as kind 'gradient'.
  */
 import { InvalidInputError } from '../../errors.js';
-import { readAdapterFile, readCheckpoint, writeCheckpoint, type AdapterFile } from '../../grad/format.js';
+import { readAdapterFile, readCheckpoint, writeCheckpoint, type AdapterFile } from '../../train/head/format.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
 import type { GradientConfig } from './record.js';
 import { GRADIENT_RECORD } from './record.js';

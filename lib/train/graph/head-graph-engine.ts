@@ -7,9 +7,9 @@
  * it reads GPU copies of them, written after every update.
  */
 import { UnsupportedError } from '../../errors.js';
-import type { AdapterShape } from '../../grad/adapter.js';
-import type { AdapterState, HeadEngine, TokenStats } from '../../grad/engine.js';
-import { adamwUpdate, type ResolvedOptimizer } from '../../grad/optimizer.js';
+import type { AdapterShape } from '../head/adapter.js';
+import type { AdapterState, HeadEngine, TokenStats } from '../head/kernels.js';
+import { adamwUpdate, type ResolvedOptimizer } from '../optimizer.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
 import { halfToFloat } from '../../policy/logits.js';
 import type { ScoreWindow } from '../../policy/onnx/score.js';
