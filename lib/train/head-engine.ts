@@ -108,7 +108,7 @@ export class HeadAdapterEngine implements TrainEngine<PromptInput, AdapterState>
     this.#kernels.load(state);
   }
 
-  /** The trained adapter as an adapter file (lib/grad/format.ts), to save, share or load again. */
+  /** The trained adapter as an adapter file (lib/train/head/format.ts), to save, share or load again. */
   async exportAdapter(): Promise<AdapterFile> {
     const state = await this.read();
     return writeAdapterFile({ ...this.shape, a: state.a, b: state.b }, { model: this.#model, updates: state.updates });

@@ -1,5 +1,5 @@
 /**
- * The LM-head adapter's kernels (lib/grad/engine.ts's HeadEngine) on onnxruntime: the head graphs
+ * The LM-head adapter's kernels (lib/train/head/kernels.ts's HeadEngine) on onnxruntime: the head graphs
  * of head-graph.ts in two sessions of the onnxruntime the policy runs on (on its backend: Node
  * CPU, WASM or WebGPU), made on the first forward. The frozen model's token states are kept here
  * on the host (a WebGPU policy's windows are read back); A and B are fed on every call. The
