@@ -7,7 +7,7 @@
  */
 import type { PromptInput } from '../../core/policy.js';
 import type { LoraCheckpoint } from '../../lora/format.js';
-import type { EventFields, NewRun, OpenContext, StartOptions } from '../../run/method.js';
+import type { EventFields, NewRun, OpenContext, StartOptions, Trains } from '../../run/method.js';
 import type { LoopHandles } from '../../run/options.js';
 import type { RunOf } from '../../run/run.js';
 import type { PayloadOf } from '../../store/records.js';
@@ -27,6 +27,7 @@ export function isLoraCheckpoint(checkpoint: AdapterCheckpoint): checkpoint is L
 export interface GradientAdapter<K extends 'gradient' | 'lora', H extends LoopHandles, O extends StartOptions<H>, E extends TrainEngine<PromptInput, unknown>, F, I> {
   readonly kind: K;
   readonly record: RecordKind;
+  readonly trains: Trains;
   /** A new run's stored config from the start options, and the trained adapter it starts from, if given. */
   create(options: O): NewRun<RunOf<K>['config'], I>;
   /** Checks a resume's handles. */

@@ -15,6 +15,7 @@ import { resolveGradientConfig, validateGradientHandles, type GradientHandles, t
 export const headAdapter: GradientAdapter<'gradient', GradientHandles, GradientGrpoOptions, HeadAdapterEngine, AdapterFile, HeadAdapterWeights> = {
   kind: 'gradient',
   record: GRADIENT_RECORD,
+  trains: 'head',
   create(options) {
     const config = resolveGradientConfig(options);
     return options.initialAdapter !== undefined ? { config, initial: readAdapterFile(options.initialAdapter, 'initialAdapter') } : { config };

@@ -106,6 +106,7 @@ export function checkFollows(policy: LoraPolicy): asserts policy is LoraPolicy &
 export const loraAdapter: GradientAdapter<'lora', LoraHandles, LoraGrpoOptions, LoraAdapterEngine, LoraAdapterFile, LoraAdapter> = {
   kind: 'lora',
   record: LORA_RECORD,
+  trains: 'layers',
   create(options) {
     const config = resolveLoraRunConfig(options);
     return options.initialAdapter !== undefined ? { config, initial: initialAdapter(options.initialAdapter, config) } : { config };

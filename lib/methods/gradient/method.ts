@@ -62,6 +62,7 @@ function gradientMethod<K extends 'gradient' | 'lora', H extends LoopHandles, O 
   return {
     kind: adapter.kind,
     record: adapter.record,
+    trains: adapter.trains,
     create: (options) => adapter.create(options),
     validateHandles: (handles) => adapter.validateHandles(handles),
 
