@@ -21,7 +21,7 @@
 export { GrpoTrainer, type TrainerOptions, type TrainStepOptions, type TrainStepResult } from './train/trainer.js';
 export type { EngineBatch, EngineGroup, EngineStats, ForwardOptions, TrainEngine } from './train/engine.js';
 export { headEngine, type HeadAdapterEngine, type HeadEngineOptions } from './train/head-engine.js';
-export type { TrainStepMetrics } from './grad/metrics.js';
+export type { TrainStepMetrics } from './train/metrics.js';
 export {
   gradientGrpo, resumeGradientGrpo, loraGrpo, resumeLoraGrpo, type GradientRun, type GradientResult, type LoraRun,
   type LoraResult, type TrainedResult
@@ -30,18 +30,18 @@ export { GRADIENT_DEFAULTS, type GradientLossOptions, type TrainingRunOptions } 
 export type { GradientGrpoOptions, GradientHandles } from './methods/gradient/options.js';
 export { LORA_GRPO_DEFAULTS, type LoraEngine, type LoraGrpoOptions, type LoraHandles, type LoraPolicy } from './methods/gradient/lora.js';
 export type { GradientEvent, GradientEventType, GradientEpochStats, LoraEvent, LoraEventType } from './methods/gradient/events.js';
-export { groupRolloutBatch, rolloutSampling, type RolloutGroup, type RolloutCompletion } from './grad/rollouts.js';
-export type { RolloutSampling } from './grad/objective.js';
-export { attachAdapter, type AttachedAdapter } from './grad/attach.js';
-export type { OptimizerOptions } from './grad/optimizer.js';
-export type { AdapterInit, AdapterShape } from './grad/adapter.js';
-export type { AdapterState } from './grad/state.js';
+export { groupRolloutBatch, rolloutSampling, type RolloutGroup, type RolloutCompletion } from './train/rollouts.js';
+export type { RolloutSampling } from './train/objective.js';
+export { attachAdapter, type AttachedAdapter } from './train/head/attach.js';
+export type { OptimizerOptions } from './train/optimizer.js';
+export type { AdapterInit, AdapterShape } from './train/head/adapter.js';
+export type { AdapterState } from './train/head/state.js';
 export type { HeadAdapterWeights } from './policy/head-adapter.js';
 // The head adapter's file (`webgrpo.adapter`) and a store's checkpoint of either adapter.
 export {
-  readAdapterFile, writeAdapterFile, readCheckpoint, writeCheckpoint, type AdapterCheckpoint,
-  type HeadAdapterCheckpoint, type AdapterFile
-} from './grad/format.js';
+  readAdapterFile, writeAdapterFile, readCheckpoint, writeCheckpoint, type HeadAdapterCheckpoint, type AdapterFile
+} from './train/head/format.js';
+export type { AdapterCheckpoint } from './methods/gradient/adapter.js';
 
 // Full-depth LoRA (every attention and MLP projection of every layer): the frozen decoder read
 // from the ONNX graph (by its structure), a new adapter, its trainer on onnxruntime's graphs, PEFT

@@ -3,6 +3,8 @@
  * flags (--rank, --alpha, --target-modules) as the gradient or lora method's options.
  */
 
+import type { Trains } from '../run/method.js';
+
 /** A command line the user can fix: printed with a pointer to --help, exit code 2. */
 export class UsageError extends Error {}
 
@@ -27,17 +29,14 @@ export function num(value: string | undefined, name: string): number | undefined
   return n;
 }
 
-/** Methods whose runs train the policy's own weights or adapter. */
-export const TRAINS_POLICY = new Set(['gradient', 'lora']);
-
-/** `--rank`, `--alpha`, `--target-modules` as the method's adapter options. */
-export function adapterOptions(kind: string, values: AdapterFlags): Record<string, unknown> {
+/** `--rank`, `--alpha`, `--target-modules` as the options of the adapter the method trains (`Method.trains`). */
+export function adapterOptions(trains: Trains | undefined, values: AdapterFlags): Record<string, unknown> {
   const rank = int(values.rank, 'rank');
-  if (kind === 'gradient') {
+  if (trains === 'head') {
     if (values.alpha !== undefined || values['target-modules'] !== undefined) throw new UsageError('--alpha and --target-modules are LoRA options (--method lora); the head adapter takes --rank.');
     return rank !== undefined ? { head: { rank } } : {};
   }
-  if (kind !== 'lora') {
+  if (trains !== 'layers') {
     if (rank !== undefined || values.alpha !== undefined || values['target-modules'] !== undefined) throw new UsageError('--rank, --alpha and --target-modules are options of --method gradient and lora.');
     return {};
   }

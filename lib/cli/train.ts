@@ -24,7 +24,7 @@ import { parseDatasetJsonl } from '../tasks/jsonl.js';
 import { builtinTasks, getTask } from '../tasks/index.js';
 import { builtinRewards } from '../tasks/rewards.js';
 import { Progress, table, type ViewIo } from './train-view.js';
-import { adapterOptions, int, num, TRAINS_POLICY, UsageError } from './train-flags.js';
+import { adapterOptions, int, num, UsageError } from './train-flags.js';
 import { modelPath } from './model-arg.js';
 import { methodKinds, methodOf } from '../methods/registry.js';
 import { resumeRun, startRun } from '../run/driver.js';
@@ -183,12 +183,12 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
     policy = replayPolicy(await readFile(values.replay, 'utf8'));
   } else {
     const model = values.model ?? (resumed && resumed.config.policy.backend !== 'recorded' ? resumed.config.policy.model : undefined);
-    policy = await io.loadModel(model, values.device, (text) => io.interactive && !values.quiet && io.stderr(`\r${text}`.padEnd(60)), { trainable: kind === 'gradient' });
+    policy = await io.loadModel(model, values.device, (text) => io.interactive && !values.quiet && io.stderr(`\r${text}`.padEnd(60)), { trainable: method.trains === 'head' });
     if (io.interactive && !values.quiet) io.stderr('\r'.padEnd(61) + '\r');
   }
   const recorder: RecordingPolicy | undefined = values.record !== undefined ? recordingPolicy(policy) : undefined;
-  // Gradient and LoRA runs train the policy itself, so it is never wrapped in a recorder.
-  const active = recorder && !TRAINS_POLICY.has(kind) ? recorder : policy;
+  // A method that trains the policy trains it itself, so it is never wrapped in a recorder.
+  const active = recorder && !method.trains ? recorder : policy;
   io.stderr(`Model: ${policy.info.model} (${policy.info.backend}${policy.info.note ? `; ${policy.info.note}` : ''})\n`);
 
   const format = values['export-format'];
@@ -228,7 +228,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
       rewards,
       ...(mode ? { mode } : {}),
       ...(kind === 'router' ? { arms: values.arms !== undefined ? JSON.parse(await readFile(values.arms, 'utf8')) : CLI_ARMS } : {}),
-      ...adapterOptions(kind, values),
+      ...adapterOptions(method.trains, values),
       task: values.task,
       epochs: int(values.epochs, 'epochs'),
       groupSize: int(values.group, 'group'),

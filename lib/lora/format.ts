@@ -1,6 +1,6 @@
 /**
  * A full-depth LoRA adapter as one JSON document, and a run's checkpoint of it (the adapter plus
- * AdamW's state), in the head adapter file's encoding (lib/grad/format.ts): base64 float32
+ * AdamW's state), in the head adapter file's encoding (lib/train/head/format.ts): base64 float32
  * little-endian tensors in PEFT's layouts, A [r, in] and B [out, r] row-major. Version 1:
  *
  *   {
@@ -14,7 +14,7 @@
  * stopped with. To hand an adapter to PEFT or TRL, `exportPeftAdapter` writes PEFT's own folder.
  */
 import { InvalidInputError } from '../errors.js';
-import { decodeFloats, encodeFloats } from '../grad/float-base64.js';
+import { decodeFloats, encodeFloats } from '../core/float-base64.js';
 import { loraScale, resolveLoraConfig, type LoraAdapter, type LoraPair } from './adapter.js';
 import type { LoraOptimizerState } from './optimizer.js';
 import { LORA_MODULES, type LoraModule } from './weights.js';

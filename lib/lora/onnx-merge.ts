@@ -11,7 +11,7 @@
 import { ModelLoadError, UnsupportedError } from '../errors.js';
 import { concat, fieldHeader, fields, findField, LENGTH_DELIMITED } from '../policy/onnx/protobuf.js';
 import type { LoraAdapter } from './adapter.js';
-import { floatToHalf } from './half.js';
+import { floatToHalf } from '../policy/onnx/half.js';
 import { LORA_MODULES, type DecoderWeights } from './weights.js';
 
 const MODEL_GRAPH = 7;

@@ -13,7 +13,7 @@
  * data files; 4-bit MatMulNBits projections stay packed.
  */
 import { ModelLoadError, UnsupportedError } from '../errors.js';
-import { bfloat16ToFloat, halfToFloat } from './half.js';
+import { bfloat16ToFloat, halfToFloat } from '../policy/onnx/half.js';
 import type { Q4Matrix } from './weights.js';
 import { LORA_MODULES, moduleDims, type DecoderLayerWeights, type HalfType, type DecoderShape, type DecoderWeights, type LoraModule, type Projection } from './weights.js';
 

@@ -1,5 +1,5 @@
 /**
- * AdamW's state over every A and B of a LoRA adapter (the update itself is lib/grad/optimizer.ts's
+ * AdamW's state over every A and B of a LoRA adapter (the update itself is lib/train/optimizer.ts's
  * `adamwTensors`, with one gradient norm over all of them, as TRL clips over all trainable
  * parameters).
  */

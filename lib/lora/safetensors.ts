@@ -12,7 +12,7 @@
  * widened.
  */
 import { ParseError } from '../errors.js';
-import { bfloat16ToFloat, halfToFloat } from './half.js';
+import { bfloat16ToFloat, halfToFloat } from '../policy/onnx/half.js';
 
 export type SafetensorsDtype = 'F32' | 'F16' | 'BF16';
 

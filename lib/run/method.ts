@@ -177,6 +177,12 @@ export interface Method<
   readonly kind: K;
   /** How the store checks this method's runs (config, step payload, rollout fields). */
   readonly record: RecordKind;
+  /**
+   * What of the policy its runs train: an adapter on the LM head, or one on every layer. Absent
+   * where the model's weights stay as they are; a caller asks this instead of the method's kind
+   * (which model to load, whether the policy may be wrapped, which adapter options apply).
+   */
+  readonly trains?: Trains;
   /** A new run from the method's start options, checked synchronously (`startRun` does the rest). */
   create(options: O): NewRun<RunOf<K>['config'], I>;
   /** Checks a resume's handles (a start's are checked by `create`). */
@@ -186,6 +192,9 @@ export interface Method<
   /** An item result as export groups (default: one group from the item's prompt). */
   exportGroups?(config: RunOf<K>['config'], runId: string, result: ItemResult): ExportGroup[];
 }
+
+/** What a method's runs train of the policy: its LM head's adapter, or an adapter on every layer. */
+export type Trains = 'head' | 'layers';
 
 /** What every method's start takes: its handles, the dataset, the new run's id, a held-out split. */
 export type StartOptions<H extends LoopHandles = LoopHandles> = H & EvaluationOption & { dataset: DatasetItem[]; runId?: string };

@@ -9,7 +9,7 @@
  * each of the N answer tokens.
  */
 import { InvalidInputError } from '../errors.js';
-import { adamwTensors, globalNorm, type ResolvedOptimizer } from '../grad/optimizer.js';
+import { adamwTensors, globalNorm, type ResolvedOptimizer } from './optimizer.js';
 import type { DecoderWeights } from '../lora/weights.js';
 import type { EngineBatch, EngineStats, ForwardOptions, TrainEngine } from './engine.js';
 import { batchInputs, floatTensor, layout, type Batch } from './graph/batch-layout.js';

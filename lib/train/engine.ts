@@ -13,7 +13,7 @@
  * Numbers cross as plain typed arrays in one flat token order (`slot`): group by group, completion
  * by completion, token by token, so an engine on any backend fits without framework types.
  */
-import type { ResolvedOptimizer } from '../grad/optimizer.js';
+import type { ResolvedOptimizer } from './optimizer.js';
 
 /** One prompt and its completions' token ids (each up to the last token the loss counts). */
 export interface EngineGroup<Prompt> {

@@ -6,11 +6,11 @@
  * The reference log-probs (adapter off) come from the same states, so they cost nothing.
  */
 import { InvalidInputError } from '../errors.js';
-import { createAdapterWeights, resolveShape, type AdapterInit, type AdapterShape } from '../grad/adapter.js';
-import type { HeadEngine } from '../grad/engine.js';
-import { writeAdapterFile, type AdapterFile } from '../grad/format.js';
-import type { ResolvedOptimizer } from '../grad/optimizer.js';
-import type { AdapterState } from '../grad/state.js';
+import { createAdapterWeights, resolveShape, type AdapterInit, type AdapterShape } from './head/adapter.js';
+import type { HeadEngine } from './head/kernels.js';
+import { writeAdapterFile, type AdapterFile } from './head/format.js';
+import type { ResolvedOptimizer } from './optimizer.js';
+import type { AdapterState } from './head/state.js';
 import type { HeadAdapterWeights } from '../policy/head-adapter.js';
 import type { TrainableHead } from '../policy/onnx/head.js';
 import type { OnnxPolicy } from '../policy/onnx/policy.js';
@@ -108,7 +108,7 @@ export class HeadAdapterEngine implements TrainEngine<PromptInput, AdapterState>
     this.#kernels.load(state);
   }
 
-  /** The trained adapter as an adapter file (lib/grad/format.ts), to save, share or load again. */
+  /** The trained adapter as an adapter file (lib/train/head/format.ts), to save, share or load again. */
   async exportAdapter(): Promise<AdapterFile> {
     const state = await this.read();
     return writeAdapterFile({ ...this.shape, a: state.a, b: state.b }, { model: this.#model, updates: state.updates });

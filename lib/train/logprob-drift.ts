@@ -5,7 +5,7 @@
  * zero when they run the same kernels); on later iterations it includes the updates since.
  */
 import type { GroupRolloutBatch } from '../math/batch.js';
-import type { TokenLayout } from '../grad/objective.js';
+import type { TokenLayout } from './objective.js';
 
 export interface LogprobDrift {
   mean: number;

@@ -8,7 +8,7 @@
  *   const trainer = new GrpoTrainer(loraEngine(await loraModel(policy, { r: 8 })), { lr: 1e-3 }, { numGenerations: 8 });
  */
 import { InvalidInputError } from '../errors.js';
-import { adamwTensors, globalNorm, type ResolvedOptimizer } from '../grad/optimizer.js';
+import { adamwTensors, globalNorm, type ResolvedOptimizer } from './optimizer.js';
 import { createLoraAdapter, loraTensors, zerosLike, type LoraAdapter, type LoraOptions } from '../lora/adapter.js';
 import { readDecoderWeights } from '../lora/onnx-weights.js';
 import { findDecoder } from '../policy/onnx/structure/find-decoder.js';

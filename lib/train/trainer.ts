@@ -14,10 +14,10 @@
  * batch's, and the engine keeps what does not depend on the parameters.
  */
 import { InvalidInputError, throwIfAborted } from '../errors.js';
-import type { TrainStepMetrics } from '../grad/metrics.js';
+import type { TrainStepMetrics } from './metrics.js';
 import { logprobDrift, type LogprobDrift } from './logprob-drift.js';
-import { grpoObjective, tokenLayout, type ObjectiveResult, type TokenLayout } from '../grad/objective.js';
-import { clipFactor, resolveOptimizer, type OptimizerOptions, type ResolvedOptimizer } from '../grad/optimizer.js';
+import { grpoObjective, tokenLayout, type ObjectiveResult, type TokenLayout } from './objective.js';
+import { clipFactor, resolveOptimizer, type OptimizerOptions, type ResolvedOptimizer } from './optimizer.js';
 import { appliedEntropyCoef, nextAdaptiveEntropy, resolveAdaptiveEntropy, type AdaptiveEntropyOptions, type AdaptiveEntropyState, type ResolvedAdaptiveEntropy } from '../math/adaptive-entropy.js';
 import type { AdvantageOptions, AdvantageResult } from '../math/advantages.js';
 import { GroupRolloutBatch, GrpoConfig, type GrpoConfigInit } from '../math/batch.js';

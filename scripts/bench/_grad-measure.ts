@@ -8,12 +8,12 @@
  *   and reference log-probs; backward: dA, dB and the norm; AdamW), with random token states, so
  *   the WebGPU kernels can be timed on the bench model's shapes without its (slow) forward pass.
  */
-import { grpoObjective, tokenLayout } from '../../lib/grad/objective.js';
-import { groupRolloutBatch } from '../../lib/grad/rollouts.js';
+import { grpoObjective, tokenLayout } from '../../lib/train/objective.js';
+import { groupRolloutBatch } from '../../lib/train/rollouts.js';
 import { headEngine } from '../../lib/train/head-engine.js';
 import { GrpoTrainer } from '../../lib/train/trainer.js';
-import type { HeadEngine } from '../../lib/grad/engine.js';
-import { clipFactor, resolveOptimizer } from '../../lib/grad/optimizer.js';
+import type { HeadEngine } from '../../lib/train/head/kernels.js';
+import { clipFactor, resolveOptimizer } from '../../lib/train/optimizer.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import type { OnnxPolicy } from '../../lib/onnx.js';
 

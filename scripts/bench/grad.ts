@@ -11,7 +11,7 @@
  *    seconds per forward pass of the bench model.
  */
 import { readFile } from 'node:fs/promises';
-import { createAdapterWeights } from '../../lib/grad/adapter.js';
+import { createAdapterWeights } from '../../lib/train/head/adapter.js';
 import * as ort from 'onnxruntime-node';
 import { GraphHeadEngine } from '../../lib/train/graph/head-graph-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';

@@ -10,7 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { clipFactor, resolveOptimizer } from '../../lib/grad/optimizer.js';
+import { clipFactor, resolveOptimizer } from '../../lib/train/optimizer.js';
 import { decoderParameterCount } from '../../lib/train/graph/lora-graph.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { vocabulary } from '../build-model/tokenizer.js';

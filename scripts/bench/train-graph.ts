@@ -23,7 +23,7 @@ import { mulberry32 } from '../../lib/math/random.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';
 import { LoraGraphEngine } from '../../lib/train/graph/lora-graph-engine.js';
-import { groupRolloutBatch } from '../../lib/grad/rollouts.js';
+import { groupRolloutBatch } from '../../lib/train/rollouts.js';
 import { GrpoConfig } from '../../lib/math.js';
 import { loraEngine, type LoraEngineOptions } from '../../lib/train/lora-engine.js';
 import { GrpoTrainer } from '../../lib/train/trainer.js';

@@ -4,7 +4,7 @@
  * same bytes.
  */
 import onnxProto from 'onnx-proto';
-import { floatToHalf } from '../../lib/lora/half.js';
+import { floatToHalf } from '../../lib/policy/onnx/half.js';
 import { attribute, valueInfo, type Attribute, type Dim } from '../../lib/train/graph/proto.js';
 
 const { onnx } = onnxProto;

@@ -7,7 +7,7 @@
  * onnxruntime threads.
  */
 import * as ort from 'onnxruntime-node';
-import { clipFactor, resolveOptimizer } from '../../lib/grad/optimizer.js';
+import { clipFactor, resolveOptimizer } from '../../lib/train/optimizer.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { DecoderEngine } from '../../lib/train/decoder-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';

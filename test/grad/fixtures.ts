@@ -7,7 +7,7 @@ import { GeneratedBatch, GeneratedSequenceBatch, GroupRolloutBatch, SequenceRoll
 import { grpoLoss, type GrpoLossConfig } from '../../lib/math/loss.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import type { HeadAdapterWeights } from '../../lib/policy/head-adapter.js';
-import { tokenLayout, type TokenLayout } from '../../lib/grad/objective.js';
+import { tokenLayout, type TokenLayout } from '../../lib/train/objective.js';
 
 export interface GradCase {
   weights: HeadAdapterWeights;

@@ -6,7 +6,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { grpoObjective } from '../../lib/grad/objective.js';
+import { grpoObjective } from '../../lib/train/objective.js';
 import { GraphHeadEngine } from '../../lib/train/graph/head-graph-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { finiteDifferences, gradCase, referenceLoss, relativeError, type GradCase } from './fixtures.js';

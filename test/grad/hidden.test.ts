@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import onnxProto from 'onnx-proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelLoadError } from '../../lib/errors.js';
-import { createAdapterWeights } from '../../lib/grad/adapter.js';
+import { createAdapterWeights } from '../../lib/train/head/adapter.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { exposeHiddenState } from '../../lib/policy/onnx/hidden-state.js';
 import { buildOtherModel, makeOptimumShaped, tiedHead, TINY_DIR, untiedHead, type HeadWeights } from './models.js';

@@ -26,7 +26,7 @@ import {
   MemoryStore,
   type Store,
 } from '../../lib/index.js';
-import { ADAPTER_FORMAT } from '../../lib/grad/format.js';
+import { ADAPTER_FORMAT } from '../../lib/train/head/format.js';
 import { digits } from '../../lib/tasks/index.js';
 import { payloadOf } from '../../lib/method.js';
 import { openIdbStore } from '../../lib/idb.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import onnxProto from 'onnx-proto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
-import { floatToHalf, halfToFloat } from '../../lib/lora/half.js';
+import { floatToHalf, halfToFloat } from '../../lib/policy/onnx/half.js';
 import { mergedWeights, mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import { mulberry32 } from '../../lib/math/random.js';

@@ -4,7 +4,7 @@
  * event's training metrics; a step without it (a training-free run's) shows none.
  */
 import { describe, expect, it } from 'vitest';
-import type { TrainStepMetrics } from '../../lib/grad/metrics.js';
+import type { TrainStepMetrics } from '../../lib/train/metrics.js';
 import { Progress, type CliEvent } from '../../lib/cli/train-view.js';
 
 const progress = { step: 1, totalSteps: 2, epoch: 1, epochs: 1, itemsDone: 2, totalItems: 4 };

@@ -5,7 +5,7 @@
  * reference is the adapter-off model.
  */
 import { describe, expect, it } from 'vitest';
-import { groupRolloutBatch } from '../../lib/grad/rollouts.js';
+import { groupRolloutBatch } from '../../lib/train/rollouts.js';
 import { createLoraAdapter, type LoraAdapter } from '../../lib/lora/adapter.js';
 import type { LoraOptimizerState } from '../../lib/lora/optimizer.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';

@@ -10,7 +10,7 @@
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../lib/errors.js';
-import { clipFactor, resolveOptimizer } from '../../lib/grad/optimizer.js';
+import { clipFactor, resolveOptimizer } from '../../lib/train/optimizer.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { chunksByLength, DecoderEngine } from '../../lib/train/decoder-engine.js';
 import { decoderParameters } from '../../lib/train/graph/lora-graph.js';

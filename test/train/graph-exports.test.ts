@@ -15,7 +15,7 @@ import { findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';
 import { LoraGraphEngine } from '../../lib/train/graph/lora-graph-engine.js';
 import { loraEngine } from '../../lib/train/lora-engine.js';
 import { GrpoTrainer } from '../../lib/train/trainer.js';
-import { groupRolloutBatch } from '../../lib/grad/rollouts.js';
+import { groupRolloutBatch } from '../../lib/train/rollouts.js';
 import { GrpoConfig } from '../../lib/math.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { buildModel, MODEL_FILES } from '../../scripts/build-model/index.js';

@@ -7,7 +7,7 @@
 import * as ortNode from 'onnxruntime-node';
 import * as ortWeb from 'onnxruntime-web';
 import { expect, it } from 'vitest';
-import { createAdapterWeights } from '../../lib/grad/adapter.js';
+import { createAdapterWeights } from '../../lib/train/head/adapter.js';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';

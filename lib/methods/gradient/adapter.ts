@@ -6,18 +6,28 @@
  * method's own (method.ts). Each adapter's runs keep their stored kind: 'gradient' or 'lora'.
  */
 import type { PromptInput } from '../../core/policy.js';
-import type { AdapterCheckpoint } from '../../grad/format.js';
-import type { EventFields, NewRun, OpenContext, StartOptions } from '../../run/method.js';
+import type { LoraCheckpoint } from '../../lora/format.js';
+import type { EventFields, NewRun, OpenContext, StartOptions, Trains } from '../../run/method.js';
 import type { LoopHandles } from '../../run/options.js';
 import type { RunOf } from '../../run/run.js';
 import type { PayloadOf } from '../../store/records.js';
 import type { RecordKind } from '../../store/validate.js';
 import type { TrainEngine } from '../../train/engine.js';
+import type { HeadAdapterCheckpoint } from '../../train/head/format.js';
 import type { GrpoTrainer } from '../../train/trainer.js';
+
+/** What a store keeps after each step of a run that trains an adapter: the head's (gradient) or every layer's (lora). */
+export type AdapterCheckpoint = HeadAdapterCheckpoint | LoraCheckpoint;
+
+/** Whether a checkpoint is a full-depth LoRA adapter's (else the head adapter's). */
+export function isLoraCheckpoint(checkpoint: AdapterCheckpoint): checkpoint is LoraCheckpoint {
+  return checkpoint.adapter.target === 'decoder';
+}
 
 export interface GradientAdapter<K extends 'gradient' | 'lora', H extends LoopHandles, O extends StartOptions<H>, E extends TrainEngine<PromptInput, unknown>, F, I> {
   readonly kind: K;
   readonly record: RecordKind;
+  readonly trains: Trains;
   /** A new run's stored config from the start options, and the trained adapter it starts from, if given. */
   create(options: O): NewRun<RunOf<K>['config'], I>;
   /** Checks a resume's handles. */

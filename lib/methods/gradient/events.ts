@@ -10,7 +10,7 @@ import type { PromptInput } from '../../core/policy.js';
 import type { ItemResult, StepStats } from '../../store/records.js';
 import type { GradientConfig, LoraRunConfig } from './record.js';
 import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
-import type { TrainStepMetrics } from '../../grad/metrics.js';
+import type { TrainStepMetrics } from '../../train/metrics.js';
 import type { GradientEpochStats } from './update.js';
 
 export type { GradientEpochStats } from './update.js';

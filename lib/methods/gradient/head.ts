@@ -4,7 +4,7 @@
  * as it is trained, so it has nothing to follow after an update. Runs are stored as kind 'gradient'.
  */
 import { InvalidInputError } from '../../errors.js';
-import { readAdapterFile, readCheckpoint, writeCheckpoint, type AdapterFile } from '../../grad/format.js';
+import { readAdapterFile, readCheckpoint, writeCheckpoint, type AdapterFile } from '../../train/head/format.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
 import type { GradientConfig } from './record.js';
 import { GRADIENT_RECORD } from './record.js';
@@ -15,6 +15,7 @@ import { resolveGradientConfig, validateGradientHandles, type GradientHandles, t
 export const headAdapter: GradientAdapter<'gradient', GradientHandles, GradientGrpoOptions, HeadAdapterEngine, AdapterFile, HeadAdapterWeights> = {
   kind: 'gradient',
   record: GRADIENT_RECORD,
+  trains: 'head',
   create(options) {
     const config = resolveGradientConfig(options);
     return options.initialAdapter !== undefined ? { config, initial: readAdapterFile(options.initialAdapter, 'initialAdapter') } : { config };

@@ -10,14 +10,13 @@
  * would have, and ends where it would have.
  */
 import { InvalidInputError, StoreCorruptError } from '../../errors.js';
-import { isLoraCheckpoint } from '../../grad/format.js';
 import { resolveLoraConfig, type LoraAdapter, type LoraOptions } from '../../lora/adapter.js';
 import { readLoraAdapterFile, readLoraCheckpoint, writeLoraAdapterFile, writeLoraCheckpoint, type LoraAdapterFile } from '../../lora/format.js';
 import type { LoraOptimizerState } from '../../lora/optimizer.js';
 import { moduleDims, type DecoderWeights, type LoraModule } from '../../lora/weights.js';
 import { LORA_RECORD } from './record.js';
 import type { LoraAdapterEngine } from '../../train/lora-engine.js';
-import type { GradientAdapter } from './adapter.js';
+import { isLoraCheckpoint, type GradientAdapter } from './adapter.js';
 import type { Policy, PromptInput } from '../../core/policy.js';
 import type { GrpoTrainer } from '../../train/trainer.js';
 import type { LoraRunConfig } from './record.js';
@@ -107,6 +106,7 @@ export function checkFollows(policy: LoraPolicy): asserts policy is LoraPolicy &
 export const loraAdapter: GradientAdapter<'lora', LoraHandles, LoraGrpoOptions, LoraAdapterEngine, LoraAdapterFile, LoraAdapter> = {
   kind: 'lora',
   record: LORA_RECORD,
+  trains: 'layers',
   create(options) {
     const config = resolveLoraRunConfig(options);
     return options.initialAdapter !== undefined ? { config, initial: initialAdapter(options.initialAdapter, config) } : { config };

@@ -12,7 +12,7 @@
  * uninterrupted one does.
  */
 import type { PromptInput } from '../../core/policy.js';
-import type { AdapterFile } from '../../grad/format.js';
+import type { AdapterFile } from '../../train/head/format.js';
 import type { LoraAdapterFile } from '../../lora/format.js';
 import { resumeRun, startRun } from '../../run/driver.js';
 import type { AnyMethod, Method, StartOptions } from '../../run/method.js';
@@ -62,6 +62,7 @@ function gradientMethod<K extends 'gradient' | 'lora', H extends LoopHandles, O 
   return {
     kind: adapter.kind,
     record: adapter.record,
+    trains: adapter.trains,
     create: (options) => adapter.create(options),
     validateHandles: (handles) => adapter.validateHandles(handles),
 

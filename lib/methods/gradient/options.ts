@@ -8,8 +8,8 @@ import { InvalidInputError } from '../../errors.js';
 import type { OnnxPolicy } from '../../policy/onnx/policy.js';
 import type { GradientConfig } from './record.js';
 import { validateHandles, type LoopHandles } from '../../run/options.js';
-import { resolveShape, type AdapterInit } from '../../grad/adapter.js';
-import type { AdapterFile } from '../../grad/format.js';
+import { resolveShape, type AdapterInit } from '../../train/head/adapter.js';
+import type { AdapterFile } from '../../train/head/format.js';
 import { resolveTrainingConfig, type TrainingRunOptions } from './training-options.js';
 
 /** The common handles; the policy is the model being trained, an ONNX policy loaded with `hiddenState: true`. */

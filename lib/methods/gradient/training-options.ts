@@ -4,7 +4,7 @@
  * common part. Each adapter adds its own options (options.ts, lora.ts).
  */
 import { InvalidInputError } from '../../errors.js';
-import { resolveOptimizer, type OptimizerOptions } from '../../grad/optimizer.js';
+import { resolveOptimizer, type OptimizerOptions } from '../../train/optimizer.js';
 import { resolveAdaptiveEntropy, type AdaptiveEntropyOptions } from '../../math/adaptive-entropy.js';
 import { GrpoConfig, type GrpoLossExtras } from '../../math/batch.js';
 import type { ImportanceSamplingLevel, LossType } from '../../math/loss.js';

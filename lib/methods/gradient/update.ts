@@ -4,8 +4,8 @@
  * groups with the driver's advantages, and an epoch's statistics.
  */
 import { throwIfAborted } from '../../errors.js';
-import type { TrainStepMetrics } from '../../grad/metrics.js';
-import { groupRolloutBatch, rolloutSampling } from '../../grad/rollouts.js';
+import type { TrainStepMetrics } from '../../train/metrics.js';
+import { groupRolloutBatch, rolloutSampling } from '../../train/rollouts.js';
 import type { AdvantageResult } from '../../math/advantages.js';
 import type { PromptInput } from '../../core/policy.js';
 import type { Reporter } from '../../run/method.js';

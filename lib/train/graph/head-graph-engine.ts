@@ -1,5 +1,5 @@
 /**
- * The LM-head adapter's kernels (lib/grad/engine.ts's HeadEngine) on onnxruntime: the head graphs
+ * The LM-head adapter's kernels (lib/train/head/kernels.ts's HeadEngine) on onnxruntime: the head graphs
  * of head-graph.ts in two sessions of the onnxruntime the policy runs on (on its backend: Node
  * CPU, WASM or WebGPU), made on the first forward. The frozen model's token states are kept here
  * on the host (a WebGPU policy's windows are read back); A and B are fed on every call. The
@@ -7,9 +7,9 @@
  * it reads GPU copies of them, written after every update.
  */
 import { UnsupportedError } from '../../errors.js';
-import type { AdapterShape } from '../../grad/adapter.js';
-import type { AdapterState, HeadEngine, TokenStats } from '../../grad/engine.js';
-import { adamwUpdate, type ResolvedOptimizer } from '../../grad/optimizer.js';
+import type { AdapterShape } from '../head/adapter.js';
+import type { AdapterState, HeadEngine, TokenStats } from '../head/kernels.js';
+import { adamwUpdate, type ResolvedOptimizer } from '../optimizer.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
 import { halfToFloat } from '../../policy/logits.js';
 import type { ScoreWindow } from '../../policy/onnx/score.js';

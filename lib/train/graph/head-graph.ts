@@ -11,7 +11,7 @@
  * A vocabulary entry the base logits mask out (-Infinity, p = 0) adds nothing: p log p and its
  * gradient are taken as 0 there, not 0 x -Infinity.
  */
-import type { AdapterShape } from '../../grad/adapter.js';
+import type { AdapterShape } from '../head/adapter.js';
 import { TrainingGraphBuilder, type TrainingModels } from './builder.js';
 import { HEAD_IO } from './head-io.js';
 

@@ -6,7 +6,7 @@
  */
 import onnxProto from 'onnx-proto';
 import { ModelLoadError } from '../../../errors.js';
-import { bfloat16ToFloat, halfToFloat } from '../../../lora/half.js';
+import { bfloat16ToFloat, halfToFloat } from '../half.js';
 
 export type TensorProto = onnxProto.onnx.TensorProto;
 export type NodeProto = onnxProto.onnx.NodeProto;

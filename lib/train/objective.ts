@@ -11,7 +11,7 @@ import { rolloutLossBatch } from '../math/batch.js';
 import { grpoLoss, resolveLossConfig, type GrpoLossConfig, type GrpoLossMetrics } from '../math/loss.js';
 import type { Rows } from '../math/validate.js';
 import { InvalidInputError } from '../errors.js';
-import type { TokenStats } from './engine.js';
+import type { TokenStats } from './head/kernels.js';
 
 /** Where each completion token's state sits in the engine: row i's token t is slot offsets[i] + t. */
 export interface TokenLayout {

@@ -16,12 +16,11 @@
  * checkpoint (what the stores keep after each step) is an adapter file plus AdamW's state in the
  * same encoding, so a resumed run continues exactly where it stopped.
  */
-import { InvalidInputError } from '../errors.js';
-import { decodeFloats, encodeFloats } from './float-base64.js';
-import type { HeadAdapterWeights } from '../policy/head-adapter.js';
+import { InvalidInputError } from '../../errors.js';
+import { decodeFloats, encodeFloats } from '../../core/float-base64.js';
+import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
 import { MAX_RANK } from './adapter.js';
 import type { AdapterState } from './state.js';
-import type { LoraCheckpoint } from '../lora/format.js';
 
 export const ADAPTER_FORMAT = 'webgrpo.adapter';
 export const ADAPTER_VERSION = 1;
@@ -48,14 +47,6 @@ export interface HeadAdapterCheckpoint {
   adapter: AdapterFile;
   /** AdamW's moments (base64 float32, shaped like A and B) and its update count. */
   optimizer: { updates: number; m: { a: string; b: string }; v: { a: string; b: string } };
-}
-
-/** What a store keeps after each step of a run that trains an adapter: the head's (gradient) or every layer's (lora). */
-export type AdapterCheckpoint = HeadAdapterCheckpoint | LoraCheckpoint;
-
-/** Whether a checkpoint is a full-depth LoRA adapter's (else the head adapter's). */
-export function isLoraCheckpoint(checkpoint: AdapterCheckpoint): checkpoint is LoraCheckpoint {
-  return checkpoint.adapter.target === 'decoder';
 }
 
 export function writeAdapterFile(weights: HeadAdapterWeights, meta: { model?: string; updates?: number } = {}): AdapterFile {

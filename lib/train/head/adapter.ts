@@ -3,9 +3,9 @@
  * (uniform in ±1/sqrt(d), seeded), B zero, so z' = z until the first update and training starts
  * exactly at the base model.
  */
-import { InvalidInputError } from '../errors.js';
-import { mulberry32 } from '../math/random.js';
-import type { HeadAdapterWeights } from '../policy/head-adapter.js';
+import { InvalidInputError } from '../../errors.js';
+import { mulberry32 } from '../../math/random.js';
+import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
 
 export interface AdapterShape {
   hiddenSize: number;

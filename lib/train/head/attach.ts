@@ -2,11 +2,11 @@
  * Puts a trained adapter on a policy for sampling and scoring, without a trainer: the weights are
  * copied to where the policy's logits are (GPU buffers on WebGPU, host memory otherwise).
  */
-import { InvalidInputError } from '../errors.js';
-import type { HeadAdapterWeights } from '../policy/head-adapter.js';
-import type { OnnxPolicy } from '../policy/onnx/policy.js';
-import type { HeadAdapterBinding } from '../policy/onnx/webgpu-adapter.js';
-import { BufferUsage } from '../policy/onnx/webgpu-types.js';
+import { InvalidInputError } from '../../errors.js';
+import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
+import type { OnnxPolicy } from '../../policy/onnx/policy.js';
+import type { HeadAdapterBinding } from '../../policy/onnx/webgpu-adapter.js';
+import { BufferUsage } from '../../policy/onnx/webgpu-types.js';
 import { readAdapterFile, type AdapterFile } from './format.js';
 
 export interface AttachedAdapter {

@@ -11,10 +11,10 @@
  * `GraphHeadEngine` (lib/train/graph/head-graph-engine.ts) implements it: the head graphs on the
  * onnxruntime and backend the policy runs on (Node CPU, WASM, WebGPU).
  */
-import type { HeadAdapterBinding } from '../policy/onnx/webgpu-adapter.js';
-import type { ScoreWindow } from '../policy/onnx/score.js';
+import type { HeadAdapterBinding } from '../../policy/onnx/webgpu-adapter.js';
+import type { ScoreWindow } from '../../policy/onnx/score.js';
 import type { AdapterShape } from './adapter.js';
-import type { ResolvedOptimizer } from './optimizer.js';
+import type { ResolvedOptimizer } from '../optimizer.js';
 import type { AdapterState } from './state.js';
 
 export type { AdapterState } from './state.js';
