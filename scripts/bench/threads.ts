@@ -80,6 +80,7 @@ function report(sides: Side[], loadBefore: number, loadAfter: number): string {
       `| ${s.label} | one \`generateGroup\` after another | ${ms(sequential.ms)} ms | ${sequential.tokens} | ${sequential.tokensPerSecond.toFixed(1)} | 1.00x |`,
     ];
   });
+  const batching = sides.map((side) => side.step[1].ms / side.step[0].ms);
   return `## threads: WebAssembly threads in the tab
 
 Bench model (as in the onnx section: 28M parameters, fp32, no end token), Chromium WASM on a cross-origin
@@ -103,10 +104,12 @@ after another.
 | ---: | --- | ---: | ---: | ---: | ---: |
 ${stepRows.join('\n')}
 
-Threads pay only where the cores are free: a WebAssembly thread pool meets at a barrier in every
-operator, so on a machine whose load is many times its cores one descheduled thread stalls the
-other, and two threads come out slower than one. Batching (\`generateGroups\`) reads each weight once
-for all rows, which is a win on every page here; it grows with the threads, which split the larger
-matrices better than a group's eight rows.
+Every core against one thread: ${(rate(all) / rate(one)).toFixed(2)}x for one group, ${(one.step[0].ms / all.step[0].ms).toFixed(2)}x for a step's
+sampling (\`generateGroups\` on both). A WebAssembly thread pool meets at a barrier in every operator,
+so the gain needs free cores: on a machine whose load is many times its cores one descheduled thread
+stalls the other (a run of this suite at load 16 measured 0.49x). Batching against one group after
+another: ${batching.map((x) => `${x.toFixed(2)}x`).join(', ')} on these pages. Eight rows of this 28M model already keep
+WebAssembly's kernels busy, so reading each weight once for all rows saves little in a tab; it pays
+where a pass is bound by reading weights (Node, the "batch" section, and GPUs).
 `;
 }
