@@ -8,6 +8,16 @@ export type Obj = Record<string, unknown>;
 /** Plain JSON data: what stored records and dataset answers hold. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
+/** A document given as an object or as its JSON text: the parsed value (JSON text that does not parse is an `InvalidInputError` at `at`). */
+export function parsedJson(data: unknown, at: string): unknown {
+  if (typeof data !== 'string') return data;
+  try {
+    return JSON.parse(data);
+  } catch (error) {
+    throw new InvalidInputError(at, `is not valid JSON: ${(error as Error).message}`, { cause: error });
+  }
+}
+
 export function fail(at: string, message: string): never {
   throw new InvalidInputError(at, message);
 }

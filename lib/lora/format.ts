@@ -18,6 +18,7 @@ import { decodeFloats, encodeFloats } from '../core/float-base64.js';
 import { loraScale, resolveLoraConfig, type LoraAdapter, type LoraPair } from './adapter.js';
 import type { LoraOptimizerState } from './optimizer.js';
 import { LORA_MODULES, type LoraModule } from './weights.js';
+import { parsedJson } from '../core/shape.js';
 
 export const LORA_ADAPTER_FORMAT = 'webgrpo.lora';
 export const LORA_ADAPTER_VERSION = 1;
@@ -73,14 +74,7 @@ export function writeLoraAdapterFile(adapter: LoraAdapter, meta: { model?: strin
 
 /** Validates a LoRA adapter file (an object or its JSON text) and decodes it. */
 export function readLoraAdapterFile(data: unknown, at = 'adapter'): LoraAdapter & { model?: string; updates?: number } {
-  let value = data;
-  if (typeof data === 'string') {
-    try {
-      value = JSON.parse(data);
-    } catch (error) {
-      throw new InvalidInputError(at, `is not valid JSON: ${(error as Error).message}`, { cause: error });
-    }
-  }
+  const value = parsedJson(data, at);
   const file = object(value, at);
   if (file.format !== LORA_ADAPTER_FORMAT) throw new InvalidInputError(`${at}.format`, `expected "${LORA_ADAPTER_FORMAT}"; is this a webgrpo LoRA adapter file?`);
   if (!Number.isInteger(file.version) || (file.version as number) < 1) throw new InvalidInputError(`${at}.version`, 'expected a positive integer.');

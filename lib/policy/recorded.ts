@@ -10,6 +10,7 @@
  */
 import { AbortError, InvalidInputError, NotFoundError, throwIfAborted } from '../errors.js';
 import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, PromptInput, SamplingOptions } from '../core/policy.js';
+import { parsedJson } from '../core/shape.js';
 
 export const RECORDING_FORMAT = 'webgrpo.recording';
 
@@ -142,14 +143,7 @@ export function replayPolicy(recording: PolicyRecording | string, options: Repla
 }
 
 function readRecording(input: PolicyRecording | string): PolicyRecording {
-  let value: unknown = input;
-  if (typeof input === 'string') {
-    try {
-      value = JSON.parse(input);
-    } catch (error) {
-      throw new InvalidInputError('recording', `is not valid JSON: ${(error as Error).message}`, { cause: error });
-    }
-  }
+  const value = parsedJson(input, 'recording');
   const data = value as Partial<PolicyRecording> | null;
   if (!data || data.format !== RECORDING_FORMAT) throw new InvalidInputError('recording', `expected a "${RECORDING_FORMAT}" document.`);
   if (data.version !== 1) throw new InvalidInputError('recording.version', `expected 1, got ${String(data.version)}.`);

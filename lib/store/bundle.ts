@@ -9,6 +9,7 @@ import type { Store } from './types.js';
 import { upgradeV4Step } from './upgrade-v4.js';
 import { validateBundle } from './validate.js';
 import type { RecordLookup } from './record-kind.js';
+import { parsedJson } from '../core/shape.js';
 
 export const RUN_EXPORT_FORMAT = 'webgrpo.run';
 export const RUN_EXPORT_VERSION = 2;
@@ -38,14 +39,7 @@ export interface ImportOptions {
  * is marked `aborted` unless it had completed, so it can be resumed here. Returns its record.
  */
 export async function importRun(store: Store, data: unknown, options: ImportOptions): Promise<RunRecord> {
-  let value = data;
-  if (typeof data === 'string') {
-    try {
-      value = JSON.parse(data);
-    } catch (error) {
-      throw new InvalidInputError('run', `is not valid JSON: ${(error as Error).message}`, { cause: error });
-    }
-  }
+  const value = parsedJson(data, 'run');
   const document = upgradeExport(value, options.records);
   const bundle = validateBundle(document, options.records);
   if (options.runId !== undefined) bundle.run = { ...bundle.run, id: options.runId };

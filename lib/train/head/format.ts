@@ -21,6 +21,7 @@ import { decodeFloats, encodeFloats } from '../../core/float-base64.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
 import { MAX_RANK } from './adapter.js';
 import type { AdapterState } from './state.js';
+import { parsedJson } from '../../core/shape.js';
 
 export const ADAPTER_FORMAT = 'webgrpo.adapter';
 export const ADAPTER_VERSION = 1;
@@ -68,14 +69,7 @@ export function writeAdapterFile(weights: HeadAdapterWeights, meta: { model?: st
 
 /** Validates an adapter file (an object or its JSON text) and decodes its weights. */
 export function readAdapterFile(data: unknown, at = 'adapter'): HeadAdapterWeights & { model?: string; updates?: number } {
-  let value = data;
-  if (typeof data === 'string') {
-    try {
-      value = JSON.parse(data);
-    } catch (error) {
-      throw new InvalidInputError(at, `is not valid JSON: ${(error as Error).message}`, { cause: error });
-    }
-  }
+  const value = parsedJson(data, at);
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidInputError(at, 'expected an adapter file object.');
   const file = value as Record<string, unknown>;
   if (file.format !== ADAPTER_FORMAT) throw new InvalidInputError(`${at}.format`, `expected "${ADAPTER_FORMAT}"; is this a webgrpo adapter file?`);
