@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
-import { link, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
+import { link, mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import { StoreCorruptError, StoreError, StoreQuotaError, WebgrpoError } from '../errors.js';
 
 /**
@@ -126,5 +126,22 @@ export async function guard<T>(what: string, body: () => Promise<T>): Promise<T>
       });
     }
     throw new StoreError(`Could not ${what}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+}
+
+/** Whether `path` is a folder (false where nothing, or a file, is there). */
+export async function isFolder(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch (error) {
+    if (codeOf(error) === 'ENOENT' || codeOf(error) === 'ENOTDIR') return false;
+    throw error;
+  }
+}
+
+/** Run ids become folder names: keep them to a safe alphabet. */
+export function checkRunFolderName(runId: string): void {
+  if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/.test(runId)) {
+    throw new StoreError(`Run id "${runId}" cannot be a folder name; use letters, digits, ".", "_" and "-" (at most 128).`);
   }
 }

@@ -19,11 +19,11 @@
  * as it is read (integrity.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
-import { AlreadyRunningError, NotFoundError, StoreCorruptError, StoreError } from '../errors.js';
-import { codeOf, guard, listJson, processAlive, readJson, removeStaleTemporaries, writeAtomic } from './file-io.js';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { NotFoundError, StoreCorruptError, StoreError } from '../errors.js';
+import { checkRunFolderName, codeOf, guard, isFolder, listJson, readJson, removeStaleTemporaries, writeAtomic } from './file-io.js';
+import { takeLockFile } from './file-lock.js';
 import { sealed } from './checksum.js';
 import { checkAdapter, checkCompleted, checkItems, checkPending, checkProgress, checkRun, checkStep, checkStepNumbers, remedy } from './integrity.js';
 import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, keepsAdapter, runExists, withEvaluation } from './rules.js';
@@ -135,7 +135,7 @@ export class FileStore implements Store {
 
   /** Undefined for an unknown run; a run folder that lost its run.json is a `StoreCorruptError`. */
   async getRun(runId: string): Promise<RunRecord | undefined> {
-    checkRunId(runId);
+    checkRunFolderName(runId);
     const dir = this.#dir(runId);
     const path = join(dir, 'run.json');
     const run = await guard(`read run "${runId}"`, () => readJson<unknown>(path));
@@ -173,7 +173,7 @@ export class FileStore implements Store {
   }
 
   async deleteRun(runId: string): Promise<void> {
-    checkRunId(runId);
+    checkRunFolderName(runId);
     await guard(`delete run "${runId}"`, async () => {
       const trash = join(this.root, 'runs', `.trash-${runId}-${randomUUID()}`);
       try {
@@ -274,31 +274,7 @@ export class FileStore implements Store {
   async lockRun(runId: string): Promise<RunLock> {
     await this.#requireRun(runId);
     if (this.#held.has(runId)) throw alreadyRunning(runId, 'in this process');
-    const path = join(this.#dir(runId), 'lock');
-    const token = randomUUID();
-    const mine = { pid: process.pid, hostname: hostname(), token, startedAt: new Date().toISOString() };
-    await guard(`lock run "${runId}"`, async () => {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          await writeAtomic(path, mine, { exclusive: true });
-          return;
-        } catch (error) {
-          if (codeOf(error) !== 'EEXIST') throw error;
-        }
-        const holder = await readJson<{ pid: number; hostname: string }>(path);
-        const stale = holder !== undefined && holder.hostname === hostname() && !processAlive(holder.pid);
-        if ((holder === undefined || stale) && attempt === 0) {
-          // The process that held it is gone (killed mid-run): the lock is ours to take.
-          await rm(path, { force: true });
-          continue;
-        }
-        const where = holder ? `in process ${holder.pid} on ${holder.hostname}` : 'in another process';
-        throw new AlreadyRunningError(
-          runId,
-          `Run "${runId}" is already running ${where}. Wait for it to finish or stop it; if that process is gone, delete ${path}.`,
-        );
-      }
-    });
+    const release = await takeLockFile(join(this.#dir(runId), 'lock'), runId);
     this.#held.add(runId);
     let held = true;
     return {
@@ -307,8 +283,7 @@ export class FileStore implements Store {
         if (!held) return;
         held = false;
         this.#held.delete(runId);
-        const holder = await readJson<{ token?: string }>(path).catch(() => undefined);
-        if (holder?.token === token) await rm(path, { force: true });
+        await release();
       },
     };
   }
@@ -404,24 +379,8 @@ export class FileStore implements Store {
   }
 
   #dir(runId: string): string {
-    checkRunId(runId);
+    checkRunFolderName(runId);
     return join(this.root, 'runs', runId);
-  }
-}
-
-/** Run ids become folder names: keep them to a safe alphabet. */
-function checkRunId(runId: string): void {
-  if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/.test(runId)) {
-    throw new StoreError(`Run id "${runId}" cannot be a folder name; use letters, digits, ".", "_" and "-" (at most 128).`);
-  }
-}
-
-async function isFolder(path: string): Promise<boolean> {
-  try {
-    return (await stat(path)).isDirectory();
-  } catch (error) {
-    if (codeOf(error) === 'ENOENT' || codeOf(error) === 'ENOTDIR') return false;
-    throw error;
   }
 }
 
