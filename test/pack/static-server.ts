@@ -51,6 +51,12 @@ export async function serveStatic(routes: Record<string, string>, { isolated = f
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
     missing,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    // The browser may still hold a connection (keep-alive, or a worker's request in flight) when a
+    // test ends; closing only idle ones would wait on it until the browser is closed after the test.
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
