@@ -272,13 +272,13 @@ describe('npm pack', () => {
       // Another origin answering like the hub: CORS, no Cross-Origin-Resource-Policy header.
       const hub = await serveStatic({ '/webgrpo/webgrpo-tiny/': join(modules, 'webgrpo/public/models/webgrpo-tiny') }, { cors: true });
       try {
-        browser = await launchChromium({ webgpu: false });
-        const page = await browser.newPage();
+        browser = await within(60_000, `${bundler}: launching Chromium`, launchChromium({ webgpu: false }));
+        const page = await within(30_000, `${bundler}: opening a page`, browser.newPage());
         // esbuild emits no .wasm: its page passes wasmPaths, as the README says.
         const query = new URLSearchParams({ hub: hub.url, ...(bundler === 'esbuild' ? { ort: '/ort/' } : {}) });
         await page.goto(`${site.url}?${query}`);
         await page.waitForFunction(() => (window as { report?: unknown }).report, null, { timeout: 90_000 });
-        const report = (await page.evaluate(() => (window as { report?: unknown }).report)) as Record<string, any>;
+        const report = (await within(30_000, `${bundler}: reading the page's report`, page.evaluate(() => (window as { report?: unknown }).report))) as Record<string, any>;
         expect(report.failed).toBeUndefined();
         expect(report.isolated).toBe(true);
         // The minifier renamed the class; the error still says what it is.
@@ -297,9 +297,15 @@ describe('npm pack', () => {
         // Nothing was asked for that is not there (the .wasm next to the bundle above all), but the missing folder.
         expect(site.missing.filter((path) => !path.startsWith('/no-such-folder/') && path !== '/favicon.ico')).toEqual([]);
       } finally {
-        await site.close();
-        await hub.close();
+        await within(30_000, `${bundler}: closing the static servers`, Promise.all([site.close(), hub.close()]));
       }
     }, 300_000);
   });
 });
+
+/** `work`, or an error naming the phase that did not finish in `ms` (a hang then says where it was, not only that the test timed out). */
+function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms / 1000} s`)), ms)));
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
