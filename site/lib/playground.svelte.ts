@@ -24,6 +24,7 @@ import { RunComparison } from './run-comparison.svelte.js';
 import { Runner } from './runner.js';
 import { INITIAL_SETUP, setupProblems, type Setup } from './setup.js';
 import { stageAfter } from './live-stage.js';
+import { withCommittedStep, withEvaluation, withPendingItem } from './live-bundle.js';
 import { streamingPolicy, type GroupStream } from './streaming.js';
 import { HumanRatings } from './human-reward.svelte.js';
 import type { RatingMessage } from './worker-ratings.js';
@@ -374,7 +375,7 @@ export class Playground {
         await this.pieces.record(live.runId, event.step, event.item, event.completions);
         break;
       case 'item-end':
-        if (this.bundle?.run.id === live.runId && !event.reused) this.bundle = { ...this.bundle, pending: [...this.bundle.pending, event.result] };
+        if (this.bundle?.run.id === live.runId && !event.reused) this.bundle = withPendingItem(this.bundle, event.result);
         break;
       case 'step-end': {
         const gradient = 'training' in event;
@@ -384,21 +385,12 @@ export class Playground {
         const b = this.bundle;
         if (record && b?.run.id === live.runId) {
           if (point) this.adapterPoints = adapterTrace(this.adapterPoints, point);
-          this.bundle = {
-            ...b,
-            steps: [...b.steps.filter((s) => s.step !== record.step), record],
-            pending: b.pending.filter((r) => r.step !== record.step),
-            ...(checkpoint ? { adapter: checkpoint } : {}),
-          };
+          this.bundle = withCommittedStep(b, record, checkpoint);
         }
         break;
       }
       case 'eval': {
-        const b = this.bundle;
-        if (b?.run.id === live.runId) {
-          const evaluations = [...(b.run.evaluations ?? []).filter((e) => e.epoch !== event.epoch), event.evaluation].sort((x, y) => x.epoch - y.epoch);
-          this.bundle = { ...b, run: { ...b.run, evaluations } };
-        }
+        if (this.bundle?.run.id === live.runId) this.bundle = withEvaluation(this.bundle, event.evaluation);
         break;
       }
       case 'warning':
