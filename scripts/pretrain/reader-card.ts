@@ -9,7 +9,17 @@ import type { ModelSpec } from '../build-model/spec.js';
 import { meanAccuracy, MAX_REPLY_TOKENS, type TaskAccuracy } from './accuracy.js';
 import { CARD_EVAL } from './card.js';
 import { accuracyOf, READER_RUN, type Gain, type GainOptions } from './library-gain.js';
-import type { ReaderTraining } from './reader.js';
+import type { ExemplarCorpusConfig } from './corpus-exemplars.js';
+import type { TrainResult } from './train.js';
+
+/** What only the training run can measure, kept in the folder's training.json for --card. */
+export interface ReaderTraining {
+  from: string;
+  config: ExemplarCorpusConfig;
+  trained: TrainResult;
+  /** Examples per part of the corpus (task names: reading, the skill tasks). */
+  parts: Record<string, number>;
+}
 
 /** The card's library-gain protocol (the bench measures three other seed pairs). */
 export const CARD_GAIN: Omit<GainOptions, 'mode'> = { train: { size: 48, seed: 6 }, heldOut: { size: 48, seed: 3127, samples: 4, samplerSeed: 13 } };

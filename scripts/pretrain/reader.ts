@@ -19,20 +19,11 @@ import { buildModel } from '../build-model/index.js';
 import { skillAccuracy } from './accuracy.js';
 import { CARD_EVAL } from './card.js';
 import { SKILL_SPEC } from './config.js';
-import { buildExemplarCorpus, EXEMPLAR_CONTINUE, type ExemplarCorpusConfig } from './corpus-exemplars.js';
+import { buildExemplarCorpus, EXEMPLAR_CONTINUE } from './corpus-exemplars.js';
 import { libraryGain } from './library-gain.js';
-import { CARD_GAIN, writeReaderCard, type ReaderFacts } from './reader-card.js';
-import { pretrain, pretrainEngine, type TrainResult } from './train.js';
+import { CARD_GAIN, writeReaderCard, type ReaderFacts, type ReaderTraining } from './reader-card.js';
+import { pretrain, pretrainEngine } from './train.js';
 import { toBuilder } from './weights.js';
-
-/** What only the training run can measure, kept in the folder's training.json for --card. */
-export interface ReaderTraining {
-  from: string;
-  config: ExemplarCorpusConfig;
-  trained: TrainResult;
-  /** Examples per part of the corpus (task names: reading, the skill tasks). */
-  parts: Record<string, number>;
-}
 
 const readModel = async (dir: string) =>
   readDecoderWeights(new Uint8Array(await readFile(join(dir, 'onnx/model.onnx'))), { config: JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) });
