@@ -10,8 +10,9 @@
  * What it keeps from the named-format task's rules (lib/tasks/named-format.ts): nothing. The verb
  * is never "wrap" and the mapping is random per chat, so no code-to-format pair can be memorised;
  * the formats are copy-format's (lib/tasks/skill.ts FORMATS), which the model already writes.
- * The rest of the corpus is the second phase's (corpus-continue.ts, a fresh seed), so the skill
- * tasks stay in the mix.
+ * Beside them the lessons corpus (corpus-lessons.ts: reading lessons, and the critic's role) and,
+ * for the rest, the second phase's corpus (corpus-continue.ts, a fresh seed), so the skill tasks
+ * stay in the mix.
  */
 import type { ExemplarEntry, ExperienceLibrary } from '../../lib/experience/types.js';
 import { promptWithLibrary } from '../../lib/experience/render.js';
@@ -21,6 +22,7 @@ import { IM_END_ID } from '../build-model/tokenizer.js';
 import { CONTINUE, type ContinueConfig } from './config.js';
 import { buildContinuationCorpus } from './corpus-continue.js';
 import { chatPromptIds, encodeText, type Example } from './corpus.js';
+import { buildLessonCorpus, type LessonCorpusConfig } from './corpus-lessons.js';
 
 export interface ExemplarCorpusConfig extends ContinueConfig {
   /** Share of the corpus that is the reading chats; the rest is the second phase's corpus. */
@@ -31,20 +33,30 @@ export interface ExemplarCorpusConfig extends ContinueConfig {
   bareShare: number;
   /** Share of the others where one worked example shares the prompt's code. */
   matchShare: number;
+  /**
+   * Most distinct codes among the other worked examples. A run's library often holds several
+   * answers of one code (the one the model guessed right most often), so the corpus does too:
+   * copying the format most examples show is then wrong, and only the code's own example is right.
+   */
+  distractorCodes: number;
+  /** The lessons corpus (lesson reading and critic chats), drawn from the same codes. */
+  lessons: Omit<LessonCorpusConfig, 'seed' | 'codes'>;
 }
 
 export const EXEMPLAR_CONTINUE: ExemplarCorpusConfig = {
   ...CONTINUE,
-  seed: 27,
-  steps: 400,
+  seed: 30,
+  steps: 1600,
   lr: 2e-3,
   warmup: 20,
   exemplarShare: 0.2,
   maxExemplars: 8,
-  readingShare: 0.6,
+  readingShare: 0.3,
   codes: 9,
   bareShare: 0.1,
   matchShare: 0.8,
+  distractorCodes: 3,
+  lessons: { reading: 10000, groups: 1000, summariesPerGroup: 2, maxLessons: 8, matchShare: 0.8, criticMaxNewTokens: 128, groupSize: 8 },
 };
 
 /** Verbs of the reading chats: any word but the named-format task's. */
@@ -62,10 +74,11 @@ export function readingChat(config: ExemplarCorpusConfig, random: Rng): { prompt
     const count = 1 + randomInt(random, config.maxExemplars);
     const match = random() < config.matchShare;
     if (match) shown.push(problem(code, SORT_WORDS[randomInt(random, SORT_WORDS.length)]));
+    const others = shuffleInPlace(random, Array.from({ length: config.codes }, (_, i) => i + 1).filter((c) => c !== code)).slice(0, 1 + randomInt(random, config.distractorCodes));
     // Bounded tries: with few codes left, the other examples may not all be distinct.
     for (let tries = 0; shown.length < count && tries < 50; tries++) {
-      const other = 1 + randomInt(random, config.codes);
-      if (other === code && !match) continue;
+      // With a match, its code may be shown more than once, as a library can hold two of a code.
+      const other = match && random() < 0.2 ? code : others[randomInt(random, others.length)];
       const candidate = problem(other, SORT_WORDS[randomInt(random, SORT_WORDS.length)]);
       if (candidate.item !== target.item && !shown.some((s) => s.item === candidate.item)) shown.push(candidate);
     }
@@ -79,11 +92,17 @@ export function readingChat(config: ExemplarCorpusConfig, random: Rng): { prompt
   return { prompt: prompt.messages![0].content, reply: target.output };
 }
 
-export function buildExemplarCorpus(config: ExemplarCorpusConfig): Example[] {
+/**
+ * The reader's whole corpus: the reading chats (`readingShare` of the updates' chats), the lessons
+ * corpus (corpus-lessons.ts, its own seed), and the second phase's corpus for the rest, shuffled.
+ */
+export async function buildExemplarCorpus(config: ExemplarCorpusConfig): Promise<Example[]> {
   const random = mulberry32(config.seed);
   const count = config.steps * config.batch;
   const reading = Math.round(count * config.readingShare);
-  const examples: Example[] = buildContinuationCorpus(config).slice(0, count - reading);
+  const lessons = await buildLessonCorpus({ ...config.lessons, seed: config.seed + 1, codes: config.codes });
+  if (reading + lessons.length > count) throw new RangeError(`the reading (${reading}) and lessons (${lessons.length}) chats exceed the ${count} the updates take`);
+  const examples: Example[] = [...buildContinuationCorpus(config).slice(0, count - reading - lessons.length), ...lessons];
   for (let i = 0; i < reading; i++) {
     const { prompt, reply } = readingChat(config, random);
     examples.push({ task: 'reading', promptIds: chatPromptIds(prompt), replyIds: [...encodeText(reply), IM_END_ID], correct: true });

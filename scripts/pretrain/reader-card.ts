@@ -17,7 +17,7 @@ export interface ReaderTraining {
   from: string;
   config: ExemplarCorpusConfig;
   trained: TrainResult;
-  /** Examples per part of the corpus (task names: reading, the skill tasks). */
+  /** Examples per part of the corpus (task names: reading, lesson-reading, critic-*, the skill tasks). */
   parts: Record<string, number>;
 }
 
@@ -56,7 +56,8 @@ export async function writeReaderCard(dir: string, f: ReaderFacts): Promise<void
   const text = `# webgrpo-reader
 
 \`webgrpo-skill\` continued so that it **reads worked examples**: a prompt carrying answers to similar
-tasks, exactly as a Training-Free GRPO exemplars run renders its library. It is the model for
+tasks, exactly as a Training-Free GRPO exemplars run renders its library (it was also shown lessons and
+taught the critic's role; what that gives is below). It is the model for
 Training-Free exemplars on \`named-format\` (a code names a format the prompt never shows), where
 the library carries what the prompt does not. Same architecture, character tokenizer, ChatML
 template and ONNX graph as \`webgrpo-skill\`: ${spec.numLayers} layers, hidden ${spec.hiddenSize}, ${f.parameters} parameters; download
@@ -69,15 +70,24 @@ scripts/pretrain/corpus-exemplars.ts, seed ${c.seed}, ${c.steps * c.batch} chats
 - **reading** (${pct(c.readingShare)}): "<verb> <code>: <word>" under a code-to-format mapping drawn afresh for every
   chat (codes 1-${c.codes}, copy-format's formats, verbs any sort-words word but "wrap"), with 0 to
   ${c.maxExemplars} worked examples of the same mapping in the exemplars template (${pct(c.bareShare)} none; ${pct(c.matchShare)} of the rest
-  with one sharing the prompt's code); where none does, the reply is the chat's format for the code, a guess;
+  with one sharing the prompt's code, the others from at most ${c.distractorCodes} other codes, so the format most examples show is
+  often not the one asked); where none shares the code, the reply is the chat's format for it, a guess;
+- **lesson reading** (${c.lessons.reading} chats, scripts/pretrain/corpus-lessons.ts): the same kind of chat under a library of 0 to
+  ${c.lessons.maxLessons} lessons ("dress 4 means format #*#") rendered as a lessons run renders them, ${pct(c.lessons.matchShare)} with the lesson of the prompt's code;
+- **the critic's role** (${c.lessons.groups} groups of ${c.lessons.groupSize} attempts under such mappings): the critic's four prompts asked through the
+  library's own critic code (its templates, its cuts to the 2048-character context and the constrained JSON request),
+  answered as a careful critic would: a one-line summary per attempt (${c.lessons.summariesPerGroup} of the ${c.lessons.groupSize} kept), one lesson naming the
+  reference answer's format, the operation it is to the library (ADD; UPDATE of a lesson of the same code with another
+  format; NONE for one the library has), and the batch merge passing the edits through;
 - the rest: the skill model's second-phase corpus (corpus-continue.ts, the skill tasks' training split).
 
 **What is and is not held out.** No chat holds a named-format rule: every mapping is random per chat
-and the verb is never "wrap", so the model cannot know a code's format without a worked example in
-its prompt. Named-format's held-out problems (code-word pairs whose prompt hashes to 0 modulo 5) are
+and the verb is never "wrap", so the model cannot know a code's format without a worked example or a
+lesson in its prompt. Named-format's held-out problems (code-word pairs whose prompt hashes to 0 modulo 5) are
 never in the corpus or in a run's training problems; its codes and formats are not held out (every
 code has training problems, so a library learnt on the training split can know every format). The
-skill tasks' held-out problems are never in the corpus. Nothing here teaches the critic's role.
+skill tasks' held-out problems are never in the corpus. The critic chats show the reference answer, as a
+run with ground truth does: the lesson is the reference's format, named.
 
 ## Training
 
@@ -115,11 +125,13 @@ The lessons it wrote: ${f.lessons.library.entries.map((e) => cell(e.text)).join(
 
 It reads a worked example of a code and writes a new word in that code's format, part of the time:
 the library has to show the code (a code is shown once a group's best answer for it was kept), and
-the model copies the shown format on some held-out problems and another code's on others. Lessons
-are not what it was taught: as its own critic it writes under the critic's JSON schema
-(${f.lessons.criticSteps.skipped} of ${f.lessons.criticSteps.asked} critic steps skipped above) but its lessons do not name the rule.
-It is still a 0.4M-parameter model: the skill tasks stay at about \`webgrpo-skill\`'s level or
-below (the table above; webgrpo-skill's card has its numbers).
+the model copies the shown format on some held-out problems and another code's on others. As its
+own critic it writes every reply under the critic's JSON schema (${f.lessons.criticSteps.skipped} of ${f.lessons.criticSteps.asked} critic steps skipped above),
+and its lessons are sentences of the form it was taught ("dress 4 means format #*#"), but it does not
+copy the task's verb, code and the reference's format into them from its long critique prompt, so
+they name the wrong rule and a lessons library does not help it.
+It is still a 0.4M-parameter model: the skill tasks stay at about \`webgrpo-skill\`'s level
+(the table above; webgrpo-skill's card has its numbers).
 `;
   await writeFile(join(dir, 'README.md'), text);
 }

@@ -39,13 +39,13 @@ export async function buildReader(root: string, options: { out?: string; card?: 
     training = JSON.parse(await readFile(factsFile, 'utf8')) as ReaderTraining;
   } else {
     weights = await readModel(join(root, from));
-    const corpus = buildExemplarCorpus(EXEMPLAR_CONTINUE);
+    const corpus = await buildExemplarCorpus(EXEMPLAR_CONTINUE);
     const parts: Record<string, number> = {};
     for (const e of corpus) parts[e.task] = (parts[e.task] ?? 0) + 1;
     console.log(`reader: ${corpus.length} examples (${JSON.stringify(parts)}); ${EXEMPLAR_CONTINUE.steps} updates of ${EXEMPLAR_CONTINUE.batch}`);
     const trained = await pretrain(weights, corpus, EXEMPLAR_CONTINUE, (l) => console.log(`step ${l.step}  loss ${l.loss.toFixed(4)}  ${(l.rows / l.seconds).toFixed(0)} rows/s  ${l.seconds.toFixed(0)} s`));
-    await buildModel(SKILL_SPEC, dir, toBuilder(weights));
     training = { from, config: EXEMPLAR_CONTINUE, trained, parts };
+    await buildModel(SKILL_SPEC, dir, toBuilder(weights));
     await writeFile(factsFile, `${JSON.stringify(training, null, 2)}\n`);
   }
   const policy = await loadOnnxPolicy({ model: dir, device: 'cpu' });

@@ -34,19 +34,20 @@ const SKILL_GRADIENT: Record<string, Record<string, string>> = {
 
 /** On named-format, where a library carries the rule the prompt never shows, the model to pick instead. */
 const SKILL_NAMED_FORMAT: Record<string, string> = {
-  exemplars: '; on named-format pick webgrpo-reader (1.7 MB, taught to read worked examples), where its exemplars runs lifted held-out greedy exact match by 4 to 8 points under three untuned seed pairs (BENCHMARKS “exemplars”).',
+  exemplars: '; on named-format pick webgrpo-reader (1.7 MB, taught to read worked examples), where its exemplars runs lifted held-out greedy exact match by 17 to 19 points under three untuned seed pairs (BENCHMARKS “exemplars”).',
 };
 
 /**
  * What the reader cannot do: lessons (it writes them under the critic's schema, no step skipped,
- * but they do not name the rule), and libraries on tasks other than named-format (not measured).
+ * in the taught form, but with the wrong code and format), and libraries on tasks other than
+ * named-format (not measured).
  */
 const READER: Record<string, string> = {
   lessons:
-    'Lessons do not help webgrpo-reader: as its own critic it writes every reply under the critic’s schema (no critic step skipped), but its lessons do not name the rule, and held-out greedy exact match on named-format fell from about 9% to 0% (BENCHMARKS “exemplars”): use exemplars on this model.',
+    'Lessons do not help webgrpo-reader: as its own critic it writes every reply under the critic’s schema (no critic step skipped) and its lessons read like “wrap 4 means format #*#”, but it does not copy the right code and format into them, and held-out greedy exact match on named-format stayed at 0% (BENCHMARKS “exemplars”): use exemplars on this model.',
 };
 const READER_OTHER_TASK =
-  'webgrpo-reader was taught to read worked examples of named-format-like tasks (a code naming a format); on other tasks what a library does on it was not measured, and it is weaker than webgrpo-skill at sort-words (18% greedy against 30%).';
+  'webgrpo-reader was taught to read worked examples of named-format-like tasks (a code naming a format); on other tasks what a library does on it was not measured (on the skill tasks without a library it is about webgrpo-skill’s level).';
 
 /** The sentence for `method` on `model` (an id of models.ts) and `task`, or null; hub models were not measured. */
 export function cannotHelp(method: string, model: string, task: string): string | null {

@@ -9,7 +9,7 @@ import { mulberry32 } from '../../lib/math/random.js';
 import { FORMATS } from '../../lib/tasks/skill.js';
 import { buildExemplarCorpus, EXEMPLAR_CONTINUE, readingChat } from '../../scripts/pretrain/corpus-exemplars.js';
 
-const config = { ...EXEMPLAR_CONTINUE, steps: 20, batch: 16 };
+const config = { ...EXEMPLAR_CONTINUE, steps: 20, batch: 16, lessons: { ...EXEMPLAR_CONTINUE.lessons, reading: 10, groups: 2 } };
 const [preamble, rest] = DEFAULT_EXEMPLARS_TEMPLATE.split('{{experiences}}');
 const suffix = rest.replace('{{prompt}}', '');
 
@@ -17,12 +17,15 @@ const suffix = rest.replace('{{prompt}}', '');
 const formatOf = (reply: string, word: string) => reply.replace(new RegExp(word, 'g'), '*');
 
 describe('the reading corpus', () => {
-  it('is seeded, has the configured size and share of reading chats', () => {
-    const corpus = buildExemplarCorpus(config);
-    expect(buildExemplarCorpus(config)).toEqual(corpus);
+  it('is seeded, has the configured size, share of reading chats and lessons corpus', async () => {
+    const corpus = await buildExemplarCorpus(config);
+    expect(await buildExemplarCorpus(config)).toEqual(corpus);
     expect(corpus).toHaveLength(config.steps * config.batch);
     const reading = corpus.filter((e) => e.task === 'reading').length / corpus.length;
     expect(Math.abs(reading - config.readingShare)).toBeLessThan(0.01);
+    expect(corpus.filter((e) => e.task === 'lesson-reading')).toHaveLength(10);
+    expect(corpus.filter((e) => e.task === 'critic-critique')).toHaveLength(2);
+    await expect(buildExemplarCorpus({ ...config, lessons: { ...config.lessons, reading: 400 } })).rejects.toThrow(/exceed the 320/);
   });
 
   it('renders worked examples as the exemplars template does and answers with the shown format of the code', () => {
@@ -45,6 +48,8 @@ describe('the reading corpus', () => {
       const same = blocks.filter((m) => m[1] === verb && m[2] === code);
       expect(blocks.every((m) => m[1] === verb)).toBe(true);
       for (const m of same) expect(formatOf(m[4], m[3])).toBe(formatOf(reply, word));
+      // The other examples come from at most `distractorCodes` codes, so one code is often shown several times.
+      expect(new Set(blocks.filter((m) => m[2] !== code).map((m) => m[2])).size).toBeLessThanOrEqual(config.distractorCodes);
       if (same.length) matched++;
     }
     expect(Math.abs(bare / 400 - config.bareShare)).toBeLessThan(0.05);

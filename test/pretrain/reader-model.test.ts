@@ -22,18 +22,20 @@ afterAll(() => policy?.dispose());
 describe('webgrpo-reader', () => {
   it('lifts held-out exact match with the worked examples an exemplars run keeps', async () => {
     const gain = await libraryGain(policy, { mode: 'exemplars', train: { size: 48, seed: 41 }, heldOut: { size: 40, seed: 4141, samples: 2, samplerSeed: 3 } });
-    // Measured on this model: greedy 2.5% -> 20.0%, T=1 8.8% -> 8.8% (seeds 41 / 4141).
+    // Measured on this model: greedy 0.0% -> 12.5%, T=1 8.8% -> 15.0% (seeds 41 / 4141).
     expect(gain.library.exemplars.length).toBeGreaterThan(0);
     expect(accuracyOf(gain.after, true) - accuracyOf(gain.before, true)).toBeGreaterThan(0.1);
   }, 240_000);
 
   it('is its own critic in lessons mode without a skipped critic step', async () => {
     const gain = await libraryGain(policy, { mode: 'lessons', train: { size: 16, seed: 41 }, heldOut: { size: 8, seed: 4141, samples: 1, samplerSeed: 3 } });
-    // Measured: 176 critic steps asked (summaries, critiques, group updates, merges), none skipped;
-    // the lessons themselves do not name the rule (the card says so).
+    // Measured: 165 critic steps asked (summaries, critiques, group updates, merges), none skipped;
+    // the lessons have the taught form ("cow 4 means format *:*") but not the task's code and
+    // format (the card says so), so only their form is asserted.
     expect(gain.criticSteps.asked).toBeGreaterThan(50);
     expect(gain.warnings.filter((w) => /skipped|no summary/i.test(w.message))).toEqual([]);
     expect(gain.criticSteps.skipped).toBe(0);
     expect(gain.library.entries.length).toBeGreaterThan(0);
+    for (const entry of gain.library.entries) expect(entry.text).toMatch(/^[a-z]+ \d means format \S+$/);
   }, 240_000);
 });

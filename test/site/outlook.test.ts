@@ -29,7 +29,7 @@ describe('what a method cannot do on the model chosen, said before Start', () =>
     expect(cannotHelp('exemplars', 'skill', 'copy-format')).not.toContain('webgrpo-reader');
     expect(cannotHelp('exemplars', 'reader', 'named-format')).toBeNull();
     expect(cannotHelp('exemplars', 'reader', 'sort-words')).toContain('not measured');
-    expect(cannotHelp('lessons', 'reader', 'named-format')).toContain('do not name the rule');
+    expect(cannotHelp('lessons', 'reader', 'named-format')).toContain('does not copy the right code and format');
     expect(cannotHelp('lora', 'reader', 'named-format')).toBeNull();
   });
 
