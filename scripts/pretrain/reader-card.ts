@@ -129,7 +129,7 @@ the model copies the shown format on some held-out problems and another code's o
 own critic it writes every reply under the critic's JSON schema (${f.lessons.criticSteps.skipped} of ${f.lessons.criticSteps.asked} critic steps skipped above),
 and its lessons are sentences of the form it was taught ("dress 4 means format #*#"), but it does not
 copy the task's verb, code and the reference's format into them from its long critique prompt, so
-they name the wrong rule and a lessons library does not help it.
+they name the wrong rule and a lessons library does not help it (a gain in the table above comes from one format written for every code).
 It is still a 0.4M-parameter model: the skill tasks stay at about \`webgrpo-skill\`'s level
 (the table above; webgrpo-skill's card has its numbers).
 `;

@@ -44,7 +44,7 @@ const SKILL_NAMED_FORMAT: Record<string, string> = {
  */
 const READER: Record<string, string> = {
   lessons:
-    'Lessons do not help webgrpo-reader: as its own critic it writes every reply under the critic’s schema (no critic step skipped) and its lessons read like “wrap 4 means format #*#”, but it does not copy the right code and format into them, and held-out greedy exact match on named-format stayed at 0% (BENCHMARKS “exemplars”): use exemplars on this model.',
+    'Lessons do not help webgrpo-reader: as its own critic it writes every reply under the critic’s schema (no critic step skipped) and its lessons read like “wrap 4 means format #*#”, but it does not copy the right code and format into them, so held-out greedy exact match on named-format stayed at 0% on two of three untuned seed pairs and rose on the third only by writing every word in one format (BENCHMARKS “exemplars”): use exemplars on this model.',
 };
 const READER_OTHER_TASK =
   'webgrpo-reader was taught to read worked examples of named-format-like tasks (a code naming a format); on other tasks what a library does on it was not measured (on the skill tasks without a library it is about webgrpo-skill’s level).';
