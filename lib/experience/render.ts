@@ -3,6 +3,7 @@
  * exemplars, under a token budget, inside a template the caller can replace.
  */
 import type { ChatMessage, PromptInput } from '../core/policy.js';
+import { relevanceScores } from './relevance.js';
 import type { ExemplarEntry, ExperienceEntry, ExperienceLibrary } from './types.js';
 
 export const DEFAULT_EXPERIENCE_TOKEN_BUDGET = 512;
@@ -30,6 +31,14 @@ export interface RenderOptions {
   countTokens?: (text: string) => number;
   /** Leave out the exemplar of this item, so an item never sees its own best answer. */
   excludeItem?: string;
+  /**
+   * Show only this many entries, those most relevant to `relevantTo` (relevance.ts: shared words
+   * and word pairs, the rarer counting more; an exemplar is compared by its task, a lesson by its
+   * text). 0 or absent: everything that fits the budget.
+   */
+  retrieve?: number;
+  /** The task the retrieved entries should fit; required with `retrieve`. */
+  relevantTo?: string;
 }
 
 export interface RenderedExperiences {
@@ -37,7 +46,7 @@ export interface RenderedExperiences {
   text: string;
   /** Ids included, in the order they appear. */
   included: string[];
-  /** Ids left out because the budget ran out. */
+  /** Ids left out: the budget ran out, or they were beyond `retrieve`. */
   dropped: string[];
   tokens: number;
 }
@@ -58,7 +67,8 @@ export function formatExemplar(entry: ExemplarEntry): string {
 /**
  * Renders the library under the token budget. When not everything fits, lessons go first (they
  * are short and general), the most recently confirmed first, then exemplars, the best-scoring
- * first; whatever is kept is shown in library order.
+ * first; with `retrieve`, the most relevant entries go first (that order on ties) and no more
+ * than `retrieve` are kept. Whatever is kept is shown in library order.
  */
 export function renderExperiences(library: ExperienceLibrary, options: RenderOptions = {}): RenderedExperiences {
   const budget = options.tokenBudget ?? DEFAULT_EXPERIENCE_TOKEN_BUDGET;
@@ -68,17 +78,23 @@ export function renderExperiences(library: ExperienceLibrary, options: RenderOpt
     .filter((entry) => entry.item !== options.excludeItem)
     .map((entry, order) => ({ id: entry.id, text: formatExemplar(entry), order: lessons.length + order, entry }));
 
-  const byPriority = [
+  const retrieve = options.retrieve ?? 0;
+  let byPriority = [
     ...[...lessons].sort((a, b) => b.entry.updatedStep - a.entry.updatedStep || b.entry.createdStep - a.entry.createdStep || a.order - b.order),
     ...[...exemplars].sort((a, b) => b.entry.score - a.entry.score || b.entry.updatedStep - a.entry.updatedStep || a.order - b.order),
   ];
+  if (retrieve > 0) {
+    if (options.relevantTo === undefined) throw new TypeError('renderExperiences: `retrieve` needs `relevantTo`, the task to compare entries with.');
+    const scores = relevanceScores(options.relevantTo, byPriority.map((c) => ('item' in c.entry ? c.entry.item : c.entry.text)));
+    byPriority = byPriority.map((c, rank) => ({ c, rank, score: scores[rank] })).sort((a, b) => b.score - a.score || a.rank - b.rank).map(({ c }) => c);
+  }
   let tokens = 0;
   const chosen = new Set<string>();
   const dropped: string[] = [];
   for (const candidate of byPriority) {
     // +1 for the line break that separates it from the next entry.
     const cost = count(candidate.text) + 1;
-    if (tokens + cost <= budget) {
+    if ((retrieve === 0 || chosen.size < retrieve) && tokens + cost <= budget) {
       tokens += cost;
       chosen.add(candidate.id);
     } else {
@@ -126,7 +142,7 @@ export function withExperiences(input: PromptInput, experiences: string, templat
   return mapPromptText(input, (prompt) => fillTemplate(template, { experiences, prompt }));
 }
 
-export interface LibraryPromptOptions extends Omit<RenderOptions, 'excludeItem'> {
+export interface LibraryPromptOptions extends Omit<RenderOptions, 'excludeItem' | 'relevantTo'> {
   /**
    * The template around the task (`{{experiences}}`, `{{prompt}}`); default the lessons one, or the
    * exemplars one for a library of exemplars only.
@@ -139,7 +155,8 @@ export interface LibraryPromptOptions extends Omit<RenderOptions, 'excludeItem'>
  * token budget, without the task's own exemplar, through the template. `included` lists the ids used.
  */
 export function promptWithLibrary(base: PromptInput, library: ExperienceLibrary, options: LibraryPromptOptions = {}): { prompt: PromptInput; included: string[] } {
-  const rendered = renderExperiences(library, { tokenBudget: options.tokenBudget, countTokens: options.countTokens, excludeItem: promptText(base) });
+  const task = promptText(base);
+  const rendered = renderExperiences(library, { tokenBudget: options.tokenBudget, countTokens: options.countTokens, excludeItem: task, retrieve: options.retrieve, relevantTo: task });
   const template = options.template ?? (library.entries.length === 0 && library.exemplars.length > 0 ? DEFAULT_EXEMPLARS_TEMPLATE : DEFAULT_LESSONS_TEMPLATE);
   return { prompt: withExperiences(base, rendered.text, template), included: rendered.included };
 }

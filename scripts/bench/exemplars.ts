@@ -14,6 +14,7 @@ import { namedFormat, skillTasks } from '../../lib/tasks.js';
 import { skillAccuracy } from '../pretrain/accuracy.js';
 import { CARD_EVAL } from '../pretrain/card.js';
 import { accuracyOf, libraryGain, READER_RUN, type Gain } from '../pretrain/library-gain.js';
+import { libraryCeiling, type CeilingReading, type LibraryCeiling } from '../pretrain/library-ceiling.js';
 import { SKILL_DIR } from './_skill-grpo.js';
 
 const READER_DIR = fileURLToPath(new URL('../../public/models/webgrpo-reader', import.meta.url));
@@ -39,6 +40,7 @@ interface Row {
 
 export async function run(): Promise<string> {
   const rows: Row[] = [];
+  const ceilings: Array<{ model: string; pair: (typeof PAIRS)[number]; ceiling: LibraryCeiling }> = [];
   for (const [model, dir, modes, pairs] of [
     ['webgrpo-reader', READER_DIR, ['exemplars', 'lessons'], PAIRS],
     ['webgrpo-skill (bundled)', SKILL_DIR, ['exemplars', 'lessons'], PAIRS.slice(0, 1)],
@@ -52,6 +54,7 @@ export async function run(): Promise<string> {
           rows.push({ model, mode, pair, gain });
         }
       }
+      for (const pair of pairs) ceilings.push({ model, pair, ceiling: await libraryCeiling(policy, { trainSeed: pair.train, heldOut: { size: HELD_OUT.size, seed: pair.heldOut } }) });
     } finally {
       await policy.dispose();
     }
@@ -78,6 +81,15 @@ export async function run(): Promise<string> {
     const answers = namedFormat.dataset({ size: HELD_OUT.size, seed: pair.heldOut }).map((item) => item.answer as string);
     return Math.max(...answers.map((a) => answers.filter((b) => b === a).length)) / answers.length;
   });
+  const written = (r: CeilingReading) =>
+    Object.entries(r.formats)
+      .sort((a, b) => b[1] - a[1])
+      .map(([format, n]) => `${format === 'other' ? 'other' : cell(format)} ${n}`)
+      .join(', ');
+  const ceilingTable = ceilings.map(
+    ({ model, pair, ceiling }) =>
+      `| ${model} | ${pair.heldOut} | ${pct(ceiling.exemplars.accuracy)} | ${written(ceiling.exemplars)} | ${pct(ceiling.lessons.accuracy)} | ${written(ceiling.lessons)} | ${pct(ceiling.oneFormat.accuracy)} (${cell(ceiling.oneFormat.format)}) |`,
+  );
   const first = reader.filter((r) => r.pair === PAIRS[0]);
   const shown = namedFormat.dataset({ size: 4, seed: PAIRS[0].heldOut });
   const replies = (record: EvaluationRecord) => shown.map((_, i) => cell(record.greedyPass!.items[i]?.samples[0]?.text ?? '')).join(', ');
@@ -91,6 +103,12 @@ export async function run(): Promise<string> {
     ...table,
     '',
     `Mean over the three pairs on the reader: exemplars ${signed(mean('exemplars', true))} greedy, ${signed(mean('exemplars', false))} T=1; lessons ${signed(mean('lessons', true))} greedy, ${signed(mean('lessons', false))} T=1.`,
+    '',
+    `The most a library can give, and what ignoring the code scores (scripts/pretrain/library-ceiling.ts): greedy held-out exact match on the same held-out problems under the best library a run could learn, one right worked example of every code (the first training-split problem of each code, the pair's first seed) or one right lesson of every code ("wrap 4 means format #*#", the form the reader's corpus teaches), with the formats the replies are written in (of ${HELD_OUT.size}); and the best score of one format for every word. A model that reads its library by the code comes near 100% in the first two columns; one that copies a format it sees, whatever the code, scores at most the last.`,
+    '',
+    '| model | held-out seed | every code\'s worked example % | formats written | every code\'s lesson % | formats written | one format for every word % |',
+    '|---|---|---:|---|---:|---|---:|',
+    ...ceilingTable,
     '',
     `What the reader writes (greedy, held-out ${shown.map((i) => cell(i.messages![0].content as string)).join(', ')}; answers ${shown.map((i) => cell(i.answer as string)).join(', ')}; seeds ${PAIRS[0].train} / ${PAIRS[0].heldOut}):`,
     '',

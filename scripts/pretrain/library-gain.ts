@@ -22,6 +22,9 @@ export const READER_RUN = {
   temperature: 1,
   maxNewTokens: MAX_REPLY_TOKENS,
   criticMaxNewTokens: 128,
+  /** One experience per prompt, the closest to its task: the reader copies what it is shown, so it must be shown the entry of its code. */
+  retrieveExperiences: 1,
+  maxExemplars: 24,
 } as const;
 
 /**

@@ -23,7 +23,7 @@ import type { GradientEvent, LoraEvent } from '../../lib/grad.js';
 import { PLAYGROUND_ARMS } from './arms.js';
 import { workerGradientRun } from './gradient-client.js';
 import type { RewardSpec } from './gradient-protocol.js';
-import { ADAPTER_SETTINGS, COMMON_SETTINGS, ROUTER_SETTINGS, SKILL_GRADIENT_DEFAULTS, SKILL_LORA_DEFAULTS, SKILL_LORA_SORT_DEFAULTS, type NumericSetting, type Setup } from './setup.js';
+import { ADAPTER_SETTINGS, COMMON_SETTINGS, EXEMPLARS_SETTINGS, LESSONS_SETTINGS, ROUTER_SETTINGS, SKILL_GRADIENT_DEFAULTS, SKILL_LORA_DEFAULTS, SKILL_LORA_SORT_DEFAULTS, type NumericSetting, type Setup } from './setup.js';
 import type { GroupStream } from './streaming.js';
 
 export type PlaygroundEvent = TrainingFreeEvent | GradientEvent | LoraEvent | RouterEvent;
@@ -103,6 +103,8 @@ function trainingFree(mode: LoopMode): Pick<Method, 'start' | 'resume'> {
         maxNewTokens: s.maxNewTokens,
         // A critic reply is a few sentences of JSON; the library's 512 is slow on small local models.
         criticMaxNewTokens: Math.min(512, Math.max(128, 4 * s.maxNewTokens)),
+        retrieveExperiences: s.retrieve,
+        ...(mode === 'exemplars' ? { maxExemplars: s.maxExemplars } : {}),
         seed: s.seed,
         ...(task ? { task } : {}),
       }),
@@ -117,14 +119,16 @@ function trainingFree(mode: LoopMode): Pick<Method, 'start' | 'resume'> {
  */
 const SKILL_LEARNABLE = ['copy-format', 'count-letter', 'sort-words', 'add-subtract'];
 
-const TRAINING_FREE_DEFAULTS = { items: 4, groupSize: 4, epochs: 2, batchSize: 2, temperature: 0.7, maxNewTokens: 48 };
+const TRAINING_FREE_DEFAULTS = { items: 4, groupSize: 4, epochs: 2, batchSize: 2, temperature: 0.7, maxNewTokens: 48, retrieve: 0, maxExemplars: 8 };
 
 /**
  * Exemplars and lessons on webgrpo-reader, as BENCHMARKS "exemplars" runs them on named-format:
  * 48 training prompts, groups of 8 at T=1 (a right answer among them is what becomes an exemplar
- * or a lesson), 4 per step, one epoch, 24 new tokens.
+ * or a lesson), 4 per step, one epoch, 24 new tokens; each prompt shown the one experience
+ * closest to it (the reader copies the format of what it is shown, so it must be shown its code's),
+ * and up to 24 exemplars kept, room for every code when one prompt sees only one.
  */
-const READER_TRAINING_FREE_DEFAULTS = { items: 48, groupSize: 8, epochs: 1, batchSize: 4, temperature: 1, maxNewTokens: 24 };
+const READER_TRAINING_FREE_DEFAULTS = { items: 48, groupSize: 8, epochs: 1, batchSize: 4, temperature: 1, maxNewTokens: 24, retrieve: 1, maxExemplars: 24 };
 /** Lessons one problem per step: the batch merge then answers one operation, whose lesson fits the critic's 128 reply tokens uncut. */
 const READER_LESSONS_DEFAULTS = { ...READER_TRAINING_FREE_DEFAULTS, batchSize: 1 };
 
@@ -144,7 +148,7 @@ export const METHODS: readonly Method[] = [
     trainsAdapter: false,
     defaults: TRAINING_FREE_DEFAULTS,
     readerDefaults: READER_TRAINING_FREE_DEFAULTS,
-    settings: COMMON_SETTINGS,
+    settings: [...COMMON_SETTINGS, ...EXEMPLARS_SETTINGS],
     onBundled:
       'On the bundled random-weight model the exemplars curve is noise: it cannot read the examples it is shown. What learns here: Gradient (adapter) on digits or shout, or the Router.',
     ...trainingFree('exemplars'),
@@ -157,7 +161,7 @@ export const METHODS: readonly Method[] = [
     trainsAdapter: false,
     defaults: TRAINING_FREE_DEFAULTS,
     readerDefaults: READER_LESSONS_DEFAULTS,
-    settings: COMMON_SETTINGS,
+    settings: [...COMMON_SETTINGS, ...LESSONS_SETTINGS],
     onBundled:
       'On the bundled random-weight model the critic is the model itself: its lessons are gibberish, but it writes them under the lessons’ and operations’ JSON schemas, so every reply parses and every operation is valid and applied. Its context holds 2048 characters, so long critic prompts are cut (marked where they are). A model that can read its prompt writes lessons worth keeping.',
     ...trainingFree('lessons'),

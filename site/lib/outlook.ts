@@ -34,15 +34,18 @@ const SKILL_GRADIENT: Record<string, Record<string, string>> = {
 
 /** On named-format, where a library carries the rule the prompt never shows, the model to pick instead. */
 const SKILL_NAMED_FORMAT: Record<string, string> = {
-  exemplars: '; on named-format pick webgrpo-reader (1.7 MB, taught to read worked examples), where its exemplars runs lifted held-out greedy exact match by 17 to 19 points under three untuned seed pairs (BENCHMARKS “exemplars”).',
+  exemplars: '; on named-format webgrpo-reader (1.7 MB, taught to read worked examples) gains 17 to 19 points held-out greedy under three untuned seed pairs, but only by writing every word in one format, whatever its code (BENCHMARKS “exemplars”).',
 };
 
 /**
- * What the reader cannot do: lessons (it writes them under the critic's schema, no step skipped,
- * in the taught form, but with the wrong code and format), and libraries on tasks other than
- * named-format (not measured).
+ * What the reader cannot do: read a library by the code (with a right worked example of every
+ * code it still writes one format for every word, so its exemplars gain is that format's share),
+ * lessons (it writes them under the critic's schema, no step skipped, in the taught form, but with
+ * the wrong code and format), and libraries on tasks other than named-format (not measured).
  */
 const READER: Record<string, string> = {
+  exemplars:
+    'Exemplars on webgrpo-reader lift held-out greedy exact match on named-format by 17 to 19 points, but not by reading the code: even with a right worked example of every code in its prompt it writes every held-out word as “#word#”, so the gain is the share of problems whose code means that format (BENCHMARKS “exemplars”).',
   lessons:
     'Lessons do not help webgrpo-reader: as its own critic it writes every reply under the critic’s schema (no critic step skipped) and its lessons read like “wrap 4 means format #*#”, but it does not copy the right code and format into them, so held-out greedy exact match on named-format stayed at 0% on two of three untuned seed pairs and rose on the third only by writing every word in one format (BENCHMARKS “exemplars”): use exemplars on this model.',
 };
@@ -53,8 +56,8 @@ const READER_OTHER_TASK =
 export function cannotHelp(method: string, model: string, task: string): string | null {
   if (model === 'tiny') return TINY;
   if (model === 'reader') {
-    if (READER[method]) return READER[method];
-    return method === 'exemplars' && task !== 'named-format' ? READER_OTHER_TASK : null;
+    if (method === 'exemplars' && task !== 'named-format') return READER_OTHER_TASK;
+    return READER[method] ?? null;
   }
   if (model !== 'skill') return null;
   const skill = SKILL[method];

@@ -26,6 +26,9 @@ export interface Setup {
   /** Router runs: the router's learning rate and the samples a query class needs before its weights are used. */
   routerLr: number;
   minSamples: number;
+  /** Training-free runs: experiences shown per prompt, the closest to its task (0: all that fit), and exemplars kept. */
+  retrieve: number;
+  maxExemplars: number;
 }
 
 /**
@@ -74,6 +77,8 @@ export const INITIAL_SETUP: Setup = {
   ...SKILL_LORA_DEFAULTS,
   routerLr: 0.1,
   minSamples: 5,
+  retrieve: 0,
+  maxExemplars: 8,
 };
 
 /** The numeric settings, with the range the form accepts and whether they are whole numbers. */
@@ -99,6 +104,8 @@ export const SETUP_LIMITS: Record<NumericSetting, SettingLimits> = {
   iterations: { label: 'Updates per step', min: 1, max: 8, integer: true },
   routerLr: { label: 'Learning rate', min: 0, max: 5, integer: false },
   minSamples: { label: 'Samples before routing', min: 0, max: 100, integer: true },
+  retrieve: { label: 'Experiences per prompt', min: 0, max: 64, integer: true },
+  maxExemplars: { label: 'Exemplars kept', min: 1, max: 256, integer: true },
 };
 
 /**
@@ -144,3 +151,6 @@ export function runPlan(setup: Pick<Setup, 'items' | 'epochs' | 'batchSize'>, av
 export const COMMON_SETTINGS: readonly NumericSetting[] = ['items', 'groupSize', 'epochs', 'batchSize', 'temperature', 'maxNewTokens', 'seed'];
 export const ADAPTER_SETTINGS: readonly NumericSetting[] = ['lr', 'rank', 'iterations'];
 export const ROUTER_SETTINGS: readonly NumericSetting[] = ['routerLr', 'minSamples'];
+/** Training-free runs: how much of the library a prompt sees; exemplar runs also how many exemplars they keep. */
+export const LESSONS_SETTINGS: readonly NumericSetting[] = ['retrieve'];
+export const EXEMPLARS_SETTINGS: readonly NumericSetting[] = ['retrieve', 'maxExemplars'];

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { emptyLibrary, InvalidInputError, renderExperiences, type ExperienceLibrary } from '../../lib/index.js';
+import { emptyLibrary, InvalidInputError, promptWithLibrary, renderExperiences, type ExperienceLibrary } from '../../lib/index.js';
 import { applyExemplars, applyOperations, normalizeExperienceLibrary, selectExemplar, validateLibrary } from '../../lib/method.js';
 import { DEFAULT_LESSONS_TEMPLATE, fillTemplate, withExperiences } from '../../lib/experience/render.js';
 import { cleanContent, normalizeOperations } from '../../lib/experience/operations.js';
+import { relevanceScores } from '../../lib/experience/relevance.js';
 
 function library(...texts: string[]): ExperienceLibrary {
   return {
@@ -239,6 +240,31 @@ describe('rendering', () => {
     expect(tighter.tokens).toBe(4);
     expect(renderExperiences(lib, { excludeItem: 'Sort b, a' }).included).toEqual(['G0', 'G1']);
     expect(renderExperiences(emptyLibrary()).text).toBe('');
+  });
+
+  it('retrieves the entries closest to the task: a shared case name and phrase outweigh template words and a shared word alone', () => {
+    const exemplar = (id: string, item: string, output: string, score = 1) => ({ id, item, output, score, createdStep: 1, updatedStep: 1 });
+    const lib: ExperienceLibrary = {
+      nextId: 9,
+      entries: [],
+      exemplars: [exemplar('E1', 'wrap 2: fig', '<fig>'), exemplar('E2', 'wrap 6: owl', '=owl='), exemplar('E3', 'wrap 4: cat', '#cat#'), exemplar('E4', 'wrap 6: cow', '=cow=', 2)],
+    };
+    // "wrap 6: fig" shares the rare word "fig" with E1, and "6" and the pair "wrap 6" with E2 and E4.
+    const scores = relevanceScores('wrap 6: fig', lib.exemplars.map((e) => e.item));
+    expect(scores[1]).toBeGreaterThan(scores[0]);
+    expect(scores[0]).toBeGreaterThan(scores[2]);
+    expect(scores[1]).toBeCloseTo(scores[3], 12);
+    expect(relevanceScores('sort: b a', ['wrap 6: owl'])).toEqual([0]);
+    // On a tie the better score goes first; what is kept is shown in library order.
+    expect(renderExperiences(lib, { retrieve: 1, relevantTo: 'wrap 6: fig' }).included).toEqual(['E4']);
+    const two = renderExperiences(lib, { retrieve: 2, relevantTo: 'wrap 6: fig' });
+    expect(two.included).toEqual(['E2', 'E4']);
+    expect(two.dropped).toEqual(['E1', 'E3']);
+    // Lessons are compared by their text, and the budget still binds.
+    const lessons: ExperienceLibrary = { nextId: 3, entries: [{ id: 'G1', text: 'wrap 4 means format #*#', createdStep: 1, updatedStep: 1 }, { id: 'G2', text: 'wrap 6 means format =*=', createdStep: 1, updatedStep: 2 }], exemplars: [] };
+    expect(promptWithLibrary({ prompt: 'wrap 4: elk' }, lessons, { retrieve: 1 }).included).toEqual(['G1']);
+    expect(renderExperiences(lessons, { retrieve: 1, relevantTo: 'wrap 4: elk', tokenBudget: 2 }).included).toEqual([]);
+    expect(() => renderExperiences(lessons, { retrieve: 1 })).toThrow(/relevantTo/);
   });
 
   it('fills templates in one pass and wraps the last user message', () => {

@@ -272,6 +272,24 @@ describe('exemplar mode', () => {
   });
 });
 
+describe('retrieval', () => {
+  it('shows each prompt only its closest experience, stores the setting and resumes to the same library', async () => {
+    const shape = standardShape({ mode: 'exemplars', epochs: 3, retrieveExperiences: 1 });
+    const ref = await recordReference(shape);
+    expect(ref.bundle.run.config).toMatchObject({ retrieveExperiences: 1 });
+    expect(ref.library.exemplars.length).toBeGreaterThan(1);
+    const items = ref.bundle.steps.flatMap((s) => s.items);
+    for (const item of items) expect(item.experienceIds.length).toBeLessThanOrEqual(1);
+    expect(items.some((item) => item.experienceIds.length === 1)).toBe(true);
+
+    const store = new MemoryStore();
+    const controller = new AbortController();
+    await runUntil(trainingFreeGrpo({ ...shape, policy: replayPolicy(ref.recording), store, runId: 'near', signal: controller.signal }), controller, (e) => e.type === 'item-end' && e.step === 2);
+    const resumed = await resumeTrainingFreeGrpo('near', { policy: replayPolicy(ref.recording), rewards: shape.rewards, store }).result();
+    expect(JSON.stringify(resumed.library)).toBe(ref.libraryJson);
+  });
+});
+
 describe('options and rewards', () => {
   it('validates options up front with errors that name the option', () => {
     const base = { ...standardShape(), policy: scriptedPolicy() };
@@ -287,6 +305,8 @@ describe('options and rewards', () => {
       [{ mode: 'weights' }, 'mode'],
       [{ runId: '../x' }, 'runId'],
       [{ initialExperiences: 7 }, 'initialExperiences'],
+      [{ retrieveExperiences: -1 }, 'retrieveExperiences'],
+      [{ retrieveExperiences: 1.5 }, 'retrieveExperiences'],
     ];
     for (const [override, argument] of cases) {
       try {

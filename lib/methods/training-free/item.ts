@@ -15,9 +15,14 @@ import { promptOf } from '../../run/rollout.js';
 import type { CriticContext } from './critic.js';
 import { critiqueGroup } from './critique.js';
 
-/** The item's prompt, with as much of the library as the token budget allows. */
+/** The item's prompt, with as much of the library as the token budget allows (or the entries closest to it, when the run retrieves). */
 export function prepareItem(config: TrainingFreeConfig, library: ExperienceLibrary, countTokens: (text: string) => number, item: DatasetItem): PreparedItem {
-  const { prompt, included } = promptWithLibrary(promptOf(item), library, { tokenBudget: config.experienceTokenBudget, countTokens, template: config.templates.prompt });
+  const { prompt, included } = promptWithLibrary(promptOf(item), library, {
+    tokenBudget: config.experienceTokenBudget,
+    countTokens,
+    template: config.templates.prompt,
+    retrieve: config.retrieveExperiences ?? 0,
+  });
   return { prompt, experienceIds: included, start: { experienceIds: included } };
 }
 

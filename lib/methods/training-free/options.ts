@@ -67,6 +67,13 @@ export interface TrainingFreeGrpoOptions extends TrainingFreeHandles, Evaluation
   initialExperiences?: unknown;
   /** Most tokens the experiences may add to a prompt. Default 512. */
   experienceTokenBudget?: number;
+  /**
+   * Show each prompt only this many experiences, those closest to its task (shared words and word
+   * pairs, the rarer counting more: a lesson by its text, an exemplar by its task), as retrieval of
+   * in-context examples does; for a small model that copies what it sees rather than picking the
+   * entry that fits. Default 0: every experience that fits `experienceTokenBudget`, as the paper does.
+   */
+  retrieveExperiences?: number;
   /** Longest lesson kept, in characters. Default 400. */
   maxExperienceLength?: number;
   /** Exemplar mode: the least reward an exemplar needs. Default 0. */
@@ -99,6 +106,7 @@ export const DEFAULTS = {
   seed: 0,
   shuffle: true,
   experienceTokenBudget: DEFAULT_EXPERIENCE_TOKEN_BUDGET,
+  retrieveExperiences: 0,
   maxExperienceLength: DEFAULT_MAX_EXPERIENCE_LENGTH,
   exemplarThreshold: 0,
   maxExemplars: DEFAULT_MAX_EXEMPLARS,
@@ -145,6 +153,7 @@ export function resolveConfig(options: TrainingFreeGrpoOptions): TrainingFreeCon
     seed: integer(options.seed, 'seed', DEFAULTS.seed, 0, 2 ** 32 - 1),
     shuffle: options.shuffle ?? DEFAULTS.shuffle,
     experienceTokenBudget: integer(options.experienceTokenBudget, 'experienceTokenBudget', DEFAULTS.experienceTokenBudget, 0),
+    retrieveExperiences: integer(options.retrieveExperiences, 'retrieveExperiences', DEFAULTS.retrieveExperiences, 0),
     maxExperienceLength: integer(options.maxExperienceLength, 'maxExperienceLength', DEFAULTS.maxExperienceLength, 20),
     exemplarThreshold: real(options.exemplarThreshold, 'exemplarThreshold', DEFAULTS.exemplarThreshold, -Number.MAX_VALUE, Number.MAX_VALUE),
     maxExemplars: integer(options.maxExemplars, 'maxExemplars', DEFAULTS.maxExemplars, 1),

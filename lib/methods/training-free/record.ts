@@ -40,6 +40,8 @@ export interface TrainingFreeConfig extends Omit<LoopConfig, 'dynamicSampling'> 
   givenGroundTruth: boolean;
   lessonsPerGroup: number;
   experienceTokenBudget: number;
+  /** Experiences shown per prompt, the closest to its task; 0 (or absent, in runs stored before it existed): all that fit. */
+  retrieveExperiences?: number;
   maxExperienceLength: number;
   exemplarThreshold: number;
   maxExemplars: number;
@@ -105,6 +107,7 @@ function validateConfig(value: unknown, at: string): void {
   oneOf(c.mode, ['lessons', 'exemplars'] as const, `${at}.mode`);
   for (const key of ['concurrency', 'criticMaxNewTokens'] as const) int(c[key], `${at}.${key}`, 1);
   for (const key of ['lessonsPerGroup', 'experienceTokenBudget', 'maxExperienceLength', 'maxExemplars'] as const) int(c[key], `${at}.${key}`);
+  if (c.retrieveExperiences !== undefined) int(c.retrieveExperiences, `${at}.retrieveExperiences`);
   for (const key of ['criticTemperature', 'exemplarThreshold'] as const) num(c[key], `${at}.${key}`);
   bool(c.givenGroundTruth, `${at}.givenGroundTruth`);
   const templates = obj(c.templates, `${at}.templates`);
