@@ -2,10 +2,11 @@
  * The most a library can be worth to a model on named-format, and what a model that ignores the
  * code scores: held-out greedy exact match under the best library a run could learn (one right
  * worked example of every code, from the training split; or one right lesson of every code, in
- * the form the reader's corpus teaches), and under writing every word in one format. A model
- * that reads its library by the code approaches the first two; one that copies any format it
- * sees scores about the third. Beside library-gain.ts (what a run's own library is worth) in
- * `npm run bench -- exemplars`.
+ * the form the reader's corpus teaches), shown whole or only the entry closest to the prompt
+ * (`retrieve: 1`), and under writing every word in one format. Shown whole, a model that reads
+ * its library by the code approaches 100% and one that copies any format it sees scores about
+ * one format's share; shown the closest entry, copying is reading. Beside library-gain.ts (what a
+ * run's own library is worth) in `npm run bench -- exemplars`.
  */
 import type { Policy } from '../../lib/core/policy.js';
 import { promptWithLibrary } from '../../lib/experience/render.js';
@@ -21,9 +22,16 @@ export interface CeilingReading {
   formats: Record<string, number>;
 }
 
-export interface LibraryCeiling {
+export interface LibraryReadings {
   exemplars: CeilingReading;
   lessons: CeilingReading;
+}
+
+export interface LibraryCeiling {
+  /** Every entry in the prompt. */
+  whole: LibraryReadings;
+  /** Only the entry closest to the prompt (`retrieve: 1`). */
+  closest: LibraryReadings;
   /** The best score of one format for every held-out word, and that format. */
   oneFormat: { format: string; accuracy: number };
 }
@@ -64,14 +72,17 @@ async function readWith(policy: Policy, heldOut: ReturnType<typeof namedFormat.d
   return { accuracy: right / heldOut.length, formats };
 }
 
-export async function libraryCeiling(policy: Policy, options: { trainSeed: number; heldOut: { size: number; seed: number }; retrieve?: number }): Promise<LibraryCeiling> {
-  const retrieve = options.retrieve ?? 0;
+export async function libraryCeiling(policy: Policy, options: { trainSeed: number; heldOut: { size: number; seed: number } }): Promise<LibraryCeiling> {
   const heldOut = namedFormat.dataset(options.heldOut);
   const shares = NAMED_FORMATS.map((_, i) => heldOut.filter((item) => codeOf(item.messages![0].content) === i + 1).length / heldOut.length);
   const best = shares.indexOf(Math.max(...shares));
-  return {
+  const readings = async (retrieve: number): Promise<LibraryReadings> => ({
     exemplars: await readWith(policy, heldOut, fullExemplarLibrary(options.trainSeed), retrieve),
     lessons: await readWith(policy, heldOut, fullLessonLibrary(), retrieve),
+  });
+  return {
+    whole: await readings(0),
+    closest: await readings(1),
     oneFormat: { format: NAMED_FORMATS[best], accuracy: shares[best] },
   };
 }

@@ -109,7 +109,7 @@ ${rows.join('\n')}
 ## With the library a run learns (named-format)
 
 A Training-Free run through the registry on ${CARD_GAIN.train.size} training-split problems (seed ${CARD_GAIN.train.seed}), groups of ${READER_RUN.groupSize}
-at T=1, ${READER_RUN.batchSize} per step, one epoch, the method's library defaults (at most 8 exemplars); lessons one problem per step with this
+at T=1, ${READER_RUN.batchSize} per step, one epoch, each prompt shown only the experience closest to it (\`retrieveExperiences: ${READER_RUN.retrieveExperiences}\`), at most ${READER_RUN.maxExemplars} exemplars kept; lessons one problem per step with this
 model as its own critic under constrained decoding (at most ${READER_RUN.criticMaxNewTokens} new tokens per critic call). Held-out: the run's own evaluation on ${CARD_GAIN.heldOut.size} held-out
 problems (dataset seed ${CARD_GAIN.heldOut.seed}) before its first step and after its last, greedy and ${CARD_GAIN.heldOut.samples} replies at T=1.
 More seed pairs: BENCHMARKS.md "exemplars" (\`npm run bench -- exemplars\`).
@@ -123,9 +123,12 @@ The lessons it wrote: ${f.lessons.library.entries.map((e) => cell(e.text)).join(
 
 ## What it can and cannot do
 
-It reads a worked example of a code and writes a new word in that code's format, part of the time:
-the library has to show the code (a code is shown once a group's best answer for it was kept), and
-the model copies the shown format on some held-out problems and another code's on others. As its
+It copies the format of the worked example (or lesson) it is shown into a new word. Shown only the
+library's entry closest to the prompt, which is the entry of the prompt's code once the library has
+one (a group's best answer for that code was kept), it writes the code's format; shown a whole library
+of several codes it writes most words in one of them, whatever the code asked (BENCHMARKS "exemplars"
+measures both, with a right example of every code): it does not pick the entry of a code by itself,
+retrieval does that for it. A code the library has no entry of is a guess. As its
 own critic it writes every reply under the critic's JSON schema (${f.lessons.criticSteps.skipped} of ${f.lessons.criticSteps.asked} critic steps skipped above),
 and its lessons are sentences of the form it was taught ("dress 4 means format #*#"), but it does not
 copy the task's verb, code and the reference's format into them from its long critique prompt, so

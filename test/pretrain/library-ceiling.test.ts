@@ -2,8 +2,9 @@
  * The library ceiling (scripts/pretrain/library-ceiling.ts) tells a model that reads its library
  * by the code from one that copies any format it sees: two scripted readers over the real
  * rendered prompts, one that finds the line of the prompt's code (every held-out problem right)
- * and one that writes every word in the first format its library shows (right only on that
- * format's code, which is no more than writing one format for every word).
+ * and one that writes every word in the first format its library shows (with the whole library,
+ * right only on that format's code, no more than writing one format for every word; shown only
+ * the entry closest to the prompt, right everywhere).
  */
 import { describe, expect, it } from 'vitest';
 import type { Completion, GenerateGroupOptions, GroupResult, Policy } from '../../lib/core/policy.js';
@@ -52,19 +53,24 @@ describe('the library ceiling', () => {
     expect(fullLessonLibrary().entries.map((e) => e.text)).toEqual(NAMED_FORMATS.map((f, i) => `wrap ${i + 1} means format ${f}`));
   });
 
-  it('scores a reader by the code 100% and a copier of one shown format its code\'s share, no more than one format', async () => {
+  it('scores a reader by the code 100%, and a copier of one shown format its code\'s share unless shown only the closest entry', async () => {
     const heldOut = { size: 48, seed: 5101 };
     const read = await libraryCeiling(byCode, { trainSeed: 101, heldOut });
-    expect(read.exemplars.accuracy).toBe(1);
-    expect(read.lessons.accuracy).toBe(1);
+    for (const readings of [read.whole, read.closest]) {
+      expect(readings.exemplars.accuracy).toBe(1);
+      expect(readings.lessons.accuracy).toBe(1);
+    }
 
     const copied = await libraryCeiling(firstShown, { trainSeed: 101, heldOut });
     const shareOf = (code: number) => namedFormat.dataset(heldOut).filter((p) => p.messages![0].content.startsWith(`wrap ${code}:`)).length / heldOut.size;
     // Both libraries render code 1's line first, so the copier writes every word as "[word]".
-    expect(copied.exemplars.formats).toEqual({ '[*]': 48 });
-    expect(copied.exemplars.accuracy).toBeCloseTo(shareOf(1), 12);
-    expect(copied.lessons.accuracy).toBeCloseTo(shareOf(1), 12);
+    expect(copied.whole.exemplars.formats).toEqual({ '[*]': 48 });
+    expect(copied.whole.exemplars.accuracy).toBeCloseTo(shareOf(1), 12);
+    expect(copied.whole.lessons.accuracy).toBeCloseTo(shareOf(1), 12);
     expect(copied.oneFormat.accuracy).toBe(Math.max(...NAMED_FORMATS.map((_, i) => shareOf(i + 1))));
-    expect(copied.exemplars.accuracy).toBeLessThanOrEqual(copied.oneFormat.accuracy);
+    expect(copied.whole.exemplars.accuracy).toBeLessThanOrEqual(copied.oneFormat.accuracy);
+    // Shown only the entry of its prompt's code, the copier's one format is the right one.
+    expect(copied.closest.exemplars.accuracy).toBe(1);
+    expect(copied.closest.lessons.accuracy).toBe(1);
   });
 });

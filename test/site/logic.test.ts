@@ -259,9 +259,17 @@ describe('the settings a method suggests', () => {
     expect(SKILL_LORA_SORT_DEFAULTS.maxNewTokens).toBeGreaterThanOrEqual('bark cake coin duck'.length);
     expect(setupProblems({ ...INITIAL_SETUP, task: 'sort-words', ...SKILL_LORA_SORT_DEFAULTS }, lora.settings)).toEqual({});
     expect(suggestedSettings(methodOf('exemplars'), 'skill', 'sort-words')).toBe(methodOf('exemplars').defaults);
-    // On the reader, exemplars and lessons run as BENCHMARKS "exemplars" measures them (lessons one problem per step).
-    expect(suggestedSettings(methodOf('exemplars'), 'reader', 'named-format')).toMatchObject({ items: 48, groupSize: 8, batchSize: 4, temperature: 1, maxNewTokens: 24 });
-    expect(suggestedSettings(methodOf('lessons'), 'reader', 'named-format')).toMatchObject({ batchSize: 1 });
+    // On the reader, exemplars and lessons run as BENCHMARKS "exemplars" measures them (each prompt
+    // shown its closest experience, lessons one problem per step); elsewhere the whole library.
+    const exemplars = methodOf('exemplars');
+    expect(suggestedSettings(exemplars, 'reader', 'named-format')).toMatchObject({ items: 48, groupSize: 8, batchSize: 4, temperature: 1, maxNewTokens: 24, retrieve: 1, maxExemplars: 24 });
+    expect(suggestedSettings(methodOf('lessons'), 'reader', 'named-format')).toMatchObject({ batchSize: 1, retrieve: 1 });
+    expect(suggestedSettings(exemplars, 'tiny', 'digits')).toMatchObject({ retrieve: 0, maxExemplars: 8 });
+    expect(setupProblems({ ...INITIAL_SETUP, ...suggestedSettings(exemplars, 'reader', 'named-format') }, exemplars.settings)).toEqual({});
+    expect(setupProblems({ ...INITIAL_SETUP, retrieve: -1, maxExemplars: 0 }, exemplars.settings)).toEqual({
+      retrieve: 'Experiences per prompt: -1 is not a whole number from 0 to 64.',
+      maxExemplars: 'Exemplars kept: 0 is not a whole number from 1 to 256.',
+    });
     expect(suggestedSettings(lora, 'reader', 'named-format')).toBe(lora.defaults);
   });
 });
