@@ -35,7 +35,7 @@ export const ONNX_MODELS: readonly OnnxModel[] = [
     source: 'bundled',
     folder: 'webgrpo-reader',
     detail:
-      'webgrpo-skill taught to read worked examples in its prompt: the model for Training-Free exemplars on named-format, where the library carries a rule the prompt never shows (about +18 points held-out greedy, all of it one format written for every code: it does not yet read an example by its code; its own lessons have the right form but the wrong rule). 1.7 MB, downloaded only when picked.',
+      'webgrpo-skill taught to read worked examples in its prompt: the model for Training-Free exemplars on named-format, where the library carries a rule the prompt never shows. Shown the worked example closest to each prompt it writes that code’s format: held-out greedy exact match rises from 0% to 62–100% under six seed pairs; its own lessons have the right form but the wrong rule. 1.7 MB, downloaded only when picked.',
   },
   {
     id: 'tiny',

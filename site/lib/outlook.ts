@@ -34,29 +34,34 @@ const SKILL_GRADIENT: Record<string, Record<string, string>> = {
 
 /** On named-format, where a library carries the rule the prompt never shows, the model to pick instead. */
 const SKILL_NAMED_FORMAT: Record<string, string> = {
-  exemplars: '; on named-format webgrpo-reader (1.7 MB, taught to read worked examples) gains 17 to 19 points held-out greedy under three untuned seed pairs, but only by writing every word in one format, whatever its code (BENCHMARKS “exemplars”).',
+  exemplars: '; on named-format webgrpo-reader (1.7 MB, taught to read worked examples), shown the worked example closest to each prompt, gains 62 to 100 points held-out greedy under six seed pairs (BENCHMARKS “exemplars”).',
 };
 
 /**
- * What the reader cannot do: read a library by the code (with a right worked example of every
- * code it still writes one format for every word, so its exemplars gain is that format's share),
- * lessons (it writes them under the critic's schema, no step skipped, in the taught form, but with
- * the wrong code and format), and libraries on tasks other than named-format (not measured).
+ * What the reader cannot do: pick the entry of a code out of a whole library (shown every code's
+ * right worked example it writes one format for every word; retrieval, one experience per prompt,
+ * picks for it), lessons (it writes them under the critic's schema, no step skipped, in the taught
+ * form, but with the wrong code and format), and libraries on tasks other than named-format (not
+ * measured).
  */
+const READER_WHOLE_LIBRARY =
+  'Shown its whole library, webgrpo-reader writes every held-out word in one format whatever the code (with a right worked example of every code, 12.5% to 25% held-out greedy on named-format against 100% shown only the closest; BENCHMARKS “exemplars”): set Experiences per prompt to 1.';
 const READER: Record<string, string> = {
-  exemplars:
-    'Exemplars on webgrpo-reader lift held-out greedy exact match on named-format by 17 to 19 points, but not by reading the code: even with a right worked example of every code in its prompt it writes every held-out word as “#word#”, so the gain is the share of problems whose code means that format (BENCHMARKS “exemplars”).',
   lessons:
-    'Lessons do not help webgrpo-reader: as its own critic it writes every reply under the critic’s schema (no critic step skipped) and its lessons read like “wrap 4 means format #*#”, but it does not copy the right code and format into them, so held-out greedy exact match on named-format stayed at 0% on two of three untuned seed pairs and rose on the third only by writing every word in one format (BENCHMARKS “exemplars”): use exemplars on this model.',
+    'Lessons do not teach webgrpo-reader the rule: as its own critic it writes every reply under the critic’s schema (no critic step skipped) and its lessons read like “fig 4 means format #*#”, but it does not copy the task’s code and format into them, so on named-format held-out greedy exact match rose by 0 to 25 points over six seed pairs only by writing every word in one format (BENCHMARKS “exemplars”): use exemplars on this model.',
 };
 const READER_OTHER_TASK =
   'webgrpo-reader was taught to read worked examples of named-format-like tasks (a code naming a format); on other tasks what a library does on it was not measured (on the skill tasks without a library it is about webgrpo-skill’s level).';
 
-/** The sentence for `method` on `model` (an id of models.ts) and `task`, or null; hub models were not measured. */
-export function cannotHelp(method: string, model: string, task: string): string | null {
+/**
+ * The sentence for `method` on `model` (an id of models.ts) and `task`, or null; hub models were
+ * not measured. `retrieve` is the run's experiences per prompt (0: the whole library).
+ */
+export function cannotHelp(method: string, model: string, task: string, retrieve = 0): string | null {
   if (model === 'tiny') return TINY;
   if (model === 'reader') {
     if (method === 'exemplars' && task !== 'named-format') return READER_OTHER_TASK;
+    if (method === 'exemplars') return retrieve === 0 ? READER_WHOLE_LIBRARY : null;
     return READER[method] ?? null;
   }
   if (model !== 'skill') return null;

@@ -27,9 +27,12 @@ describe('what a method cannot do on the model chosen, said before Start', () =>
   it('points exemplars on named-format to the reader, and says what the reader cannot do', () => {
     expect(cannotHelp('exemplars', 'skill', 'named-format')).toContain('webgrpo-reader');
     expect(cannotHelp('exemplars', 'skill', 'copy-format')).not.toContain('webgrpo-reader');
-    expect(cannotHelp('exemplars', 'reader', 'named-format')).toContain('not by reading the code');
-    expect(cannotHelp('exemplars', 'reader', 'sort-words')).toContain('not measured');
-    expect(cannotHelp('lessons', 'reader', 'named-format')).toContain('does not copy the right code and format');
+    // Exemplars help the reader on named-format when each prompt is shown its closest example, not when shown the whole library.
+    expect(cannotHelp('exemplars', 'reader', 'named-format', 1)).toBeNull();
+    expect(cannotHelp('exemplars', 'reader', 'named-format', 0)).toContain('Experiences per prompt to 1');
+    expect(cannotHelp('exemplars', 'reader', 'named-format')).toContain('one format whatever the code');
+    expect(cannotHelp('exemplars', 'reader', 'sort-words', 1)).toContain('not measured');
+    expect(cannotHelp('lessons', 'reader', 'named-format', 1)).toContain('does not copy the task’s code and format');
     expect(cannotHelp('lora', 'reader', 'named-format')).toBeNull();
   });
 
