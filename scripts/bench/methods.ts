@@ -7,18 +7,36 @@
  * evaluation (the driver's, before the first step and after the last, through the method's hooks:
  * the library in the prompt, the adapted policy, the routed arm), with `alsoGreedy` for the greedy pass.
  *
- * Two tasks: named-format (the prompt names a format by a code number and never shows it, so what
- * a method can add lives in what it learns from the rewarded answers; not in the model's corpus)
- * and count-letter (in the corpus, greedy accuracy under half, answers 1, 2, 3 equally often).
+ * Two tasks on the bundled webgrpo-skill: named-format (the prompt names a format by a code number
+ * and never shows it, so what a method can add lives in what it learns from the rewarded answers;
+ * not in the model's corpus) and count-letter (in the corpus, greedy accuracy under half, answers
+ * 1, 2, 3 equally often). Then named-format again on webgrpo-reader, the model taught to read
+ * worked examples, its training-free runs showing each prompt the experience closest to it.
  */
+import { fileURLToPath } from 'node:url';
 import type { DatasetItem, EvaluationRecord, ExperienceLibrary, RouterArm } from '../../lib/index.js';
 import { methodOf, startRun } from '../../lib/method.js';
 import { countLetter, namedFormat, type SkillTask } from '../../lib/tasks.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { MAX_REPLY_TOKENS } from '../pretrain/accuracy.js';
+import { READER_RUN } from '../pretrain/library-gain.js';
 import { SKILL_DIR } from './_skill-grpo.js';
 
-const TASKS: readonly SkillTask[] = [namedFormat, countLetter];
+const READER_DIR = fileURLToPath(new URL('../../public/models/webgrpo-reader', import.meta.url));
+
+interface Section {
+  task: SkillTask;
+  model: string;
+  dir: string;
+  /** Training-free options beyond the common ones (the library's retrieval on the reader). */
+  library?: { retrieveExperiences: number; maxExemplars: number };
+}
+
+const SECTIONS: readonly Section[] = [
+  { task: namedFormat, model: 'webgrpo-skill', dir: SKILL_DIR },
+  { task: countLetter, model: 'webgrpo-skill', dir: SKILL_DIR },
+  { task: namedFormat, model: 'webgrpo-reader', dir: READER_DIR, library: { retrieveExperiences: READER_RUN.retrieveExperiences, maxExemplars: READER_RUN.maxExemplars } },
+];
 /** The seed of the training problems, every sampling call, the adapters and the router. */
 const SEED = 4;
 /** Training: problems of the task's training split, replies per problem, problems per step, passes. */
@@ -46,7 +64,7 @@ interface Measured {
 }
 
 /** The kind and start options of each method, all on the same problems, groups, steps and seed. */
-function startOptions(task: SkillTask, name: MethodName, policy: OnnxPolicy, dataset: DatasetItem[], heldOut: DatasetItem[]) {
+function startOptions({ task, library }: Section, name: MethodName, policy: OnnxPolicy, dataset: DatasetItem[], heldOut: DatasetItem[]) {
   const common = {
     policy,
     dataset,
@@ -63,7 +81,7 @@ function startOptions(task: SkillTask, name: MethodName, policy: OnnxPolicy, dat
   switch (name) {
     case 'exemplars':
     case 'lessons':
-      return { kind: 'training-free', options: { ...common, mode: name, criticMaxNewTokens: CRITIC_MAX_NEW_TOKENS } };
+      return { kind: 'training-free', options: { ...common, mode: name, criticMaxNewTokens: CRITIC_MAX_NEW_TOKENS, ...library } };
     case 'head adapter':
       return { kind: 'gradient', options: { ...common, optimizer: { lr: 0.01 }, dynamicSampling: true } };
     case 'lora':
@@ -73,9 +91,9 @@ function startOptions(task: SkillTask, name: MethodName, policy: OnnxPolicy, dat
   }
 }
 
-async function measure(task: SkillTask, name: MethodName, dataset: DatasetItem[], heldOut: DatasetItem[]): Promise<Measured> {
-  const policy = await loadOnnxPolicy({ model: SKILL_DIR, hiddenState: name === 'head adapter' });
-  const { kind, options } = startOptions(task, name, policy, dataset, heldOut);
+async function measure(at: Section, name: MethodName, dataset: DatasetItem[], heldOut: DatasetItem[]): Promise<Measured> {
+  const policy = await loadOnnxPolicy({ model: at.dir, hiddenState: name === 'head adapter' });
+  const { kind, options } = startOptions(at, name, policy, dataset, heldOut);
   const started = performance.now();
   const notes: string[] = [];
   try {
@@ -118,16 +136,17 @@ async function measure(task: SkillTask, name: MethodName, dataset: DatasetItem[]
 
 const signed = (x: number) => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}`;
 
-/** One task's table, its constant reply's score and what the model writes. */
-async function section(task: SkillTask): Promise<string[]> {
+/** One task's table on one model, its constant reply's score and what the model writes. */
+async function section(at: Section): Promise<string[]> {
+  const { task } = at;
   const dataset = task.dataset({ size: TRAIN.size, seed: SEED, split: 'train' });
   const heldOut = task.dataset({ size: EVAL.size, seed: EVAL.seed });
   const answers = heldOut.map((item) => item.answer as string);
   const constant = Math.max(...answers.map((a) => answers.filter((b) => b === a).length)) / answers.length;
   const measured: Measured[] = [];
   for (const name of ['exemplars', 'lessons', 'head adapter', 'lora', 'router'] as const) {
-    console.log(`  ${task.name}: ${name}…`);
-    measured.push(await measure(task, name, dataset, heldOut));
+    console.log(`  ${at.model} ${task.name}: ${name}…`);
+    measured.push(await measure(at, name, dataset, heldOut));
   }
   const rows = measured.map(({ name, evaluations: [before, after], seconds }) => {
     const [g0, g1] = [before.greedyPass!.summary.accuracy ?? 0, after.greedyPass!.summary.accuracy ?? 0];
@@ -137,9 +156,11 @@ async function section(task: SkillTask): Promise<string[]> {
   const shown = heldOut.slice(0, 3);
   const replies = (record: { items: Array<{ samples: Array<{ text: string }> }> }) => shown.map((_, i) => cell(record.items[i]?.samples[0]?.text ?? '')).join(', ');
   return [
-    `### ${task.name}`,
+    `### ${task.name}${at.model === 'webgrpo-skill' ? '' : ` on ${at.model}`}`,
     '',
-    `${task.description} ${task.heldOut}`,
+    at.model === 'webgrpo-skill'
+      ? `${task.description} ${task.heldOut}`
+      : `The same problems, held-out set and budget on \`${at.model}\` (public/models/${at.model}, webgrpo-skill taught to read worked examples; BENCHMARKS "exemplars" has more seeds), exemplars and lessons each prompt shown only the experience closest to it (\`retrieveExperiences: ${at.library?.retrieveExperiences}\`, at most ${at.library?.maxExemplars} exemplars kept), as the playground runs them on this model.`,
     '',
     '| method | greedy before % | greedy after % | Δ | T=1 before % | T=1 after % | Δ | wall s |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
@@ -157,12 +178,12 @@ async function section(task: SkillTask): Promise<string[]> {
 
 export async function run(): Promise<string> {
   const sections: string[] = [];
-  for (const task of TASKS) sections.push(...(await section(task)));
+  for (const at of SECTIONS) sections.push(...(await section(at)));
   const steps = Math.ceil(TRAIN.size / TRAIN.batchSize) * TRAIN.epochs;
   return [
     '## methods: every method on one task, one model, one budget',
     '',
-    `Bundled \`webgrpo-skill\`, Node CPU. Per task, each method started through the registry (\`startRun(methodOf(kind), options)\`) on the same ${TRAIN.size} training-split problems (seed ${SEED}), groups of ${TRAIN.groupSize} replies at T=1, ${TRAIN.batchSize} problems per step, ${TRAIN.epochs} epoch (${steps} steps), at most ${MAX_REPLY_TOKENS} new tokens, seed ${SEED}: exemplars and lessons (the skill model is its own critic, at most ${CRITIC_MAX_NEW_TOKENS} new tokens per critic call), the head adapter (rank 8, lr 0.01) and full-depth LoRA (rank 8, lr 2e-3), both with DAPO's dynamic sampling (\`dynamicSampling: true\`: a flat group sampled again up to 3 times, then left out), and the router over ${ARMS.map((a) => `${a.id}${a.temperatureScale ? ` (T x ${a.temperatureScale})` : ''}`).join(', ')}. Held-out: ${EVAL.size} held-out problems per task (dataset seed ${EVAL.seed}), exact match, the run's own evaluation before its first step and after its last (\`evaluation: { temperature: 1, samples: ${EVAL.samples}, alsoGreedy: true, seed: ${EVAL.samplerSeed} }\`: ${EVAL.samples} replies per problem at T=1 and one greedy, the same draws before and after). Wall time: the run with its two evaluations.`,
+    `Bundled \`webgrpo-skill\` (then \`webgrpo-reader\` on named-format), Node CPU. Per task, each method started through the registry (\`startRun(methodOf(kind), options)\`) on the same ${TRAIN.size} training-split problems (seed ${SEED}), groups of ${TRAIN.groupSize} replies at T=1, ${TRAIN.batchSize} problems per step, ${TRAIN.epochs} epoch (${steps} steps), at most ${MAX_REPLY_TOKENS} new tokens, seed ${SEED}: exemplars and lessons (the model is its own critic, at most ${CRITIC_MAX_NEW_TOKENS} new tokens per critic call), the head adapter (rank 8, lr 0.01) and full-depth LoRA (rank 8, lr 2e-3), both with DAPO's dynamic sampling (\`dynamicSampling: true\`: a flat group sampled again up to 3 times, then left out), and the router over ${ARMS.map((a) => `${a.id}${a.temperatureScale ? ` (T x ${a.temperatureScale})` : ''}`).join(', ')}. Held-out: ${EVAL.size} held-out problems per task (dataset seed ${EVAL.seed}), exact match, the run's own evaluation before its first step and after its last (\`evaluation: { temperature: 1, samples: ${EVAL.samples}, alsoGreedy: true, seed: ${EVAL.samplerSeed} }\`: ${EVAL.samples} replies per problem at T=1 and one greedy, the same draws before and after). Wall time: the run with its two evaluations.`,
     '',
     ...sections,
   ].join('\n');
