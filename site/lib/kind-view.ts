@@ -8,7 +8,7 @@ import { runMethod } from '../../lib/method.js';
 import type { GrpoLossConfig } from '../../lib/math.js';
 
 /** The settings rows only some methods have, for the comparison table. */
-export const KIND_SETTINGS = ['Learning rate', 'Adapter rank', 'Updates per step'] as const;
+export const KIND_SETTINGS = ['Learning rate', 'Adapter rank', 'Updates per step', 'Experiences per prompt'] as const;
 export type KindSetting = (typeof KIND_SETTINGS)[number];
 
 export interface KindView<R extends RunRecord = RunRecord> {
@@ -36,7 +36,8 @@ const VIEWS: Views = {
     trainsAdapter: false,
     learnsFromFlatGroups: false,
     loss: () => ({}),
-    settings: () => ({}),
+    // Runs stored before retrieval existed show every experience that fits, as 0 does.
+    settings: (run) => ({ 'Experiences per prompt': run.config.retrieveExperiences ? `${run.config.retrieveExperiences} (the closest)` : 'all that fit' }),
     afterAdvantages: (run, item) =>
       (run ? runMethod(run) : 'exemplars') === 'lessons'
         ? `The critic is summarising each completion of prompt #${item + 1}`

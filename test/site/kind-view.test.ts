@@ -34,7 +34,9 @@ describe('stepView', () => {
 
 describe('kindView', () => {
   it('gives each kind its own settings rows and library flag', () => {
-    expect(kindView(lessons).settings(lessons)).toEqual({});
+    expect(kindView(lessons).settings(lessons)).toEqual({ 'Experiences per prompt': 'all that fit' });
+    const retrieving = { ...lessons, config: { ...lessons.config, retrieveExperiences: 1 } } as typeof lessons;
+    expect(kindView(retrieving).settings(retrieving)).toEqual({ 'Experiences per prompt': '1 (the closest)' });
     expect(kindView(gradient).settings(gradient)).toEqual({ 'Learning rate': '0.02', 'Adapter rank': '4', 'Updates per step': '3' });
     expect(kindView(router).settings(router)).toEqual({ 'Learning rate': '0.5' });
     expect(kindView(lora).settings(lora)).toEqual({ 'Learning rate': '0.005', 'Adapter rank': '2', 'Updates per step': '1' });
