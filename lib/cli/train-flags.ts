@@ -1,6 +1,7 @@
 /**
- * `webgrpo train`'s flag values as options: numbers checked as the usage says, and the adapter
- * flags (--rank, --alpha, --target-modules) as the gradient or lora method's options.
+ * `webgrpo train`'s flag values as options: numbers checked as the usage says, the adapter flags
+ * (--rank, --alpha, --target-modules) as the gradient or lora method's options, and the library
+ * flags (--retrieve, --max-exemplars) as the training-free method's.
  */
 
 import type { Trains } from '../run/method.js';
@@ -43,4 +44,21 @@ export function adapterOptions(trains: Trains | undefined, values: AdapterFlags)
   const targetModules = values['target-modules']?.split(',').map((m) => m.trim());
   const alpha = num(values.alpha, 'alpha');
   return { lora: { ...(rank !== undefined ? { r: rank } : {}), ...(alpha !== undefined ? { alpha } : {}), ...(targetModules ? { targetModules } : {}) } };
+}
+
+/** The library flags, as parseArgs returns them. */
+export interface LibraryFlags {
+  retrieve?: string;
+  'max-exemplars'?: string;
+}
+
+/** `--retrieve` and `--max-exemplars` as a training-free run's options; an error on any other method. */
+export function libraryOptions(trainingFree: boolean, values: LibraryFlags): Record<string, unknown> {
+  if (!trainingFree) {
+    if (values.retrieve !== undefined || values['max-exemplars'] !== undefined) throw new UsageError('--retrieve and --max-exemplars are options of --method lessons and exemplars.');
+    return {};
+  }
+  const retrieve = int(values.retrieve, 'retrieve');
+  const maxExemplars = int(values['max-exemplars'], 'max-exemplars');
+  return { ...(retrieve !== undefined ? { retrieveExperiences: retrieve } : {}), ...(maxExemplars !== undefined ? { maxExemplars } : {}) };
 }

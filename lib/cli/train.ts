@@ -24,7 +24,7 @@ import { parseDatasetJsonl } from '../tasks/jsonl.js';
 import { builtinTasks, getTask } from '../tasks/index.js';
 import { builtinRewards } from '../tasks/rewards.js';
 import { Progress, table, type ViewIo } from './train-view.js';
-import { adapterOptions, int, num, UsageError } from './train-flags.js';
+import { adapterOptions, int, libraryOptions, num, UsageError } from './train-flags.js';
 import { modelPath } from './model-arg.js';
 import { methodKinds, methodOf } from '../methods/registry.js';
 import { resumeRun, startRun } from '../run/driver.js';
@@ -75,6 +75,9 @@ Loop
   --target-modules <m>   lora: comma-separated projections (default all: q_proj,k_proj,v_proj,
                          o_proj,gate_proj,up_proj,down_proj)
   --mode <mode>          lessons | exemplars: the same as --method
+  --retrieve <k>         lessons, exemplars: show each prompt only the k experiences closest to
+                         it (shared words and word pairs; default 0: all that fit)
+  --max-exemplars <n>    exemplars: most exemplars kept (default 8)
   --arms <file>          router: JSON array of arms {id, label, instruction?, temperatureScale?}
                          (default: as asked, terse, cool, hot)
   --epochs <n>           passes over the data (default 3)
@@ -113,6 +116,8 @@ const OPTIONS = {
   mode: { type: 'string' },
   arms: { type: 'string' },
   rank: { type: 'string' },
+  retrieve: { type: 'string' },
+  'max-exemplars': { type: 'string' },
   alpha: { type: 'string' },
   'target-modules': { type: 'string' },
   epochs: { type: 'string' },
@@ -229,6 +234,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
       ...(mode ? { mode } : {}),
       ...(kind === 'router' ? { arms: values.arms !== undefined ? JSON.parse(await readFile(values.arms, 'utf8')) : CLI_ARMS } : {}),
       ...adapterOptions(method.trains, values),
+      ...libraryOptions(kind === 'training-free', values),
       task: values.task,
       epochs: int(values.epochs, 'epochs'),
       groupSize: int(values.group, 'group'),

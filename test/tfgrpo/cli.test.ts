@@ -205,6 +205,21 @@ describe('webgrpo train --method (every method through the registry, the bundled
     expect(err()).toMatch(/Unknown method "weights"; choose lessons, exemplars, gradient, lora, router/);
   });
 
+  it('shows each prompt its closest experiences with --retrieve, and refuses library flags elsewhere', async () => {
+    const dir = await tempDir();
+    const cli = io();
+    const args = ['--task', 'alphabetise', '--size', '4', '--seed', '1', '--epochs', '2', '--group', '4', '--batch', '2', '--method', 'exemplars', '--retrieve', '1', '--max-exemplars', '3'];
+    expect(await run([...args, '--store', dir, '--run-id', 'near', '--out', join(dir, 'run.json')], cli.io)).toBe(0);
+    const bundle = JSON.parse(await readFile(join(dir, 'run.json'), 'utf8'));
+    expect(bundle.run.config).toMatchObject({ retrieveExperiences: 1, maxExemplars: 3 });
+    for (const step of bundle.steps) for (const item of step.items) expect(item.experienceIds.length).toBeLessThanOrEqual(1);
+    for (const argv of [['--method', 'gradient', '--retrieve', '1'], ['--method', 'exemplars', '--retrieve', 'one'], ['--method', 'exemplars', '--retrieve', '-1']]) {
+      const { io: value, err } = io();
+      expect(await run([...argv, '--task', 'digits', '--store', await tempDir()], value)).not.toBe(0);
+      expect(err()).toMatch(/retrieve/);
+    }
+  });
+
   it('refuses adapter flags the method does not take', async () => {
     for (const argv of [['--method', 'gradient', '--alpha', '4'], ['--method', 'exemplars', '--rank', '2'], ['--method', 'gradient', '--rank', 'two']]) {
       const { io: value, err } = io();
