@@ -3,6 +3,7 @@
  * exemplars, under a token budget, inside a template the caller can replace.
  */
 import type { ChatMessage, PromptInput } from '../core/policy.js';
+import { InvalidInputError } from '../errors.js';
 import { relevanceScores } from './relevance.js';
 import type { ExemplarEntry, ExperienceEntry, ExperienceLibrary } from './types.js';
 
@@ -84,7 +85,7 @@ export function renderExperiences(library: ExperienceLibrary, options: RenderOpt
     ...[...exemplars].sort((a, b) => b.entry.score - a.entry.score || b.entry.updatedStep - a.entry.updatedStep || a.order - b.order),
   ];
   if (retrieve > 0) {
-    if (options.relevantTo === undefined) throw new TypeError('renderExperiences: `retrieve` needs `relevantTo`, the task to compare entries with.');
+    if (options.relevantTo === undefined) throw new InvalidInputError('relevantTo', 'is needed with `retrieve`: the task to compare the entries with.');
     const scores = relevanceScores(options.relevantTo, byPriority.map((c) => ('item' in c.entry ? c.entry.item : c.entry.text)));
     byPriority = byPriority.map((c, rank) => ({ c, rank, score: scores[rank] })).sort((a, b) => b.score - a.score || a.rank - b.rank).map(({ c }) => c);
   }
@@ -94,7 +95,8 @@ export function renderExperiences(library: ExperienceLibrary, options: RenderOpt
   for (const candidate of byPriority) {
     // +1 for the line break that separates it from the next entry.
     const cost = count(candidate.text) + 1;
-    if ((retrieve === 0 || chosen.size < retrieve) && tokens + cost <= budget) {
+    const enough = retrieve > 0 && chosen.size >= retrieve;
+    if (!enough && tokens + cost <= budget) {
       tokens += cost;
       chosen.add(candidate.id);
     } else {
