@@ -220,7 +220,8 @@ describe('npm pack', () => {
     expect(report.maxGap).toBeLessThan(1e-4);
 
     // The README's command, as a user runs it from the project.
-    const server = spawn('npx', ['webgrpo', 'serve', '--model', 'webgrpo-tiny', '--port', '0'], { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own process group: npx runs the server as a child, which must end with the test.
+    const server = spawn('npx', ['webgrpo', 'serve', '--model', 'webgrpo-tiny', '--port', '0'], { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let out = '';
@@ -235,7 +236,13 @@ describe('npm pack', () => {
       const models = (await (await fetch(new URL('/v1/models', url))).json()) as { data: { id: string }[] };
       expect(models.data.map((m) => m.id)).toEqual(['webgrpo-tiny']);
     } finally {
-      server.kill('SIGTERM');
+      const exited = server.exitCode !== null || server.signalCode !== null ? Promise.resolve() : new Promise((done) => server.once('exit', done));
+      try {
+        process.kill(-server.pid!, 'SIGTERM');
+      } catch {
+        // The group is already gone.
+      }
+      await exited;
     }
   }, 120_000);
 
