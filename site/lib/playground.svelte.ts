@@ -17,7 +17,8 @@ import { adapterPoint, adapterTrace, runAdapterTrace, type AdapterPoint } from '
 import { probeDevice, type DeviceReport } from './device.js';
 import { EtaClock } from './eta.js';
 import { exportedRunId } from './export.js';
-import { learnableTasks, methodOf, suggestedSettings, type Method, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
+import { methodOf, type Method, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
+import { chooseMethod, chooseModel, chooseTask, type MovedTask, type SetupChoice } from './setup-choice.js';
 import { ModelSlot } from './model-slot.svelte.js';
 import type { LoadDevice } from './models.js';
 import { RunComparison } from './run-comparison.svelte.js';
@@ -95,8 +96,8 @@ export class Playground {
   /** Runs ticked for comparison, and the comparison in view. */
   readonly compare = new RunComparison();
   #runner: Runner | null = null;
-  /** A task a method moved away from, to move back to (see chooseMethod). */
-  #movedTask: { from: string; to: string } | null = null;
+  /** A task a method moved away from, to move back to (setup-choice.ts). */
+  #movedTask: MovedTask | null = null;
   #eta = new EtaClock();
 
   /** The last step with something to show: committed, finished groups, or (live here) being written. */
@@ -118,50 +119,26 @@ export class Playground {
 
   // ---- setup ----
 
-  /**
-   * Picks a method and the settings it suggests. A built-in task it cannot learn moves to one it
-   * can, and back to the task chosen before when a later method can run that one.
-   */
+  /** Picks a method (setup-choice.ts: its settings, and a task it cannot learn moved). */
   chooseMethod(id: string): void {
-    const method = methodOf(id);
-    const tasks = learnableTasks(method, this.model.id);
-    const moved = this.#movedTask;
-    if (moved && this.setup.task === moved.to && (!tasks || tasks.includes(moved.from))) {
-      this.setup.task = moved.from;
-      this.#movedTask = null;
-    }
-    if (tasks && this.setup.task !== 'upload' && !tasks.includes(this.setup.task)) {
-      this.#movedTask = { from: this.#movedTask?.from ?? this.setup.task, to: tasks[0] };
-      this.setup.task = tasks[0];
-    }
-    Object.assign(this.setup, suggestedSettings(method, this.model.id, this.setup.task), { method: method.id });
+    this.#apply(chooseMethod(this.setup, this.model.id, this.#movedTask, id));
   }
 
-  /**
-   * Picks a task. Where the method suggests its own settings for the task picked or the one left
-   * (LoRA on sort-words with webgrpo-skill), the method's settings for the new task are applied.
-   */
+  /** Picks a task (setup-choice.ts: a method's settings for it, where it has its own). */
   chooseTask(name: string): void {
-    const method = methodOf(this.setup.method);
-    const special = (task: string) => this.model.id === 'skill' && method.skillTaskDefaults?.[task] !== undefined;
-    const reapply = special(this.setup.task) || special(name);
-    this.setup.task = name;
-    if (reapply) Object.assign(this.setup, suggestedSettings(method, this.model.id, name));
+    Object.assign(this.setup, chooseTask(this.setup, this.model.id, name));
   }
 
-  /**
-   * Picks a model. Moving onto or off the skill model changes what an adapter method can learn and
-   * the settings it learns with, so those are applied again, as when the method is picked; so does
-   * moving onto or off the reader with a training-free method.
-   */
+  /** Picks a model (setup-choice.ts: the method's settings on it, where they differ). */
   chooseModel(id: string): void {
-    const wasSkill = this.model.id === 'skill';
-    const method = methodOf(this.setup.method);
-    const suggested = suggestedSettings(method, this.model.id, this.setup.task);
+    const from = this.model.id;
     this.model.id = id;
-    if (wasSkill !== (id === 'skill') && method.tasks) this.chooseMethod(this.setup.method);
-    // Onto or off a model the method has its own settings for (the reader, for exemplars and lessons).
-    else if (suggestedSettings(method, id, this.setup.task) !== suggested) Object.assign(this.setup, suggestedSettings(method, id, this.setup.task));
+    this.#apply(chooseModel(this.setup, from, id, this.#movedTask));
+  }
+
+  #apply(choice: SetupChoice): void {
+    Object.assign(this.setup, choice.setup);
+    this.#movedTask = choice.moved;
   }
 
   /** The settings of the chosen method that cannot be run as typed, by setting. */
