@@ -9,21 +9,28 @@
 import { InvalidInputError } from '../errors.js';
 import { methodOf } from '../methods/registry.js';
 import type { RunOf } from '../run/run.js';
-import type { RunBundle } from '../store/records.js';
+import type { ItemResult, RunBundle } from '../store/records.js';
 import { itemResultGroup, type ExportGroup } from '../run/groups.js';
 
 export { itemResultGroup };
 
 /** Every finished group of a run (as `exportRun` or `store.readBundle` return it), in step order. */
 export function runGroups(bundle: RunBundle): ExportGroup[] {
+  return runResults(bundle).flatMap((result) => resultGroups(bundle, result));
+}
+
+/** The run's item results in step order: its committed steps', then the step in progress'. */
+export function runResults(bundle: RunBundle): ItemResult[] {
   if (!isRunBundle(bundle)) throw new InvalidInputError('run', 'expected a run bundle { run, items, steps, pending } (exportRun, store.readBundle).');
-  const runId = bundle.run.id;
   // Stores hand pending items back in their own key order; sort so every store exports alike.
   const pending = [...bundle.pending].sort((a, b) => a.step - b.step || a.position - b.position);
-  const results = [...bundle.steps.flatMap((step) => step.items), ...pending];
-  // The run's method says how its groups are written (the router's: one per arm).
+  return [...bundle.steps.flatMap((step) => step.items), ...pending];
+}
+
+/** One item result's export groups: the run's method says how they are written (the router's: one per arm). */
+export function resultGroups(bundle: RunBundle, result: ItemResult): ExportGroup[] {
   const method = methodOf(bundle.run.kind);
-  return results.flatMap((result) => method?.exportGroups?.(bundle.run.config as unknown as RunOf<string>['config'], runId, result) ?? [itemResultGroup(runId, result)]);
+  return method?.exportGroups?.(bundle.run.config as unknown as RunOf<string>['config'], bundle.run.id, result) ?? [itemResultGroup(bundle.run.id, result)];
 }
 
 /** Whether `value` has the shape of a run bundle (or a run export, which is one). */

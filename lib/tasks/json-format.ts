@@ -54,7 +54,7 @@ export const jsonFormat: Task = {
         const value = parsed.value as Record<string, unknown>;
         const wanted = Object.keys(keys);
         const right = wanted.filter((k) => typeof value[k] === keys[k]).length;
-        const extra = Object.keys(value).filter((k) => !(k in keys)).length;
+        const extra = Object.keys(value).filter((k) => !Object.hasOwn(keys, k)).length;
         return Math.max(0, (right - extra) / wanted.length);
       },
     },

@@ -171,7 +171,7 @@ describe('npm pack', () => {
 
   it('ships dist/ without source maps, a manifest without the repository\'s install policy, and installs without a word about webgrpo', async () => {
     const paths = packed.files;
-    expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/onnx.js', 'dist/onnx.browser.js', 'dist/math/loss.d.ts', 'README.md', 'LICENSE']));
+    expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/onnx.js', 'dist/onnx.browser.js', 'dist/math/loss.d.ts', 'README.md', 'LICENSE', 'python/webgrpo_rewards/webgrpo.py', 'python/webgrpo_rewards/alphabetise.py']));
     expect(paths.filter((p) => p.startsWith('lib/') || p.startsWith('test/') || p.endsWith('.map'))).toEqual([]);
     expect(packed.manifest).not.toHaveProperty('allowScripts');
     expect(packed.manifest.scripts).not.toHaveProperty('prepare');
