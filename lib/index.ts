@@ -50,9 +50,9 @@ export { libraryAt } from './methods/training-free/history.js';
 
 // Export for trainers elsewhere (TRL, verl).
 export {
-  toJsonl, jsonlLines, jsonlBlob, downloadJsonl, runGroups, exportEveryEpoch, type ExportCompletion,
+  toJsonl, jsonlLines, jsonlBlob, downloadJsonl, runGroups, exportEveryEpoch, toPromptJsonl, renderPrompts, type ExportCompletion,
   type ExportGroup, type ExportSource, type JsonlColumn, type JsonlFormat, type ToJsonlOptions,
-  type EpochExport, type EpochExportOptions, type EpochHook, type JsonlSink
+  type EpochExport, type EpochExportOptions, type EpochHook, type JsonlSink, type PromptJsonlOptions, type PromptRenderer
 } from './export/index.js';
 
 // Policies beside the backends: recordings for tests, a policy or a run in a worker.

@@ -5,6 +5,7 @@
  */
 const commands: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
   train: { summary: 'GRPO on a task or dataset: --method lessons, exemplars, gradient or router (resumable)', load: () => import('./train.js') },
+  export: { summary: 'a stored run as verl parquet, TRL datasets or a PEFT adapter folder', load: () => import('./export.js') },
   serve: { summary: 'serve a model over an OpenAI-compatible API with ask/tell feedback', load: () => import('./serve.js') },
 };
 

@@ -96,8 +96,8 @@ Runs
   --export-jsonl <file>  after every epoch, append its completions to this JSONL file as TRL
                          training data (one line per completion, with reward, advantage,
                          group_id and completion_id); a resumed run appends the epochs it finishes
-  --export-format <f>    conversational (default; role/content lists, any dataset) | standard
-                         (plain strings; needs a dataset of raw "prompt" items)
+  --export-format <f>    conversational (default; role/content lists) | standard (plain
+                         strings; chat prompts rendered through the model's chat template)
   --list                 list the stored runs
   --quiet                no progress bar
   -h, --help             this text
@@ -202,7 +202,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
 
   let loop: Run<CliEvent, unknown>;
   if (resumed) {
-    if (values['export-jsonl'] !== undefined) exported = await epochExportFile(values['export-jsonl'], format, await store.getItems(resumed.id), { store, runId: resumed.id });
+    if (values['export-jsonl'] !== undefined) exported = await epochExportFile(values['export-jsonl'], format, await store.getItems(resumed.id), policy, { store, runId: resumed.id });
     loop = resumeRun<CliEvent, unknown, LoopHandles>([method], resumed.id, { policy: active, rewards: rewardsOf(resumed), store, signal: io.interrupt, onEpoch: exported?.hook });
     io.stderr(`Resuming run ${resumed.id} (${resumed.config.task ?? 'dataset'}, ${runMethod(resumed)}).\n`);
   } else {
@@ -225,7 +225,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
         return reward;
       });
     }
-    if (values['export-jsonl'] !== undefined) exported = await epochExportFile(values['export-jsonl'], format, dataset);
+    if (values['export-jsonl'] !== undefined) exported = await epochExportFile(values['export-jsonl'], format, dataset, policy);
     // Each method takes the options it knows (its `create` reads them) and ignores the rest.
     loop = startRun<CliEvent, string, LoopHandles, unknown, StepPayloadBase & { kind: string }, StartOptions & Record<string, unknown>, unknown>(method, {
       policy: active,
@@ -315,19 +315,22 @@ const EXPORT_COLUMNS = ['reward', 'advantage', 'groupId', 'completionId'] as con
 
 /**
  * `--export-jsonl`: each finished epoch's completions appended to `path`, at least once and never
- * twice (a resume first writes the finished epochs whose lines are missing). The format is checked
- * against the dataset up front, so a run never fails at its first epoch's end over it.
+ * twice (a resume first writes the finished epochs whose lines are missing). The standard format
+ * renders chat prompts through the model's chat template; a model without one is refused up
+ * front, so a run never fails at its first epoch's end over it.
  */
 async function epochExportFile(
   path: string,
   format: JsonlFormat,
   dataset: readonly DatasetItem[],
+  policy: Policy,
   resume?: { store: FileStore; runId: string },
 ): Promise<EpochExportFile> {
-  if (format === 'standard' && dataset.some((item) => item.messages !== undefined)) {
-    throw new UsageError('--export-format standard needs raw "prompt" items, and this dataset has chat messages; use --export-format conversational.');
+  const chats = format === 'standard' && dataset.some((item) => item.messages !== undefined);
+  if (chats && !policy.renderPrompt) {
+    throw new UsageError(`--export-format standard renders chat prompts through the model's chat template, and ${policy.info.model} (${policy.info.backend}) has none to hand; use --export-format conversational, or a local model.`);
   }
-  return openEpochExport(resolve(path), { format, include: EXPORT_COLUMNS }, resume);
+  return openEpochExport(resolve(path), { format, include: EXPORT_COLUMNS, ...(chats ? { render: policy } : {}) }, resume);
 }
 
 /** The reward functions of a stored run: its built-in task's, or built-in rewards by name. */

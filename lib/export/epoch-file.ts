@@ -7,9 +7,9 @@
 import { readFile, truncate } from 'node:fs/promises';
 import { codeOf } from '../store/file-io.js';
 import type { Store } from '../store/types.js';
-import { exportEveryEpoch, finishedEpochs, type EpochHook } from './epoch.js';
+import { exportEveryEpoch, finishedEpochs, type EpochExportOptions, type EpochHook } from './epoch.js';
 import { jsonlFileSink, type JsonlFileSink } from './file.js';
-import { COLUMN_NAMES, type ToJsonlOptions } from './jsonl.js';
+import { COLUMN_NAMES } from './jsonl.js';
 
 export interface EpochExportFile {
   sink: JsonlFileSink;
@@ -24,7 +24,7 @@ export interface EpochExportFile {
  * written first wherever their lines are missing (a crash between the commit and the append).
  * Lines need their completion ids to be matched: `include` gets `completionId` if it lacks it.
  */
-export async function openEpochExport(path: string, options: ToJsonlOptions = {}, resume?: { store: Store; runId: string }): Promise<EpochExportFile> {
+export async function openEpochExport(path: string, options: Omit<EpochExportOptions, 'written'> = {}, resume?: { store: Store; runId: string }): Promise<EpochExportFile> {
   const written = await writtenIds(path);
   const include = options.include?.includes('completionId') ? options.include : [...(options.include ?? []), 'completionId' as const];
   const sink = jsonlFileSink(path);

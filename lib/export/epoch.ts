@@ -10,6 +10,7 @@
 import type { EpochExport, EpochHook, ExportGroup } from '../run/groups.js';
 import type { Store } from '../store/types.js';
 import { toJsonl, type ToJsonlOptions } from './jsonl.js';
+import { renderPrompts, type PromptRenderer } from './prompts.js';
 import { runGroups } from './run.js';
 
 export interface JsonlSink {
@@ -25,12 +26,15 @@ export interface EpochExportOptions extends ToJsonlOptions {
    * written is added. Completions without an id are always written.
    */
   written?: Set<string>;
+  /** The standard format's chat prompts: rendered through this model's chat template (`renderPrompts`). */
+  render?: PromptRenderer;
 }
 
 export function exportEveryEpoch(sink: JsonlSink, options: EpochExportOptions = {}): EpochHook {
-  const { written, ...format } = options;
+  const { written, render, ...format } = options;
   return async ({ groups }) => {
-    const fresh = written ? unwritten(groups, written) : groups;
+    const unseen = written ? unwritten(groups, written) : groups;
+    const fresh = render && format.format === 'standard' ? await renderPrompts(unseen, render) : unseen;
     const text = toJsonl(fresh, format);
     if (!text) return;
     await sink.write(text);

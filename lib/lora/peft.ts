@@ -78,6 +78,40 @@ export function exportPeftAdapter(adapter: LoraAdapter, options: PeftExportOptio
   };
 }
 
+/** Where a run's model came from, as `peftBaseModel` tells it. */
+export type PeftBaseSource = 'hub' | 'local' | 'bundled';
+
+const BUNDLED = /(?:^|[\\/])models[\\/](webgrpo-[a-z]+)[\\/]?$/;
+const HUB_ID = /^(?:[\w\-.]+\/)?[\w\-.]+$/;
+
+/**
+ * `base_model_name_or_path` for a run's model (`run.config.policy.model`) and what a user must know
+ * about it: a hub id is kept (`AutoPeftModelForCausalLM` loads it; an ONNX conversion whose repo
+ * has no PyTorch weights needs the original's id instead); a local folder is kept as its path,
+ * which means nothing on another machine; the bundled models have ONNX weights only, so
+ * transformers has no base to put the adapter on (webgrpo reads it back with `importPeftAdapter`).
+ */
+export function peftBaseModel(model: string): { baseModel: string; source: PeftBaseSource; note?: string } {
+  const bundled = BUNDLED.exec(model);
+  if (bundled) {
+    return {
+      baseModel: bundled[1],
+      source: 'bundled',
+      note: `${bundled[1]} is a bundled model with ONNX weights only: transformers cannot load it, so no PEFT base takes this adapter (webgrpo reads it back with importPeftAdapter).`,
+    };
+  }
+  const local = /^(?:[./~]|[A-Za-z]:[\\/])/.test(model) || model.includes('\\') || !HUB_ID.test(model);
+  if (local) {
+    return { baseModel: model, source: 'local', note: `${model} is a local folder: on another machine load the base yourself and call PeftModel.from_pretrained(model, folder), or name its hub id as the base model.` };
+  }
+  const conversion = /^(onnx-community|Xenova)\//.test(model);
+  return {
+    baseModel: model,
+    source: 'hub',
+    ...(conversion ? { note: `${model} is an ONNX conversion: if its repository has no PyTorch weights, name the model it was converted from as the base model.` } : {}),
+  };
+}
+
 /** Reads a PEFT LoRA folder for a model of `shape`; throws typed errors on anything it cannot use exactly. */
 export function importPeftAdapter(folder: { [PEFT_CONFIG_FILE]: string | Record<string, unknown>; [PEFT_WEIGHTS_FILE]: Uint8Array }, shape: DecoderShape): LoraAdapter {
   const config = parseConfig(folder[PEFT_CONFIG_FILE]);

@@ -6,6 +6,7 @@ import { InvalidInputError } from '../../lib/errors.js';
 import { exportEveryEpoch } from '../../lib/export/epoch.js';
 import { jsonlFileSink, writeJsonlFile } from '../../lib/export/file.js';
 import { toJsonl, type ExportGroup } from '../../lib/export/jsonl.js';
+import { renderPrompts, toPromptJsonl } from '../../lib/export/prompts.js';
 import { createSession, type Session } from '../../lib/session/session.js';
 import type { GroupRecord } from '../../lib/store/session-records.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
@@ -70,11 +71,56 @@ describe('toJsonl', () => {
 
   it('skips unrewarded completions on request and accepts plain export groups', () => {
     const plain: ExportGroup = { id: 'x', prompt: 'p', completions: [{ text: 'a', reward: 1 }, { text: 'b' }] };
-    expect(toJsonl([plain], { rewardedOnly: true, include: ['reward'] })).toBe('{"prompt":"p","completion":"a","reward":1}\n');
+    // Whole rewards are floats (1.0): a file of them and one of fractions load with one column type.
+    expect(toJsonl([plain], { rewardedOnly: true, include: ['reward'] })).toBe('{"prompt":"p","completion":"a","reward":1.0}\n');
     expect(toJsonl([plain], { include: ['reward', 'advantage'] })).toBe(
-      '{"prompt":"p","completion":"a","reward":1,"advantage":null}\n{"prompt":"p","completion":"b","reward":null,"advantage":null}\n',
+      '{"prompt":"p","completion":"a","reward":1.0,"advantage":null}\n{"prompt":"p","completion":"b","reward":null,"advantage":null}\n',
     );
     expect(toJsonl([])).toBe('');
+  });
+
+  it('writes floats as floats, token ids as integers, and the arm only where completions have one', () => {
+    const whole: ExportGroup = { id: 'w', prompt: 'p', completions: [{ id: 'w:0', text: 'a', reward: 0, advantage: -1, logprobs: [-2, -0.5, 0], tokenIds: [3, 4, 5] }] };
+    const line = toJsonl([whole], { include: ['reward', 'advantage', 'logprobs', 'tokenIds', 'arm'] });
+    expect(line).toBe('{"prompt":"p","completion":"a","reward":0.0,"advantage":-1.0,"logprobs":[-2.0,-0.5,0.0],"token_ids":[3,4,5]}\n');
+    expect(JSON.parse(line)).toMatchObject({ reward: 0, advantage: -1 });
+    // A whole number too large for digits is written with an exponent, which reads as a float too.
+    expect(toJsonl([{ ...whole, completions: [{ text: 'a', reward: 1e21 }] }], { include: ['reward'] })).toContain('"reward":1e+21}');
+    const routed: ExportGroup = { id: 'r', prompt: 'p', completions: [{ text: 'a', arm: 'terse' }, { text: 'b', arm: 'hot' }] };
+    expect(toJsonl([routed], { include: ['arm'] })).toBe('{"prompt":"p","completion":"a","arm":"terse"}\n{"prompt":"p","completion":"b","arm":"hot"}\n');
+    // A source mixing both would give a column that is null on some lines: refused.
+    expect(() => toJsonl([routed, whole], { include: ['arm'] })).toThrow(/has no arm where earlier ones had/);
+  });
+
+  it('writes chat prompts in the standard format once renderPrompts has put them through the chat template', async () => {
+    const bare: ExportGroup = { id: 'c', messages, completions: [{ text: 'a' }] };
+    expect(() => toJsonl([bare])).toThrow(/renderPrompts\(groups, policy\)/);
+    const policy = createToyPolicy();
+    // The toy's chat template, as a function (a real policy is passed as itself: its renderPrompt).
+    const rendered = await renderPrompts([bare, raw], async (input) => policy.render(input));
+    expect(rendered[1]).toBe(raw);
+    const { rows } = checkTrlPromptCompletion(toJsonl(rendered));
+    expect(rows[0].prompt).toBe(policy.render({ messages }));
+    await expect(renderPrompts([bare], {} as never)).rejects.toThrow(InvalidInputError);
+  });
+
+  it("writes GRPOTrainer's dataset: one line per item, its own prompt, the answer as text ('' where none)", async () => {
+    const items = [
+      { id: 'a', messages, answer: 7 },
+      { prompt: 'Say hi', answer: { keys: ['x'] } },
+      { id: 'c', prompt: 'Say no' },
+    ];
+    const conversational = (await toPromptJsonl(items)).trim().split('\n').map((l) => JSON.parse(l));
+    expect(conversational).toEqual([
+      { prompt: messages, answer: '7', item_id: 'a' },
+      { prompt: [{ role: 'user', content: 'Say hi' }], answer: '{"keys":["x"]}', item_id: '' },
+      { prompt: [{ role: 'user', content: 'Say no' }], answer: '', item_id: 'c' },
+    ]);
+    await expect(toPromptJsonl(items, { format: 'standard' })).rejects.toThrow(/pass `render`/);
+    const policy = createToyPolicy();
+    const standard = (await toPromptJsonl(items, { format: 'standard', render: { renderPrompt: async (input) => policy.render(input) } })).trim().split('\n').map((l) => JSON.parse(l));
+    expect(standard.map((r) => r.prompt)).toEqual([policy.render({ messages }), 'Say hi', 'Say no']);
+    await expect(toPromptJsonl({} as never)).rejects.toThrow(InvalidInputError);
   });
 
   it('refuses what it cannot write faithfully, with typed errors', () => {

@@ -159,12 +159,25 @@ describe('webgrpo train --export-jsonl', () => {
     expect(lines).toBe(text);
   });
 
-  it('refuses the standard format for a chat dataset before training', async () => {
+  it('refuses the standard format for a chat dataset before training when the model has no chat template to hand', async () => {
     const cli = io();
     expect(await trainCli([...args, '--store', join(dir, 'runs'), '--export-jsonl', join(dir, 'x.jsonl'), '--export-format', 'standard'], cli.io)).toBe(2);
-    expect(cli.err()).toMatch(/--export-format standard needs raw "prompt" items/);
+    expect(cli.err()).toMatch(/--export-format standard renders chat prompts through the model's chat template, and scripted-alphabetise \(scripted\) has none/);
     const bad = io();
     expect(await trainCli([...args, '--store', join(dir, 'runs'), '--export-format', 'chatml'], bad.io)).toBe(2);
+  });
+
+  it('writes a chat dataset in the standard format through the model\'s chat template', async () => {
+    const template = (input: { messages?: readonly { role: string; content: string }[] }) => `${input.messages!.map((m) => `<|${m.role}|>${m.content}\n`).join('')}<|assistant|>`;
+    const rendering = () => ({ ...scriptedPolicy(), renderPrompt: async (input: Parameters<typeof template>[0]) => template(input) });
+    const cli = io({ policy: rendering });
+    const path = join(dir, 'standard.jsonl');
+    expect(await trainCli([...args, '--epochs', '1', '--store', join(dir, 'runs'), '--run-id', 'standard', '--export-jsonl', path, '--export-format', 'standard'], cli.io), cli.err()).toBe(0);
+    const { format, rows } = checkTrlPromptCompletion(await readFile(path, 'utf8'));
+    expect(format).toBe('standard');
+    expect(rows).toHaveLength(16);
+    // The rollouts' prompts as the model read them (lessons included, from the second step on).
+    expect(rows.every((r) => typeof r.prompt === 'string' && /^<\|user\|>(?:Lessons learned[^]*)?Put these words in alphabetical order: [^]*<\|assistant\|>$/.test(r.prompt as string))).toBe(true);
   });
 });
 
