@@ -5,19 +5,18 @@
  * PEFT's folder (`--peft`). The standard format renders chat prompts through the model's chat
  * template, so only it loads a model (the run's, or `--model`).
  */
-import { mkdir, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Policy } from '../core/policy.js';
 import { writeJsonlFile } from '../export/file.js';
 import type { JsonlFormat } from '../export/jsonl.js';
-import { runPeftAdapter } from '../export/peft.js';
 import { renderPrompts, toPromptJsonl } from '../export/prompts.js';
 import { runGroups } from '../export/run.js';
-import { PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE } from '../lora/peft.js';
 import { openFileStore } from '../node.js';
 import type { RunBundle } from '../store/records.js';
 import { modelPath } from './model-arg.js';
+import { writePeftFolder } from './peft-out.js';
 import { UsageError } from './train-flags.js';
 
 /** Where output goes and how a model loads (for the standard format); tests replace these. */
@@ -126,14 +125,7 @@ async function write(bundle: RunBundle, values: Values, format: JsonlFormat, io:
       await policy?.dispose();
     }
   }
-  if (values.peft !== undefined) {
-    const peft = runPeftAdapter(bundle, values['base-model'] !== undefined ? { baseModel: values['base-model'] } : {});
-    await mkdir(values.peft, { recursive: true });
-    await writeFile(join(values.peft, PEFT_CONFIG_FILE), peft.folder[PEFT_CONFIG_FILE]);
-    await writeFile(join(values.peft, PEFT_WEIGHTS_FILE), peft.folder[PEFT_WEIGHTS_FILE]);
-    io.stderr(`Wrote run ${runId}'s LoRA adapter as PEFT's folder to ${values.peft} (base_model_name_or_path: ${peft.baseModel})\n`);
-    if (peft.note) io.stderr(`Note: ${peft.note}\n`);
-  }
+  if (values.peft !== undefined) await writePeftFolder(bundle, values.peft, values['base-model'], io.stderr);
 }
 
 /** Whether the standard format has chat prompts to render (the dataset's, or a method's). */

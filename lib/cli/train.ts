@@ -26,6 +26,7 @@ import { builtinRewards } from '../tasks/rewards.js';
 import { Progress, table, type ViewIo } from './train-view.js';
 import { adapterOptions, int, libraryOptions, num, UsageError } from './train-flags.js';
 import { modelPath } from './model-arg.js';
+import { writePeftFolder } from './peft-out.js';
 import { methodKinds, methodOf } from '../methods/registry.js';
 import { resumeRun, startRun } from '../run/driver.js';
 import type { StartOptions } from '../run/method.js';
@@ -96,6 +97,8 @@ Runs
   --export-jsonl <file>  after every epoch, append its completions to this JSONL file as TRL
                          training data (one line per completion, with reward, advantage,
                          group_id and completion_id); a resumed run appends the epochs it finishes
+  --peft-out <dir>       lora: when the run ends, write its adapter as PEFT's folder (as
+                         webgrpo export --peft does)
   --export-format <f>    conversational (default; role/content lists) | standard (plain
                          strings; chat prompts rendered through the model's chat template)
   --list                 list the stored runs
@@ -133,6 +136,7 @@ const OPTIONS = {
   out: { type: 'string' },
   'export-jsonl': { type: 'string' },
   'export-format': { type: 'string', default: 'conversational' },
+  'peft-out': { type: 'string' },
   list: { type: 'boolean', default: false },
   quiet: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
@@ -181,6 +185,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
   const kind = resumed ? resumed.kind : methodKind(values);
   const method = methodOf(kind);
   if (!method) throw new UsageError(`No method runs "${kind}" runs here.`);
+  if (values['peft-out'] !== undefined && kind !== 'lora') throw new UsageError('--peft-out writes a LoRA adapter; it is an option of --method lora.');
 
   // The model: a recording, the given model, or (resuming) the one the run used.
   let policy: Policy;
@@ -274,6 +279,9 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
     await writeFile(values.out, `${JSON.stringify(await exportRun(store, loop.runId), null, 2)}\n`);
     io.stderr(`Wrote the run to ${values.out}\n`);
   }
+  const trained = values['peft-out'] !== undefined && (await store.getRun(loop.runId)) ? await exportRun(store, loop.runId) : undefined;
+  // A run stopped before its first commit has no adapter stored: nothing to write, and no error on top.
+  if (trained?.adapter) await writePeftFolder(trained, values['peft-out']!, undefined, io.stderr);
   await policy.dispose();
 
   if (failure) {

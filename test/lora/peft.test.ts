@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createLoraAdapter, type LoraAdapter } from '../../lib/lora/adapter.js';
-import { exportPeftAdapter, importPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE } from '../../lib/lora/peft.js';
+import { exportPeftAdapter, importPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, peftBaseModel } from '../../lib/lora/peft.js';
 import { readSafetensors, writeSafetensors } from '../../lib/lora/safetensors.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
@@ -143,5 +143,20 @@ describe('PEFT import', () => {
     expect(() => readSafetensors(rewrite((h) => (h[name(1, 'B')].data_offsets = [60, 92])))).toThrow(expect.objectContaining({ code: 'Parse' }));
     expect(() => readSafetensors(rewrite((h) => (h[name(1, 'B')].data_offsets = [0, 32])))).toThrow(expect.objectContaining({ code: 'Parse' }));
     expect(readSafetensors(rewrite(() => undefined)).tensors.size).toBe(2);
+  });
+});
+
+describe('peftBaseModel', () => {
+  it('keeps a hub id, flags an ONNX conversion, a local folder and a bundled model, each with what to do', () => {
+    expect(peftBaseModel('HuggingFaceTB/SmolLM2-135M-Instruct')).toEqual({ baseModel: 'HuggingFaceTB/SmolLM2-135M-Instruct', source: 'hub' });
+    expect(peftBaseModel('gpt2')).toEqual({ baseModel: 'gpt2', source: 'hub' });
+    const conversion = peftBaseModel('onnx-community/Qwen2.5-0.5B-Instruct');
+    expect(conversion).toMatchObject({ baseModel: 'onnx-community/Qwen2.5-0.5B-Instruct', source: 'hub' });
+    expect(conversion.note).toMatch(/ONNX conversion: if its repository has no PyTorch weights, name the model it was converted from/);
+    for (const path of ['/home/me/models/llama', './llama', 'C:\\models\\llama']) {
+      expect(peftBaseModel(path)).toMatchObject({ baseModel: path, source: 'local', note: expect.stringMatching(/local folder: on another machine/) });
+    }
+    expect(peftBaseModel(TINY_DIR)).toMatchObject({ baseModel: 'webgrpo-tiny', source: 'bundled', note: expect.stringMatching(/ONNX weights only: transformers cannot load it/) });
+    expect(peftBaseModel('/srv/app/node_modules/webgrpo/public/models/webgrpo-skill/')).toMatchObject({ baseModel: 'webgrpo-skill', source: 'bundled' });
   });
 });
