@@ -204,3 +204,23 @@ describe('the PEFT folder of a LoRA run', () => {
     expect(train.join('')).toMatch(/--peft-out writes a LoRA adapter; it is an option of --method lora/);
   });
 });
+
+describe('webgrpo export', () => {
+  it('refuses a command line it cannot carry out, saying what to give', async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['exemplars'], /Say what to write: --verl, --trl, --rollouts and\/or --peft/],
+      [['--verl', file('x.parquet')], /Give the id of one stored run/],
+      [['nope', '--verl', file('x.parquet')], /No run "nope" in .*webgrpo train --list/],
+      [['exemplars', '--trl', file('x.jsonl'), '--format', 'chatml'], /--format must be standard or conversational, got "chatml"/],
+      [['exemplars', '--trl', file('x.jsonl'), '--data-source', 'x'], /--data-source names verl's data_source; give it with --verl/],
+      [['exemplars', '--verbose'], /Unknown option '--verbose'/],
+    ];
+    for (const [argv, message] of cases) {
+      const log: string[] = [];
+      const io: ExportIo = { stdout: () => undefined, stderr: (t) => log.push(t), loadModel: (model) => load(model) };
+      expect(await exportCli([...argv, '--store', store], io), argv.join(' ')).toBe(2);
+      expect(log.join('')).toMatch(message);
+    }
+    expect(existsSync(file('x.jsonl')) || existsSync(file('x.parquet'))).toBe(false);
+  });
+});
