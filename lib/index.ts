@@ -50,7 +50,8 @@ export { libraryAt } from './methods/training-free/history.js';
 
 // Export for trainers elsewhere (TRL, verl).
 export {
-  toJsonl, jsonlLines, jsonlBlob, downloadJsonl, runGroups, exportEveryEpoch, toPromptJsonl, renderPrompts, type ExportCompletion,
+  toJsonl, jsonlLines, jsonlBlob, downloadJsonl, runGroups, exportEveryEpoch, toPromptJsonl, toPreferenceJsonl, renderPrompts,
+  type ExportCompletion,
   type ExportGroup, type ExportSource, type JsonlColumn, type JsonlFormat, type ToJsonlOptions,
   type EpochExport, type EpochExportOptions, type EpochHook, type JsonlSink, type PromptJsonlOptions, type PromptRenderer
 } from './export/index.js';

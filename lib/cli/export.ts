@@ -1,8 +1,8 @@
 /**
  * `webgrpo export <run-id>`: a stored run handed to the trainers elsewhere, each in the form its
  * consumer loads as it is: verl's parquet (`--verl`), TRL GRPOTrainer's prompt dataset (`--trl`),
- * the run's completions as TRL prompt-completion JSONL (`--rollouts`), and a LoRA run's adapter as
- * PEFT's folder (`--peft`). The standard format renders chat prompts through the model's chat
+ * the run's completions as TRL prompt-completion JSONL (`--rollouts`) and as preference pairs for
+ * TRL's offline trainers (`--preferences`), and a LoRA run's adapter as PEFT's folder (`--peft`). The standard format renders chat prompts through the model's chat
  * template, so only it loads a model (the run's, or `--model`).
  */
 import { writeFile } from 'node:fs/promises';
@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import type { Policy } from '../core/policy.js';
 import { writeJsonlFile } from '../export/file.js';
 import type { JsonlFormat } from '../export/jsonl.js';
+import { toPreferenceJsonl } from '../export/preferences.js';
 import { renderPrompts, toPromptJsonl } from '../export/prompts.js';
 import { runGroups } from '../export/run.js';
 import { openFileStore } from '../node.js';
@@ -38,6 +39,8 @@ A stored run (webgrpo train) as the files other trainers load as they are.
   --trl <file>           TRL GRPOTrainer's dataset: one JSON line per item, prompt, answer, item_id
   --rollouts <file>      every completion as TRL prompt-completion JSONL with reward, advantage,
                          group_id, completion_id (and arm, on router runs)
+  --preferences <file>   each group's best and worst completions as TRL preference pairs
+                         (prompt, chosen, rejected: DPOTrainer's dataset)
   --format <f>           conversational (default; role/content lists) | standard (plain strings;
                          chat prompts rendered through the model's chat template)
   --model <name|dir|id>  the model whose chat template renders standard prompts (default: the run's)
@@ -53,6 +56,7 @@ const OPTIONS = {
   'data-source': { type: 'string' },
   trl: { type: 'string' },
   rollouts: { type: 'string' },
+  preferences: { type: 'string' },
   format: { type: 'string', default: 'conversational' },
   model: { type: 'string' },
   peft: { type: 'string' },
@@ -77,7 +81,7 @@ export async function run(argv: string[], io: ExportIo = nodeIo()): Promise<numb
   }
   try {
     if (positionals.length !== 1) throw new UsageError('Give the id of one stored run: webgrpo export <run-id> (see `webgrpo train --list`).');
-    if ([values.verl, values.trl, values.rollouts, values.peft].every((v) => v === undefined)) throw new UsageError('Say what to write: --verl, --trl, --rollouts and/or --peft.');
+    if ([values.verl, values.trl, values.rollouts, values.preferences, values.peft].every((v) => v === undefined)) throw new UsageError('Say what to write: --verl, --trl, --rollouts, --preferences and/or --peft.');
     const format = values.format;
     if (format !== 'standard' && format !== 'conversational') throw new UsageError(`--format must be standard or conversational, got "${format}".`);
     const store = await openFileStore(resolve(values.store));
@@ -109,17 +113,22 @@ async function write(bundle: RunBundle, values: Values, format: JsonlFormat, io:
   } else if (values['data-source'] !== undefined) {
     throw new UsageError('--data-source names verl\'s data_source; give it with --verl.');
   }
-  if (values.trl !== undefined || values.rollouts !== undefined) {
+  if (values.trl !== undefined || values.rollouts !== undefined || values.preferences !== undefined) {
     const policy = format === 'standard' && needsTemplate(bundle) ? await templateModel(bundle, values.model, io) : undefined;
     try {
       if (values.trl !== undefined) {
         await writeFile(values.trl, await toPromptJsonl(bundle, { format, ...(policy ? { render: policy } : {}) }));
         io.stderr(`Wrote ${bundle.items.length} prompts of run ${runId} as TRL GRPOTrainer data to ${values.trl}\n`);
       }
+      const groups = policy ? await renderPrompts(runGroups(bundle), policy) : runGroups(bundle);
       if (values.rollouts !== undefined) {
-        const groups = policy ? await renderPrompts(runGroups(bundle), policy) : runGroups(bundle);
         const lines = await writeJsonlFile(values.rollouts, groups, { format, include: ['reward', 'advantage', 'groupId', 'completionId', 'arm'] });
         io.stderr(`Wrote ${lines} completions of run ${runId} as TRL JSONL to ${values.rollouts}\n`);
+      }
+      if (values.preferences !== undefined) {
+        const pairs = toPreferenceJsonl(groups, { format });
+        await writeFile(values.preferences, pairs);
+        io.stderr(`Wrote ${pairs.split('\n').length - 1} preference pairs of run ${runId} (groups with a reward spread) to ${values.preferences}\n`);
       }
     } finally {
       await policy?.dispose();

@@ -3,3 +3,4 @@ export { itemResultGroup, runGroups } from './run.js';
 export { downloadJsonl, jsonlBlob } from './download.js';
 export { exportEveryEpoch, finishedEpochs, type EpochExport, type EpochExportOptions, type EpochHook, type JsonlSink } from './epoch.js';
 export { renderPrompts, toPromptJsonl, type PromptJsonlOptions, type PromptRenderer } from './prompts.js';
+export { toPreferenceJsonl } from './preferences.js';

@@ -114,7 +114,7 @@ export function toJsonl(source: ExportSource, options: ToJsonlOptions = {}): str
   return out;
 }
 
-function groupsOf(source: ExportSource): Iterable<ExportGroup> {
+export function groupsOf(source: ExportSource): Iterable<ExportGroup> {
   if (source !== null && typeof source === 'object') {
     if (Symbol.iterator in source) return source;
     if (isRunBundle(source)) return runGroups(source);
@@ -125,7 +125,7 @@ function groupsOf(source: ExportSource): Iterable<ExportGroup> {
   throw new InvalidInputError('source', 'must be an array of groups, an object with a `groups` array, or a stored run.');
 }
 
-function standardPrompt(group: ExportGroup): string {
+export function standardPrompt(group: ExportGroup): string {
   const text = group.prompt ?? group.promptText;
   if (typeof text !== 'string') {
     throw new InvalidInputError(
@@ -137,7 +137,7 @@ function standardPrompt(group: ExportGroup): string {
 }
 
 /** A raw-text prompt becomes one user message; chat prompts are kept as they are. */
-function conversationalPrompt(group: ExportGroup): ChatMessage[] {
+export function conversationalPrompt(group: ExportGroup): ChatMessage[] {
   if (group.messages) return group.messages.map((m) => ({ role: m.role, content: m.content }));
   if (typeof group.prompt === 'string') return [{ role: 'user', content: group.prompt }];
   throw new InvalidInputError('source', `group ${group.id} has neither prompt nor messages.`);

@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run as exportCli, type ExportIo } from '../../lib/cli/export.js';
 import { modelPath } from '../../lib/cli/model-arg.js';
 import { run as trainCli, type TrainIo } from '../../lib/cli/train.js';
+import { runGroups } from '../../lib/export/run.js';
 import { readLoraAdapterFile } from '../../lib/lora/format.js';
 import { importPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE } from '../../lib/lora/peft.js';
 import { openFileStore } from '../../lib/node.js';
@@ -66,7 +67,8 @@ beforeAll(async () => {
   for (const id of [...METHODS, 'alphabetise']) bundles[id] = await opened.readBundle(id);
   await opened.close();
   for (const id of Object.keys(bundles)) {
-    stderr[`export ${id}`] = await exportRun([id, '--verl', file(`${id}.parquet`), '--trl', file(`${id}.trl.jsonl`), '--rollouts', file(`${id}.rollouts.jsonl`), ...(id === 'lora' ? ['--peft', file('peft-export')] : [])]);
+    const outputs = ['--verl', file(`${id}.parquet`), '--trl', file(`${id}.trl.jsonl`), '--rollouts', file(`${id}.rollouts.jsonl`), '--preferences', file(`${id}.pairs.jsonl`)];
+    stderr[`export ${id}`] = await exportRun([id, ...outputs, ...(id === 'lora' ? ['--peft', file('peft-export')] : [])]);
   }
   await exportRun(['exemplars', '--format', 'standard', '--trl', file('standard.trl.jsonl'), '--rollouts', file('standard.rollouts.jsonl')]);
 }, 120_000);
@@ -146,6 +148,26 @@ describe('the TRL files of every method', () => {
     }
   });
 
+  it("writes TRL preference pairs (prompt, chosen, rejected) of each group with a reward spread, typed alike in every file", async () => {
+    const pairs: Record<string, string> = {};
+    for (const [id, bundle] of Object.entries(bundles)) {
+      pairs[id] = await readFile(file(`${id}.pairs.jsonl`), 'utf8');
+      const rows = pairs[id].split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      const spread = runGroups(bundle).filter((g) => new Set(g.completions.map((c) => c.reward)).size > 1);
+      expect(rows).toEqual(
+        spread.map((g) => {
+          const best = g.completions.reduce((a, c) => (c.reward! > a.reward! ? c : a));
+          const worst = g.completions.reduce((a, c) => (c.reward! < a.reward! ? c : a));
+          return { prompt: g.messages, chosen: [{ role: 'assistant', content: best.text }], rejected: [{ role: 'assistant', content: worst.text }] };
+        }),
+      );
+    }
+    // alphabetise's partial credit spreads every group of random replies.
+    expect(pairs.alphabetise.split('\n').filter(Boolean).length).toBeGreaterThan(0);
+    const message = 'list<struct<content:string,role:string>>';
+    expect(sameColumnTypes(Object.fromEntries(Object.entries(pairs).filter(([, text]) => text !== '')))).toEqual({ prompt: message, chosen: message, rejected: message });
+  });
+
   it('writes the standard format through the model\'s own chat template', async () => {
     const { format, rows } = checkTrlPromptCompletion(await readFile(file('standard.rollouts.jsonl'), 'utf8'));
     expect(format).toBe('standard');
@@ -208,7 +230,7 @@ describe('the PEFT folder of a LoRA run', () => {
 describe('webgrpo export', () => {
   it('refuses a command line it cannot carry out, saying what to give', async () => {
     const cases: Array<[string[], RegExp]> = [
-      [['exemplars'], /Say what to write: --verl, --trl, --rollouts and\/or --peft/],
+      [['exemplars'], /Say what to write: --verl, --trl, --rollouts, --preferences and\/or --peft/],
       [['--verl', file('x.parquet')], /Give the id of one stored run/],
       [['nope', '--verl', file('x.parquet')], /No run "nope" in .*webgrpo train --list/],
       [['exemplars', '--trl', file('x.jsonl'), '--format', 'chatml'], /--format must be standard or conversational, got "chatml"/],

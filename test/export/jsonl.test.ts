@@ -6,6 +6,7 @@ import { InvalidInputError } from '../../lib/errors.js';
 import { exportEveryEpoch } from '../../lib/export/epoch.js';
 import { jsonlFileSink, writeJsonlFile } from '../../lib/export/file.js';
 import { toJsonl, type ExportGroup } from '../../lib/export/jsonl.js';
+import { toPreferenceJsonl } from '../../lib/export/preferences.js';
 import { renderPrompts, toPromptJsonl } from '../../lib/export/prompts.js';
 import { createSession, type Session } from '../../lib/session/session.js';
 import type { GroupRecord } from '../../lib/store/session-records.js';
@@ -121,6 +122,18 @@ describe('toJsonl', () => {
     const standard = (await toPromptJsonl(items, { format: 'standard', render: { renderPrompt: async (input) => policy.render(input) } })).trim().split('\n').map((l) => JSON.parse(l));
     expect(standard.map((r) => r.prompt)).toEqual([policy.render({ messages }), 'Say hi', 'Say no']);
     await expect(toPromptJsonl({} as never)).rejects.toThrow(InvalidInputError);
+  });
+
+  it("writes each group's best and worst completions as TRL preference pairs, leaving out groups that prefer nothing", () => {
+    const spread: ExportGroup = { id: 's', messages, completions: [{ text: 'mid', reward: 0.5 }, { text: 'best', reward: 1 }, { text: 'unscored', reward: null }, { text: 'worst', reward: -1 }, { text: 'best too', reward: 1 }] };
+    const tied: ExportGroup = { id: 't', prompt: 'p', completions: [{ text: 'a', reward: 1 }, { text: 'b', reward: 1 }] };
+    const lone: ExportGroup = { id: 'l', prompt: 'p', completions: [{ text: 'a', reward: 1 }, { text: 'b' }] };
+    const rows = toPreferenceJsonl([spread, tied, lone]).trim().split('\n').map((l) => JSON.parse(l));
+    expect(rows).toEqual([{ prompt: messages, chosen: [{ role: 'assistant', content: 'best' }], rejected: [{ role: 'assistant', content: 'worst' }] }]);
+    const raw2: ExportGroup = { id: 'r', prompt: 'Say', completions: [{ text: 'no', reward: 0 }, { text: 'yes', reward: 2 }] };
+    expect(toPreferenceJsonl([raw2], { format: 'standard' })).toBe('{"prompt":"Say","chosen":"yes","rejected":"no"}\n');
+    expect(() => toPreferenceJsonl([spread], { format: 'standard' })).toThrow(/renderPrompts/);
+    expect(() => toPreferenceJsonl([raw2], { format: 'dpo' as never })).toThrow(InvalidInputError);
   });
 
   it('refuses what it cannot write faithfully, with typed errors', () => {
