@@ -324,8 +324,8 @@ const EXPORT_COLUMNS = ['reward', 'advantage', 'groupId', 'completionId'] as con
 /**
  * `--export-jsonl`: each finished epoch's completions appended to `path`, at least once and never
  * twice (a resume first writes the finished epochs whose lines are missing). The standard format
- * renders chat prompts through the model's chat template; a model without one is refused up
- * front, so a run never fails at its first epoch's end over it.
+ * renders chat prompts (a method's own too) through the model's chat template; a chat dataset on a
+ * model without one is refused up front, so a run never fails at its first epoch's end over it.
  */
 async function epochExportFile(
   path: string,
@@ -338,7 +338,7 @@ async function epochExportFile(
   if (chats && !policy.renderPrompt) {
     throw new UsageError(`--export-format standard renders chat prompts through the model's chat template, and ${policy.info.model} (${policy.info.backend}) has none to hand; use --export-format conversational, or a local model.`);
   }
-  return openEpochExport(resolve(path), { format, include: EXPORT_COLUMNS, ...(chats ? { render: policy } : {}) }, resume);
+  return openEpochExport(resolve(path), { format, include: EXPORT_COLUMNS, ...(format === 'standard' && policy.renderPrompt ? { render: policy } : {}) }, resume);
 }
 
 /** The reward functions of a stored run: its built-in task's, or built-in rewards by name. */
