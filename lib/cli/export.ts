@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import type { Policy } from '../core/policy.js';
 import { writeJsonlFile } from '../export/file.js';
 import type { JsonlFormat } from '../export/jsonl.js';
+import { runPeftAdapter } from '../export/peft.js';
 import { toPreferenceJsonl } from '../export/preferences.js';
 import { renderPrompts, toPromptJsonl } from '../export/prompts.js';
 import { runGroups } from '../export/run.js';
@@ -106,6 +107,8 @@ export async function run(argv: string[], io: ExportIo = nodeIo()): Promise<numb
 
 async function write(bundle: RunBundle, values: Values, format: JsonlFormat, io: ExportIo): Promise<void> {
   const runId = bundle.run.id;
+  // Made first: a run with no adapter PEFT loads is refused before any other file is written.
+  const peft = values.peft !== undefined ? runPeftAdapter(bundle, values['base-model'] !== undefined ? { baseModel: values['base-model'] } : {}) : undefined;
   if (values.verl !== undefined) {
     const { exportParquet } = await import('../parquet.js');
     await writeFile(values.verl, exportParquet(bundle, values['data-source'] !== undefined ? { dataSource: values['data-source'] } : {}));
@@ -134,7 +137,7 @@ async function write(bundle: RunBundle, values: Values, format: JsonlFormat, io:
       await policy?.dispose();
     }
   }
-  if (values.peft !== undefined) await writePeftFolder(bundle, values.peft, values['base-model'], io.stderr);
+  if (peft) await writePeftFolder(peft, runId, values.peft!, io.stderr);
 }
 
 /** Whether the standard format has chat prompts to render (the dataset's, or a method's). */

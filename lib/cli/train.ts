@@ -26,7 +26,7 @@ import { builtinRewards } from '../tasks/rewards.js';
 import { Progress, table, type ViewIo } from './train-view.js';
 import { adapterOptions, int, libraryOptions, num, UsageError } from './train-flags.js';
 import { modelPath } from './model-arg.js';
-import { writePeftFolder } from './peft-out.js';
+import { writeTrainedPeftFolder } from './peft-out.js';
 import { methodKinds, methodOf } from '../methods/registry.js';
 import { resumeRun, startRun } from '../run/driver.js';
 import type { StartOptions } from '../run/method.js';
@@ -279,9 +279,7 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
     await writeFile(values.out, `${JSON.stringify(await exportRun(store, loop.runId), null, 2)}\n`);
     io.stderr(`Wrote the run to ${values.out}\n`);
   }
-  const trained = values['peft-out'] !== undefined && (await store.getRun(loop.runId)) ? await exportRun(store, loop.runId) : undefined;
-  // A run stopped before its first commit has no adapter stored: nothing to write, and no error on top.
-  if (trained?.adapter) await writePeftFolder(trained, values['peft-out']!, undefined, io.stderr);
+  if (values['peft-out'] !== undefined) await writeTrainedPeftFolder(store, loop.runId, values['peft-out'], io.stderr);
   await policy.dispose();
 
   if (failure) {
