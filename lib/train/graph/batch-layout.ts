@@ -74,13 +74,8 @@ export interface Batch {
  * completion's first token.
  */
 export function layout(groups: readonly GraphGroup[], vocabSize: number): Batch {
-  if (!Array.isArray(groups) || groups.length === 0) throw new InvalidInputError('groups', 'must be a non-empty array of { promptIds, completions }.');
-  const rows = groups.map((group, g) => {
-    if (group.promptIds.length === 0) throw new InvalidInputError(`groups[${g}].promptIds`, 'needs at least one token.');
-    const check = (t: number) => {
-      if (!Number.isInteger(t) || t < 0 || t >= vocabSize) throw new InvalidInputError(`groups[${g}]`, `has token ${t}, outside the vocabulary of ${vocabSize}.`);
-    };
-    group.promptIds.forEach(check);
+  checkGroups(groups, vocabSize);
+  const rows = groups.map((group) => {
     const P = group.promptIds.length;
     const ids = [...group.promptIds];
     const positions = ids.map((_, i) => i);
@@ -88,8 +83,6 @@ export function layout(groups: readonly GraphGroup[], vocabSize: number): Batch 
     const segment = ids.map(() => -1);
     const picks: Array<{ column: number; target: number }> = [];
     group.completions.forEach((completion: readonly number[], c: number) => {
-      if (completion.length === 0) throw new InvalidInputError(`groups[${g}].completions[${c}]`, 'is empty; drop empty completions before training.');
-      completion.forEach(check);
       picks.push({ column: P - 1, target: completion[0] });
       for (let j = 0; j + 1 < completion.length; j++) {
         ids.push(completion[j]);
@@ -126,12 +119,90 @@ export function layout(groups: readonly GraphGroup[], vocabSize: number): Batch 
   return batch;
 }
 
-export function gather(values: ReadonlyArray<ArrayLike<number>>, batch: Batch, what: string): Float64Array {
+/** Throws InvalidInputError unless every group has a prompt and non-empty completions of in-vocabulary tokens. */
+export function checkGroups(groups: readonly GraphGroup[], vocabSize: number): void {
+  if (!Array.isArray(groups) || groups.length === 0) throw new InvalidInputError('groups', 'must be a non-empty array of { promptIds, completions }.');
+  groups.forEach((group, g) => {
+    if (group.promptIds.length === 0) throw new InvalidInputError(`groups[${g}].promptIds`, 'needs at least one token.');
+    const check = (t: number) => {
+      if (!Number.isInteger(t) || t < 0 || t >= vocabSize) throw new InvalidInputError(`groups[${g}]`, `has token ${t}, outside the vocabulary of ${vocabSize}.`);
+    };
+    group.promptIds.forEach(check);
+    group.completions.forEach((completion: readonly number[], c: number) => {
+      if (completion.length === 0) throw new InvalidInputError(`groups[${g}].completions[${c}]`, 'is empty; drop empty completions before training.');
+      completion.forEach(check);
+    });
+  });
+}
+
+/** Per completion (groups flattened in order): its first slot and its token count. */
+export function slotsOf(groups: readonly GraphGroup[]): { offsets: number[]; lengths: number[]; scored: number } {
+  const lengths = groups.flatMap((g) => g.completions.map((c) => c.length));
+  const offsets: number[] = [];
+  let scored = 0;
+  for (const n of lengths) {
+    offsets.push(scored);
+    scored += n;
+  }
+  return { offsets, lengths, scored };
+}
+
+export function gather(values: ReadonlyArray<ArrayLike<number>>, batch: Pick<Batch, 'lengths' | 'offsets' | 'scored'>, what: string): Float64Array {
   if (values.length !== batch.lengths.length) throw new InvalidInputError(what, `has ${values.length} rows for ${batch.lengths.length} completions.`);
   const out = new Float64Array(batch.scored);
   batch.lengths.forEach((n, c) => {
     if (values[c].length !== n) throw new InvalidInputError(`${what}[${c}]`, `has ${values[c].length} entries for ${n} completion tokens.`);
     for (let t = 0; t < n; t++) out[batch.offsets[c] + t] = values[c][t];
   });
+  return out;
+}
+
+/**
+ * The rows a batch of groups runs as. A group's completions share one row after their prompt (the
+ * prompt's tokens once), or take a row each after a copy of it (attention over shorter rows: a row
+ * of G completions of L tokens attends over (P + G L)^2 pairs, G rows over G (P + L)^2): whichever
+ * costs fewer multiply-adds through a layer, its projections (2 per weight and token) and its
+ * attention (scores, mixing and their backward, plus the softmax's element-wise passes). The
+ * completions stay in order, so the scored tokens keep their slots.
+ */
+export function rowsOf(groups: readonly GraphGroup[], shape: DecoderShape): GraphGroup[] {
+  const { hiddenSize: H, intermediateSize: I, numHeads: Hq, numKvHeads: Hkv, headDim: D } = shape;
+  const perToken = 2 * (H * (2 * Hq * D + 2 * Hkv * D) + 3 * H * I);
+  const perPair = Hq * (4 * D + 16);
+  const cost = (rows: number, width: number) => rows * width * perToken + rows * width * width * perPair;
+  return groups.flatMap((group) => {
+    const P = group.promptIds.length;
+    const joint = P + group.completions.reduce((n, c) => n + Math.max(0, c.length - 1), 0);
+    const longest = P + Math.max(0, ...group.completions.map((c) => c.length - 1));
+    if (group.completions.length < 2 || cost(group.completions.length, longest) >= cost(1, joint)) return [group];
+    return group.completions.map((completion) => ({ promptIds: group.promptIds, completions: [completion] }));
+  });
+}
+
+/** A row's padded width in the layout: its prompt, then every completion but its last token. */
+export function rowWidth(group: GraphGroup): number {
+  return group.promptIds.length + group.completions.reduce((n, c) => n + Math.max(0, c.length - 1), 0);
+}
+
+/**
+ * Consecutive rows cut into micro-batches of at most `tokens` padded tokens (rows x the widest
+ * row; a row wider than that is a micro-batch of its own). The graphs' memory is one
+ * micro-batch's, and their gradients add up to the whole batch's.
+ */
+export function microBatches(rows: readonly GraphGroup[], tokens: number): GraphGroup[][] {
+  const out: GraphGroup[][] = [];
+  let current: GraphGroup[] = [];
+  let widest = 0;
+  for (const row of rows) {
+    const width = Math.max(widest, rowWidth(row));
+    if (current.length > 0 && (current.length + 1) * width > tokens) {
+      out.push(current);
+      current = [];
+      widest = 0;
+    }
+    current.push(row);
+    widest = Math.max(widest, rowWidth(row));
+  }
+  if (current.length > 0) out.push(current);
   return out;
 }
