@@ -38,6 +38,9 @@ export interface TrainingModels {
   saved: string[];
   /** Forward inputs the backward reads too. */
   sharedInputs: string[];
+  /** Every input of each model, by name (what a run feeds). */
+  forwardInputs: string[];
+  backwardInputs: string[];
 }
 
 export class TrainingGraphBuilder {
@@ -179,7 +182,8 @@ export class TrainingGraphBuilder {
       [...saved.map((t) => declare({ name: t })), ...shared.map(declare), ...this.inputs.filter((i) => i.phase === 'backward').map(declare)],
       this.outputs.filter((o) => o.phase === 'backward').map(declare),
     );
-    return { forward, backward, saved, sharedInputs: shared.map((i) => i.name) };
+    const backwardOnly = this.inputs.filter((i) => i.phase === 'backward').map((i) => i.name);
+    return { forward, backward, saved, sharedInputs: shared.map((i) => i.name), forwardInputs: forwardInputs.map((i) => i.name), backwardInputs: [...saved, ...shared.map((i) => i.name), ...backwardOnly] };
   }
 }
 

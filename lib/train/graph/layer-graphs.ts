@@ -42,9 +42,12 @@ export interface Graph {
 
 export interface LayerGraphs {
   forward: Graph;
+  /** The backward with the layer's forward recomputed inside, from its input. */
   backward: Graph;
   /** The first layer's backward: its input is the embedding, which LoRA does not train, so no dx. */
   backwardFirst: Graph;
+  /** The pair that keeps the activations instead: the forward also outputs `saved`, which the backward reads. */
+  keep: { forward: Graph; backward: Graph; saved: string[] };
 }
 
 /**
@@ -124,25 +127,39 @@ function layerOps(g: TrainingGraphBuilder, layer: DecoderLayerWeights, shape: De
 /** The forward and backward graphs of layers shaped like `layer`. */
 export function buildLayerGraphs(layer: DecoderLayerWeights, shape: DecoderShape, lora: LoraGraphConfig, precision: Precision): LayerGraphs {
   const { hiddenSize: H, headDim: D } = shape;
-  const build = (phase: 'forward' | 'backward' | 'backwardFirst'): Graph => {
+  /** A builder with the layer's inputs declared: x, the batch's rotary tables and bias, the weights and adapter. */
+  const begin = () => {
     const g = new TrainingGraphBuilder(precision);
     const x = g.input(LAYER_IO.x, 'float', ['tokens', H]);
     const cos = g.input(GRAPH_IO.cos, 'float', ['batch', 1, 'sequence', D]);
     const sin = g.input(GRAPH_IO.sin, 'float', ['batch', 1, 'sequence', D]);
     const bias = g.input(GRAPH_IO.bias, 'float', ['batch', 1, 'sequence', 'sequence']);
     const ops = decoderOps(g, shape, lora);
-    const w = layerOps(g, layer, shape, lora);
-    const attention = ops.attention(cos, sin, bias);
-    const { out, saved } = ops.layerForward(w, x, attention, phase === 'forward');
-    if (phase === 'forward') g.output(g.node('Identity', [out!], {}, LAYER_IO.out), ['tokens', H]);
-    else {
-      const dy = g.input(LAYER_IO.dy, 'float', ['tokens', H]);
-      const dx = ops.layerBackward(w, saved, dy, attention, phase === 'backward');
-      if (dx) g.output(g.node('Identity', [dx], {}, LAYER_IO.dx), ['tokens', H]);
-    }
-    return g.encodeOne(`layer_${phase}`);
+    return { g, x, ops, w: layerOps(g, layer, shape, lora), attention: ops.attention(cos, sin, bias) };
   };
-  return { forward: build('forward'), backward: build('backward'), backwardFirst: build('backwardFirst') };
+  const output = (g: TrainingGraphBuilder, tensor: string, name: string) => g.output(g.node('Identity', [tensor], {}, name), ['tokens', H]);
+  const forward = (): Graph => {
+    const { g, x, ops, w, attention } = begin();
+    output(g, ops.layerForward(w, x, attention, true).out!, LAYER_IO.out);
+    return g.encodeOne('layer_forward');
+  };
+  const backward = (wantInput: boolean): Graph => {
+    const { g, x, ops, w, attention } = begin();
+    const { saved } = ops.layerForward(w, x, attention, false);
+    const dx = ops.layerBackward(w, saved, g.input(LAYER_IO.dy, 'float', ['tokens', H]), attention, wantInput);
+    if (dx) output(g, dx, LAYER_IO.dx);
+    return g.encodeOne(wantInput ? 'layer_backward' : 'layer_backward_first');
+  };
+  const keep = () => {
+    const { g, x, ops, w, attention } = begin();
+    const { out, saved } = ops.layerForward(w, x, attention, true);
+    output(g, out!, LAYER_IO.out);
+    g.phase = 'backward';
+    output(g, ops.layerBackward(w, saved, g.input(LAYER_IO.dy, 'float', ['tokens', H]), attention, true)!, LAYER_IO.dx);
+    const models = g.encode('layer_keep');
+    return { forward: { model: models.forward, inputs: models.forwardInputs }, backward: { model: models.backward, inputs: models.backwardInputs }, saved: models.saved };
+  };
+  return { forward: forward(), backward: backward(true), backwardFirst: backward(false), keep: keep() };
 }
 
 /** The head's graphs on `rows` scored rows of the last hidden state; `tied`: the head is the embedding [V, H], else [H, V]. */

@@ -5,11 +5,12 @@
  * and B are fed as inputs on every run, so an update needs no new graph, and the layers of one
  * structure share one session.
  *
- * A forward keeps only each layer's input (tokens x hidden per layer); the backward recomputes a
+ * A forward keeps every layer's activations for the backward when they fit `activationBudget`;
+ * past it, only each layer's input (tokens x hidden per layer), and the backward recomputes the
  * layer's activations from it. Rows run in micro-batches of a bounded token count, and the head
- * in chunks of rows, so the [tokens, vocab] logits and the whole decoder's activations never
- * exist at once: the memory of a step is the weights plus one micro-batch's layer, whatever the
- * group. The gradients of the micro-batches add up to the whole batch's.
+ * in chunks of rows, so the [tokens, vocab] logits never exist whole and, recomputing, the memory
+ * of a step is the weights plus one micro-batch's layer, whatever the group. The gradients of the
+ * micro-batches add up to the whole batch's.
  */
 import { InvalidInputError } from '../../errors.js';
 import { zerosLike, type LoraAdapter } from '../../lora/adapter.js';
@@ -18,7 +19,9 @@ import type { Precision } from './builder.js';
 import { adapterGrad, adapterInput, buildHeadGraphs, buildLayerGraphs, LAYER_IO, layerSignature, layerWeightInputs, type Graph } from './layer-graphs.js';
 import { GRAPH_IO, type LoraGraphConfig } from './lora-graph.js';
 import type { GraphRuntime, GraphSession, GraphTensor } from './runtime.js';
-import { batchInputs, checkGroups, floatTensor, gather, layout, microBatches, rowsOf, slotsOf, type Batch, type GraphGroup } from './batch-layout.js';
+import { batchInputs, checkGroups, floatTensor, gather, layout, slotsOf, type Batch } from './batch-layout.js';
+import { microBatches, rowsOf, rowWidth, type GraphGroup } from './rows.js';
+import { DEFAULT_ACTIVATION_BUDGET, DEFAULT_MICRO_BATCH_TOKENS, headRowsFor, keptActivationBytes } from '../memory.js';
 
 export type { GraphGroup } from './batch-layout.js';
 
@@ -27,10 +30,16 @@ export interface LoraGraphEngineOptions {
   precision?: Precision;
   /** onnxruntime session options (execution providers, threads). */
   sessionOptions?: Record<string, unknown>;
-  /** The most padded tokens a micro-batch runs through a layer at once (estimateStepMemory sizes it for a budget). Default 2048. */
+  /** The most padded tokens a micro-batch runs through a layer at once. Default 2048. */
   microBatchTokens?: number;
   /** The most scored rows a head run takes at once (its logits are rows x vocab). Default: 4M logits (16 MB). */
   headRows?: number;
+  /**
+   * Bytes the activations of a whole batch may take to be kept between the forward and the
+   * backward (keptActivationBytes); a batch that needs more keeps only each layer's input and the
+   * backward recomputes the rest, about a forward's work more. Default 1 GiB; 0 always recomputes.
+   */
+  activationBudget?: number;
 }
 
 /** A forward kept for its backward. */
@@ -42,8 +51,6 @@ export interface LoraGraphPass {
   backward(dlogps: ReadonlyArray<ArrayLike<number>>, dentropies?: ReadonlyArray<ArrayLike<number>>): Promise<LoraAdapter>;
 }
 
-export const DEFAULT_MICRO_BATCH_TOKENS = 2048;
-const HEAD_LOGITS = 1 << 22;
 
 /** A graph's session and the inputs a run feeds it. */
 interface Runner {
@@ -55,6 +62,7 @@ interface LayerRunners {
   forward: Runner;
   backward: Runner;
   backwardFirst: Runner;
+  keep: { forward: Runner; backward: Runner; saved: string[] };
 }
 
 /** One micro-batch of a forward: its layout, its batch inputs, and every layer's input (x[L] is the last hidden state). */
@@ -62,6 +70,8 @@ interface KeptMicroBatch {
   batch: Batch;
   feeds: Record<string, GraphTensor>;
   xs: GraphTensor[];
+  /** Per layer, the activations its backward reads, when they were kept. */
+  activations?: Array<Record<string, GraphTensor>>;
   /** Its first scored token's slot in the whole batch. */
   offset: number;
 }
@@ -79,14 +89,17 @@ export class LoraGraphEngine {
     readonly precision: Precision,
     readonly microBatchTokens: number,
     readonly headRows: number,
+    readonly activationBudget: number,
   ) {}
 
   static async create(runtime: GraphRuntime, weights: DecoderWeights, lora: LoraGraphConfig, options: LoraGraphEngineOptions = {}): Promise<LoraGraphEngine> {
     const precision = options.precision ?? 'float32';
     const microBatchTokens = options.microBatchTokens ?? DEFAULT_MICRO_BATCH_TOKENS;
     if (!Number.isInteger(microBatchTokens) || microBatchTokens < 1) throw new InvalidInputError('microBatchTokens', `must be a positive integer, got ${String(microBatchTokens)}.`);
-    const headRows = options.headRows ?? Math.max(1, Math.floor(HEAD_LOGITS / weights.shape.vocabSize));
+    const headRows = options.headRows ?? headRowsFor(weights.shape);
     if (!Number.isInteger(headRows) || headRows < 1) throw new InvalidInputError('headRows', `must be a positive integer, got ${String(headRows)}.`);
+    const activationBudget = options.activationBudget ?? DEFAULT_ACTIVATION_BUDGET;
+    if (!(activationBudget >= 0)) throw new InvalidInputError('activationBudget', `must be a number of bytes >= 0, got ${String(activationBudget)}.`);
     // onnxruntime's extended optimizations fuse into contrib ops that have float kernels only
     // (x sigmoid(x) into QuickGelu): double graphs keep the basic ones.
     const sessionOptions = { ...(precision === 'float64' ? { graphOptimizationLevel: 'basic' } : {}), ...options.sessionOptions };
@@ -104,7 +117,12 @@ export class LoraGraphEngine {
         let runners = bySignature.get(signature);
         if (!runners) {
           const graphs = buildLayerGraphs(layer, weights.shape, lora, precision);
-          runners = { forward: await open(graphs.forward), backward: await open(graphs.backward), backwardFirst: await open(graphs.backwardFirst) };
+          runners = {
+            forward: await open(graphs.forward),
+            backward: await open(graphs.backward),
+            backwardFirst: await open(graphs.backwardFirst),
+            keep: { forward: await open(graphs.keep.forward), backward: await open(graphs.keep.backward), saved: graphs.keep.saved },
+          };
           bySignature.set(signature, runners);
         }
         layerRunners.push(runners);
@@ -119,7 +137,7 @@ export class LoraGraphEngine {
         [LAYER_IO.finalNorm]: tensor('float', weights.finalNorm, [H]),
         [LAYER_IO.head]: weights.lmHead ? tensor('float', weights.lmHead, [H, V]) : tensor('float', weights.embedding, [V, H]),
       };
-      return new LoraGraphEngine(runtime, layerRunners, head, weightFeeds, headFeeds, sessions, weights, lora, precision, microBatchTokens, headRows);
+      return new LoraGraphEngine(runtime, layerRunners, head, weightFeeds, headFeeds, sessions, weights, lora, precision, microBatchTokens, headRows, activationBudget);
     } catch (error) {
       await Promise.all(sessions.map((s) => s.release?.()));
       throw error;
@@ -141,13 +159,18 @@ export class LoraGraphEngine {
     const entropies = new Float64Array(whole.scored);
     const kept: KeptMicroBatch[] = [];
     let offset = 0;
-    for (const rows of microBatches(rowsOf(groups, this.weights.shape), this.microBatchTokens)) {
+    const micro = microBatches(rowsOf(groups, this.weights.shape), this.microBatchTokens);
+    const keep = this.keepsActivations(micro);
+    for (const rows of micro) {
       const batch = layout(rows, this.weights.shape.vocabSize);
       const feeds = batchInputs(this.runtime, this.precision, this.weights.shape, batch, invT);
       const xs = [this.embed(batch.ids)];
+      const activations: Array<Record<string, GraphTensor>> = [];
       for (let l = 0; l < this.weights.layers.length; l++) {
-        const out = await this.run(this.layerRunners[l].forward, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, [LAYER_IO.x]: xs[l] });
+        const runners = this.layerRunners[l];
+        const out = await this.run(keep ? runners.keep.forward : runners.forward, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, [LAYER_IO.x]: xs[l] });
         xs.push(out[LAYER_IO.out]);
+        if (keep) activations.push(Object.fromEntries(runners.keep.saved.map((name) => [name, out[name]])));
       }
       for (const [start, end] of this.headChunks(batch)) {
         const out = await this.run(this.head.forward, { ...this.headFeeds, ...this.headInputs(batch, xs[xs.length - 1], start, end, invT) });
@@ -158,7 +181,7 @@ export class LoraGraphEngine {
           entropies[offset + k] = Number(chunkEntropies[k - start]);
         }
       }
-      kept.push({ batch, feeds, xs, offset });
+      kept.push({ batch, feeds, xs, offset, ...(keep ? { activations } : {}) });
       offset += batch.scored;
     }
     const split = (values: Float64Array) => whole.lengths.map((n, c) => Array.from(values.subarray(whole.offsets[c], whole.offsets[c] + n)));
@@ -177,7 +200,7 @@ export class LoraGraphEngine {
 
   /** Adds one micro-batch's d loss / d (A, B) into `grad`. */
   private async backward(micro: KeptMicroBatch, dLogp: Float64Array, dEntropy: Float64Array, adapterFeeds: Array<Record<string, GraphTensor>>, grad: LoraAdapter, invT: number): Promise<void> {
-    const { batch, feeds, xs, offset } = micro;
+    const { batch, feeds, xs, offset, activations } = micro;
     const H = this.weights.shape.hiddenSize;
     const last = xs[xs.length - 1];
     const dLast = this.precision === 'float64' ? new Float64Array(last.data.length) : new Float32Array(last.data.length);
@@ -197,8 +220,9 @@ export class LoraGraphEngine {
     }
     let dy = this.floats(dLast, [batch.rows * batch.width, H]);
     for (let l = this.weights.layers.length - 1; l >= 0; l--) {
-      const runner = l === 0 ? this.layerRunners[l].backwardFirst : this.layerRunners[l].backward;
-      const out = await this.run(runner, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, [LAYER_IO.x]: xs[l], [LAYER_IO.dy]: dy });
+      const runners = this.layerRunners[l];
+      const runner = activations ? runners.keep.backward : l === 0 ? runners.backwardFirst : runners.backward;
+      const out = await this.run(runner, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, ...activations?.[l], [LAYER_IO.x]: xs[l], [LAYER_IO.dy]: dy });
       const layer = grad.layers[l];
       for (const m of this.lora.targetModules) {
         const pair = layer[m]!;
@@ -207,6 +231,12 @@ export class LoraGraphEngine {
       }
       if (l > 0) dy = out[LAYER_IO.dx];
     }
+  }
+
+  /** Whether these micro-batches' activations fit the budget, so the backward need not recompute them. */
+  private keepsActivations(micro: readonly GraphGroup[][]): boolean {
+    const rows = micro.map((m) => ({ rows: m.length, width: Math.max(...m.map(rowWidth)) }));
+    return keptActivationBytes(this.weights.shape, this.lora.r, this.lora.targetModules.length, rows) <= this.activationBudget;
   }
 
   /** The scored rows of the last hidden state from `start` to `end`, with their targets. */
