@@ -132,3 +132,16 @@ export function estimateStepMemory(shape: DecoderShape, settings: StepMemorySett
   const activations = recompute ? 0 : kept;
   return { weights, adapter, layerInputs, activations, layerRun, head, total: weights + adapter + layerInputs + activations + layerRun + head, microBatchTokens, recompute };
 }
+
+/**
+ * The engine's settings for a budget of bytes a step's activations may take: every layer's
+ * activations kept when they fit it, and micro-batches whose layer runs fit a quarter of it
+ * (counted in rows of 128 tokens, a prompt and a completion; at least 16 tokens).
+ */
+export function planMemory(shape: DecoderShape, memoryBudget: number): { activationBudget: number; microBatchTokens: number } {
+  if (!(memoryBudget > 0) || !Number.isFinite(memoryBudget)) throw new InvalidInputError('memoryBudget', `must be a number of bytes > 0, got ${String(memoryBudget)}.`);
+  const ROW = 128;
+  let tokens = DEFAULT_MICRO_BATCH_TOKENS;
+  while (tokens > 16 && layerRunBytes(shape, { rows: Math.max(1, tokens / ROW), width: Math.min(ROW, tokens) }) > memoryBudget / 4) tokens >>= 1;
+  return { activationBudget: memoryBudget, microBatchTokens: tokens };
+}
