@@ -241,9 +241,10 @@ export function decoderOps(g: TrainingGraphBuilder, shape: DecoderShape, lora?: 
       grads?: { finalNorm: string; head?: string },
     ): { dHidden: string; dTiedHead?: string } {
       const probs = g.node('Exp', [fwd.logSoftmax]);
-      const onehot = g.toFloat(g.node('Equal', [column(f.targets), g.int64s(Array.from({ length: V }, (_, i) => i))]));
       const dl = column(dlogps);
-      const dz = mul(sub(mul(onehot, dl), mul(probs, add(dl, mul(column(dentropies), add(fwd.logSoftmax, column(fwd.entropies)))))), f.invT);
+      // The one-hot term lands on each row's target alone: a scatter-add, not a [rows, vocab] mask.
+      const spread = g.node('Neg', [mul(probs, add(dl, mul(column(dentropies), add(fwd.logSoftmax, column(fwd.entropies)))))]);
+      const dz = mul(g.node('ScatterElements', [spread, column(f.targets), dl], { axis: 1, reduction: 'add' }), f.invT);
       const dhf = f.tied ? matmul(dz, f.head) : g.node('Gemm', [dz, f.head], { transB: 1 });
       let dTiedHead: string | undefined;
       if (grads && !f.tied) g.output(g.node('Gemm', [fwd.hf, dz], { transA: 1 }, grads.head), [H, V]);
