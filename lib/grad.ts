@@ -53,4 +53,6 @@ export { exportPeftAdapter, importPeftAdapter, peftBaseModel, PEFT_CONFIG_FILE, 
 export { runPeftAdapter, type RunPeftAdapter } from './export/peft.js';
 export { mergeLoraIntoOnnx } from './lora/onnx-merge.js';
 export { loraEngine, loraModel, type LoraAdapterEngine, type LoraBasePolicy, type LoraEngineOptions, type LoraEngineState, type LoraModel } from './train/lora-engine.js';
+// What a LoRA step's memory goes to, before it runs, and the engine settings for a budget.
+export { estimateStepMemory, planMemory, type StepMemoryEstimate, type StepMemorySettings } from './train/memory.js';
 export { readLoraAdapterFile, writeLoraAdapterFile, type LoraAdapterFile, type LoraCheckpoint } from './lora/format.js';

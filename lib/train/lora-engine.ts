@@ -19,6 +19,7 @@ import type { EngineBatch, EngineStats, ForwardOptions, TrainEngine } from './en
 import { LoraGraphEngine, type GraphGroup, type LoraGraphPass } from './graph/lora-graph-engine.js';
 import { policyGraphRuntime } from './graph/policy-runtime.js';
 import type { GraphRuntime } from './graph/runtime.js';
+import { planMemory } from './memory.js';
 
 /** The model a LoRA engine trains: the frozen decoder, the adapter on it, and how prompts become tokens. */
 export interface LoraModel<Prompt = PromptInput> {
@@ -62,6 +63,8 @@ export interface LoraEngineOptions {
   graph?: LoraGraphEngine;
   runtime?: () => Promise<GraphRuntime>;
   sessionOptions?: Record<string, unknown>;
+  /** Bytes a step's activations may take, for the graphs built here (planMemory); a given `graph` has its own. */
+  memoryBudget?: number;
 }
 
 /** The adapter on `model`, updated in place. */
@@ -101,7 +104,10 @@ export class LoraAdapterEngine<Prompt = PromptInput> implements TrainEngine<Prom
     this.#optimizer = loraOptimizerState(model.adapter, options.state);
     const { config, scale } = model.adapter;
     const lora = { r: config.r, scale, targetModules: config.targetModules };
-    const graph = options.graph ? Promise.resolve(options.graph) : (options.runtime ?? policyGraphRuntime)().then((runtime) => LoraGraphEngine.create(runtime, model.weights, lora, { sessionOptions: options.sessionOptions }));
+    const memory = options.memoryBudget !== undefined ? planMemory(model.weights.shape, options.memoryBudget) : {};
+    const graph = options.graph
+      ? Promise.resolve(options.graph)
+      : (options.runtime ?? policyGraphRuntime)().then((runtime) => LoraGraphEngine.create(runtime, model.weights, lora, { sessionOptions: options.sessionOptions, ...memory }));
     // A failed build is reported by the forward that awaits it, not as an unhandled rejection here.
     graph.catch(() => undefined);
     this.#graph = graph;

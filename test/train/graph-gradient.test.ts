@@ -104,6 +104,40 @@ describe.each(VARIANTS)('%s', (_, variant) => {
   });
 });
 
+describe('memory-bounded runs', () => {
+  it.each(VARIANTS)('%s: recomputed activations, micro-batches of one row, head chunks of one row and a row per completion give the whole batch\'s log-probs (float64, 1e-12) and gradients (float32 sums, 1e-6)', async (_, variant) => {
+    const { weights, adapter, groups, cLogp, cEntropy } = setup(variant);
+    const whole = await LoraGraphEngine.create(runtime, weights, config(adapter), { precision: 'float64' });
+    // Recomputing each layer's activations in the backward (no budget to keep them) against keeping them.
+    const bounded = await LoraGraphEngine.create(runtime, weights, config(adapter), { precision: 'float64', microBatchTokens: 1, headRows: 1, activationBudget: 0 });
+    const reference = await whole.forward(adapter, groups, 0.9);
+    const referenceGrad = tensors(await reference.backward(cLogp, cEntropy));
+    // The same completions with the prompt copied for each: the layout the engine picks for long completions.
+    const split = groups.flatMap((g) => g.completions.map((c) => ({ promptIds: g.promptIds, completions: [c] })));
+    for (const [engine, input] of [[bounded, groups], [whole, split], [bounded, split]] as const) {
+      const pass = await engine.forward(adapter, input, 0.9);
+      const maxDiff = (a: number[][], b: number[][]) => Math.max(...a.flatMap((r, i) => r.map((v, k) => Math.abs(v - b[i][k]))));
+      expect(maxDiff(pass.logprobs, reference.logprobs)).toBeLessThan(1e-12);
+      expect(maxDiff(pass.entropies, reference.entropies)).toBeLessThan(1e-12);
+      const grad = tensors(await pass.backward(cLogp, cEntropy));
+      // Gradients are summed over micro-batches into the adapter's float32 arrays: equal to float32 rounding.
+      referenceGrad.forEach((want, j) => {
+        const scale = Math.max(...Array.from(want, Math.abs));
+        want.forEach((v, i) => expect(Math.abs(grad[j][i] - v)).toBeLessThan(1e-6 * scale));
+      });
+    }
+    await whole.release();
+    await bounded.release();
+  });
+
+  it('refuses a micro-batch or head chunk size that is not a positive integer, and a negative activation budget', async () => {
+    const { weights, adapter } = setup(VARIANTS[0][1]);
+    await expect(LoraGraphEngine.create(runtime, weights, config(adapter), { microBatchTokens: 0 })).rejects.toThrow(/microBatchTokens/);
+    await expect(LoraGraphEngine.create(runtime, weights, config(adapter), { headRows: 1.5 })).rejects.toThrow(/headRows/);
+    await expect(LoraGraphEngine.create(runtime, weights, config(adapter), { activationBudget: -1 })).rejects.toThrow(/activationBudget/);
+  });
+});
+
 describe('bad input', () => {
   it('is an InvalidInputError naming what was wrong, and the engine keeps working', async () => {
     const { weights, adapter, groups, cLogp } = setup(VARIANTS[0][1]);

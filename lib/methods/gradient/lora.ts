@@ -60,6 +60,13 @@ export interface LoraGrpoOptions extends LoraHandles, TrainingRunOptions {
   engine?: LoraEngine | 'auto';
   /** Start from a trained adapter (a LoRA adapter file or its JSON text, or `importPeftAdapter`'s adapter) instead of a fresh one. */
   initialAdapter?: LoraAdapter | LoraAdapterFile | string;
+  /**
+   * Bytes a step's activations may take, beyond the weights (planMemory): the engine keeps every
+   * layer's activations when they fit, recomputes them in the backward when they do not, and cuts
+   * the rows into micro-batches whose layer runs fit a quarter of it. estimateStepMemory says what
+   * a setting needs. Default: keep up to 1 GiB, micro-batches of 2,048 tokens. Stored with the run.
+   */
+  memoryBudget?: number;
 }
 
 export const LORA_GRPO_DEFAULTS = { lr: 2e-3 } as const;
@@ -81,7 +88,17 @@ export function resolveLoraRunConfig(options: LoraGrpoOptions): LoraRunConfig {
   if (lora === null || typeof lora !== 'object') throw new InvalidInputError('lora', 'must be an object { r?, alpha?, targetModules?, useRslora? }.');
   const { r, alpha, targetModules, useRslora } = resolveLoraConfig(lora);
   const engine = resolveLoraEngine(options.engine, options.policy);
-  return { ...config, engine, backend: options.policy.info.backend, lora: { r, alpha, useRslora, targetModules: [...targetModules] as LoraModule[], seed: config.seed } };
+  const { memoryBudget } = options;
+  if (memoryBudget !== undefined && !(typeof memoryBudget === 'number' && memoryBudget > 0 && Number.isFinite(memoryBudget))) {
+    throw new InvalidInputError('memoryBudget', `must be a number of bytes > 0, got ${String(memoryBudget)}.`);
+  }
+  return {
+    ...config,
+    engine,
+    backend: options.policy.info.backend,
+    lora: { r, alpha, useRslora, targetModules: [...targetModules] as LoraModule[], seed: config.seed },
+    ...(memoryBudget !== undefined ? { memoryBudget } : {}),
+  };
 }
 
 /** The engine option resolved for a new run: onnxruntime's kernels, whose sampler follows the adapter. */
@@ -131,7 +148,7 @@ export const loraAdapter: GradientAdapter<'lora', LoraHandles, LoraGrpoOptions, 
     checkFollows(handles.policy);
     const model = await loraModel(handles.policy, adapter ?? { ...config.lora });
     checkTrainable(model.weights, model.adapter);
-    const graph = await graphEngine(model.weights, model.adapter, handles.policy.info.backend);
+    const graph = await graphEngine(model.weights, model.adapter, handles.policy.info.backend, config.memoryBudget);
     let trainer: GrpoTrainer<LoraAdapterEngine>;
     try {
       trainer = train(loraEngine(model, { ...(resumed ? { state: resumed.state } : {}), graph }));
@@ -165,14 +182,20 @@ export const loraAdapter: GradientAdapter<'lora', LoraHandles, LoraGrpoOptions, 
  * main entry, and a page that only shows stored runs) holds these hooks without the engine's code.
  */
 async function loraModules() {
-  const [{ loraModel, loraEngine }, { LoraGraphEngine }, { policyGraphRuntime, graphSessionOptions }] = await Promise.all([
+  const [{ loraModel, loraEngine }, { LoraGraphEngine }, { policyGraphRuntime, graphSessionOptions }, { planMemory }] = await Promise.all([
     import('../../train/lora-engine.js'),
     import('../../train/graph/lora-graph-engine.js'),
     import('../../train/graph/policy-runtime.js'),
+    import('../../train/memory.js'),
   ]);
-  /** The training graphs of the model's weights, in the policy's onnxruntime on its backend. */
-  const graphEngine = async (weights: DecoderWeights, adapter: LoraAdapter, backend: string) =>
-    LoraGraphEngine.create(await policyGraphRuntime(), weights, { r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules }, { sessionOptions: graphSessionOptions(backend) });
+  /** The training graphs of the model's weights, in the policy's onnxruntime on its backend, sized for the run's memory budget. */
+  const graphEngine = async (weights: DecoderWeights, adapter: LoraAdapter, backend: string, memoryBudget: number | undefined) =>
+    LoraGraphEngine.create(
+      await policyGraphRuntime(),
+      weights,
+      { r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules },
+      { sessionOptions: graphSessionOptions(backend), ...(memoryBudget !== undefined ? planMemory(weights.shape, memoryBudget) : {}) },
+    );
   return { loraModel, loraEngine, graphEngine };
 }
 

@@ -67,6 +67,8 @@ export interface LoraRunConfig extends TrainingConfig {
   engine?: 'cpu' | 'webgpu' | 'onnxruntime';
   /** The policy's backend the training graphs ran on ('cpu' in Node, 'wasm', 'webgpu'); absent in runs stored before it was kept. */
   backend?: string;
+  /** The bytes a step's activations may take (LoraGrpoOptions.memoryBudget); absent: the engine's defaults. */
+  memoryBudget?: number;
 }
 
 /** A LoRA step's payload: each update's metrics, and what following the adapter cost the sampler. */
@@ -157,6 +159,7 @@ function validateLoraConfig(value: unknown, at: string): void {
   targets.forEach((t, i) => oneOf(t, LORA_MODULES, `${at}.lora.targetModules[${i}]`));
   if (c.engine !== undefined) oneOf(c.engine, ['cpu', 'webgpu', 'onnxruntime'] as const, `${at}.engine`);
   if (c.backend !== undefined && str(c.backend, `${at}.backend`).length === 0) fail(`${at}.backend`, 'expected a backend name.');
+  if (c.memoryBudget !== undefined && !(num(c.memoryBudget, `${at}.memoryBudget`) > 0)) fail(`${at}.memoryBudget`, 'expected a number of bytes > 0.');
 }
 
 function validateLoraStep(p: Obj, at: string): void {

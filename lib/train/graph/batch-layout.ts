@@ -8,13 +8,10 @@ import { InvalidInputError } from '../../errors.js';
 import type { DecoderShape } from '../../lora/weights.js';
 import type { Precision } from './builder.js';
 import { GRAPH_IO } from './lora-graph.js';
+import type { GraphGroup } from './rows.js';
 import type { GraphRuntime, GraphTensor } from './runtime.js';
 
-/** A prompt and its completions (token ids); the prompt has at least one token. */
-export interface GraphGroup {
-  promptIds: readonly number[];
-  completions: ReadonlyArray<readonly number[]>;
-}
+export type { GraphGroup } from './rows.js';
 
 /** A large negative bias rather than -Infinity: a fully masked row can never appear, and the sums stay finite. */
 const MASKED = -3.4028234663852886e38;
@@ -74,13 +71,8 @@ export interface Batch {
  * completion's first token.
  */
 export function layout(groups: readonly GraphGroup[], vocabSize: number): Batch {
-  if (!Array.isArray(groups) || groups.length === 0) throw new InvalidInputError('groups', 'must be a non-empty array of { promptIds, completions }.');
-  const rows = groups.map((group, g) => {
-    if (group.promptIds.length === 0) throw new InvalidInputError(`groups[${g}].promptIds`, 'needs at least one token.');
-    const check = (t: number) => {
-      if (!Number.isInteger(t) || t < 0 || t >= vocabSize) throw new InvalidInputError(`groups[${g}]`, `has token ${t}, outside the vocabulary of ${vocabSize}.`);
-    };
-    group.promptIds.forEach(check);
+  checkGroups(groups, vocabSize);
+  const rows = groups.map((group) => {
     const P = group.promptIds.length;
     const ids = [...group.promptIds];
     const positions = ids.map((_, i) => i);
@@ -88,8 +80,6 @@ export function layout(groups: readonly GraphGroup[], vocabSize: number): Batch 
     const segment = ids.map(() => -1);
     const picks: Array<{ column: number; target: number }> = [];
     group.completions.forEach((completion: readonly number[], c: number) => {
-      if (completion.length === 0) throw new InvalidInputError(`groups[${g}].completions[${c}]`, 'is empty; drop empty completions before training.');
-      completion.forEach(check);
       picks.push({ column: P - 1, target: completion[0] });
       for (let j = 0; j + 1 < completion.length; j++) {
         ids.push(completion[j]);
@@ -126,7 +116,35 @@ export function layout(groups: readonly GraphGroup[], vocabSize: number): Batch 
   return batch;
 }
 
-export function gather(values: ReadonlyArray<ArrayLike<number>>, batch: Batch, what: string): Float64Array {
+/** Throws InvalidInputError unless every group has a prompt and non-empty completions of in-vocabulary tokens. */
+export function checkGroups(groups: readonly GraphGroup[], vocabSize: number): void {
+  if (!Array.isArray(groups) || groups.length === 0) throw new InvalidInputError('groups', 'must be a non-empty array of { promptIds, completions }.');
+  groups.forEach((group, g) => {
+    if (group.promptIds.length === 0) throw new InvalidInputError(`groups[${g}].promptIds`, 'needs at least one token.');
+    const check = (t: number) => {
+      if (!Number.isInteger(t) || t < 0 || t >= vocabSize) throw new InvalidInputError(`groups[${g}]`, `has token ${t}, outside the vocabulary of ${vocabSize}.`);
+    };
+    group.promptIds.forEach(check);
+    group.completions.forEach((completion: readonly number[], c: number) => {
+      if (completion.length === 0) throw new InvalidInputError(`groups[${g}].completions[${c}]`, 'is empty; drop empty completions before training.');
+      completion.forEach(check);
+    });
+  });
+}
+
+/** Per completion (groups flattened in order): its first slot and its token count. */
+export function slotsOf(groups: readonly GraphGroup[]): { offsets: number[]; lengths: number[]; scored: number } {
+  const lengths = groups.flatMap((g) => g.completions.map((c) => c.length));
+  const offsets: number[] = [];
+  let scored = 0;
+  for (const n of lengths) {
+    offsets.push(scored);
+    scored += n;
+  }
+  return { offsets, lengths, scored };
+}
+
+export function gather(values: ReadonlyArray<ArrayLike<number>>, batch: Pick<Batch, 'lengths' | 'offsets' | 'scored'>, what: string): Float64Array {
   if (values.length !== batch.lengths.length) throw new InvalidInputError(what, `has ${values.length} rows for ${batch.lengths.length} completions.`);
   const out = new Float64Array(batch.scored);
   batch.lengths.forEach((n, c) => {
@@ -135,3 +153,4 @@ export function gather(values: ReadonlyArray<ArrayLike<number>>, batch: Batch, w
   });
   return out;
 }
+

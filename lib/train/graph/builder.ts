@@ -15,15 +15,14 @@ const DataType = onnx.TensorProto.DataType;
 
 export type Precision = 'float32' | 'float64';
 export type Phase = 'forward' | 'backward';
-type ElemType = 'float' | 'int64' | 'bool';
+type ElemType = 'float' | 'int64' | 'bool' | 'uint8';
 
 /**
- * The opset the training graphs are written against: 21 for DequantizeLinear of 4-bit blocks
- * (the backward's transposed 4-bit product); the reductions take their axes as inputs.
+ * The opset the training graphs are written against: at least 18 for BitwiseAnd (the backward's
+ * 4-bit blocks unpacked in the graph); the reductions take their axes as inputs.
  */
 export const TRAINING_OPSET = 21;
 export const UINT8 = DataType.UINT8;
-export const UINT4 = 21;
 
 interface Declared {
   name: string;
@@ -39,6 +38,9 @@ export interface TrainingModels {
   saved: string[];
   /** Forward inputs the backward reads too. */
   sharedInputs: string[];
+  /** Every input of each model, by name (what a run feeds). */
+  forwardInputs: string[];
+  backwardInputs: string[];
 }
 
 export class TrainingGraphBuilder {
@@ -82,11 +84,12 @@ export class TrainingGraphBuilder {
     return this.floats(undefined, [value], []);
   }
 
-  /** An initializer of raw bytes in any data type (packed 4-bit weights). */
-  raw(name: string, dataType: number, dims: number[], bytes: Uint8Array): string {
-    this.initializers.set(name, { name, dims, dataType, rawData: bytes });
-    this.types.set(name, 'int64');
-    return name;
+  /** A uint8 initializer (packed 4-bit weights, nibble masks). */
+  uint8s(values: ArrayLike<number>, dims: number[] = [values.length], name?: string): string {
+    const id = name ?? `u${this.counter++}`;
+    this.initializers.set(id, { name: id, dims, dataType: DataType.UINT8, rawData: Uint8Array.from(values) });
+    this.types.set(id, 'uint8');
+    return id;
   }
 
   int64s(values: number[], dims: number[] = [values.length]): string {
@@ -129,6 +132,26 @@ export class TrainingGraphBuilder {
     return this.node('ConstantOfShape', [shape], { value: { tensor: value } });
   }
 
+  private dataType(type: ElemType): number {
+    return type === 'float' ? this.floatType : type === 'int64' ? DataType.INT64 : type === 'uint8' ? DataType.UINT8 : DataType.BOOL;
+  }
+
+  /** Every node in one model (no forward/backward cut): its inputs, and the outputs declared. */
+  encodeOne(name: string): { model: Uint8Array; inputs: string[] } {
+    const nodes = this.nodes.map((n) => n.proto);
+    const used = new Set(nodes.flatMap((n) => n.input ?? []));
+    const declare = (d: Declared) => valueInfo(d.name, this.dataType(d.type), d.shape);
+    const model = onnx.ModelProto.encode(
+      onnx.ModelProto.create({
+        irVersion: 10,
+        producerName: 'webgrpo training graph',
+        opsetImport: [{ domain: '', version: TRAINING_OPSET }, ...[...this.domains].map((domain) => ({ domain, version: 1 }))],
+        graph: { name, node: nodes, input: this.inputs.map(declare), output: this.outputs.map(declare), initializer: [...this.initializers.values()].filter((t) => used.has(t.name!)) },
+      }),
+    ).finish();
+    return { model, inputs: this.inputs.map((i) => i.name) };
+  }
+
   encode(name: string): TrainingModels {
     const backwardReads = new Set<string>();
     for (const { phase, proto } of this.nodes) if (phase === 'backward') for (const i of proto.input ?? []) if (i) backwardReads.add(i);
@@ -139,7 +162,7 @@ export class TrainingGraphBuilder {
     const shared = forwardInputs.filter((i) => backwardReads.has(i.name));
     const declare = (d: { name: string; type?: ElemType; shape?: Dim[] }) => {
       const type = d.type ?? this.types.get(d.name) ?? 'float';
-      return valueInfo(d.name, type === 'float' ? this.floatType : type === 'int64' ? DataType.INT64 : DataType.BOOL, d.shape);
+      return valueInfo(d.name, this.dataType(type), d.shape);
     };
     const model = (phase: Phase, inputs: onnxProto.onnx.IValueInfoProto[], outputs: onnxProto.onnx.IValueInfoProto[]) => {
       const nodes = this.nodes.filter((n) => n.phase === phase).map((n) => n.proto);
@@ -159,7 +182,8 @@ export class TrainingGraphBuilder {
       [...saved.map((t) => declare({ name: t })), ...shared.map(declare), ...this.inputs.filter((i) => i.phase === 'backward').map(declare)],
       this.outputs.filter((o) => o.phase === 'backward').map(declare),
     );
-    return { forward, backward, saved, sharedInputs: shared.map((i) => i.name) };
+    const backwardOnly = this.inputs.filter((i) => i.phase === 'backward').map((i) => i.name);
+    return { forward, backward, saved, sharedInputs: shared.map((i) => i.name), forwardInputs: forwardInputs.map((i) => i.name), backwardInputs: [...saved, ...shared.map((i) => i.name), ...backwardOnly] };
   }
 }
 

@@ -1,21 +1,27 @@
 /**
- * A LoRA adapter trained on onnxruntime's kernels: the forward and backward graphs of
- * lora-graph.ts in two sessions of whichever onnxruntime the caller hands over (onnxruntime-node,
- * onnxruntime-web on WASM or WebGPU). The adapter's A and B are fed as inputs on every call, so
- * an update needs no new graph and no new session.
+ * A LoRA adapter trained on onnxruntime's kernels, one layer at a time: the per-layer and head
+ * graphs of layer-graphs.ts in sessions of whichever onnxruntime the caller hands over
+ * (onnxruntime-node, onnxruntime-web on WASM or WebGPU). The frozen weights and the adapter's A
+ * and B are fed as inputs on every run, so an update needs no new graph, and the layers of one
+ * structure share one session.
  *
- * One batch row per group (batch-layout.ts): its prompt once and every completion after it, as the
- * scoring pass runs the prompt once, so the same tokens cost the same. The forward's activations
- * stay in onnxruntime's tensors until the backward reads them.
+ * A forward keeps every layer's activations for the backward when they fit `activationBudget`;
+ * past it, only each layer's input (tokens x hidden per layer), and the backward recomputes the
+ * layer's activations from it. Rows run in micro-batches of a bounded token count, and the head
+ * in chunks of rows, so the [tokens, vocab] logits never exist whole and, recomputing, the memory
+ * of a step is the weights plus one micro-batch's layer, whatever the group. The gradients of the
+ * micro-batches add up to the whole batch's.
  */
 import { InvalidInputError } from '../../errors.js';
 import { zerosLike, type LoraAdapter } from '../../lora/adapter.js';
 import type { DecoderWeights } from '../../lora/weights.js';
-import { LORA_MODULES } from '../../lora/weights.js';
 import type { Precision } from './builder.js';
-import { buildLoraGraphs, GRAPH_IO, loraGradOutput, loraInput, type LoraGraphConfig } from './lora-graph.js';
+import { adapterGrad, adapterInput, buildHeadGraphs, buildLayerGraphs, LAYER_IO, layerSignature, layerWeightInputs, type Graph } from './layer-graphs.js';
+import { GRAPH_IO, type LoraGraphConfig } from './lora-graph.js';
 import type { GraphRuntime, GraphSession, GraphTensor } from './runtime.js';
-import { batchInputs, floatTensor, gather, layout, type GraphGroup } from './batch-layout.js';
+import { batchInputs, checkGroups, floatTensor, gather, layout, slotsOf, type Batch } from './batch-layout.js';
+import { microBatches, rowsOf, rowWidth, type GraphGroup } from './rows.js';
+import { DEFAULT_ACTIVATION_BUDGET, DEFAULT_MICRO_BATCH_TOKENS, headRowsFor, keptActivationBytes } from '../memory.js';
 
 export type { GraphGroup } from './batch-layout.js';
 
@@ -24,6 +30,16 @@ export interface LoraGraphEngineOptions {
   precision?: Precision;
   /** onnxruntime session options (execution providers, threads). */
   sessionOptions?: Record<string, unknown>;
+  /** The most padded tokens a micro-batch runs through a layer at once. Default 2048. */
+  microBatchTokens?: number;
+  /** The most scored rows a head run takes at once (its logits are rows x vocab). Default: 4M logits (16 MB). */
+  headRows?: number;
+  /**
+   * Bytes the activations of a whole batch may take to be kept between the forward and the
+   * backward (keptActivationBytes); a batch that needs more keeps only each layer's input and the
+   * backward recomputes the rest, about a forward's work more. Default 1 GiB; 0 always recomputes.
+   */
+  activationBudget?: number;
 }
 
 /** A forward kept for its backward. */
@@ -35,81 +51,247 @@ export interface LoraGraphPass {
   backward(dlogps: ReadonlyArray<ArrayLike<number>>, dentropies?: ReadonlyArray<ArrayLike<number>>): Promise<LoraAdapter>;
 }
 
+
+/** A graph's session and the inputs a run feeds it. */
+interface Runner {
+  session: GraphSession;
+  inputs: string[];
+}
+
+interface LayerRunners {
+  forward: Runner;
+  backward: Runner;
+  backwardFirst: Runner;
+  keep: { forward: Runner; backward: Runner; saved: string[] };
+}
+
+/** One micro-batch of a forward: its layout, its batch inputs, and every layer's input (x[L] is the last hidden state). */
+interface KeptMicroBatch {
+  batch: Batch;
+  feeds: Record<string, GraphTensor>;
+  xs: GraphTensor[];
+  /** Per layer, the activations its backward reads, when they were kept. */
+  activations?: Array<Record<string, GraphTensor>>;
+  /** Its first scored token's slot in the whole batch. */
+  offset: number;
+}
+
 export class LoraGraphEngine {
   private constructor(
     private readonly runtime: GraphRuntime,
-    private readonly forwardSession: GraphSession,
-    private readonly backwardSession: GraphSession,
-    private readonly saved: string[],
-    private readonly shared: string[],
+    private readonly layerRunners: LayerRunners[],
+    private readonly head: { forward: Runner; backward: Runner },
+    private readonly weightFeeds: Array<Record<string, GraphTensor>>,
+    private readonly headFeeds: Record<string, GraphTensor>,
+    private readonly sessions: GraphSession[],
     readonly weights: DecoderWeights,
     readonly lora: LoraGraphConfig,
     readonly precision: Precision,
+    readonly microBatchTokens: number,
+    readonly headRows: number,
+    readonly activationBudget: number,
   ) {}
 
   static async create(runtime: GraphRuntime, weights: DecoderWeights, lora: LoraGraphConfig, options: LoraGraphEngineOptions = {}): Promise<LoraGraphEngine> {
     const precision = options.precision ?? 'float32';
-    const models = buildLoraGraphs(weights, lora, precision);
+    const microBatchTokens = options.microBatchTokens ?? DEFAULT_MICRO_BATCH_TOKENS;
+    if (!Number.isInteger(microBatchTokens) || microBatchTokens < 1) throw new InvalidInputError('microBatchTokens', `must be a positive integer, got ${String(microBatchTokens)}.`);
+    const headRows = options.headRows ?? headRowsFor(weights.shape);
+    if (!Number.isInteger(headRows) || headRows < 1) throw new InvalidInputError('headRows', `must be a positive integer, got ${String(headRows)}.`);
+    const activationBudget = options.activationBudget ?? DEFAULT_ACTIVATION_BUDGET;
+    if (!(activationBudget >= 0)) throw new InvalidInputError('activationBudget', `must be a number of bytes >= 0, got ${String(activationBudget)}.`);
     // onnxruntime's extended optimizations fuse into contrib ops that have float kernels only
     // (x sigmoid(x) into QuickGelu): double graphs keep the basic ones.
     const sessionOptions = { ...(precision === 'float64' ? { graphOptimizationLevel: 'basic' } : {}), ...options.sessionOptions };
-    const forward = await runtime.InferenceSession.create(models.forward, sessionOptions);
-    const backward = await runtime.InferenceSession.create(models.backward, sessionOptions);
-    return new LoraGraphEngine(runtime, forward, backward, models.saved, models.sharedInputs, weights, lora, precision);
+    const sessions: GraphSession[] = [];
+    const open = async (graph: Graph): Promise<Runner> => {
+      const session = await runtime.InferenceSession.create(graph.model, sessionOptions);
+      sessions.push(session);
+      return { session, inputs: graph.inputs };
+    };
+    try {
+      const bySignature = new Map<string, LayerRunners>();
+      const layerRunners: LayerRunners[] = [];
+      for (const layer of weights.layers) {
+        const signature = layerSignature(layer, precision);
+        let runners = bySignature.get(signature);
+        if (!runners) {
+          const graphs = buildLayerGraphs(layer, weights.shape, lora, precision);
+          runners = {
+            forward: await open(graphs.forward),
+            backward: await open(graphs.backward),
+            backwardFirst: await open(graphs.backwardFirst),
+            keep: { forward: await open(graphs.keep.forward), backward: await open(graphs.keep.backward), saved: graphs.keep.saved },
+          };
+          bySignature.set(signature, runners);
+        }
+        layerRunners.push(runners);
+      }
+      const headGraphs = buildHeadGraphs(weights.shape, !weights.lmHead, precision);
+      const head = { forward: await open(headGraphs.forward), backward: await open(headGraphs.backward) };
+      const tensor = (type: 'float' | 'uint8', data: Float32Array | Uint8Array, dims: number[]) =>
+        type === 'uint8' ? new runtime.Tensor('uint8', data as Uint8Array, dims) : floatTensor(runtime, precision, data as Float32Array, dims);
+      const weightFeeds = weights.layers.map((layer) => Object.fromEntries(layerWeightInputs(layer, weights.shape, precision).map((i) => [i.name, tensor(i.type, i.data, i.dims)])));
+      const { hiddenSize: H, vocabSize: V } = weights.shape;
+      const headFeeds = {
+        [LAYER_IO.finalNorm]: tensor('float', weights.finalNorm, [H]),
+        [LAYER_IO.head]: weights.lmHead ? tensor('float', weights.lmHead, [H, V]) : tensor('float', weights.embedding, [V, H]),
+      };
+      return new LoraGraphEngine(runtime, layerRunners, head, weightFeeds, headFeeds, sessions, weights, lora, precision, microBatchTokens, headRows, activationBudget);
+    } catch (error) {
+      await Promise.all(sessions.map((s) => s.release?.()));
+      throw error;
+    }
   }
 
   async release(): Promise<void> {
-    await Promise.all([this.forwardSession.release?.(), this.backwardSession.release?.()]);
+    await Promise.all(this.sessions.map((s) => s.release?.()));
   }
 
-  /** Runs the forward graph of `groups` under `adapter`; the log-probs are taken under `temperature`. */
+  /** Runs the decoder on `groups` under `adapter`; the log-probs are taken under `temperature`. */
   async forward(adapter: LoraAdapter, groups: readonly GraphGroup[], temperature = 1): Promise<LoraGraphPass> {
     if (!(temperature > 0)) throw new InvalidInputError('temperature', `must be > 0, got ${String(temperature)}.`);
-    const batch = layout(groups, this.weights.shape.vocabSize);
-    const feeds = batchInputs(this.runtime, this.precision, this.weights.shape, batch, 1 / temperature);
-    this.adapterFeeds(adapter, feeds);
-    const out = await this.forwardSession.run(feeds);
-    const logps = out[GRAPH_IO.logps].data as ArrayLike<number>;
-    const entropies = out[GRAPH_IO.entropies].data as ArrayLike<number>;
-    const split = (values: ArrayLike<number>) => batch.lengths.map((n, c) => Array.from({ length: n }, (_, t) => Number(values[batch.offsets[c] + t])));
+    checkGroups(groups, this.weights.shape.vocabSize);
+    const whole = slotsOf(groups);
+    const adapterFeeds = this.adapterFeeds(adapter);
+    const invT = 1 / temperature;
+    const logps = new Float64Array(whole.scored);
+    const entropies = new Float64Array(whole.scored);
+    const kept: KeptMicroBatch[] = [];
+    let offset = 0;
+    const micro = microBatches(rowsOf(groups, this.weights.shape), this.microBatchTokens);
+    const keep = this.keepsActivations(micro);
+    for (const rows of micro) {
+      const batch = layout(rows, this.weights.shape.vocabSize);
+      const feeds = batchInputs(this.runtime, this.precision, this.weights.shape, batch, invT);
+      const xs = [this.embed(batch.ids)];
+      const activations: Array<Record<string, GraphTensor>> = [];
+      for (let l = 0; l < this.weights.layers.length; l++) {
+        const runners = this.layerRunners[l];
+        const out = await this.run(keep ? runners.keep.forward : runners.forward, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, [LAYER_IO.x]: xs[l] });
+        xs.push(out[LAYER_IO.out]);
+        if (keep) activations.push(Object.fromEntries(runners.keep.saved.map((name) => [name, out[name]])));
+      }
+      for (const [start, end] of this.headChunks(batch)) {
+        const out = await this.run(this.head.forward, { ...this.headFeeds, ...this.headInputs(batch, xs[xs.length - 1], start, end, invT) });
+        const chunkLogps = out[GRAPH_IO.logps].data as ArrayLike<number>;
+        const chunkEntropies = out[GRAPH_IO.entropies].data as ArrayLike<number>;
+        for (let k = start; k < end; k++) {
+          logps[offset + k] = Number(chunkLogps[k - start]);
+          entropies[offset + k] = Number(chunkEntropies[k - start]);
+        }
+      }
+      kept.push({ batch, feeds, xs, offset, ...(keep ? { activations } : {}) });
+      offset += batch.scored;
+    }
+    const split = (values: Float64Array) => whole.lengths.map((n, c) => Array.from(values.subarray(whole.offsets[c], whole.offsets[c] + n)));
     return {
       logprobs: split(logps),
       entropies: split(entropies),
       backward: async (dlogps, dentropies) => {
-        const backFeeds: Record<string, GraphTensor> = {};
-        for (const name of this.saved) backFeeds[name] = out[name];
-        for (const name of this.shared) backFeeds[name] = feeds[name];
-        backFeeds[GRAPH_IO.dlogps] = this.floats(gather(dlogps, batch, 'dlogps'), [batch.scored]);
-        backFeeds[GRAPH_IO.dentropies] = this.floats(dentropies ? gather(dentropies, batch, 'dentropies') : new Float64Array(batch.scored), [batch.scored]);
-        const grads = await this.backwardSession.run(backFeeds);
+        const dLogp = gather(dlogps, whole, 'dlogps');
+        const dEntropy = dentropies ? gather(dentropies, whole, 'dentropies') : new Float64Array(whole.scored);
         const grad = zerosLike(adapter);
-        grad.layers.forEach((layer, l) => {
-          for (const m of LORA_MODULES) {
-            const pair = layer[m];
-            if (!pair) continue;
-            pair.A.set(grads[loraGradOutput(l, m, 'A')].data as ArrayLike<number>);
-            pair.B.set(grads[loraGradOutput(l, m, 'B')].data as ArrayLike<number>);
-          }
-        });
+        for (const micro of kept) await this.backward(micro, dLogp, dEntropy, adapterFeeds, grad, invT);
         return grad;
       },
     };
+  }
+
+  /** Adds one micro-batch's d loss / d (A, B) into `grad`. */
+  private async backward(micro: KeptMicroBatch, dLogp: Float64Array, dEntropy: Float64Array, adapterFeeds: Array<Record<string, GraphTensor>>, grad: LoraAdapter, invT: number): Promise<void> {
+    const { batch, feeds, xs, offset, activations } = micro;
+    const H = this.weights.shape.hiddenSize;
+    const last = xs[xs.length - 1];
+    const dLast = this.precision === 'float64' ? new Float64Array(last.data.length) : new Float32Array(last.data.length);
+    for (const [start, end] of this.headChunks(batch)) {
+      const out = await this.run(this.head.backward, {
+        ...this.headFeeds,
+        ...this.headInputs(batch, last, start, end, invT),
+        [GRAPH_IO.dlogps]: this.floats(dLogp.subarray(offset + start, offset + end), [end - start]),
+        [GRAPH_IO.dentropies]: this.floats(dEntropy.subarray(offset + start, offset + end), [end - start]),
+      });
+      // A row can predict several scored tokens (a prompt's last row predicts every completion's first): their gradients add.
+      const dHidden = out[LAYER_IO.dHidden].data as ArrayLike<number>;
+      for (let k = start; k < end; k++) {
+        const row = batch.scoreRows[k] * H;
+        for (let i = 0; i < H; i++) dLast[row + i] += Number(dHidden[(k - start) * H + i]);
+      }
+    }
+    let dy = this.floats(dLast, [batch.rows * batch.width, H]);
+    for (let l = this.weights.layers.length - 1; l >= 0; l--) {
+      const runners = this.layerRunners[l];
+      const runner = activations ? runners.keep.backward : l === 0 ? runners.backwardFirst : runners.backward;
+      const out = await this.run(runner, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, ...activations?.[l], [LAYER_IO.x]: xs[l], [LAYER_IO.dy]: dy });
+      const layer = grad.layers[l];
+      for (const m of this.lora.targetModules) {
+        const pair = layer[m]!;
+        addInto(pair.A, out[adapterGrad(m, 'A')].data as ArrayLike<number>);
+        addInto(pair.B, out[adapterGrad(m, 'B')].data as ArrayLike<number>);
+      }
+      if (l > 0) dy = out[LAYER_IO.dx];
+    }
+  }
+
+  /** Whether these micro-batches' activations fit the budget, so the backward need not recompute them. */
+  private keepsActivations(micro: readonly GraphGroup[][]): boolean {
+    const rows = micro.map((m) => ({ rows: m.length, width: Math.max(...m.map(rowWidth)) }));
+    return keptActivationBytes(this.weights.shape, this.lora.r, this.lora.targetModules.length, rows) <= this.activationBudget;
+  }
+
+  /** The scored rows of the last hidden state from `start` to `end`, with their targets. */
+  private headInputs(batch: Batch, last: GraphTensor, start: number, end: number, invT: number): Record<string, GraphTensor> {
+    const H = this.weights.shape.hiddenSize;
+    const source = last.data as Float32Array | Float64Array;
+    const hidden = this.precision === 'float64' ? new Float64Array((end - start) * H) : new Float32Array((end - start) * H);
+    for (let k = start; k < end; k++) hidden.set(source.subarray(batch.scoreRows[k] * H, (batch.scoreRows[k] + 1) * H), (k - start) * H);
+    return {
+      [LAYER_IO.hidden]: this.floats(hidden, [end - start, H]),
+      [GRAPH_IO.targets]: new this.runtime.Tensor('int64', BigInt64Array.from(batch.targets.slice(start, end), BigInt), [end - start]),
+      [GRAPH_IO.invTemperature]: this.floats([invT], []),
+    };
+  }
+
+  private headChunks(batch: Batch): Array<[number, number]> {
+    const chunks: Array<[number, number]> = [];
+    for (let start = 0; start < batch.scored; start += this.headRows) chunks.push([start, Math.min(batch.scored, start + this.headRows)]);
+    return chunks;
+  }
+
+  /** The embedding rows of `ids` ([tokens, H]). */
+  private embed(ids: readonly number[]): GraphTensor {
+    const H = this.weights.shape.hiddenSize;
+    const x = this.precision === 'float64' ? new Float64Array(ids.length * H) : new Float32Array(ids.length * H);
+    ids.forEach((id, i) => x.set(this.weights.embedding.subarray(id * H, (id + 1) * H), i * H));
+    return this.floats(x, [ids.length, H]);
+  }
+
+  private async run(runner: Runner, pool: Record<string, GraphTensor>): Promise<Record<string, GraphTensor>> {
+    const feeds: Record<string, GraphTensor> = {};
+    for (const name of runner.inputs) feeds[name] = pool[name];
+    return runner.session.run(feeds);
   }
 
   private floats(values: ArrayLike<number>, dims: number[]): GraphTensor {
     return floatTensor(this.runtime, this.precision, values, dims);
   }
 
-  private adapterFeeds(adapter: LoraAdapter, feeds: Record<string, GraphTensor>): void {
+  private adapterFeeds(adapter: LoraAdapter): Array<Record<string, GraphTensor>> {
     if (adapter.layers.length !== this.weights.layers.length) throw new InvalidInputError('adapter', `has ${adapter.layers.length} layers; the model has ${this.weights.layers.length}.`);
     if (adapter.config.r !== this.lora.r || adapter.scale !== this.lora.scale) throw new InvalidInputError('adapter', `has rank ${adapter.config.r} and scale ${adapter.scale}; the graphs were built for rank ${this.lora.r} and scale ${this.lora.scale}.`);
-    adapter.layers.forEach((layer, l) => {
+    return adapter.layers.map((layer, l) => {
+      const feeds: Record<string, GraphTensor> = {};
       for (const m of this.lora.targetModules) {
         const pair = layer[m];
         if (!pair) throw new InvalidInputError('adapter', `has no ${m} in layer ${l}; the graphs adapt ${this.lora.targetModules.join(', ')}.`);
-        feeds[loraInput(l, m, 'A')] = this.floats(pair.A, [this.lora.r, pair.inDim]);
-        feeds[loraInput(l, m, 'B')] = this.floats(pair.B, [pair.outDim, this.lora.r]);
+        feeds[adapterInput(m, 'A')] = this.floats(pair.A, [this.lora.r, pair.inDim]);
+        feeds[adapterInput(m, 'B')] = this.floats(pair.B, [pair.outDim, this.lora.r]);
       }
+      return feeds;
     });
   }
+}
+
+function addInto(target: Float32Array, values: ArrayLike<number>): void {
+  for (let i = 0; i < target.length; i++) target[i] += Number(values[i]);
 }

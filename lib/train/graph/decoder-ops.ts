@@ -1,0 +1,294 @@
+/**
+ * The decoder's arithmetic written as ONNX ops, forward and backward side by side, for whichever
+ * graph is being built: the per-layer and head graphs LoRA trains through (layer-graphs.ts) and
+ * the whole-decoder graphs of full-parameter training (lora-graph.ts). Each op's backward is
+ * written next to the forward it differentiates:
+ *
+ *   LoRA      dB = s dy^T u, du = s dy B, dA = du^T x, dx = dy W^T + du A   (u = x A^T)
+ *   RMSNorm   dx = inv (dy g) - x inv^3 mean(dy g x)
+ *   RoPE      dx = dy cos + rot^T(dy sin),  rot(x) = [-x2, x1],  rot^T(z) = [z2, -z1]
+ *   softmax   ds = p (dp - sum(dp p))
+ *   SwiGLU    d gate = d act up sig (1 + gate (1 - sig)),  d up = d act gate sig
+ *   head      dz = (onehot dlogp - p (dlogp + dH (log p + H))) / T
+ *
+ * Grouped-query heads attend without copying keys: the query heads sharing a key/value head are
+ * consecutive, so [B, heads, S, D] is viewed as [B, kv_heads, groups * S, D]; the key gradient
+ * then sums over the group by the same MatMul.
+ */
+import type { DecoderShape, LoraModule, Q4Matrix } from '../../lora/weights.js';
+import type { TrainingGraphBuilder } from './builder.js';
+
+/** x W and dy W^T for one frozen (or, in full-parameter graphs, trained) weight. */
+export interface Product {
+  times(x: string): string;
+  timesTransposed(dy: string): string;
+}
+
+/** A projection as a graph holds it: its product, bias, adapter and the names its gradients go out under. */
+export interface ProjectionOps {
+  inDim: number;
+  outDim: number;
+  product: Product;
+  bias?: string;
+  adapter?: { A: string; B: string; gradA: string; gradB: string };
+  /** Full-parameter graphs: d loss / d W (and d b) go out under these names; `weight` is W's tensor. */
+  grads?: { weightGrad: string; biasGrad?: string };
+}
+
+/** A layer's tensors in a graph. `normGrads`: full-parameter graphs write d loss / d each norm scale under these names. */
+export interface LayerOps {
+  inputNorm: string;
+  postNorm: string;
+  qNorm?: string;
+  kNorm?: string;
+  normGrads?: { input: string; post: string; q?: string; k?: string };
+  proj: Record<LoraModule, ProjectionOps>;
+}
+
+/** The rotary tables, the attention bias (already tiled over the query groups) and the head shapes of the batch. */
+export interface Attention {
+  cos: string;
+  sin: string;
+  /** Absent in a backward phase, which reads the saved probabilities instead. */
+  groupedBias?: string;
+  /** [B, S, heads, D] and [B, S, kv_heads, D] as int64 shape tensors. */
+  qShape: string;
+  kvShape: string;
+}
+
+/** What a layer's backward reads of its forward. */
+export interface LayerSaved {
+  x: string;
+  h: string;
+  inv1: string;
+  q4: string;
+  k4: string;
+  qInv?: string;
+  kInv?: string;
+  qg: string;
+  kr: string;
+  v4: string;
+  probs: string;
+  ctx2: string;
+  x1: string;
+  h2: string;
+  inv2: string;
+  gate: string;
+  up: string;
+  act: string;
+  u: Partial<Record<LoraModule, string>>;
+}
+
+export type DecoderOps = ReturnType<typeof decoderOps>;
+
+/** `lora`: the adapter's rank and scale s (y = x W + s x A^T B^T), when the graph has one. */
+export function decoderOps(g: TrainingGraphBuilder, shape: DecoderShape, lora?: { r: number; scale: number }) {
+  const { hiddenSize: H, numHeads: Hq, numKvHeads: Hkv, headDim: D, vocabSize: V, rmsNormEps } = shape;
+  const groups = Hq / Hkv;
+  const one = g.scalar(1);
+  const s = g.scalar(lora?.scale ?? 1);
+  const attentionScale = g.scalar(1 / Math.sqrt(D));
+  const epsilon = g.scalar(rmsNormEps);
+  const halves = g.int64s([D / 2, D / 2]);
+  const lastAxis = g.int64s([-1]);
+  const T = (x: string, perm: number[]) => g.node('Transpose', [x], { perm });
+  const mul = (a: string, b: string) => g.node('Mul', [a, b]);
+  const add = (a: string, b: string) => g.node('Add', [a, b]);
+  const sub = (a: string, b: string) => g.node('Sub', [a, b]);
+  const matmul = (a: string, b: string) => g.node('MatMul', [a, b]);
+  const reshape = (x: string, dims: number[]) => g.node('Reshape', [x, g.int64s(dims)]);
+  const lastAxisMean = (x: string) => g.node('ReduceMean', [x, lastAxis], { keepdims: 1 });
+  const column = (v: string) => g.node('Unsqueeze', [v, g.int64s([1])]);
+
+  const rms = (x: string, scale: string) => {
+    const inv = g.node('Div', [one, g.node('Sqrt', [add(lastAxisMean(mul(x, x)), epsilon)])]);
+    return { y: mul(mul(x, inv), scale), inv };
+  };
+  /** `grad`: where d scale goes out, summed over `axes` (every axis but the last). */
+  const rmsBack = (x: string, inv: string, scale: string, dy: string, grad?: { name: string; axes: number[] }) => {
+    if (grad) g.output(g.node('ReduceSum', [mul(dy, mul(x, inv)), g.int64s(grad.axes)], { keepdims: 0 }, grad.name), ['hidden']);
+    const gw = mul(dy, scale);
+    const m = lastAxisMean(mul(gw, x));
+    return sub(mul(gw, inv), mul(x, mul(m, mul(inv, mul(inv, inv)))));
+  };
+  const rope = (x: string, at: Attention) => {
+    const [x1, x2] = g.nodeN('Split', [x, halves], 2, { axis: -1 });
+    return add(mul(x, at.cos), mul(g.node('Concat', [g.node('Neg', [x2]), x1], { axis: -1 }), at.sin));
+  };
+  const ropeBack = (dy: string, at: Attention) => {
+    const [z1, z2] = g.nodeN('Split', [mul(dy, at.sin), halves], 2, { axis: -1 });
+    return add(mul(dy, at.cos), g.node('Concat', [z2, g.node('Neg', [z1])], { axis: -1 }));
+  };
+
+  const project = (p: ProjectionOps, x: string, u: Partial<Record<LoraModule, string>>, m: LoraModule) => {
+    let y = p.product.times(x);
+    if (p.bias) y = add(y, p.bias);
+    if (!p.adapter) return y;
+    u[m] = matmul(x, T(p.adapter.A, [1, 0]));
+    return add(y, mul(matmul(u[m]!, T(p.adapter.B, [1, 0])), s));
+  };
+  /** Writes the projection's gradients; returns dx when `input` is wanted. */
+  const projectBack = (p: ProjectionOps, x: string, u: string | undefined, dy: string, input: boolean): string | undefined => {
+    let du: string | undefined;
+    if (p.adapter && u) {
+      const { A, B, gradA, gradB } = p.adapter;
+      g.output(g.node('Mul', [g.node('Gemm', [dy, u], { transA: 1 }), s], {}, gradB), [p.outDim, lora!.r]);
+      du = mul(matmul(dy, B), s);
+      g.output(g.node('Gemm', [du, x], { transA: 1 }, gradA), [lora!.r, p.inDim]);
+      if (!input) return undefined;
+      return add(p.product.timesTransposed(dy), matmul(du, A));
+    }
+    if (p.grads) {
+      g.output(g.node('Gemm', [x, dy], { transA: 1 }, p.grads.weightGrad), [p.inDim, p.outDim]);
+      if (p.grads.biasGrad) g.output(g.node('ReduceSum', [dy, g.int64s([0])], { keepdims: 0 }, p.grads.biasGrad), [p.outDim]);
+    }
+    return input ? p.product.timesTransposed(dy) : undefined;
+  };
+
+  const toHeads = (x2: string, shapeTensor: string) => T(g.node('Reshape', [x2, shapeTensor]), [0, 2, 1, 3]);
+  const fromHeads = (x4: string, width: number) => reshape(T(x4, [0, 2, 1, 3]), [-1, width]);
+  const byKvHead = (x4: string) => (groups === 1 ? x4 : reshape(x4, [0, Hkv, -1, D]));
+  const byQueryHead = (x4: string) => (groups === 1 ? x4 : reshape(x4, [0, Hq, -1, D]));
+
+  return {
+    /** The rotary tables and bias inputs with the head shapes read off the batch (cos is [B, 1, S, D]). */
+    attention(cos: string, sin: string, bias: string | undefined): Attention {
+      const dims = g.node('Shape', [cos]);
+      const bs = g.node('Concat', [g.node('Slice', [dims, g.int64s([0]), g.int64s([1])]), g.node('Slice', [dims, g.int64s([2]), g.int64s([3])])], { axis: 0 });
+      return {
+        cos,
+        sin,
+        ...(bias === undefined ? {} : { groupedBias: groups === 1 ? bias : g.node('Tile', [bias, g.int64s([1, 1, groups, 1])]) }),
+        qShape: g.node('Concat', [bs, g.int64s([Hq, D])], { axis: 0 }),
+        kvShape: g.node('Concat', [bs, g.int64s([Hkv, D])], { axis: 0 }),
+      };
+    },
+
+    /** One decoder layer on x [B * S, H]; `withOutput` false leaves out the last projection (a recompute needs only what the backward reads). */
+    layerForward(w: LayerOps, x: string, at: Attention, withOutput: boolean): { out?: string; saved: LayerSaved } {
+      const u: Partial<Record<LoraModule, string>> = {};
+      const { y: h, inv: inv1 } = rms(x, w.inputNorm);
+      const q4 = toHeads(project(w.proj.q_proj, h, u, 'q_proj'), at.qShape);
+      const k4 = toHeads(project(w.proj.k_proj, h, u, 'k_proj'), at.kvShape);
+      const v4 = toHeads(project(w.proj.v_proj, h, u, 'v_proj'), at.kvShape);
+      const qNormed = w.qNorm ? rms(q4, w.qNorm) : undefined;
+      const kNormed = w.kNorm ? rms(k4, w.kNorm) : undefined;
+      const qg = byKvHead(rope(qNormed?.y ?? q4, at));
+      const kr = rope(kNormed?.y ?? k4, at);
+      const scores = add(mul(matmul(qg, T(kr, [0, 1, 3, 2])), attentionScale), at.groupedBias!);
+      const probs = g.node('Softmax', [scores], { axis: -1 });
+      const ctx2 = fromHeads(byQueryHead(matmul(probs, v4)), Hq * D);
+      const x1 = add(x, project(w.proj.o_proj, ctx2, u, 'o_proj'));
+      const { y: h2, inv: inv2 } = rms(x1, w.postNorm);
+      const gate = project(w.proj.gate_proj, h2, u, 'gate_proj');
+      const up = project(w.proj.up_proj, h2, u, 'up_proj');
+      const act = mul(mul(gate, g.node('Sigmoid', [gate])), up);
+      const saved: LayerSaved = { x, h, inv1, q4, k4, ...(qNormed ? { qInv: qNormed.inv } : {}), ...(kNormed ? { kInv: kNormed.inv } : {}), qg, kr, v4, probs, ctx2, x1, h2, inv2, gate, up, act, u };
+      if (withOutput) return { out: add(x1, project(w.proj.down_proj, act, u, 'down_proj')), saved };
+      // The down projection's adapter input is all its backward reads of it.
+      const down = w.proj.down_proj.adapter;
+      if (down) u.down_proj = matmul(act, T(down.A, [1, 0]));
+      return { saved };
+    },
+
+    /** From d loss / d the layer's output to its gradients; returns d loss / d x when `wantInput`. */
+    layerBackward(w: LayerOps, t: LayerSaved, dy: string, at: Attention, wantInput: boolean): string | undefined {
+      const grads = w.normGrads;
+      const dAct = projectBack(w.proj.down_proj, t.act, t.u.down_proj, dy, true)!;
+      const sig = g.node('Sigmoid', [t.gate]);
+      const dGate = mul(dAct, mul(t.up, mul(sig, add(one, mul(t.gate, sub(one, sig))))));
+      const dUp = mul(dAct, mul(t.gate, sig));
+      const dh2 = add(projectBack(w.proj.gate_proj, t.h2, t.u.gate_proj, dGate, true)!, projectBack(w.proj.up_proj, t.h2, t.u.up_proj, dUp, true)!);
+      const dx1 = add(dy, rmsBack(t.x1, t.inv2, w.postNorm, dh2, grads && { name: grads.post, axes: [0] }));
+      const dCtxg = byKvHead(toHeads(projectBack(w.proj.o_proj, t.ctx2, t.u.o_proj, dx1, true)!, at.qShape));
+      const dProbs = matmul(dCtxg, T(t.v4, [0, 1, 3, 2]));
+      const dv4 = matmul(T(t.probs, [0, 1, 3, 2]), dCtxg);
+      const dScores = mul(mul(t.probs, sub(dProbs, g.node('ReduceSum', [mul(dProbs, t.probs), lastAxis], { keepdims: 1 }))), attentionScale);
+      let dq4 = ropeBack(byQueryHead(matmul(dScores, t.kr)), at);
+      let dk4 = ropeBack(matmul(T(dScores, [0, 1, 3, 2]), t.qg), at);
+      if (w.qNorm) dq4 = rmsBack(t.q4, t.qInv!, w.qNorm, dq4, grads?.q ? { name: grads.q, axes: [0, 1, 2] } : undefined);
+      if (w.kNorm) dk4 = rmsBack(t.k4, t.kInv!, w.kNorm, dk4, grads?.k ? { name: grads.k, axes: [0, 1, 2] } : undefined);
+      const dhq = projectBack(w.proj.q_proj, t.h, t.u.q_proj, fromHeads(dq4, Hq * D), wantInput);
+      const dhk = projectBack(w.proj.k_proj, t.h, t.u.k_proj, fromHeads(dk4, Hkv * D), wantInput);
+      const dhv = projectBack(w.proj.v_proj, t.h, t.u.v_proj, fromHeads(dv4, Hkv * D), wantInput);
+      if (!wantInput) return undefined;
+      return add(dx1, rmsBack(t.x, t.inv1, w.inputNorm, add(add(dhq!, dhk!), dhv!), grads && { name: grads.input, axes: [0] }));
+    },
+
+    /**
+     * The final norm and the head at the scored rows `hidden` [rows, H]: log p of each row's target
+     * under softmax(z / T), and the entropy. `head` is [V, H] when tied (the embedding), else [H, V].
+     */
+    headForward(hidden: string, finalNorm: string, head: string, tied: boolean, targets: string, invT: string, names: { logps: string; entropies: string }) {
+      const { y: hf, inv } = rms(hidden, finalNorm);
+      const logits = tied ? g.node('Gemm', [hf, head], { transB: 1 }) : matmul(hf, head);
+      const logSoftmax = g.node('LogSoftmax', [mul(logits, invT)], { axis: -1 });
+      const logps = g.node('Reshape', [g.node('GatherElements', [logSoftmax, column(targets)], { axis: 1 }), g.int64s([-1])], {}, names.logps);
+      const entropies = g.node('Neg', [g.node('ReduceSum', [mul(g.node('Exp', [logSoftmax]), logSoftmax), lastAxis], { keepdims: 0 })], {}, names.entropies);
+      return { hf, inv, logSoftmax, logps, entropies };
+    },
+
+    /**
+     * d loss / d hidden from d loss / d logp and d loss / d H per row. `grads`: full-parameter graphs
+     * write d final norm, and d head (untied: [H, V] under `head`; tied: the head's share of d
+     * embedding, [V, H], returned for the caller to add to the embedding's).
+     */
+    headBackward(
+      f: { hidden: string; finalNorm: string; head: string; tied: boolean; targets: string; invT: string },
+      fwd: { hf: string; inv: string; logSoftmax: string; entropies: string },
+      dlogps: string,
+      dentropies: string,
+      grads?: { finalNorm: string; head?: string },
+    ): { dHidden: string; dTiedHead?: string } {
+      const probs = g.node('Exp', [fwd.logSoftmax]);
+      const dl = column(dlogps);
+      // The one-hot term lands on each row's target alone: a scatter-add, not a [rows, vocab] mask.
+      const spread = g.node('Neg', [mul(probs, add(dl, mul(column(dentropies), add(fwd.logSoftmax, column(fwd.entropies)))))]);
+      const dz = mul(g.node('ScatterElements', [spread, column(f.targets), dl], { axis: 1, reduction: 'add' }), f.invT);
+      const dhf = f.tied ? matmul(dz, f.head) : g.node('Gemm', [dz, f.head], { transB: 1 });
+      let dTiedHead: string | undefined;
+      if (grads && !f.tied) g.output(g.node('Gemm', [fwd.hf, dz], { transA: 1 }, grads.head), [H, V]);
+      if (grads && f.tied) dTiedHead = g.node('Gemm', [dz, fwd.hf], { transA: 1 });
+      const dHidden = rmsBack(f.hidden, fwd.inv, f.finalNorm, dhf, grads && { name: grads.finalNorm, axes: [0] });
+      return { dHidden, ...(dTiedHead ? { dTiedHead } : {}) };
+    },
+  };
+}
+
+/** x W and dy W^T for a float weight tensor [in, out] in the graph. */
+export function floatProduct(g: TrainingGraphBuilder, weight: string): Product {
+  return { times: (x) => g.node('MatMul', [x, weight]), timesTransposed: (dy) => g.node('Gemm', [dy, weight], { transB: 1 }) };
+}
+
+/** A 4-bit weight's tensors in a graph: the packed blocks [N, blocks, blockSize / 2] (uint8), scales [N * blocks], zero points. */
+export interface Q4Tensors {
+  packed: string;
+  scales: string;
+  zeros?: string;
+}
+
+/**
+ * x W on the stored blocks (MatMulNBits), and dy W^T, which has no 4-bit op: the same bytes
+ * unpacked in the graph into W^T [N, K] ((q - zero) * scale per block), then a plain MatMul.
+ */
+export function q4Product(g: TrainingGraphBuilder, w: Pick<Q4Matrix, 'K' | 'N' | 'blockSize' | 'zeroPoints'>, t: Q4Tensors): Product {
+  const blocks = Math.ceil(w.K / w.blockSize);
+  const nibbles = (bytes: string, dims: number[]) => {
+    const lo = g.node('BitwiseAnd', [bytes, g.uint8s([15])]);
+    const hi = g.node('BitShift', [bytes, g.uint8s([4])], { direction: 'RIGHT' });
+    const pairs = g.node('Concat', [g.node('Unsqueeze', [lo, g.int64s([-1])]), g.node('Unsqueeze', [hi, g.int64s([-1])])], { axis: -1 });
+    return g.toFloat(g.node('Reshape', [pairs, g.int64s(dims)]));
+  };
+  return {
+    times: (x) => g.nodeN('MatMulNBits', [x, t.packed, t.scales, ...(t.zeros ? [t.zeros] : [])], 1, { K: w.K, N: w.N, bits: 4, block_size: w.blockSize }, undefined, 'com.microsoft')[0],
+    timesTransposed: (dy) => {
+      const q = nibbles(t.packed, [w.N, blocks, w.blockSize]);
+      const zero = t.zeros ? g.node('Slice', [nibbles(t.zeros, [w.N, -1]), g.int64s([0]), g.int64s([blocks]), g.int64s([1])]) : g.scalar(8);
+      const zeroColumn = t.zeros ? g.node('Unsqueeze', [zero, g.int64s([-1])]) : zero;
+      const scales = g.node('Reshape', [t.scales, g.int64s([w.N, blocks, 1])]);
+      let wt = g.node('Reshape', [g.node('Mul', [g.node('Sub', [q, zeroColumn]), scales]), g.int64s([w.N, blocks * w.blockSize])]);
+      if (blocks * w.blockSize !== w.K) wt = g.node('Slice', [wt, g.int64s([0]), g.int64s([w.K]), g.int64s([1])]);
+      return g.node('MatMul', [dy, wt]);
+    },
+  };
+}

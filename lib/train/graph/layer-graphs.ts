@@ -1,0 +1,189 @@
+/**
+ * LoRA's training graphs, one decoder layer (and the head) at a time, so a step's memory is the
+ * frozen weights once plus one layer's activations, never the whole decoder's:
+ *
+ *   layer forward    x, a layer's weights and adapter -> the layer's output
+ *   layer backward   x, dy, the same weights -> dx and d A, d B   (the layer's forward recomputed
+ *                    inside: only each layer's input is kept between the passes)
+ *   head forward     rows of the last hidden state -> log p(target), H      (a chunk of rows at a
+ *   head backward    the same rows, dlogp, dH -> d hidden                      time: [rows, vocab])
+ *
+ * Every weight is a graph input, so the layers of one structure share one session (a model's 30
+ * layers build as one small graph, once), the weights live once in the caller's arrays in their
+ * stored precision (4-bit blocks stay packed), and an update needs no new graph.
+ */
+import { LORA_MODULES, type DecoderLayerWeights, type DecoderShape, type LoraModule, type Q4Matrix } from '../../lora/weights.js';
+import { dequantize } from '../../policy/onnx/structure/read-weights.js';
+import { TrainingGraphBuilder, type Precision } from './builder.js';
+import { decoderOps, floatProduct, q4Product, type LayerOps, type ProjectionOps } from './decoder-ops.js';
+import { GRAPH_IO, type LoraGraphConfig } from './lora-graph.js';
+
+/** The per-layer and head graphs' own input and output names (the batch inputs keep GRAPH_IO's). */
+export const LAYER_IO = {
+  x: 'x',
+  out: 'out',
+  dy: 'dy',
+  dx: 'dx',
+  hidden: 'hidden',
+  dHidden: 'd_hidden',
+  finalNorm: 'norm.final',
+  head: 'head',
+} as const;
+
+export const layerWeightName = (m: LoraModule) => `w.${m}`;
+export const adapterInput = (m: LoraModule, which: 'A' | 'B') => `${which}.${m}`;
+export const adapterGrad = (m: LoraModule, which: 'A' | 'B') => `grad.${which}.${m}`;
+
+/** A graph and the names of its inputs (what a run must feed). */
+export interface Graph {
+  model: Uint8Array;
+  inputs: string[];
+}
+
+export interface LayerGraphs {
+  forward: Graph;
+  /** The backward with the layer's forward recomputed inside, from its input. */
+  backward: Graph;
+  /** The first layer's backward: its input is the embedding, which LoRA does not train, so no dx. */
+  backwardFirst: Graph;
+  /** The pair that keeps the activations instead: the forward also outputs `saved`, which the backward reads. */
+  keep: { forward: Graph; backward: Graph; saved: string[] };
+}
+
+/**
+ * Whether 4-bit blocks can stay packed in the graphs: float32 (MatMulNBits has no double kernel),
+ * whole blocks (the unpacked W^T is then exactly K values), and zero points that pack a row's
+ * blocks without padding.
+ */
+export function packable(w: Q4Matrix, precision: Precision): boolean {
+  const blocks = w.K / w.blockSize;
+  return precision === 'float32' && Number.isInteger(blocks) && (!w.zeroPoints || blocks % 2 === 0);
+}
+
+/** What makes two layers' graphs differ: 4-bit projections (and their blocks), biases, q/k norms. Layers of one signature share sessions. */
+export function layerSignature(layer: DecoderLayerWeights, precision: Precision): string {
+  const parts = LORA_MODULES.map((m) => {
+    const { weight, bias } = layer[m];
+    const q4 = !(weight instanceof Float32Array) && packable(weight, precision) ? `q4:${weight.blockSize}:${weight.zeroPoints ? 'z' : ''}` : 'f';
+    return `${q4}${bias ? '+b' : ''}`;
+  });
+  return [...parts, layer.qNorm ? 'qn' : '', layer.kNorm ? 'kn' : ''].join(',');
+}
+
+/** The inputs a layer's weights enter its graphs under, and their values (in decoder order). */
+export interface LayerInput {
+  name: string;
+  type: 'float' | 'uint8';
+  data: Float32Array | Uint8Array;
+  dims: number[];
+}
+
+export function layerWeightInputs(layer: DecoderLayerWeights, shape: DecoderShape, precision: Precision): LayerInput[] {
+  const { hiddenSize: H, headDim: D } = shape;
+  const out: LayerInput[] = [
+    { name: 'norm.input', type: 'float', data: layer.inputNorm, dims: [H] },
+    { name: 'norm.post', type: 'float', data: layer.postNorm, dims: [H] },
+  ];
+  if (layer.qNorm) out.push({ name: 'norm.q', type: 'float', data: layer.qNorm, dims: [D] });
+  if (layer.kNorm) out.push({ name: 'norm.k', type: 'float', data: layer.kNorm, dims: [D] });
+  for (const m of LORA_MODULES) {
+    const { weight, bias, inDim, outDim } = layer[m];
+    const name = layerWeightName(m);
+    if (weight instanceof Float32Array) out.push({ name, type: 'float', data: weight, dims: [inDim, outDim] });
+    else if (!packable(weight, precision)) out.push({ name, type: 'float', data: dequantize(weight), dims: [inDim, outDim] });
+    else {
+      const blocks = weight.K / weight.blockSize;
+      out.push({ name: `${name}.q4`, type: 'uint8', data: weight.packed, dims: [weight.N, blocks, weight.blockSize / 2] });
+      out.push({ name: `${name}.scales`, type: 'float', data: weight.scales, dims: [weight.N * blocks] });
+      if (weight.zeroPoints) out.push({ name: `${name}.zeros`, type: 'uint8', data: weight.zeroPoints, dims: [weight.zeroPoints.length] });
+    }
+    if (bias) out.push({ name: `b.${m}`, type: 'float', data: bias, dims: [outDim] });
+  }
+  return out;
+}
+
+/** The layer's tensors as inputs of the graph `g` is building. */
+function layerOps(g: TrainingGraphBuilder, layer: DecoderLayerWeights, shape: DecoderShape, lora: LoraGraphConfig): LayerOps {
+  const inputs = new Map(layerWeightInputs(layer, shape, g.precision).map((i) => [i.name, i]));
+  const input = (name: string) => {
+    const i = inputs.get(name)!;
+    return g.input(name, i.type, i.dims);
+  };
+  const targets = new Set(lora.targetModules);
+  const proj = Object.fromEntries(
+    LORA_MODULES.map((m): [LoraModule, ProjectionOps] => {
+      const { weight, bias, inDim, outDim } = layer[m];
+      const name = layerWeightName(m);
+      const product = inputs.has(name) ? floatProduct(g, input(name)) : q4Product(g, weight as Q4Matrix, { packed: input(`${name}.q4`), scales: input(`${name}.scales`), ...(inputs.has(`${name}.zeros`) ? { zeros: input(`${name}.zeros`) } : {}) });
+      const adapter = targets.has(m)
+        ? { A: g.input(adapterInput(m, 'A'), 'float', [lora.r, inDim]), B: g.input(adapterInput(m, 'B'), 'float', [outDim, lora.r]), gradA: adapterGrad(m, 'A'), gradB: adapterGrad(m, 'B') }
+        : undefined;
+      return [m, { inDim, outDim, product, ...(bias ? { bias: input(`b.${m}`) } : {}), ...(adapter ? { adapter } : {}) }];
+    }),
+  ) as Record<LoraModule, ProjectionOps>;
+  return { inputNorm: input('norm.input'), postNorm: input('norm.post'), ...(layer.qNorm ? { qNorm: input('norm.q') } : {}), ...(layer.kNorm ? { kNorm: input('norm.k') } : {}), proj };
+}
+
+/** The forward and backward graphs of layers shaped like `layer`. */
+export function buildLayerGraphs(layer: DecoderLayerWeights, shape: DecoderShape, lora: LoraGraphConfig, precision: Precision): LayerGraphs {
+  const { hiddenSize: H, headDim: D } = shape;
+  /** A builder with the layer's inputs declared: x, the batch's rotary tables and bias, the weights and adapter. */
+  const begin = () => {
+    const g = new TrainingGraphBuilder(precision);
+    const x = g.input(LAYER_IO.x, 'float', ['tokens', H]);
+    const cos = g.input(GRAPH_IO.cos, 'float', ['batch', 1, 'sequence', D]);
+    const sin = g.input(GRAPH_IO.sin, 'float', ['batch', 1, 'sequence', D]);
+    const bias = g.input(GRAPH_IO.bias, 'float', ['batch', 1, 'sequence', 'sequence']);
+    const ops = decoderOps(g, shape, lora);
+    return { g, x, ops, w: layerOps(g, layer, shape, lora), attention: ops.attention(cos, sin, bias) };
+  };
+  const output = (g: TrainingGraphBuilder, tensor: string, name: string) => g.output(g.node('Identity', [tensor], {}, name), ['tokens', H]);
+  const forward = (): Graph => {
+    const { g, x, ops, w, attention } = begin();
+    output(g, ops.layerForward(w, x, attention, true).out!, LAYER_IO.out);
+    return g.encodeOne('layer_forward');
+  };
+  const backward = (wantInput: boolean): Graph => {
+    const { g, x, ops, w, attention } = begin();
+    const { saved } = ops.layerForward(w, x, attention, false);
+    const dx = ops.layerBackward(w, saved, g.input(LAYER_IO.dy, 'float', ['tokens', H]), attention, wantInput);
+    if (dx) output(g, dx, LAYER_IO.dx);
+    return g.encodeOne(wantInput ? 'layer_backward' : 'layer_backward_first');
+  };
+  const keep = () => {
+    const { g, x, ops, w, attention } = begin();
+    const { out, saved } = ops.layerForward(w, x, attention, true);
+    output(g, out!, LAYER_IO.out);
+    g.phase = 'backward';
+    output(g, ops.layerBackward(w, saved, g.input(LAYER_IO.dy, 'float', ['tokens', H]), attention, true)!, LAYER_IO.dx);
+    const models = g.encode('layer_keep');
+    return { forward: { model: models.forward, inputs: models.forwardInputs }, backward: { model: models.backward, inputs: models.backwardInputs }, saved: models.saved };
+  };
+  return { forward: forward(), backward: backward(true), backwardFirst: backward(false), keep: keep() };
+}
+
+/** The head's graphs on `rows` scored rows of the last hidden state; `tied`: the head is the embedding [V, H], else [H, V]. */
+export function buildHeadGraphs(shape: DecoderShape, tied: boolean, precision: Precision): { forward: Graph; backward: Graph } {
+  const { hiddenSize: H, vocabSize: V } = shape;
+  const build = (backward: boolean): Graph => {
+    const g = new TrainingGraphBuilder(precision);
+    const hidden = g.input(LAYER_IO.hidden, 'float', ['rows', H]);
+    const finalNorm = g.input(LAYER_IO.finalNorm, 'float', [H]);
+    const head = g.input(LAYER_IO.head, 'float', tied ? [V, H] : [H, V]);
+    const targets = g.input(GRAPH_IO.targets, 'int64', ['rows']);
+    const invT = g.input(GRAPH_IO.invTemperature, 'float', []);
+    const ops = decoderOps(g, shape);
+    const forward = ops.headForward(hidden, finalNorm, head, tied, targets, invT, { logps: GRAPH_IO.logps, entropies: GRAPH_IO.entropies });
+    if (!backward) {
+      g.output(GRAPH_IO.logps, ['rows']);
+      g.output(GRAPH_IO.entropies, ['rows']);
+    } else {
+      const dlogps = g.input(GRAPH_IO.dlogps, 'float', ['rows']);
+      const dentropies = g.input(GRAPH_IO.dentropies, 'float', ['rows']);
+      const { dHidden } = ops.headBackward({ hidden, finalNorm, head, tied, targets, invT }, forward, dlogps, dentropies);
+      g.output(g.node('Identity', [dHidden], {}, LAYER_IO.dHidden), ['rows', H]);
+    }
+    return g.encodeOne(backward ? 'head_backward' : 'head_forward');
+  };
+  return { forward: build(false), backward: build(true) };
+}

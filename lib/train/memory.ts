@@ -1,0 +1,147 @@
+/**
+ * Where a LoRA step's bytes go, from the model's shape and the step's settings, before anything
+ * runs: the frozen weights as the engine holds them, the adapter with its gradient and AdamW's two
+ * moments, each layer's input kept between the passes, the activations one layer run holds, a
+ * chunk of the head's logits, and (when there is room) every layer's activations kept so the
+ * backward need not recompute them. The engine decides with the same numbers
+ * (lora-graph-engine.ts), and the bench prints them beside the measured peak.
+ *
+ * Activations count float32 tensors as the graphs write them (onnxruntime reuses buffers between
+ * ops, so the live set is usually smaller): an upper estimate, not a measurement.
+ */
+import { InvalidInputError } from '../errors.js';
+import { LORA_MODULES, moduleDims, type DecoderShape, type LoraModule } from '../lora/weights.js';
+import { microBatches, rowsOf, rowWidth, type GraphGroup } from './graph/rows.js';
+
+const FLOAT = 4;
+/** Logits a head run holds at most (rows x vocab): 16 MB of float32. */
+export const HEAD_LOGITS = 1 << 22;
+export const DEFAULT_MICRO_BATCH_TOKENS = 2048;
+/** What the activations of a whole batch may take to be kept between the passes (the backward then recomputes nothing). */
+export const DEFAULT_ACTIVATION_BUDGET = 1 << 30;
+
+/** A micro-batch's rows as the graphs run them: rows x width padded tokens. */
+export interface RowsShape {
+  rows: number;
+  width: number;
+}
+
+/** The tensors a layer's backward reads of its forward, per micro-batch (what keeping them costs). */
+export function keptLayerBytes(shape: DecoderShape, r: number, modules: number, at: RowsShape): number {
+  const { hiddenSize: H, intermediateSize: I, numHeads: Hq, numKvHeads: Hkv, headDim: D } = shape;
+  const tokens = at.rows * at.width;
+  const perToken = 4 * H + 3 * Hq * D + 3 * Hkv * D + 3 * I + modules * r + 2;
+  return FLOAT * (tokens * perToken + at.rows * Hq * at.width * at.width);
+}
+
+/** What one layer run holds at its widest (a backward: its forward recomputed, then every gradient). */
+export function layerRunBytes(shape: DecoderShape, at: RowsShape): number {
+  const { hiddenSize: H, intermediateSize: I, numHeads: Hq, numKvHeads: Hkv, headDim: D } = shape;
+  const tokens = at.rows * at.width;
+  return FLOAT * (tokens * (8 * H + 6 * I + 6 * (Hq + 2 * Hkv) * D) + 4 * at.rows * Hq * at.width * at.width);
+}
+
+/** The scored rows a head run takes at once, and what that run holds (logits, log-softmax, probabilities, their gradient). */
+export function headRowsFor(shape: DecoderShape): number {
+  return Math.max(1, Math.floor(HEAD_LOGITS / shape.vocabSize));
+}
+
+export function headRunBytes(shape: DecoderShape, rows: number): number {
+  return FLOAT * 4 * rows * shape.vocabSize;
+}
+
+/** Settings of a step to estimate (one prompt's group is `groupSize` completions). */
+export interface StepMemorySettings {
+  /** Prompts per step (groups trained together). Default 1. */
+  prompts?: number;
+  groupSize: number;
+  promptTokens: number;
+  /** Tokens per completion (the longest a step may sample: max new tokens). */
+  completionTokens: number;
+  /** LoRA rank. Default 8. */
+  r?: number;
+  targetModules?: readonly LoraModule[];
+  /** How the base's projections are stored: 'q4' keeps them packed (half a byte a weight, plus scales); fp16 and fp32 are held as float32. Default 'fp32'. */
+  dtype?: 'fp32' | 'fp16' | 'q4' | 'q4f16';
+  /** Tied head (the embedding; the hub's small models). Default true. */
+  tiedHead?: boolean;
+  microBatchTokens?: number;
+  /** Keep every layer's activations when they fit in this many bytes (the engine's activationBudget). Default 1 GiB. */
+  activationBudget?: number;
+}
+
+export interface StepMemoryEstimate {
+  /** The frozen base as the training engine holds it (the sampler's session holds its own copy). */
+  weights: number;
+  /** A and B, their gradient and AdamW's two moments. */
+  adapter: number;
+  /** Each layer's input, kept between the forward and the backward. */
+  layerInputs: number;
+  /** Every layer's activations, when kept (0 when the backward recomputes them). */
+  activations: number;
+  /** The widest layer run's activations. */
+  layerRun: number;
+  /** One head run (a chunk of rows x vocabulary). */
+  head: number;
+  total: number;
+  microBatchTokens: number;
+  /** True when the activations do not fit the budget, so the backward recomputes each layer's. */
+  recompute: boolean;
+}
+
+/** The rows a step's groups run as (every completion `completionTokens` long, the widest case). */
+export function stepRows(shape: DecoderShape, settings: Pick<StepMemorySettings, 'prompts' | 'groupSize' | 'promptTokens' | 'completionTokens' | 'microBatchTokens'>): RowsShape[] {
+  const group: GraphGroup = { promptIds: new Array<number>(settings.promptTokens).fill(0), completions: Array.from({ length: settings.groupSize }, () => new Array<number>(settings.completionTokens).fill(0)) };
+  const groups = new Array<GraphGroup>(settings.prompts ?? 1).fill(group);
+  return microBatches(rowsOf(groups, shape), settings.microBatchTokens ?? DEFAULT_MICRO_BATCH_TOKENS).map((rows) => ({ rows: rows.length, width: Math.max(...rows.map(rowWidth)) }));
+}
+
+/** The bytes keeping every layer's activations takes for these micro-batches. */
+export function keptActivationBytes(shape: DecoderShape, r: number, modules: number, batches: readonly RowsShape[]): number {
+  return shape.numLayers * batches.reduce((n, b) => n + keptLayerBytes(shape, r, modules, b), 0);
+}
+
+export function estimateStepMemory(shape: DecoderShape, settings: StepMemorySettings): StepMemoryEstimate {
+  for (const key of ['groupSize', 'promptTokens', 'completionTokens'] as const) {
+    if (!Number.isInteger(settings[key]) || settings[key] < 1) throw new InvalidInputError(key, `must be a positive integer, got ${String(settings[key])}.`);
+  }
+  const prompts = settings.prompts ?? 1;
+  if (!Number.isInteger(prompts) || prompts < 1) throw new InvalidInputError('prompts', `must be a positive integer, got ${String(prompts)}.`);
+  const r = settings.r ?? 8;
+  const modules = settings.targetModules ?? LORA_MODULES;
+  const microBatchTokens = settings.microBatchTokens ?? DEFAULT_MICRO_BATCH_TOKENS;
+  const budget = settings.activationBudget ?? DEFAULT_ACTIVATION_BUDGET;
+  const { hiddenSize: H, vocabSize: V, numLayers: L } = shape;
+  const projections = LORA_MODULES.reduce((n, m) => {
+    const { inDim, outDim } = moduleDims(shape, m);
+    return n + inDim * outDim;
+  }, 0);
+  const packed = settings.dtype === 'q4' || settings.dtype === 'q4f16';
+  // 4-bit blocks of 32: half a byte a weight, a float32 scale and half a byte of zero point a block.
+  const projectionBytes = packed ? projections * (0.5 + (FLOAT + 0.5) / 32) : projections * FLOAT;
+  const weights = L * (projectionBytes + FLOAT * 2 * H) + FLOAT * (V * H * (settings.tiedHead === false ? 2 : 1) + H);
+  const adapterParameters = L * modules.reduce((n, m) => n + r * (moduleDims(shape, m).inDim + moduleDims(shape, m).outDim), 0);
+  const batches = stepRows(shape, { ...settings, prompts, microBatchTokens });
+  const tokens = batches.reduce((n, b) => n + b.rows * b.width, 0);
+  const kept = keptActivationBytes(shape, r, modules.length, batches);
+  const recompute = kept > budget;
+  const layerInputs = FLOAT * (L + 1) * tokens * H;
+  const layerRun = Math.max(...batches.map((b) => layerRunBytes(shape, b)));
+  const head = headRunBytes(shape, headRowsFor(shape));
+  const adapter = FLOAT * 4 * adapterParameters;
+  const activations = recompute ? 0 : kept;
+  return { weights, adapter, layerInputs, activations, layerRun, head, total: weights + adapter + layerInputs + activations + layerRun + head, microBatchTokens, recompute };
+}
+
+/**
+ * The engine's settings for a budget of bytes a step's activations may take: every layer's
+ * activations kept when they fit it, and micro-batches whose layer runs fit a quarter of it
+ * (counted in rows of 128 tokens, a prompt and a completion; at least 16 tokens).
+ */
+export function planMemory(shape: DecoderShape, memoryBudget: number): { activationBudget: number; microBatchTokens: number } {
+  if (!(memoryBudget > 0) || !Number.isFinite(memoryBudget)) throw new InvalidInputError('memoryBudget', `must be a number of bytes > 0, got ${String(memoryBudget)}.`);
+  const ROW = 128;
+  let tokens = DEFAULT_MICRO_BATCH_TOKENS;
+  while (tokens > 16 && layerRunBytes(shape, { rows: Math.max(1, tokens / ROW), width: Math.min(ROW, tokens) }) > memoryBudget / 4) tokens >>= 1;
+  return { activationBudget: memoryBudget, microBatchTokens: tokens };
+}

@@ -1,0 +1,73 @@
+/**
+ * One configuration of the scale bench in a process of its own, so its peak resident memory is
+ * its own: a random-weight model in a hub model's exact shape (built on demand, gitignored), one
+ * group sampled, a scoring pass, and LoRA steps through the public API (loadOnnxPolicy, loraModel,
+ * loraEngine, GrpoTrainer). Prints one JSON line.
+ *
+ *   tsx scripts/bench/_scale-step.ts <shape> <group> <new tokens> [microBatchTokens]
+ */
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import * as ort from 'onnxruntime-node';
+import { GrpoConfig } from '../../lib/math.js';
+import { loadOnnxPolicy } from '../../lib/onnx.js';
+import { LoraGraphEngine } from '../../lib/train/graph/lora-graph-engine.js';
+import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
+import { loraEngine, loraModel } from '../../lib/train/lora-engine.js';
+import { groupRolloutBatch } from '../../lib/train/rollouts.js';
+import { GrpoTrainer } from '../../lib/train/trainer.js';
+import { buildModel } from '../build-model/index.js';
+import { hubShapeSpec } from './_hub-shapes.js';
+
+const PROMPT = 'Answer with digits only: what is 7 x 6?';
+
+async function main(): Promise<void> {
+  const [shape, groupArg, tokensArg, microArg] = process.argv.slice(2);
+  const G = Number(groupArg);
+  const T = Number(tokensArg);
+  const { spec, dir } = await hubShapeSpec(shape);
+  if (!existsSync(join(dir, 'onnx/model.onnx'))) await buildModel(spec, dir);
+  const modelBytes = (await readFile(join(dir, 'onnx/model.onnx'))).byteLength;
+
+  let t = performance.now();
+  const policy = await loadOnnxPolicy({ model: dir });
+  const loadMs = performance.now() - t;
+  t = performance.now();
+  const group = await policy.generateGroup({ prompt: PROMPT, groupSize: G, maxNewTokens: T, seed: 1 });
+  const sampleMs = performance.now() - t;
+  const completions = group.completions.map((c) => c.tokenIds);
+  const sampled = completions.reduce((n, c) => n + c.length, 0);
+  await policy.scoreCompletions({ prompt: PROMPT, completions });
+  t = performance.now();
+  const scored = await policy.scoreCompletions({ prompt: PROMPT, completions });
+  const scoreMs = performance.now() - t;
+
+  t = performance.now();
+  const model = await loraModel(policy, { r: 8, alpha: 16, seed: 3 });
+  const readMs = performance.now() - t;
+  t = performance.now();
+  const lora = { r: 8, scale: model.adapter.scale, targetModules: model.adapter.config.targetModules };
+  const graph = await LoraGraphEngine.create(ort as unknown as GraphRuntime, model.weights, lora, microArg ? { microBatchTokens: Number(microArg) } : {});
+  const buildMs = performance.now() - t;
+  // Adapter B starts at zero: the engine's log-probs are the base model's, as the scoring pass's.
+  const pass = await graph.forward(model.adapter, [{ promptIds: group.promptTokenIds, completions }]);
+  let drift = 0;
+  pass.logprobs.forEach((row, c) => row.forEach((v, k) => (drift = Math.max(drift, Math.abs(v - scored.logprobs[c][k])))));
+
+  const trainer = new GrpoTrainer(loraEngine(model, { graph }), { lr: 1e-4 }, new GrpoConfig({ numGenerations: G, beta: 0, entropyCoeff: 0 }));
+  const batch = groupRolloutBatch([{ completions: group.completions.map((c) => ({ tokenIds: c.tokenIds, logprobs: c.logprobs })), rewards: completions.map((_, i) => (i % 2 === 0 ? 1 : 0)) }]);
+  const steps: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    t = performance.now();
+    await trainer.trainStep(batch, [{ prompt: PROMPT }]);
+    steps.push(performance.now() - t);
+  }
+  trainer.dispose();
+  await policy.dispose();
+  const rss = process.resourceUsage().maxRSS * 1024;
+  console.log(JSON.stringify({ shape, G, T, promptTokens: group.promptTokenIds.length, sampled, modelBytes, loadMs, sampleMs, scoreMs, readMs, buildMs, steps, drift, peakRss: rss, microBatchTokens: graph.microBatchTokens }));
+}
+
+await main();

@@ -1,0 +1,104 @@
+/**
+ * The memory estimate of a LoRA step: what keeping a layer's activations costs is what the keeping
+ * graphs really output (summed over their saved tensors, run by onnxruntime-node on a random
+ * decoder), the estimate switches to recomputing when the budget is passed, counts 4-bit bases
+ * packed, and refuses settings that are not counts; planMemory's micro-batches shrink with the
+ * budget, and a run's memoryBudget is checked before anything loads.
+ */
+import * as ort from 'onnxruntime-node';
+import { describe, expect, it } from 'vitest';
+import { InvalidInputError } from '../../lib/errors.js';
+import { createLoraAdapter } from '../../lib/lora/adapter.js';
+import { resolveLoraRunConfig } from '../../lib/methods/gradient/lora.js';
+import { layout, batchInputs } from '../../lib/train/graph/batch-layout.js';
+import { buildLayerGraphs, LAYER_IO, layerWeightInputs } from '../../lib/train/graph/layer-graphs.js';
+import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
+import { estimateStepMemory, keptLayerBytes, planMemory } from '../../lib/train/memory.js';
+import { digits } from '../../lib/tasks/index.js';
+import { randomDecoder } from '../lora/random-decoder.js';
+
+const runtime = ort as unknown as GraphRuntime;
+const shape = { vocabSize: 31, hiddenSize: 16, intermediateSize: 40, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 4, ropeTheta: 1000, rmsNormEps: 1e-6 };
+const SMOLLM2_135M = { vocabSize: 49152, hiddenSize: 576, intermediateSize: 1536, numLayers: 30, numHeads: 9, numKvHeads: 3, headDim: 64, ropeTheta: 100000, rmsNormEps: 1e-5 };
+
+describe('keptLayerBytes', () => {
+  it("is what the keeping forward graph outputs for its backward, to within 15% above it", async () => {
+    const weights = randomDecoder({ shape, tied: true, seed: 5 });
+    const adapter = createLoraAdapter(weights.shape, { r: 4, alpha: 8, seed: 1 });
+    const lora = { r: 4, scale: adapter.scale, targetModules: adapter.config.targetModules };
+    const graphs = buildLayerGraphs(weights.layers[0], weights.shape, lora, 'float32');
+    const session = await ort.InferenceSession.create(graphs.keep.forward.model);
+    const groups = [
+      { promptIds: [1, 2, 3, 4, 5], completions: [[6, 7, 8, 9], [10, 11, 12, 13]] },
+      { promptIds: [3, 4, 5], completions: [[7, 8, 9, 10, 11, 12]] },
+    ];
+    const batch = layout(groups, shape.vocabSize);
+    const feeds: Record<string, ort.Tensor> = {
+      ...(batchInputs(runtime, 'float32', weights.shape, batch, 1) as unknown as Record<string, ort.Tensor>),
+      [LAYER_IO.x]: new ort.Tensor('float32', Float32Array.from({ length: batch.rows * batch.width * shape.hiddenSize }, (_, i) => Math.sin(i)), [batch.rows * batch.width, shape.hiddenSize]),
+    };
+    for (const input of layerWeightInputs(weights.layers[0], weights.shape, 'float32')) feeds[input.name] = new ort.Tensor(input.type === 'uint8' ? 'uint8' : 'float32', input.data, input.dims);
+    adapter.layers[0] &&
+      Object.entries(adapter.layers[0]).forEach(([m, pair]) => {
+        feeds[`A.${m}`] = new ort.Tensor('float32', pair.A, [4, pair.inDim]);
+        feeds[`B.${m}`] = new ort.Tensor('float32', pair.B, [pair.outDim, 4]);
+      });
+    const wanted = Object.fromEntries(graphs.keep.forward.inputs.map((name) => [name, feeds[name]]));
+    const out = await session.run(wanted);
+    // The shape tensors the backward reads are int64 and tiny; the activations are float32.
+    const actual = graphs.keep.saved.reduce((n, name) => n + (out[name].type === 'float32' ? out[name].data.length * 4 : 0), 0);
+    const estimate = keptLayerBytes(weights.shape, 4, 7, { rows: batch.rows, width: batch.width });
+    expect(estimate).toBeGreaterThanOrEqual(actual);
+    expect(estimate).toBeLessThan(actual * 1.15);
+    await session.release();
+  });
+});
+
+describe('estimateStepMemory', () => {
+  it('keeps activations that fit the budget and recomputes past it, the same totals either side but for them', () => {
+    const settings = { groupSize: 8, promptTokens: 39, completionTokens: 128 };
+    const keep = estimateStepMemory(SMOLLM2_135M, { ...settings, activationBudget: 8 * 2 ** 30 });
+    const recompute = estimateStepMemory(SMOLLM2_135M, { ...settings, activationBudget: 2 ** 20 });
+    expect(keep.recompute).toBe(false);
+    expect(keep.activations).toBeGreaterThan(2 ** 30);
+    expect(recompute.recompute).toBe(true);
+    expect(recompute.activations).toBe(0);
+    expect(keep.total - recompute.total).toBe(keep.activations);
+    // fp32 weights: 134.5M parameters (tied head), to the byte a float32 copy of them takes.
+    expect(keep.weights / 4 / 1e6).toBeCloseTo(134.5, 0);
+    for (const part of [keep.adapter, keep.layerInputs, keep.layerRun, keep.head]) expect(part).toBeGreaterThan(0);
+    expect(keep.total).toBe(keep.weights + keep.adapter + keep.layerInputs + keep.activations + keep.layerRun + keep.head);
+  });
+
+  it('counts a 4-bit base packed, under a fifth of its float32 size for the projections', () => {
+    const settings = { groupSize: 4, promptTokens: 20, completionTokens: 16 };
+    const fp32 = estimateStepMemory(SMOLLM2_135M, settings);
+    const q4 = estimateStepMemory(SMOLLM2_135M, { ...settings, dtype: 'q4f16' });
+    const embedding = 4 * (49152 * 576 + 576);
+    expect((q4.weights - embedding) / (fp32.weights - embedding)).toBeLessThan(0.2);
+  });
+
+  it('refuses settings that are not positive counts', () => {
+    expect(() => estimateStepMemory(shape, { groupSize: 0, promptTokens: 3, completionTokens: 4 })).toThrow(InvalidInputError);
+    expect(() => estimateStepMemory(shape, { groupSize: 2, promptTokens: 3.5, completionTokens: 4 })).toThrow(/promptTokens/);
+    expect(() => estimateStepMemory(shape, { groupSize: 2, promptTokens: 3, completionTokens: 4, prompts: -1 })).toThrow(/prompts/);
+  });
+});
+
+describe('planMemory', () => {
+  it('shrinks the micro-batches with the budget and keeps activations up to it', () => {
+    const roomy = planMemory(SMOLLM2_135M, 2 ** 30);
+    const tight = planMemory(SMOLLM2_135M, 32 * 2 ** 20);
+    expect(roomy).toEqual({ activationBudget: 2 ** 30, microBatchTokens: 2048 });
+    expect(tight.microBatchTokens).toBeLessThan(roomy.microBatchTokens);
+    expect(tight.microBatchTokens).toBeGreaterThanOrEqual(16);
+    expect(() => planMemory(shape, 0)).toThrow(/memoryBudget/);
+  });
+
+  it("is a run's memoryBudget, refused before anything loads when it is not a number of bytes", () => {
+    const policy = { info: { backend: 'cpu', model: 'm' }, generateGroup: async () => ({}), scoreCompletions: async () => ({}), modelGraph: async () => ({}), replaceGraph: async () => {}, promptIds: () => [1], followAdapter: async () => {} };
+    const options = { policy, dataset: digits.dataset(), rewards: digits.rewards } as unknown as Parameters<typeof resolveLoraRunConfig>[0];
+    expect(resolveLoraRunConfig({ ...options, memoryBudget: 2 ** 28 }).memoryBudget).toBe(2 ** 28);
+    expect(() => resolveLoraRunConfig({ ...options, memoryBudget: -5 })).toThrow(/memoryBudget/);
+  });
+});
