@@ -37,6 +37,8 @@ import { ScoredTokenViews } from './scored-views.svelte.js';
 import { RenderedPrompts } from './rendered-prompts.svelte.js';
 import type { TokenView } from './token-views.js';
 import { lastStepShown, runTitle } from './view.js';
+import { onnxModelOf } from './models.js';
+import { setupOfRun } from './run-setup.js';
 import { ViewStore } from './view-store.js';
 
 export interface LiveRun {
@@ -175,7 +177,11 @@ export class Playground {
     this.damaged = damaged.map(({ runId, error }) => ({ runId, message: error.message }));
   }
 
-  async select(runId: string | null): Promise<void> {
+  /**
+   * Shows a run. Unless a run is going, the setup form takes the run's method, task, model and
+   * settings (`form: false` leaves it as typed), so Start runs what the page shows.
+   */
+  async select(runId: string | null, { form = true }: { form?: boolean } = {}): Promise<void> {
     this.selectedId = runId;
     this.compare.close();
     this.viewStep = null;
@@ -189,6 +195,15 @@ export class Playground {
     }
     this.adapterPoints = bundle && kindView(bundle.run).trainsAdapter ? await this.#adapterPoints(bundle) : [];
     this.bundle = bundle;
+    if (bundle && form && !this.live && !this.starting) this.#showSetupOf(bundle.run);
+  }
+
+  /** The form as `run` was started: its settings, and its model where the page offers it. */
+  #showSetupOf(run: RunRecord): void {
+    Object.assign(this.setup, setupOfRun(run, this.setup));
+    this.#movedTask = null;
+    const model = run.config.policy.backend === 'http' ? undefined : onnxModelOf(run.config.policy.model);
+    if (model) this.model.id = model.id;
   }
 
   /** Reads the selected run again (its step in view stays). */
@@ -218,19 +233,33 @@ export class Playground {
       const s = { ...this.setup };
       const problem = Object.values(this.problems)[0];
       if (problem) throw new Error(problem);
-      const method = methodOf(s.method);
-      const task = s.task === 'upload' ? null : builtinTasks[s.task];
-      const dataset = task ? trainingItems(task, s.items, s.seed) : (this.upload?.items ?? []).slice(0, s.items);
-      const runner = new Runner();
-      const rewards = s.rateMyself ? [this.ratings.reward(runner.controller.signal)] : task ? task.rewards : [builtinRewards[s.reward]];
-      const context = await this.#context(runner, method, rewards, task?.name);
-      // A person rating every completion is the reward: held-out prompts would ask them for more.
-      const heldOut = s.rateMyself ? [] : task ? heldOutItems(task, s.seed, dataset, heldOutSize(task)) : (this.upload?.items ?? []).slice(s.items, s.items + HELD_OUT_ITEMS);
-      const evaluation = heldOutEvaluation(heldOut, s.temperature);
-      const run = method.start({ ...context, dataset, setup: s, ...(evaluation ? { evaluation } : {}) });
-      if (s.rateMyself) this.#relayRatings(method, run.runId, context);
-      await this.#drive(run, runner);
+      // The run in view goes while the new one loads (a model can take seconds), so its panels do
+      // not stand in for the new run's; if the start fails, it comes back, the form as typed.
+      const previous = this.selectedId;
+      await this.select(null);
+      try {
+        await this.#startRun(s);
+      } catch (error) {
+        if (!this.live && this.selectedId === null && previous) await this.select(previous, { form: false });
+        throw error;
+      }
     });
+  }
+
+  /** Loads the model for `s`'s method and drives a new run of `s`. */
+  async #startRun(s: Setup): Promise<void> {
+    const method = methodOf(s.method);
+    const task = s.task === 'upload' ? null : builtinTasks[s.task];
+    const dataset = task ? trainingItems(task, s.items, s.seed) : (this.upload?.items ?? []).slice(0, s.items);
+    const runner = new Runner();
+    const rewards = s.rateMyself ? [this.ratings.reward(runner.controller.signal)] : task ? task.rewards : [builtinRewards[s.reward]];
+    const context = await this.#context(runner, method, rewards, task?.name);
+    // A person rating every completion is the reward: held-out prompts would ask them for more.
+    const heldOut = s.rateMyself ? [] : task ? heldOutItems(task, s.seed, dataset, heldOutSize(task)) : (this.upload?.items ?? []).slice(s.items, s.items + HELD_OUT_ITEMS);
+    const evaluation = heldOutEvaluation(heldOut, s.temperature);
+    const run = method.start({ ...context, dataset, setup: s, ...(evaluation ? { evaluation } : {}) });
+    if (s.rateMyself) this.#relayRatings(method, run.runId, context);
+    await this.#drive(run, runner);
   }
 
   /** Continues an interrupted or cancelled run with the model it was started with. */
