@@ -18,7 +18,7 @@ import { plural } from '../../site/lib/plural.js';
 import { runPlan } from '../../site/lib/setup.js';
 import { WorkerRatings } from '../../site/lib/worker-ratings.js';
 import { streamingPolicy, type GroupStream } from '../../site/lib/streaming.js';
-import { displayStatus, epochRows, groupsAt, instructiveOrder, lastStepShown, libraryAfter, noSignal, stepSeries, totalSteps } from '../../site/lib/view.js';
+import { displayStatus, epochRows, flatSummary, groupsAt, instructiveOrder, lastStepShown, libraryAfter, noSignal, stepSeries, totalSteps } from '../../site/lib/view.js';
 import { rewardWindow } from '../../site/lib/charts.js';
 
 /** A training-free step's payload (its library and operations). */
@@ -280,6 +280,15 @@ describe('the groups of a step', () => {
     const ordered = instructiveOrder([group(0, 0), group(1, 0.5), group(2, 1), group(3, 0.5), group(4, 0)]);
     expect(ordered.map((g) => g.position)).toEqual([2, 1, 3, 0, 4]);
     expect(ordered.map(noSignal)).toEqual([false, false, false, true, true]);
+  });
+
+  it('sum up a group with no signal in one line: its one answer, or how many distinct, and the reward they tied at', () => {
+    const item = bundle.steps[0].items[0];
+    const tied = (texts: string[]) => ({ ...item, rollouts: texts.map((text) => ({ ...item.rollouts[0], text, reward: 1, advantage: 0 })), stats: { scorable: texts.length, mean: 1, std: 0, spread: 0 } });
+    expect(flatSummary(tied(['=log=', '=log=', '=log=']))).toBe('No signal: all 3 answers the same, “=log=”, every reward 1.000, every advantage 0.');
+    expect(flatSummary(tied(['a', 'b', 'a', 'c']))).toBe('No signal: 4 answers (3 distinct), every reward 1.000, every advantage 0.');
+    // Model output is untrusted: one line, clipped.
+    expect(flatSummary(tied([`x\n${'y'.repeat(100)}`, `x\n${'y'.repeat(100)}`]))).toMatch(/“x y{57}…”/);
   });
 });
 

@@ -3,7 +3,9 @@
  * (issue 43, items 4 and 5), on the production build in headless Chromium at a laptop's size:
  * after a reload the form takes the shown run's method, model and settings; while a new run loads
  * no panel of the previous run is in the right column; an interrupted run's held-out panel does
- * not say the base model is answering. Runs are webgrpo-tiny's (mechanics, seconds each).
+ * not say the base model is answering; a group with no signal is one line; the run list names
+ * each run's method, model, settings and held-out result, in the page's flow. Runs are
+ * webgrpo-tiny's (mechanics, seconds each).
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -78,6 +80,41 @@ describe('the run in view', { timeout: 300_000 }, () => {
     await expect.poll(() => chip(page).textContent(), { timeout: 30_000, interval: 250 }).toBe('interrupted');
     await waiting.waitFor();
     expect(await waiting.textContent()).toBe(`Not evaluated: the run stopped before the base model had answered its ${prompts} held-out prompts, and nothing is running. Resume the run to evaluate them first.`);
+    await context.close();
+  });
+
+  it('shows each group with no signal as one line that opens, and the run list tells runs apart with their held-out result', async () => {
+    const context = await playground.session.browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    await page.goto(playground.baseURL);
+    await page.getByRole('heading', { name: 'No run yet' }).waitFor();
+    await chooseTiny(page, { exemplars: true });
+    // Four items, two trained on and two held out, none of which three tokens can answer: every group is flat.
+    const unreachable = 'an answer far longer than three tokens of any model could spell out';
+    const lines = ['a', 'b', 'c', 'd'].map((w) => JSON.stringify({ prompt: `Say ${w}`, answer: unreachable }));
+    await field(page, 'Task').selectOption('upload');
+    await field(page, 'JSONL file').setInputFiles({ name: 'flat.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(`${lines.join('\n')}\n`) });
+    await field(page, 'Reward').selectOption('exact');
+    await fill(page, { Prompts: 2, 'Group size': 3, Epochs: 1, Batch: 2, 'Max tokens': 3, Seed: 4 });
+    await page.getByRole('button', { name: 'Start run' }).click();
+    await expect.poll(() => chip(page).textContent(), { timeout: 120_000, interval: 250 }).toBe('completed');
+
+    const cards = page.locator('article.group');
+    expect(await cards.count()).toBe(2);
+    expect(await cards.locator('.completions').count()).toBe(0);
+    const flatLines = await cards.locator('.flat-line > span').allTextContents();
+    expect(flatLines).toHaveLength(2);
+    for (const line of flatLines) expect(line).toMatch(/^No signal: (all 3 answers the same, “.*”|3 answers \([23] distinct\)), every reward 0\.000, every advantage 0\.$/);
+    await cards.first().getByRole('button', { name: 'Show the 3 answers' }).click();
+    expect(await cards.first().locator('.completions > li').count()).toBe(3);
+    expect(await cards.nth(1).locator('.completions').count()).toBe(0);
+
+    // The list's row: what ran, with which settings, and its held-out result; no scroll box of its own.
+    const row = page.locator('section[aria-labelledby="runs-title"] button.run').first();
+    expect(await row.locator('strong').textContent()).toBe('dataset · exemplars · webgrpo-tiny');
+    expect(await row.locator('.meta').textContent()).toMatch(/^2 prompts · 1 step · G=3 · T=0\.7 · seed 4 · /);
+    expect(await row.locator('.held-out').textContent()).toBe('held-out 0% → 0% at T=0.7, greedy 0% → 0%');
+    expect(await page.locator('section[aria-labelledby="runs-title"] ul').evaluate((ul) => getComputedStyle(ul).overflowY)).toBe('visible');
     await context.close();
   });
 });
