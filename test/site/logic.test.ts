@@ -9,7 +9,7 @@ import { alphabetise } from '../../lib/tasks/index.js';
 import { payloadOf } from '../../lib/method.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { countDiff, diffLibraries } from '../../site/lib/diff.js';
-import { EtaClock, formatDuration } from '../../site/lib/eta.js';
+import { EtaClock, evaluationsDue, formatDuration } from '../../site/lib/eta.js';
 import { runJsonl, libraryJson } from '../../site/lib/export.js';
 import { tokenShade, SHADE_LEGEND } from '../../site/lib/shading.js';
 import { tokenPieces } from '../../site/lib/tokens.js';
@@ -162,17 +162,34 @@ describe('token pieces', () => {
 });
 
 describe('small helpers', () => {
-  it('estimates time left from items done while running, not while paused', () => {
+  it('estimates time left from the run\'s own steps and evaluations, not its first slow items nor its pauses', () => {
     const eta = new EtaClock();
-    eta.start(4, 0); // a resumed run found 4 items done
-    expect(eta.remainingMs(10, 1000)).toBeNull();
-    eta.update(6);
-    eta.pause(2000); // 2 items in 2 s
-    expect(eta.remainingMs(10, 60_000)).toBe(4000);
-    eta.start(6, 60_000);
-    eta.update(8);
-    expect(eta.remainingMs(10, 62_000)).toBe(2000);
+    eta.start(0);
+    // The base model's held-out answers take 6 s before the first step.
+    eta.evaluated(6000);
+    eta.stepStart(6000);
+    expect(eta.remainingMs(4, 1, 7000)).toBeNull();
+    // Step 1 (the engine's first load in it) takes 4 s, step 2 takes 2 s, 10 s of pause in between not counted.
+    eta.stepEnd(10_000, false);
+    eta.pause(10_000);
+    eta.start(20_000);
+    eta.stepStart(20_000);
+    eta.stepEnd(22_000, true);
+    expect(eta.stepMs()).toBe(2000);
+    // An epoch ended: its evaluation takes 3 s, then step 3 is 1 s in with 2 steps and 1 evaluation to go.
+    eta.evaluated(25_000);
+    eta.stepStart(25_000);
+    expect(eta.remainingMs(2, 1, 26_000)).toBe(2 * 2000 - 1000 + (6000 + 3000) / 2);
+    // A step running past the mean counts as at its mean, never below zero left.
+    expect(eta.remainingMs(1, 0, 40_000)).toBe(0);
     expect(formatDuration(200_000)).toBe('3 min 20 s');
+  });
+
+  it('counts the held-out evaluations to come as the loop schedules them', () => {
+    expect(evaluationsDue(1, -1, 2)).toBe(3); // before the first step and after each of two epochs
+    expect(evaluationsDue(1, 0, 2)).toBe(2);
+    expect(evaluationsDue(3, 0, 4)).toBe(2); // after epoch 3, and after the last
+    expect(evaluationsDue(1, 2, 2)).toBe(0);
   });
 
   it('shades unlikely tokens more, and leaves likely ones plain', () => {

@@ -102,16 +102,19 @@ describe('the playground, third walk', { timeout: 300_000 }, () => {
     expect(await note.count()).toBe(0);
     await page.getByRole('radio', { name: 'Training-free: lessons' }).check();
     expect(await note.textContent()).toBe(
-      'Lessons hurt on webgrpo-skill: as its own critic it writes unreadable lessons (“2atat oatat ell”), and held-out greedy exact match fell from 37.5% to 0% on count-letter (BENCHMARKS “methods”) and from 55% to 15% over the four skill tasks (“skill-free”).',
+      'Lessons did not lift copy-format on webgrpo-skill (as its own critic it writes unreadable lessons): held-out greedy exact match fell from 96% to 16%, T=1 fell from 44% to 2% (BENCHMARKS “skill-free”).',
     );
     await note.scrollIntoViewIfNeeded();
     await shot(page, 'cannot-help-lessons', viewport);
     await page.getByRole('radio', { name: 'Training-free: exemplars' }).check();
-    expect(await note.textContent()).toContain('held-out greedy exact match fell from 55% to 18%');
+    expect(await note.textContent()).toContain('held-out greedy exact match fell from 96% to 36%');
     await page.getByRole('radio', { name: 'LoRA (every layer)' }).check();
     await field(page, 'Task').selectOption('count-letter');
     expect(await note.textContent()).toContain('LoRA did not lift count-letter on webgrpo-skill');
     await field(page, 'Task').selectOption('copy-format');
+    expect(await note.count()).toBe(0);
+    // The router was never measured on copy-format: it gets no sentence borrowed from other tasks.
+    await page.getByRole('radio', { name: 'Router (which prompt variant)' }).check();
     expect(await note.count()).toBe(0);
     await chooseTiny(page);
     await page.getByRole('radio', { name: 'Router (which prompt variant)' }).check();
