@@ -109,6 +109,11 @@ describe('the run in view', { timeout: 300_000 }, () => {
     expect(await cards.first().locator('.completions > li').count()).toBe(3);
     expect(await cards.nth(1).locator('.completions').count()).toBe(0);
 
+    // Beside the held-out gain: every held-out answer is the same text, so one constant reply scores 100%.
+    expect(await page.locator('#gain-baseline').textContent()).toMatch(
+      /^One constant reply \(“an answer far longer than three tokens …”\) scores 100% on these prompts\. The trained model’s greedy replies (did not collapse|collapsed to one reply)/,
+    );
+
     // The list's row: what ran, with which settings, and its held-out result; no scroll box of its own.
     const row = page.locator('section[aria-labelledby="runs-title"] button.run').first();
     expect(await row.locator('strong').textContent()).toBe('dataset · exemplars · webgrpo-tiny');
