@@ -13,7 +13,7 @@ import { adapterAbout } from '../../site/lib/adapter-view.js';
 import { PLAYGROUND_ARMS } from '../../site/lib/arms.js';
 import { kindView } from '../../site/lib/kind-view.js';
 import { methodOf } from '../../site/lib/methods.js';
-import { DYNAMIC_SAMPLING_HINT, INITIAL_SETUP, SKILL_GRADIENT_DEFAULTS } from '../../site/lib/setup.js';
+import { DYNAMIC_SAMPLING_HINT, INITIAL_SETUP, runPlan, SKILL_GRADIENT_DEFAULTS } from '../../site/lib/setup.js';
 import { sampleRun } from '../tfgrpo/helpers/records.js';
 
 const base = sampleRun('x');
@@ -87,5 +87,8 @@ describe('what the page says about each method', () => {
     expect(head).not.toBeNull();
     expect({ lr: Number(head![1]), epochs: count(head![2]) }).toEqual({ lr: SKILL_GRADIENT_DEFAULTS.lr, epochs: SKILL_GRADIENT_DEFAULTS.epochs });
     expect(methodOf('gradient').skillDefaults).toEqual(SKILL_GRADIENT_DEFAULTS);
+    // The README's opening names the first run's step count.
+    const intro = readme.slice(0, readme.indexOf('## The playground'));
+    expect(Number(/\("format =\*=: log" -> "=log="\), (\d+) steps/.exec(intro)?.[1])).toBe(runPlan(INITIAL_SETUP).steps);
   });
 });

@@ -6,7 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { artifacts, chooseTiny, startPlayground, type Playground } from './preview.js';
 
@@ -73,6 +73,12 @@ async function upload(page: Page, name: string, lines: string[]): Promise<void> 
 const shot = (page: Page, name: string) => page.screenshot({ path: join(artifacts, `second-walk-${name}.png`) });
 const tag = (viewport: { width: number }) => (viewport.width < 600 ? '375' : '1280');
 
+/** Opens a group shown as one line (every reward tied: the tiny model's few tokens may tie), to read its prompt. */
+async function open(card: Locator): Promise<void> {
+  const show = card.getByRole('button', { name: /^Show the \d+ answers$/ });
+  if (await show.count()) await show.click();
+}
+
 describe('the playground, second walk', { timeout: 300_000 }, () => {
   it.each(WIDTHS)('shows the exact text a chat model read, says when a prompt skipped its template, and applies it on request (%o)', async (viewport) => {
     const { page, errors, close } = await visit(viewport);
@@ -89,6 +95,7 @@ describe('the playground, second walk', { timeout: 300_000 }, () => {
 
     const card = page.locator('article.group').first();
     expect(await card.locator('.chip.raw').textContent()).toBe('raw prompt, no chat template');
+    await open(card);
     await card.locator('details.seen summary').click();
     const exact = card.getByLabel('The exact text the model read');
     await expect.poll(() => exact.textContent()).toMatch(/^Sort: (pear fig|yak ant)$/);
@@ -101,6 +108,7 @@ describe('the playground, second walk', { timeout: 300_000 }, () => {
     await runToEnd(page);
     const templated = page.locator('article.group').first();
     expect(await templated.locator('.chip.raw').count()).toBe(0);
+    await open(templated);
     await templated.locator('details.seen summary').click();
     await expect.poll(() => templated.getByLabel('The exact text the model read').textContent()).toMatch(/^<s><\|im_start\|>user\nSort: (pear fig|yak ant)<\|im_end\|>\n<\|im_start\|>assistant\n$/);
     await templated.scrollIntoViewIfNeeded();
@@ -282,7 +290,7 @@ describe('the playground, second walk', { timeout: 300_000 }, () => {
   it.each(WIDTHS)('says what was measured and what the run will do, in agreement with what it does (%o)', async (viewport) => {
     const { page, errors, close } = await visit(viewport);
     const empty = page.locator('section.empty');
-    expect(await empty.textContent()).toMatch(/in 16 steps\s+\(measured: 40 s on WebAssembly in desktop Chromium/);
+    expect(await empty.textContent()).toMatch(/in 16 steps\s+\(About \d+ s \(measured in headless Chromium on 2 shared cores, WebAssembly: [\d.]+ s to load and answer the held-out prompts, then [\d.]+ s per step for 16 steps; BENCHMARKS “playground-steps”\)/);
     expect(await empty.textContent()).not.toContain('two minutes');
     expect(await page.locator('details.explainer').textContent()).toMatch(/by default, small low-rank LoRA adapters on every layer’s attention and MLP/);
     // The page header keeps to two lines once a model is loaded and its device named.
