@@ -71,7 +71,8 @@ export function gainBaseline(before: EvaluationRecord, after: EvaluationRecord |
     constant: { reply: constant.value, share: constant.count / items.length },
     oneFormat: format ? { format: format.value, share: format.count / items.length } : null,
     collapse,
-    replies: after ? (after.greedyPass ? 'greedy' : 'sampled') : null,
+    // An evaluation at temperature 0 is itself greedy.
+    replies: after ? (after.greedyPass || after.summary.greedy ? 'greedy' : 'sampled') : null,
   };
 }
 

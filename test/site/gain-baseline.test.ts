@@ -12,7 +12,7 @@ import { baselineNote, gainBaseline } from '../../site/lib/gain-baseline.js';
 /** An evaluation of `items` whose every reply is `reply(item)`, greedy beside it where `greedy`. */
 function evaluation(items: DatasetItem[], reply: (item: DatasetItem, i: number) => string, greedy = true): EvaluationRecord {
   const pass = {
-    summary: { items: items.length, samples: 1, temperature: 0, greedy: true, rewardNames: ['exact'], meanReward: null, meanRewards: {}, accuracy: null, passAtK: {}, judged: items.length, usage: { promptTokens: 0, completionTokens: 0 } },
+    summary: { items: items.length, samples: 1, temperature: greedy ? 0 : 1, greedy, rewardNames: ['exact'], meanReward: null, meanRewards: {}, accuracy: null, passAtK: {}, judged: items.length, usage: { promptTokens: 0, completionTokens: 0 } },
     items: items.map((item, index) => {
       const text = reply(item, index);
       return { index, prompt: { messages: item.messages! }, answer: item.answer, samples: [{ text, finishReason: 'eos' as const, rewards: [null], reward: null, correct: text === String(item.answer) }], meanReward: null, correct: null };
@@ -53,6 +53,10 @@ describe('what a held-out gain is worth', () => {
       expect(b.replies).toBe('sampled');
       expect(baselineNote(b)).toMatch(/The trained model’s sampled replies did not collapse to one reply or one format\.$/);
     }
+    // A run evaluated at temperature 0 has no greedy pass: its replies are greedy themselves.
+    const greedyItems = sortWords.dataset({ size: 8, seed: 6, split: 'heldout' });
+    const atZero = evaluation(greedyItems, (item) => String(item.answer), false);
+    expect(gainBaseline(evaluation(greedyItems, () => ''), { ...atZero, summary: { ...atZero.summary, greedy: true } })!.replies).toBe('greedy');
     // Before any trained evaluation: only what one reply scores.
     const items = sortWords.dataset({ size: 8, seed: 5, split: 'heldout' });
     expect(baselineNote(gainBaseline(evaluation(items, () => ''), null)!)).toMatch(/^One constant reply \(“.+”\) scores 13% on these prompts\.$/);

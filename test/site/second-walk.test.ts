@@ -150,6 +150,10 @@ describe('the playground, second walk', { timeout: 300_000 }, () => {
       expect(rows.join('\n').match(/greedy, \d+ prompts × 1 answer/g)).toHaveLength(2);
       expect(rows.join('\n').match(/T=1, \d+ prompts × 2 answers/g)).toHaveLength(1);
       for (const row of rows) expect(row).toMatch(/\d+% → \d+%.*\d\.\d{3} → \d\.\d{3}/s);
+      // Beside the gains, per run: what one constant reply scores on its held-out prompts, and whether its replies collapsed to it.
+      const baselines = await panel.getByRole('list', { name: /^What one reply or one format scores/ }).getByRole('listitem').allTextContents();
+      expect(baselines).toHaveLength(2);
+      for (const note of baselines) expect(note).toMatch(/^#\d .+: One constant reply \(“.+”\) scores \d+% on these prompts\. The trained model’s greedy replies (did not collapse|collapsed to one reply)/);
       await shot(page, `compare-${tag(viewport)}`);
       await panel.getByRole('button', { name: 'Close comparison' }).click();
       await picks.nth(0).uncheck();
