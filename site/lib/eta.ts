@@ -68,6 +68,65 @@ export class EtaClock {
   }
 }
 
+/** What a run's time left reads of its events. */
+export interface EtaEvent {
+  type: string;
+  step?: number;
+  epoch?: number;
+  progress?: { step: number; totalSteps: number; epochs: number };
+}
+
+/**
+ * A live run's time left, fed its events in order: its steps committed, the last epoch it was
+ * evaluated after, and the clock of its steps and evaluations.
+ */
+export class RunEta {
+  readonly #clock = new EtaClock();
+  #stepsEnded = 0;
+  #evaluated = -1;
+  #totalSteps = 0;
+  #epochs = 0;
+
+  observe(event: EtaEvent, now: number): void {
+    if (event.progress) {
+      this.#totalSteps = event.progress.totalSteps;
+      this.#epochs = event.progress.epochs;
+    }
+    if (event.type === 'run-start') {
+      this.#clock.start(now);
+      this.#stepsEnded = (event.progress?.step ?? 1) - 1;
+    } else if (event.type === 'step-start') {
+      this.#clock.stepStart(now);
+    } else if (event.type === 'step-end' && event.step !== undefined) {
+      this.#stepsEnded = event.step;
+      const perEpoch = this.#epochs > 0 ? this.#totalSteps / this.#epochs : 0;
+      this.#clock.stepEnd(now, perEpoch > 0 && event.step % perEpoch === 0);
+    } else if (event.type === 'eval' && event.epoch !== undefined) {
+      this.#clock.evaluated(now);
+      this.#evaluated = Math.max(this.#evaluated, event.epoch);
+    }
+  }
+
+  /** The epochs a resumed run was already evaluated after. */
+  evaluatedBefore(epochs: readonly number[]): void {
+    this.#evaluated = Math.max(this.#evaluated, ...epochs);
+  }
+
+  pause(now: number): void {
+    this.#clock.pause(now);
+  }
+
+  resume(now: number): void {
+    this.#clock.start(now);
+  }
+
+  /** Milliseconds left, or null until a step has finished here; `every`: the run's evaluation schedule (none: not evaluated). */
+  remainingMs(every: number | undefined, now: number): number | null {
+    const evalsLeft = every === undefined ? 0 : evaluationsDue(every, this.#evaluated, this.#epochs);
+    return this.#clock.remainingMs(Math.max(0, this.#totalSteps - this.#stepsEnded), evalsLeft, now);
+  }
+}
+
 /**
  * Held-out evaluations still to come in a run of `epochs` evaluated every `every` epochs (and
  * before the first and after the last, as the loop does), the last one done after epoch `done` (-1: none).

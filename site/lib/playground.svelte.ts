@@ -15,7 +15,7 @@ import { builtinRewards, builtinTasks } from '../../lib/tasks.js';
 import { runMethod } from '../../lib/method.js';
 import { adapterPoint, adapterTrace, runAdapterTrace, type AdapterPoint } from './adapter-view.js';
 import { probeDevice, type DeviceReport } from './device.js';
-import { EtaClock, evaluationsDue } from './eta.js';
+import { RunEta } from './eta.js';
 import { exportedRunId } from './export.js';
 import { methodOf, type Method, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
 import { chooseMethod, chooseModel, chooseTask, type MovedTask, type SetupChoice } from './setup-choice.js';
@@ -100,10 +100,7 @@ export class Playground {
   #runner: Runner | null = null;
   /** A task a method moved away from, to move back to (setup-choice.ts). */
   #movedTask: MovedTask | null = null;
-  #eta = new EtaClock();
-  /** The live run's steps committed, and the last epoch it was evaluated after (-1: not yet), for its time left. */
-  #stepsEnded = 0;
-  #evaluated = -1;
+  #eta = new RunEta();
 
   /** The last step with something to show: committed, finished groups, or (live here) being written. */
   readonly lastStep = $derived(this.bundle ? Math.max(lastStepShown(this.bundle), this.live?.runId === this.bundle.run.id ? this.live.step : 0) : 0);
@@ -319,7 +316,7 @@ export class Playground {
 
   async #drive(run: PlaygroundRun, runner: Runner): Promise<void> {
     this.#runner = runner;
-    this.#eta = new EtaClock();
+    this.#eta = new RunEta();
     this.live = { runId: run.runId, paused: false, stage: 'Starting…', itemsDone: 0, totalItems: 0, step: 0, totalSteps: 0, epoch: 0, epochs: 0, etaMs: null, warnings: 0 };
     this.starting = false;
     this.resumingId = null;
@@ -347,7 +344,7 @@ export class Playground {
 
   resume(): void {
     if (!this.live) return;
-    this.#eta.start(performance.now());
+    this.#eta.resume(performance.now());
     this.live.paused = false;
     this.#runner?.resume();
   }
@@ -366,16 +363,12 @@ export class Playground {
       Object.assign(live, { itemsDone: p.itemsDone, totalItems: p.totalItems, step: p.step, totalSteps: p.totalSteps, epoch: p.epoch, epochs: p.epochs });
     }
     live.stage = stageAfter(event, this.bundle?.run) ?? live.stage;
+    this.#eta.observe(event, now);
     switch (event.type) {
       case 'run-start':
-        this.#eta.start(now);
-        this.#stepsEnded = event.progress.step - 1;
         await this.refreshRuns();
         await this.select(event.runId);
-        this.#evaluated = Math.max(-1, ...(this.bundle?.run.evaluations ?? []).map((e) => e.epoch));
-        break;
-      case 'step-start':
-        this.#eta.stepStart(now);
+        this.#eta.evaluatedBefore((this.bundle?.run.evaluations ?? []).map((e) => e.epoch));
         break;
       case 'item-start':
         this.#streamItem = event.item;
@@ -390,8 +383,6 @@ export class Playground {
         if (this.bundle?.run.id === live.runId && !event.reused) this.bundle = withPendingItem(this.bundle, event.result);
         break;
       case 'step-end': {
-        this.#stepsEnded = event.step;
-        this.#eta.stepEnd(now, live.totalSteps > 0 && live.epochs > 0 && event.step % (live.totalSteps / live.epochs) === 0);
         const gradient = 'training' in event;
         const [record, checkpoint] = await Promise.all([this.store.getStep(live.runId, event.step), gradient ? this.store.getAdapter(live.runId) : undefined]);
         const point = checkpoint ? adapterPoint(checkpoint) : null;
@@ -404,8 +395,6 @@ export class Playground {
         break;
       }
       case 'eval': {
-        this.#eta.evaluated(now);
-        this.#evaluated = Math.max(this.#evaluated, event.epoch);
         if (this.bundle?.run.id === live.runId) this.bundle = withEvaluation(this.bundle, event.evaluation);
         break;
       }
@@ -414,8 +403,7 @@ export class Playground {
         break;
     }
     const evaluation = this.bundle?.run.id === live.runId ? this.bundle.run.config.evaluation : undefined;
-    const evalsLeft = evaluation ? evaluationsDue(evaluation.every, this.#evaluated, live.epochs) : 0;
-    live.etaMs = this.#eta.remainingMs(Math.max(0, live.totalSteps - this.#stepsEnded), evalsLeft, performance.now());
+    live.etaMs = this.#eta.remainingMs(evaluation?.every, performance.now());
   }
 
   /** The scored token views of a stored group of the selected run (see ScoredTokenViews.ensure). */

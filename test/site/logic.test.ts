@@ -9,7 +9,7 @@ import { alphabetise } from '../../lib/tasks/index.js';
 import { payloadOf } from '../../lib/method.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { countDiff, diffLibraries } from '../../site/lib/diff.js';
-import { EtaClock, evaluationsDue, formatDuration } from '../../site/lib/eta.js';
+import { EtaClock, evaluationsDue, formatDuration, RunEta } from '../../site/lib/eta.js';
 import { runJsonl, libraryJson } from '../../site/lib/export.js';
 import { tokenShade, SHADE_LEGEND } from '../../site/lib/shading.js';
 import { tokenPieces } from '../../site/lib/tokens.js';
@@ -183,6 +183,23 @@ describe('small helpers', () => {
     // A step running past the mean counts as at its mean, never below zero left.
     expect(eta.remainingMs(1, 0, 40_000)).toBe(0);
     expect(formatDuration(200_000)).toBe('3 min 20 s');
+  });
+
+  it('reads a run\'s events for its time left: steps committed, evaluations done and to come', () => {
+    const eta = new RunEta();
+    const progress = (step: number) => ({ step, totalSteps: 4, epochs: 2 });
+    eta.observe({ type: 'run-start', progress: progress(1) }, 0);
+    eta.observe({ type: 'eval', epoch: 0, step: 0, progress: progress(1) }, 4000);
+    expect(eta.remainingMs(1, 4000)).toBeNull();
+    for (const [step, start, end] of [[1, 4000, 7000], [2, 7000, 9000]]) {
+      eta.observe({ type: 'step-start', step, progress: progress(step) }, start);
+      eta.observe({ type: 'step-end', step, progress: progress(step) }, end);
+    }
+    // Step 2 ended epoch 1 (2 steps per epoch): its evaluation takes 2 s.
+    eta.observe({ type: 'eval', epoch: 1, step: 2, progress: progress(2) }, 11_000);
+    // 2 steps at 2 s (the first step, which loads the engine, left out) and 1 evaluation at (4 + 2) / 2 s.
+    expect(eta.remainingMs(1, 11_000)).toBe(2 * 2000 + 3000);
+    expect(eta.remainingMs(undefined, 11_000)).toBe(4000);
   });
 
   it('counts the held-out evaluations to come as the loop schedules them', () => {
