@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { defineConfig, type Plugin } from 'vite';
+import { defaultClientConditions, defineConfig, type Plugin } from 'vite';
 import { svelte } from '@sveltejs/vite-plugin-svelte';
 
 /**
@@ -63,6 +63,10 @@ export default defineConfig({
   base: './',
   // Svelte's defaults suit the site; `configFile: false` skips looking for a svelte.config.js.
   plugins: [svelte({ configFile: false }), onnxruntimeFiles(), modelFilesWithLength()],
+  // onnxruntime-web's build that loads its glue and .wasm from `wasmPaths` (the page always passes
+  // ort/, served above), not the bundle whose `new URL('….asyncify.wasm', import.meta.url)` made
+  // Vite emit a second 26.9 MB copy of the WebGPU build into assets/ that nothing fetched.
+  resolve: { conditions: ['onnxruntime-web-use-extern-wasm', ...defaultClientConditions] },
   // The model worker imports transformers.js lazily; ES workers keep its code-split chunks.
   // The page loads the LoRA engine only when a LoRA run opens (lib/methods/lora/method.ts); the
   // worker imports webgrpo/grad whole, where that split has nothing to move: no news.

@@ -7,7 +7,8 @@ import type { RunBundle } from '../../lib/index.js';
 import { runMethod } from '../../lib/method.js';
 import { updateSeries } from './adapter-view.js';
 import { KIND_SETTINGS, kindView } from './kind-view.js';
-import { percent, pointsChange } from './held-out.js';
+import { beforeAfter, percent, pointsChange } from './held-out.js';
+import { baselineNote, gainBaseline } from './gain-baseline.js';
 import { formatNumber, modelName, runTitle, stepSeries } from './view.js';
 
 /** Curves of several runs on one x axis: null where a run has no point at that x. */
@@ -117,6 +118,15 @@ export function heldOutRows(bundles: readonly RunBundle[]): HeldOutRow[] {
         },
       ];
     });
+  });
+}
+
+/** Per run, what one constant reply or one format scores on its held-out prompts and whether its replies collapsed to it (null without). */
+export function heldOutBaselines(bundles: readonly RunBundle[]): Array<string | null> {
+  return bundles.map((b) => {
+    const view = beforeAfter(b);
+    const baseline = view && view.before.summary.judged > 0 ? gainBaseline(view.before, view.after) : null;
+    return baseline ? baselineNote(baseline) : null;
   });
 }
 

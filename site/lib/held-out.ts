@@ -8,6 +8,7 @@
  */
 import type { DatasetItem, EvaluationRecord, EvaluationSummary, LoopEvaluationOptions, RunBundle } from '../../lib/index.js';
 import type { Task } from '../../lib/tasks.js';
+import { plural } from './plural.js';
 import { promptLabel, skillTaskOf } from './tasks.js';
 
 /** Held-out prompts per run: few enough to evaluate in seconds on the bundled model. */
@@ -124,4 +125,19 @@ export function percent(x: number | null | undefined): string {
 /** The change between two shares in percentage points, signed, or null. */
 export function pointsChange(before: number | null | undefined, after: number | null | undefined): number | null {
   return before === null || before === undefined || after === null || after === undefined ? null : Math.round((after - before) * 100);
+}
+
+/**
+ * What the panel says where an evaluation is missing: while the run goes in this tab, what is
+ * being answered; once it has stopped (interrupted, cancelled, failed), that nothing is, and what
+ * brings it. `liveHere`: this tab drives the run now.
+ */
+export function heldOutWaiting(bundle: RunBundle, liveHere: boolean): { before: string; trained: string; after: string } {
+  const prompts = plural(bundle.run.config.evaluation?.items.length ?? 0, 'held-out prompt');
+  if (liveHere) return { before: `The base model is answering ${prompts} before the first step.`, trained: 'the trained one after the first epoch', after: 'after the first epoch' };
+  return {
+    before: `Not evaluated: the run stopped before the base model had answered its ${prompts}, and nothing is running. Resume the run to evaluate them first.`,
+    trained: 'no trained one: the run stopped before its first epoch ended',
+    after: 'none: the run stopped before its first epoch ended',
+  };
 }

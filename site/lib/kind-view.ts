@@ -57,7 +57,7 @@ const VIEWS: Views = {
     learnsFromFlatGroups: false,
     loss: (run) => ({ lossType: run.config.loss.lossType }),
     settings: (run) => ({ 'Learning rate': String(run.config.optimizer.lr), 'Adapter rank': String(run.config.lora.r), 'Updates per step': String(run.config.numIterations) }),
-    afterAdvantages: (_run, item) => `Prompt #${item + 1}: advantages ready; LoRA on every layer is updated once the step’s groups are in, then merged into the weights the next step samples from`,
+    afterAdvantages: (_run, item) => `Prompt #${item + 1}: advantages ready; LoRA on every layer is updated once the step’s groups are in, and the next step samples with its A and B as inputs of the model’s graph`,
   },
   router: {
     keepsLibrary: false,

@@ -203,7 +203,7 @@ export const METHODS: readonly Method[] = [
     id: 'lora',
     label: 'LoRA (every layer)',
     summary:
-      'GRPO as TRL runs it with PEFT: low-rank adapters on the attention and MLP projections of every layer, trained with an exact backward through the whole model, on WebGPU when the model runs there (else on the CPU). After each step the adapter is merged into the weights the next step samples from, so it can change how the model reads its prompt, not only which tokens come out.',
+      'GRPO as TRL runs it with PEFT: low-rank adapters on the attention and MLP projections of every layer, trained with an exact backward through the whole model, on WebGPU when the model runs there (else on the CPU). After each step the model samples with the updated A and B as inputs of its graph, its weights left as they are, so the adapter can change how the model reads its prompt, not only which tokens come out.',
     needsCritic: false,
     trainsAdapter: true,
     // The head adapter's shape, at the smaller learning rate LoRA on every layer takes; one update

@@ -15,7 +15,7 @@ import { builtinRewards, builtinTasks } from '../../lib/tasks.js';
 import { runMethod } from '../../lib/method.js';
 import { adapterPoint, adapterTrace, runAdapterTrace, type AdapterPoint } from './adapter-view.js';
 import { probeDevice, type DeviceReport } from './device.js';
-import { EtaClock } from './eta.js';
+import { RunEta } from './eta.js';
 import { exportedRunId } from './export.js';
 import { methodOf, type Method, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
 import { chooseMethod, chooseModel, chooseTask, type MovedTask, type SetupChoice } from './setup-choice.js';
@@ -37,6 +37,8 @@ import { ScoredTokenViews } from './scored-views.svelte.js';
 import { RenderedPrompts } from './rendered-prompts.svelte.js';
 import type { TokenView } from './token-views.js';
 import { lastStepShown, runTitle } from './view.js';
+import { onnxModelOf } from './models.js';
+import { setupOfRun } from './run-setup.js';
 import { ViewStore } from './view-store.js';
 
 export interface LiveRun {
@@ -98,7 +100,7 @@ export class Playground {
   #runner: Runner | null = null;
   /** A task a method moved away from, to move back to (setup-choice.ts). */
   #movedTask: MovedTask | null = null;
-  #eta = new EtaClock();
+  #eta = new RunEta();
 
   /** The last step with something to show: committed, finished groups, or (live here) being written. */
   readonly lastStep = $derived(this.bundle ? Math.max(lastStepShown(this.bundle), this.live?.runId === this.bundle.run.id ? this.live.step : 0) : 0);
@@ -175,7 +177,11 @@ export class Playground {
     this.damaged = damaged.map(({ runId, error }) => ({ runId, message: error.message }));
   }
 
-  async select(runId: string | null): Promise<void> {
+  /**
+   * Shows a run. Unless a run is going, the setup form takes the run's method, task, model and
+   * settings (`form: false` leaves it as typed), so Start runs what the page shows.
+   */
+  async select(runId: string | null, { form = true }: { form?: boolean } = {}): Promise<void> {
     this.selectedId = runId;
     this.compare.close();
     this.viewStep = null;
@@ -189,6 +195,15 @@ export class Playground {
     }
     this.adapterPoints = bundle && kindView(bundle.run).trainsAdapter ? await this.#adapterPoints(bundle) : [];
     this.bundle = bundle;
+    if (bundle && form && !this.live && !this.starting) this.#showSetupOf(bundle.run);
+  }
+
+  /** The form as `run` was started: its settings, and its model where the page offers it. */
+  #showSetupOf(run: RunRecord): void {
+    Object.assign(this.setup, setupOfRun(run, this.setup));
+    this.#movedTask = null;
+    const model = run.config.policy.backend === 'http' ? undefined : onnxModelOf(run.config.policy.model);
+    if (model) this.model.id = model.id;
   }
 
   /** Reads the selected run again (its step in view stays). */
@@ -218,19 +233,33 @@ export class Playground {
       const s = { ...this.setup };
       const problem = Object.values(this.problems)[0];
       if (problem) throw new Error(problem);
-      const method = methodOf(s.method);
-      const task = s.task === 'upload' ? null : builtinTasks[s.task];
-      const dataset = task ? trainingItems(task, s.items, s.seed) : (this.upload?.items ?? []).slice(0, s.items);
-      const runner = new Runner();
-      const rewards = s.rateMyself ? [this.ratings.reward(runner.controller.signal)] : task ? task.rewards : [builtinRewards[s.reward]];
-      const context = await this.#context(runner, method, rewards, task?.name);
-      // A person rating every completion is the reward: held-out prompts would ask them for more.
-      const heldOut = s.rateMyself ? [] : task ? heldOutItems(task, s.seed, dataset, heldOutSize(task)) : (this.upload?.items ?? []).slice(s.items, s.items + HELD_OUT_ITEMS);
-      const evaluation = heldOutEvaluation(heldOut, s.temperature);
-      const run = method.start({ ...context, dataset, setup: s, ...(evaluation ? { evaluation } : {}) });
-      if (s.rateMyself) this.#relayRatings(method, run.runId, context);
-      await this.#drive(run, runner);
+      // The run in view goes while the new one loads (a model can take seconds), so its panels do
+      // not stand in for the new run's; if the start fails, it comes back, the form as typed.
+      const previous = this.selectedId;
+      await this.select(null);
+      try {
+        await this.#startRun(s);
+      } catch (error) {
+        if (!this.live && this.selectedId === null && previous) await this.select(previous, { form: false });
+        throw error;
+      }
     });
+  }
+
+  /** Loads the model for `s`'s method and drives a new run of `s`. */
+  async #startRun(s: Setup): Promise<void> {
+    const method = methodOf(s.method);
+    const task = s.task === 'upload' ? null : builtinTasks[s.task];
+    const dataset = task ? trainingItems(task, s.items, s.seed) : (this.upload?.items ?? []).slice(0, s.items);
+    const runner = new Runner();
+    const rewards = s.rateMyself ? [this.ratings.reward(runner.controller.signal)] : task ? task.rewards : [builtinRewards[s.reward]];
+    const context = await this.#context(runner, method, rewards, task?.name);
+    // A person rating every completion is the reward: held-out prompts would ask them for more.
+    const heldOut = s.rateMyself ? [] : task ? heldOutItems(task, s.seed, dataset, heldOutSize(task)) : (this.upload?.items ?? []).slice(s.items, s.items + HELD_OUT_ITEMS);
+    const evaluation = heldOutEvaluation(heldOut, s.temperature);
+    const run = method.start({ ...context, dataset, setup: s, ...(evaluation ? { evaluation } : {}) });
+    if (s.rateMyself) this.#relayRatings(method, run.runId, context);
+    await this.#drive(run, runner);
   }
 
   /** Continues an interrupted or cancelled run with the model it was started with. */
@@ -287,7 +316,7 @@ export class Playground {
 
   async #drive(run: PlaygroundRun, runner: Runner): Promise<void> {
     this.#runner = runner;
-    this.#eta = new EtaClock();
+    this.#eta = new RunEta();
     this.live = { runId: run.runId, paused: false, stage: 'Starting…', itemsDone: 0, totalItems: 0, step: 0, totalSteps: 0, epoch: 0, epochs: 0, etaMs: null, warnings: 0 };
     this.starting = false;
     this.resumingId = null;
@@ -315,7 +344,7 @@ export class Playground {
 
   resume(): void {
     if (!this.live) return;
-    this.#eta.start(this.live.itemsDone, performance.now());
+    this.#eta.resume(performance.now());
     this.live.paused = false;
     this.#runner?.resume();
   }
@@ -332,15 +361,14 @@ export class Playground {
     if ('progress' in event) {
       const p = event.progress;
       Object.assign(live, { itemsDone: p.itemsDone, totalItems: p.totalItems, step: p.step, totalSteps: p.totalSteps, epoch: p.epoch, epochs: p.epochs });
-      this.#eta.update(p.itemsDone);
-      live.etaMs = this.#eta.remainingMs(p.totalItems, now);
     }
     live.stage = stageAfter(event, this.bundle?.run) ?? live.stage;
+    this.#eta.observe(event, now);
     switch (event.type) {
       case 'run-start':
-        this.#eta.start(event.progress.itemsDone, now);
         await this.refreshRuns();
         await this.select(event.runId);
+        this.#eta.evaluatedBefore((this.bundle?.run.evaluations ?? []).map((e) => e.epoch));
         break;
       case 'item-start':
         this.#streamItem = event.item;
@@ -374,6 +402,8 @@ export class Playground {
         live.warnings += 1;
         break;
     }
+    const evaluation = this.bundle?.run.id === live.runId ? this.bundle.run.config.evaluation : undefined;
+    live.etaMs = this.#eta.remainingMs(evaluation?.every, performance.now());
   }
 
   /** The scored token views of a stored group of the selected run (see ScoredTokenViews.ensure). */

@@ -1,4 +1,5 @@
 /** The setup form: what a new run is started with. */
+import { DYNAMIC_SAMPLING_DEFAULTS } from '../../lib/run/dynamic-sampling.js';
 
 export interface Setup {
   /** A built-in task name, or `upload`. */
@@ -146,6 +147,9 @@ export function runPlan(setup: Pick<Setup, 'items' | 'epochs' | 'batchSize'>, av
   const prompts = available === undefined ? setup.items : Math.min(setup.items, available);
   return { prompts, perStep: Math.min(setup.batchSize, prompts), groups: prompts * setup.epochs, steps: Math.ceil(prompts / setup.batchSize) * setup.epochs };
 }
+
+/** What the Dynamic sampling box does, under it: the loop's own resample limit, which the page does not change. */
+export const DYNAMIC_SAMPLING_HINT = `A group whose answers all score the same teaches nothing; with this on it is sampled again, up to ${DYNAMIC_SAMPLING_DEFAULTS.maxResamples} times, and left out of the update if it stays flat.`;
 
 /** The settings every run uses, then those of gradient and router runs. */
 export const COMMON_SETTINGS: readonly NumericSetting[] = ['items', 'groupSize', 'epochs', 'batchSize', 'temperature', 'maxNewTokens', 'seed'];

@@ -97,6 +97,24 @@ export function noSignal(result: Pick<ItemResult, 'stats'>): boolean {
 }
 
 /**
+ * One line for a group with no signal, shown instead of its card (a run's page was otherwise
+ * mostly such groups): its answers, the same text or how many distinct, and the reward they tied at.
+ */
+export function flatSummary(result: Pick<ItemResult, 'rollouts' | 'stats'>): string {
+  const texts = new Set(result.rollouts.map((r) => r.text));
+  const n = result.rollouts.length;
+  const reward = formatNumber(result.stats.mean, 3);
+  const answers = texts.size === 1 ? `all ${n} answers the same, “${clip([...texts][0])}”` : `${n} answers (${texts.size} distinct)`;
+  return `No signal: ${answers}, every reward ${reward}, every advantage 0.`;
+}
+
+/** Model output in a summary line: untrusted text, kept to one short line. */
+function clip(text: string, max = 60): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
+
+/**
  * The groups in the order that teaches most first: the widest spread of rewards first, the groups
  * with no signal last, ties in batch order.
  */

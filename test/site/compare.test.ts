@@ -2,7 +2,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MemoryStore, trainingFreeGrpo, type RunBundle } from '../../lib/index.js';
 import { alphabetise } from '../../lib/tasks/index.js';
-import { heldOutRows, klOverlay, libraryOverlay, overlay, rewardOverlay, settingRows } from '../../site/lib/compare.js';
+import { heldOutBaselines, heldOutRows, klOverlay, libraryOverlay, overlay, rewardOverlay, settingRows } from '../../site/lib/compare.js';
 import { stepSeries } from '../../site/lib/view.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 
@@ -109,5 +109,9 @@ describe('heldOutRows', () => {
       [0, 'T=1', '3 prompts × 2 answers', 1],
     ]);
     expect(rows[0].meanReward).toBe(`${before.meanReward!.toFixed(3)} → ${after.meanReward!.toFixed(3)}`);
+    // Beside it, what one constant reply scores on those 3 prompts, and whether the greedy replies collapsed.
+    const [note] = heldOutBaselines([bundle, { ...bundle, run: { ...bundle.run, evaluations: [] } }]);
+    expect(note).toMatch(/^One constant reply \(“.+”\) scores 33% on these prompts\. The trained model’s greedy replies (did not collapse to one reply or one format\.|collapsed to one reply, “.*” \(3 of 3\): .*)$/);
+    expect(heldOutBaselines([{ ...bundle, run: { ...bundle.run, evaluations: [] } }])).toEqual([null]);
   });
 });

@@ -16,6 +16,7 @@ import {
   heldOutItems,
   heldOutSeed,
   heldOutSize,
+  heldOutWaiting,
   percent,
   pointsChange,
   SKILL_HELD_OUT_ITEMS,
@@ -116,6 +117,14 @@ describe('the before/after view', () => {
     // A run stored without the greedy pass shows none.
     const sampledOnly = { ...bundle, run: { ...bundle.run, evaluations: bundle.run.evaluations!.map(({ greedyPass: _, ...e }) => e) } };
     expect(beforeAfter(sampledOnly)!.greedy).toBeNull();
+  });
+
+  it('says the base model is answering only while the run goes here, and that nothing is once it stopped', () => {
+    const stopped = { ...bundle, run: { ...bundle.run, status: 'running' as const, evaluations: [] } };
+    expect(heldOutWaiting(stopped, true).before).toBe('The base model is answering 5 held-out prompts before the first step.');
+    const idle = heldOutWaiting(stopped, false);
+    expect(idle.before).toMatch(/^Not evaluated: the run stopped before the base model had answered its 5 held-out prompts, and nothing is running\./);
+    for (const text of Object.values(idle)) expect(text).not.toMatch(/is answering|after the first epoch$/);
   });
 
   it('writes shares as percentages and their change in points', () => {

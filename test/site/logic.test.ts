@@ -9,7 +9,7 @@ import { alphabetise } from '../../lib/tasks/index.js';
 import { payloadOf } from '../../lib/method.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { countDiff, diffLibraries } from '../../site/lib/diff.js';
-import { EtaClock, formatDuration } from '../../site/lib/eta.js';
+import { EtaClock, evaluationsDue, formatDuration, RunEta } from '../../site/lib/eta.js';
 import { runJsonl, libraryJson } from '../../site/lib/export.js';
 import { tokenShade, SHADE_LEGEND } from '../../site/lib/shading.js';
 import { tokenPieces } from '../../site/lib/tokens.js';
@@ -18,7 +18,7 @@ import { plural } from '../../site/lib/plural.js';
 import { runPlan } from '../../site/lib/setup.js';
 import { WorkerRatings } from '../../site/lib/worker-ratings.js';
 import { streamingPolicy, type GroupStream } from '../../site/lib/streaming.js';
-import { displayStatus, epochRows, groupsAt, instructiveOrder, lastStepShown, libraryAfter, noSignal, stepSeries, totalSteps } from '../../site/lib/view.js';
+import { displayStatus, epochRows, flatSummary, groupsAt, instructiveOrder, lastStepShown, libraryAfter, noSignal, stepSeries, totalSteps } from '../../site/lib/view.js';
 import { rewardWindow } from '../../site/lib/charts.js';
 
 /** A training-free step's payload (its library and operations). */
@@ -162,17 +162,51 @@ describe('token pieces', () => {
 });
 
 describe('small helpers', () => {
-  it('estimates time left from items done while running, not while paused', () => {
+  it('estimates time left from the run\'s own steps and evaluations, not its first slow items nor its pauses', () => {
     const eta = new EtaClock();
-    eta.start(4, 0); // a resumed run found 4 items done
-    expect(eta.remainingMs(10, 1000)).toBeNull();
-    eta.update(6);
-    eta.pause(2000); // 2 items in 2 s
-    expect(eta.remainingMs(10, 60_000)).toBe(4000);
-    eta.start(6, 60_000);
-    eta.update(8);
-    expect(eta.remainingMs(10, 62_000)).toBe(2000);
+    eta.start(0);
+    // The base model's held-out answers take 6 s before the first step.
+    eta.evaluated(6000);
+    eta.stepStart(6000);
+    expect(eta.remainingMs(4, 1, 7000)).toBeNull();
+    // Step 1 (the engine's first load in it) takes 4 s, step 2 takes 2 s, 10 s of pause in between not counted.
+    eta.stepEnd(10_000, false);
+    eta.pause(10_000);
+    eta.start(20_000);
+    eta.stepStart(20_000);
+    eta.stepEnd(22_000, true);
+    expect(eta.stepMs()).toBe(2000);
+    // An epoch ended: its evaluation takes 3 s, then step 3 is 1 s in with 2 steps and 1 evaluation to go.
+    eta.evaluated(25_000);
+    eta.stepStart(25_000);
+    expect(eta.remainingMs(2, 1, 26_000)).toBe(2 * 2000 - 1000 + (6000 + 3000) / 2);
+    // A step running past the mean counts as at its mean, never below zero left.
+    expect(eta.remainingMs(1, 0, 40_000)).toBe(0);
     expect(formatDuration(200_000)).toBe('3 min 20 s');
+  });
+
+  it('reads a run\'s events for its time left: steps committed, evaluations done and to come', () => {
+    const eta = new RunEta();
+    const progress = (step: number) => ({ step, totalSteps: 4, epochs: 2 });
+    eta.observe({ type: 'run-start', progress: progress(1) }, 0);
+    eta.observe({ type: 'eval', epoch: 0, step: 0, progress: progress(1) }, 4000);
+    expect(eta.remainingMs(1, 4000)).toBeNull();
+    for (const [step, start, end] of [[1, 4000, 7000], [2, 7000, 9000]]) {
+      eta.observe({ type: 'step-start', step, progress: progress(step) }, start);
+      eta.observe({ type: 'step-end', step, progress: progress(step) }, end);
+    }
+    // Step 2 ended epoch 1 (2 steps per epoch): its evaluation takes 2 s.
+    eta.observe({ type: 'eval', epoch: 1, step: 2, progress: progress(2) }, 11_000);
+    // 2 steps at 2 s (the first step, which loads the engine, left out) and 1 evaluation at (4 + 2) / 2 s.
+    expect(eta.remainingMs(1, 11_000)).toBe(2 * 2000 + 3000);
+    expect(eta.remainingMs(undefined, 11_000)).toBe(4000);
+  });
+
+  it('counts the held-out evaluations to come as the loop schedules them', () => {
+    expect(evaluationsDue(1, -1, 2)).toBe(3); // before the first step and after each of two epochs
+    expect(evaluationsDue(1, 0, 2)).toBe(2);
+    expect(evaluationsDue(3, 0, 4)).toBe(2); // after epoch 3, and after the last
+    expect(evaluationsDue(1, 2, 2)).toBe(0);
   });
 
   it('shades unlikely tokens more, and leaves likely ones plain', () => {
@@ -280,6 +314,15 @@ describe('the groups of a step', () => {
     const ordered = instructiveOrder([group(0, 0), group(1, 0.5), group(2, 1), group(3, 0.5), group(4, 0)]);
     expect(ordered.map((g) => g.position)).toEqual([2, 1, 3, 0, 4]);
     expect(ordered.map(noSignal)).toEqual([false, false, false, true, true]);
+  });
+
+  it('sum up a group with no signal in one line: its one answer, or how many distinct, and the reward they tied at', () => {
+    const item = bundle.steps[0].items[0];
+    const tied = (texts: string[]) => ({ ...item, rollouts: texts.map((text) => ({ ...item.rollouts[0], text, reward: 1, advantage: 0 })), stats: { scorable: texts.length, mean: 1, std: 0, spread: 0 } });
+    expect(flatSummary(tied(['=log=', '=log=', '=log=']))).toBe('No signal: all 3 answers the same, “=log=”, every reward 1.000, every advantage 0.');
+    expect(flatSummary(tied(['a', 'b', 'a', 'c']))).toBe('No signal: 4 answers (3 distinct), every reward 1.000, every advantage 0.');
+    // Model output is untrusted: one line, clipped.
+    expect(flatSummary(tied([`x\n${'y'.repeat(100)}`, `x\n${'y'.repeat(100)}`]))).toMatch(/“x y{57}…”/);
   });
 });
 

@@ -335,7 +335,7 @@ describe('the playground', { timeout: 240_000 }, () => {
     expect(Math.hypot(...b)).toBeCloseTo(normB, 3);
   });
 
-  it('trains LoRA on every layer in the worker, sampling from the merged weights, and exports the adapter', async () => {
+  it('trains LoRA on every layer in the worker, sampling with A and B as graph inputs, and exports the adapter', async () => {
     await chooseTiny(page);
     await page.getByLabel('Device', { exact: true }).selectOption('wasm');
     await page.getByRole('radio', { name: /LoRA \(every layer\)/ }).check();

@@ -6,7 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { artifacts, chooseTiny, startPlayground, type Playground } from './preview.js';
 
@@ -73,6 +73,12 @@ async function upload(page: Page, name: string, lines: string[]): Promise<void> 
 const shot = (page: Page, name: string) => page.screenshot({ path: join(artifacts, `second-walk-${name}.png`) });
 const tag = (viewport: { width: number }) => (viewport.width < 600 ? '375' : '1280');
 
+/** Opens a group shown as one line (every reward tied: the tiny model's few tokens may tie), to read its prompt. */
+async function open(card: Locator): Promise<void> {
+  const show = card.getByRole('button', { name: /^Show the \d+ answers$/ });
+  if (await show.count()) await show.click();
+}
+
 describe('the playground, second walk', { timeout: 300_000 }, () => {
   it.each(WIDTHS)('shows the exact text a chat model read, says when a prompt skipped its template, and applies it on request (%o)', async (viewport) => {
     const { page, errors, close } = await visit(viewport);
@@ -89,6 +95,7 @@ describe('the playground, second walk', { timeout: 300_000 }, () => {
 
     const card = page.locator('article.group').first();
     expect(await card.locator('.chip.raw').textContent()).toBe('raw prompt, no chat template');
+    await open(card);
     await card.locator('details.seen summary').click();
     const exact = card.getByLabel('The exact text the model read');
     await expect.poll(() => exact.textContent()).toMatch(/^Sort: (pear fig|yak ant)$/);
@@ -101,6 +108,7 @@ describe('the playground, second walk', { timeout: 300_000 }, () => {
     await runToEnd(page);
     const templated = page.locator('article.group').first();
     expect(await templated.locator('.chip.raw').count()).toBe(0);
+    await open(templated);
     await templated.locator('details.seen summary').click();
     await expect.poll(() => templated.getByLabel('The exact text the model read').textContent()).toMatch(/^<s><\|im_start\|>user\nSort: (pear fig|yak ant)<\|im_end\|>\n<\|im_start\|>assistant\n$/);
     await templated.scrollIntoViewIfNeeded();
@@ -142,6 +150,10 @@ describe('the playground, second walk', { timeout: 300_000 }, () => {
       expect(rows.join('\n').match(/greedy, \d+ prompts × 1 answer/g)).toHaveLength(2);
       expect(rows.join('\n').match(/T=1, \d+ prompts × 2 answers/g)).toHaveLength(1);
       for (const row of rows) expect(row).toMatch(/\d+% → \d+%.*\d\.\d{3} → \d\.\d{3}/s);
+      // Beside the gains, per run: what one constant reply scores on its held-out prompts, and whether its replies collapsed to it.
+      const baselines = await panel.getByRole('list', { name: /^What one reply or one format scores/ }).getByRole('listitem').allTextContents();
+      expect(baselines).toHaveLength(2);
+      for (const note of baselines) expect(note).toMatch(/^#\d .+: One constant reply \(“.+”\) scores \d+% on these prompts\. The trained model’s greedy replies (did not collapse|collapsed to one reply)/);
       await shot(page, `compare-${tag(viewport)}`);
       await panel.getByRole('button', { name: 'Close comparison' }).click();
       await picks.nth(0).uncheck();
@@ -282,7 +294,7 @@ describe('the playground, second walk', { timeout: 300_000 }, () => {
   it.each(WIDTHS)('says what was measured and what the run will do, in agreement with what it does (%o)', async (viewport) => {
     const { page, errors, close } = await visit(viewport);
     const empty = page.locator('section.empty');
-    expect(await empty.textContent()).toMatch(/in 16 steps\s+\(measured: 40 s on WebAssembly in desktop Chromium/);
+    expect(await empty.textContent()).toMatch(/in 16 steps\s+\(About \d+ s \(measured in headless Chromium on 2 shared cores, WebAssembly: [\d.]+ s to load and answer the held-out prompts, then [\d.]+ s per step for 16 steps; BENCHMARKS “playground-steps”\)/);
     expect(await empty.textContent()).not.toContain('two minutes');
     expect(await page.locator('details.explainer').textContent()).toMatch(/by default, small low-rank LoRA adapters on every layer’s attention and MLP/);
     // The page header keeps to two lines once a model is loaded and its device named.

@@ -16,6 +16,10 @@ import type { LoraOptimizerState } from '../../lora/optimizer.js';
 import { moduleDims, type DecoderWeights, type LoraModule } from '../../lora/weights.js';
 import { LORA_RECORD } from './record.js';
 import type { LoraAdapterEngine } from '../../train/lora-engine.js';
+// Static: the head adapter's engine imports it statically too, so a dynamic import here moves
+// nothing out of any chunk (its onnxruntime import is itself dynamic, inside the function).
+import { graphSessionOptions, policyGraphRuntime } from '../../train/graph/policy-runtime.js';
+import { planMemory } from '../../train/memory.js';
 import { isLoraCheckpoint, type GradientAdapter } from './adapter.js';
 import type { Policy, PromptInput } from '../../core/policy.js';
 import type { GrpoTrainer } from '../../train/trainer.js';
@@ -182,12 +186,7 @@ export const loraAdapter: GradientAdapter<'lora', LoraHandles, LoraGrpoOptions, 
  * main entry, and a page that only shows stored runs) holds these hooks without the engine's code.
  */
 async function loraModules() {
-  const [{ loraModel, loraEngine }, { LoraGraphEngine }, { policyGraphRuntime, graphSessionOptions }, { planMemory }] = await Promise.all([
-    import('../../train/lora-engine.js'),
-    import('../../train/graph/lora-graph-engine.js'),
-    import('../../train/graph/policy-runtime.js'),
-    import('../../train/memory.js'),
-  ]);
+  const [{ loraModel, loraEngine }, { LoraGraphEngine }] = await Promise.all([import('../../train/lora-engine.js'), import('../../train/graph/lora-graph-engine.js')]);
   /** The training graphs of the model's weights, in the policy's onnxruntime on its backend, sized for the run's memory budget. */
   const graphEngine = async (weights: DecoderWeights, adapter: LoraAdapter, backend: string, memoryBudget: number | undefined) =>
     LoraGraphEngine.create(

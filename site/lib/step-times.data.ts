@@ -1,0 +1,85 @@
+/** Written by `npm run bench -- playground-steps` (BENCHMARKS "playground-steps"): not to be edited by hand. */
+import type { StepTime } from './step-times.js';
+
+export const STEP_TIMES: readonly StepTime[] = [
+  {
+    "model": "skill",
+    "method": "lora",
+    "task": "copy-format",
+    "groupSize": 8,
+    "batchSize": 8,
+    "maxNewTokens": 16,
+    "secondsPerStep": 1.5,
+    "startupSeconds": 5.3
+  },
+  {
+    "model": "skill",
+    "method": "gradient",
+    "task": "copy-format",
+    "groupSize": 8,
+    "batchSize": 8,
+    "maxNewTokens": 16,
+    "secondsPerStep": 1.2,
+    "startupSeconds": 3.7
+  },
+  {
+    "model": "skill",
+    "method": "lora",
+    "task": "sort-words",
+    "groupSize": 8,
+    "batchSize": 16,
+    "maxNewTokens": 24,
+    "secondsPerStep": 3.4,
+    "startupSeconds": 5
+  },
+  {
+    "model": "skill",
+    "method": "exemplars",
+    "task": "copy-format",
+    "groupSize": 4,
+    "batchSize": 2,
+    "maxNewTokens": 48,
+    "secondsPerStep": 0.8,
+    "startupSeconds": 2
+  },
+  {
+    "model": "skill",
+    "method": "lessons",
+    "task": "copy-format",
+    "groupSize": 4,
+    "batchSize": 2,
+    "maxNewTokens": 48,
+    "secondsPerStep": 10,
+    "startupSeconds": 2.2
+  },
+  {
+    "model": "skill",
+    "method": "router",
+    "task": "copy-format",
+    "groupSize": 8,
+    "batchSize": 2,
+    "maxNewTokens": 24,
+    "secondsPerStep": 0.3,
+    "startupSeconds": 2.9
+  },
+  {
+    "model": "reader",
+    "method": "exemplars",
+    "task": "named-format",
+    "groupSize": 8,
+    "batchSize": 4,
+    "maxNewTokens": 24,
+    "secondsPerStep": 0.7,
+    "startupSeconds": 2.9
+  },
+  {
+    "model": "reader",
+    "method": "lessons",
+    "task": "named-format",
+    "groupSize": 8,
+    "batchSize": 1,
+    "maxNewTokens": 24,
+    "secondsPerStep": 4,
+    "startupSeconds": 3.4
+  }
+];
