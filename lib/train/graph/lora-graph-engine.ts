@@ -12,7 +12,7 @@
  * of a step is the weights plus one micro-batch's layer, whatever the group. The gradients of the
  * micro-batches add up to the whole batch's.
  */
-import { InvalidInputError } from '../../errors.js';
+import { InvalidInputError, OutOfMemoryError } from '../../errors.js';
 import { zerosLike, type LoraAdapter } from '../../lora/adapter.js';
 import type { DecoderWeights } from '../../lora/weights.js';
 import type { Precision } from './builder.js';
@@ -148,11 +148,19 @@ export class LoraGraphEngine {
     await Promise.all(this.sessions.map((s) => s.release?.()));
   }
 
-  /** Runs the decoder on `groups` under `adapter`; the log-probs are taken under `temperature`. */
+  /** Runs the decoder on `groups` under `adapter`; the log-probs are taken under `temperature`. An allocation failure is an OutOfMemoryError. */
   async forward(adapter: LoraAdapter, groups: readonly GraphGroup[], temperature = 1): Promise<LoraGraphPass> {
     if (!(temperature > 0)) throw new InvalidInputError('temperature', `must be > 0, got ${String(temperature)}.`);
     checkGroups(groups, this.weights.shape.vocabSize);
     const whole = slotsOf(groups);
+    try {
+      return await this.forwardChecked(adapter, groups, temperature, whole);
+    } catch (error) {
+      throw this.memoryError(error, whole.scored);
+    }
+  }
+
+  private async forwardChecked(adapter: LoraAdapter, groups: readonly GraphGroup[], temperature: number, whole: ReturnType<typeof slotsOf>): Promise<LoraGraphPass> {
     const adapterFeeds = this.adapterFeeds(adapter);
     const invT = 1 / temperature;
     const logps = new Float64Array(whole.scored);
@@ -192,7 +200,11 @@ export class LoraGraphEngine {
         const dLogp = gather(dlogps, whole, 'dlogps');
         const dEntropy = dentropies ? gather(dentropies, whole, 'dentropies') : new Float64Array(whole.scored);
         const grad = zerosLike(adapter);
-        for (const micro of kept) await this.backward(micro, dLogp, dEntropy, adapterFeeds, grad, invT);
+        try {
+          for (const micro of kept) await this.backward(micro, dLogp, dEntropy, adapterFeeds, grad, invT);
+        } catch (error) {
+          throw this.memoryError(error, whole.scored);
+        }
         return grad;
       },
     };
@@ -272,6 +284,16 @@ export class LoraGraphEngine {
     return runner.session.run(feeds);
   }
 
+  /** An allocation failure as OutOfMemoryError, saying what would fit; any other error as it is. */
+  private memoryError(error: unknown, tokens: number): unknown {
+    if (!isAllocationFailure(error)) return error;
+    return new OutOfMemoryError(
+      `The LoRA step ran out of memory (${tokens} tokens, micro-batches of ${this.microBatchTokens}, activations kept up to ${Math.round(this.activationBudget / 2 ** 20)} MB, else recomputed). ` +
+        'Nothing was updated. Sample fewer completions per group or shorter replies, take a 4-bit model, or give the run a smaller memoryBudget (estimateStepMemory says what a setting needs).',
+      { cause: error },
+    );
+  }
+
   private floats(values: ArrayLike<number>, dims: number[]): GraphTensor {
     return floatTensor(this.runtime, this.precision, values, dims);
   }
@@ -294,4 +316,10 @@ export class LoraGraphEngine {
 
 function addInto(target: Float32Array, values: ArrayLike<number>): void {
   for (let i = 0; i < target.length; i++) target[i] += Number(values[i]);
+}
+
+/** Whether `error` is a runtime's failure to allocate: onnxruntime's bad_alloc, an ArrayBuffer or a WebAssembly memory that could not grow. */
+export function isAllocationFailure(error: unknown): boolean {
+  const message = error instanceof Error ? error.message : String(error);
+  return /bad_alloc|out of memory|Array buffer allocation failed|Cannot enlarge memory|could not allocate/i.test(message);
 }
