@@ -58,7 +58,7 @@ async function main(): Promise<void> {
   const lora = { r: 8, scale: model.adapter.scale, targetModules: model.adapter.config.targetModules };
   const graph = await LoraGraphEngine.create(ort as unknown as GraphRuntime, model.weights, lora, budgetArg ? { activationBudget: Number(budgetArg) } : {});
   const buildMs = performance.now() - t;
-  const estimate = estimateStepMemory(model.weights.shape, { groupSize: G, promptTokens: group.promptTokenIds.length, completionTokens: T, activationBudget: graph.activationBudget });
+  const estimate = estimateStepMemory(model.weights.shape, { groupSize: G, promptTokens: group.promptTokenIds.length, completionTokens: T, dtype, activationBudget: graph.activationBudget });
   // Adapter B starts at zero: the engine's log-probs are the base model's, as the scoring pass's.
   const pass = await graph.forward(model.adapter, [{ promptIds: group.promptTokenIds, completions }]);
   let drift = 0;

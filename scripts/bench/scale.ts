@@ -41,7 +41,7 @@ const CONFIGS: Array<[shape: string, dtype: 'fp32' | 'q4', group: number, tokens
   ['qwen2.5-0.5b', 'q4', 8, 128],
 ];
 
-/** The whole-decoder LoRA graphs (one forward and one backward graph of every layer, activations all kept) as measured on 2026-12-05 at SmolLM2-135M's shape, fp32, Node 20 on these 2 cores, before this engine replaced them. */
+/** The whole-decoder LoRA graphs (one forward and one backward graph of every layer, activations all kept) as measured at SmolLM2-135M's shape, fp32, Node 20 on this machine class's 2 cores, before this engine replaced them. */
 const WHOLE_GRAPH = [
   { group: '4 x 32', stepOverScore: '2.3-3.2', firstStepMs: 20700, peakGb: 5.0 },
   { group: '8 x 128', stepOverScore: '8.2', firstStepMs: 60000, peakGb: 11.7 },
