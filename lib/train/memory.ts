@@ -26,11 +26,12 @@ export interface RowsShape {
   width: number;
 }
 
-/** The tensors a layer's backward reads of its forward, per micro-batch (what keeping them costs). */
+/** The tensors a layer's backward reads of its forward, per micro-batch (what keeping them costs): what a matmul or the softmax made. */
 export function keptLayerBytes(shape: DecoderShape, r: number, modules: number, at: RowsShape): number {
   const { hiddenSize: H, intermediateSize: I, numHeads: Hq, numKvHeads: Hkv, headDim: D } = shape;
   const tokens = at.rows * at.width;
-  const perToken = 4 * H + 3 * Hq * D + 3 * Hkv * D + 3 * I + modules * r + 2;
+  // The projections' outputs (q, k, v, the attention's mix, the residual after it, gate and up), the adapters' x A^T and two norms' scales; the rest is recomputed.
+  const perToken = H + 2 * Hq * D + 2 * Hkv * D + 2 * I + modules * r + 2;
   return FLOAT * (tokens * perToken + at.rows * Hq * at.width * at.width);
 }
 

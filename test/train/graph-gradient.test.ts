@@ -130,6 +130,17 @@ describe('memory-bounded runs', () => {
     await bounded.release();
   });
 
+  it('runs a pass for its log-probs alone (a reference pass): the same log-probs, and no backward', async () => {
+    const { weights, adapter, groups, cLogp } = setup(VARIANTS[3][1]);
+    const engine = await LoraGraphEngine.create(runtime, weights, config(adapter), { precision: 'float64' });
+    const full = await engine.forward(adapter, groups, 0.8);
+    const only = await engine.forward(adapter, groups, 0.8, { backward: false });
+    expect(only.logprobs).toEqual(full.logprobs);
+    expect(only.entropies).toEqual(full.entropies);
+    await expect(only.backward(cLogp)).rejects.toThrow(/log-probs only/);
+    await engine.release();
+  });
+
   it('refuses a micro-batch or head chunk size that is not a positive integer, and a negative activation budget', async () => {
     const { weights, adapter } = setup(VARIANTS[0][1]);
     await expect(LoraGraphEngine.create(runtime, weights, config(adapter), { microBatchTokens: 0 })).rejects.toThrow(/microBatchTokens/);

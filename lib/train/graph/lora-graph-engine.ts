@@ -76,6 +76,11 @@ interface KeptMicroBatch {
   offset: number;
 }
 
+export interface ForwardPassOptions {
+  /** false: the log-probs only (a reference pass): the same graphs, nothing kept, and the pass has no backward. Default true. */
+  backward?: boolean;
+}
+
 export class LoraGraphEngine {
   private constructor(
     private readonly runtime: GraphRuntime,
@@ -148,19 +153,22 @@ export class LoraGraphEngine {
     await Promise.all(this.sessions.map((s) => s.release?.()));
   }
 
-  /** Runs the decoder on `groups` under `adapter`; the log-probs are taken under `temperature`. An allocation failure is an OutOfMemoryError. */
-  async forward(adapter: LoraAdapter, groups: readonly GraphGroup[], temperature = 1): Promise<LoraGraphPass> {
+  /**
+   * Runs the decoder on `groups` under `adapter`; the log-probs are taken under `temperature`. An
+   * allocation failure is an OutOfMemoryError.
+   */
+  async forward(adapter: LoraAdapter, groups: readonly GraphGroup[], temperature = 1, options: ForwardPassOptions = {}): Promise<LoraGraphPass> {
     if (!(temperature > 0)) throw new InvalidInputError('temperature', `must be > 0, got ${String(temperature)}.`);
     checkGroups(groups, this.weights.shape.vocabSize);
     const whole = slotsOf(groups);
     try {
-      return await this.forwardChecked(adapter, groups, temperature, whole);
+      return await this.forwardChecked(adapter, groups, temperature, whole, options.backward !== false);
     } catch (error) {
       throw this.memoryError(error, whole.scored);
     }
   }
 
-  private async forwardChecked(adapter: LoraAdapter, groups: readonly GraphGroup[], temperature: number, whole: ReturnType<typeof slotsOf>): Promise<LoraGraphPass> {
+  private async forwardChecked(adapter: LoraAdapter, groups: readonly GraphGroup[], temperature: number, whole: ReturnType<typeof slotsOf>, backward: boolean): Promise<LoraGraphPass> {
     const adapterFeeds = this.adapterFeeds(adapter);
     const invT = 1 / temperature;
     const logps = new Float64Array(whole.scored);
@@ -168,6 +176,7 @@ export class LoraGraphEngine {
     const kept: KeptMicroBatch[] = [];
     let offset = 0;
     const micro = microBatches(rowsOf(groups, this.weights.shape), this.microBatchTokens);
+    // A pass for its log-probs alone runs the graphs a kept pass would (so its numbers are the same bit for bit) and drops what they keep.
     const keep = this.keepsActivations(micro);
     for (const rows of micro) {
       const batch = layout(rows, this.weights.shape.vocabSize);
@@ -176,9 +185,11 @@ export class LoraGraphEngine {
       const activations: Array<Record<string, GraphTensor>> = [];
       for (let l = 0; l < this.weights.layers.length; l++) {
         const runners = this.layerRunners[l];
-        const out = await this.run(keep ? runners.keep.forward : runners.forward, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, [LAYER_IO.x]: xs[l] });
+        const out = await this.run(keep ? runners.keep.forward : runners.forward, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, [LAYER_IO.x]: xs[xs.length - 1] });
+        // A pass for its log-probs alone keeps no layer's input, only the one the next layer reads.
+        if (!backward) xs.pop();
         xs.push(out[LAYER_IO.out]);
-        if (keep) activations.push(Object.fromEntries(runners.keep.saved.map((name) => [name, out[name]])));
+        if (keep && backward) activations.push(Object.fromEntries(runners.keep.saved.map((name) => [name, out[name]])));
       }
       for (const [start, end] of this.headChunks(batch)) {
         const out = await this.run(this.head.forward, { ...this.headFeeds, ...this.headInputs(batch, xs[xs.length - 1], start, end, invT) });
@@ -189,7 +200,7 @@ export class LoraGraphEngine {
           entropies[offset + k] = Number(chunkEntropies[k - start]);
         }
       }
-      kept.push({ batch, feeds, xs, offset, ...(keep ? { activations } : {}) });
+      if (backward) kept.push({ batch, feeds, xs, offset, ...(keep ? { activations } : {}) });
       offset += batch.scored;
     }
     const split = (values: Float64Array) => whole.lengths.map((n, c) => Array.from(values.subarray(whole.offsets[c], whole.offsets[c] + n)));
@@ -197,6 +208,7 @@ export class LoraGraphEngine {
       logprobs: split(logps),
       entropies: split(entropies),
       backward: async (dlogps, dentropies) => {
+        if (!backward) throw new InvalidInputError('backward', 'this forward was run for its log-probs only ({ backward: false }).');
         const dLogp = gather(dlogps, whole, 'dlogps');
         const dEntropy = dentropies ? gather(dentropies, whole, 'dentropies') : new Float64Array(whole.scored);
         const grad = zerosLike(adapter);
@@ -278,6 +290,7 @@ export class LoraGraphEngine {
     return this.floats(x, [ids.length, H]);
   }
 
+  /** Runs `runner` on the inputs it takes from `pool`. */
   private async run(runner: Runner, pool: Record<string, GraphTensor>): Promise<Record<string, GraphTensor>> {
     const feeds: Record<string, GraphTensor> = {};
     for (const name of runner.inputs) feeds[name] = pool[name];
