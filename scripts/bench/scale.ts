@@ -65,7 +65,7 @@ export async function run(): Promise<string> {
     '',
     'Random weights in the exact shapes of SmolLM2-135M-Instruct (30 layers, hidden 576, 9 / 3 heads, vocabulary 49,152, tied: 134.5M parameters; fp32) and Qwen2.5-0.5B-Instruct (24 layers, hidden 896, 14 / 2 heads, q/k/v biases, vocabulary 151,936; projections 4-bit MatMulNBits, `model_q4.onnx`), Optimum tensor names, loaded through `loadOnnxPolicy`. ' +
       'One group of G completions x T new tokens after a ' + `${rows[0].promptTokens}-token prompt (no end token: every completion is T long). ` +
-      'LoRA rank 8 on all seven projections of every layer, `GrpoTrainer` over `loraEngine` (beta 0), default engine settings: activations kept up to 1 GiB, else recomputed. ' +
+      'LoRA rank 8 on all seven projections of every layer, `GrpoTrainer` over `loraEngine` (beta 0), default engine settings: activations kept up to 512 MiB, else recomputed. ' +
       'Times are CPU time (user + system of every thread) except load; step is the median of steps 2-3; step x scoring divides by the same process\'s scoring pass of the same tokens. Peak RSS is the process\'s, sampler session included.',
     '',
     '| model | G x T | file MB | load s | sampling tok/s (CPU) | scoring CPU ms | first step CPU ms | step CPU ms | step x scoring | activations | engine estimate MB | peak RSS MB | adapter-off log-prob drift |',

@@ -37,7 +37,7 @@ export interface LoraGraphEngineOptions {
   /**
    * Bytes the activations of a whole batch may take to be kept between the forward and the
    * backward (keptActivationBytes); a batch that needs more keeps only each layer's input and the
-   * backward recomputes the rest, about a forward's work more. Default 1 GiB; 0 always recomputes.
+   * backward recomputes the rest, about a forward's work more. Default 512 MiB; 0 always recomputes.
    */
   activationBudget?: number;
 }
