@@ -17,7 +17,8 @@ export type ErrorCode =
   | 'AlreadyRunning'
   | 'NotFound'
   | 'Unsupported'
-  | 'Busy';
+  | 'Busy'
+  | 'OutOfMemory';
 
 export class WebgrpoError extends Error {
   override name = 'WebgrpoError';
@@ -161,5 +162,17 @@ export class BusyError extends WebgrpoError {
   override name = 'BusyError';
   constructor(message: string, options?: { cause?: unknown }) {
     super('Busy', message, options);
+  }
+}
+
+/**
+ * A step needed more memory than the runtime could give (onnxruntime's allocation failed, or an
+ * array could not be allocated). Nothing was updated; committed steps are kept. The message says
+ * what would fit: fewer completions, shorter replies, a 4-bit model, a smaller `memoryBudget`.
+ */
+export class OutOfMemoryError extends WebgrpoError {
+  override name = 'OutOfMemoryError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('OutOfMemory', message, options);
   }
 }

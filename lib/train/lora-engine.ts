@@ -138,7 +138,7 @@ export class LoraAdapterEngine<Prompt = PromptInput> implements TrainEngine<Prom
     const graph = await this.#graph;
     const graphGroups: GraphGroup[] = batch.groups.map(({ completions }, g) => ({ promptIds: batch.promptIds[g], completions }));
     const pass = await graph.forward(this.#model.adapter, graphGroups, options.temperature);
-    if (options.reference && !batch.refLogps) batch.refLogps = flat((await graph.forward(zerosLike(this.#model.adapter), graphGroups, options.temperature)).logprobs);
+    if (options.reference && !batch.refLogps) batch.refLogps = flat((await graph.forward(zerosLike(this.#model.adapter), graphGroups, options.temperature, { backward: false })).logprobs);
     this.#pass = pass;
     return { logps: flat(pass.logprobs), entropies: flat(pass.entropies), ...(options.reference ? { refLogps: batch.refLogps } : {}) };
   }

@@ -17,8 +17,13 @@ const FLOAT = 4;
 /** Logits a head run holds at most (rows x vocab): 16 MB of float32. */
 export const HEAD_LOGITS = 1 << 22;
 export const DEFAULT_MICRO_BATCH_TOKENS = 2048;
-/** What the activations of a whole batch may take to be kept between the passes (the backward then recomputes nothing). */
-export const DEFAULT_ACTIVATION_BUDGET = 1 << 30;
+/**
+ * What the activations of a whole batch may take to be kept between the passes (the backward then
+ * recomputes nothing). Keeping costs the forward a copy of every kept tensor out of onnxruntime:
+ * at SmolLM2-135M's shape it saves about 8% of a 4 x 64 step and costs 11% of an 8 x 128 one
+ * (BENCHMARKS "scale"), so only small steps keep.
+ */
+export const DEFAULT_ACTIVATION_BUDGET = 1 << 29;
 
 /** A micro-batch's rows as the graphs run them: rows x width padded tokens. */
 export interface RowsShape {
@@ -26,11 +31,12 @@ export interface RowsShape {
   width: number;
 }
 
-/** The tensors a layer's backward reads of its forward, per micro-batch (what keeping them costs). */
+/** The tensors a layer's backward reads of its forward, per micro-batch (what keeping them costs): what a matmul or the softmax made. */
 export function keptLayerBytes(shape: DecoderShape, r: number, modules: number, at: RowsShape): number {
   const { hiddenSize: H, intermediateSize: I, numHeads: Hq, numKvHeads: Hkv, headDim: D } = shape;
   const tokens = at.rows * at.width;
-  const perToken = 4 * H + 3 * Hq * D + 3 * Hkv * D + 3 * I + modules * r + 2;
+  // The projections' outputs (q, k, v, the attention's mix, the residual after it, gate and up), the adapters' x A^T and two norms' scales; the rest is recomputed.
+  const perToken = H + 2 * Hq * D + 2 * Hkv * D + 2 * I + modules * r + 2;
   return FLOAT * (tokens * perToken + at.rows * Hq * at.width * at.width);
 }
 
@@ -66,7 +72,7 @@ export interface StepMemorySettings {
   /** Tied head (the embedding; the hub's small models). Default true. */
   tiedHead?: boolean;
   microBatchTokens?: number;
-  /** Keep every layer's activations when they fit in this many bytes (the engine's activationBudget). Default 1 GiB. */
+  /** Keep every layer's activations when they fit in this many bytes (the engine's activationBudget). Default 512 MiB. */
   activationBudget?: number;
 }
 

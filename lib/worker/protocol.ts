@@ -11,6 +11,7 @@ import {
   InvalidInputError,
   ModelLoadError,
   NotFoundError,
+  OutOfMemoryError,
   ParseError,
   ResponseTooLargeError,
   StoreCorruptError,
@@ -212,6 +213,8 @@ function errorOfCode(e: SerializedError): Error {
       return new AlreadyRunningError(e.runId ?? '', '');
     case 'Parse':
       return new ParseError('');
+    case 'OutOfMemory':
+      return new OutOfMemoryError('');
     default: {
       const error = new WebgrpoError(e.code, '');
       error.name = e.name;

@@ -29,7 +29,7 @@ export const HUB_SHAPES: Record<string, HubShape> = {
   'qwen3-0.6b': { hiddenSize: 1024, intermediateSize: 3072, numLayers: 28, numHeads: 16, numKvHeads: 8, headDim: 128, vocabSize: 151936, ropeTheta: 1000000, rmsNormEps: 1e-6, qkNorm: true },
 };
 
-export async function hubShapeSpec(name: string): Promise<{ spec: ModelSpec; dir: string }> {
+export async function hubShapeSpec(name: string, dtype: 'fp32' | 'q4' = 'fp32'): Promise<{ spec: ModelSpec; dir: string }> {
   const shape = HUB_SHAPES[name];
   if (!shape) throw new Error(`Unknown hub shape "${name}". Known: ${Object.keys(HUB_SHAPES).join(', ')}.`);
   const { vocabSize, qkvBias, qkNorm, ...dims } = shape;
@@ -41,8 +41,9 @@ export async function hubShapeSpec(name: string): Promise<{ spec: ModelSpec; dir
     maxPositionEmbeddings: 8192,
     stopsAtEndTokens: false,
     names: 'exporter',
+    weights: dtype,
     ...(qkvBias ? { qkvBias } : {}),
     ...(qkNorm ? { qkNorm } : {}),
   };
-  return { spec, dir: `build/models/hub-shape/${name}` };
+  return { spec, dir: `build/models/hub-shape/${name}${dtype === 'fp32' ? '' : `-${dtype}`}` };
 }

@@ -4,10 +4,12 @@
  * group sampled, a scoring pass, and LoRA steps through the public API (loadOnnxPolicy, loraModel,
  * loraEngine, GrpoTrainer). Prints one JSON line.
  *
- *   tsx scripts/bench/_scale-step.ts <shape> <group> <new tokens> [microBatchTokens]
+ *   tsx scripts/bench/_scale-step.ts <shape> <fp32|q4> <group> <new tokens> [activationBudget bytes]
+ *
+ * Times are CPU time (user + system of every thread): other work on the machine would be in wall time.
  */
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import * as ort from 'onnxruntime-node';
@@ -16,41 +18,47 @@ import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { LoraGraphEngine } from '../../lib/train/graph/lora-graph-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { loraEngine, loraModel } from '../../lib/train/lora-engine.js';
+import { estimateStepMemory } from '../../lib/train/memory.js';
 import { groupRolloutBatch } from '../../lib/train/rollouts.js';
 import { GrpoTrainer } from '../../lib/train/trainer.js';
-import { buildModel } from '../build-model/index.js';
+import { buildModel, MODEL_FILES } from '../build-model/index.js';
 import { hubShapeSpec } from './_hub-shapes.js';
 
 const PROMPT = 'Answer with digits only: what is 7 x 6?';
 
 async function main(): Promise<void> {
-  const [shape, groupArg, tokensArg, microArg] = process.argv.slice(2);
+  const [shape, dtype, groupArg, tokensArg, budgetArg] = process.argv.slice(2);
   const G = Number(groupArg);
   const T = Number(tokensArg);
-  const { spec, dir } = await hubShapeSpec(shape);
-  if (!existsSync(join(dir, 'onnx/model.onnx'))) await buildModel(spec, dir);
-  const modelBytes = (await readFile(join(dir, 'onnx/model.onnx'))).byteLength;
+  if (dtype !== 'fp32' && dtype !== 'q4') throw new Error(`dtype must be fp32 or q4, got ${dtype}`);
+  const { spec, dir } = await hubShapeSpec(shape, dtype);
+  const file = join(dir, MODEL_FILES[dtype]);
+  if (!existsSync(file)) await buildModel(spec, dir);
+  const modelBytes = (await stat(file)).size;
 
+  const timed = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
+    const c0 = process.cpuUsage();
+    const value = await fn();
+    const c = process.cpuUsage(c0);
+    return [value, (c.user + c.system) / 1000];
+  };
   let t = performance.now();
-  const policy = await loadOnnxPolicy({ model: dir });
+  const policy = await loadOnnxPolicy({ model: dir, ...(dtype === 'q4' ? { dtype } : {}) });
   const loadMs = performance.now() - t;
-  t = performance.now();
-  const group = await policy.generateGroup({ prompt: PROMPT, groupSize: G, maxNewTokens: T, seed: 1 });
-  const sampleMs = performance.now() - t;
+  const [group, sampleMs] = await timed(() => policy.generateGroup({ prompt: PROMPT, groupSize: G, maxNewTokens: T, seed: 1 }));
   const completions = group.completions.map((c) => c.tokenIds);
   const sampled = completions.reduce((n, c) => n + c.length, 0);
   await policy.scoreCompletions({ prompt: PROMPT, completions });
-  t = performance.now();
-  const scored = await policy.scoreCompletions({ prompt: PROMPT, completions });
-  const scoreMs = performance.now() - t;
+  const [scored, scoreMs] = await timed(() => policy.scoreCompletions({ prompt: PROMPT, completions }));
 
   t = performance.now();
   const model = await loraModel(policy, { r: 8, alpha: 16, seed: 3 });
   const readMs = performance.now() - t;
   t = performance.now();
   const lora = { r: 8, scale: model.adapter.scale, targetModules: model.adapter.config.targetModules };
-  const graph = await LoraGraphEngine.create(ort as unknown as GraphRuntime, model.weights, lora, microArg ? { microBatchTokens: Number(microArg) } : {});
+  const graph = await LoraGraphEngine.create(ort as unknown as GraphRuntime, model.weights, lora, budgetArg ? { activationBudget: Number(budgetArg) } : {});
   const buildMs = performance.now() - t;
+  const estimate = estimateStepMemory(model.weights.shape, { groupSize: G, promptTokens: group.promptTokenIds.length, completionTokens: T, dtype, activationBudget: graph.activationBudget });
   // Adapter B starts at zero: the engine's log-probs are the base model's, as the scoring pass's.
   const pass = await graph.forward(model.adapter, [{ promptIds: group.promptTokenIds, completions }]);
   let drift = 0;
@@ -59,15 +67,16 @@ async function main(): Promise<void> {
   const trainer = new GrpoTrainer(loraEngine(model, { graph }), { lr: 1e-4 }, new GrpoConfig({ numGenerations: G, beta: 0, entropyCoeff: 0 }));
   const batch = groupRolloutBatch([{ completions: group.completions.map((c) => ({ tokenIds: c.tokenIds, logprobs: c.logprobs })), rewards: completions.map((_, i) => (i % 2 === 0 ? 1 : 0)) }]);
   const steps: number[] = [];
+  const stepWall: number[] = [];
   for (let i = 0; i < 3; i++) {
     t = performance.now();
-    await trainer.trainStep(batch, [{ prompt: PROMPT }]);
-    steps.push(performance.now() - t);
+    steps.push((await timed(() => trainer.trainStep(batch, [{ prompt: PROMPT }])))[1]);
+    stepWall.push(performance.now() - t);
   }
   trainer.dispose();
   await policy.dispose();
   const rss = process.resourceUsage().maxRSS * 1024;
-  console.log(JSON.stringify({ shape, G, T, promptTokens: group.promptTokenIds.length, sampled, modelBytes, loadMs, sampleMs, scoreMs, readMs, buildMs, steps, drift, peakRss: rss, microBatchTokens: graph.microBatchTokens }));
+  console.log(JSON.stringify({ shape, dtype, G, T, promptTokens: group.promptTokenIds.length, sampled, modelBytes, loadMs, sampleMs, scoreMs, readMs, buildMs, steps, stepWall, drift, peakRss: rss, estimate }));
 }
 
 await main();

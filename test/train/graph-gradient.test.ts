@@ -7,7 +7,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError } from '../../lib/errors.js';
+import { InvalidInputError, OutOfMemoryError } from '../../lib/errors.js';
 import { createLoraAdapter, type LoraAdapter } from '../../lib/lora/adapter.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { LoraGraphEngine, type GraphGroup } from '../../lib/train/graph/lora-graph-engine.js';
@@ -130,11 +130,61 @@ describe('memory-bounded runs', () => {
     await bounded.release();
   });
 
+  it('runs a pass for its log-probs alone (a reference pass): the same log-probs, and no backward', async () => {
+    const { weights, adapter, groups, cLogp } = setup(VARIANTS[3][1]);
+    const engine = await LoraGraphEngine.create(runtime, weights, config(adapter), { precision: 'float64' });
+    const full = await engine.forward(adapter, groups, 0.8);
+    const only = await engine.forward(adapter, groups, 0.8, { backward: false });
+    expect(only.logprobs).toEqual(full.logprobs);
+    expect(only.entropies).toEqual(full.entropies);
+    await expect(only.backward(cLogp)).rejects.toThrow(/log-probs only/);
+    await engine.release();
+  });
+
   it('refuses a micro-batch or head chunk size that is not a positive integer, and a negative activation budget', async () => {
     const { weights, adapter } = setup(VARIANTS[0][1]);
     await expect(LoraGraphEngine.create(runtime, weights, config(adapter), { microBatchTokens: 0 })).rejects.toThrow(/microBatchTokens/);
     await expect(LoraGraphEngine.create(runtime, weights, config(adapter), { headRows: 1.5 })).rejects.toThrow(/headRows/);
     await expect(LoraGraphEngine.create(runtime, weights, config(adapter), { activationBudget: -1 })).rejects.toThrow(/activationBudget/);
+  });
+});
+
+describe('running out of memory', () => {
+  it('is an OutOfMemoryError saying what would fit, in the forward and in the backward, and the engine runs again after', async () => {
+    const { weights, adapter, groups, cLogp } = setup(VARIANTS[0][1]);
+    // onnxruntime-node's own words when an allocation fails inside a run.
+    let failAt = -1;
+    let runs = 0;
+    const failing: GraphRuntime = {
+      Tensor: runtime.Tensor,
+      InferenceSession: {
+        create: async (model, options) => {
+          const session = await runtime.InferenceSession.create(model, options);
+          return {
+            run: async (feeds) => {
+              if (runs++ === failAt) throw new Error('failed to call OrtRun(). ERROR_CODE: 6, ERROR_MESSAGE: std::bad_alloc');
+              return session.run(feeds);
+            },
+            release: () => session.release!(),
+          };
+        },
+      },
+    };
+    const engine = await LoraGraphEngine.create(failing, weights, config(adapter));
+    runs = 0;
+    failAt = 1;
+    const error = await engine.forward(adapter, groups).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OutOfMemoryError);
+    expect((error as OutOfMemoryError).code).toBe('OutOfMemory');
+    expect((error as Error).message).toMatch(/fewer completions .* shorter replies, take a 4-bit model, or give the run a smaller memoryBudget/);
+    runs = 0;
+    failAt = 4;
+    const pass = await engine.forward(adapter, groups);
+    await expect(pass.backward(cLogp)).rejects.toThrow(OutOfMemoryError);
+    failAt = -1;
+    const again = await engine.forward(adapter, groups);
+    expect(tensors(await again.backward(cLogp)).every((g) => g.every(Number.isFinite))).toBe(true);
+    await engine.release();
   });
 });
 

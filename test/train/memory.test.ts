@@ -60,7 +60,7 @@ describe('estimateStepMemory', () => {
     const keep = estimateStepMemory(SMOLLM2_135M, { ...settings, activationBudget: 8 * 2 ** 30 });
     const recompute = estimateStepMemory(SMOLLM2_135M, { ...settings, activationBudget: 2 ** 20 });
     expect(keep.recompute).toBe(false);
-    expect(keep.activations).toBeGreaterThan(2 ** 30);
+    expect(keep.activations).toBeGreaterThan(2 ** 29);
     expect(recompute.recompute).toBe(true);
     expect(recompute.activations).toBe(0);
     expect(keep.total - recompute.total).toBe(keep.activations);

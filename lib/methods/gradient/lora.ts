@@ -68,7 +68,7 @@ export interface LoraGrpoOptions extends LoraHandles, TrainingRunOptions {
    * Bytes a step's activations may take, beyond the weights (planMemory): the engine keeps every
    * layer's activations when they fit, recomputes them in the backward when they do not, and cuts
    * the rows into micro-batches whose layer runs fit a quarter of it. estimateStepMemory says what
-   * a setting needs. Default: keep up to 1 GiB, micro-batches of 2,048 tokens. Stored with the run.
+   * a setting needs. Default: keep up to 512 MiB, micro-batches of 2,048 tokens. Stored with the run.
    */
   memoryBudget?: number;
 }

@@ -191,6 +191,25 @@ export function decoderOps(g: TrainingGraphBuilder, shape: DecoderShape, lora?: 
       return { saved };
     },
 
+    /**
+     * The saved tensors an element-wise pass makes (the normed inputs, the rotated queries and
+     * keys, the gated activation), written again in the phase being built from those a matmul or
+     * softmax made, by the same ops: a graph that keeps activations for its backward then keeps
+     * only those.
+     */
+    recomputeCheap(w: LayerOps, t: LayerSaved, at: Attention): LayerSaved {
+      const qNormed = w.qNorm ? mul(mul(t.q4, t.qInv!), w.qNorm) : t.q4;
+      const kNormed = w.kNorm ? mul(mul(t.k4, t.kInv!), w.kNorm) : t.k4;
+      return {
+        ...t,
+        h: mul(mul(t.x, t.inv1), w.inputNorm),
+        h2: mul(mul(t.x1, t.inv2), w.postNorm),
+        act: mul(mul(t.gate, g.node('Sigmoid', [t.gate])), t.up),
+        qg: byKvHead(rope(qNormed, at)),
+        kr: rope(kNormed, at),
+      };
+    },
+
     /** From d loss / d the layer's output to its gradients; returns d loss / d x when `wantInput`. */
     layerBackward(w: LayerOps, t: LayerSaved, dy: string, at: Attention, wantInput: boolean): string | undefined {
       const grads = w.normGrads;

@@ -46,7 +46,7 @@ export interface LayerGraphs {
   backward: Graph;
   /** The first layer's backward: its input is the embedding, which LoRA does not train, so no dx. */
   backwardFirst: Graph;
-  /** The pair that keeps the activations instead: the forward also outputs `saved`, which the backward reads. */
+  /** The pair that keeps the activations instead: the forward also outputs `saved` (what a matmul or softmax made), which the backward reads. */
   keep: { forward: Graph; backward: Graph; saved: string[] };
 }
 
@@ -155,7 +155,7 @@ export function buildLayerGraphs(layer: DecoderLayerWeights, shape: DecoderShape
     const { out, saved } = ops.layerForward(w, x, attention, true);
     output(g, out!, LAYER_IO.out);
     g.phase = 'backward';
-    output(g, ops.layerBackward(w, saved, g.input(LAYER_IO.dy, 'float', ['tokens', H]), attention, true)!, LAYER_IO.dx);
+    output(g, ops.layerBackward(w, ops.recomputeCheap(w, saved, attention), g.input(LAYER_IO.dy, 'float', ['tokens', H]), attention, true)!, LAYER_IO.dx);
     const models = g.encode('layer_keep');
     return { forward: { model: models.forward, inputs: models.forwardInputs }, backward: { model: models.backward, inputs: models.backwardInputs }, saved: models.saved };
   };

@@ -12,7 +12,7 @@
  * of a step is the weights plus one micro-batch's layer, whatever the group. The gradients of the
  * micro-batches add up to the whole batch's.
  */
-import { InvalidInputError } from '../../errors.js';
+import { InvalidInputError, OutOfMemoryError } from '../../errors.js';
 import { zerosLike, type LoraAdapter } from '../../lora/adapter.js';
 import type { DecoderWeights } from '../../lora/weights.js';
 import type { Precision } from './builder.js';
@@ -37,7 +37,7 @@ export interface LoraGraphEngineOptions {
   /**
    * Bytes the activations of a whole batch may take to be kept between the forward and the
    * backward (keptActivationBytes); a batch that needs more keeps only each layer's input and the
-   * backward recomputes the rest, about a forward's work more. Default 1 GiB; 0 always recomputes.
+   * backward recomputes the rest, about a forward's work more. Default 512 MiB; 0 always recomputes.
    */
   activationBudget?: number;
 }
@@ -74,6 +74,11 @@ interface KeptMicroBatch {
   activations?: Array<Record<string, GraphTensor>>;
   /** Its first scored token's slot in the whole batch. */
   offset: number;
+}
+
+export interface ForwardPassOptions {
+  /** false: the log-probs only (a reference pass): the same graphs, nothing kept, and the pass has no backward. Default true. */
+  backward?: boolean;
 }
 
 export class LoraGraphEngine {
@@ -148,11 +153,22 @@ export class LoraGraphEngine {
     await Promise.all(this.sessions.map((s) => s.release?.()));
   }
 
-  /** Runs the decoder on `groups` under `adapter`; the log-probs are taken under `temperature`. */
-  async forward(adapter: LoraAdapter, groups: readonly GraphGroup[], temperature = 1): Promise<LoraGraphPass> {
+  /**
+   * Runs the decoder on `groups` under `adapter`; the log-probs are taken under `temperature`. An
+   * allocation failure is an OutOfMemoryError.
+   */
+  async forward(adapter: LoraAdapter, groups: readonly GraphGroup[], temperature = 1, options: ForwardPassOptions = {}): Promise<LoraGraphPass> {
     if (!(temperature > 0)) throw new InvalidInputError('temperature', `must be > 0, got ${String(temperature)}.`);
     checkGroups(groups, this.weights.shape.vocabSize);
     const whole = slotsOf(groups);
+    try {
+      return await this.forwardChecked(adapter, groups, temperature, whole, options.backward !== false);
+    } catch (error) {
+      throw this.memoryError(error, whole.scored);
+    }
+  }
+
+  private async forwardChecked(adapter: LoraAdapter, groups: readonly GraphGroup[], temperature: number, whole: ReturnType<typeof slotsOf>, backward: boolean): Promise<LoraGraphPass> {
     const adapterFeeds = this.adapterFeeds(adapter);
     const invT = 1 / temperature;
     const logps = new Float64Array(whole.scored);
@@ -160,6 +176,7 @@ export class LoraGraphEngine {
     const kept: KeptMicroBatch[] = [];
     let offset = 0;
     const micro = microBatches(rowsOf(groups, this.weights.shape), this.microBatchTokens);
+    // A pass for its log-probs alone runs the graphs a kept pass would (so its numbers are the same bit for bit) and drops what they keep.
     const keep = this.keepsActivations(micro);
     for (const rows of micro) {
       const batch = layout(rows, this.weights.shape.vocabSize);
@@ -168,9 +185,11 @@ export class LoraGraphEngine {
       const activations: Array<Record<string, GraphTensor>> = [];
       for (let l = 0; l < this.weights.layers.length; l++) {
         const runners = this.layerRunners[l];
-        const out = await this.run(keep ? runners.keep.forward : runners.forward, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, [LAYER_IO.x]: xs[l] });
+        const out = await this.run(keep ? runners.keep.forward : runners.forward, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, [LAYER_IO.x]: xs[xs.length - 1] });
+        // A pass for its log-probs alone keeps no layer's input, only the one the next layer reads.
+        if (!backward) xs.pop();
         xs.push(out[LAYER_IO.out]);
-        if (keep) activations.push(Object.fromEntries(runners.keep.saved.map((name) => [name, out[name]])));
+        if (keep && backward) activations.push(Object.fromEntries(runners.keep.saved.map((name) => [name, out[name]])));
       }
       for (const [start, end] of this.headChunks(batch)) {
         const out = await this.run(this.head.forward, { ...this.headFeeds, ...this.headInputs(batch, xs[xs.length - 1], start, end, invT) });
@@ -181,7 +200,7 @@ export class LoraGraphEngine {
           entropies[offset + k] = Number(chunkEntropies[k - start]);
         }
       }
-      kept.push({ batch, feeds, xs, offset, ...(keep ? { activations } : {}) });
+      if (backward) kept.push({ batch, feeds, xs, offset, ...(keep ? { activations } : {}) });
       offset += batch.scored;
     }
     const split = (values: Float64Array) => whole.lengths.map((n, c) => Array.from(values.subarray(whole.offsets[c], whole.offsets[c] + n)));
@@ -189,10 +208,15 @@ export class LoraGraphEngine {
       logprobs: split(logps),
       entropies: split(entropies),
       backward: async (dlogps, dentropies) => {
+        if (!backward) throw new InvalidInputError('backward', 'this forward was run for its log-probs only ({ backward: false }).');
         const dLogp = gather(dlogps, whole, 'dlogps');
         const dEntropy = dentropies ? gather(dentropies, whole, 'dentropies') : new Float64Array(whole.scored);
         const grad = zerosLike(adapter);
-        for (const micro of kept) await this.backward(micro, dLogp, dEntropy, adapterFeeds, grad, invT);
+        try {
+          for (const micro of kept) await this.backward(micro, dLogp, dEntropy, adapterFeeds, grad, invT);
+        } catch (error) {
+          throw this.memoryError(error, whole.scored);
+        }
         return grad;
       },
     };
@@ -266,10 +290,21 @@ export class LoraGraphEngine {
     return this.floats(x, [ids.length, H]);
   }
 
+  /** Runs `runner` on the inputs it takes from `pool`. */
   private async run(runner: Runner, pool: Record<string, GraphTensor>): Promise<Record<string, GraphTensor>> {
     const feeds: Record<string, GraphTensor> = {};
     for (const name of runner.inputs) feeds[name] = pool[name];
     return runner.session.run(feeds);
+  }
+
+  /** An allocation failure as OutOfMemoryError, saying what would fit; any other error as it is. */
+  private memoryError(error: unknown, tokens: number): unknown {
+    if (!isAllocationFailure(error)) return error;
+    return new OutOfMemoryError(
+      `The LoRA step ran out of memory (${tokens} tokens, micro-batches of ${this.microBatchTokens}, activations kept up to ${Math.round(this.activationBudget / 2 ** 20)} MB, else recomputed). ` +
+        'Nothing was updated. Sample fewer completions per group or shorter replies, take a 4-bit model, or give the run a smaller memoryBudget (estimateStepMemory says what a setting needs).',
+      { cause: error },
+    );
   }
 
   private floats(values: ArrayLike<number>, dims: number[]): GraphTensor {
@@ -294,4 +329,10 @@ export class LoraGraphEngine {
 
 function addInto(target: Float32Array, values: ArrayLike<number>): void {
   for (let i = 0; i < target.length; i++) target[i] += Number(values[i]);
+}
+
+/** Whether `error` is a runtime's failure to allocate: onnxruntime's bad_alloc, an ArrayBuffer or a WebAssembly memory that could not grow. */
+export function isAllocationFailure(error: unknown): boolean {
+  const message = error instanceof Error ? error.message : String(error);
+  return /bad_alloc|out of memory|Array buffer allocation failed|Cannot enlarge memory|could not allocate/i.test(message);
 }
