@@ -62,9 +62,20 @@ const INLINE_LIMIT = 1.8e9;
  * fp16 and q4f16 compute in float16 (float16 cache, `kv_cache_dtype`).
  */
 export function hubSpec(spec: ModelSpec, dtype: HubDtype, vocabSize: number): ModelSpec {
+  return { ...spec, weights: dtype, ...(dtype === 'fp16' ? { halfActivations: true } : {}), externalData: dtype === 'fp32' || fileBytes(spec, dtype, vocabSize) > INLINE_LIMIT };
+}
+
+/**
+ * About the bytes of a dtype's weights: 4-bit projections take half a byte per weight plus a
+ * scale per block of 32 (float32 in q4, float16 in q4f16); the embedding (and the tied head that
+ * reads it) stays float32 in q4 and float16 in q4f16, as the hub's quantizer leaves Gather alone.
+ */
+function fileBytes(spec: ModelSpec, dtype: HubDtype, vocabSize: number): number {
   const parameters = parameterCount(spec, vocabSize);
-  const bytes = dtype === 'fp32' ? parameters * 4 : dtype === 'fp16' ? parameters * 2 : parameters;
-  return { ...spec, weights: dtype, ...(dtype === 'fp16' ? { halfActivations: true } : {}), externalData: dtype === 'fp32' || bytes > INLINE_LIMIT };
+  if (dtype === 'fp32' || dtype === 'fp16') return parameters * (dtype === 'fp32' ? 4 : 2);
+  const embedding = vocabSize * spec.hiddenSize * (spec.tieWordEmbeddings ? 1 : 2);
+  const floatBytes = dtype === 'q4' ? 4 : 2;
+  return embedding * floatBytes + (parameters - embedding) * (0.5 + floatBytes / 32);
 }
 
 /** The parameters of a spec's weights (the tied head counted once). */
