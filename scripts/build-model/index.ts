@@ -68,8 +68,12 @@ export async function buildModel(spec: ModelSpec, dir: string, trained?: Weights
  * once for every dtype. config.json's `transformers.js_config.dtype` is the first dtype built, so
  * a load that names none finds a file that exists.
  */
-export async function buildHubModel(name: HubName, dtypes: readonly HubDtype[], dir = hubModelDir(name)): Promise<BuiltModel> {
-  const base = HUB_SHAPES[name].spec;
+export function buildHubModel(name: HubName, dtypes: readonly HubDtype[], dir = hubModelDir(name)): Promise<BuiltModel> {
+  return buildHubFolder(HUB_SHAPES[name].spec, dtypes, dir, HUB_SHAPES[name].hubId);
+}
+
+/** A folder in the hub's layout for any spec (tests build one at a small shape). */
+export async function buildHubFolder(base: ModelSpec, dtypes: readonly HubDtype[], dir: string, hubId?: string): Promise<BuiltModel> {
   if (dtypes.length === 0) throw new RangeError('buildHubModel needs at least one dtype');
   const vocab = vocabulary(base.reservedTokens);
   const weights = initWeights(base, vocab.length);
@@ -80,7 +84,7 @@ export async function buildHubModel(name: HubName, dtypes: readonly HubDtype[], 
     validateSpec(spec);
     graphs.push(await writeGraph(spec, weights, vocab.length, dir));
   }
-  const files = await writeCommonFiles(base, vocab, dir, configJson(base, vocab.length, graphs, dtypes[0], HUB_SHAPES[name].hubId));
+  const files = await writeCommonFiles(base, vocab, dir, configJson(base, vocab.length, graphs, dtypes[0], hubId));
   return { dir, files: [...files, ...graphs.flatMap((g) => g.files)], parameters: parameterCount(base, vocab.length), vocabSize: vocab.length };
 }
 

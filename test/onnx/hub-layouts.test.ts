@@ -19,7 +19,8 @@ import { ModelLoadError, UnsupportedError } from '../../lib/errors.js';
 import { readExternalPieces, rangesOfStream } from '../../lib/policy/onnx/external-data.js';
 import { readSafetensors } from '../../lib/lora/safetensors.js';
 import { LORA_MODULES, moduleDims } from '../../lib/lora/weights.js';
-import { buildModel, MODEL_FILES, type ModelSpec } from '../../scripts/build-model/index.js';
+import { AutoModelForCausalLM, AutoTokenizer } from '@huggingface/transformers';
+import { buildHubFolder, buildModel, HUB_DTYPES, MODEL_FILES, type ModelSpec } from '../../scripts/build-model/index.js';
 import { SMALL } from '../train/exports.js';
 
 let root = '';
@@ -108,6 +109,26 @@ describe('hub layouts load, sample, train and export', () => {
       }
     });
   }
+});
+
+describe('a hub folder', () => {
+  it("holds every dtype beside one config.json with the hub's keys, and transformers.js' own generate() runs each dtype from it", async () => {
+    const dir = join(root, 'hub-folder');
+    await buildHubFolder({ ...SMALL, names: 'exporter', modelType: 'qwen3', qkNorm: true }, HUB_DTYPES, dir, 'Qwen/Qwen3-0.6B');
+    const config = JSON.parse(await readFile(join(dir, 'config.json'), 'utf8'));
+    expect(config).toMatchObject({ model_type: 'qwen3', architectures: ['Qwen3ForCausalLM'], _name_or_path: 'Qwen/Qwen3-0.6B', head_dim: SMALL.headDim, rope_scaling: null });
+    expect(config['transformers.js_config']).toEqual({ dtype: 'fp32', use_external_data_format: { 'model.onnx': 1 }, kv_cache_dtype: { fp16: 'float16', q4f16: 'float16' } });
+    const tokenizer = await AutoTokenizer.from_pretrained(dir, { local_files_only: true });
+    for (const dtype of HUB_DTYPES) {
+      const model = await AutoModelForCausalLM.from_pretrained(dir, { dtype, local_files_only: true });
+      try {
+        const output = (await model.generate({ ...tokenizer('Hub folder'), max_new_tokens: 3, do_sample: false })) as { dims: number[] };
+        expect(output.dims[1], dtype).toBeGreaterThan(3);
+      } finally {
+        await model.dispose();
+      }
+    }
+  });
 });
 
 describe('external data', () => {
