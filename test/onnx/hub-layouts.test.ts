@@ -176,6 +176,17 @@ describe('external data', () => {
     await expect(readExternalPieces(escaped, async (_f, ranges) => ranges.map((r) => new Uint8Array(r.length)))).rejects.toBeInstanceOf(ModelLoadError);
   });
 
+  it('renames only the references: fields the schema here does not know are kept, byte for byte', async () => {
+    const { graph } = await buildSmallExternal();
+    // Field 99 of ModelProto (length-delimited, 3 bytes), unknown to onnx-proto's schema.
+    const unknown = Uint8Array.from([0x9a, 0x06, 3, 1, 2, 3]);
+    const withUnknown = new Uint8Array([...graph, ...unknown]);
+    const { graph: renamed, externalData } = await readExternalPieces(withUnknown, async (_f, ranges) => ranges.map((r) => new Uint8Array(r.length)));
+    expect(Array.from(renamed.subarray(renamed.length - unknown.length))).toEqual(Array.from(unknown));
+    expect(Object.keys(externalData).length).toBeGreaterThan(3);
+    expect(Buffer.from(renamed).includes(Buffer.from(Object.keys(externalData)[0]))).toBe(true);
+  });
+
   it('copies ranges out of a stream whatever the chunking', async () => {
     const bytes = Uint8Array.from({ length: 300 }, (_, i) => i % 251);
     const ranges = [{ offset: 0, length: 7 }, { offset: 10, length: 100 }, { offset: 110, length: 1 }, { offset: 250, length: 50 }];

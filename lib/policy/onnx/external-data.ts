@@ -7,9 +7,14 @@
  * references are renamed to those arrays (`model.onnx_data@1024`), so every reader of initializers
  * (and onnxruntime's `externalData` option) finds them as it finds whole files.
  */
-import onnxProto from 'onnx-proto';
 import { ModelLoadError } from '../../errors.js';
+import { concat, fieldHeader, fields, findField, LENGTH_DELIMITED } from './protobuf.js';
 
+const MODEL_GRAPH = 7;
+const GRAPH_INITIALIZER = 5;
+const TENSOR_NAME = 8;
+const TENSOR_EXTERNAL_DATA = 13;
+const TENSOR_DATA_LOCATION = 14;
 const EXTERNAL = 1;
 
 /** A byte range of a file: [offset, offset + length). */
@@ -28,51 +33,117 @@ export interface ExternalPieces {
   externalData: Record<string, Uint8Array>;
 }
 
+/** An initializer whose data is external: where its field sits in the graph, and its reference. */
+interface ExternalTensor {
+  /** The initializer field's tag start and end in the model's bytes. */
+  tagStart: number;
+  end: number;
+  body: Uint8Array;
+  name: string;
+  entries: Map<string, string>;
+  location: string;
+  range: ByteRange;
+}
+
 /**
  * The external tensors of `graph`, each read on its own. `read` gets file names relative to the
- * graph's folder, as the references give them.
+ * graph's folder, as the references give them. Only those initializers' external_data entries
+ * are rewritten; every other byte of the model is copied as it is (no decode and re-encode that
+ * could drop fields the schema here does not know).
  */
 export async function readExternalPieces(graph: Uint8Array, read: ReadRanges): Promise<ExternalPieces> {
-  let model: onnxProto.onnx.ModelProto;
-  try {
-    model = onnxProto.onnx.ModelProto.decode(graph);
-  } catch (cause) {
-    throw new ModelLoadError(`The ONNX file could not be decoded: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  const graphField = findField(graph, 0, graph.length, MODEL_GRAPH);
+  if (!graphField) throw new ModelLoadError('The ONNX file has no graph.');
+  const tensors: ExternalTensor[] = [];
+  for (const field of fields(graph, graphField.start, graphField.end)) {
+    if (field.number !== GRAPH_INITIALIZER || field.wireType !== LENGTH_DELIMITED) continue;
+    const body = graph.subarray(field.start, field.end);
+    const tensor = externalReference(body);
+    if (tensor) tensors.push({ ...tensor, tagStart: field.tagStart, end: field.end, body });
   }
-  const tensors = (model.graph?.initializer ?? []).filter((t) => t.dataLocation === EXTERNAL);
   if (tensors.length === 0) return { graph, externalData: {} };
-  const byFile = new Map<string, Array<{ tensor: onnxProto.onnx.ITensorProto; range: ByteRange; entries: Map<string, string> }>>();
-  for (const tensor of tensors) {
-    const entries = new Map(tensor.externalData!.map((e) => [String(e.key), String(e.value)]));
-    const location = entries.get('location');
-    const offset = Number(entries.get('offset') ?? 0);
-    const length = Number(entries.get('length'));
-    if (!location || location.startsWith('/') || location.split(/[\\/]/).includes('..')) {
-      throw new ModelLoadError(`Initializer ${tensor.name}: external data location "${location ?? ''}" is not a file beside the graph.`);
-    }
-    if (!(Number.isSafeInteger(offset) && offset >= 0 && Number.isSafeInteger(length) && length > 0)) {
-      throw new ModelLoadError(`Initializer ${tensor.name}: external data needs a non-negative offset and a positive length (got offset ${entries.get('offset')}, length ${entries.get('length')}).`);
-    }
-    byFile.set(location, [...(byFile.get(location) ?? []), { tensor, range: { offset, length }, entries }]);
-  }
+
+  const byFile = new Map<string, ExternalTensor[]>();
+  for (const t of tensors) byFile.set(t.location, [...(byFile.get(t.location) ?? []), t]);
   const externalData: Record<string, Uint8Array> = {};
+  const renamed = new Map<ExternalTensor, string>();
   for (const [file, items] of byFile) {
-    items.sort((a, b) => a.range.offset - b.range.offset);
-    items.forEach((item, i) => {
-      const previous = items[i - 1];
-      if (previous && previous.range.offset + previous.range.length > item.range.offset) throw new ModelLoadError(`${file}: the data of ${previous.tensor.name} and ${item.tensor.name} overlap.`);
+    const sorted = [...items].sort((a, b) => a.range.offset - b.range.offset);
+    sorted.forEach((item, i) => {
+      const previous = sorted[i - 1];
+      if (previous && previous.range.offset + previous.range.length > item.range.offset) throw new ModelLoadError(`${file}: the data of ${previous.name} and ${item.name} overlap.`);
     });
-    const pieces = await read(file, items.map((item) => item.range));
-    items.forEach((item, i) => {
-      if (pieces[i].length !== item.range.length) throw new ModelLoadError(`${file} ends before the data of ${item.tensor.name} (bytes ${item.range.offset}..${item.range.offset + item.range.length}).`);
+    const pieces = await read(file, sorted.map((item) => item.range));
+    sorted.forEach((item, i) => {
+      if (pieces[i].length !== item.range.length) throw new ModelLoadError(`${file} ends before the data of ${item.name} (bytes ${item.range.offset}..${item.range.offset + item.range.length}).`);
       const name = `${file}@${item.range.offset}`;
       externalData[name] = pieces[i];
-      item.entries.set('location', name);
-      item.entries.set('offset', '0');
-      item.tensor.externalData = [...item.entries].map(([key, value]) => ({ key, value }));
+      renamed.set(item, name);
     });
   }
-  return { graph: onnxProto.onnx.ModelProto.encode(model).finish(), externalData };
+
+  const parts: Uint8Array[] = [];
+  let copiedFrom = graphField.start;
+  for (const t of tensors) {
+    const entries = new Map(t.entries).set('location', renamed.get(t)!).set('offset', '0');
+    const body = concat([withoutField(t.body, TENSOR_EXTERNAL_DATA), ...[...entries].map(([key, value]) => entryField(key, value))]);
+    parts.push(graph.subarray(copiedFrom, t.tagStart), fieldHeader(GRAPH_INITIALIZER, body.length), body);
+    copiedFrom = t.end;
+  }
+  parts.push(graph.subarray(copiedFrom, graphField.end));
+  const body = concat(parts);
+  return { graph: concat([graph.subarray(0, graphField.tagStart), fieldHeader(MODEL_GRAPH, body.length), body, graph.subarray(graphField.end)]), externalData };
+}
+
+/** An initializer's external reference, checked, when its data location is external. */
+function externalReference(body: Uint8Array): Omit<ExternalTensor, 'tagStart' | 'end' | 'body'> | undefined {
+  let name = '';
+  let external = false;
+  const entries = new Map<string, string>();
+  for (const f of fields(body, 0, body.length)) {
+    if (f.number === TENSOR_NAME && f.wireType === LENGTH_DELIMITED) name = text(body, f.start, f.end);
+    else if (f.number === TENSOR_DATA_LOCATION && f.wireType === 0) external = f.value === EXTERNAL;
+    else if (f.number === TENSOR_EXTERNAL_DATA && f.wireType === LENGTH_DELIMITED) {
+      let key = '';
+      let value = '';
+      for (const e of fields(body, f.start, f.end)) {
+        if (e.wireType !== LENGTH_DELIMITED) continue;
+        if (e.number === 1) key = text(body, e.start, e.end);
+        else if (e.number === 2) value = text(body, e.start, e.end);
+      }
+      entries.set(key, value);
+    }
+  }
+  if (!external) return undefined;
+  const location = entries.get('location');
+  const offset = Number(entries.get('offset') ?? 0);
+  const length = Number(entries.get('length'));
+  if (!location || location.startsWith('/') || location.split(/[\\/]/).includes('..')) {
+    throw new ModelLoadError(`Initializer ${name}: external data location "${location ?? ''}" is not a file beside the graph.`);
+  }
+  if (!(Number.isSafeInteger(offset) && offset >= 0 && Number.isSafeInteger(length) && length > 0)) {
+    throw new ModelLoadError(`Initializer ${name}: external data needs a non-negative offset and a positive length (got offset ${entries.get('offset')}, length ${entries.get('length')}).`);
+  }
+  return { name, entries, location, range: { offset, length } };
+}
+
+/** A message's bytes without the fields numbered `number`. */
+function withoutField(body: Uint8Array, number: number): Uint8Array {
+  const kept: Uint8Array[] = [];
+  for (const f of fields(body, 0, body.length)) if (f.number !== number) kept.push(body.subarray(f.tagStart, f.end));
+  return concat(kept);
+}
+
+/** One StringStringEntryProto as an external_data field. */
+function entryField(key: string, value: string): Uint8Array {
+  const encoder = new TextEncoder();
+  const [k, v] = [encoder.encode(key), encoder.encode(value)];
+  const entry = concat([fieldHeader(1, k.length), k, fieldHeader(2, v.length), v]);
+  return concat([fieldHeader(TENSOR_EXTERNAL_DATA, entry.length), entry]);
+}
+
+function text(bytes: Uint8Array, start: number, end: number): string {
+  return new TextDecoder().decode(bytes.subarray(start, end));
 }
 
 /**
