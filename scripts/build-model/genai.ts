@@ -7,11 +7,12 @@
  */
 import { matMulNBits, rmsNorm } from './llama.js';
 import { DataType, GraphBuilder } from './onnx-graph.js';
+import { ropeInvFreq } from './rope.js';
 import type { ModelSpec } from './spec.js';
 import type { Weights } from './weights.js';
 
 export function buildGenaiGraph(spec: ModelSpec, weights: Weights, vocabSize: number): Uint8Array {
-  const g = new GraphBuilder(spec.weights === 'fp16');
+  const g = new GraphBuilder({ params: spec.weights === 'fp16' ? 'float16' : 'float32' });
   const { hiddenSize: hidden, numHeads, numKvHeads, headDim, numLayers, rmsNormEps: epsilon } = spec;
   // The real builder's names: attention is `attn`, each weight is named after its node
   // (`model.layers.0.attn.q_proj.MatMul.weight`), the final norm is the last layer's.
@@ -37,9 +38,10 @@ export function buildGenaiGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
   const half = headDim / 2;
   const cos = new Float32Array(spec.maxPositionEmbeddings * half);
   const sin = new Float32Array(spec.maxPositionEmbeddings * half);
+  const invFreq = ropeInvFreq(spec);
   for (let p = 0; p < spec.maxPositionEmbeddings; p++) {
     for (let i = 0; i < half; i++) {
-      const angle = p / spec.ropeTheta ** ((2 * i) / headDim);
+      const angle = p * invFreq[i];
       cos[p * half + i] = Math.cos(angle);
       sin[p * half + i] = Math.sin(angle);
     }

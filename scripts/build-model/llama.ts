@@ -10,22 +10,34 @@
  * The math follows `transformers`' LlamaForCausalLM: RMSNorm, rotary embeddings on rotated halves,
  * grouped-query attention with a causal and padding mask, SwiGLU MLP. Only plain ONNX ops that
  * onnxruntime's CPU, WASM and WebGPU execution providers implement are used (no contrib ops).
+ *
+ * With float16 activations (the hub's fp16 and q4f16 exports: `halfActivations`, or weights
+ * 'q4f16') every parameter, activation, the cache and the logits are float16; positions, rotary
+ * angles and the mask are computed in float32 and cast, and the mask uses float16's most negative
+ * finite value (-65504), as torch's fp16 export does, so a fully masked row stays finite.
  */
-import { DataType, GraphBuilder } from './onnx-graph.js';
+import { DataType, GraphBuilder, type ExternalPiece } from './onnx-graph.js';
+import { ropeInvFreq } from './rope.js';
 import type { ModelSpec } from './spec.js';
 import type { Weights } from './weights.js';
 
 const FLOAT_MAX = 3.4028234663852886e38;
+const HALF_MAX = 65504;
 
-export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: number): Uint8Array {
-  const g = new GraphBuilder(spec.weights === 'fp16');
+export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: number): Uint8Array;
+export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: number, externalData: string): { model: Uint8Array; data: ExternalPiece[]; dataSize: number };
+export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: number, externalData?: string): Uint8Array | { model: Uint8Array; data: ExternalPiece[]; dataSize: number } {
+  const half = halfActivations(spec);
+  const g = new GraphBuilder({ params: spec.weights === 'fp16' || spec.weights === 'q4f16' ? 'float16' : 'float32', activations: half ? 'float16' : 'float32' });
   const { hiddenSize: hidden, numHeads, numKvHeads, headDim, numLayers } = spec;
   const exporter = spec.names === 'exporter';
 
   const inputIds = g.input('input_ids', DataType.INT64, ['batch_size', 'sequence_length']);
   const attentionMask = g.input('attention_mask', DataType.INT64, ['batch_size', 'total_sequence_length']);
   const positionIds = spec.positionIdsInput === false ? undefined : g.input('position_ids', DataType.INT64, ['batch_size', 'sequence_length']);
-  const cacheType = spec.halfCache ? DataType.FLOAT16 : DataType.FLOAT;
+  const cacheType = spec.halfCache || half ? DataType.FLOAT16 : DataType.FLOAT;
+  // halfCache: a float16 cache around float32 arithmetic (with float16 activations the cache is simply the activations' type).
+  const castCache = spec.halfCache === true && !half;
   const logitsToKeep = spec.logitsToKeepInput ? g.input('num_logits_to_keep', DataType.INT64, []) : undefined;
   const kvShape = ['batch_size', numKvHeads, 'past_sequence_length', headDim];
   for (let i = 0; i < numLayers; i++) {
@@ -43,21 +55,21 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
   let x = g.node('Gather', [embed, inputIds], { axis: 0 });
 
   // Rotary tables from the position ids: angle = position * inv_freq, halves repeated.
-  const invFreq = new Float32Array(headDim / 2);
-  for (let i = 0; i < headDim / 2; i++) invFreq[i] = 1 / spec.ropeTheta ** ((2 * i) / headDim);
+  const invFreq = ropeInvFreq(spec);
   const positions = g.node('Unsqueeze', [positionIds ? g.node('Cast', [positionIds], { to: DataType.FLOAT }) : maskPositions(g, inputIds, attentionMask), g.int64s([2])]);
   const freqs = g.node('Mul', [positions, g.weight('rotary.inv_freq', invFreq, [headDim / 2])]);
   const angles = g.node('Concat', [freqs, freqs], { axis: 2 });
-  const cos = g.node('Unsqueeze', [g.node('Cos', [angles]), g.int64s([1])]); // [B, 1, S, D]
-  const sin = g.node('Unsqueeze', [g.node('Sin', [angles]), g.int64s([1])]);
+  const cos = g.toAct(g.node('Unsqueeze', [g.node('Cos', [angles]), g.int64s([1])])); // [B, 1, S, D]
+  const sin = g.toAct(g.node('Unsqueeze', [g.node('Sin', [angles]), g.int64s([1])]));
 
-  const bias = spec.causalMask === 'input-ids' ? inputIdsBias(g, inputIds, attentionMask) : generalBias(g, inputIds, attentionMask);
+  const maskValue = half ? HALF_MAX : FLOAT_MAX;
+  const bias = g.toAct(spec.causalMask === 'input-ids' ? inputIdsBias(g, inputIds, attentionMask, maskValue) : generalBias(g, inputIds, attentionMask, maskValue));
 
-  const scale = g.float(1 / Math.sqrt(headDim));
-  const half = headDim / 2;
+  const scale = g.scalar(1 / Math.sqrt(headDim));
+  const halfDim = headDim / 2;
   const rotate = (t: string): string => {
     // rotate_half: concat(-x2, x1) over the last axis, then x * cos + rotate_half(x) * sin.
-    const [x1, x2] = g.nodeN('Split', [t, g.int64s([half, half])], 2, { axis: -1 });
+    const [x1, x2] = g.nodeN('Split', [t, g.int64s([halfDim, halfDim])], 2, { axis: -1 });
     const rotated = g.node('Concat', [g.node('Neg', [x2]), x1], { axis: -1 });
     return g.node('Add', [g.node('Mul', [t, cos]), g.node('Mul', [rotated, sin])]);
   };
@@ -78,7 +90,7 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
       g.inScope(exporter ? `/model/layers.${i}/${name.replace('.', '/')}` : undefined, () => {
         const weightName = exporter ? g.anonymous('MatMul') : `${prefix}.${name}.weight`;
         const y =
-          spec.weights === 'q4'
+          spec.weights === 'q4' || spec.weights === 'q4f16'
             ? matMulNBits(g, weightName, w, outDim, input)
             : g.node('MatMul', [input, g.param(weightName, w, [w.length / outDim, outDim])]);
         return bias ? g.node('Add', [g.param(`${prefix}.${name}.bias`, bias, [outDim]), y]) : y;
@@ -92,7 +104,7 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
       const past = `past_key_values.${i}.${kind}`;
       const present = `present.${i}.${kind}`;
       const fresh = j === 0 ? k : v;
-      if (!spec.halfCache) return g.node('Concat', [past, fresh], { axis: 2 }, present);
+      if (!castCache) return g.node('Concat', [past, fresh], { axis: 2 }, present);
       // Stored in float16; attention reads the stored (rounded) values, as every pass will later.
       g.node('Cast', [g.node('Concat', [g.node('Cast', [past], { to: DataType.FLOAT }), fresh], { axis: 2 })], { to: DataType.FLOAT16 }, present);
       return g.node('Cast', [present], { to: DataType.FLOAT });
@@ -125,10 +137,16 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
   const head = weights.lmHead
     ? g.param(exporter ? g.anonymous('MatMul') : 'lm_head.weight', weights.lmHead, [hidden, vocabSize])
     : g.node('Transpose', [embed], { perm: [1, 0] });
-  if (spec.halfCache) g.node('Cast', [g.node('MatMul', [final, head])], { to: DataType.FLOAT16 }, 'logits');
+  if (castCache) g.node('Cast', [g.node('MatMul', [final, head])], { to: DataType.FLOAT16 }, 'logits');
   else g.node('MatMul', [final, head], {}, 'logits');
 
-  return g.encode('llama', `Llama decoder (${numLayers} layers, ${numHeads} heads, ${numKvHeads} kv heads) generated by webgrpo`);
+  const doc = `Llama decoder (${numLayers} layers, ${numHeads} heads, ${numKvHeads} kv heads) generated by webgrpo`;
+  return externalData ? g.encode('llama', doc, externalData) : g.encode('llama', doc);
+}
+
+/** Whether the graph computes in float16 (q4f16 always; fp16 when the spec asks, as the hub's exports do). */
+export function halfActivations(spec: ModelSpec): boolean {
+  return spec.weights === 'q4f16' || (spec.weights === 'fp16' && spec.halfActivations === true);
 }
 
 /**
@@ -137,7 +155,7 @@ export function buildLlamaGraph(spec: ModelSpec, weights: Weights, vocabSize: nu
  * The indices come from a cumulative sum over ones made from the mask (ConstantOfShape has no
  * WebGPU kernel).
  */
-function generalBias(g: GraphBuilder, inputIds: string, attentionMask: string): string {
+function generalBias(g: GraphBuilder, inputIds: string, attentionMask: string, maskValue: number): string {
   const mask = g.node('Cast', [attentionMask], { to: DataType.FLOAT });
   const ones = g.node('Add', [g.node('Mul', [mask, g.float(0)]), g.float(1)]);
   const keyIndex = g.node('Sub', [g.node('CumSum', [ones, g.int64s([1], [])]), g.float(1)]); // [B, T]
@@ -145,7 +163,7 @@ function generalBias(g: GraphBuilder, inputIds: string, attentionMask: string): 
   const queryIndex = g.node('Slice', [keyIndex, g.node('Neg', [queryLength]), g.int64s([Number.MAX_SAFE_INTEGER]), g.int64s([1])]); // [B, S]
   const causal = g.node('LessOrEqual', [g.node('Unsqueeze', [keyIndex, g.int64s([1])]), g.node('Unsqueeze', [queryIndex, g.int64s([2])])]);
   const visible = g.node('Mul', [g.node('Cast', [causal], { to: DataType.FLOAT }), g.node('Unsqueeze', [mask, g.int64s([1])])]);
-  return g.node('Unsqueeze', [g.node('Mul', [g.node('Sub', [visible, g.float(1)]), g.float(FLOAT_MAX)]), g.int64s([1])]);
+  return g.node('Unsqueeze', [g.node('Mul', [g.node('Sub', [visible, g.float(1)]), g.float(maskValue)]), g.int64s([1])]);
 }
 
 /**
@@ -153,7 +171,7 @@ function generalBias(g: GraphBuilder, inputIds: string, attentionMask: string): 
  * ([S, S], from `input_ids`), expanded to [B, 1, S, T] and combined with the padding mask. The
  * Expand is valid only when S = T (prefill from an empty cache) or S = 1 (one token on a cache).
  */
-function inputIdsBias(g: GraphBuilder, inputIds: string, attentionMask: string): string {
+function inputIdsBias(g: GraphBuilder, inputIds: string, attentionMask: string, maskValue: number): string {
   const ids = g.node('Cast', [inputIds], { to: DataType.FLOAT });
   const ones = g.node('Add', [g.node('Mul', [ids, g.float(0)]), g.float(1)]); // [B, S]
   const index = g.node('CumSum', [ones, g.int64s([1], [])]); // [B, S]
@@ -169,7 +187,7 @@ function inputIdsBias(g: GraphBuilder, inputIds: string, attentionMask: string):
   const expanded = g.node('Expand', [square, target], {}, 'attn_mask_reformat/input_ids_subgraph/Expand');
   const padding = g.node('Unsqueeze', [g.node('Cast', [attentionMask], { to: DataType.FLOAT }), g.int64s([1, 2])]); // [B, 1, 1, T]
   const visible = g.node('Mul', [expanded, padding]);
-  return g.node('Mul', [g.node('Sub', [visible, g.float(1)]), g.float(FLOAT_MAX)]);
+  return g.node('Mul', [g.node('Sub', [visible, g.float(1)]), g.float(maskValue)]);
 }
 
 /** Positions from the attention mask when the graph takes no position_ids: cumsum(mask) - 1 over the new tokens. */
@@ -185,7 +203,8 @@ const Q4_BLOCK = 32;
 /**
  * x @ w through com.microsoft MatMulNBits: w ([in, out]) quantized per output column in blocks
  * of 32 inputs, q = round(w / scale) + 8 in 0..15 with scale = max|w| / 7, two per byte, low
- * nibble first; no zero points (8 is MatMulNBits' default).
+ * nibble first; no zero points (8 is MatMulNBits' default). The scales are in the activations'
+ * type (float16 in a q4f16 export, where MatMulNBits reads and writes float16).
  */
 export function matMulNBits(g: GraphBuilder, name: string, w: Float32Array, outDim: number, input: string): string {
   const inDim = w.length / outDim;
@@ -208,13 +227,14 @@ export function matMulNBits(g: GraphBuilder, name: string, w: Float32Array, outD
   // onnxruntime's quantizer names them after the float weight (`onnx::MatMul_12_Q4`, `..._scales`).
   const anonymous = name.startsWith('onnx::');
   const bits = g.tensor(anonymous ? `${name}_Q4` : `${name}.q4`, DataType.UINT8, [outDim, blocks, Q4_BLOCK / 2], packed);
-  const scale = g.weight(anonymous ? `${name}_scales` : `${name}.scales`, scales, [outDim * blocks]);
+  const scaleName = anonymous ? `${name}_scales` : `${name}.scales`;
+  const scale = g.halfActivations ? g.half(scaleName, scales, [outDim * blocks]) : g.weight(scaleName, scales, [outDim * blocks]);
   return g.contrib('MatMulNBits', [input, bits, scale], { K: inDim, N: outDim, bits: 4, block_size: Q4_BLOCK });
 }
 
 /** LlamaRMSNorm: x / sqrt(mean(x^2) + eps) * weight. */
 export function rmsNorm(g: GraphBuilder, x: string, weight: string, eps: number): string {
   const meanSquare = g.node('ReduceMean', [g.node('Mul', [x, x])], { axes: [-1], keepdims: 1 });
-  const normed = g.node('Div', [x, g.node('Sqrt', [g.node('Add', [meanSquare, g.float(eps)])])]);
+  const normed = g.node('Div', [x, g.node('Sqrt', [g.node('Add', [meanSquare, g.scalar(eps)])])]);
   return g.node('Mul', [normed, weight]);
 }

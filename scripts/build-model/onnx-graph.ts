@@ -1,7 +1,8 @@
 /**
  * A tiny ONNX graph builder over `onnx-proto`: named inputs and outputs, initializers from typed
  * arrays, and nodes whose outputs get deterministic names, so the same calls always encode to the
- * same bytes.
+ * same bytes. `encode` writes the initializers inline, or (`externalData`) their bytes to a
+ * separate data file as large exports must: a protobuf cannot exceed 2 GB.
  */
 import onnxProto from 'onnx-proto';
 import { floatToHalf } from '../../lib/policy/onnx/half.js';
@@ -25,11 +26,22 @@ export class GraphBuilder {
   /** Node names are `${scope}/${opType}` (as torch.onnx and onnxruntime-genai name them) while set. */
   private scope: string | undefined;
 
+  private readonly halfParams: boolean;
+  /** Activations (and the graph's float I/O) are float16, as in the hub's fp16 and q4f16 exports. */
+  readonly halfActivations: boolean;
+  /** The element type of activations. */
+  readonly act: number;
+
   /**
-   * @param halfParams store `param` tensors as float16, each read through a Cast to float32 (the
-   *   weights of an fp16 export at half the bytes; the arithmetic stays float32).
+   * @param precision.params 'float16': `param` tensors are stored as float16; with float32
+   *   activations each is read through a Cast to float32 (the weights at half the bytes, the
+   *   arithmetic float32), with float16 activations it is used as it is.
    */
-  constructor(private readonly halfParams = false) {}
+  constructor(precision: { params?: 'float32' | 'float16'; activations?: 'float32' | 'float16' } = {}) {
+    this.halfActivations = precision.activations === 'float16';
+    this.halfParams = precision.params === 'float16' || this.halfActivations;
+    this.act = this.halfActivations ? DataType.FLOAT16 : DataType.FLOAT;
+  }
 
   /** Runs `build` with its nodes named after the module `scope` (`/model/layers.0/self_attn/q_proj`). */
   inScope<T>(scope: string | undefined, build: () => T): T {
@@ -57,11 +69,22 @@ export class GraphBuilder {
     return name;
   }
 
-  /** A model parameter: float32, or float16 behind a Cast when the builder keeps parameters at half precision. */
+  /** A float16 weight. */
+  half(name: string, data: Float32Array, dims: number[]): string {
+    this.initializers.push({ name, dims, dataType: DataType.FLOAT16, rawData: halfBytes(data) });
+    return name;
+  }
+
+  /** A model parameter in the activations' type: float32, float16, or float16 behind a Cast to float32. */
   param(name: string, data: Float32Array, dims: number[]): string {
     if (!this.halfParams) return this.weight(name, data, dims);
-    this.initializers.push({ name, dims, dataType: DataType.FLOAT16, rawData: halfBytes(data) });
-    return this.node('Cast', [name], { to: DataType.FLOAT });
+    this.half(name, data, dims);
+    return this.halfActivations ? name : this.node('Cast', [name], { to: DataType.FLOAT });
+  }
+
+  /** A float32 tensor (computed in float32: positions, angles, masks) in the activations' type. */
+  toAct(tensor: string): string {
+    return this.halfActivations ? this.node('Cast', [tensor], { to: DataType.FLOAT16 }) : tensor;
   }
 
   /** A fresh name as torch.onnx gives the initializers it makes by constant folding (`onnx::MatMul_1234`). */
@@ -77,6 +100,12 @@ export class GraphBuilder {
 
   float(value: number): string {
     return this.weight(`const_${this.counter++}`, Float32Array.of(value), []);
+  }
+
+  /** A scalar in the activations' type. */
+  scalar(value: number): string {
+    const name = `const_${this.counter++}`;
+    return this.halfActivations ? this.half(name, Float32Array.of(value), []) : this.weight(name, Float32Array.of(value), []);
   }
 
   /** A raw initializer (for example packed 4-bit weights as UINT8). */
@@ -117,7 +146,38 @@ export class GraphBuilder {
     return this.nodeN(opType, inputs, 1, attributes, output ? [output] : undefined, 'com.microsoft')[0];
   }
 
-  encode(graphName: string, docString: string): Uint8Array {
+  /**
+   * The model's bytes. With `externalData` (the data file's name, `model.onnx_data`), every
+   * initializer of at least 1 KiB is stored there instead, as onnx's `save_model` does
+   * (size_threshold 1024), those of 1 MiB and more at offsets aligned to 64 KiB so they can be
+   * memory-mapped; `data` lists the file's pieces in order.
+   */
+  encode(graphName: string, docString: string): Uint8Array;
+  encode(graphName: string, docString: string, externalData: string): { model: Uint8Array; data: ExternalPiece[]; dataSize: number };
+  encode(graphName: string, docString: string, externalData?: string): Uint8Array | { model: Uint8Array; data: ExternalPiece[]; dataSize: number } {
+    const data: ExternalPiece[] = [];
+    let size = 0;
+    if (externalData) {
+      for (const tensor of this.initializers) {
+        const bytes = tensor.rawData;
+        if (!bytes || bytes.length < 1024) continue;
+        if (bytes.length >= 1 << 20) size = Math.ceil(size / (1 << 16)) * (1 << 16);
+        data.push({ offset: size, bytes });
+        tensor.externalData = [
+          { key: 'location', value: externalData },
+          { key: 'offset', value: String(size) },
+          { key: 'length', value: String(bytes.length) },
+        ];
+        tensor.dataLocation = onnx.TensorProto.DataLocation.EXTERNAL;
+        tensor.rawData = new Uint8Array(0);
+        size += bytes.length;
+      }
+    }
+    const model = this.encodeModel(graphName, docString);
+    return externalData ? { model, data, dataSize: size } : model;
+  }
+
+  private encodeModel(graphName: string, docString: string): Uint8Array {
     const model = onnx.ModelProto.create({
       irVersion: 8,
       producerName: 'webgrpo build-model',
@@ -135,8 +195,6 @@ export class GraphBuilder {
   }
 }
 
-
-
 function halfBytes(data: Float32Array): Uint8Array {
   const bytes = new Uint8Array(data.length * 2);
   const view = new DataView(bytes.buffer);
@@ -144,7 +202,17 @@ function halfBytes(data: Float32Array): Uint8Array {
   return bytes;
 }
 
+/** One initializer's bytes in an external data file. */
+export interface ExternalPiece {
+  offset: number;
+  bytes: Uint8Array;
+}
+
+const LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
+
 function littleEndianBytes(data: Float32Array): Uint8Array {
+  // The array's own bytes where the host is little-endian: no copy of a large model's weights.
+  if (LITTLE_ENDIAN) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   const bytes = new Uint8Array(data.length * 4);
   const view = new DataView(bytes.buffer);
   for (let i = 0; i < data.length; i++) view.setFloat32(i * 4, data[i], true);

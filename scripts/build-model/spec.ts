@@ -1,3 +1,4 @@
+import type { Llama3RopeScaling } from './rope.js';
 import { BASE_VOCAB_SIZE } from './tokenizer.js';
 
 /** The shape of a generated Llama-architecture model; every field ends up in `config.json`. */
@@ -47,9 +48,27 @@ export interface ModelSpec {
    * 'q4': the projections are com.microsoft MatMulNBits with 4-bit blocks of 32 (symmetric, zero
    * point 8), written to onnx/model_q4.onnx with `transformers.js_config.dtype = 'q4'`. 'fp16': every
    * parameter is stored as float16 and read through a Cast to float32 (onnx/model_fp16.onnx, dtype
-   * 'fp16'). Default 'fp32'.
+   * 'fp16'), or used as it is with `halfActivations`. 'q4f16' (onnx/model_q4f16.onnx, the usual
+   * WebGPU choice): MatMulNBits with float16 scales, every other parameter float16, and float16
+   * activations, cache and logits. Default 'fp32'.
    */
-  weights?: 'fp32' | 'fp16' | 'q4';
+  weights?: 'fp32' | 'fp16' | 'q4' | 'q4f16';
+  /**
+   * With weights 'fp16': compute in float16 (activations, cache and logits), as the hub's fp16
+   * exports do, rather than widening each weight to float32. q4f16 always does. Default false.
+   */
+  halfActivations?: boolean;
+  /**
+   * Write the weights to `<file>_data` beside the graph (ONNX external data: initializers of
+   * 1 KiB and more), as exports must once the weights pass 2 GB and the hub's onnx-community
+   * folders do for `model.onnx`; config.json's `transformers.js_config.use_external_data_format`
+   * names the file. Default false.
+   */
+  externalData?: boolean;
+  /** Llama 3's rotary scaling (config.json's `rope_scaling`), applied to the graph's frequencies. */
+  ropeScaling?: Llama3RopeScaling;
+  /** config.json's model_type and architecture (the graph is the same): default 'llama'. */
+  modelType?: 'llama' | 'qwen2' | 'qwen3';
   /**
    * 'exporter': tensors and nodes named as the real tool names them: Optimum (torch.onnx) gives the
    * projection weights anonymous `onnx::MatMul_N` initializers and names nodes after their module
@@ -115,4 +134,6 @@ export function validateSpec(spec: ModelSpec): void {
   if (spec.numHeads % spec.numKvHeads !== 0) throw new RangeError('numHeads must be a multiple of numKvHeads');
   if (spec.headDim % 2 !== 0) throw new RangeError('headDim must be even (rotary embeddings rotate pairs)');
   if (!Number.isInteger(spec.reservedTokens) || spec.reservedTokens < 0) throw new RangeError('reservedTokens must be >= 0');
+  if (spec.graph === 'genai' && (spec.weights === 'q4f16' || spec.halfActivations)) throw new RangeError('the genai graph is built with float32 activations only');
+  if (spec.halfActivations && spec.weights !== 'fp16' && spec.weights !== 'q4f16') throw new RangeError("halfActivations needs weights 'fp16' (q4f16 always computes in float16)");
 }

@@ -6,9 +6,15 @@ import type { OrtSession } from './ort-types.js';
 
 /** The base model as its files hold it. */
 export interface ModelGraph {
-  /** The ONNX graph file's bytes (`onnx/model.onnx`, or the dtype's file). */
+  /**
+   * The ONNX graph file's bytes (`onnx/model.onnx`, or the dtype's file); when its weights are in
+   * external data, its references are renamed to the pieces of `externalData`.
+   */
   graph: Uint8Array;
-  /** External data files by the name the graph refers to them by. */
+  /**
+   * External data by the name the graph refers to it by: each external tensor's bytes on its own
+   * (`model.onnx_data@1024`), read from the file's ranges, never the file whole.
+   */
   externalData: Record<string, Uint8Array>;
   /** The model's config.json. */
   config: Record<string, unknown>;

@@ -8,6 +8,7 @@
  */
 import { ModelLoadError } from '../../errors.js';
 import type { Backend } from './device.js';
+import { readExternalPieces } from './external-data.js';
 import { exposeHiddenState } from './hidden-state.js';
 import type { ModelHost, ModelLocation } from './location.js';
 import type { OrtSession } from './ort-types.js';
@@ -23,18 +24,20 @@ export interface HiddenSession {
   hidden: string;
 }
 
-/** The graph file a session was built from, and its external data files. */
+/** The graph file a session was built from, and its external data. */
 export interface ModelFiles {
   /** The graph file's path in the model (`onnx/model.onnx`). */
   graphFile: string;
+  /** The graph, its external references naming the pieces of `externalData` (external-data.ts). */
   graph: Uint8Array;
-  /** External data files by the name the graph refers to them by (`model.onnx_data`). */
+  /** Each external tensor's bytes by the name the graph now refers to them by (`model.onnx_data@1024`). */
   externalData: Record<string, Uint8Array>;
 }
 
 /**
  * Reads the files `session` was built from, as transformers.js found them for `location` (its
- * `config.dtype` names the file it loaded).
+ * `config.dtype` names the file it loaded): the graph, and of its external data files only the
+ * tensors' bytes, each on its own.
  */
 export async function readModelFiles(transformers: Transformers, location: ModelLocation, modelConfig: unknown, backend: Backend, session: OrtSession, host: ModelHost): Promise<ModelFiles> {
   const dtype = (session as { config?: { dtype?: string } }).config?.dtype;
@@ -45,10 +48,12 @@ export async function readModelFiles(transformers: Transformers, location: Model
   });
   const graphFile = files.find((file) => file.endsWith('.onnx'));
   if (!graphFile) throw new ModelLoadError(`Could not tell which ONNX file ${location.id} was loaded from.`);
-  const dataFiles = files.filter((file) => file.startsWith(`${graphFile}_data`));
-  const read = (file: string) => host.readFile(transformers.env, location, file);
-  const [graph, ...data] = await Promise.all([read(graphFile), ...dataFiles.map(read)]);
-  return { graphFile, graph, externalData: Object.fromEntries(dataFiles.map((file, i) => [file.slice(file.lastIndexOf('/') + 1), data[i]])) };
+  // The graph's own references say which data files and bytes it needs (config.json may not list them).
+  const folder = graphFile.slice(0, graphFile.lastIndexOf('/') + 1);
+  const { graph, externalData } = await readExternalPieces(await host.readFile(transformers.env, location, graphFile), (file, ranges) =>
+    host.readRanges(transformers.env, location, `${folder}${file}`, ranges),
+  );
+  return { graphFile, graph, externalData };
 }
 
 /**

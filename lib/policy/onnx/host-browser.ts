@@ -5,7 +5,7 @@
  * `/models/webgrpo-tiny/` (or `./models/webgrpo-tiny/` under a sub-path).
  */
 import { ModelLoadError } from '../../errors.js';
-import { fetchBytes, hubFileUrl, isHubId, type ModelHost, type ModelLocation } from './location.js';
+import { fetchBytes, fetchRanges, hubFileUrl, isHubId, rangesOfResponse, type ModelHost, type ModelLocation } from './location.js';
 
 export const browserHost: ModelHost = {
   isNode: false,
@@ -22,6 +22,16 @@ export const browserHost: ModelHost = {
       if (cached) return new Uint8Array(await cached.arrayBuffer());
     }
     return fetchBytes(url);
+  },
+  async readRanges(env, location, file, ranges) {
+    if (location.local) return fetchRanges(`${location.id}/${file}`, ranges);
+    const url = hubFileUrl(env, location.id, file);
+    const caches = (globalThis as { caches?: CacheStorage }).caches;
+    if (caches && env.useBrowserCache) {
+      const cached = await (await caches.open(env.cacheKey ?? 'transformers-cache')).match(url);
+      if (cached) return rangesOfResponse(cached, ranges);
+    }
+    return fetchRanges(url, ranges);
   },
 };
 

@@ -6,7 +6,7 @@
  * the entry that picks a host at run time, and never call this one.
  */
 import { ModelLoadError } from '../../errors.js';
-import { fetchBytes, hubFileUrl, isHubId, type ModelHost, type ModelLocation } from './location.js';
+import { fetchBytes, fetchRanges, hubFileUrl, isHubId, type ModelHost, type ModelLocation } from './location.js';
 
 export const nodeHost: ModelHost = {
   isNode: true,
@@ -22,6 +22,35 @@ export const nodeHost: ModelHost = {
     }
     // A hub model not in transformers.js' cache folder: download it.
     return fetchBytes(hubFileUrl(env, location.id, file));
+  },
+  async readRanges(env, location, file, ranges) {
+    const { open } = await import('node:fs/promises');
+    const { join } = await import('node:path');
+    const path = location.local ? join(location.id, file) : join(String(env.cacheDir ?? ''), location.id, file);
+    let handle: Awaited<ReturnType<typeof open>>;
+    try {
+      handle = await open(path, 'r');
+    } catch (cause) {
+      if (location.local) throw new ModelLoadError(`Could not read ${path}.`, { cause });
+      return fetchRanges(hubFileUrl(env, location.id, file), ranges);
+    }
+    try {
+      // Each range at its position: only the bytes the tensors need, one tensor's worth at a time.
+      const pieces: Uint8Array[] = [];
+      for (const { offset, length } of ranges) {
+        const piece = new Uint8Array(length);
+        let filled = 0;
+        while (filled < length) {
+          const { bytesRead } = await handle.read(piece, filled, length - filled, offset + filled);
+          if (bytesRead === 0) break;
+          filled += bytesRead;
+        }
+        pieces.push(filled === length ? piece : piece.subarray(0, filled));
+      }
+      return pieces;
+    } finally {
+      await handle.close();
+    }
   },
 };
 

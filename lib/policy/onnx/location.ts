@@ -9,6 +9,7 @@
  * Hub ids go through the same loader (files fetched from huggingface.co, cached by transformers.js).
  */
 import { ModelLoadError } from '../../errors.js';
+import { rangesOfStream, type ByteRange } from './external-data.js';
 
 export interface ModelLocation {
   /** What to pass to transformers.js' from_pretrained. */
@@ -32,6 +33,8 @@ export interface ModelHost {
   locate(model: string): Promise<ModelLocation>;
   /** One file of the model (`onnx/model.onnx`), from where transformers.js found it. */
   readFile(env: HubEnv, location: ModelLocation, file: string): Promise<Uint8Array>;
+  /** Byte ranges of one file (sorted, not overlapping), each into an array of its own, never the whole file at once. */
+  readRanges(env: HubEnv, location: ModelLocation, file: string, ranges: ByteRange[]): Promise<Uint8Array[]>;
 }
 
 const HUB_ID = /^(\b[\w\-.]+\b\/)?\b[\w\-.]{1,96}\b$/;
@@ -61,4 +64,30 @@ export async function fetchBytes(url: string): Promise<Uint8Array> {
   const response = await fetch(url);
   if (!response.ok) throw new ModelLoadError(`Could not fetch ${url} (HTTP ${response.status}).`);
   return new Uint8Array(await response.arrayBuffer());
+}
+
+/** The ranges of a fetched file, copied out of its body as it streams in (the download stops after the last). */
+export async function fetchRanges(url: string, ranges: ByteRange[]): Promise<Uint8Array[]> {
+  const response = await fetch(url);
+  if (!response.ok || !response.body) throw new ModelLoadError(`Could not fetch ${url} (HTTP ${response.status}).`);
+  return rangesOfResponse(response, ranges);
+}
+
+export function rangesOfResponse(response: Response, ranges: ByteRange[]): Promise<Uint8Array[]> {
+  if (!response.body) throw new ModelLoadError(`${response.url || 'The response'} has no body.`);
+  return rangesOfStream(chunks(response.body), ranges);
+}
+
+/** A stream's chunks through its reader (not every browser iterates a ReadableStream itself); leaving early cancels it. */
+async function* chunks(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
 }
