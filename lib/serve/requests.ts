@@ -26,6 +26,8 @@ export interface Limits {
   maxTokens: number;
   /** `max_tokens` when the request gives none. */
   defaultMaxTokens: number;
+  /** Most milliseconds a `response_format` may take to compile (GrammarOptions.maxCompileMs). */
+  formatCompileMs: number;
 }
 
 export interface GenerationRequest {
@@ -80,7 +82,7 @@ export function parseChatRequest(raw: unknown, limits: Limits): GenerationReques
     optionalInteger(body, 'max_completion_tokens', { min: 1, max: limits.maxTokens }) ??
     optionalInteger(body, 'max_tokens', { min: 1, max: limits.maxTokens }) ??
     limits.defaultMaxTokens;
-  const responseFormat = parseResponseFormat(body.response_format);
+  const responseFormat = parseResponseFormat(body.response_format, limits);
   return { kind: 'chat', model, input: { messages }, maxTokens, logprobs, topLogprobs, ...common(body, limits), ...(responseFormat ? { responseFormat } : {}) };
 }
 
@@ -90,7 +92,7 @@ export function parseChatRequest(raw: unknown, limits: Limits): GenerationReques
  * schema outside the supported subset is a 400 before the request queues. Decoding is always
  * constrained, so `strict: false` gets the same guarantee as `strict: true`.
  */
-function parseResponseFormat(value: unknown): ResponseFormat | undefined {
+function parseResponseFormat(value: unknown, limits: Limits): ResponseFormat | undefined {
   if (value === undefined || value === null) return undefined;
   if (!isObject(value)) throw badField('response_format', `must be an object, got ${typeName(value)}.`, 'invalid_type');
   let format: ResponseFormat;
@@ -108,7 +110,7 @@ function parseResponseFormat(value: unknown): ResponseFormat | undefined {
     throw badField('response_format.type', `must be "text", "json_object" or "json_schema", got ${JSON.stringify(value.type)?.slice(0, 40)}.`);
   }
   try {
-    compileResponseFormat(format);
+    compileResponseFormat(format, { maxCompileMs: limits.formatCompileMs });
   } catch (error) {
     if (error instanceof WebgrpoError) throw badField('response_format', error.message);
     throw error;

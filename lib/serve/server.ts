@@ -14,6 +14,7 @@ import type { JsonlFormat } from '../export/jsonl.js';
 import type { Policy } from '../core/policy.js';
 import { createSession, type Session } from '../session/session.js';
 import type { SessionStore } from '../store/session-records.js';
+import { compileResponseFormat } from '../policy/constrain/format.js';
 import { ApiError } from './api-error.js';
 import { createApp } from './app.js';
 import { answerClientError } from './client-error.js';
@@ -40,6 +41,13 @@ interface ServeCommon {
   defaultMaxTokens?: number;
   /** Largest `n`. Default 64. */
   maxN?: number;
+  /**
+   * Most milliseconds a request's `response_format` may take to compile on the event loop
+   * (beyond its budget of automaton states) before it is a 400 naming this budget. Default 75:
+   * with it no format pauses the other requests (or `/health`) for more than about 100 ms.
+   * A format compiled once is kept, so the same schema is not compiled again.
+   */
+  formatCompileMs?: number;
   /** Generations allowed to wait for the model; more get a 503 (clients retry). Default 256. */
   maxPending?: number;
   /**
@@ -128,6 +136,10 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
   const format = options.feedbackFormat ?? 'conversational';
   checkApiKey(options.apiKey);
   if (options.feedbackFile !== undefined) await checkWritable(options.feedbackFile);
+  // The compiler's first run is mostly the JIT's (a few hundred ms, ten times a warm run): do it
+  // before listening, so formatCompileMs measures a request's format, not the warm-up, and the
+  // commonest format (`json_object`) is compiled and kept already.
+  compileResponseFormat({ type: 'json_object' });
   const sink = options.feedbackFile !== undefined ? jsonlFileSink(options.feedbackFile) : undefined;
   const log = options.log ?? (() => undefined);
   const listenHost = options.host ?? '127.0.0.1';
@@ -140,6 +152,7 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
       maxN: options.maxN ?? 64,
       maxTokens: options.maxTokens ?? 4096,
       defaultMaxTokens: options.defaultMaxTokens ?? 256,
+      formatCompileMs: options.formatCompileMs ?? 75,
     },
     corsOrigins: options.corsOrigins ?? [],
     listenHost,
