@@ -14,7 +14,7 @@ import type { JsonlFormat } from '../export/jsonl.js';
 import { recordingPolicy, replayPolicy, type RecordingPolicy } from '../policy/recorded.js';
 import type { Policy } from '../core/policy.js';
 import { exportRun } from '../store/bundle.js';
-import { openFileStore, type FileStore } from '../node.js';
+import { openFileStore, sealUnverified, type FileStore } from '../node.js';
 import { runMethod } from '../methods/run-method.js';
 import type { RunRecord, StepPayloadBase } from '../store/records.js';
 import type { LoopMode } from '../methods/training-free/record.js';
@@ -99,6 +99,8 @@ Runs
   --export-format <f>    conversational (default; role/content lists, any dataset) | standard
                          (plain strings; needs a dataset of raw "prompt" items)
   --list                 list the stored runs
+  --seal-unverified      seal, once, the files of a store written by webgrpo before records carried
+                         checksums (otherwise read as damaged); only for files you trust as they are
   --quiet                no progress bar
   -h, --help             this text
 `;
@@ -134,6 +136,7 @@ const OPTIONS = {
   'export-jsonl': { type: 'string' },
   'export-format': { type: 'string', default: 'conversational' },
   list: { type: 'boolean', default: false },
+  'seal-unverified': { type: 'boolean', default: false },
   quiet: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
@@ -151,6 +154,11 @@ export async function run(argv: string[], io: TrainIo = nodeIo()): Promise<numbe
     return 0;
   }
   try {
+    if (values['seal-unverified']) {
+      const files = await sealUnverified(resolve(values.store));
+      io.stdout(`Sealed ${files.length} file(s) written without checksums in ${resolve(values.store)}; every later edit of them is found.\n`);
+      return 0;
+    }
     const store = await openFileStore(resolve(values.store));
     try {
       if (values.list) return await listRuns(store, io);

@@ -299,3 +299,26 @@ export function checkGroup(stored: unknown, id: string, what: string): GroupReco
 function changeText(field: string, change: FieldChange['change']): string {
   return { changed: `a different ${field} than`, removed: `lost ${field} since`, added: `gained ${field} since` }[change];
 }
+
+/**
+ * A stored file's records carry their checksums: one that lacks them (its `integrity` key deleted,
+ * which would hide any edit, or a file an early webgrpo wrote) cannot be verified and is damage,
+ * not trusted. Stores written before checksums are sealed once, on their owner's word, with
+ * `sealUnverified` (file-seal.ts). `stored` is one record, or a list of them (items.json); `check`
+ * reads it first, so a record broken in its shape is named by what is broken.
+ */
+export function requireSeal<T>(stored: unknown, what: string, runId: string, check: () => T): T {
+  const checked = check();
+  const list = Array.isArray(stored);
+  (list ? (stored as unknown[]) : [stored]).forEach((record, i) => {
+    if (!isObj(record) || INTEGRITY in record) return;
+    const field = list ? `[${i}].${INTEGRITY}` : INTEGRITY;
+    corrupt(
+      what,
+      `has no checksum (${field} is missing: the key was removed, or webgrpo before checksums wrote it), so no edit of it could be found; if webgrpo wrote this store before checksums and you trust its files, seal them once with \`webgrpo train --store <folder> --seal-unverified\` (sealUnverified in webgrpo/node), otherwise ${remedy(runId)}`,
+      runId,
+      field,
+    );
+  });
+  return checked;
+}
