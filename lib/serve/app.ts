@@ -138,6 +138,11 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
       await handler(req, res, params, signal);
     } catch (error) {
       const apiError = toApiError(error);
+      // A request refused for where it comes from (a forged Host, a foreign Origin) gives the
+      // browser nothing to read: no CORS headers.
+      if (!res.headersSent && (apiError.errorCode === 'invalid_host' || apiError.errorCode === 'origin_not_allowed')) {
+        for (const name of res.getHeaderNames()) if (name.startsWith('access-control-') || name === 'vary') res.removeHeader(name);
+      }
       if (!res.headersSent) sendError(res, apiError);
       else if (!res.writableEnded) res.end();
       // Server-side failures and damaged stored records go to the log, with the details the

@@ -14,6 +14,7 @@ import {
   optionalNumber,
   rejectUnsupported,
   requiredString,
+  checkLength,
   stopStrings,
   typeName,
   type Body,
@@ -102,6 +103,8 @@ function parseResponseFormat(value: unknown, limits: Limits): ResponseFormat | u
     const spec = value.json_schema;
     if (!isObject(spec)) throw badField('response_format.json_schema', `must be an object with name and schema, got ${typeName(spec)}.`, 'invalid_type');
     if (typeof spec.name !== 'string' || spec.name === '') throw badField('response_format.json_schema.name', 'must be a non-empty string.');
+    // OpenAI's limit for the name.
+    checkLength('response_format.json_schema.name', spec.name, 64);
     if (spec.strict !== undefined && spec.strict !== null && typeof spec.strict !== 'boolean') throw badField('response_format.json_schema.strict', 'must be a boolean.', 'invalid_type');
     const schema = spec.schema ?? true;
     if (typeof schema !== 'boolean' && !isObject(schema)) throw badField('response_format.json_schema.schema', `must be a JSON Schema object, got ${typeName(schema)}.`, 'invalid_type');

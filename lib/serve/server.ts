@@ -48,6 +48,13 @@ interface ServeCommon {
    * A format compiled once is kept, so the same schema is not compiled again.
    */
   formatCompileMs?: number;
+  /**
+   * Most milliseconds a client may take to send its request headers, and its whole request
+   * (headers and body), before a 408 closes the connection: a client that trickles headers or
+   * declares a body it never sends holds no connection for long. Defaults 10,000 and 30,000.
+   */
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
   /** Generations allowed to wait for the model; more get a 503 (clients retry). Default 256. */
   maxPending?: number;
   /**
@@ -165,7 +172,11 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
   const inFlight = new Map<ServerResponse, AbortController>();
   let drained: (() => void) | null = null;
 
-  const server = createServer((req, res) => {
+  const requestTimeout = options.requestTimeoutMs ?? 30_000;
+  const headersTimeout = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout);
+  // Node looks for expired requests every connectionsCheckingInterval: often enough for the limits to hold.
+  const timeouts = { headersTimeout, requestTimeout, connectionsCheckingInterval: Math.max(100, Math.min(1_000, headersTimeout / 4)) };
+  const server = createServer(timeouts, (req, res) => {
     const started = Date.now();
     if (closing) {
       res.shouldKeepAlive = false;
