@@ -26,6 +26,7 @@ import { builtinRewards } from '../tasks/rewards.js';
 import { Progress, table, type ViewIo } from './train-view.js';
 import { adapterOptions, int, libraryOptions, num, UsageError } from './train-flags.js';
 import { modelPath } from './model-arg.js';
+import { checkOutputPaths } from './output-paths.js';
 import { methodKinds, methodOf } from '../methods/registry.js';
 import { resumeRun, startRun } from '../run/driver.js';
 import type { StartOptions } from '../run/method.js';
@@ -179,6 +180,7 @@ export async function run(argv: string[], io: TrainIo = nodeIo()): Promise<numbe
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>['values'];
 
 async function train(values: Values, store: FileStore, io: TrainIo): Promise<number> {
+  await checkOutputPaths({ out: values.out, 'export-jsonl': values['export-jsonl'] }, store.root);
   const bundled = (values.model === undefined || values.model === 'webgrpo-tiny') && values.replay === undefined;
   const resumed = values.resume !== undefined ? await store.getRun(values.resume) : undefined;
   if (values.resume !== undefined && !resumed) throw new UsageError(`No run "${values.resume}" in ${store.root}; see \`webgrpo train --list\`.`);

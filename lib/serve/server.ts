@@ -192,11 +192,11 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
       inFlight.delete(res);
       // A response cut off before its end did not succeed, whatever status its headers said.
       const outcome = finished ? String(res.statusCode) : `aborted${res.headersSent ? ` after ${res.statusCode} headers` : ''}`;
-      log(`${req.method} ${req.url} ${outcome} ${Date.now() - started}ms`);
+      log(`${req.method} ${logged(req.url)} ${outcome} ${Date.now() - started}ms`);
       if (closing && inFlight.size === 0) drained?.();
     });
     app(req, res, controller.signal).catch((error: unknown) => {
-      log(`error in ${req.method} ${req.url}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      log(`error in ${req.method} ${logged(req.url)}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     });
   });
   server.on('clientError', answerClientError);
@@ -261,4 +261,11 @@ async function checkWritable(path: string): Promise<void> {
     const code = (error as { code?: string }).code ?? 'error';
     throw new InvalidInputError('feedbackFile', `${path} cannot be opened for appending (${code}); choose a writable file.`, { cause: error });
   }
+}
+
+/** A request's target as the log writes it: the path alone, since a query can carry a key (`?api_key=…`). */
+function logged(url: string | undefined): string {
+  const target = url ?? '';
+  const query = target.indexOf('?');
+  return query < 0 ? target : `${target.slice(0, query)}?[query not logged]`;
 }

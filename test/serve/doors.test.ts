@@ -120,6 +120,15 @@ describe('smaller doors', () => {
     expect(ms).toBeLessThan(5_000);
   });
 
+  it('the access log writes no query string (a key sent as ?api_key= stays out of it)', async () => {
+    await fetch(`${toy.url}/models?api_key=sk-live-logged-0123456789`);
+    await fetch(`${toy.url.replace(/\/v1$/, '')}/health?token=sk-live-logged-0123456789`);
+    const lines = log.filter((line) => line.includes('/v1/models') || line.includes('/health'));
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    for (const line of lines) expect(line).not.toContain('sk-live-logged');
+    expect(lines.some((line) => line.startsWith('GET /v1/models?[query not logged]'))).toBe(true);
+  });
+
   it('a client that never reads a large stream is cut off once its events pass the buffer cap', async () => {
     // The server's event stream over a real connection whose client never reads: 64 MiB of events
     // offered, at most the cap (plus one event) ever waiting in the server's memory.
