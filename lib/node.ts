@@ -2,6 +2,7 @@
 import { methodRecords } from './methods/records.js';
 import { openFileStore as openWith, type FileStore, type FileStoreOptions } from './store/file.js';
 import { openFileSessionStore as openSessionWith, type FileSessionStore } from './store/file-groups.js';
+import { sealUnverified as sealWith } from './store/file-seal.js';
 
 export { FileStore, FILE_STORE_VERSION, type FileStoreOptions } from './store/file.js';
 export { FileSessionStore } from './store/file-groups.js';
@@ -16,4 +17,13 @@ export function openFileStore(root: string, options: Partial<FileStoreOptions> =
 /** Opens (creating or migrating) the store folder `root` and returns its ask/tell group store. */
 export function openFileSessionStore(root: string, options: Partial<FileStoreOptions> = {}): Promise<FileSessionStore> {
   return openSessionWith(root, { records: options.records ?? methodRecords });
+}
+
+/**
+ * Seals, once, the records of a store folder written before records carried checksums (which are
+ * otherwise read as damage: nothing in them can be verified); returns the files rewritten. Only for
+ * a store whose files you trust as they are, with no run training on it.
+ */
+export function sealUnverified(root: string, options: Partial<FileStoreOptions> = {}): Promise<string[]> {
+  return sealWith(root, options.records ?? methodRecords);
 }

@@ -14,7 +14,7 @@ import type { JsonlFormat } from '../export/jsonl.js';
 import { recordingPolicy, replayPolicy, type RecordingPolicy } from '../policy/recorded.js';
 import type { Policy } from '../core/policy.js';
 import { exportRun } from '../store/bundle.js';
-import { openFileStore, type FileStore } from '../node.js';
+import { openFileStore, sealUnverified, type FileStore } from '../node.js';
 import { runMethod } from '../methods/run-method.js';
 import type { RunRecord, StepPayloadBase } from '../store/records.js';
 import type { LoopMode } from '../methods/training-free/record.js';
@@ -27,6 +27,7 @@ import { Progress, table, type ViewIo } from './train-view.js';
 import { adapterOptions, int, libraryOptions, num, UsageError } from './train-flags.js';
 import { modelPath } from './model-arg.js';
 import { writeTrainedPeftFolder } from './peft-out.js';
+import { checkOutputPaths } from './output-paths.js';
 import { methodKinds, methodOf } from '../methods/registry.js';
 import { resumeRun, startRun } from '../run/driver.js';
 import type { StartOptions } from '../run/method.js';
@@ -102,6 +103,8 @@ Runs
   --export-format <f>    conversational (default; role/content lists) | standard (plain
                          strings; chat prompts rendered through the model's chat template)
   --list                 list the stored runs
+  --seal-unverified      seal, once, the files of a store written by webgrpo before records carried
+                         checksums (otherwise read as damaged); only for files you trust as they are
   --quiet                no progress bar
   -h, --help             this text
 `;
@@ -138,6 +141,7 @@ const OPTIONS = {
   'export-format': { type: 'string', default: 'conversational' },
   'peft-out': { type: 'string' },
   list: { type: 'boolean', default: false },
+  'seal-unverified': { type: 'boolean', default: false },
   quiet: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
@@ -155,6 +159,11 @@ export async function run(argv: string[], io: TrainIo = nodeIo()): Promise<numbe
     return 0;
   }
   try {
+    if (values['seal-unverified']) {
+      const files = await sealUnverified(resolve(values.store));
+      io.stdout(`Sealed ${files.length} file(s) written without checksums in ${resolve(values.store)}; every later edit of them is found.\n`);
+      return 0;
+    }
     const store = await openFileStore(resolve(values.store));
     try {
       if (values.list) return await listRuns(store, io);
@@ -175,6 +184,7 @@ export async function run(argv: string[], io: TrainIo = nodeIo()): Promise<numbe
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>['values'];
 
 async function train(values: Values, store: FileStore, io: TrainIo): Promise<number> {
+  await checkOutputPaths({ out: values.out, 'export-jsonl': values['export-jsonl'] }, store.root);
   const bundled = (values.model === undefined || values.model === 'webgrpo-tiny') && values.replay === undefined;
   const resumed = values.resume !== undefined ? await store.getRun(values.resume) : undefined;
   if (values.resume !== undefined && !resumed) throw new UsageError(`No run "${values.resume}" in ${store.root}; see \`webgrpo train --list\`.`);

@@ -170,9 +170,16 @@ const SAFE_HEADERS = new Set([
 
 /** Secrets shorter than this are not cut where they are only part of an encoding (too many false hits). */
 const MIN_ENCODED = 8;
+/**
+ * The part of a secret that is redacted where it appears alone: a server that echoes a key cut
+ * short (its first 24 characters) still leaks most of it; 12 characters are too few to appear in
+ * ordinary text by chance.
+ */
+const PREFIX = 12;
 
 /**
- * The spellings of a secret that an echo may carry: itself, URL- and JSON-escaped, and base64
+ * The spellings of a secret that an echo may carry: itself, URL- and JSON-escaped, hex, its first
+ * `PREFIX` characters, and base64
  * (standard and URL-safe) at each of the three byte alignments it can take inside a longer encoded
  * text (`Basic` credentials, a base64 dump of the request), cut to the characters that do not
  * depend on its neighbours.
@@ -181,6 +188,9 @@ function spellings(secret: string): string[] {
   const out = [secret, encodeURIComponent(secret), JSON.stringify(secret).slice(1, -1)];
   if (secret.length < MIN_ENCODED) return out;
   const bytes = new TextEncoder().encode(secret);
+  // Hex (any case: the pattern ignores it), and a prefix a server may echo cut short.
+  out.push(Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join(''));
+  if (secret.length > PREFIX) out.push(secret.slice(0, PREFIX));
   for (let offset = 0; offset < 3; offset++) {
     const padded = new Uint8Array(offset + bytes.length);
     padded.set(bytes, offset);
@@ -224,9 +234,13 @@ export function redactor(headers: Record<string, string>): (text: string) => str
   return (text) => {
     const out = pattern ? text.replace(pattern, '[redacted]') : text;
     // Whatever else a server echoes after a scheme keyword is a credential too.
-    return out
-      .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi, '$1 [redacted]')
-      .replace(/(\/\/)[^/@\s]+@/g, '$1[redacted]@');
+    return (
+      out
+        .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi, '$1 [redacted]')
+        .replace(/(\/\/)[^/@\s]+@/g, '$1[redacted]@')
+        // A URL's query can carry a key (`?api-key=…`): none is written out.
+        .replace(/(\bhttps?:\/\/[^\s?#"'<>]*)\?[^\s#"'<>]*/gi, '$1?[redacted]')
+    );
   };
 }
 

@@ -53,13 +53,35 @@ export interface OpenAiPolicyOptions {
   responseFormats?: boolean;
 }
 
+/**
+ * The base URL: http(s), with no query, fragment or user part. A key belongs in `apiKey` (the
+ * Authorization header): one in the URL would be written wherever the URL is (errors, a run's
+ * record, exports), and the endpoint path is appended to the base, so a query there never works.
+ * The message never repeats the URL, which may hold the key.
+ */
+function checkBaseUrl(baseURL: unknown): void {
+  const example = 'such as http://127.0.0.1:8000/v1';
+  if (typeof baseURL !== 'string' || !/^https?:\/\//i.test(baseURL)) throw new InvalidInputError('baseURL', `must be an http(s) URL ${example}.`);
+  let url: URL;
+  try {
+    url = new URL(baseURL);
+  } catch {
+    throw new InvalidInputError('baseURL', `is not a valid URL; give one ${example}.`);
+  }
+  if (url.search !== '' || baseURL.includes('?')) {
+    throw new InvalidInputError('baseURL', 'has a query string; the endpoint path is appended to the base URL, so a query there never works, and a key belongs in apiKey (sent as the Authorization header), never in the URL.');
+  }
+  if (url.hash !== '' || baseURL.includes('#')) throw new InvalidInputError('baseURL', `has a fragment (#…); give the base URL alone, ${example}.`);
+  if (url.username !== '' || url.password !== '') {
+    throw new InvalidInputError('baseURL', 'holds credentials (user:password@); put the key in apiKey (sent as the Authorization header), never in the URL.');
+  }
+}
+
 /** Groups asked one completion per call after a server rejected `n`, before `n` is tried again. */
 export const N_PROBE_GROUPS = 16;
 
 export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
-  if (typeof options?.baseURL !== 'string' || !/^https?:\/\//.test(options.baseURL)) {
-    throw new InvalidInputError('baseURL', `must be an http(s) URL such as http://127.0.0.1:8000/v1, got ${String(options?.baseURL)}.`);
-  }
+  checkBaseUrl(options?.baseURL);
   if (typeof options.model !== 'string' || options.model === '') throw new InvalidInputError('model', 'must name the model to call.');
   const base = options.baseURL.replace(/\/+$/, '');
   const extensions = options.extensions ?? false;

@@ -12,8 +12,8 @@ export class ApiError extends Error {
   readonly param: string | null;
   readonly errorCode: string | null;
 
-  constructor(status: number, message: string, details: { type?: ApiErrorType; param?: string | null; code?: string | null } = {}) {
-    super(message);
+  constructor(status: number, message: string, details: { type?: ApiErrorType; param?: string | null; code?: string | null; cause?: unknown } = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.status = status;
     this.type = details.type ?? (status >= 500 ? 'server_error' : 'invalid_request_error');
     this.param = details.param ?? null;
@@ -52,7 +52,12 @@ export function toApiError(error: unknown): ApiError {
           code: 'insufficient_storage',
         });
       case 'StoreCorrupt':
-        return new ApiError(500, "The server's store is damaged; its operator has the details in the server's log.", { code: 'store_corrupt' });
+        // Not a 500: the server works, the stored record this request names does not verify (and
+        // stays as it is). 409: the request conflicts with the state of that record.
+        return new ApiError(409, "The server's stored record for this request is damaged, so it is not used and nothing was changed; its operator has the details in the server's log.", {
+          type: 'invalid_request_error',
+          code: 'store_corrupt',
+        });
       default:
         return new ApiError(500, INTERNAL, { code: 'internal_error' });
     }

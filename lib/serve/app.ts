@@ -138,9 +138,16 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
       await handler(req, res, params, signal);
     } catch (error) {
       const apiError = toApiError(error);
+      // A request refused for where it comes from (a forged Host, a foreign Origin) gives the
+      // browser nothing to read: no CORS headers.
+      if (!res.headersSent && (apiError.errorCode === 'invalid_host' || apiError.errorCode === 'origin_not_allowed')) {
+        for (const name of res.getHeaderNames()) if (name.startsWith('access-control-') || name === 'vary') res.removeHeader(name);
+      }
       if (!res.headersSent) sendError(res, apiError);
       else if (!res.writableEnded) res.end();
-      if (apiError.status >= 500) throw error;
+      // Server-side failures and damaged stored records go to the log, with the details the
+      // client is not shown.
+      if (apiError.status >= 500 || apiError.errorCode === 'store_corrupt') throw error;
     }
   };
 }
@@ -152,7 +159,12 @@ async function logFeedback(sink: JsonlFileSink, line: string): Promise<void> {
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     if (code === 'ENOSPC' || code === 'EDQUOT') throw new StoreQuotaError(`The feedback file ${sink.path} is on a full disk (${code}).`, { cause: error });
-    throw error;
+    // Anything else (the file became a folder, lost its permissions): the server's fault, not the
+    // request's, and one its operator can fix; the client learns the group stays untold, not the path.
+    throw new ApiError(503, `The server could not append to its feedback log (${typeof code === 'string' ? code : 'write failed'}), so the group stays untold; retry once its operator has fixed the log file.`, {
+      code: 'feedback_log_unwritable',
+      cause: error,
+    });
   }
 }
 

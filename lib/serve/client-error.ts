@@ -10,9 +10,12 @@ import { ApiError } from './api-error.js';
 
 interface ParserError extends Error {
   code?: string;
+  reason?: string;
 }
 
 function apiErrorFor(error: ParserError): ApiError {
+  // A request line ended by a bare LF (or CR) is malformed, not of another HTTP version.
+  if (error.code === 'HPE_INVALID_VERSION' && /CRLF|\bCR\b|\bLF\b/.test(error.reason ?? '')) error = { ...error, code: 'HPE_CR_EXPECTED' };
   switch (error.code) {
     case 'HPE_HEADER_OVERFLOW':
       return new ApiError(431, 'The request headers are larger than the server accepts; send fewer or shorter headers.', {

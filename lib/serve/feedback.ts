@@ -16,7 +16,7 @@ import { parseCompletionId } from '../session/records.js';
 import type { ExternalCompletion, Session, TellInput } from '../session/session.js';
 import type { GroupRecord, Reward } from '../store/session-records.js';
 import { ApiError, badField } from './api-error.js';
-import { asBody, optionalNumber, optionalString, typeName, type Body } from './fields.js';
+import { asBody, optionalNumber, optionalString, TEXT, typeName, type Body } from './fields.js';
 import { parseMessages } from './requests.js';
 
 /** Called on every group about to be told (a new one has no id yet); throws to refuse the request. */
@@ -50,7 +50,7 @@ export async function feedback(session: Session, raw: unknown, options: Feedback
         }
       : {};
   const temperature = optionalNumber(body, 'temperature', { min: 0, max: 2 });
-  const prompt = optionalString(body, 'prompt');
+  const prompt = optionalString(body, 'prompt', TEXT);
   const messages = body.messages === undefined || body.messages === null ? undefined : parseMessages(body.messages);
 
   if (groupId !== undefined) {
@@ -124,7 +124,7 @@ function parseCompletions(value: unknown, max: number): ExternalCompletion[] | u
     }
     const item = c as Body;
     if (!('reward' in item)) throw badField(`completions[${i}].reward`, 'is required (a number, null, or a list).', 'missing_required_parameter');
-    const text = optionalString(item, 'text');
+    const text = optionalString(item, 'text', TEXT);
     const tokenIds = item.token_ids ?? undefined;
     if (tokenIds !== undefined && !Array.isArray(tokenIds)) {
       throw badField(`completions[${i}].token_ids`, 'must be a list of token ids.', 'invalid_type');

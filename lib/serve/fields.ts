@@ -17,14 +17,34 @@ function present(body: Body, key: string): boolean {
   return body[key] !== undefined && body[key] !== null;
 }
 
-export function optionalString(body: Body, key: string): string | undefined {
+/**
+ * Longest name-like string field (a model, a group id): each is copied into logs, responses and
+ * stored records, so none may take the whole body.
+ */
+export const MAX_NAME_LENGTH = 256;
+/** Longest `stop` string: a stream holds back the longest one minus one character. */
+export const MAX_STOP_LENGTH = 256;
+/**
+ * Text fields (prompts, message contents, told completions) are bounded by the body limit and, once
+ * tokenized, by the model's context: they pass this as their cap.
+ */
+export const TEXT = Infinity;
+
+export function optionalString(body: Body, key: string, maxLength = MAX_NAME_LENGTH): string | undefined {
   if (!present(body, key)) return undefined;
-  if (typeof body[key] !== 'string') throw badField(key, `must be a string, got ${typeName(body[key])}.`, 'invalid_type');
-  return body[key] as string;
+  const value = body[key];
+  if (typeof value !== 'string') throw badField(key, `must be a string, got ${typeName(value)}.`, 'invalid_type');
+  checkLength(key, value, maxLength);
+  return value;
 }
 
-export function requiredString(body: Body, key: string): string {
-  const value = optionalString(body, key);
+/** A 400 for a string over `maxLength` characters. */
+export function checkLength(key: string, value: string, maxLength: number): void {
+  if (value.length > maxLength) throw badField(key, `must be at most ${maxLength} characters, got ${value.length}.`, 'string_above_max_length');
+}
+
+export function requiredString(body: Body, key: string, maxLength = MAX_NAME_LENGTH): string {
+  const value = optionalString(body, key, maxLength);
   if (value === undefined) throw badField(key, 'is required.', 'missing_required_parameter');
   return value;
 }
@@ -71,6 +91,7 @@ export function stopStrings(body: Body, max: number): string[] | undefined {
   }
   if (list.length > max) throw badField('stop', `takes at most ${max} strings, got ${list.length}.`);
   if (list.some((s) => s === '')) throw badField('stop', 'strings must not be empty.');
+  for (const s of list) checkLength('stop', s, MAX_STOP_LENGTH);
   return list.length ? list : undefined;
 }
 

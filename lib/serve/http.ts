@@ -9,9 +9,24 @@ import { ApiError } from './api-error.js';
  */
 const DISCARD_LIMIT = 64 << 20;
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Most bytes of events waiting for a client that does not read them: past it the client is cut
+ * off (and its generation cancelled), so slow or stalled readers cannot grow the server's memory.
+ */
+export const MAX_BUFFERED_EVENTS = 1 << 20;
+
 /** Reads the whole body, refusing (413) past `limit` bytes, and parses it as JSON (400 if it is not). */
 export async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
-  const text = (await readBody(req, limit)).toString('utf8');
+  let text: string;
+  try {
+    // Fatal: invalid UTF-8 is refused, not replaced by U+FFFD and answered as if it had been sent.
+    text = UTF8.decode(await readBody(req, limit));
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    throw new ApiError(400, 'The request body is not valid UTF-8; send JSON encoded as UTF-8.', { code: 'invalid_json' });
+  }
   if (text.trim() === '') throw new ApiError(400, 'The request body is empty; send a JSON object.', { code: 'invalid_json' });
   try {
     return JSON.parse(text);
@@ -82,12 +97,14 @@ export class EventStream {
   }
 
   send(data: unknown): void {
-    if (!this.#res.writableEnded) this.#res.write(`data: ${JSON.stringify(data)}\n\n`);
+    if (this.#res.writableEnded || this.#res.destroyed) return;
+    this.#res.write(`data: ${JSON.stringify(data)}\n\n`);
+    if (this.#res.writableLength > MAX_BUFFERED_EVENTS) this.#res.destroy();
   }
 
   /** Ends the stream; an error after the headers went out is sent as an event, as OpenAI does. */
   end(error?: ApiError): void {
-    if (this.#res.writableEnded) return;
+    if (this.#res.writableEnded || this.#res.destroyed) return;
     if (error) this.send(error);
     this.#res.end('data: [DONE]\n\n');
   }

@@ -14,6 +14,7 @@ import {
   optionalNumber,
   rejectUnsupported,
   requiredString,
+  checkLength,
   stopStrings,
   typeName,
   type Body,
@@ -26,6 +27,8 @@ export interface Limits {
   maxTokens: number;
   /** `max_tokens` when the request gives none. */
   defaultMaxTokens: number;
+  /** Most milliseconds a `response_format` may take to compile (GrammarOptions.maxCompileMs). */
+  formatCompileMs: number;
 }
 
 export interface GenerationRequest {
@@ -80,7 +83,7 @@ export function parseChatRequest(raw: unknown, limits: Limits): GenerationReques
     optionalInteger(body, 'max_completion_tokens', { min: 1, max: limits.maxTokens }) ??
     optionalInteger(body, 'max_tokens', { min: 1, max: limits.maxTokens }) ??
     limits.defaultMaxTokens;
-  const responseFormat = parseResponseFormat(body.response_format);
+  const responseFormat = parseResponseFormat(body.response_format, limits);
   return { kind: 'chat', model, input: { messages }, maxTokens, logprobs, topLogprobs, ...common(body, limits), ...(responseFormat ? { responseFormat } : {}) };
 }
 
@@ -90,7 +93,7 @@ export function parseChatRequest(raw: unknown, limits: Limits): GenerationReques
  * schema outside the supported subset is a 400 before the request queues. Decoding is always
  * constrained, so `strict: false` gets the same guarantee as `strict: true`.
  */
-function parseResponseFormat(value: unknown): ResponseFormat | undefined {
+function parseResponseFormat(value: unknown, limits: Limits): ResponseFormat | undefined {
   if (value === undefined || value === null) return undefined;
   if (!isObject(value)) throw badField('response_format', `must be an object, got ${typeName(value)}.`, 'invalid_type');
   let format: ResponseFormat;
@@ -100,6 +103,8 @@ function parseResponseFormat(value: unknown): ResponseFormat | undefined {
     const spec = value.json_schema;
     if (!isObject(spec)) throw badField('response_format.json_schema', `must be an object with name and schema, got ${typeName(spec)}.`, 'invalid_type');
     if (typeof spec.name !== 'string' || spec.name === '') throw badField('response_format.json_schema.name', 'must be a non-empty string.');
+    // OpenAI's limit for the name.
+    checkLength('response_format.json_schema.name', spec.name, 64);
     if (spec.strict !== undefined && spec.strict !== null && typeof spec.strict !== 'boolean') throw badField('response_format.json_schema.strict', 'must be a boolean.', 'invalid_type');
     const schema = spec.schema ?? true;
     if (typeof schema !== 'boolean' && !isObject(schema)) throw badField('response_format.json_schema.schema', `must be a JSON Schema object, got ${typeName(schema)}.`, 'invalid_type');
@@ -108,7 +113,7 @@ function parseResponseFormat(value: unknown): ResponseFormat | undefined {
     throw badField('response_format.type', `must be "text", "json_object" or "json_schema", got ${JSON.stringify(value.type)?.slice(0, 40)}.`);
   }
   try {
-    compileResponseFormat(format);
+    compileResponseFormat(format, { maxCompileMs: limits.formatCompileMs });
   } catch (error) {
     if (error instanceof WebgrpoError) throw badField('response_format', error.message);
     throw error;

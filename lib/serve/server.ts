@@ -14,6 +14,7 @@ import type { JsonlFormat } from '../export/jsonl.js';
 import type { Policy } from '../core/policy.js';
 import { createSession, type Session } from '../session/session.js';
 import type { SessionStore } from '../store/session-records.js';
+import { compileResponseFormat } from '../policy/constrain/format.js';
 import { ApiError } from './api-error.js';
 import { createApp } from './app.js';
 import { answerClientError } from './client-error.js';
@@ -40,6 +41,20 @@ interface ServeCommon {
   defaultMaxTokens?: number;
   /** Largest `n`. Default 64. */
   maxN?: number;
+  /**
+   * Most milliseconds a request's `response_format` may take to compile on the event loop
+   * (beyond its budget of automaton states) before it is a 400 naming this budget. Default 75:
+   * with it no format pauses the other requests (or `/health`) for more than about 100 ms.
+   * A format compiled once is kept, so the same schema is not compiled again.
+   */
+  formatCompileMs?: number;
+  /**
+   * Most milliseconds a client may take to send its request headers, and its whole request
+   * (headers and body), before a 408 closes the connection: a client that trickles headers or
+   * declares a body it never sends holds no connection for long. Defaults 10,000 and 30,000.
+   */
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
   /** Generations allowed to wait for the model; more get a 503 (clients retry). Default 256. */
   maxPending?: number;
   /**
@@ -128,6 +143,10 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
   const format = options.feedbackFormat ?? 'conversational';
   checkApiKey(options.apiKey);
   if (options.feedbackFile !== undefined) await checkWritable(options.feedbackFile);
+  // The compiler's first run is mostly the JIT's (a few hundred ms, ten times a warm run): do it
+  // before listening, so formatCompileMs measures a request's format, not the warm-up, and the
+  // commonest format (`json_object`) is compiled and kept already.
+  compileResponseFormat({ type: 'json_object' });
   const sink = options.feedbackFile !== undefined ? jsonlFileSink(options.feedbackFile) : undefined;
   const log = options.log ?? (() => undefined);
   const listenHost = options.host ?? '127.0.0.1';
@@ -140,6 +159,7 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
       maxN: options.maxN ?? 64,
       maxTokens: options.maxTokens ?? 4096,
       defaultMaxTokens: options.defaultMaxTokens ?? 256,
+      formatCompileMs: options.formatCompileMs ?? 75,
     },
     corsOrigins: options.corsOrigins ?? [],
     listenHost,
@@ -152,7 +172,11 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
   const inFlight = new Map<ServerResponse, AbortController>();
   let drained: (() => void) | null = null;
 
-  const server = createServer((req, res) => {
+  const requestTimeout = options.requestTimeoutMs ?? 30_000;
+  const headersTimeout = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout);
+  // Node looks for expired requests every connectionsCheckingInterval: often enough for the limits to hold.
+  const timeouts = { headersTimeout, requestTimeout, connectionsCheckingInterval: Math.max(100, Math.min(1_000, headersTimeout / 4)) };
+  const server = createServer(timeouts, (req, res) => {
     const started = Date.now();
     if (closing) {
       res.shouldKeepAlive = false;
@@ -168,11 +192,11 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
       inFlight.delete(res);
       // A response cut off before its end did not succeed, whatever status its headers said.
       const outcome = finished ? String(res.statusCode) : `aborted${res.headersSent ? ` after ${res.statusCode} headers` : ''}`;
-      log(`${req.method} ${req.url} ${outcome} ${Date.now() - started}ms`);
+      log(`${req.method} ${logged(req.url)} ${outcome} ${Date.now() - started}ms`);
       if (closing && inFlight.size === 0) drained?.();
     });
     app(req, res, controller.signal).catch((error: unknown) => {
-      log(`error in ${req.method} ${req.url}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      log(`error in ${req.method} ${logged(req.url)}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     });
   });
   server.on('clientError', answerClientError);
@@ -237,4 +261,11 @@ async function checkWritable(path: string): Promise<void> {
     const code = (error as { code?: string }).code ?? 'error';
     throw new InvalidInputError('feedbackFile', `${path} cannot be opened for appending (${code}); choose a writable file.`, { cause: error });
   }
+}
+
+/** A request's target as the log writes it: the path alone, since a query can carry a key (`?api_key=…`). */
+function logged(url: string | undefined): string {
+  const target = url ?? '';
+  const query = target.indexOf('?');
+  return query < 0 ? target : `${target.slice(0, query)}?[query not logged]`;
 }

@@ -9,6 +9,8 @@ import { InvalidInputError } from '../errors.js';
 import type { GroupRecord, SessionStore } from './session-records.js';
 import { openStoreFolder, type FileStoreOptions } from './file.js';
 import { guard, listJson, readJson, writeAtomic } from './file-io.js';
+import { sealed } from './checksum.js';
+import { checkGroup } from './integrity.js';
 
 /** Opens (creating or migrating, its runs read with `options.records`) the store folder `root` and returns its group store. */
 export async function openFileSessionStore(root: string, options: FileStoreOptions): Promise<FileSessionStore> {
@@ -28,7 +30,7 @@ export class FileSessionStore implements SessionStore {
 
   async put(group: GroupRecord): Promise<void> {
     const path = this.#path(group.id);
-    const write = guard(`store group "${group.id}"`, () => writeAtomic(path, group));
+    const write = guard(`store group "${group.id}"`, () => writeAtomic(path, sealed(group)));
     this.#writes.add(write);
     try {
       await write;
@@ -39,14 +41,14 @@ export class FileSessionStore implements SessionStore {
 
   async get(id: string): Promise<GroupRecord | undefined> {
     const path = this.#path(id);
-    return guard(`read group "${id}"`, () => readJson<GroupRecord>(path, 'restore it or delete that file'));
+    return guard(`read group "${id}"`, () => readGroup(path, id));
   }
 
   /** Every group, oldest first (by `createdAt`, then id). */
   async list(): Promise<GroupRecord[]> {
     return guard('list the stored groups', async () => {
       const names = await listJson(this.#dir);
-      const groups = await Promise.all(names.map((name) => readJson<GroupRecord>(join(this.#dir, name), 'restore it or delete that file')));
+      const groups = await Promise.all(names.map((name) => readGroup(join(this.#dir, name), groupId(name))));
       return groups.filter((g): g is GroupRecord => g !== undefined).sort(byCreation);
     });
   }
@@ -59,6 +61,18 @@ export class FileSessionStore implements SessionStore {
   #path(id: string): string {
     return join(this.#dir, `${fileName(id)}.json`);
   }
+}
+
+/** The group in the file at `path`, checked to be group `id` as it was written; undefined if there is none. */
+async function readGroup(path: string, id: string): Promise<GroupRecord | undefined> {
+  const stored = await readJson<unknown>(path, 'restore it from a backup or delete that file');
+  return stored === undefined ? undefined : checkGroup(stored, id, path);
+}
+
+/** The group id a file name stands for (`fileName` undone). */
+function groupId(name: string): string {
+  const bytes = name.slice(0, -'.json'.length).replace(/%([0-9A-F]{2})|(.)/g, (_all, hex: string | undefined, ch: string | undefined) => (hex ? String.fromCharCode(parseInt(hex, 16)) : ch!));
+  return new TextDecoder().decode(Uint8Array.from(bytes, (c) => c.charCodeAt(0)));
 }
 
 /**

@@ -16,7 +16,8 @@
  * adapter checkpoint is written before its step file and read by the last step's number, so
  * a checkpoint without its step (a crash in between) is never read, and is replaced on the retry.
  * Each record is written with checksums of its fields (checksum.ts; items.json: each item), checked
- * as it is read (integrity.ts).
+ * as it is read (integrity.ts); a record without them is damage (file-seal.ts seals a store written
+ * before them, on its owner's word).
  */
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
@@ -25,7 +26,7 @@ import { NotFoundError, StoreCorruptError, StoreError } from '../errors.js';
 import { checkRunFolderName, codeOf, guard, isFolder, listJson, readJson, removeStaleTemporaries, writeAtomic } from './file-io.js';
 import { takeLockFile } from './file-lock.js';
 import { sealed } from './checksum.js';
-import { checkAdapter, checkCompleted, checkItems, checkPending, checkProgress, checkRun, checkStep, checkStepNumbers, remedy } from './integrity.js';
+import { checkAdapter, checkCompleted, checkItems, checkPending, checkProgress, checkRun, checkStep, checkStepNumbers, remedy, requireSeal } from './integrity.js';
 import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, keepsAdapter, runExists, withEvaluation } from './rules.js';
 import { upgradeV4Step } from './upgrade-v4.js';
 import type { RecordLookup } from './record-kind.js';
@@ -139,7 +140,7 @@ export class FileStore implements Store {
     const dir = this.#dir(runId);
     const path = join(dir, 'run.json');
     const run = await guard(`read run "${runId}"`, () => readJson<unknown>(path));
-    if (run !== undefined) return checkRun(run, runId, path, this.#records);
+    if (run !== undefined) return requireSeal(run, path, runId, () => checkRun(run, runId, path, this.#records));
     // Run folders are built whole under another name and renamed into place, so one without its record lost it.
     if (await guard(`read run "${runId}"`, () => isFolder(dir))) {
       throw new StoreCorruptError(path, `${path} is missing, but ${dir} holds the rest of run "${runId}"; ${remedy(runId)}.`);
@@ -189,7 +190,8 @@ export class FileStore implements Store {
   async getItems(runId: string): Promise<DatasetItem[]> {
     const run = await this.#requireRun(runId);
     const path = join(this.#dir(runId), 'items.json');
-    return checkItems(await guard(`read the dataset of run "${runId}"`, () => readJson<unknown>(path)), run, path);
+    const items = await guard(`read the dataset of run "${runId}"`, () => readJson<unknown>(path));
+    return requireSeal(items, path, runId, () => checkItems(items, run, path));
   }
 
   async putItemResult(runId: string, result: ItemResult): Promise<void> {
@@ -208,7 +210,7 @@ export class FileStore implements Store {
       if (step <= last) return [];
       const names = (await listJson(dir)).filter((name) => name.startsWith(`${pad(step, 6)}-`)).sort();
       const results = await Promise.all(names.map(async (name) => [join(dir, name), await readJson<unknown>(join(dir, name))] as const));
-      return results.filter(([, r]) => r !== undefined).map(([path, r]) => checkPending(r, step - 1, run, path));
+      return results.filter(([, r]) => r !== undefined).map(([path, r]) => requireSeal(r, path, runId, () => checkPending(r, step - 1, run, path)));
     });
   }
 
@@ -268,7 +270,7 @@ export class FileStore implements Store {
     if (adapter === undefined && keepsAdapter(run.kind, this.#records)) {
       throw new StoreCorruptError(path, `${path} is missing: step ${last} of run "${runId}" was committed with it; restore it from a backup or an export of the run, or delete the run and start it again.`);
     }
-    return adapter === undefined ? undefined : checkAdapter(adapter, run, last, path, this.#records);
+    return adapter === undefined ? undefined : requireSeal(adapter, path, runId, () => checkAdapter(adapter, run, last, path, this.#records));
   }
 
   async lockRun(runId: string): Promise<RunLock> {
@@ -295,7 +297,7 @@ export class FileStore implements Store {
     const pending = await guard('read pending items', async () => {
       const names = (await listJson(pendingDir)).sort().filter((name) => Number(name.slice(0, 6)) > steps.length);
       const rows = await Promise.all(names.map(async (name) => [join(pendingDir, name), await readJson<unknown>(join(pendingDir, name))] as const));
-      return rows.filter(([, r]) => r !== undefined).map(([path, r]) => checkPending(r, steps.length, run, path));
+      return rows.filter(([, r]) => r !== undefined).map(([path, r]) => requireSeal(r, path, runId, () => checkPending(r, steps.length, run, path)));
     });
     return { run, items, steps, pending, ...(adapter ? { adapter } : {}) };
   }
@@ -356,7 +358,7 @@ export class FileStore implements Store {
   async #readStep(run: RunRecord, step: number): Promise<StepRecord | undefined> {
     const path = join(this.#dir(run.id), 'steps', `${pad(step, 6)}.json`);
     const record = await guard(`read step ${step}`, () => readJson<unknown>(path));
-    return record === undefined ? undefined : checkStep(record, step, run, path, this.#records);
+    return record === undefined ? undefined : requireSeal(record, path, run.id, () => checkStep(record, step, run, path, this.#records));
   }
 
   /** The run folders' names (a folder may have lost its run.json). */

@@ -21,7 +21,8 @@
  * the operator who restores or deletes it; the server shows its clients a neutral message instead.
  */
 import { InvalidInputError, StoreCorruptError } from '../errors.js';
-import { changedField, unsealed } from './checksum.js';
+import { changedField, INTEGRITY, unsealed, type FieldChange } from './checksum.js';
+import type { GroupRecord } from './session-records.js';
 import type { ItemResult, RunRecord, StepRecord, StoredCheckpoint } from './records.js';
 import { validateDatasetItem, type DatasetItem } from '../core/dataset.js';
 import type { RecordLookup } from './record-kind.js';
@@ -44,8 +45,7 @@ function verified(value: unknown, what: string, runId: string, prefix = ''): unk
   const found = changedField(record, integrity);
   if (found) {
     const field = `${prefix}${found.field}`;
-    const how = { changed: `a different ${field} than`, removed: `lost ${field} since`, added: `gained ${field} since` }[found.change];
-    corrupt(what, `has ${how} when it was written (its checksum says so: was it edited by hand?)`, runId, field);
+    corrupt(what, `has ${changeText(field, found.change)} when it was written (its checksum says so: was it edited by hand?)`, runId, field);
   }
   return record;
 }
@@ -267,4 +267,58 @@ function isRolloutShape(value: unknown): boolean {
     (reward === null || typeof reward === 'number') &&
     typeof advantage === 'number'
   );
+}
+
+/**
+ * A stored ask/tell group (`groups/<id>.json`): the group asked for (a file copied over another
+ * group's is not it), its checksums present and agreeing (a group without them cannot be verified
+ * and is not served), and the fields a tell and an export read. `what` names the file.
+ */
+export function checkGroup(stored: unknown, id: string, what: string): GroupRecord {
+  const damaged = (problem: string, field?: string): never => {
+    throw new StoreCorruptError(what, `${what} ${problem}; restore it from a backup or delete that file (its group is then unknown to the server).`, field === undefined ? undefined : { field });
+  };
+  if (!isObj(stored)) damaged('is not a group record (expected a JSON object)');
+  const { record, integrity } = unsealed(stored);
+  if (integrity === undefined) {
+    damaged('has no checksum (its `integrity` key was removed, or an early version wrote it), so nothing in it can be verified', INTEGRITY);
+  }
+  const found = changedField(record, integrity);
+  if (found) damaged(`has ${changeText(found.field, found.change)} when it was written (its checksum says so: was it edited by hand?)`, found.field);
+  const group = record as Obj;
+  if (group.id !== id) damaged(`holds group ${JSON.stringify(group.id)?.slice(0, 80)}, not "${id}" (was another group's file copied over it?)`, 'id');
+  if (!Array.isArray(group.completions) || !Array.isArray(group.promptTokenIds) || typeof group.createdAt !== 'number' || !isObj(group.sampling)) {
+    damaged('lacks its completions, prompt tokens, creation time or sampling settings');
+  }
+  (group.completions as unknown[]).forEach((c, i) => {
+    if (!isObj(c) || typeof c.text !== 'string' || !Array.isArray(c.tokenIds) || !Array.isArray(c.logprobs) || c.index !== i) damaged(`has a malformed completion ${i}`, `completions[${i}]`);
+  });
+  return group as unknown as GroupRecord;
+}
+
+function changeText(field: string, change: FieldChange['change']): string {
+  return { changed: `a different ${field} than`, removed: `lost ${field} since`, added: `gained ${field} since` }[change];
+}
+
+/**
+ * A stored file's records carry their checksums: one that lacks them (its `integrity` key deleted,
+ * which would hide any edit, or a file an early webgrpo wrote) cannot be verified and is damage,
+ * not trusted. Stores written before checksums are sealed once, on their owner's word, with
+ * `sealUnverified` (file-seal.ts). `stored` is one record, or a list of them (items.json); `check`
+ * reads it first, so a record broken in its shape is named by what is broken.
+ */
+export function requireSeal<T>(stored: unknown, what: string, runId: string, check: () => T): T {
+  const checked = check();
+  const list = Array.isArray(stored);
+  (list ? (stored as unknown[]) : [stored]).forEach((record, i) => {
+    if (!isObj(record) || INTEGRITY in record) return;
+    const field = list ? `[${i}].${INTEGRITY}` : INTEGRITY;
+    corrupt(
+      what,
+      `has no checksum (${field} is missing: the key was removed, or webgrpo before checksums wrote it), so no edit of it could be found; if webgrpo wrote this store before checksums and you trust its files, seal them once with \`webgrpo train --store <folder> --seal-unverified\` (sealUnverified in webgrpo/node), otherwise ${remedy(runId)}`,
+      runId,
+      field,
+    );
+  });
+  return checked;
 }

@@ -16,7 +16,7 @@ import { post, startToyServer, type ToyServer } from '../serve/helpers.js';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any -- response bodies under test
 
-const limits = { maxN: 4, maxTokens: 16, defaultMaxTokens: 4 };
+const limits = { maxN: 4, maxTokens: 16, defaultMaxTokens: 4, formatCompileMs: 75 };
 const chat = { model: 'toy', messages: [{ role: 'user', content: 'hi' }], n: 2, max_tokens: 4, temperature: 0.7, logprobs: true, top_logprobs: 2, seed: 3, stop: ['x'] };
 const text = { model: 'toy', prompt: 'abc', n: 2, max_tokens: 4, logprobs: 2, best_of: 2, seed: 1 };
 

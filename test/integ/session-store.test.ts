@@ -4,7 +4,7 @@
  * reopen their groups, the IndexedDB migration from the previous schema, and quota failures.
  */
 import 'fake-indexeddb/auto';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDB } from 'idb';
@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createSession, MemorySessionStore, StoreError, StoreQuotaError, type GroupRecord, type SessionStore } from '../../lib/index.js';
 import { computeAdvantages } from '../../lib/math.js';
 import { openIdbSessionStore, openIdbStore } from '../../lib/idb.js';
-import { openFileSessionStore, openFileStore } from '../../lib/node.js';
+import { openFileSessionStore, openFileStore, sealUnverified } from '../../lib/node.js';
 import { MIGRATIONS, type WebgrpoDB } from '../../lib/store/idb-schema.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { sampleItems, sampleRun } from '../tfgrpo/helpers/records.js';
@@ -186,5 +186,23 @@ describe('file session store', () => {
     await writeFile(join(foreign, 'notes.txt'), 'mine');
     await expect(openFileSessionStore(foreign)).rejects.toThrow(/not empty/);
     await expect(store.get('x'.repeat(300))).rejects.toThrow(/too long/);
+  });
+
+  it('names a group written without checksums as unverifiable, and serves it once its owner sealed the store', async () => {
+    const dir = await tempDir();
+    const store = await openFileSessionStore(dir);
+    const path = join(dir, 'groups', 'old.json');
+    // As a version before checksums wrote it.
+    await mkdir(join(dir, 'groups'), { recursive: true });
+    await writeFile(path, JSON.stringify(group('old', 1)));
+    await expect(store.get('old')).rejects.toMatchObject({ code: 'StoreCorrupt', field: 'integrity', message: expect.stringMatching(/has no checksum/) });
+    expect(await sealUnverified(dir)).toEqual([path]);
+    expect(await store.get('old')).toEqual(group('old', 1));
+    // Sealed, an edit is found.
+    const sealed = JSON.parse(await readFile(path, 'utf8'));
+    sealed.completions[0].text = 'edited';
+    await writeFile(path, JSON.stringify(sealed));
+    await expect(store.get('old')).rejects.toMatchObject({ code: 'StoreCorrupt', field: 'completions[0].text' });
+    expect(await sealUnverified(dir)).toEqual([]);
   });
 });

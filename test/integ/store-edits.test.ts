@@ -3,7 +3,8 @@
  * in an interrupted run's record, a garbled base64 adapter tensor, a deleted run.json. Each is a
  * `StoreCorruptError` naming the file (or IndexedDB record) and the field, in the file store and in
  * IndexedDB, with the records' checksums and (files) without them, as a store written before them
- * holds them; the run is listed as damaged by `listDamaged` and `webgrpo train --list`, the CLI
+ * holds them once its owner sealed it (`--seal-unverified`); a file whose `integrity` key was
+ * deleted (to hide an edit) is damage of its own; the run is listed as damaged by `listDamaged` and `webgrpo train --list`, the CLI
  * offers no resume, and nothing stored is changed by finding it.
  */
 import 'fake-indexeddb/auto';
@@ -17,7 +18,7 @@ import { StoreCorruptError } from '../../lib/errors.js';
 import { gradientGrpo, resumeGradientGrpo } from '../../lib/methods/gradient/method.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { exportRun, importRun } from '../../lib/index.js';
-import { openFileStore } from '../../lib/node.js';
+import { openFileStore, sealUnverified } from '../../lib/node.js';
 import { openIdbStore } from '../../lib/idb.js';
 import type { RunExport } from '../../lib/store/bundle.js';
 import type { Store } from '../../lib/store/types.js';
@@ -118,12 +119,30 @@ function cli() {
 
 const adapterFile = (dir: string) => join(dir, 'runs', RUN, 'adapters', '000003.json');
 const runFile = (dir: string) => join(dir, 'runs', RUN, 'run.json');
+const stepFile = (dir: string) => join(dir, 'runs', RUN, 'steps', '000001.json');
+const itemsFile = (dir: string) => join(dir, 'runs', RUN, 'items.json');
 
 const edits: Array<{ name: string; old: boolean; file: (dir: string) => string; field: string | undefined; edit: (dir: string) => Promise<void> }> = [
   { name: 'config.epochs 6 -> 1', old: false, file: runFile, field: 'config.epochs', edit: (dir) => editJson(runFile(dir), (run) => (run.config.epochs = 1)) },
   { name: 'config.batchSize 2 -> 3', old: false, file: runFile, field: 'config.batchSize', edit: (dir) => editJson(runFile(dir), (run) => (run.config.batchSize = 3)) },
   { name: 'a garbled adapter tensor', old: false, file: adapterFile, field: 'adapter.a', edit: (dir) => editJson(adapterFile(dir), (c) => (c.adapter.a = garbled(c.adapter.a))) },
   { name: 'run.json deleted', old: false, file: runFile, field: undefined, edit: (dir) => rm(runFile(dir)) },
+  // `jq 'del(.integrity) | …'`: removing the checksums must not hide the edit.
+  { name: 'a step\'s integrity removed and a reward edited', old: false, file: stepFile, field: 'integrity', edit: (dir) => editJson(stepFile(dir), (step) => {
+    const raw = step as unknown as { integrity?: unknown; items: Array<{ rollouts: Array<{ reward: number }> }> };
+    delete raw.integrity;
+    raw.items[0].rollouts[0].reward = 0.987654;
+  }) },
+  { name: 'run.json\'s integrity removed and config.epochs edited', old: false, file: runFile, field: 'integrity', edit: (dir) => editJson(runFile(dir), (run) => {
+    delete (run as unknown as { integrity?: unknown }).integrity;
+    run.config.epochs = 5;
+  }) },
+  { name: 'an item\'s integrity removed and its prompt edited', old: false, file: itemsFile, field: '[0].integrity', edit: (dir) => editJson(itemsFile(dir), (items) => {
+    const raw = items as unknown as Array<{ integrity?: unknown; prompt?: string; messages?: Array<{ content: string }> }>;
+    delete raw[0].integrity;
+    if (typeof raw[0].prompt === 'string') raw[0].prompt += ' edited';
+    else raw[0].messages![0].content += ' edited';
+  }) },
   // Without checksums, the schedule and the checkpoint's own checks catch them.
   { name: 'config.epochs 6 -> 1, no checksums', old: true, file: (dir) => join(dir, 'runs', RUN, 'steps'), field: 'config.epochs', edit: (dir) => editJson(runFile(dir), (run) => (run.config.epochs = 1)) },
   { name: 'config.batchSize 2 -> 3, no checksums', old: true, file: (dir) => join(dir, 'runs', RUN, 'steps'), field: 'config.batchSize', edit: (dir) => editJson(runFile(dir), (run) => (run.config.batchSize = 3)) },
@@ -134,6 +153,9 @@ describe('a file store edited by hand', () => {
   it.each(edits)('$name: StoreCorruptError naming the file and the field; listed as damaged; no resume offered; nothing changed', async ({ old, file, field, edit }) => {
     const dir = await copy(old);
     await edit(dir);
+    // A store written before checksums, edited, then sealed on its owner's word: the schedule and
+    // the checkpoint's own checks still catch what the seal took as it was.
+    if (old) await sealUnverified(dir);
     const before = await snapshot(dir);
     const store = await openFileStore(dir);
 
@@ -187,9 +209,21 @@ describe('a file store edited by hand', () => {
     }
   }, 120_000);
 
-  it('an unedited copy, with or without checksums, lists whole and resumes to its end', async () => {
+  it('an unedited copy lists whole and resumes to its end; without checksums, once its owner sealed it', async () => {
     for (const old of [false, true]) {
-      const store = await openFileStore(await copy(old));
+      const dir = await copy(old);
+      if (old) {
+        // Unverifiable until sealed: named as such, by the file and the missing key.
+        const unsealed = await openFileStore(dir);
+        const [damaged] = await unsealed.listDamaged();
+        expect([damaged?.runId, damaged?.error.field]).toEqual([RUN, 'integrity']);
+        expect(damaged.error.message).toMatch(/has no checksum .*--seal-unverified/);
+        await unsealed.close();
+        const seal = cli();
+        expect(await trainCli(['--seal-unverified', '--store', dir], seal.io)).toBe(0);
+        expect(seal.out()).toMatch(/^Sealed \d+ file\(s\)/);
+      }
+      const store = await openFileStore(dir);
       expect(await store.listDamaged()).toEqual([]);
       expect((await store.listRuns()).map((r) => r.id)).toEqual([RUN]);
       const result = await resumeGradientGrpo(RUN, { policy, rewards: shape.rewards, store }).result();

@@ -28,7 +28,7 @@ import {
 import { alphabetise, digits } from '../../lib/tasks/index.js';
 import { mulberry32 } from '../../lib/math.js';
 import { payloadOf, validateBundle } from '../../lib/method.js';
-import { openFileStore } from '../../lib/node.js';
+import { openFileStore, sealUnverified } from '../../lib/node.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { migrate } from '../../lib/store/idb-schema.js';
 import { scriptedPolicy } from '../tfgrpo/helpers/scripted-policy.js';
@@ -105,6 +105,8 @@ describe('schema v4 runs', () => {
     const dir = await mkdtemp(join(tmpdir(), 'webgrpo-v4-'));
     dirs.push(dir);
     await cp(join(FIXTURES, 'file-store'), join(dir, 'store'), { recursive: true });
+    // Written before checksums: unverifiable until its owner seals it (the explicit upgrade).
+    expect((await sealUnverified(join(dir, 'store'))).length).toBeGreaterThan(0);
     const store = await openFileStore(join(dir, 'store'));
     await resumesAll(store);
     await store.close();

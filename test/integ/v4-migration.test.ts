@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { openIdbStore } from '../../lib/idb.js';
 import { exportRun, importRun, MemoryStore, StoreCorruptError, type Store } from '../../lib/index.js';
 import { RUN_EXPORT_VERSION, validateLibrary } from '../../lib/method.js';
-import { FILE_STORE_VERSION, openFileStore } from '../../lib/node.js';
+import { FILE_STORE_VERSION, openFileStore, sealUnverified } from '../../lib/node.js';
 import { migrate, SCHEMA_VERSION } from '../../lib/store/idb-schema.js';
 import { upgradeV4Step } from '../../lib/store/upgrade-v4.js';
 import { methodRecords } from '../../lib/methods/records.js';
@@ -61,6 +61,8 @@ async function copiedFileStore(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'webgrpo-v4m-'));
   dirs.push(dir);
   await cp(join(FIXTURES, 'file-store'), join(dir, 'store'), { recursive: true });
+  // Written before checksums: sealed on its owner's word, as `--seal-unverified` does.
+  await sealUnverified(join(dir, 'store'));
   return join(dir, 'store');
 }
 

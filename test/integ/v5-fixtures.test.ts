@@ -15,7 +15,7 @@ import { resumeRouterGrpo, routerGrpo } from '../../lib/methods/router/method.js
 import { resumeTrainingFreeGrpo, trainingFreeGrpo } from '../../lib/methods/training-free/method.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import type { AdapterFile, LoraAdapterFile } from '../../lib/grad.js';
-import { openFileStore } from '../../lib/node.js';
+import { openFileStore, sealUnverified } from '../../lib/node.js';
 import { openIdbStore } from '../../lib/idb.js';
 import { migrate } from '../../lib/store/idb-schema.js';
 import { payloadOf } from '../../lib/store/payload.js';
@@ -89,14 +89,21 @@ describe('runs stored before checksums', () => {
     const dir = await mkdtemp(join(tmpdir(), 'webgrpo-v5-'));
     dirs.push(dir);
     await cp(join(FIXTURES, 'file-store'), join(dir, 'store'), { recursive: true });
+    // Unverifiable as stored (every run is named damaged, by its missing key), whole once sealed.
+    const unsealed = await openFileStore(join(dir, 'store'));
+    expect((await unsealed.listDamaged()).map((d) => [d.runId, d.error.field]).sort()).toEqual([...RUN_IDS].sort().map((id) => [id, 'integrity']));
+    await unsealed.close();
+    expect((await sealUnverified(join(dir, 'store'))).length).toBeGreaterThan(0);
     const store = await openFileStore(join(dir, 'store'));
     await resumesAll(store);
     await store.close();
-    // What the resumes wrote carries checksums; what they only read is as it was stored, without.
+    // What the resumes wrote carries checksums; what they only read is as it was stored, sealed.
     const read = async (path: string) => JSON.parse(await readFile(join(dir, 'store', 'runs', path), 'utf8'));
     for (const id of INTERRUPTED) {
       expect([id, 'integrity' in (await read(`${id}/run.json`)), 'integrity' in (await read(`${id}/steps/000002.json`))]).toEqual([id, true, true]);
-      expect(await read(`${id}/steps/000001.json`)).toEqual(JSON.parse(await readFile(join(FIXTURES, 'file-store', 'runs', id, 'steps', '000001.json'), 'utf8')));
+      const { integrity, ...stored } = await read(`${id}/steps/000001.json`);
+      expect(integrity).toBeDefined();
+      expect(stored).toEqual(JSON.parse(await readFile(join(FIXTURES, 'file-store', 'runs', id, 'steps', '000001.json'), 'utf8')));
     }
   }, 240_000);
 

@@ -364,6 +364,44 @@ describe('secrets echoed back by an endpoint', () => {
     }
   });
 
+  it('refuses a key in the base URL (its query or user part) without repeating it, before any request', async () => {
+    const before = fake.requests.length;
+    for (const baseURL of [`${fake.url}?api-key=${apiKey}`, `http://127.0.0.1:18413/v1?api-key=${apiKey}`, `http://user:${apiKey}@127.0.0.1:18413/v1`, `${fake.url}#${apiKey}`]) {
+      const error = (() => {
+        try {
+          openAiPolicy({ baseURL, model: 'm' });
+        } catch (e) {
+          return e as InvalidInputError;
+        }
+      })();
+      expect(error, baseURL).toBeInstanceOf(InvalidInputError);
+      expect(error!.argument).toBe('baseURL');
+      expectClean(error!.message);
+    }
+    expect(fake.requests.length).toBe(before);
+  });
+
+  it('cuts a key echoed as hex, cut to its first characters, or in a URL query out of the error', async () => {
+    fake.handlers = [
+      (_b: Json, res: ServerResponse) =>
+        reply(res, 400, {
+          error: {
+            message: `bad key ${Buffer.from(apiKey).toString('hex')} / ${Buffer.from(apiKey).toString('hex').toUpperCase()} / ${apiKey.slice(0, 24)}… / see https://gw.example/v1/keys?key=${encodeURIComponent('opaque-token-2718')}&x=1 for help`,
+          },
+        }),
+    ];
+    const policy = openAiPolicy({ baseURL: fake.url, model: 'm', apiKey, maxRetries: 0 });
+    const error = (await policy.generateGroup({ messages, groupSize: 1, maxNewTokens: 8 }).catch((e: unknown) => e)) as HttpError;
+    expect(error).toBeInstanceOf(HttpError);
+    for (const text of [error.message, JSON.stringify(error.cause)]) {
+      expectClean(text);
+      expect(text).not.toContain(Buffer.from(apiKey).toString('hex').slice(0, 16));
+      expect(text).not.toContain(apiKey.slice(0, 12));
+      expect(text).not.toContain('opaque-token-2718');
+      expect(text).toContain('https://gw.example/v1/keys?[redacted]');
+    }
+  });
+
   it("keeps them out of the failed run's run.json", async () => {
     fake.handlers = Array.from({ length: 4 }, () => echo(401));
     const store = await openFileStore(join(dir, 'runs'));

@@ -140,22 +140,50 @@ describe('what clients see', () => {
     }
   });
 
-  it('answers a damaged stored group with a neutral 500 and keeps the path for the log', async () => {
+  it('answers a damaged stored group (cut short, [], edited, its checksum removed, another group copied over it) with a neutral 409, logs the path, and changes nothing', async () => {
     const root = join(dir, 'store');
     const store = await openFileSessionStore(root);
     const log: string[] = [];
     const toy = await startToyServer({ store, log: (line) => log.push(line) });
     try {
-      const asked: Json = await (await post(`${toy.url}/chat/completions`, { ...chat, n: 2 })).json();
-      await writeFile(join(root, 'groups', `${asked.id}.json`), '{"id": tr');
-      for (const res of [await fetch(`${toy.url}/groups/${asked.id}`), await post(`${toy.url}/feedback`, { group_id: asked.id, rewards: [1, 0] })]) {
-        expect(res.status).toBe(500);
-        const text = await res.text();
-        expect(text).not.toContain(root);
-        expect(text).not.toMatch(/\.json/);
-        expect(JSON.parse(text).error.message).toMatch(/see its log|server's log/);
+      const ask = async (): Promise<string> => ((await (await post(`${toy.url}/chat/completions`, { ...chat, n: 2 })).json()) as Json).id as string;
+      const other = await ask();
+      const file = (id: string) => join(root, 'groups', `${id}.json`);
+      const edit = (change: (group: Json) => void) => async (id: string) => {
+        const group = JSON.parse(await readFile(file(id), 'utf8')) as Json;
+        change(group);
+        await writeFile(file(id), JSON.stringify(group));
+      };
+      const damages: Array<[string, (id: string) => Promise<void>]> = [
+        ['cut short', (id) => writeFile(file(id), '{"id": tr')],
+        ['an empty list', (id) => writeFile(file(id), '[]')],
+        ['an edited completion text', edit((g) => ((g.completions as Json[])[0].text = 'edited'))],
+        ['an edited prompt', edit((g) => ((g.messages as Json[])[0].content = 'edited'))],
+        ['edited token ids', edit((g) => ((g.completions as Json[])[1].tokenIds = [1, 2, 3]))],
+        ['its checksum removed, then edited', edit((g) => {
+          delete g.integrity;
+          (g.completions as Json[])[0].text = 'edited';
+        })],
+        ['another group copied over it', async (id) => writeFile(file(id), await readFile(file(other), 'utf8'))],
+      ];
+      for (const [name, damage] of damages) {
+        const id = await ask();
+        await damage(id);
+        const before = await readFile(file(id), 'utf8');
+        for (const res of [await fetch(`${toy.url}/groups/${id}`), await post(`${toy.url}/feedback`, { group_id: id, rewards: [1, 0] })]) {
+          expect([name, res.status]).toEqual([name, 409]);
+          const text = await res.text();
+          expect(text).not.toContain(root);
+          expect(text).not.toMatch(/\.json/);
+          expect(JSON.parse(text).error).toMatchObject({ code: 'store_corrupt', message: expect.stringMatching(/server's log/) });
+        }
+        // Nothing was told or rewritten.
+        expect(await readFile(file(id), 'utf8'), name).toBe(before);
       }
       expect(log.some((line) => line.includes(join(root, 'groups')))).toBe(true);
+      expect(log.some((line) => /has no checksum/.test(line))).toBe(true);
+      // The undamaged group is served and told as before.
+      expect((await post(`${toy.url}/feedback`, { group_id: other, rewards: [1, 0] })).status).toBe(200);
     } finally {
       await toy.server.close();
     }
@@ -192,7 +220,11 @@ describe('the feedback file', () => {
       await rm(feedbackFile);
       await mkdir(feedbackFile);
       const failed = await post(`${toy.url}/feedback`, { group_id: asked.id, rewards: [1, 0] });
-      expect(failed.status).toBe(500);
+      // A shaped 503 that says the group stays untold (no 500, no path).
+      expect(failed.status).toBe(503);
+      const { error } = (await failed.json()) as { error: Json };
+      expect(error).toMatchObject({ code: 'feedback_log_unwritable', type: 'server_error', message: expect.stringMatching(/stays untold/) });
+      expect(error.message).not.toContain(feedbackFile);
       expect(((await (await fetch(`${toy.url}/groups/${asked.id}`)).json()) as Json).feedback).toBeNull();
       await rm(feedbackFile, { recursive: true });
       expect((await post(`${toy.url}/feedback`, { group_id: asked.id, rewards: [1, 0] })).status).toBe(200);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportRun } from '../../lib/store/bundle.js';
-import { openFileStore } from '../../lib/node.js';
+import { openFileStore, sealUnverified } from '../../lib/node.js';
 import { startPlayground, type Playground } from './preview.js';
 
 let playground: Playground;
@@ -24,6 +24,8 @@ beforeAll(async () => {
   // Two training-free runs of the v5 fixtures, exported as the playground's Import reads them.
   dir = await mkdtemp(join(tmpdir(), 'webgrpo-damaged-site-'));
   await cp(new URL('../fixtures/v5/file-store', import.meta.url).pathname, dir, { recursive: true });
+  // Written before checksums: sealed on its owner's word before it can be read.
+  await sealUnverified(dir);
   const store = await openFileStore(dir);
   for (const id of ['lessons', 'exemplars']) exports[id] = JSON.stringify(await exportRun(store, id));
   await store.close();

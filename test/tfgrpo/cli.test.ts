@@ -3,7 +3,7 @@
  * the CLI's model-loading seam; one spawned run uses the real CLI on the bundled tiny ONNX model.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,15 +59,16 @@ describe('webgrpo train (in process, scripted model)', () => {
 
   it('trains on a task with a progress bar, an epoch table and the final library, and writes --out', async () => {
     const dir = await tempDir();
+    const out = await tempDir(); // --out never inside the store
     const cli = io({ interactive: true });
     const args = ['--task', 'alphabetise', '--size', '4', '--seed', '1', '--epochs', '2', '--group', '4', '--batch', '2', '--mode', 'lessons'];
-    expect(await run([...args, '--model', 'some-model', '--store', dir, '--run-id', 'first', '--out', join(dir, 'run.json')], cli.io)).toBe(0);
+    expect(await run([...args, '--model', 'some-model', '--store', dir, '--run-id', 'first', '--out', join(out, 'run.json')], cli.io)).toBe(0);
     expect(cli.loaded).toEqual(['some-model']);
     expect(cli.err()).toMatch(/\] 8\/8 items · epoch 2\/2 · step 4\/4 · ETA/);
     expect(cli.err()).toMatch(/epoch +mean reward +std +zero-spread +library +ops +warnings\n1 +\d\.\d{3}/);
     expect(cli.err()).toMatch(/warning \(step \d+, item \d+, (critique|group-update)\)/);
     expect(cli.out()).toMatch(/Experience library \(\d+ lessons, 0 exemplars\):\n {2}\[G0\] /);
-    const imported = await importRun(new MemoryStore(), await readFile(join(dir, 'run.json'), 'utf8'));
+    const imported = await importRun(new MemoryStore(), await readFile(join(out, 'run.json'), 'utf8'));
     expect(imported).toMatchObject({ id: 'first', status: 'completed' });
 
     const list = io();
@@ -77,9 +78,10 @@ describe('webgrpo train (in process, scripted model)', () => {
 
   it('stops on Ctrl-C with a resume hint, and --resume finishes with the same library', async () => {
     const dir = await tempDir();
+    const out = await tempDir(); // --out never inside the store
     const args = ['--task', 'alphabetise', '--size', '4', '--seed', '1', '--epochs', '2', '--group', '4', '--batch', '2', '--mode', 'lessons', '--model', 'm'];
     const whole = io();
-    expect(await run([...args, '--store', dir, '--run-id', 'whole', '--out', join(dir, 'whole.json')], whole.io)).toBe(0);
+    expect(await run([...args, '--store', dir, '--run-id', 'whole', '--out', join(out, 'whole.json')], whole.io)).toBe(0);
 
     const controller = new AbortController();
     let calls = 0;
@@ -98,11 +100,11 @@ describe('webgrpo train (in process, scripted model)', () => {
     expect(first.err()).toContain(`Resume with: webgrpo train --resume cut --store ${dir}`);
 
     const resumed = io();
-    expect(await run(['--resume', 'cut', '--store', dir, '--out', join(dir, 'cut.json')], resumed.io)).toBe(0);
+    expect(await run(['--resume', 'cut', '--store', dir, '--out', join(out, 'cut.json')], resumed.io)).toBe(0);
     // The run remembers the model it was started with (the loaded policy's own name).
     expect(resumed.loaded).toEqual(['scripted-alphabetise']);
     expect(resumed.err()).toContain('Resuming run cut');
-    expect(await libraryOf(join(dir, 'cut.json'))).toBe(await libraryOf(join(dir, 'whole.json')));
+    expect(await libraryOf(join(out, 'cut.json'))).toBe(await libraryOf(join(out, 'whole.json')));
   });
 
   it('records a run, replays it offline to the same library, and trains on a JSONL dataset', async () => {
@@ -198,6 +200,38 @@ describe('webgrpo train --method (every method through the registry, the bundled
     expect(again.stderr).toContain(`Resuming run m (digits, ${kind})`);
   }, 120_000);
 
+  it('checks --out and --export-jsonl before training: not inside the store, not one file, an existing writable folder', async () => {
+    const dir = await tempDir();
+    const store = join(dir, 'runs');
+    const args = ['--task', 'alphabetise', '--size', '4', '--epochs', '1', '--group', '2', '--batch', '2', '--mode', 'lessons', '--model', 'm', '--store', store];
+    const first = io();
+    expect(await run([...args, '--run-id', 'ok1'], first.io)).toBe(0);
+    const storeJson = await readFile(join(store, 'store.json'), 'utf8');
+    const runJson = await readFile(join(store, 'runs', 'ok1', 'run.json'), 'utf8');
+    await mkdir(join(dir, 'a-folder'));
+    const cases: Array<[string[], RegExp]> = [
+      [['--out', join(store, 'runs', 'ok1', 'run.json')], /--out .* lies inside the store folder/],
+      [['--out', join(store, 'store.json')], /--out .* lies inside the store folder/],
+      [['--export-jsonl', join(store, 'x.jsonl')], /--export-jsonl .* lies inside the store folder/],
+      [['--out', join(dir, 'same.jsonl'), '--export-jsonl', join(dir, 'same.jsonl')], /name the same file/],
+      [['--out', join(dir, 'a-folder')], /is a folder/],
+      [['--out', join(dir, 'no-such-folder', 'run.json')], /its folder .* does not exist/],
+    ];
+    for (const [extra, message] of cases) {
+      const cli = io();
+      expect(await run([...args, '--run-id', 'second', ...extra], cli.io), extra.join(' ')).toBe(2);
+      expect(cli.err()).toMatch(message);
+      // Refused before any model was loaded or anything trained.
+      expect(cli.loaded).toEqual([]);
+    }
+    expect(await readFile(join(store, 'store.json'), 'utf8')).toBe(storeJson);
+    expect(await readFile(join(store, 'runs', 'ok1', 'run.json'), 'utf8')).toBe(runJson);
+    const list = io();
+    expect(await run(['--list', '--store', store], list.io)).toBe(0);
+    expect(list.out()).not.toMatch(/second/);
+    expect(list.out()).toMatch(/ok1 +completed/);
+  });
+
   it('refuses an unknown method', async () => {
     const dir = await tempDir();
     const { io: value, err } = io();
@@ -207,10 +241,11 @@ describe('webgrpo train --method (every method through the registry, the bundled
 
   it('shows each prompt its closest experiences with --retrieve, and refuses library flags elsewhere', async () => {
     const dir = await tempDir();
+    const out = await tempDir(); // --out never inside the store
     const cli = io();
     const args = ['--task', 'alphabetise', '--size', '4', '--seed', '1', '--epochs', '2', '--group', '4', '--batch', '2', '--method', 'exemplars', '--retrieve', '1', '--max-exemplars', '3'];
-    expect(await run([...args, '--store', dir, '--run-id', 'near', '--out', join(dir, 'run.json')], cli.io)).toBe(0);
-    const bundle = JSON.parse(await readFile(join(dir, 'run.json'), 'utf8'));
+    expect(await run([...args, '--store', dir, '--run-id', 'near', '--out', join(out, 'run.json')], cli.io)).toBe(0);
+    const bundle = JSON.parse(await readFile(join(out, 'run.json'), 'utf8'));
     expect(bundle.run.config).toMatchObject({ retrieveExperiences: 1, maxExemplars: 3 });
     for (const step of bundle.steps) for (const item of step.items) expect(item.experienceIds.length).toBeLessThanOrEqual(1);
     for (const argv of [['--method', 'gradient', '--retrieve', '1'], ['--method', 'exemplars', '--retrieve', 'one'], ['--method', 'exemplars', '--retrieve', '-1']]) {

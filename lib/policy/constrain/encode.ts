@@ -5,7 +5,7 @@
  * where `"`, `\` and control characters are written as escapes (each escape one character).
  */
 import { utf8Sequences, intersect, normalize, type CharSet, type ByteSequence, MAX_CODE_POINT } from './charset.js';
-import { Nfa, type Fragment } from './nfa.js';
+import { checkCompileBudget, Nfa, type Fragment } from './nfa.js';
 
 export type Encoding = 'raw' | 'json';
 
@@ -233,6 +233,7 @@ export function countedSize(chars: Nfa, frag: Fragment, min: number, max: number
     states += here.states;
     if (k < top) extra += here.extra;
     work += current.length;
+    if ((k & 7) === 7) checkCompileBudget();
     if (work > workLimit) {
       const all = loweredSize(chars, frag, encoding);
       return { states: states + (top - k) * all.states, extra: extra + (top - k) * all.extra };

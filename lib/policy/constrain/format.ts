@@ -17,7 +17,7 @@ import { build, size, type Ir } from './ir.js';
 import { JsonBuilder } from './json-grammar.js';
 import { MAX_SCHEMA_DEPTH, SchemaCompiler } from './json-schema.js';
 import { MaskTable, TokenMatcher } from './matcher.js';
-import { Nfa, type Fragment } from './nfa.js';
+import { Nfa, withCompileBudget, type Fragment } from './nfa.js';
 import { parseRegex, regexChars, regexSize } from './regex.js';
 import type { TokenVocabulary } from './vocabulary.js';
 import type { ResponseFormat } from '../../core/policy.js';
@@ -38,6 +38,18 @@ export interface GrammarOptions {
    * `InvalidInputError`. Default 50,000.
    */
   maxDfaStates?: number;
+  /**
+   * Most automaton states the discovered DFA states may hold together (their sets, each state
+   * about 12 bytes with its key) before decoding stops with an `InvalidInputError`. Default
+   * 4,000,000: a counted repeat of thousands (`[\s\S]{4096}`) keeps thousands alive per state.
+   */
+  maxDfaSetEntries?: number;
+  /**
+   * Most milliseconds compiling may take on the caller's thread before it stops with an
+   * `InvalidInputError` naming the budget (a server keeps its event loop answering with it).
+   * Default Infinity.
+   */
+  maxCompileMs?: number;
 }
 
 export class ResponseGrammar {
@@ -51,8 +63,9 @@ export class ResponseGrammar {
     nfa: Nfa,
     frag: Fragment,
     maxDfaStates = DEFAULT_MAX_DFA_STATES,
+    maxDfaSetEntries = DEFAULT_MAX_DFA_SET_ENTRIES,
   ) {
-    this.dfa = new LazyDfa(nfa, frag, nfa.live(frag), maxDfaStates);
+    this.dfa = new LazyDfa(nfa, frag, nfa.live(frag), maxDfaStates, maxDfaSetEntries);
     this.automatonStates = nfa.size;
   }
 
@@ -75,6 +88,9 @@ export class ResponseGrammar {
 /** GrammarOptions.maxDfaStates's default: 50 MiB of transitions at most per grammar. */
 const DEFAULT_MAX_DFA_STATES = 50_000;
 
+/** GrammarOptions.maxDfaSetEntries's default: about 50 MiB of sets and keys per grammar. */
+const DEFAULT_MAX_DFA_SET_ENTRIES = 4_000_000;
+
 /** GrammarOptions.maxStates's default. */
 const DEFAULT_MAX_STATES = 200_000;
 
@@ -85,12 +101,47 @@ const DEFAULT_MAX_STATES = 200_000;
  */
 const MAX_DOCUMENT_DEPTH = 4 * MAX_SCHEMA_DEPTH;
 
+/**
+ * The grammars compiled last, by format text and the options that shape them: a server checks
+ * each request's format when it arrives, and the policy's compile of the same format later (or
+ * the next request's) reuses that work instead of pausing the event loop again. The budgets
+ * (maxStates, maxCompileMs) only decide whether a format compiles, so a grammar compiled under
+ * one budget serves any other it fits. A few entries: each holds up to maxStates NFA states and
+ * the DFA decoding has grown.
+ */
+const recent = new Map<string, ResponseGrammar>();
+const RECENT_GRAMMARS = 8;
+
 export function compileResponseFormat(format: ResponseFormat, options: GrammarOptions = {}): ResponseGrammar {
-  const { maxWhitespace = 4, maxDepth = 4, maxStates = DEFAULT_MAX_STATES, maxDfaStates = DEFAULT_MAX_DFA_STATES } = options;
-  for (const [name, value] of Object.entries({ maxWhitespace, maxDepth, maxStates, maxDfaStates })) {
+  const {
+    maxWhitespace = 4,
+    maxDepth = 4,
+    maxStates = DEFAULT_MAX_STATES,
+    maxDfaStates = DEFAULT_MAX_DFA_STATES,
+    maxDfaSetEntries = DEFAULT_MAX_DFA_SET_ENTRIES,
+    maxCompileMs = Infinity,
+  } = options;
+  for (const [name, value] of Object.entries({ maxWhitespace, maxDepth, maxStates, maxDfaStates, maxDfaSetEntries })) {
     if (!Number.isInteger(value) || value < 0) throw new InvalidInputError(name, `must be a non-negative integer, got ${value}.`);
   }
+  if (!(maxCompileMs > 0)) throw new InvalidInputError('maxCompileMs', `must be a positive number of milliseconds, got ${maxCompileMs}.`);
   if (typeof format !== 'object' || format === null) throw new InvalidInputError('responseFormat', 'must be an object with a type.');
+  const key = `${maxWhitespace},${maxDepth},${maxDfaStates},${maxDfaSetEntries}:${responseFormatKey(format)}`;
+  const known = recent.get(key);
+  if (known && known.automatonStates <= maxStates) {
+    recent.delete(key);
+    recent.set(key, known);
+    return known;
+  }
+  const argument = format.type === 'regex' ? 'responseFormat.pattern' : format.type === 'json_schema' ? 'responseFormat.schema' : 'responseFormat';
+  const grammar = withCompileBudget(maxCompileMs, argument, () => compileFormat(format, { maxWhitespace, maxDepth, maxStates, maxDfaStates, maxDfaSetEntries }));
+  recent.set(key, grammar);
+  if (recent.size > RECENT_GRAMMARS) recent.delete(recent.keys().next().value!);
+  return grammar;
+}
+
+function compileFormat(format: ResponseFormat, options: Required<Omit<GrammarOptions, 'maxCompileMs'>>): ResponseGrammar {
+  const { maxWhitespace, maxDepth, maxStates, maxDfaStates, maxDfaSetEntries } = options;
   const compiled = (argument: string, ir: Ir) => {
     const states = size(ir);
     if (states > maxStates) {
@@ -100,7 +151,7 @@ export function compileResponseFormat(format: ResponseFormat, options: GrammarOp
       );
     }
     const nfa = new Nfa(maxStates, argument);
-    return new ResponseGrammar(format, nfa, build(nfa, ir), maxDfaStates);
+    return new ResponseGrammar(format, nfa, build(nfa, ir), maxDfaStates, maxDfaSetEntries);
   };
   switch (format.type) {
     case 'json_schema': {

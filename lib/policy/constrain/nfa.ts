@@ -11,6 +11,40 @@ export interface Fragment {
   end: number;
 }
 
+/**
+ * The time budget of the compile in progress: `compileResponseFormat` sets it around its
+ * synchronous work (so no two compiles interleave), and every NFA built meanwhile checks it as it
+ * grows, since building states is where a compile's time goes. A module-level setting rather than
+ * a field, because the parts of a compile make their own NFAs (a pattern's characters, a counted
+ * string's product) and all of them must stop.
+ */
+let compileDeadline: { at: number; ms: number; argument: string } | null = null;
+
+/** Runs `compile` under a budget of `ms` milliseconds (Infinity: none); errors name `argument`. */
+export function withCompileBudget<T>(ms: number, argument: string, compile: () => T): T {
+  if (ms === Infinity) return compile();
+  const outer = compileDeadline;
+  compileDeadline = { at: performance.now() + ms, ms, argument };
+  try {
+    return compile();
+  } finally {
+    compileDeadline = outer;
+  }
+}
+
+/** States built (or steps of other work) between two looks at the clock (well under a microsecond each, warm). */
+export const CLOCK_EVERY = 1024;
+
+/** Throws the InvalidInputError naming the budget when the compile in progress has run past it. */
+export function checkCompileBudget(): void {
+  if (compileDeadline && performance.now() > compileDeadline.at) {
+    throw new InvalidInputError(
+      compileDeadline.argument,
+      `takes more than the compile budget of ${compileDeadline.ms} ms (maxCompileMs; serve's formatCompileMs) to compile; lower maxLength / maxItems / repeat counts or the nesting.`,
+    );
+  }
+}
+
 /** Builds a fresh copy of a sub-automaton (repeats need one per occurrence). */
 export type Make = () => Fragment;
 
@@ -91,6 +125,7 @@ export class Nfa {
         `compiles to more than ${this.limit} automaton states; lower maxLength / maxItems / repeat counts or the nesting.`,
       );
     }
+    if ((this.states.size & (CLOCK_EVERY - 1)) === CLOCK_EVERY - 1) checkCompileBudget();
     const s = this.states.add();
     const [epsHead, epsTail, edgeHead, edgeTail] = this.states.columns;
     epsHead[s] = epsTail[s] = edgeHead[s] = edgeTail[s] = -1;
@@ -302,6 +337,7 @@ export function overlaps(nfa: Nfa, a: Fragment, b: Fragment, budget: { left: num
   push(a.start, b.start);
   while (stack.length) {
     if (budget.left < 0) return 'unknown';
+    if ((budget.left & (CLOCK_EVERY - 1)) === 0) checkCompileBudget();
     const q = stack.pop()!;
     const p = stack.pop()!;
     if (p === a.end && q === b.end) return true;
