@@ -36,9 +36,7 @@ interface Measured {
 const CONFIGS: Array<[shape: string, dtype: 'fp32' | 'q4', group: number, tokens: number]> = [
   ['smollm2-135m', 'fp32', 4, 64],
   ['smollm2-135m', 'fp32', 8, 128],
-  ['smollm2-135m', 'fp32', 8, 256],
   ['qwen2.5-0.5b', 'q4', 4, 64],
-  ['qwen2.5-0.5b', 'q4', 8, 128],
 ];
 
 /** The whole-decoder LoRA graphs (one forward and one backward graph of every layer, activations all kept) as measured at SmolLM2-135M's shape, fp32, Node 20 on this machine class's 2 cores, before this engine replaced them. */
