@@ -6,15 +6,6 @@
  */
 import type { ModelSpec } from './spec.js';
 
-/** config.json's `rope_scaling` for Llama 3.1 / 3.2. */
-export interface Llama3RopeScaling {
-  rope_type: 'llama3';
-  factor: number;
-  low_freq_factor: number;
-  high_freq_factor: number;
-  original_max_position_embeddings: number;
-}
-
 export function ropeInvFreq(spec: Pick<ModelSpec, 'headDim' | 'ropeTheta' | 'ropeScaling'>): Float32Array {
   const half = spec.headDim / 2;
   const out = new Float32Array(half);
