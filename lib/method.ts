@@ -6,7 +6,7 @@
  * read back with `payloadOf`. Around that: the group sampler the built-in methods share, the experience
  * library's operations and critic schemas, the stored-run helpers and statistics, and structured
  * output (a response format compiled to a token mask) for a policy backend of your own.
- * README "Contributing: adding a method" walks through one; test/run/best-of-g.ts is a whole one.
+ * docs/writing-a-method.md walks through one; test/run/best-of-g.ts is a whole one.
  */
 
 // The driver and its hooks.

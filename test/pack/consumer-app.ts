@@ -1,6 +1,6 @@
 /**
- * The page a package user would write, built by each bundler with the configuration the README
- * gives for it (read from the README itself), and what the page reports. It loads the bundled
+ * The page a package user would write, built by each bundler with the configuration the
+ * installing guide gives for it (read from docs/installing.md itself), and what the page reports. It loads the bundled
  * model on WebAssembly and samples a group on the page and in workers, throws typed errors in the
  * minified bundle and across a worker, loads a model from a second origin as from the hub, and
  * asks for onnxruntime-web's files where they are not.
@@ -67,12 +67,12 @@ exposePolicy(async ({ remoteHost, ...options }, { onProgress }) => {
 
 export type Bundler = 'vite' | 'webpack' | 'esbuild';
 
-/** The README's configuration for each bundler: Vite's config file, esbuild's command line. */
-export async function readmeConfig(): Promise<{ viteConfig: string; esbuildArgs: string[] }> {
-  const readme = await readFile(join(root, 'README.md'), 'utf8');
-  const viteConfig = /```js\n *(\/\/ vite\.config\.js\n[\s\S]*?) *```/.exec(readme)?.[1]?.replace(/^ +/gm, '');
-  const esbuild = /```sh\n *(esbuild [^\n]*)\n *```/.exec(readme)?.[1];
-  if (!viteConfig || !esbuild) throw new Error("README's bundler section lost its vite.config.js or esbuild block");
+/** The installing guide's configuration for each bundler: Vite's config file, esbuild's command line. */
+export async function guideConfig(): Promise<{ viteConfig: string; esbuildArgs: string[] }> {
+  const guide = await readFile(join(root, 'docs/installing.md'), 'utf8');
+  const viteConfig = /```js\n *(\/\/ vite\.config\.js\n[\s\S]*?) *```/.exec(guide)?.[1]?.replace(/^ +/gm, '');
+  const esbuild = /```sh\n *(esbuild [^\n]*)\n *```/.exec(guide)?.[1];
+  if (!viteConfig || !esbuild) throw new Error("docs/installing.md lost its vite.config.js or esbuild block");
   return { viteConfig, esbuildArgs: esbuild.split(/\s+/).slice(1) };
 }
 
@@ -88,7 +88,7 @@ export async function buildPage(app: string, bundler: Bundler): Promise<string> 
   await mkdir(join(project, 'src'), { recursive: true });
   await writeFile(join(project, 'src/main.js'), MAIN_JS);
   await writeFile(join(project, 'src/worker.js'), WORKER_JS);
-  const { viteConfig, esbuildArgs } = await readmeConfig();
+  const { viteConfig, esbuildArgs } = await guideConfig();
   const bin = (name: string) => join(root, 'node_modules/.bin', name);
   if (bundler === 'vite') {
     await writeFile(join(project, 'vite.config.js'), viteConfig);

@@ -3,10 +3,10 @@
  * the repository (its dist/ and package.json stay as they are), installed from the tarball into a
  * fresh project, imported from plain Node (a resolve hook refuses onnxruntime and transformers.js,
  * so the core never pulls them in), required, run from the command line, type-checked with every
- * README example, and built into a page by Vite, webpack 5 and esbuild, minified, with the
- * configuration the README gives each, which Chromium then runs (test/pack/consumer-app.ts).
+ * example of the README and docs/, and built into a page by Vite, webpack 5 and esbuild, minified,
+ * with the configuration docs/installing.md gives each, which Chromium then runs (test/pack/consumer-app.ts).
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -139,15 +139,21 @@ const strict = (resolution: 'nodenext' | 'bundler') => [
   '--module', resolution === 'bundler' ? 'esnext' : 'nodenext', '--moduleResolution', resolution,
 ];
 
-/** The README's ```js and ```ts blocks, each as the module a user would paste it into. */
-async function readmeExamples(): Promise<{ name: string; code: string }[]> {
-  const readme = await readFile(join(root, 'README.md'), 'utf8');
-  return [...readme.matchAll(/^ *```(js|ts)\n([\s\S]*?)^ *```/gm)].map((m) => {
-    const line = readme.slice(0, m.index).split('\n').length;
-    // Blocks in a list are indented with it; `export {}` makes a block without imports a module too.
-    const code = m[2].replace(/^ {2}/gm, '');
-    return { name: `readme-line-${line}.ts`, code: `${code}\nexport {};\n` };
-  });
+/** The ```js and ```ts blocks of the README and the guides in docs/, each as the module a user would paste it into. */
+async function docExamples(): Promise<{ name: string; code: string }[]> {
+  const guides = (await readdir(join(root, 'docs'))).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`);
+  const examples: { name: string; code: string }[] = [];
+  for (const file of ['README.md', ...guides]) {
+    const text = await readFile(join(root, file), 'utf8');
+    // An info string may follow the language (```ts no-run): such a block is type-checked all the same.
+    for (const m of text.matchAll(/^ *```(js|ts)( [^\n]*)?\n([\s\S]*?)^ *```/gm)) {
+      const line = text.slice(0, m.index).split('\n').length;
+      // Blocks in a list are indented with it; `export {}` makes a block without imports a module too.
+      const code = m[3].replace(/^ {2}/gm, '');
+      examples.push({ name: `${file.replace(/\W+/g, '-')}-line-${line}.ts`, code: `${code}\nexport {};\n` });
+    }
+  }
+  return examples;
 }
 
 describe('npm pack', () => {
@@ -171,9 +177,9 @@ describe('npm pack', () => {
 
   it('ships dist/ without source maps, a manifest without the repository\'s install policy, and installs without a word about webgrpo', async () => {
     const paths = packed.files;
-    expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/onnx.js', 'dist/onnx.browser.js', 'dist/math/loss.d.ts', 'README.md', 'LICENSE', 'python/webgrpo_rewards/webgrpo.py', 'python/webgrpo_rewards/alphabetise.py']));
+    expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/onnx.js', 'dist/onnx.browser.js', 'dist/math/loss.d.ts', 'README.md', 'docs/installing.md', 'LICENSE', 'python/webgrpo_rewards/webgrpo.py', 'python/webgrpo_rewards/alphabetise.py']));
     expect(paths.filter((p) => p.startsWith('lib/') || p.startsWith('test/') || p.endsWith('.map'))).toEqual([]);
-    // Every model the README calls bundled ships, webgrpo-reader (1.7 MB) among them.
+    // Every model the guides call bundled ships, webgrpo-reader (1.7 MB) among them.
     for (const model of ['webgrpo-tiny', 'webgrpo-skill', 'webgrpo-reader']) expect(paths).toContain(`public/models/${model}/onnx/model.onnx`);
     expect(packed.manifest).not.toHaveProperty('allowScripts');
     expect(packed.manifest.scripts).not.toHaveProperty('prepare');
@@ -182,7 +188,7 @@ describe('npm pack', () => {
     expect(await readFile(join(root, 'package.json'), 'utf8')).toBe(await repositoryManifest);
   });
 
-  it('imports from plain Node without loading a model runtime, and runs the README tour as printed', async () => {
+  it('imports from plain Node without loading a model runtime, and runs the API tour as printed', async () => {
     const env = cleanEnv();
     await writeFile(join(app, 'types.ts'), typesCheck);
     await run(process.execPath, [tsc, ...strict('nodenext'), 'types.ts'], { cwd: app, env });
@@ -191,9 +197,9 @@ describe('npm pack', () => {
     const { stdout } = await run(process.execPath, ['check.mjs'], { cwd: app, env });
     expect(stdout).toMatch(/^webgrpo ok: \d+ exports/);
 
-    // The README's example runs against the installed package and prints what its comments say.
-    const readme = await readFile(join(root, 'README.md'), 'utf8');
-    const example = /## A tour of the API[\s\S]*?```js\n([\s\S]*?)```/.exec(readme)?.[1];
+    // The API tour's first example runs against the installed package and prints what its comments say.
+    const tour = await readFile(join(root, 'docs/api-tour.md'), 'utf8');
+    const example = /^# A tour of the API[\s\S]*?```js\n([\s\S]*?)```/.exec(tour)?.[1];
     expect(example).toBeDefined();
     const expected = [...example!.matchAll(/\/\/ → (.*)$/gm)].map((m) => m[1].trim());
     expect(expected.length).toBeGreaterThan(3);
@@ -221,7 +227,7 @@ describe('npm pack', () => {
     expect(report).toMatchObject({ backend: 'cpu', rows: 3, steps: 2, adapter: 'webgrpo.adapter' });
     expect(report.maxGap).toBeLessThan(1e-4);
 
-    // The README's command, as a user runs it from the project.
+    // The serving guide's command, as a user runs it from the project.
     // Its own process group: npx runs the server as a child, which must end with the test.
     const server = spawn('npx', ['webgrpo', 'serve', '--model', 'webgrpo-tiny', '--port', '0'], { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     try {
@@ -248,8 +254,8 @@ describe('npm pack', () => {
     }
   }, 120_000);
 
-  it('type-checks every README example as written, strict, skipLibCheck off, for moduleResolution bundler and nodenext', async () => {
-    const examples = await readmeExamples();
+  it('type-checks every example of the README and docs/ as written, strict, skipLibCheck off, for moduleResolution bundler and nodenext', async () => {
+    const examples = await docExamples();
     expect(examples.length).toBeGreaterThan(10);
     for (const { name, code } of examples) await writeFile(join(app, name), code);
     for (const resolution of ['bundler', 'nodenext'] as const) {
@@ -283,7 +289,7 @@ describe('npm pack', () => {
       try {
         browser = await within(60_000, `${bundler}: launching Chromium`, launchChromium({ webgpu: false }));
         const page = await within(30_000, `${bundler}: opening a page`, browser.newPage());
-        // esbuild emits no .wasm: its page passes wasmPaths, as the README says.
+        // esbuild emits no .wasm: its page passes wasmPaths, as docs/installing.md says.
         const query = new URLSearchParams({ hub: hub.url, ...(bundler === 'esbuild' ? { ort: '/ort/' } : {}) });
         await page.goto(`${site.url}?${query}`);
         await page.waitForFunction(() => (window as { report?: unknown }).report, null, { timeout: 90_000 });

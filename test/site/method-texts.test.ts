@@ -1,8 +1,8 @@
 /**
  * The sentences the playground shows about each method, read against what the code does: the
  * picker's summary and its note on the random-weight model, the live text after a group's
- * advantages, the adapter panel's explanation, the Dynamic sampling hint, and the README's
- * playground section where it states the first run's settings.
+ * advantages, the adapter panel's explanation, the Dynamic sampling hint, the playground's guide
+ * (docs/playground.md) where it states the first run's settings, and the README's first-run paragraph.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -28,7 +28,7 @@ function adapterTexts(id: 'gradient' | 'lora'): string[] {
 }
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-const playground = readme.slice(readme.indexOf('## The playground'), readme.indexOf('\n## ', readme.indexOf('## The playground') + 3));
+const playground = readFileSync(new URL('../../docs/playground.md', import.meta.url), 'utf8');
 const source = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 const WORDS: Record<string, number> = { one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9, ten: 10 };
 const count = (word: string) => WORDS[word] ?? Number(word);
@@ -43,7 +43,7 @@ describe('what the page says about each method', () => {
     for (const text of [...adapterTexts('lora'), ...adapterTexts('gradient')]) expect(text).not.toMatch(/merg/i);
     const [summary, , live, panel] = adapterTexts('lora');
     for (const text of [summary, live, panel]) expect(text).toMatch(/A and B as inputs of (its|the model’s) graph/);
-    // The playground section describes the tab's runs; the README's merge helper lives in its own section.
+    // The playground's guide describes the tab's runs; the merge helper lives in the LoRA guide.
     const loraRuns = playground.slice(playground.indexOf('LoRA runs'), playground.indexOf('The router'));
     expect(loraRuns).toMatch(/A and B as inputs\s+of the model's graph \(no merge\)/);
     expect(loraRuns).not.toMatch(/merged/);
@@ -64,7 +64,7 @@ describe('what the page says about each method', () => {
     expect(note).toContain(`Gradient (adapter) on ${tiny.join(' or ')}`);
   });
 
-  it('states the resample limit the loop uses, under the box and in the README', () => {
+  it('states the resample limit the loop uses, under the box and in the playground guide', () => {
     const n = DYNAMIC_SAMPLING_DEFAULTS.maxResamples;
     expect(DYNAMIC_SAMPLING_HINT).toContain(`up to ${n} times`);
     expect(playground).toContain(`sampled again up to ${n} times`);
@@ -88,7 +88,7 @@ describe('what the page says about each method', () => {
     expect({ lr: Number(head![1]), epochs: count(head![2]) }).toEqual({ lr: SKILL_GRADIENT_DEFAULTS.lr, epochs: SKILL_GRADIENT_DEFAULTS.epochs });
     expect(methodOf('gradient').skillDefaults).toEqual(SKILL_GRADIENT_DEFAULTS);
     // The README's opening names the first run's step count.
-    const intro = readme.slice(0, readme.indexOf('## The playground'));
+    const intro = readme.slice(0, readme.indexOf('\n## '));
     expect(Number(/\("format =\*=: log" -> "=log="\), (\d+) steps/.exec(intro)?.[1])).toBe(runPlan(INITIAL_SETUP).steps);
   });
 });

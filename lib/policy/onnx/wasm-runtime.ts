@@ -132,7 +132,7 @@ export function wasmLoadFailure(cause: unknown, setup: WasmSetup | undefined): M
   return new ModelLoadError(
     `onnxruntime-web could not load its WebAssembly runtime${where}: ${text.trim().replace(/\.+$/, '')}. ` +
       "Serve the files of onnxruntime-web's dist/ folder (ort-wasm-simd-threaded.wasm and .mjs, plus the .asyncify pair for WebGPU) " +
-      "and pass their folder as loadOnnxPolicy({ wasmPaths: '/ort/' }); see webgrpo's README, \"Bundlers\".",
+      "and pass their folder as loadOnnxPolicy({ wasmPaths: '/ort/' }); see webgrpo's docs/installing.md, \"Files a page serves\".",
     { cause },
   );
 }
