@@ -6,13 +6,14 @@
  * example of the README and docs/, and built into a page by Vite, webpack 5 and esbuild, minified,
  * with the configuration docs/installing.md gives each, which Chromium then runs (test/pack/consumer-app.ts).
  */
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../browser/launch.js';
+import { docBlocks } from '../docs/blocks.js';
 import { buildPage, type Bundler } from './consumer-app.js';
 import { cleanEnv, installProject, packInto, pinned, root, run, type Packed } from './consumer.js';
 import { serveStatic } from './static-server.js';
@@ -139,23 +140,6 @@ const strict = (resolution: 'nodenext' | 'bundler') => [
   '--module', resolution === 'bundler' ? 'esnext' : 'nodenext', '--moduleResolution', resolution,
 ];
 
-/** The ```js and ```ts blocks of the README and the guides in docs/, each as the module a user would paste it into. */
-async function docExamples(): Promise<{ name: string; code: string }[]> {
-  const guides = (await readdir(join(root, 'docs'))).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`);
-  const examples: { name: string; code: string }[] = [];
-  for (const file of ['README.md', ...guides]) {
-    const text = await readFile(join(root, file), 'utf8');
-    // An info string may follow the language (```ts no-run): such a block is type-checked all the same.
-    for (const m of text.matchAll(/^ *```(js|ts)( [^\n]*)?\n([\s\S]*?)^ *```/gm)) {
-      const line = text.slice(0, m.index).split('\n').length;
-      // Blocks in a list are indented with it; `export {}` makes a block without imports a module too.
-      const code = m[3].replace(/^ {2}/gm, '');
-      examples.push({ name: `${file.replace(/\W+/g, '-')}-line-${line}.ts`, code: `${code}\nexport {};\n` });
-    }
-  }
-  return examples;
-}
-
 describe('npm pack', () => {
   let dir = '';
   let app = '';
@@ -255,7 +239,7 @@ describe('npm pack', () => {
   }, 120_000);
 
   it('type-checks every example of the README and docs/ as written, strict, skipLibCheck off, for moduleResolution bundler and nodenext', async () => {
-    const examples = await docExamples();
+    const examples = await docBlocks();
     expect(examples.length).toBeGreaterThan(10);
     for (const { name, code } of examples) await writeFile(join(app, name), code);
     for (const resolution of ['bundler', 'nodenext'] as const) {
