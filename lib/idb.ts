@@ -2,6 +2,8 @@
  * `webgrpo/idb`: the IndexedDB stores for browsers: training runs, and the groups of ask/tell
  * sessions. A separate entry so that the core package stays free of dependencies; this one brings
  * `idb` (about 1 kB).
+ *
+ * @module webgrpo/idb
  */
 import { methodRecords } from './methods/records.js';
 import { openIdbStore as openWith, type IdbStore, type IdbStoreOptions } from './store/idb.js';

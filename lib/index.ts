@@ -6,6 +6,8 @@
  * backend has its own subpath (`webgrpo/onnx`, `webgrpo/grad`, `webgrpo/idb`, ...), so importing
  * this entry loads no runtime.
  * test/pack/entries.test.ts keeps it within 60 runtime names.
+ *
+ * @module webgrpo
  */
 export * from './errors.js';
 

@@ -7,6 +7,8 @@
  * library's operations and critic schemas, the stored-run helpers and statistics, and structured
  * output (a response format compiled to a token mask) for a policy backend of your own.
  * docs/writing-a-method.md walks through one; test/run/best-of-g.ts is a whole one.
+ *
+ * @module webgrpo/method
  */
 
 // The driver and its hooks.

@@ -1,4 +1,8 @@
-/** `webgrpo/node`: Node-only parts (they use `node:` modules): the file-backed run and session stores, and JSONL files. */
+/**
+ * `webgrpo/node`: Node-only parts (they use `node:` modules): the file-backed run and session stores, and JSONL files.
+ *
+ * @module webgrpo/node
+ */
 import { methodRecords } from './methods/records.js';
 import { openFileStore as openWith, type FileStore, type FileStoreOptions } from './store/file.js';
 import { openFileSessionStore as openSessionWith, type FileSessionStore } from './store/file-groups.js';

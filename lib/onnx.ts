@@ -9,6 +9,8 @@
  * This is the entry Node resolves (the package's `node` condition); it picks the platform at run
  * time, so the repository's own code loads it anywhere. Browser bundles resolve `onnx.browser.ts`,
  * the same exports without Node's file access, so they hold no `node:` import.
+ *
+ * @module webgrpo/onnx
  */
 import { browserHost } from './policy/onnx/host-browser.js';
 import { nodeHost } from './policy/onnx/host-node.js';

@@ -16,6 +16,8 @@
  * `compute_score(data_source, solution_str, ground_truth, extra_info)`. Each built-in task has its
  * reward file in the package's python/webgrpo_rewards/ (`custom_reward_function.path`).
  * A subpath entry of its own: only this module loads the parquet writer.
+ *
+ * @module webgrpo/parquet
  */
 import { ByteWriter, parquetWrite } from 'hyparquet-writer';
 import type { ColumnSource } from 'hyparquet-writer';

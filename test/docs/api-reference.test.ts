@@ -1,0 +1,40 @@
+/**
+ * The API reference (`npm run docs`, TypeDoc from typedoc.json) builds from the package's entries
+ * without a warning: every type an exported signature names is exported or listed in
+ * `intentionallyNotExported` (and nothing listed there is exported or unused), every `{@link}` and
+ * every relative link of the guides resolves. Each entry of package.json's exports is a module of
+ * the reference with its own comment, and every guide in docs/ is one of its documents. Converted
+ * and validated only: no HTML is written.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Application, Logger, LogLevel, TSConfigReader, TypeDocReader } from 'typedoc';
+import { expect, it } from 'vitest';
+import { root } from './blocks.js';
+
+/** Keeps what TypeDoc warns about, so a failure says what it was. */
+class Collected extends Logger {
+  readonly messages: string[] = [];
+  override log(message: string, level: LogLevel): void {
+    if (level === LogLevel.Warn || level === LogLevel.Error) this.messages.push(message);
+  }
+}
+
+it('TypeDoc converts and validates the entries, the README and the guides without a warning', async () => {
+  const app = await Application.bootstrapWithPlugins({ options: join(root, 'typedoc.json') }, [new TypeDocReader(), new TSConfigReader()]);
+  const logger = new Collected();
+  app.logger = logger;
+  const project = await app.convert();
+  expect(project).toBeDefined();
+  app.validate(project!);
+  expect(logger.messages).toEqual([]);
+
+  const manifest = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
+  const entries = Object.keys(manifest.exports).filter((s) => s !== './package.json').map((s) => `webgrpo${s.slice(1)}`);
+  const modules = project!.children ?? [];
+  expect(modules.map((m) => m.name).sort()).toEqual(entries.sort());
+  expect(modules.filter((m) => !m.comment?.summary.some((part) => part.text.trim())).map((m) => m.name)).toEqual([]);
+  const guides = (await readdir(join(root, 'docs'))).filter((f) => f.endsWith('.md')).map((f) => f.replace(/\.md$/, ''));
+  expect((project!.documents ?? []).map((d) => d.name).sort()).toEqual(guides.sort());
+  expect(project!.readme?.length).toBeGreaterThan(0);
+}, 120_000);
