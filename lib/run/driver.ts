@@ -3,7 +3,7 @@
  * the schedule and resume, item concurrency, the events, `onEpoch`, the commit, the stop and the
  * release; a method only fills in its hooks. One step (`runStep`, below), top to bottom:
  *
- *   1. sample and reward every unfinished item of the batch (`sampleGroup`, the one sampling site)
+ *   1. sample and reward every unfinished item of the batch (`sampleItem`, the one sampling site)
  *   2. the step's advantages, computed once over all of its groups (any `scaleRewards`)
  *   3. each scored group to the method, each item stored as it finishes
  *   4. the method ends the step; the step record (common fields + the method's payload) is
@@ -31,7 +31,7 @@ import { evaluateHeldOut, evaluationDue, resolveEvaluation } from './held-out.js
 import type { AnyMethod, Drive, DriveInputs, ItemContext, Method, PreparedItem, Reporter, RunTally, SampledGroup, StartOptions } from './method.js';
 import { checkRunId, matchRewards, validateHandles, type LoopHandles } from './options.js';
 import { deriveSeed } from './random.js';
-import { promptOf, rewardTable, sampleGroup as sampleCompletions } from './rollout.js';
+import { promptOf, rewardTable, sampleGroup } from './rollout.js';
 import { LoopRun, stopRun, storedRun, type Run, type RunStop } from './run.js';
 import { progressAt, Schedule, type StepPlan } from './schedule.js';
 import { groupStats, stepStats } from './stats.js';
@@ -103,6 +103,7 @@ interface StepGroups {
   rowOf: Map<number, number>;
 }
 
+/** One context per item of the step, each on a signal that the step's first failure aborts. */
 function stepBatch(loop: Loop, plan: StepPlan): StepBatch {
   const abort = new AbortController();
   const signal = AbortSignal.any([loop.signal, abort.signal]);
@@ -135,7 +136,7 @@ async function scoreItem(loop: Loop, ctx: ItemContext): Promise<Scored> {
   const dynamic = loop.run.config.dynamicSampling;
   const usage = { promptTokens: 0, completionTokens: 0 };
   for (let attempt = 0; ; attempt++) {
-    const group = await sampleGroup(loop, ctx, prepared, attempt);
+    const group = await sampleItem(loop, ctx, prepared, attempt);
     usage.promptTokens += group.usage.promptTokens;
     usage.completionTokens += group.usage.completionTokens;
     const again = attempt > 0 ? { resample: attempt } : {};
@@ -154,11 +155,11 @@ async function scoreItem(loop: Loop, ctx: ItemContext): Promise<Scored> {
  * The one place a group is sampled: the method's own way, or one `generateGroup` of G. A
  * resampling (`attempt` above 0, dynamic sampling) draws from seeds of its own.
  */
-function sampleGroup(loop: Loop, ctx: ItemContext, prepared: PreparedItem, attempt: number): Promise<SampledGroup> {
+function sampleItem(loop: Loop, ctx: ItemContext, prepared: PreparedItem, attempt: number): Promise<SampledGroup> {
   if (loop.state.sample) return loop.state.sample(ctx, prepared);
   const { config } = loop.run;
   const seed = attempt === 0 ? deriveSeed(config.seed, 'rollout', ctx.plan.epoch, ctx.index) : deriveSeed(config.seed, 'resample', ctx.plan.epoch, ctx.index, attempt);
-  return sampleCompletions(ctx.policy, prepared.prompt, config, { count: config.groupSize, temperature: config.temperature, seed }, ctx.signal);
+  return sampleGroup(ctx.policy, prepared.prompt, config, { count: config.groupSize, temperature: config.temperature, seed }, ctx.signal);
 }
 
 /** A group's rollouts as stored, their advantages still to come. */
