@@ -24,11 +24,11 @@ import { parseDatasetJsonl } from '../tasks/jsonl.js';
 import { builtinTasks, getTask } from '../tasks/index.js';
 import { builtinRewards } from '../tasks/rewards.js';
 import { Progress, table, type ViewIo } from './train-view.js';
-import { adapterOptions, int, libraryOptions, num, UsageError } from './train-flags.js';
+import { adapterOptions, checkTrainFlags, int, libraryOptions, num, UsageError } from './train-flags.js';
 import { modelPath } from './model-arg.js';
 import { writeTrainedPeftFolder } from './peft-out.js';
 import { checkOutputPaths } from './output-paths.js';
-import { methodKinds, methodOf } from '../methods/registry.js';
+import { methodOf, type RegisteredMethod } from '../methods/registry.js';
 import { resumeRun, startRun } from '../run/driver.js';
 import type { StartOptions } from '../run/method.js';
 import type { LoopHandles } from '../run/options.js';
@@ -183,90 +183,126 @@ export async function run(argv: string[], io: TrainIo = nodeIo()): Promise<numbe
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>['values'];
 
+/**
+ * `webgrpo train` without `--list`: the flags checked, the model loaded, the run started (or
+ * resumed) through the registry and followed to its end, then its outputs written. The exit code
+ * is 0 (completed), 1 (stopped by a failure), or 130 (interrupted).
+ */
 async function train(values: Values, store: FileStore, io: TrainIo): Promise<number> {
   await checkOutputPaths({ out: values.out, 'export-jsonl': values['export-jsonl'] }, store.root);
-  const bundled = (values.model === undefined || values.model === 'webgrpo-tiny') && values.replay === undefined;
   const resumed = values.resume !== undefined ? await store.getRun(values.resume) : undefined;
   if (values.resume !== undefined && !resumed) throw new UsageError(`No run "${values.resume}" in ${store.root}; see \`webgrpo train --list\`.`);
-  if (!resumed && (values.task === undefined) === (values.dataset === undefined)) {
-    throw new UsageError('Give one of --task <name> or --dataset <file.jsonl> (or --resume <id>).');
-  }
-
-  const kind = resumed ? resumed.kind : methodKind(values);
+  const { kind, format } = checkTrainFlags(values, resumed?.kind);
   const method = methodOf(kind);
   if (!method) throw new UsageError(`No method runs "${kind}" runs here.`);
-  if (values['peft-out'] !== undefined && kind !== 'lora') throw new UsageError('--peft-out writes a LoRA adapter; it is an option of --method lora.');
 
-  // The model: a recording, the given model, or (resuming) the one the run used.
-  let policy: Policy;
-  if (values.replay !== undefined) {
-    policy = replayPolicy(await readFile(values.replay, 'utf8'));
-  } else {
-    const model = values.model ?? (resumed && resumed.config.policy.backend !== 'recorded' ? resumed.config.policy.model : undefined);
-    policy = await io.loadModel(model, values.device, (text) => io.interactive && !values.quiet && io.stderr(`\r${text}`.padEnd(60)), { trainable: method.trains === 'head' });
-    if (io.interactive && !values.quiet) io.stderr('\r'.padEnd(61) + '\r');
-  }
+  const policy = await loadPolicy(values, method, resumed, io);
   const recorder: RecordingPolicy | undefined = values.record !== undefined ? recordingPolicy(policy) : undefined;
   // A method that trains the policy trains it itself, so it is never wrapped in a recorder.
   const active = recorder && !method.trains ? recorder : policy;
   io.stderr(`Model: ${policy.info.model} (${policy.info.backend}${policy.info.note ? `; ${policy.info.note}` : ''})\n`);
 
-  const format = values['export-format'];
-  if (format !== 'standard' && format !== 'conversational') throw new UsageError(`--export-format must be standard or conversational, got "${format}".`);
-  let exported: EpochExportFile | undefined;
-
-  let loop: Run<CliEvent, unknown>;
-  if (resumed) {
-    if (values['export-jsonl'] !== undefined) exported = await epochExportFile(values['export-jsonl'], format, await store.getItems(resumed.id), policy, { store, runId: resumed.id });
-    loop = resumeRun<CliEvent, unknown, LoopHandles>([method], resumed.id, { policy: active, rewards: rewardsOf(resumed), store, signal: io.interrupt, onEpoch: exported?.hook });
-    io.stderr(`Resuming run ${resumed.id} (${resumed.config.task ?? 'dataset'}, ${runMethod(resumed)}).\n`);
-  } else {
-    const mode: LoopMode | undefined = kind === 'training-free' ? ((values.method ?? values.mode ?? (bundled ? 'exemplars' : 'lessons')) as LoopMode) : undefined;
-    if (bundled && kind === 'training-free' && values.method === undefined && values.mode === undefined) {
-      io.stderr('The bundled model has random weights and cannot write critiques: using --method exemplars (pass --method lessons to try anyway).\n');
-    }
-    let dataset;
-    let rewards: RewardFunction[];
-    if (values.task !== undefined) {
-      const task = getTask(values.task);
-      dataset = task.dataset({ size: int(values.size, 'size'), seed: int(values.seed, 'seed') });
-      rewards = task.rewards;
-    } else {
-      const path = values.dataset as string;
-      dataset = parseDatasetJsonl(await readFile(path, 'utf8'), path);
-      rewards = (values.reward ?? 'exact,similarity').split(',').map((name) => {
-        const reward = builtinRewards[name.trim()];
-        if (!reward) throw new UsageError(`Unknown reward "${name}"; choose from ${Object.keys(builtinRewards).join(', ')}.`);
-        return reward;
-      });
-    }
-    if (values['export-jsonl'] !== undefined) exported = await epochExportFile(values['export-jsonl'], format, dataset, policy);
-    // Each method takes the options it knows (its `create` reads them) and ignores the rest.
-    loop = startRun<CliEvent, string, LoopHandles, unknown, StepPayloadBase & { kind: string }, StartOptions & Record<string, unknown>, unknown>(method, {
-      policy: active,
-      dataset,
-      rewards,
-      ...(mode ? { mode } : {}),
-      ...(kind === 'router' ? { arms: values.arms !== undefined ? JSON.parse(await readFile(values.arms, 'utf8')) : CLI_ARMS } : {}),
-      ...adapterOptions(method.trains, values),
-      ...libraryOptions(kind === 'training-free', values),
-      task: values.task,
-      epochs: int(values.epochs, 'epochs'),
-      groupSize: int(values.group, 'group'),
-      batchSize: int(values.batch, 'batch'),
-      concurrency: int(values.concurrency, 'concurrency'),
-      temperature: num(values.temperature, 'temperature'),
-      maxNewTokens: int(values['max-new-tokens'], 'max-new-tokens') ?? (bundled ? 48 : undefined),
-      seed: int(values.seed, 'seed'),
-      runId: values['run-id'],
-      store,
-      signal: io.interrupt,
-      onEpoch: exported?.hook,
-    });
-    io.stderr(`Run ${loop.runId} (${values.task ?? values.dataset}, ${mode ?? kind}) in ${store.root}\n`);
+  const handles = { policy: active, store, signal: io.interrupt };
+  const { loop, exported } = resumed ? await resumeFromFlags(values, method, resumed, handles, format, policy, io) : await startFromFlags(values, kind, method, handles, format, policy, io);
+  const { status, failure } = await follow(loop, io, values.quiet);
+  // A gradient run's trainer holds the adapter; the model is disposed with it below.
+  if (exported) {
+    await exported.sink.flush();
+    if (exported.lines() > 0) io.stderr(`Appended ${exported.lines()} lines of training data to ${exported.sink.path}\n`);
   }
+  if (recorder && values.record !== undefined) await writeFile(values.record, JSON.stringify(recorder.recording()));
+  if (values.out !== undefined && (await store.getRun(loop.runId))) {
+    await writeFile(values.out, `${JSON.stringify(await exportRun(store, loop.runId), null, 2)}\n`);
+    io.stderr(`Wrote the run to ${values.out}\n`);
+  }
+  if (values['peft-out'] !== undefined) await writeTrainedPeftFolder(store, loop.runId, values['peft-out'], io.stderr);
+  await policy.dispose();
+  return exitCode(failure, status, `webgrpo train --resume ${loop.runId} --store ${values.store}`, io);
+}
 
-  const view = new Progress(io, values.quiet);
+/** What starting or resuming a run from the flags gives: the run, and its epochs' JSONL file (`--export-jsonl`). */
+interface FlagsRun {
+  loop: Run<CliEvent, unknown>;
+  exported: EpochExportFile | undefined;
+}
+
+/** The handles every run of the command takes: the (maybe recording) policy, the store, Ctrl-C. */
+interface CliHandles {
+  policy: Policy;
+  store: FileStore;
+  signal: AbortSignal;
+}
+
+/** The model: a recording, the given model, or (resuming) the one the run used; with its hidden states where the method trains its head. */
+async function loadPolicy(values: Values, method: RegisteredMethod, resumed: RunRecord | undefined, io: TrainIo): Promise<Policy> {
+  if (values.replay !== undefined) return replayPolicy(await readFile(values.replay, 'utf8'));
+  const model = values.model ?? (resumed && resumed.config.policy.backend !== 'recorded' ? resumed.config.policy.model : undefined);
+  const policy = await io.loadModel(model, values.device, (text) => io.interactive && !values.quiet && io.stderr(`\r${text}`.padEnd(60)), { trainable: method.trains === 'head' });
+  if (io.interactive && !values.quiet) io.stderr('\r'.padEnd(61) + '\r');
+  return policy;
+}
+
+/** `--resume`: the stored run continued by its method, with its own rewards; `--export-jsonl` writes the epochs it finishes. */
+async function resumeFromFlags(values: Values, method: RegisteredMethod, resumed: RunRecord, handles: CliHandles, format: JsonlFormat, policy: Policy, io: TrainIo): Promise<FlagsRun> {
+  const { store } = handles;
+  const exported = values['export-jsonl'] !== undefined ? await epochExportFile(values['export-jsonl'], format, await store.getItems(resumed.id), policy, { store, runId: resumed.id }) : undefined;
+  const loop = resumeRun<CliEvent, unknown, LoopHandles>([method], resumed.id, { ...handles, rewards: rewardsOf(resumed), onEpoch: exported?.hook });
+  io.stderr(`Resuming run ${resumed.id} (${resumed.config.task ?? 'dataset'}, ${runMethod(resumed)}).\n`);
+  return { loop, exported };
+}
+
+/** A new run of `method` on the task or dataset the flags name, with the loop's settings and the method's own options from them. */
+async function startFromFlags(values: Values, kind: string, method: RegisteredMethod, handles: CliHandles, format: JsonlFormat, policy: Policy, io: TrainIo): Promise<FlagsRun> {
+  const bundled = (values.model === undefined || values.model === 'webgrpo-tiny') && values.replay === undefined;
+  const mode: LoopMode | undefined = kind === 'training-free' ? ((values.method ?? values.mode ?? (bundled ? 'exemplars' : 'lessons')) as LoopMode) : undefined;
+  if (bundled && kind === 'training-free' && values.method === undefined && values.mode === undefined) {
+    io.stderr('The bundled model has random weights and cannot write critiques: using --method exemplars (pass --method lessons to try anyway).\n');
+  }
+  const { dataset, rewards } = await datasetOf(values);
+  const exported = values['export-jsonl'] !== undefined ? await epochExportFile(values['export-jsonl'], format, dataset, policy) : undefined;
+  // Each method takes the options it knows (its `create` reads them) and ignores the rest.
+  const loop = startRun<CliEvent, string, LoopHandles, unknown, StepPayloadBase & { kind: string }, StartOptions, unknown>(method, {
+    ...handles,
+    dataset,
+    rewards,
+    ...(mode ? { mode } : {}),
+    ...(kind === 'router' ? { arms: values.arms !== undefined ? JSON.parse(await readFile(values.arms, 'utf8')) : CLI_ARMS } : {}),
+    ...adapterOptions(method.trains, values),
+    ...libraryOptions(kind === 'training-free', values),
+    task: values.task,
+    epochs: int(values.epochs, 'epochs'),
+    groupSize: int(values.group, 'group'),
+    batchSize: int(values.batch, 'batch'),
+    concurrency: int(values.concurrency, 'concurrency'),
+    temperature: num(values.temperature, 'temperature'),
+    maxNewTokens: int(values['max-new-tokens'], 'max-new-tokens') ?? (bundled ? 48 : undefined),
+    seed: int(values.seed, 'seed'),
+    runId: values['run-id'],
+    onEpoch: exported?.hook,
+  });
+  io.stderr(`Run ${loop.runId} (${values.task ?? values.dataset}, ${mode ?? kind}) in ${handles.store.root}\n`);
+  return { loop, exported };
+}
+
+/** `--task` (its dataset and rewards) or `--dataset` with `--reward`'s built-in rewards. */
+async function datasetOf(values: Values): Promise<{ dataset: DatasetItem[]; rewards: RewardFunction[] }> {
+  if (values.task !== undefined) {
+    const task = getTask(values.task);
+    return { dataset: task.dataset({ size: int(values.size, 'size'), seed: int(values.seed, 'seed') }), rewards: task.rewards };
+  }
+  const path = values.dataset as string;
+  const dataset = parseDatasetJsonl(await readFile(path, 'utf8'), path);
+  const rewards = (values.reward ?? 'exact,similarity').split(',').map((name) => {
+    const reward = builtinRewards[name.trim()];
+    if (!reward) throw new UsageError(`Unknown reward "${name}"; choose from ${Object.keys(builtinRewards).join(', ')}.`);
+    return reward;
+  });
+  return { dataset, rewards };
+}
+
+/** The run's events shown as they come, to its end; how it ended (a failure is caught here, for the outputs still to write). */
+async function follow(loop: Run<CliEvent, unknown>, io: TrainIo, quiet: boolean): Promise<{ status: string; failure: unknown }> {
+  const view = new Progress(io, quiet);
   let status = 'failed';
   let failure: unknown;
   try {
@@ -278,44 +314,23 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
     failure = error;
   }
   view.finish();
-  // A gradient run's trainer holds the adapter; the model is disposed with it below.
-  if (exported) {
-    await exported.sink.flush();
-    if (exported.lines() > 0) io.stderr(`Appended ${exported.lines()} lines of training data to ${exported.sink.path}\n`);
-  }
+  return { status, failure };
+}
 
-  if (recorder && values.record !== undefined) await writeFile(values.record, JSON.stringify(recorder.recording()));
-  if (values.out !== undefined && (await store.getRun(loop.runId))) {
-    await writeFile(values.out, `${JSON.stringify(await exportRun(store, loop.runId), null, 2)}\n`);
-    io.stderr(`Wrote the run to ${values.out}\n`);
-  }
-  if (values['peft-out'] !== undefined) await writeTrainedPeftFolder(store, loop.runId, values['peft-out'], io.stderr);
-  await policy.dispose();
-
+/** The exit code of how the run ended, with what to do next (`resume`: the command that continues it). */
+function exitCode(failure: unknown, status: string, resume: string, io: TrainIo): number {
   if (failure) {
     if (failure instanceof WebgrpoError && failure.code === 'AlreadyRunning') throw failure;
     io.stderr(`\nThe run stopped: ${failure instanceof Error ? failure.message : String(failure)}\n`);
     // A damaged store is repaired first; resuming it as it is would fail the same way.
-    if (!(failure instanceof StoreCorruptError)) io.stderr(`What was committed is kept; resume with: webgrpo train --resume ${loop.runId} --store ${values.store}\n`);
+    if (!(failure instanceof StoreCorruptError)) io.stderr(`What was committed is kept; resume with: ${resume}\n`);
     return 1;
   }
   if (status === 'aborted') {
-    io.stderr(`\nInterrupted. Resume with: webgrpo train --resume ${loop.runId} --store ${values.store}\n`);
+    io.stderr(`\nInterrupted. Resume with: ${resume}\n`);
     return 130;
   }
   return 0;
-}
-
-/** The run kind `--method` (or `--mode`) names. */
-function methodKind(values: Values): string {
-  const name = values.method ?? values.mode ?? 'lessons';
-  if (values.method !== undefined && values.mode !== undefined && values.method !== values.mode) {
-    throw new UsageError(`--method ${values.method} and --mode ${values.mode} disagree; give one.`);
-  }
-  if (name === 'lessons' || name === 'exemplars') return 'training-free';
-  if (values.mode !== undefined) throw new UsageError(`--mode must be lessons or exemplars, got "${values.mode}".`);
-  if (!methodKinds().includes(name)) throw new UsageError(`Unknown method "${name}"; choose lessons, exemplars, ${methodKinds().filter((k) => k !== 'training-free').join(', ')}.`);
-  return name;
 }
 
 /** The router's arms without `--arms`: prompt and sampling variants of the one model (the playground's). */

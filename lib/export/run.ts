@@ -8,7 +8,6 @@
  */
 import { InvalidInputError } from '../errors.js';
 import { methodOf } from '../methods/registry.js';
-import type { RunOf } from '../run/run.js';
 import type { ItemResult, RunBundle } from '../store/records.js';
 import { itemResultGroup, type ExportGroup } from '../run/groups.js';
 
@@ -30,7 +29,7 @@ export function runResults(bundle: RunBundle): ItemResult[] {
 /** One item result's export groups: the run's method says how they are written (the router's: one per arm). */
 export function resultGroups(bundle: RunBundle, result: ItemResult): ExportGroup[] {
   const method = methodOf(bundle.run.kind);
-  return method?.exportGroups?.(bundle.run.config as unknown as RunOf<string>['config'], bundle.run.id, result) ?? [itemResultGroup(bundle.run.id, result)];
+  return method?.exportGroups?.(bundle.run.config, bundle.run.id, result) ?? [itemResultGroup(bundle.run.id, result)];
 }
 
 /** Whether `value` has the shape of a run bundle (or a run export, which is one). */

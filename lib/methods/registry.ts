@@ -17,7 +17,7 @@ import { trainingFreeMethod } from './training-free/method.js';
 export type RegisteredMethod = AnyMethod;
 
 /** The built-in methods, in the order the CLI and the playground offer them. */
-export const builtinMethods: readonly RegisteredMethod[] = [trainingFreeMethod, headMethod, loraMethod, routerMethod] as unknown as RegisteredMethod[];
+export const builtinMethods: readonly RegisteredMethod[] = [trainingFreeMethod, headMethod, loraMethod, routerMethod];
 
 /** Methods registered by the page or process (`registerMethod`), by kind. */
 const registered = new Map<string, RegisteredMethod>();
@@ -28,7 +28,7 @@ export function registerMethod<K extends string, H extends LoopHandles, R, P ext
   if (!method || typeof method.kind !== 'string' || method.kind === '' || typeof method.open !== 'function' || typeof method.create !== 'function' || method.record?.kind !== method.kind || typeof method.record.config !== 'function') {
     throw new InvalidInputError('method', 'expected a method: { kind, record (a RecordKind of the same kind, with config), create, validateHandles, open, ... }.');
   }
-  registered.set(method.kind, method as unknown as RegisteredMethod);
+  registered.set(method.kind, method);
 }
 
 /** The method of a run kind, or undefined for a kind nobody registered. */

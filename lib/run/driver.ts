@@ -1,7 +1,7 @@
 /**
  * The driver: the one GRPO loop, for every method (method.ts). It owns the run's lock and signal,
  * the schedule and resume, item concurrency, the events, `onEpoch`, the commit, the stop and the
- * release; a method only fills in its hooks. One step, top to bottom:
+ * release; a method only fills in its hooks. One step (`runStep`, below), top to bottom:
  *
  *   1. sample and reward every unfinished item of the batch (`sampleItem`, the one sampling site)
  *   2. the step's advantages, computed once over all of its groups (any `scaleRewards`)
@@ -19,9 +19,9 @@
  */
 import { InvalidInputError, throwIfAborted } from '../errors.js';
 import { itemResultGroup } from './groups.js';
-import { combinedRewards, computeAdvantages, type AdvantageResult } from '../math/advantages.js';
-import type { ItemResult, RolloutRecord, RunRecord, StepPayloadBase, StepRecord, StepStats } from '../store/records.js';
-import { validateDataset } from '../core/dataset.js';
+import { combinedRewards, computeAdvantages, type AdvantageOptions, type AdvantageResult } from '../math/advantages.js';
+import type { AnyRunRecord, ItemResult, RolloutRecord, StepPayloadBase, StepRecord, StepStats } from '../store/records.js';
+import { validateDataset, type DatasetItem } from '../core/dataset.js';
 import { MemoryStore } from '../store/memory.js';
 import { emptyLibrary } from '../experience/types.js';
 import { isFlat } from './dynamic-sampling.js';
@@ -31,57 +31,53 @@ import { evaluateHeldOut, evaluationDue, resolveEvaluation } from './held-out.js
 import type { AnyMethod, Drive, DriveInputs, ItemContext, Method, PreparedItem, Reporter, RunTally, SampledGroup, StartOptions } from './method.js';
 import { checkRunId, matchRewards, validateHandles, type LoopHandles } from './options.js';
 import { deriveSeed } from './random.js';
-import { promptOf, rewardTable, sampleGroup, type RolloutSettings } from './rollout.js';
-import { LoopRun, stopRun, storedRun, type Run, type RunOf, type RunStop } from './run.js';
+import { promptOf, rewardTable, sampleGroup } from './rollout.js';
+import { LoopRun, stopRun, storedRun, type Run, type RunStop } from './run.js';
 import { progressAt, Schedule, type StepPlan } from './schedule.js';
 import { groupStats, stepStats } from './stats.js';
 
-type Emit = (event: { type: string } & Record<string, unknown>) => Promise<void>;
-type Kind = string;
-/** A method's step payload: an object of its own kind. */
-type Payload<K extends Kind> = StepPayloadBase & { kind: K };
-
 /**
- * A new run of `method` from its start options: checked now, synchronously (the method's own
- * options by its `create`, then the dataset and the run id), stored when the run is first
- * iterated, then driven.
+ * One step of the run, the four parts of the file's head. Items of a resumed step that the
+ * store holds are reused as they are; the others are sampled, rewarded and handed to the method.
  */
-export function startRun<E, K extends Kind, H extends LoopHandles, R, P extends Payload<K>, O extends StartOptions<H>, I>(method: Method<K, H, R, P, O, I>, options: O): Run<E, R> {
-  if (!options || typeof options !== 'object') throw new InvalidInputError('options', 'expected an options object.');
-  const made = method.create(options);
-  const dataset = validateDataset(options.dataset);
-  const runId = options.runId !== undefined ? checkRunId(options.runId) : crypto.randomUUID();
-  const evaluation = resolveEvaluation(options.evaluation, made.config);
-  const now = new Date().toISOString();
-  const config = evaluation ? { ...made.config, evaluation } : made.config;
-  const stored = { id: runId, kind: method.kind, status: 'running', createdAt: now, updatedAt: now, config, initialLibrary: made.initialLibrary ?? emptyLibrary(), itemCount: dataset.length };
-  const store = options.store ?? new MemoryStore();
-  return new LoopRun<E, R>(runId, async (emit, signal) => {
-    // Checks that need the policy's async calls (its tokenizer) refuse the run before it is stored.
-    await made.check?.(dataset, config);
-    // Every store keeps any method's run record as plain data.
-    await store.createRun(stored as unknown as RunRecord, dataset);
-    return drive(method, { store, runId, handles: options, rewards: options.rewards, resumed: false }, emit as Emit, signal, made.initial);
-  });
+async function runStep(loop: Loop, step: number): Promise<void> {
+  const plan = loop.schedule.plan(step);
+  await loop.report.emit({ type: 'step-start', step, epoch: plan.epoch, batch: plan.batch, items: plan.indices, ...loop.state.fields?.({ type: 'step-start', plan }), progress: progress(loop, step) });
+  const finished = new Map((await loop.inputs.store.getItemResults(loop.inputs.runId, step)).map((r) => [r.position, r]));
+  const batch = stepBatch(loop, plan);
+
+  // 1. Sample and reward the unfinished items; a resumed step's finished ones come from the store.
+  const scored = await scoreItems(loop, batch, finished);
+  // 2. The step's advantages, once, over its groups in batch order (dynamic sampling leaves flat groups out).
+  const groups = stepAdvantages(loop, finished, scored);
+  // 3. Each group to the method; each item stored as it finishes, so a resume never redoes it.
+  const results = await finishItems(loop, batch, finished, scored, groups);
+  // 4. The method ends the step (on the groups the advantages cover); the record is committed in one transaction.
+  await commitStep(loop, plan, results, groups);
+  if (plan.lastOfEpoch) {
+    await endEpoch(loop, plan);
+    await evaluateAfter(loop, plan.epoch, []);
+  }
 }
 
-/**
- * A stored run continued from its first unfinished item by the one of `methods` of its kind (the
- * gradient method resumes its two kinds, head adapter and LoRA). The common handles are checked
- * now (synchronously, as a start's options are); the stored run, the method's own handles and the
- * reward functions (matched by name) when the run is iterated, before anything is changed.
- */
-export function resumeRun<E, R, H extends LoopHandles>(methods: readonly AnyMethod<H, R>[], runId: string, options: H & { store: Store }): Run<E, R> {
-  if (!options || typeof options !== 'object' || !options.store) throw new InvalidInputError('store', 'pass the store that holds the run.');
-  validateHandles(options);
-  return new LoopRun<E, R>(runId, async (emit, signal) => {
-    const run = await storedRun(options.store, runId, methods.map((m) => m.kind));
-    const method = methods.find((m) => m.kind === run.kind)!;
-    method.validateHandles(options);
-    const rewards = matchRewards(run.config, options.rewards);
-    return drive(method, { store: options.store, runId, handles: options, rewards, resumed: true }, emit as Emit, signal, undefined);
-  });
+/** A drive in progress: the stored run, the method's state for this drive, and where the run stands. */
+interface Loop<R = unknown> {
+  method: AnyMethod<LoopHandles, R>;
+  state: Drive<R, AnyPayload>;
+  inputs: DriveInputs<LoopHandles>;
+  run: AnyRunRecord;
+  items: DatasetItem[];
+  schedule: Schedule;
+  signal: AbortSignal;
+  /** Events and warnings, counted in `done.warnings`. */
+  report: Reporter;
+  /** Steps committed, items finished (each epoch counts every item again), warnings so far. */
+  done: { steps: number; items: number; warnings: number };
+  advantages: AdvantageOptions;
 }
+
+/** A method's step payload, as the driver holds it: an object of the method's kind. */
+type AnyPayload = StepPayloadBase & { kind: string };
 
 /** An unfinished item after step 1: its prompt, its rollouts with rewards (advantages come in step 2). */
 interface Scored {
@@ -94,223 +90,130 @@ interface Scored {
   resamples: number;
 }
 
-async function drive<K extends Kind, H extends LoopHandles, R, P extends Payload<K>, O extends StartOptions<H>, I>(
-  method: Method<K, H, R, P, O, I>,
-  inputs: DriveInputs<H>,
-  emit: Emit,
-  internal: AbortSignal,
-  initial: I | undefined,
-): Promise<R> {
-  const { store, runId, handles } = inputs;
-  const signal = handles.signal ? AbortSignal.any([handles.signal, internal]) : internal;
-  const lock = await store.lockRun(runId);
-  let opened: Drive<R, P> | undefined;
-  let schedule: Schedule | undefined;
-  let stepsCompleted = 0;
-  let itemsDone = 0;
-  let warnings = 0;
-  const progress = (step: number): Progress => progressAt(schedule, step, itemsDone);
-  const tally = (status: RunTally['status']): RunTally => ({
-    runId,
-    status,
-    epochsCompleted: schedule ? Math.floor(stepsCompleted / schedule.stepsPerEpoch) : 0,
-    stepsCompleted,
-    itemsProcessed: itemsDone,
-    warnings,
+/** The step's items as the hooks see them, and the abort that stops them all on the first failure. */
+interface StepBatch {
+  contexts: ItemContext[];
+  abort: AbortController;
+}
+
+/** The step's advantages and the groups they cover (their positions in the batch, and each one's first row). */
+interface StepGroups {
+  kept: number[];
+  advantages: AdvantageResult;
+  rowOf: Map<number, number>;
+}
+
+/** One context per item of the step, each on a signal that the step's first failure aborts. */
+function stepBatch(loop: Loop, plan: StepPlan): StepBatch {
+  const abort = new AbortController();
+  const signal = AbortSignal.any([loop.signal, abort.signal]);
+  const { policy } = loop.inputs.handles;
+  return { abort, contexts: plan.indices.map((index, position) => ({ ...loop.report, plan, position, index, item: loop.items[index], signal, policy })) };
+}
+
+/** Step 1 over the batch: every unfinished item scored (up to the method's concurrency at once). */
+async function scoreItems(loop: Loop, { contexts, abort }: StepBatch, finished: ReadonlyMap<number, ItemResult>): Promise<Array<Scored | undefined>> {
+  const scored = new Array<Scored | undefined>(contexts.length);
+  await eachConcurrently(contexts.length, loop.state.concurrency ?? 1, abort, async (position) => {
+    if (finished.has(position)) return;
+    const item = await scoreItem(loop, contexts[position]);
+    throwIfAborted(contexts[position].signal);
+    item.group.rewarded?.(item.rollouts);
+    scored[position] = item;
   });
-  const runEnd = (state: Drive<R, P>, end: RunStop | { status: 'completed' }) => {
-    const t = tally(end.status === 'completed' ? 'completed' : 'aborted');
-    const counts = { epochsCompleted: t.epochsCompleted, stepsCompleted: t.stepsCompleted, itemsProcessed: t.itemsProcessed };
-    return emit({ type: 'run-end', runId, ...end, ...counts, ...state.fields?.({ type: 'run-end', tally: t }), progress: progress(stepsCompleted) });
-  };
-  const report: Reporter = {
-    emit: async (event) => {
-      if (event.type === 'warning') warnings += 1;
-      await emit(event);
-    },
-    warn: (warning) => report.emit({ type: 'warning', warning }),
-  };
+  throwIfAborted(loop.signal);
+  return scored;
+}
 
-  try {
-    const run = (await storedRun(store, runId, [method.kind])) as RunOf<K>;
-    const config = run.config as RunOf<K>['config'];
-    const items = await store.getItems(runId);
-    schedule = new Schedule(config, items.length);
-    const last = (await store.lastStep(runId)) as StepRecord<P> | undefined;
-    stepsCompleted = last?.step ?? 0;
-    itemsDone = stepsCompleted < schedule.totalSteps ? schedule.plan(stepsCompleted + 1).itemsBefore : schedule.totalItems;
-    if (stepsCompleted > 0) {
-      for (const step of await store.listSteps(runId)) warnings += step.warnings.length + step.items.reduce((n, i) => n + i.warnings.length, 0);
+/**
+ * Step 1 for one item: its prompt, its group, every reward function on every completion; with
+ * dynamic sampling, a flat group sampled again (up to the bound) and the last sampling kept.
+ */
+async function scoreItem(loop: Loop, ctx: ItemContext): Promise<Scored> {
+  const ref = { step: ctx.plan.step, epoch: ctx.plan.epoch, item: ctx.index };
+  const prepared = loop.state.prepare ? await loop.state.prepare(ctx) : { prompt: promptOf(ctx.item) };
+  await ctx.emit({ type: 'item-start', ...ref, position: ctx.position, prompt: prepared.prompt, ...prepared.start });
+  const dynamic = loop.run.config.dynamicSampling;
+  const usage = { promptTokens: 0, completionTokens: 0 };
+  for (let attempt = 0; ; attempt++) {
+    const group = await sampleItem(loop, ctx, prepared, attempt);
+    usage.promptTokens += group.usage.promptTokens;
+    usage.completionTokens += group.usage.completionTokens;
+    const again = attempt > 0 ? { resample: attempt } : {};
+    await ctx.emit({ type: 'rollouts', ...ref, ...again, completions: group.completions, usage: group.usage });
+    const table = await rewardTable(loop.inputs.rewards, group.completions, ctx.item, prepared.prompt, ctx.index);
+    const rewards = combinedRewards(table, loop.advantages.weights);
+    await ctx.emit({ type: 'rewards', ...ref, ...again, rewards: table, combined: nullable(rewards) });
+    if (!dynamic || attempt >= dynamic.maxResamples || !isFlat(rewards)) {
+      return { prepared, group: attempt > 0 ? { ...group, usage } : group, table, rewards, rollouts: rolloutRecords(group, table, rewards), resamples: attempt };
     }
-    const state = await method.open({ run, store, handles, last, ...(initial !== undefined ? { initial } : {}) });
-    opened = state;
-    throwIfAborted(signal);
-    if (run.status !== 'running') await store.setRunStatus(runId, { status: 'running' });
-    await emit({ type: 'run-start', runId, resumed: inputs.resumed, config, ...state.fields?.({ type: 'run-start' }), progress: progress(stepsCompleted + 1) });
-
-    /** The held-out evaluation after `epoch` when it is due, kept with the run and announced. */
-    const evaluateAfter = async (epoch: number, kept: ReadonlyArray<{ epoch: number }>) => {
-      const { evaluation } = config;
-      if (!evaluation || !evaluationDue(evaluation, epoch, schedule!.epochs) || kept.some((e) => e.epoch === epoch)) return;
-      const { policy = handles.policy, prompt, temperature } = state.heldOut ?? {};
-      const record = await evaluateHeldOut({ policy, rewards: inputs.rewards, config: { ...config, evaluation }, ...(prompt ? { prompt } : {}), ...(temperature ? { temperature } : {}), signal }, epoch, stepsCompleted);
-      throwIfAborted(signal);
-      await store.putEvaluation(runId, record);
-      // Where the run stands: the step just finished, or before any, the first one (as run-start says).
-      await report.emit({ type: 'eval', epoch, step: stepsCompleted, evaluation: record, progress: progress(Math.max(1, stepsCompleted)) });
-    };
-    if (stepsCompleted % schedule.stepsPerEpoch === 0) await evaluateAfter(stepsCompleted / schedule.stepsPerEpoch, run.evaluations ?? []);
-
-    const sampling: RolloutSettings = config;
-    const concurrency = state.concurrency ?? 1;
-    const advantageOptions = { groupSize: sampling.groupSize, weights: sampling.rewards.map((r) => r.weight), scaleRewards: 'group' as const, ...state.advantages };
-
-    // Dynamic sampling, where the run's config asks for it (gradient and lora runs can).
-    const dynamic = 'dynamicSampling' in config ? config.dynamicSampling : undefined;
-
-    /**
-     * The one place a group is sampled: the method's own way, or one `generateGroup` of G. A
-     * resampling (`attempt` above 0, dynamic sampling) draws from seeds of its own.
-     */
-    const sampleItem = (ctx: ItemContext, prepared: PreparedItem, attempt: number): Promise<SampledGroup> => {
-      if (state.sample) return state.sample(ctx, prepared);
-      const seed = attempt === 0 ? deriveSeed(sampling.seed, 'rollout', ctx.plan.epoch, ctx.index) : deriveSeed(sampling.seed, 'resample', ctx.plan.epoch, ctx.index, attempt);
-      return sampleGroup(ctx.policy, prepared.prompt, sampling, { count: sampling.groupSize, temperature: sampling.temperature, seed }, ctx.signal);
-    };
-
-    /**
-     * Step 1 for one item: its prompt, its group, every reward function on every completion; with
-     * dynamic sampling, a flat group sampled again (up to the bound) and the last sampling kept.
-     */
-    const scoreItem = async (ctx: ItemContext): Promise<Scored> => {
-      const ref = { step: ctx.plan.step, epoch: ctx.plan.epoch, item: ctx.index };
-      const prepared = state.prepare ? await state.prepare(ctx) : { prompt: promptOf(ctx.item) };
-      await report.emit({ type: 'item-start', ...ref, position: ctx.position, prompt: prepared.prompt, ...prepared.start });
-      const usage = { promptTokens: 0, completionTokens: 0 };
-      let attempt = 0;
-      let group: SampledGroup;
-      let table: Array<Array<number | null>>;
-      let rewards: number[];
-      for (;;) {
-        group = await sampleItem(ctx, prepared, attempt);
-        usage.promptTokens += group.usage.promptTokens;
-        usage.completionTokens += group.usage.completionTokens;
-        const again = attempt > 0 ? { resample: attempt } : {};
-        await report.emit({ type: 'rollouts', ...ref, ...again, completions: group.completions, usage: group.usage });
-        table = await rewardTable(inputs.rewards, group.completions, ctx.item, prepared.prompt, ctx.index);
-        rewards = combinedRewards(table, advantageOptions.weights);
-        await report.emit({ type: 'rewards', ...ref, ...again, rewards: table, combined: rewards.map((r) => (Number.isNaN(r) ? null : r)) });
-        if (!dynamic || attempt >= dynamic.maxResamples || !isFlat(rewards)) break;
-        attempt += 1;
-        throwIfAborted(ctx.signal);
-      }
-      if (attempt > 0) group = { ...group, usage };
-      const combined = rewards.map((r) => (Number.isNaN(r) ? null : r));
-      const rollouts: RolloutRecord[] = group.completions.map((c, row) => ({
-        text: c.text,
-        tokenIds: [...c.tokenIds],
-        logprobs: [...c.logprobs],
-        // Kept only where sampling's filters made them differ: a gradient step's sampling correction needs them.
-        ...(c.sampledLogprobs?.some((lp, t) => lp !== c.logprobs[t]) ? { sampledLogprobs: [...c.sampledLogprobs] } : {}),
-        finishReason: c.finishReason,
-        rewards: table[row],
-        reward: combined[row],
-        advantage: 0,
-      }));
-      return { prepared, group, table, rewards, rollouts, resamples: attempt };
-    };
-
-    for (let step = stepsCompleted + 1; step <= schedule.totalSteps; step++) {
-      const plan = schedule.plan(step);
-      await report.emit({ type: 'step-start', step, epoch: plan.epoch, batch: plan.batch, items: plan.indices, ...state.fields?.({ type: 'step-start', plan }), progress: progress(step) });
-
-      const finished = new Map((await store.getItemResults(runId, step)).map((r) => [r.position, r]));
-      const stepAbort = new AbortController();
-      const stepSignal = AbortSignal.any([signal, stepAbort.signal]);
-      const contexts: ItemContext[] = plan.indices.map((index, position) => ({ ...report, plan, position, index, item: items[index], signal: stepSignal, policy: handles.policy }));
-
-      // 1. Sample and reward the unfinished items; a resumed step's finished ones come from the store.
-      const scored = new Array<Scored | undefined>(contexts.length);
-      await eachConcurrently(contexts.length, concurrency, stepAbort, async (position) => {
-        if (finished.has(position)) return;
-        const item = await scoreItem(contexts[position]);
-        throwIfAborted(stepSignal);
-        item.group.rewarded?.(item.rollouts);
-        scored[position] = item;
-      });
-      throwIfAborted(signal);
-
-      // 2. The step's advantages, once, over its groups in batch order: with dynamic sampling, over
-      // the groups whose rewards differ (the flat ones are left out of the update).
-      const rewardsOf = (position: number) => finished.get(position)?.rollouts.map((r) => r.reward) ?? scored[position]!.rewards;
-      const kept = contexts.map((_, position) => position).filter((position) => !dynamic || !isFlat(rewardsOf(position)));
-      const table = kept.flatMap((position) => finished.get(position)?.rollouts.map((r) => r.rewards) ?? scored[position]!.table);
-      const advantages = kept.length > 0 ? computeAdvantages(table, advantageOptions) : emptyAdvantages();
-      const rowOf = new Map(kept.map((position, k) => [position, k * sampling.groupSize]));
-
-      // 3. Each group to the method; each item stored as it finishes, so a resume never redoes it.
-      const results = new Array<ItemResult>(contexts.length);
-      await eachConcurrently(contexts.length, concurrency, stepAbort, async (position) => {
-        const ctx = contexts[position];
-        const reused = finished.get(position);
-        const result = reused ?? (await finishItem(state, ctx, scored[position]!, advantages, rowOf.get(position)));
-        throwIfAborted(stepSignal);
-        if (reused) warnings += reused.warnings.length;
-        else await store.putItemResult(runId, result);
-        results[position] = result;
-        itemsDone += 1;
-        await report.emit({ type: 'item-end', step, epoch: plan.epoch, item: ctx.index, result, reused: reused !== undefined, progress: progress(step) });
-      });
-      throwIfAborted(signal);
-
-      // 4. The method ends the step (on the groups the advantages cover); the record is committed in one transaction.
-      const outcome = await state.finishStep({ ...report, plan, signal }, kept.map((position) => results[position]), advantages);
-      throwIfAborted(signal);
-      const record: StepRecord<P> = {
-        step,
-        epoch: plan.epoch,
-        batch: plan.batch,
-        items: results,
-        stats: { ...stepStats(results), ...(dynamic ? dynamicStats(results, kept.length) : {}) },
-        warnings: outcome.warnings ?? [],
-        committedAt: new Date().toISOString(),
-        payload: { ...outcome.payload, kind: method.kind },
-      };
-      // Every store keeps any method's payload as plain data.
-      await store.commitStep(runId, record as unknown as StepRecord, outcome.extras);
-      stepsCompleted = step;
-      for (const event of outcome.committed?.() ?? []) await report.emit(event);
-      await report.emit({ type: 'step-end', step, epoch: plan.epoch, batch: plan.batch, stats: record.stats, ...outcome.end, progress: progress(step) });
-      if (plan.lastOfEpoch) {
-        await endEpoch(method, state, inputs, plan, report.emit, progress(step));
-        await evaluateAfter(plan.epoch, []);
-      }
-    }
-
-    await store.setRunStatus(runId, { status: 'completed' });
-    await runEnd(state, { status: 'completed' });
-    return await state.result(tally('completed'));
-  } catch (error) {
-    const announce = opened ? (end: RunStop) => runEnd(opened!, end) : undefined;
-    if ((await stopRun(store, runId, error, signal, announce)) && opened) return opened.result(tally('aborted'));
-    opened?.dispose?.();
-    throw error;
-  } finally {
-    await lock.release();
+    throwIfAborted(ctx.signal);
   }
+}
+
+/**
+ * The one place a group is sampled: the method's own way, or one `generateGroup` of G. A
+ * resampling (`attempt` above 0, dynamic sampling) draws from seeds of its own.
+ */
+function sampleItem(loop: Loop, ctx: ItemContext, prepared: PreparedItem, attempt: number): Promise<SampledGroup> {
+  if (loop.state.sample) return loop.state.sample(ctx, prepared);
+  const { config } = loop.run;
+  const seed = attempt === 0 ? deriveSeed(config.seed, 'rollout', ctx.plan.epoch, ctx.index) : deriveSeed(config.seed, 'resample', ctx.plan.epoch, ctx.index, attempt);
+  return sampleGroup(ctx.policy, prepared.prompt, config, { count: config.groupSize, temperature: config.temperature, seed }, ctx.signal);
+}
+
+/** A group's rollouts as stored, their advantages still to come. */
+function rolloutRecords(group: SampledGroup, table: Array<Array<number | null>>, rewards: number[]): RolloutRecord[] {
+  const combined = nullable(rewards);
+  return group.completions.map((c, row) => ({
+    text: c.text,
+    tokenIds: [...c.tokenIds],
+    logprobs: [...c.logprobs],
+    // Kept only where sampling's filters made them differ: a gradient step's sampling correction needs them.
+    ...(c.sampledLogprobs?.some((lp, t) => lp !== c.logprobs[t]) ? { sampledLogprobs: [...c.sampledLogprobs] } : {}),
+    finishReason: c.finishReason,
+    rewards: table[row],
+    reward: combined[row],
+    advantage: 0,
+  }));
+}
+
+/**
+ * Step 2: the advantages over the step's groups in batch order; with dynamic sampling, over the
+ * groups whose rewards differ (the flat ones are left out of the update).
+ */
+function stepAdvantages(loop: Loop, finished: ReadonlyMap<number, ItemResult>, scored: ReadonlyArray<Scored | undefined>): StepGroups {
+  const rewardsOf = (position: number) => finished.get(position)?.rollouts.map((r) => r.reward) ?? scored[position]!.rewards;
+  const { config } = loop.run;
+  const kept = Array.from(scored, (_, position) => position).filter((position) => !config.dynamicSampling || !isFlat(rewardsOf(position)));
+  const table = kept.flatMap((position) => finished.get(position)?.rollouts.map((r) => r.rewards) ?? scored[position]!.table);
+  const advantages = kept.length > 0 ? computeAdvantages(table, loop.advantages) : emptyAdvantages();
+  return { kept, advantages, rowOf: new Map(kept.map((position, k) => [position, k * config.groupSize])) };
+}
+
+/** Step 3 over the batch: each item finished (or reused as the store holds it), stored and announced. */
+async function finishItems(loop: Loop, { contexts, abort }: StepBatch, finished: ReadonlyMap<number, ItemResult>, scored: ReadonlyArray<Scored | undefined>, groups: StepGroups): Promise<ItemResult[]> {
+  const results = new Array<ItemResult>(contexts.length);
+  await eachConcurrently(contexts.length, loop.state.concurrency ?? 1, abort, async (position) => {
+    const ctx = contexts[position];
+    const reused = finished.get(position);
+    const result = reused ?? (await finishItem(loop.state, ctx, scored[position]!, groups.advantages, groups.rowOf.get(position)));
+    throwIfAborted(ctx.signal);
+    if (reused) loop.done.warnings += reused.warnings.length;
+    else await loop.inputs.store.putItemResult(loop.inputs.runId, result);
+    results[position] = result;
+    loop.done.items += 1;
+    await ctx.emit({ type: 'item-end', step: ctx.plan.step, epoch: ctx.plan.epoch, item: ctx.index, result, reused: reused !== undefined, progress: progress(loop, ctx.plan.step) });
+  });
+  throwIfAborted(loop.signal);
+  return results;
 }
 
 /**
  * Step 3 for one item: its rollouts' advantages (the step's, from `row`; zeros for a group left
  * out of the update), its result, the method's work on it.
  */
-async function finishItem<R, P extends StepPayloadBase>(
-  state: Drive<R, P>,
-  ctx: ItemContext,
-  scored: Scored,
-  advantages: AdvantageResult,
-  row: number | undefined,
-): Promise<ItemResult> {
+async function finishItem(state: Drive<unknown, AnyPayload>, ctx: ItemContext, scored: Scored, advantages: AdvantageResult, row: number | undefined): Promise<ItemResult> {
   const { plan, index, position } = ctx;
   const g = scored.rollouts.length;
   const own = row === undefined ? new Array<number>(g).fill(0) : advantages.advantages.slice(row, row + g);
@@ -334,6 +237,187 @@ async function finishItem<R, P extends StepPayloadBase>(
   return result;
 }
 
+/** Step 4: the method's end of the step, the step record committed with its extras, and announced. */
+async function commitStep(loop: Loop, plan: StepPlan, results: ItemResult[], { kept, advantages }: StepGroups): Promise<void> {
+  const { report, signal } = loop;
+  const outcome = await loop.state.finishStep({ ...report, plan, signal }, kept.map((position) => results[position]), advantages);
+  throwIfAborted(signal);
+  const record: StepRecord<AnyPayload> = {
+    step: plan.step,
+    epoch: plan.epoch,
+    batch: plan.batch,
+    items: results,
+    stats: { ...stepStats(results), ...(loop.run.config.dynamicSampling ? dynamicStats(results, kept.length) : {}) },
+    warnings: outcome.warnings ?? [],
+    committedAt: new Date().toISOString(),
+    payload: { ...outcome.payload, kind: loop.method.kind },
+  };
+  await loop.inputs.store.commitStep(loop.inputs.runId, record, outcome.extras);
+  loop.done.steps = plan.step;
+  for (const event of outcome.committed?.() ?? []) await report.emit(event);
+  await report.emit({ type: 'step-end', step: plan.step, epoch: plan.epoch, batch: plan.batch, stats: record.stats, ...outcome.end, progress: progress(loop, plan.step) });
+}
+
+/**
+ * An epoch's end: read back from the store (so an epoch finished after a resume includes its
+ * earlier steps), handed to `onEpoch` as export groups, and announced.
+ */
+async function endEpoch(loop: Loop, plan: StepPlan): Promise<void> {
+  const { store, runId, handles } = loop.inputs;
+  const steps = await store.listSteps(runId, { from: plan.step - plan.batch + 1, to: plan.step });
+  if (handles.onEpoch) {
+    const { config } = (await store.getRun(runId))!;
+    const groupsOf = (result: ItemResult) => loop.method.exportGroups?.(config, runId, result) ?? [itemResultGroup(runId, result)];
+    await handles.onEpoch({ epoch: plan.epoch, groups: steps.flatMap((s) => s.items.flatMap(groupsOf)) });
+  }
+  const stats = { epoch: plan.epoch, steps: steps.length, ...stepStats(steps.flatMap((s) => s.items)) };
+  await loop.report.emit({ type: 'epoch-end', epoch: plan.epoch, stats, ...loop.state.fields?.({ type: 'epoch-end', epoch: plan.epoch, steps }), progress: progress(loop, plan.step) });
+}
+
+/** The held-out evaluation after `epoch` when it is due and not `kept` yet, kept with the run and announced. */
+async function evaluateAfter(loop: Loop, epoch: number, kept: ReadonlyArray<{ epoch: number }>): Promise<void> {
+  const { signal, inputs } = loop;
+  const { config } = loop.run;
+  const { evaluation } = config;
+  if (!evaluation || !evaluationDue(evaluation, epoch, loop.schedule.epochs) || kept.some((e) => e.epoch === epoch)) return;
+  const { policy = inputs.handles.policy, prompt, temperature } = loop.state.heldOut ?? {};
+  const held = { policy, rewards: inputs.rewards, config: { ...config, evaluation }, ...(prompt ? { prompt } : {}), ...(temperature ? { temperature } : {}), signal };
+  const record = await evaluateHeldOut(held, epoch, loop.done.steps);
+  throwIfAborted(signal);
+  await inputs.store.putEvaluation(inputs.runId, record);
+  // Where the run stands: the step just finished, or before any, the first one (as run-start says).
+  await loop.report.emit({ type: 'eval', epoch, step: loop.done.steps, evaluation: record, progress: progress(loop, Math.max(1, loop.done.steps)) });
+}
+
+/**
+ * Drives a run to its end: under its lock, the method's state opened on the stored run, every
+ * step not committed yet, and the end stored and announced. A stop (the signal, a failure) is
+ * stored too; an aborted run resolves with the method's result, a failed one rejects.
+ */
+async function drive<R>(method: AnyMethod<LoopHandles, R>, inputs: DriveInputs<LoopHandles>, emit: Reporter['emit'], internal: AbortSignal, initial: unknown): Promise<R> {
+  const { store, runId, handles } = inputs;
+  const signal = handles.signal ? AbortSignal.any([handles.signal, internal]) : internal;
+  const lock = await store.lockRun(runId);
+  let loop: Loop<R> | undefined;
+  try {
+    loop = await openLoop(method, inputs, emit, signal, initial);
+    await startLoop(loop);
+    for (let step = loop.done.steps + 1; step <= loop.schedule.totalSteps; step++) await runStep(loop, step);
+    await store.setRunStatus(runId, { status: 'completed' });
+    await runEnd(loop, { status: 'completed' });
+    return await loop.state.result(tally(loop, 'completed'));
+  } catch (error) {
+    const opened = loop;
+    if ((await stopRun(store, runId, error, signal, opened && ((end) => runEnd(opened, end)))) && opened) return opened.state.result(tally(opened, 'aborted'));
+    opened?.state.dispose?.();
+    throw error;
+  } finally {
+    await lock.release();
+  }
+}
+
+/** The stored run read back (where it stands: its last committed step, its warnings) and the method's state opened on it. */
+async function openLoop<R>(method: AnyMethod<LoopHandles, R>, inputs: DriveInputs<LoopHandles>, emit: Reporter['emit'], signal: AbortSignal, initial: unknown): Promise<Loop<R>> {
+  const { store, runId, handles } = inputs;
+  const run = await storedRun(store, runId, [method.kind]);
+  const { config } = run;
+  const items = await store.getItems(runId);
+  const schedule = new Schedule(config, items.length);
+  const last = await store.lastStep(runId);
+  const steps = last?.step ?? 0;
+  const done = { steps, items: steps < schedule.totalSteps ? schedule.plan(steps + 1).itemsBefore : schedule.totalItems, warnings: 0 };
+  if (steps > 0) {
+    for (const step of await store.listSteps(runId)) done.warnings += step.warnings.length + step.items.reduce((n, i) => n + i.warnings.length, 0);
+  }
+  const report: Reporter = {
+    emit: async (event) => {
+      if (event.type === 'warning') done.warnings += 1;
+      await emit(event);
+    },
+    warn: (warning) => report.emit({ type: 'warning', warning }),
+  };
+  const state = await method.open({ run, store, handles, last, ...(initial !== undefined ? { initial } : {}) });
+  const advantages = { groupSize: config.groupSize, weights: config.rewards.map((r) => r.weight), scaleRewards: 'group' as const, ...state.advantages };
+  return { method, state, inputs, run, items, schedule, signal, report, done, advantages };
+}
+
+/** The run marked running and announced, then a due evaluation (before the first step, or one a stop left out). */
+async function startLoop(loop: Loop): Promise<void> {
+  const { run, inputs, done, schedule } = loop;
+  throwIfAborted(loop.signal);
+  if (run.status !== 'running') await inputs.store.setRunStatus(inputs.runId, { status: 'running' });
+  await loop.report.emit({ type: 'run-start', runId: inputs.runId, resumed: inputs.resumed, config: run.config, ...loop.state.fields?.({ type: 'run-start' }), progress: progress(loop, done.steps + 1) });
+  if (done.steps % schedule.stepsPerEpoch === 0) await evaluateAfter(loop, done.steps / schedule.stepsPerEpoch, run.evaluations ?? []);
+}
+
+/** Where the run stands at `step`, as every event reports it. */
+function progress(loop: Loop, step: number): Progress {
+  return progressAt(loop.schedule, step, loop.done.items);
+}
+
+/** The run's counts as its method's `result` and `run-end` see them. */
+function tally(loop: Loop, status: RunTally['status']): RunTally {
+  const { runId } = loop.inputs;
+  const { steps, items, warnings } = loop.done;
+  return { runId, status, epochsCompleted: Math.floor(steps / loop.schedule.stepsPerEpoch), stepsCompleted: steps, itemsProcessed: items, warnings };
+}
+
+/** Announces the run's end: completed, or stopped short (aborted, failed). */
+function runEnd(loop: Loop, end: RunStop | { status: 'completed' }): Promise<void> {
+  const t = tally(loop, end.status === 'completed' ? 'completed' : 'aborted');
+  const counts = { epochsCompleted: t.epochsCompleted, stepsCompleted: t.stepsCompleted, itemsProcessed: t.itemsProcessed };
+  return loop.report.emit({ type: 'run-end', runId: t.runId, ...end, ...counts, ...loop.state.fields?.({ type: 'run-end', tally: t }), progress: progress(loop, t.stepsCompleted) });
+}
+
+/**
+ * A new run of `method` from its start options: checked now, synchronously (the method's own
+ * options by its `create`, then the dataset, the run id and the held-out evaluation, resolved
+ * once into the stored config), stored when the run is first iterated, then driven.
+ */
+export function startRun<E, K extends string, H extends LoopHandles, R, P extends StepPayloadBase & { kind: K }, O extends StartOptions<H>, I>(method: Method<K, H, R, P, O, I>, options: OptionsOf<K, O>): Run<E, R> {
+  if (!options || typeof options !== 'object') throw new InvalidInputError('options', 'expected an options object.');
+  const made = method.create(options);
+  const dataset = validateDataset(options.dataset);
+  const runId = options.runId !== undefined ? checkRunId(options.runId) : crypto.randomUUID();
+  const evaluation = resolveEvaluation(options.evaluation, made.config);
+  const now = new Date().toISOString();
+  const config = evaluation ? { ...made.config, evaluation } : made.config;
+  const stored: AnyRunRecord = { id: runId, kind: method.kind, status: 'running', createdAt: now, updatedAt: now, config, initialLibrary: made.initialLibrary ?? emptyLibrary(), itemCount: dataset.length };
+  const store: Store = options.store ?? new MemoryStore();
+  return new LoopRun<E, R>(runId, async (emit, signal) => {
+    // Checks that need the policy's async calls (its tokenizer) refuse the run before it is stored.
+    await made.check?.(dataset, config);
+    await store.createRun(stored, dataset);
+    return drive(method, { store, runId, handles: options, rewards: options.rewards, resumed: false }, emit as Reporter['emit'], signal, made.initial);
+  });
+}
+
+/** A method's start options; a method of no particular kind (the registry's) checks whatever it is handed. */
+type OptionsOf<K extends string, O> = string extends K ? O & { [option: string]: unknown } : O;
+
+/**
+ * A stored run continued from its first unfinished item by the one of `methods` of its kind (the
+ * gradient method resumes its two kinds, head adapter and LoRA). The common handles are checked
+ * now (synchronously, as a start's options are); the stored run, the method's own handles and the
+ * reward functions (matched by name) when the run is iterated, before anything is changed.
+ */
+export function resumeRun<E, R, H extends LoopHandles>(methods: readonly AnyMethod<H, R>[], runId: string, options: H & { store: Store }): Run<E, R> {
+  if (!options || typeof options !== 'object' || !options.store) throw new InvalidInputError('store', 'pass the store that holds the run.');
+  validateHandles(options);
+  return new LoopRun<E, R>(runId, async (emit, signal) => {
+    const run = await storedRun(options.store, runId, methods.map((m) => m.kind));
+    const method = methods.find((m) => m.kind === run.kind)!;
+    method.validateHandles(options);
+    const rewards = matchRewards(run.config, options.rewards);
+    return drive(method, { store: options.store, runId, handles: options, rewards, resumed: true }, emit as Reporter['emit'], signal, undefined);
+  });
+}
+
+/** NaN (a row no reward function could score) as null, as events and records keep it. */
+function nullable(rewards: number[]): Array<number | null> {
+  return rewards.map((r) => (Number.isNaN(r) ? null : r));
+}
+
 /** Advantages of a step whose every group was left out. */
 function emptyAdvantages(): AdvantageResult {
   return { advantages: [], rewards: [], groupMeans: [], groupStds: [], fracRewardZeroStd: 0 };
@@ -346,29 +430,6 @@ function dynamicStats(items: readonly ItemResult[], kept: number): Pick<StepStat
     resamples: items.reduce((n, item) => n + (item.resamples ?? 0), 0),
     droppedGroups: items.length - kept,
   };
-}
-
-/**
- * An epoch's end: read back from the store (so an epoch finished after a resume includes its
- * earlier steps), handed to `onEpoch` as export groups, and announced.
- */
-async function endEpoch<K extends Kind, H extends LoopHandles, R, P extends Payload<K>, O extends StartOptions<H>, I>(
-  method: Method<K, H, R, P, O, I>,
-  state: Drive<R, P>,
-  inputs: DriveInputs<H>,
-  plan: StepPlan,
-  emit: Reporter['emit'],
-  progress: Progress,
-): Promise<void> {
-  const { store, runId, handles } = inputs;
-  const steps = (await store.listSteps(runId, { from: plan.step - plan.batch + 1, to: plan.step })) as unknown as StepRecord<P>[];
-  if (handles.onEpoch) {
-    const run = (await store.getRun(runId)) as unknown as RunOf<K>;
-    const groupsOf = (result: ItemResult) => method.exportGroups?.(run.config as RunOf<K>['config'], runId, result) ?? [itemResultGroup(runId, result)];
-    await handles.onEpoch({ epoch: plan.epoch, groups: steps.flatMap((s) => s.items.flatMap(groupsOf)) });
-  }
-  const stats = { epoch: plan.epoch, steps: steps.length, ...stepStats(steps.flatMap((s) => s.items)) };
-  await emit({ type: 'epoch-end', epoch: plan.epoch, stats, ...state.fields?.({ type: 'epoch-end', epoch: plan.epoch, steps }), progress });
 }
 
 /**

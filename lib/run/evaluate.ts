@@ -76,8 +76,37 @@ export interface EvaluateOptions {
   signal?: AbortSignal;
 }
 
-/** Evaluates `policy` on `dataset`; see `EvaluateOptions`. */
+/**
+ * An evaluation's settings, checked: what `evaluate` makes of its options, and what a run's
+ * held-out evaluation makes of its stored config (checked when the run started).
+ */
+export interface EvaluationSettings {
+  policy: Policy;
+  dataset: readonly DatasetItem[];
+  rewards: RewardFunction[];
+  /** The rewards' weights, making the combined reward. */
+  weights: number[];
+  samples: number;
+  sampling: { temperature: number; topK: number; topP: number; minP: number; maxNewTokens: number };
+  seed: number;
+  batchSize: number;
+  judge: (sample: JudgedSample) => boolean | null;
+  promptFor: (item: DatasetItem, index: number) => Promise<PromptInput>;
+  temperatureFor: (item: DatasetItem, index: number) => number;
+  onProgress?: (progress: EvaluateProgress) => void;
+  signal?: AbortSignal;
+}
+
+/** Items sampled in one `generateGroups` call by default. */
+export const EVALUATE_BATCH_SIZE = 8;
+
+/** Evaluates `policy` on `dataset`; see `EvaluateOptions`. Bad options reject (a clear `InvalidInputError`). */
 export async function evaluate(options: EvaluateOptions): Promise<Evaluation> {
+  return evaluateWith(evaluationSettings(options));
+}
+
+/** `evaluate`'s options checked into its settings (a clear `InvalidInputError` for each bad one). */
+function evaluationSettings(options: EvaluateOptions): EvaluationSettings {
   if (!options || typeof options !== 'object') throw new InvalidInputError('options', 'expected { policy, dataset, rewards, ... }.');
   validateHandles({ policy: options.policy, rewards: options.rewards });
   const dataset = validateDataset(options.dataset);
@@ -86,57 +115,76 @@ export async function evaluate(options: EvaluateOptions): Promise<Evaluation> {
   if (temperature === 0 && samples > 1) {
     throw new InvalidInputError('samples', `is ${samples}, but greedy decoding (temperature 0) writes the same answer every time; use samples: 1, or a temperature above 0 for pass@k.`);
   }
-  const sampling = {
-    temperature,
-    topK: integer(options.topK, 'topK', GROUP_SAMPLING_DEFAULTS.topK, 0),
-    topP: real(options.topP, 'topP', GROUP_SAMPLING_DEFAULTS.topP, 0, 1, true),
-    minP: real(options.minP, 'minP', GROUP_SAMPLING_DEFAULTS.minP, 0, 1),
-    maxNewTokens: integer(options.maxNewTokens, 'maxNewTokens', GROUP_SAMPLING_DEFAULTS.maxNewTokens, 1),
+  return {
+    policy: options.policy,
+    dataset,
+    rewards: options.rewards,
+    weights: options.rewards.map((r) => r.weight ?? 1),
+    samples,
+    sampling: {
+      temperature,
+      topK: integer(options.topK, 'topK', GROUP_SAMPLING_DEFAULTS.topK, 0),
+      topP: real(options.topP, 'topP', GROUP_SAMPLING_DEFAULTS.topP, 0, 1, true),
+      minP: real(options.minP, 'minP', GROUP_SAMPLING_DEFAULTS.minP, 0, 1),
+      maxNewTokens: integer(options.maxNewTokens, 'maxNewTokens', GROUP_SAMPLING_DEFAULTS.maxNewTokens, 1),
+    },
+    seed: integer(options.seed, 'seed', 0, 0, 0xffffffff),
+    batchSize: integer(options.batchSize, 'batchSize', EVALUATE_BATCH_SIZE, 1),
+    judge: correctness(options.correct, options.rewards),
+    promptFor: promptMaker(options),
+    temperatureFor: itemTemperature(options.temperatureOf, temperature),
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
   };
-  const seed = integer(options.seed, 'seed', 0, 0, 0xffffffff);
-  const batchSize = integer(options.batchSize, 'batchSize', 8, 1);
-  const judge = correctness(options.correct, options.rewards);
-  const promptFor = promptMaker(options);
-  const temperatureFor = temperatureMaker(options.temperatureOf, temperature);
-  const weights = options.rewards.map((r) => r.weight ?? 1);
-  const { signal } = options;
+}
 
+/** Samples, scores and judges every item of `settings.dataset`, a batch at a time. */
+export async function evaluateWith(settings: EvaluationSettings): Promise<Evaluation> {
+  const { dataset, batchSize, signal } = settings;
   const items: EvaluatedItem[] = [];
   const usage = { promptTokens: 0, completionTokens: 0 };
   for (let start = 0; start < dataset.length; start += batchSize) {
     throwIfAborted(signal);
     const indices = Array.from({ length: Math.min(batchSize, dataset.length - start) }, (_, i) => start + i);
-    const prompts = await Promise.all(indices.map((index) => promptFor(dataset[index], index)));
-    const requests: GenerateGroupOptions[] = indices.map((index, i) => ({
-      ...prompts[i],
-      ...sampling,
-      temperature: temperatureFor(dataset[index], index),
-      groupSize: samples,
-      seed: deriveSeed(seed, 'evaluate', index),
-      ...(signal ? { signal } : {}),
-    }));
-    const groups = await generateGroups(options.policy, requests);
-    throwIfAborted(signal);
-    for (const [i, index] of indices.entries()) {
-      const item = dataset[index];
-      const { completions } = groups[i];
-      if (completions.length !== samples) throw new WebgrpoError('Generation', `The policy returned ${completions.length} completions for ${samples} samples of item ${index}.`);
-      usage.promptTokens += groups[i].usage.promptTokens;
-      usage.completionTokens += groups[i].usage.completionTokens;
-      const table = await rewardTable(options.rewards, completions, item, prompts[i], index);
-      const combined = combinedRewards(table, weights).map((r) => (Number.isNaN(r) ? null : r));
-      const scored: EvaluatedSample[] = completions.map((c, row) => ({
-        text: c.text,
-        finishReason: c.finishReason,
-        rewards: table[row],
-        reward: combined[row],
-        correct: judge({ text: c.text, item, rewards: byName(options.rewards, table[row]), reward: combined[row] }),
-      }));
-      items.push(evaluatedItem(index, item, prompts[i], scored));
-    }
-    options.onProgress?.({ done: items.length, total: dataset.length });
+    items.push(...(await evaluateBatch(settings, indices, usage)));
+    settings.onProgress?.({ done: items.length, total: dataset.length });
   }
-  return { summary: summarise(items, options.rewards.map((r) => r.name), samples, temperature, usage), items };
+  return { summary: summarise(items, settings.rewards.map((r) => r.name), settings.samples, settings.sampling.temperature, usage), items };
+}
+
+/** One batch of items: sampled in one `generateGroups` call, each sample scored and judged; `usage` adds the batch's. */
+async function evaluateBatch(settings: EvaluationSettings, indices: number[], usage: EvaluationSummary['usage']): Promise<EvaluatedItem[]> {
+  const { dataset, samples, rewards, signal } = settings;
+  const prompts = await Promise.all(indices.map((index) => settings.promptFor(dataset[index], index)));
+  const requests: GenerateGroupOptions[] = indices.map((index, i) => ({
+    ...prompts[i],
+    ...settings.sampling,
+    temperature: settings.temperatureFor(dataset[index], index),
+    groupSize: samples,
+    seed: deriveSeed(settings.seed, 'evaluate', index),
+    ...(signal ? { signal } : {}),
+  }));
+  const groups = await generateGroups(settings.policy, requests);
+  throwIfAborted(signal);
+  const items: EvaluatedItem[] = [];
+  for (const [i, index] of indices.entries()) {
+    const item = dataset[index];
+    const { completions } = groups[i];
+    if (completions.length !== samples) throw new WebgrpoError('Generation', `The policy returned ${completions.length} completions for ${samples} samples of item ${index}.`);
+    usage.promptTokens += groups[i].usage.promptTokens;
+    usage.completionTokens += groups[i].usage.completionTokens;
+    const table = await rewardTable(rewards, completions, item, prompts[i], index);
+    const combined = combinedRewards(table, settings.weights).map((r) => (Number.isNaN(r) ? null : r));
+    const scored: EvaluatedSample[] = completions.map((c, row) => ({
+      text: c.text,
+      finishReason: c.finishReason,
+      rewards: table[row],
+      reward: combined[row],
+      correct: settings.judge({ text: c.text, item, rewards: byName(rewards, table[row]), reward: combined[row] }),
+    }));
+    items.push(evaluatedItem(index, item, prompts[i], scored));
+  }
+  return items;
 }
 
 /** An item's prompt: the caller's, the library's, or the item's own. */
@@ -144,14 +192,7 @@ function promptMaker(options: EvaluateOptions): (item: DatasetItem, index: numbe
   if (options.prompt !== undefined && options.library !== undefined) throw new InvalidInputError('prompt', 'give either prompt or library, not both.');
   if (options.prompt !== undefined) {
     if (typeof options.prompt !== 'function') throw new InvalidInputError('prompt', 'expected a function (item, index) => { prompt } or { messages }.');
-    const make = options.prompt;
-    return async (item, index) => {
-      const prompt = await make(item, index);
-      if (!prompt || typeof prompt !== 'object' || (prompt.prompt === undefined) === (prompt.messages === undefined)) {
-        throw new InvalidInputError('prompt', `returned ${JSON.stringify(prompt)} for item ${index}; return exactly one of { prompt } or { messages }.`);
-      }
-      return prompt;
-    };
+    return checkedPrompt(options.prompt);
   }
   if (options.library !== undefined) {
     const library = options.library;
@@ -163,8 +204,19 @@ function promptMaker(options: EvaluateOptions): (item: DatasetItem, index: numbe
   return async (item) => promptOf(item);
 }
 
+/** `make`'s prompts, each checked to be exactly one of `{ prompt }` or `{ messages }`. */
+export function checkedPrompt(make: (item: DatasetItem, index: number) => PromptInput | Promise<PromptInput>): (item: DatasetItem, index: number) => Promise<PromptInput> {
+  return async (item, index) => {
+    const prompt = await make(item, index);
+    if (!prompt || typeof prompt !== 'object' || (prompt.prompt === undefined) === (prompt.messages === undefined)) {
+      throw new InvalidInputError('prompt', `returned ${JSON.stringify(prompt)} for item ${index}; return exactly one of { prompt } or { messages }.`);
+    }
+    return prompt;
+  };
+}
+
 /** Each item's temperature: `temperatureOf`'s, checked, or the evaluation's own (greedy stays greedy). */
-function temperatureMaker(temperatureOf: EvaluateOptions['temperatureOf'], temperature: number): (item: DatasetItem, index: number) => number {
+export function itemTemperature(temperatureOf: EvaluateOptions['temperatureOf'], temperature: number): (item: DatasetItem, index: number) => number {
   if (temperatureOf === undefined || temperature === 0) return () => temperature;
   if (typeof temperatureOf !== 'function') throw new InvalidInputError('temperatureOf', 'expected a function (item, index, temperature) => number.');
   return (item, index) => real(temperatureOf(item, index, temperature), `temperatureOf(item ${index})`, temperature, 0, 100);
@@ -172,7 +224,6 @@ function temperatureMaker(temperatureOf: EvaluateOptions['temperatureOf'], tempe
 
 /** The verdict of a sample under `rule`: true, false, or null where the rule cannot judge it. */
 function correctness(rule: EvaluateOptions['correct'], rewards: RewardFunction[]): (sample: JudgedSample) => boolean | null {
-  if (rule === undefined || rule === 'exact') return exactMatch;
   if (typeof rule === 'function') {
     return (sample) => {
       const verdict = rule(sample);
@@ -180,16 +231,23 @@ function correctness(rule: EvaluateOptions['correct'], rewards: RewardFunction[]
       return verdict;
     };
   }
+  if (rule === undefined || rule === 'exact') return exactMatch;
   if (typeof rule === 'object' && rule !== null && typeof rule.reward === 'string') {
     const name = rule.reward;
     if (!rewards.some((r) => r.name === name)) throw new InvalidInputError('correct.reward', `"${name}" is not one of the reward functions (${rewards.map((r) => r.name).join(', ')}).`);
-    const atLeast = real(rule.atLeast, 'correct.atLeast', 1, -Number.MAX_VALUE, Number.MAX_VALUE);
-    return (sample) => {
-      const score = sample.rewards[name];
-      return score === null ? null : score >= atLeast;
-    };
+    return ruleJudge({ reward: name, atLeast: real(rule.atLeast, 'correct.atLeast', 1, -Number.MAX_VALUE, Number.MAX_VALUE) });
   }
   throw new InvalidInputError('correct', "expected 'exact', { reward, atLeast? } or a function (sample) => boolean.");
+}
+
+/** The verdict of a checked rule (a run stores its rule checked). */
+export function ruleJudge(rule: CorrectRule): (sample: JudgedSample) => boolean | null {
+  if (rule === 'exact') return exactMatch;
+  const { reward, atLeast } = rule;
+  return (sample) => {
+    const score = sample.rewards[reward];
+    return score === null ? null : score >= atLeast;
+  };
 }
 
 /** The `'exact'` rule: the text equals the item's text or number answer, as the `exact` reward compares. */

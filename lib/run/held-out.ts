@@ -10,10 +10,11 @@ import type { Policy, PromptInput } from '../core/policy.js';
 import type { CorrectRule, EvaluationConfig, EvaluationRecord } from '../store/records.js';
 import type { DatasetItem } from '../core/dataset.js';
 import { validateDataset } from '../core/dataset.js';
-import { evaluate } from './evaluate.js';
+import { checkedPrompt, EVALUATE_BATCH_SIZE, evaluateWith, itemTemperature, ruleJudge } from './evaluate.js';
 import { integer, real } from './options.js';
 import type { RewardFunction } from '../core/reward.js';
 import { deriveSeed } from './random.js';
+import { promptOf } from './rollout.js';
 
 /** The held-out split a run evaluates on, and how (every method's start options take it). */
 export interface LoopEvaluationOptions {
@@ -101,25 +102,26 @@ export interface HeldOutContext {
   signal: AbortSignal;
 }
 
-/** Evaluates the run's policy on its held-out split after `epoch`, with `step` steps committed. */
+/**
+ * Evaluates the run's policy on its held-out split after `epoch`, with `step` steps committed:
+ * with the settings resolved when the run started (its stored config), checked no second time.
+ */
 export async function evaluateHeldOut(ctx: HeldOutContext, epoch: number, step: number): Promise<EvaluationRecord> {
   const { config } = ctx;
   const { evaluation } = config;
-  const pass = (temperature: number, samples: number) => evaluate({
+  const pass = (temperature: number, samples: number) => evaluateWith({
     policy: ctx.policy,
     dataset: evaluation.items,
+    rewards: ctx.rewards,
     // The run's stored weights, as its advantages use them.
-    rewards: ctx.rewards.map((reward, k) => ({ name: reward.name, weight: config.rewards[k].weight, score: (c) => reward.score(c) })),
+    weights: config.rewards.map((r) => r.weight),
     samples,
-    temperature,
-    topK: config.topK,
-    topP: config.topP,
-    minP: config.minP,
-    maxNewTokens: evaluation.maxNewTokens,
+    sampling: { temperature, topK: config.topK, topP: config.topP, minP: config.minP, maxNewTokens: evaluation.maxNewTokens },
     seed: evaluation.seed,
-    correct: evaluation.correct,
-    ...(ctx.prompt ? { prompt: ctx.prompt } : {}),
-    ...(ctx.temperature ? { temperatureOf: (item: DatasetItem, _index: number, t: number) => ctx.temperature!(item, t) } : {}),
+    batchSize: EVALUATE_BATCH_SIZE,
+    judge: ruleJudge(evaluation.correct),
+    promptFor: ctx.prompt ? checkedPrompt(ctx.prompt) : async (item) => promptOf(item),
+    temperatureFor: itemTemperature(ctx.temperature ? (item, _index, t) => ctx.temperature!(item, t) : undefined, temperature),
     signal: ctx.signal,
   });
   const evaluated = await pass(evaluation.temperature, evaluation.samples);

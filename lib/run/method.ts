@@ -200,10 +200,19 @@ export type Trains = 'head' | 'layers';
 export type StartOptions<H extends LoopHandles = LoopHandles> = H & EvaluationOption & { dataset: DatasetItem[]; runId?: string };
 
 /**
- * Any method, as the registry and `resumeRun` hold it: its config, state and result are its own
- * business, and it takes the start options it knows (a caller such as the CLI passes every one).
+ * Any method, as the registry, the driver and `resumeRun` hold it: its config, state and result
+ * are its own business, and it checks the start options and handles it is handed (`create`,
+ * `validateHandles`: a caller such as the CLI passes every option it has), as it checks a stored
+ * run through its `record`. Every method is one: its hooks are methods, so their parameters are
+ * compared both ways.
  */
-export type AnyMethod<H extends LoopHandles = LoopHandles, R = unknown> = Method<string, H, R, StepPayloadBase & { kind: string }, StartOptions<H> & { [option: string]: unknown }, unknown>;
+export type AnyMethod<H extends LoopHandles = LoopHandles, R = unknown> = Members<Method<string, H, R, StepPayloadBase & { kind: string }, StartOptions<H>, unknown>>;
+
+/**
+ * The members of `T` as a type of its own: a method is compared with `AnyMethod` hook by hook, not
+ * by its type arguments (its kind picks its run's type, which makes `Method` invariant in it).
+ */
+type Members<T> = { [M in keyof T]: T[M] };
 
 /** The reward functions and other inputs every drive of a run needs. */
 export interface DriveInputs<H> {

@@ -4,7 +4,7 @@
  * or `result()` to run it to the end. Every method's run is one.
  */
 import { AbortError, InvalidInputError } from '../errors.js';
-import type { LoopConfig, RunRecord } from '../store/records.js';
+import type { AnyRunRecord, LoopConfig, RunRecord } from '../store/records.js';
 import type { Store } from '../store/types.js';
 import { EventChannel } from './events.js';
 
@@ -70,9 +70,10 @@ export class LoopRun<E, R> implements Run<E, R> {
 /**
  * A stored run of a method's kind: a built-in kind's record, or for any other method the common
  * fields with the method's own config (the sampling and schedule settings every method has, and
- * whatever else it stores).
+ * whatever else it stores). Of no particular kind (`RunOf<string>`, as the driver and the registry
+ * hold a run), any run a store keeps.
  */
-export type RunOf<K extends string> = K extends RunRecord['kind'] ? Extract<RunRecord, { kind: K }> : CustomRunRecord<K>;
+export type RunOf<K extends string> = string extends K ? AnyRunRecord : K extends RunRecord['kind'] ? Extract<RunRecord, { kind: K }> : CustomRunRecord<K>;
 
 export interface CustomRunRecord<K extends string> extends Omit<RunRecord, 'kind' | 'config'> {
   kind: K;
@@ -81,7 +82,7 @@ export interface CustomRunRecord<K extends string> extends Omit<RunRecord, 'kind
 
 /** The stored run a resume continues, checked to exist and to be of one of the resuming method's kinds. */
 export async function storedRun(store: Store, runId: string, kinds: readonly string[]): Promise<RunOf<string>> {
-  const run = (await store.getRun(runId)) as RunOf<string> | undefined;
+  const run = await store.getRun(runId);
   if (!run) throw new InvalidInputError('runId', `no run "${runId}" in this ${store.kind} store.`);
   if (!kinds.includes(run.kind)) {
     throw new InvalidInputError('runId', `"${runId}" is a ${run.kind} run; resume it with the resume function of the ${run.kind} method (or resumeRun(methodOf("${run.kind}"), ...) from webgrpo/method).`);

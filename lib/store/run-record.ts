@@ -1,5 +1,6 @@
 /** A stored run: its status, its kind and config, its evaluations; the kinds the program knows. */
 import type { EvaluationRecord } from './evaluation-record.js';
+import type { LoopConfig } from './run-config.js';
 
 export type RunStatus = 'running' | 'aborted' | 'failed' | 'completed';
 
@@ -35,6 +36,15 @@ type Kinds = { [K in keyof RunKinds]: RunKinds[K] extends RunKind ? RunKinds[K] 
 
 /** The stored run of a known kind. */
 export type RunRecordOf<K extends keyof RunKinds> = RunRecordBase & { kind: K; config: Kinds[K]['config'] };
+
+/**
+ * A run of any kind as a store keeps it: the common fields, its kind, and a config with the loop's
+ * settings and whatever else its method stores (plain JSON, checked by the kind's `RecordKind`).
+ */
+export interface AnyRunRecord extends RunRecordBase {
+  kind: string;
+  config: LoopConfig;
+}
 
 /** A stored run; `kind` tells which loop runs it (and the shape of its config). */
 export type RunRecord = { [K in keyof RunKinds]: RunRecordOf<K> }[keyof RunKinds];

@@ -12,7 +12,7 @@
  *  - reads return copies: mutating them never changes what is stored.
  */
 import type { StoreCorruptError } from '../errors.js';
-import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, RunStatus, StepExtras, StepRecord, StoredCheckpoint } from './records.js';
+import type { AnyRunRecord, EvaluationRecord, ItemResult, RunBundle, RunRecord, RunStatus, StepExtras, StepPayloadBase, StepRecord, StoredCheckpoint } from './records.js';
 import type { DatasetItem } from '../core/dataset.js';
 
 export interface RunLock {
@@ -44,7 +44,7 @@ export interface Store {
   readonly kind: string;
 
   /** Stores a new run and its dataset. Throws `StoreError` if the id is taken. */
-  createRun(run: RunRecord, items: DatasetItem[]): Promise<void>;
+  createRun(run: AnyRunRecord, items: DatasetItem[]): Promise<void>;
   /** Undefined for an unknown run; `StoreCorruptError` for a run whose record is damaged (or, in files, missing from its folder). */
   getRun(runId: string): Promise<RunRecord | undefined>;
   /**
@@ -81,7 +81,7 @@ export interface Store {
    * the one after the last committed step (another loop got there first). `extras.adapter` (runs whose kind
    * keeps an adapter) replaces the run's adapter checkpoint in the same transaction.
    */
-  commitStep(runId: string, step: StepRecord, extras?: StepExtras): Promise<void>;
+  commitStep(runId: string, step: StepRecord<StepPayloadBase>, extras?: StepExtras): Promise<void>;
   getStep(runId: string, step: number): Promise<StepRecord | undefined>;
   listSteps(runId: string, range?: StepRange): Promise<StepRecord[]>;
   /** The last committed step, or undefined before the first. */

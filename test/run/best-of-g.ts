@@ -17,7 +17,7 @@ import {
   type StepRecord,
   type Store,
 } from '../../lib/index.js';
-import { registerMethod, resumeRun, startRun, type AnyMethod, type Method, type RecordKind } from '../../lib/method.js';
+import { registerMethod, resumeRun, startRun, type Method, type RecordKind } from '../../lib/method.js';
 import { mulberry32 } from '../../lib/math.js';
 
 export interface Pick {
@@ -113,7 +113,7 @@ export function bestOfGRun(options: BestOfGOptions): BestOfGRun {
 }
 
 export function resumeBestOfG(runId: string, options: LoopHandles & { store: Store }): BestOfGRun {
-  return resumeRun([bestOfG as unknown as AnyMethod<LoopHandles, BestOfGResult>], runId, options);
+  return resumeRun([bestOfG], runId, options);
 }
 
 /** Answers with a seeded number of "a"s: a pure function of the request, like a seeded model. */

@@ -52,6 +52,12 @@ describe('webgrpo train (in process, scripted model)', () => {
       expect(await run([...argv, '--store', await tempDir()], bad.io)).toBe(2);
       expect(bad.err()).toMatch(/webgrpo train --help/);
     }
+    // Flags that disagree are refused before any model is loaded.
+    for (const argv of [['--export-format', 'yaml'], ['--method', 'gradient', '--peft-out', 'adapter']]) {
+      const bad = io();
+      expect(await run(['--task', 'alphabetise', ...argv, '--store', await tempDir()], bad.io)).toBe(2);
+      expect(bad.loaded).toEqual([]);
+    }
     const unknown = io();
     expect(await run(['--task', 'chess', '--store', await tempDir()], unknown.io)).toBe(1);
     expect(unknown.err()).toMatch(/unknown task "chess"/);

@@ -6,31 +6,33 @@
 import { InvalidInputError } from '../../errors.js';
 import { readAdapterFile, readCheckpoint, writeCheckpoint, type AdapterFile } from '../../train/head/format.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
-import type { GradientConfig } from './record.js';
-import { GRADIENT_RECORD } from './record.js';
+import type { GradientConfig, GradientRunRecord, GradientStepPayload } from './record.js';
 import { headEngine, type HeadAdapterEngine } from '../../train/head-engine.js';
-import type { GradientAdapter } from './adapter.js';
-import { resolveGradientConfig, validateGradientHandles, type GradientHandles, type GradientGrpoOptions } from './options.js';
+import type { NewRun, OpenContext } from '../../run/method.js';
+import type { OpenAdapter } from './adapter.js';
+import { runTrainer } from './update.js';
+import { resolveGradientConfig, type GradientHandles, type GradientGrpoOptions } from './options.js';
 
-export const headAdapter: GradientAdapter<'gradient', GradientHandles, GradientGrpoOptions, HeadAdapterEngine, AdapterFile, HeadAdapterWeights> = {
-  kind: 'gradient',
-  record: GRADIENT_RECORD,
-  trains: 'head',
-  create(options) {
-    const config = resolveGradientConfig(options);
-    return options.initialAdapter !== undefined ? { config, initial: readAdapterFile(options.initialAdapter, 'initialAdapter') } : { config };
-  },
-  validateHandles: validateGradientHandles,
-  async open({ run, store, handles, last, initial }, train) {
-    const trainer = train(headEngine(handles.policy, { adapter: adapterOf(handles, run.config) }));
-    const checkpoint = last ? await store.getAdapter(run.id) : undefined;
-    if (checkpoint) trainer.load(readCheckpoint(checkpoint).state);
-    else if (initial) trainer.load({ a: initial.a, b: initial.b, m: zerosLike(initial), v: zerosLike(initial), updates: 0 });
-    return { trainer };
-  },
-  checkpoint: async (trainer, step, model) => writeCheckpoint(await trainer.state(), trainer.engine.shape, step, model),
-  file: (trainer) => trainer.engine.exportAdapter(),
-};
+/** A new head-adapter run: its stored config, and the trained adapter it starts from, if given. */
+export function createHeadRun(options: GradientGrpoOptions): NewRun<GradientConfig, HeadAdapterWeights> {
+  const config = resolveGradientConfig(options);
+  return options.initialAdapter !== undefined ? { config, initial: readAdapterFile(options.initialAdapter, 'initialAdapter') } : { config };
+}
+
+/** The run's adapter on the policy's head: its last committed checkpoint, else the given adapter, else a fresh one from the run's seed. */
+export async function openHeadAdapter({ run, store, handles, last, initial }: OpenContext<GradientRunRecord, GradientHandles, GradientStepPayload, HeadAdapterWeights>): Promise<OpenAdapter<GradientStepPayload, HeadAdapterEngine, AdapterFile>> {
+  const trainer = runTrainer(headEngine(handles.policy, { adapter: adapterOf(handles, run.config) }), run.config, last);
+  const checkpoint = last ? await store.getAdapter(run.id) : undefined;
+  if (checkpoint) trainer.load(readCheckpoint(checkpoint).state);
+  else if (initial) trainer.load({ a: initial.a, b: initial.b, m: zerosLike(initial), v: zerosLike(initial), updates: 0 });
+  return {
+    trainer,
+    // The policy samples through the adapter as it is trained: nothing to follow.
+    payload: async (training) => ({ kind: 'gradient', training }),
+    checkpoint: async (step) => writeCheckpoint(await trainer.state(), trainer.engine.shape, step, handles.policy.info.model),
+    file: async () => trainer.engine.exportAdapter(),
+  };
+}
 
 /** The run's adapter shape and seed, checked against the policy's head. */
 function adapterOf(handles: GradientHandles, config: GradientConfig) {

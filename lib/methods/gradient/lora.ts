@@ -14,16 +14,18 @@ import { resolveLoraConfig, type LoraAdapter, type LoraOptions } from '../../lor
 import { readLoraAdapterFile, readLoraCheckpoint, writeLoraAdapterFile, writeLoraCheckpoint, type LoraAdapterFile } from '../../lora/format.js';
 import type { LoraOptimizerState } from '../../lora/optimizer.js';
 import { moduleDims, type DecoderWeights, type LoraModule } from '../../lora/weights.js';
-import { LORA_RECORD } from './record.js';
 import type { LoraAdapterEngine } from '../../train/lora-engine.js';
 // Static: the head adapter's engine imports it statically too, so a dynamic import here moves
 // nothing out of any chunk (its onnxruntime import is itself dynamic, inside the function).
 import { graphSessionOptions, policyGraphRuntime } from '../../train/graph/policy-runtime.js';
 import { planMemory } from '../../train/memory.js';
-import { isLoraCheckpoint, type GradientAdapter } from './adapter.js';
+import { isLoraCheckpoint, type OpenAdapter } from './adapter.js';
 import type { Policy, PromptInput } from '../../core/policy.js';
 import type { GrpoTrainer } from '../../train/trainer.js';
-import type { LoraRunConfig } from './record.js';
+import type { LoraRunConfig, LoraRunRecord, LoraStepPayload } from './record.js';
+import type { NewRun, OpenContext } from '../../run/method.js';
+import type { Store } from '../../store/types.js';
+import { runTrainer } from './update.js';
 import { validateHandles, type LoopHandles } from '../../run/options.js';
 import type { ModelGraph } from '../../policy/onnx/graph.js';
 import type { FollowedAdapter } from '../../policy/onnx/follow-adapter.js';
@@ -124,62 +126,67 @@ export function checkFollows(policy: LoraPolicy): asserts policy is LoraPolicy &
   }
 }
 
-export const loraAdapter: GradientAdapter<'lora', LoraHandles, LoraGrpoOptions, LoraAdapterEngine, LoraAdapterFile, LoraAdapter> = {
-  kind: 'lora',
-  record: LORA_RECORD,
-  trains: 'layers',
-  create(options) {
-    const config = resolveLoraRunConfig(options);
-    return options.initialAdapter !== undefined ? { config, initial: initialAdapter(options.initialAdapter, config) } : { config };
-  },
-  validateHandles: validateLoraHandles,
+/** A new LoRA run: its stored config, and the trained adapter it starts from, if given (whose LoRA settings become the run's). */
+export function createLoraRun(options: LoraGrpoOptions): NewRun<LoraRunConfig, LoraAdapter> {
+  const config = resolveLoraRunConfig(options);
+  return options.initialAdapter !== undefined ? { config, initial: initialAdapter(options.initialAdapter, config) } : { config };
+}
 
-  async open({ run, store, handles, last, initial }, train) {
-    const { config } = run;
-    const checkpoint = last ? await store.getAdapter(run.id) : undefined;
-    let resumed: { adapter: LoraAdapter; state: LoraOptimizerState } | undefined;
-    if (checkpoint) {
-      if (!isLoraCheckpoint(checkpoint)) throw new StoreCorruptError(`run "${run.id}"`, `Run "${run.id}" is a lora run but its checkpoint is a head adapter's.`);
-      resumed = readLoraCheckpoint(checkpoint);
-    }
-    if (!resumed && !initial && config.lora.initial) {
-      throw new InvalidInputError('runId', `run "${run.id}" started from a given adapter and stopped before its first step was committed, so no store holds that adapter; start it again with gradientGrpo({ adapter: 'lora', initialAdapter }).`);
-    }
-    const adapter = resumed?.adapter ?? (initial ? structuredClone(initial) : undefined);
-    const { loraModel, loraEngine, graphEngine } = await loraModules();
-    // Every run trains on onnxruntime's graphs, runs stored by the removed 'cpu' and 'webgpu'
-    // engines too (their A, B and AdamW moments are the same tensors); the decoder is found by its structure.
-    checkFollows(handles.policy);
-    const model = await loraModel(handles.policy, adapter ?? { ...config.lora });
-    checkTrainable(model.weights, model.adapter);
-    const graph = await graphEngine(model.weights, model.adapter, handles.policy.info.backend, config.memoryBudget);
-    let trainer: GrpoTrainer<LoraAdapterEngine>;
-    try {
-      trainer = train(loraEngine(model, { ...(resumed ? { state: resumed.state } : {}), graph }));
-    } catch (error) {
-      void graph.release();
-      throw error;
-    }
-    try {
-      // The policy samples under the run's adapter (as graph inputs) from the first item on, so a
-      // fresh run and a resumed one sample with the same graph.
-      await followAdapter(handles.policy, trainer.engine.adapter);
-    } catch (error) {
-      // The drive has no state to dispose yet: free the engine's graph sessions here.
-      trainer.dispose();
-      throw error;
-    }
+/**
+ * The run's adapter on every layer (its last committed checkpoint, else the given adapter, else a
+ * fresh one), its trainer on the policy's onnxruntime, and the policy sampling under it.
+ */
+export async function openLoraAdapter({ run, store, handles, last, initial }: OpenContext<LoraRunRecord, LoraHandles, LoraStepPayload, LoraAdapter>): Promise<OpenAdapter<LoraStepPayload, LoraAdapterEngine, LoraAdapterFile>> {
+  const { config } = run;
+  const resumed = last ? await storedAdapter(store, run.id) : undefined;
+  if (!resumed && !initial && config.lora.initial) {
+    throw new InvalidInputError('runId', `run "${run.id}" started from a given adapter and stopped before its first step was committed, so no store holds that adapter; start it again with gradientGrpo({ adapter: 'lora', initialAdapter }).`);
+  }
+  const adapter = resumed?.adapter ?? (initial ? structuredClone(initial) : undefined);
+  const { loraModel, loraEngine, graphEngine } = await loraModules();
+  // Every run trains on onnxruntime's graphs, runs stored by the removed 'cpu' and 'webgpu'
+  // engines too (their A, B and AdamW moments are the same tensors); the decoder is found by its structure.
+  checkFollows(handles.policy);
+  const model = await loraModel(handles.policy, adapter ?? { ...config.lora });
+  checkTrainable(model.weights, model.adapter);
+  const graph = await graphEngine(model.weights, model.adapter, handles.policy.info.backend, config.memoryBudget);
+  let trainer: GrpoTrainer<LoraAdapterEngine>;
+  try {
+    trainer = runTrainer(loraEngine(model, { ...(resumed ? { state: resumed.state } : {}), graph }), config, last);
+  } catch (error) {
+    void graph.release();
+    throw error;
+  }
+  try {
+    // The policy samples under the run's adapter (as graph inputs) from the first item on, so a
+    // fresh run and a resumed one sample with the same graph.
+    await followAdapter(handles.policy, trainer.engine.adapter);
+  } catch (error) {
+    // The drive has no state to dispose yet: free the engine's graph sessions here.
+    trainer.dispose();
+    throw error;
+  }
+  const { engine } = trainer;
+  return {
+    trainer,
     // The sampler follows the updated adapter; `refreshMs` is what that took.
-    const follow = async () => {
+    async payload(training) {
       const started = performance.now();
       await followAdapter(handles.policy, trainer.engine.adapter);
-      return { refreshMs: performance.now() - started };
-    };
-    return { trainer, follow };
-  },
-  checkpoint: async ({ engine }, step, model) => writeLoraCheckpoint(engine.adapter, engine.optimizerState, step, model),
-  file: async ({ engine }, handles) => writeLoraAdapterFile(engine.adapter, { model: handles.policy.info.model, updates: engine.updates }),
-};
+      return { kind: 'lora', training, refreshMs: performance.now() - started };
+    },
+    checkpoint: async (step) => writeLoraCheckpoint(engine.adapter, engine.optimizerState, step, handles.policy.info.model),
+    file: async () => writeLoraAdapterFile(engine.adapter, { model: handles.policy.info.model, updates: engine.updates }),
+  };
+}
+
+/** The adapter and optimizer state of the run's last committed step. */
+async function storedAdapter(store: Store, runId: string): Promise<{ adapter: LoraAdapter; state: LoraOptimizerState } | undefined> {
+  const checkpoint = await store.getAdapter(runId);
+  if (!checkpoint) return undefined;
+  if (!isLoraCheckpoint(checkpoint)) throw new StoreCorruptError(`run "${runId}"`, `Run "${runId}" is a lora run but its checkpoint is a head adapter's.`);
+  return readLoraCheckpoint(checkpoint);
+}
 
 /**
  * The training engine, loaded when a LoRA run opens: the method registry (and so the package's

@@ -15,21 +15,22 @@ import type { PromptInput } from '../../core/policy.js';
 import type { AdapterFile } from '../../train/head/format.js';
 import type { LoraAdapterFile } from '../../lora/format.js';
 import { resumeRun, startRun } from '../../run/driver.js';
-import type { AnyMethod, Method, StartOptions } from '../../run/method.js';
-import type { LoopHandles } from '../../run/options.js';
+import type { Drive, Method } from '../../run/method.js';
 import type { Run } from '../../run/run.js';
-import type { PayloadOf } from '../../store/records.js';
+import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
+import type { LoraAdapter } from '../../lora/adapter.js';
 import type { Store } from '../../store/types.js';
 import type { TrainEngine } from '../../train/engine.js';
 import type { HeadAdapterEngine } from '../../train/head-engine.js';
 import type { LoraAdapterEngine } from '../../train/lora-engine.js';
 import type { GrpoTrainer } from '../../train/trainer.js';
-import type { GradientAdapter } from './adapter.js';
+import type { OpenAdapter } from './adapter.js';
 import type { GradientEvent, LoraEvent } from './events.js';
-import { headAdapter } from './head.js';
-import { loraAdapter, type LoraGrpoOptions, type LoraHandles } from './lora.js';
-import type { GradientGrpoOptions, GradientHandles } from './options.js';
-import { gradientEpochStats, runTrainer, trainOnStep } from './update.js';
+import { createHeadRun, openHeadAdapter } from './head.js';
+import { createLoraRun, openLoraAdapter, validateLoraHandles, type LoraGrpoOptions, type LoraHandles } from './lora.js';
+import { validateGradientHandles, type GradientGrpoOptions, type GradientHandles } from './options.js';
+import { GRADIENT_RECORD, LORA_RECORD, type GradientStepPayload, type LoraStepPayload } from './record.js';
+import { gradientEpochStats, trainOnStep, type UpdateConfig } from './update.js';
 
 /** What a gradient run resolves with: where it stands, its adapter as a file, and its trainer. */
 export interface TrainedResult<F, E extends TrainEngine<PromptInput, unknown>> {
@@ -55,48 +56,44 @@ export type LoraResult = TrainedResult<LoraAdapterFile, LoraAdapterEngine>;
 export type GradientRun = Run<GradientEvent, GradientResult>;
 export type LoraRun = Run<LoraEvent, LoraResult>;
 
-/** The gradient method on one adapter: its runs are of the adapter's kind. */
-function gradientMethod<K extends 'gradient' | 'lora', H extends LoopHandles, O extends StartOptions<H>, E extends TrainEngine<PromptInput, unknown>, F, I>(
-  adapter: GradientAdapter<K, H, O, E, F, I>,
-): Method<K, H, TrainedResult<F, E>, PayloadOf<K>, O, I> {
-  return {
-    kind: adapter.kind,
-    record: adapter.record,
-    trains: adapter.trains,
-    create: (options) => adapter.create(options),
-    validateHandles: (handles) => adapter.validateHandles(handles),
+/** The gradient method's two registry entries: one method, labelled by the adapter its runs train. */
+export const headMethod: Method<'gradient', GradientHandles, GradientResult, GradientStepPayload, GradientGrpoOptions, HeadAdapterWeights> = {
+  kind: 'gradient',
+  record: GRADIENT_RECORD,
+  trains: 'head',
+  create: createHeadRun,
+  validateHandles: validateGradientHandles,
+  open: async (ctx) => gradientDrive(ctx.run.config, await openHeadAdapter(ctx)),
+};
 
-    async open(ctx) {
-      const { config } = ctx.run;
-      const { trainer, follow } = await adapter.open(ctx, (engine) => runTrainer(engine, config, ctx.last));
-      const { policy } = ctx.handles;
-      return {
-        advantages: { scaleRewards: config.loss.scaleRewards },
-        async finishStep(step, items, advantages) {
-          const training = await trainOnStep(trainer, config, step, items, advantages);
-          const followed = (await follow?.()) ?? {};
-          const checkpoint = await adapter.checkpoint(trainer, step.plan.step, policy.info.model);
-          return { payload: { kind: adapter.kind, training, ...followed } as PayloadOf<K>, extras: { adapter: checkpoint }, end: { training, ...followed } };
-        },
-        fields: (moment) => (moment.type === 'epoch-end' ? { stats: gradientEpochStats(moment.epoch, moment.steps) } : {}),
-        result: async ({ runId, status, epochsCompleted, stepsCompleted, itemsProcessed }) => ({
-          runId,
-          status,
-          epochsCompleted,
-          stepsCompleted,
-          itemsProcessed,
-          adapter: await adapter.file(trainer, ctx.handles),
-          trainer,
-        }),
-        dispose: () => trainer.dispose(),
-      };
+export const loraMethod: Method<'lora', LoraHandles, LoraResult, LoraStepPayload, LoraGrpoOptions, LoraAdapter> = {
+  kind: 'lora',
+  record: LORA_RECORD,
+  trains: 'layers',
+  create: createLoraRun,
+  validateHandles: validateLoraHandles,
+  open: async (ctx) => gradientDrive(ctx.run.config, await openLoraAdapter(ctx)),
+};
+
+/**
+ * A drive of a gradient run on its open adapter: per step, `numIterations` updates on the step's
+ * groups with the driver's advantages, then the step's payload and the adapter's checkpoint,
+ * committed with it.
+ */
+function gradientDrive<P extends GradientStepPayload | LoraStepPayload, E extends TrainEngine<PromptInput, unknown>, F>(config: UpdateConfig, adapter: OpenAdapter<P, E, F>): Drive<TrainedResult<F, E>, P> {
+  const { trainer } = adapter;
+  return {
+    advantages: { scaleRewards: config.loss.scaleRewards },
+    async finishStep(step, items, advantages) {
+      const payload = await adapter.payload(await trainOnStep(trainer, config, step, items, advantages));
+      const { kind: _, ...end } = payload;
+      return { payload, extras: { adapter: await adapter.checkpoint(step.plan.step) }, end };
     },
+    fields: (moment) => (moment.type === 'epoch-end' ? { stats: gradientEpochStats(moment.epoch, moment.steps) } : {}),
+    result: async ({ runId, status, epochsCompleted, stepsCompleted, itemsProcessed }) => ({ runId, status, epochsCompleted, stepsCompleted, itemsProcessed, adapter: await adapter.file(), trainer }),
+    dispose: () => trainer.dispose(),
   };
 }
-
-/** The gradient method's two registry entries: one method, labelled by the adapter its runs train. */
-export const headMethod = gradientMethod(headAdapter);
-export const loraMethod = gradientMethod(loraAdapter);
 
 /** Starts a new run. Options are validated here, synchronously; the loop starts when iterated. */
 export function gradientGrpo(options: LoraGrpoOptions & { adapter: 'lora' }): LoraRun;
@@ -112,8 +109,8 @@ export function gradientGrpo(options: GradientGrpoOptions | (LoraGrpoOptions & {
  */
 export function resumeGradientGrpo(runId: string, options: GradientHandles & { store: Store }): GradientRun;
 export function resumeGradientGrpo(runId: string, options: LoraHandles & { store: Store }): LoraRun;
-export function resumeGradientGrpo(runId: string, options: (GradientHandles | LoraHandles) & { store: Store }): GradientRun | LoraRun {
-  return resumeRun([headMethod, loraMethod] as unknown as AnyMethod<LoopHandles, GradientResult | LoraResult>[], runId, options) as GradientRun | LoraRun;
+export function resumeGradientGrpo(runId: string, options: (GradientHandles | LoraHandles) & { store: Store }): Run<GradientEvent | LoraEvent, GradientResult | LoraResult> {
+  return resumeRun<GradientEvent | LoraEvent, GradientResult | LoraResult, GradientHandles | LoraHandles>([headMethod, loraMethod], runId, options);
 }
 
 /** `gradientGrpo({ ...options, adapter: 'lora' })`. */

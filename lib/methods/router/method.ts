@@ -18,7 +18,7 @@ import type { Store } from '../../store/types.js';
 import { ROUTER_RECORD } from './record.js';
 import type { DatasetItem } from '../../core/dataset.js';
 import { resumeRun, startRun } from '../../run/driver.js';
-import type { AnyMethod, Method } from '../../run/method.js';
+import type { Method } from '../../run/method.js';
 import { validateHandles } from '../../run/options.js';
 import type { Run } from '../../run/run.js';
 import { GrpoRouter, type GrpoRouterState } from '../../route/router.js';
@@ -100,7 +100,7 @@ export function routerGrpo(options: RouterGrpoOptions): RouterRun {
  * committed step. Pass the same policy (model) and reward functions (by name).
  */
 export function resumeRouterGrpo(runId: string, options: RouterHandles & { store: Store }): RouterRun {
-  return resumeRun([routerMethod as unknown as AnyMethod<RouterHandles, RouterResult>], runId, options);
+  return resumeRun([routerMethod], runId, options);
 }
 
 /** `probabilities[queryClass][armId]` for every class the router has samples of. */

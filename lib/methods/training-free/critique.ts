@@ -65,21 +65,55 @@ export async function critiqueGroup(
   key: ReadonlyArray<string | number>,
   hooks: CritiqueHooks,
 ): Promise<GroupCritique> {
-  const { config } = ctx;
-  const { task, rollouts } = group;
-  const { warn } = hooks;
   const emit = hooks.emit ?? (async () => undefined);
-  const reference = config.givenGroundTruth && group.reference !== undefined ? group.reference : '(not given)';
-  const showReward = (r: number | null) => (!config.givenGroundTruth ? '(not given)' : r === null ? '(could not be scored)' : formatNumber(r));
+  const shown = groupView(ctx, group);
+  const summaries = await summarise(ctx, shown, key, hooks.warn);
+  await emit({ type: 'summaries', summaries: [...summaries] });
+  const asked = { experiences: listing(library, '(none yet)'), replyTokens: criticBudget(ctx.critic, ctx.config.criticMaxNewTokens).maxNewTokens, key, warn: hooks.warn };
+  const { critique, lessons } = await proposeLessons(ctx, shown, summaries, asked);
+  await emit({ type: 'critique', exchange: critique });
+  if (lessons.length === 0) return { summaries, critique };
+  const groupUpdate = await lessonOperations(ctx, library, lessons, asked);
+  await emit({ type: 'group-update', exchange: groupUpdate });
+  return { summaries, critique, groupUpdate };
+}
 
-  // Summaries, one per rollout.
+/** A group as the critic's prompts show it: the task, the reference and each reward only where ground truth is given. */
+interface GroupView {
+  task: string;
+  reference: string;
+  rollouts: CritiqueInput['rollouts'];
+  reward(value: number | null): string;
+}
+
+/** What the critique and the group update ask with: the library's listing, the reply's token budget, the group's seed key. */
+interface Asked {
+  experiences: PromptField;
+  replyTokens: number;
+  key: ReadonlyArray<string | number>;
+  warn: CritiqueHooks['warn'];
+}
+
+function groupView({ config }: CriticContext, group: CritiqueInput): GroupView {
+  const given = config.givenGroundTruth;
+  return {
+    task: group.task,
+    rollouts: group.rollouts,
+    reference: given && group.reference !== undefined ? group.reference : '(not given)',
+    reward: (r) => (!given ? '(not given)' : r === null ? '(could not be scored)' : formatNumber(r)),
+  };
+}
+
+/** One summary per rollout; where the critic gives none (or refuses), the rollout's own text stands in, with a warning. */
+async function summarise(ctx: CriticContext, shown: GroupView, key: ReadonlyArray<string | number>, warn: CritiqueHooks['warn']): Promise<string[]> {
+  const { config } = ctx;
   const summaries: string[] = [];
-  for (const [row, rollout] of rollouts.entries()) {
+  for (const [row, rollout] of shown.rollouts.entries()) {
     let summary = '';
     try {
       const prompt = await criticPrompt(ctx, {
         template: config.templates.summary,
-        fields: { task, reference, reward: showReward(rollout.reward), attempt: rollout.text },
+        fields: { task: shown.task, reference: shown.reference, reward: shown.reward(rollout.reward), attempt: rollout.text },
         cut: ['attempt', 'reference', 'task'],
       });
       summary = (await criticReply(ctx, criticMessages(config, prompt), ['summary', ...key, row])).trim();
@@ -91,23 +125,24 @@ export async function critiqueGroup(
     }
     summaries.push((summary || rollout.text).slice(0, MAX_SUMMARY));
   }
-  await emit({ type: 'summaries', summaries: [...summaries] });
+  return summaries;
+}
 
-  // Group critique: what separates the better attempts from the worse, as at most N lessons.
-  const experiences = listing(library, '(none yet)');
+/** The group critique: what separates the better attempts from the worse, as at most N lessons (cleaned, the rest cut with a warning). */
+async function proposeLessons(ctx: CriticContext, shown: GroupView, summaries: string[], asked: Asked): Promise<{ critique: CriticExchange<string[]>; lessons: string[] }> {
+  const { config } = ctx;
   const attempts: PromptField = {
     items: summaries,
-    join: (shown) => shown.map((summary, row) => `Attempt ${row + 1} (reward ${showReward(rollouts[row].reward)}):\n${summary}`).join('\n\n'),
+    join: (texts) => texts.map((summary, row) => `Attempt ${row + 1} (reward ${shown.reward(shown.rollouts[row].reward)}):\n${summary}`).join('\n\n'),
   };
-  const replyTokens = criticBudget(ctx.critic, config.criticMaxNewTokens).maxNewTokens;
   const critique = await askStructured(
     ctx,
     {
       template: config.templates.critique,
-      fields: { task, reference, attempts, experiences, max_lessons: String(config.lessonsPerGroup) },
+      fields: { task: shown.task, reference: shown.reference, attempts, experiences: asked.experiences, max_lessons: String(config.lessonsPerGroup) },
       cut: ['attempts', 'experiences', 'reference', 'task'],
     },
-    ['critique', ...key],
+    ['critique', ...asked.key],
     parseLessons,
     'the lessons as a JSON array of strings inside <lessons></lessons> tags',
     {
@@ -117,38 +152,39 @@ export async function critiqueGroup(
         // A critiqued group's rewards differ (with ground truth), so there is a difference to name;
         // whether the lesson is new is the group update's call (NONE).
         minLessons: config.givenGroundTruth ? 1 : 0,
-        maxLength: itemLength(replyTokens, config.lessonsPerGroup, LESSONS_JSON, LESSON_JSON, config.maxExperienceLength),
+        maxLength: itemLength(asked.replyTokens, config.lessonsPerGroup, LESSONS_JSON, LESSON_JSON, config.maxExperienceLength),
       }),
     },
   );
-  if (critique.problem) await warn('critique', `Critique skipped: ${critique.problem}`);
+  if (critique.problem) await asked.warn('critique', `Critique skipped: ${critique.problem}`);
   let lessons = (critique.exchange.parsed ?? []).map((l) => cleanContent(l, config.maxExperienceLength).text).filter((l) => l !== '');
   if (lessons.length > config.lessonsPerGroup) {
-    await warn('critique', `The critique proposed ${lessons.length} lessons; only the first ${config.lessonsPerGroup} are kept.`);
+    await asked.warn('critique', `The critique proposed ${lessons.length} lessons; only the first ${config.lessonsPerGroup} are kept.`);
     lessons = lessons.slice(0, config.lessonsPerGroup);
   }
   if (critique.exchange.parsed) critique.exchange.parsed = lessons;
-  await emit({ type: 'critique', exchange: critique.exchange });
-  if (lessons.length === 0) return { summaries, critique: critique.exchange };
+  return { critique: critique.exchange, lessons };
+}
 
-  // Group update: the lessons checked against the library, as operations.
+/** The group update: the lessons checked against the library, as one operation per lesson. */
+async function lessonOperations(ctx: CriticContext, library: ExperienceLibrary, lessons: string[], asked: Asked): Promise<CriticExchange<ExperienceOperation[]>> {
+  const { config } = ctx;
   const update = await askStructured(
     ctx,
     {
       template: config.templates.groupUpdate,
-      fields: { experiences, lessons: { items: lessons, join: (shown) => shown.map((l, i) => `${i + 1}. ${l}`).join('\n') } },
+      fields: { experiences: asked.experiences, lessons: { items: lessons, join: (shown) => shown.map((l, i) => `${i + 1}. ${l}`).join('\n') } },
       cut: ['experiences', 'lessons'],
     },
-    ['group-update', ...key],
+    ['group-update', ...asked.key],
     parseOperations,
     'a JSON array of operations inside <operations></operations> tags',
     // One operation per proposed lesson, as the prompt asks.
-    operationsAnswer(library, { replyTokens, maxLength: config.maxExperienceLength, count: [lessons.length, lessons.length], none: true }),
+    operationsAnswer(library, { replyTokens: asked.replyTokens, maxLength: config.maxExperienceLength, count: [lessons.length, lessons.length], none: true }),
   );
-  if (update.problem) await warn('group-update', `Group update skipped: ${update.problem}`);
-  for (const note of update.notes ?? []) await warn('group-update', note);
-  await emit({ type: 'group-update', exchange: update.exchange });
-  return { summaries, critique: critique.exchange, groupUpdate: update.exchange };
+  if (update.problem) await asked.warn('group-update', `Group update skipped: ${update.problem}`);
+  for (const note of update.notes ?? []) await asked.warn('group-update', note);
+  return update.exchange;
 }
 
 export interface BatchUpdate extends ApplyResult {

@@ -18,7 +18,7 @@ import type { Store } from '../../store/types.js';
 import { TRAINING_FREE_RECORD } from './record.js';
 import type { DatasetItem } from '../../core/dataset.js';
 import { resumeRun, startRun } from '../../run/driver.js';
-import type { AnyMethod, Method } from '../../run/method.js';
+import type { Method } from '../../run/method.js';
 import type { Run } from '../../run/run.js';
 import type { TrainingFreeEvent } from './events.js';
 import { checkPromptsFit } from './context.js';
@@ -106,7 +106,7 @@ export function trainingFreeGrpo(options: TrainingFreeGrpoOptions): TrainingFree
  * pass the same policy, critic and reward functions (matched by name) as when it started.
  */
 export function resumeTrainingFreeGrpo(runId: string, options: ResumeOptions): TrainingFreeRun {
-  return resumeRun([trainingFreeMethod as unknown as AnyMethod<TrainingFreeHandles, TrainingFreeResult>], runId, options);
+  return resumeRun([trainingFreeMethod], runId, options);
 }
 
 /**
