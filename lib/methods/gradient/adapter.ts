@@ -12,7 +12,7 @@ import type { LoopHandles } from '../../run/options.js';
 import type { RunOf } from '../../run/run.js';
 import type { PayloadOf } from '../../store/records.js';
 import type { RecordKind } from '../../store/validate.js';
-import type { TrainEngine } from '../../train/engine.js';
+import type { TrainingEngine } from '../../train/engine.js';
 import type { HeadAdapterCheckpoint } from '../../train/head/format.js';
 import type { GrpoTrainer } from '../../train/trainer.js';
 
@@ -24,7 +24,7 @@ export function isLoraCheckpoint(checkpoint: AdapterCheckpoint): checkpoint is L
   return checkpoint.adapter.target === 'decoder';
 }
 
-export interface GradientAdapter<K extends 'gradient' | 'lora', H extends LoopHandles, O extends StartOptions<H>, E extends TrainEngine<PromptInput, unknown>, F, I> {
+export interface GradientAdapter<K extends 'gradient' | 'lora', H extends LoopHandles, O extends StartOptions<H>, E extends TrainingEngine<PromptInput, unknown>, F, I> {
   readonly kind: K;
   readonly record: RecordKind;
   readonly trains: Trains;

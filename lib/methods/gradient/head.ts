@@ -8,11 +8,11 @@ import { readAdapterFile, readCheckpoint, writeCheckpoint, type AdapterFile } fr
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
 import type { GradientConfig } from './record.js';
 import { GRADIENT_RECORD } from './record.js';
-import { headEngine, type HeadAdapterEngine } from '../../train/head-engine.js';
+import { headEngine, type HeadTrainingEngine } from '../../train/head-engine.js';
 import type { GradientAdapter } from './adapter.js';
 import { resolveGradientConfig, validateGradientHandles, type GradientHandles, type GradientGrpoOptions } from './options.js';
 
-export const headAdapter: GradientAdapter<'gradient', GradientHandles, GradientGrpoOptions, HeadAdapterEngine, AdapterFile, HeadAdapterWeights> = {
+export const headAdapter: GradientAdapter<'gradient', GradientHandles, GradientGrpoOptions, HeadTrainingEngine, AdapterFile, HeadAdapterWeights> = {
   kind: 'gradient',
   record: GRADIENT_RECORD,
   trains: 'head',

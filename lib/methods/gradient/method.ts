@@ -20,9 +20,9 @@ import type { LoopHandles } from '../../run/options.js';
 import type { Run } from '../../run/run.js';
 import type { PayloadOf } from '../../store/records.js';
 import type { Store } from '../../store/types.js';
-import type { TrainEngine } from '../../train/engine.js';
-import type { HeadAdapterEngine } from '../../train/head-engine.js';
-import type { LoraAdapterEngine } from '../../train/lora-engine.js';
+import type { TrainingEngine } from '../../train/engine.js';
+import type { HeadTrainingEngine } from '../../train/head-engine.js';
+import type { LoraTrainingEngine } from '../../train/lora-engine.js';
 import type { GrpoTrainer } from '../../train/trainer.js';
 import type { GradientAdapter } from './adapter.js';
 import type { GradientEvent, LoraEvent } from './events.js';
@@ -32,7 +32,7 @@ import type { GradientGrpoOptions, GradientHandles } from './options.js';
 import { gradientEpochStats, runTrainer, trainOnStep } from './update.js';
 
 /** What a gradient run resolves with: where it stands, its adapter as a file, and its trainer. */
-export interface TrainedResult<F, E extends TrainEngine<PromptInput, unknown>> {
+export interface TrainedResult<F, E extends TrainingEngine<PromptInput, unknown>> {
   runId: string;
   status: 'completed' | 'aborted';
   epochsCompleted: number;
@@ -49,14 +49,14 @@ export interface TrainedResult<F, E extends TrainEngine<PromptInput, unknown>> {
 }
 
 /** A head-adapter run's result, and a LoRA run's (`exportPeftAdapter(trainer.engine.adapter, ...)` writes PEFT's folder). */
-export type GradientResult = TrainedResult<AdapterFile, HeadAdapterEngine>;
-export type LoraResult = TrainedResult<LoraAdapterFile, LoraAdapterEngine>;
+export type GradientResult = TrainedResult<AdapterFile, HeadTrainingEngine>;
+export type LoraResult = TrainedResult<LoraAdapterFile, LoraTrainingEngine>;
 /** A run in progress: iterate it for events (once), or await `result()`. */
 export type GradientRun = Run<GradientEvent, GradientResult>;
 export type LoraRun = Run<LoraEvent, LoraResult>;
 
 /** The gradient method on one adapter: its runs are of the adapter's kind. */
-function gradientMethod<K extends 'gradient' | 'lora', H extends LoopHandles, O extends StartOptions<H>, E extends TrainEngine<PromptInput, unknown>, F, I>(
+function gradientMethod<K extends 'gradient' | 'lora', H extends LoopHandles, O extends StartOptions<H>, E extends TrainingEngine<PromptInput, unknown>, F, I>(
   adapter: GradientAdapter<K, H, O, E, F, I>,
 ): Method<K, H, TrainedResult<F, E>, PayloadOf<K>, O, I> {
   return {
