@@ -21,8 +21,11 @@
  * @module webgrpo/grad
  */
 export { GrpoTrainer, type TrainerOptions, type TrainStepOptions, type TrainStepResult } from './train/trainer.js';
-export type { EngineBatch, EngineGroup, EngineStats, ForwardOptions, TrainEngine } from './train/engine.js';
-export { headEngine, type HeadAdapterEngine, type HeadEngineOptions } from './train/head-engine.js';
+// One interface for what an update step trains, one engine per thing trained: the LM head's
+// adapter (headEngine), full-depth LoRA (loraEngine); both train the policy described by TrainablePolicy.
+export type { EngineBatch, EngineGroup, EngineStats, ForwardOptions, TrainingEngine } from './train/engine.js';
+export type { TrainablePolicy } from './train/trainable-policy.js';
+export { headEngine, type HeadTrainingEngine, type HeadEngineOptions } from './train/head-engine.js';
 export type { TrainStepMetrics } from './train/metrics.js';
 export {
   gradientGrpo, resumeGradientGrpo, loraGrpo, resumeLoraGrpo, type GradientRun, type GradientResult, type LoraRun,
@@ -30,7 +33,7 @@ export {
 } from './methods/gradient/method.js';
 export { GRADIENT_DEFAULTS, type GradientLossOptions, type TrainingRunOptions } from './methods/gradient/training-options.js';
 export type { GradientGrpoOptions, GradientHandles } from './methods/gradient/options.js';
-export { LORA_GRPO_DEFAULTS, type LoraEngine, type LoraGrpoOptions, type LoraHandles, type LoraPolicy } from './methods/gradient/lora.js';
+export { LORA_GRPO_DEFAULTS, type LoraGrpoOptions, type LoraHandles } from './methods/gradient/lora.js';
 export type { GradientEvent, GradientEventType, GradientEpochStats, LoraEvent, LoraEventType } from './methods/gradient/events.js';
 export { groupRolloutBatch, rolloutSampling, type RolloutGroup, type RolloutCompletion } from './train/rollouts.js';
 export type { RolloutSampling } from './train/objective.js';
@@ -54,7 +57,26 @@ export { createLoraAdapter, type LoraAdapter, type LoraConfig, type LoraOptions 
 export { exportPeftAdapter, importPeftAdapter, peftBaseModel, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, type PeftBaseSource, type PeftExportOptions, type PeftFolder } from './lora/peft.js';
 export { runPeftAdapter, type RunPeftAdapter } from './export/peft.js';
 export { mergeLoraIntoOnnx } from './lora/onnx-merge.js';
-export { loraEngine, loraModel, type LoraAdapterEngine, type LoraBasePolicy, type LoraEngineOptions, type LoraEngineState, type LoraModel } from './train/lora-engine.js';
+export { loraEngine, loraModel, type LoraTrainingEngine, type LoraEngineOptions, type LoraEngineState, type LoraModel } from './train/lora-engine.js';
 // What a LoRA step's memory goes to, before it runs, and the engine settings for a budget.
 export { estimateStepMemory, planMemory, type StepMemoryEstimate, type StepMemorySettings } from './train/memory.js';
 export { readLoraAdapterFile, writeLoraAdapterFile, type LoraAdapterFile, type LoraCheckpoint } from './lora/format.js';
+
+// Names of earlier releases, kept so code written against them still compiles.
+import type { TrainingEngine } from './train/engine.js';
+import type { HeadTrainingEngine } from './train/head-engine.js';
+import type { LoraTrainingEngine } from './train/lora-engine.js';
+import type { PromptInput } from './core/policy.js';
+import type { TrainablePolicy } from './train/trainable-policy.js';
+/** @deprecated use `TrainingEngine` */
+export type TrainEngine<Prompt, State> = TrainingEngine<Prompt, State>;
+/** @deprecated use `HeadTrainingEngine` */
+export type HeadAdapterEngine = HeadTrainingEngine;
+/** @deprecated use `LoraTrainingEngine` */
+export type LoraAdapterEngine<Prompt = PromptInput> = LoraTrainingEngine<Prompt>;
+/** @deprecated use `TrainablePolicy` */
+export type LoraPolicy = TrainablePolicy;
+/** @deprecated use `Pick<TrainablePolicy, 'modelGraph' | 'promptIds'>` (what `loraModel` reads) */
+export type LoraBasePolicy = Pick<TrainablePolicy, 'modelGraph' | 'promptIds'>;
+/** @deprecated the LoRA `engine` option's one value: write `'onnxruntime'` (or leave it out) */
+export type LoraEngine = 'onnxruntime';

@@ -34,12 +34,12 @@
  * (luspo's padded mean reads them, as TRL's does); inputs are validated (finite values, 0/1 mask,
  * matching shapes) with errors naming the argument.
  */
-import { InvalidInputError } from '../errors.js';
-import { resolveLossConfig, type GrpoLossConfig } from './loss-config.js';
-import { highEntropyMask, importanceRatio, offPolicyKeep } from './loss-masks.js';
+import { resolveLossConfig, type GrpoLossConfig, type ResolvedLossConfig } from './loss-config.js';
+import { highEntropyMask, importanceRatio, offPolicyKeep, type ImportanceRatio } from './loss-masks.js';
 import { summarize, Tally, type GrpoLossMetrics } from './loss-metrics.js';
 import { clippedTerm, gammaWeight, sapoTerm } from './loss-terms.js';
-import { allFinite, describe, finiteNumber, isArrayLike, rowsShape, type Rows } from './validate.js';
+import { readBatch, type GrpoLossBatch, type LossInputs } from './loss-inputs.js';
+import type { Rows } from './validate.js';
 
 export {
   resolveLossConfig,
@@ -51,33 +51,7 @@ export {
   type ResolvedLossConfig,
 } from './loss-config.js';
 
-export interface GrpoLossBatch {
-  /** B rows of T: log p(token) under the policy being trained. */
-  logps: Rows;
-  /** B rows of T: log-probs under the policy of the previous update; default `logps`, detached (ratio 1). */
-  oldLogps?: Rows;
-  /** B rows of T: log-probs under the reference policy; required when `beta` is not 0. */
-  refLogps?: Rows;
-  /**
-   * B rows of T: log-probs under the distribution each token was actually drawn from (filtered
-   * or at another temperature); required by `importanceSampling`, and the off-policy mask's
-   * sampling side when given (else `oldLogps`).
-   */
-  samplingLogps?: Rows;
-  /** One advantage per row. */
-  advantages: ArrayLike<number>;
-  /** B rows of T, 1 for completion tokens that count, 0 for padding (booleans accepted). */
-  mask: Rows<number | boolean>;
-  /** B rows of T token entropies; required by `entropyCoef` and `topEntropyQuantile`. */
-  entropies?: Rows;
-  /**
-   * TRL's num_items_in_batch, what cispo, dapo and vespo divide their loss and entropy bonus by;
-   * default the mask's active tokens, which is TRL's count (taken after truncated completions
-   * are masked). Pass the count over every micro-batch of an accumulation window to split one.
-   */
-  numItemsInBatch?: number;
-}
-
+export type { GrpoLossBatch } from './loss-inputs.js';
 export type { GrpoLossMetrics, RatioSummary } from './loss-metrics.js';
 
 export interface GrpoLossResult {
@@ -95,267 +69,291 @@ const GLOBAL_NORMALIZED = new Set(['cispo', 'dapo', 'vespo']);
 
 export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): GrpoLossResult {
   const s = resolveLossConfig(config);
-  if (batch === null || typeof batch !== 'object') {
-    throw new InvalidInputError('batch', 'must be an object { logps, advantages, mask, ... }.');
-  }
-  const shape = rowsShape('logps', batch.logps);
-  const [b, t] = shape;
-  allFinite('logps', batch.logps);
-  const logps = batch.logps;
-  const old = optionalRows('oldLogps', batch.oldLogps, shape) ?? logps;
-  const ref = optionalRows('refLogps', batch.refLogps, shape);
-  if (s.beta !== 0 && !ref) {
-    throw new InvalidInputError('refLogps', `is required when beta is ${s.beta}; pass the reference policy's log-probs or set beta to 0.`);
-  }
-  const sampling = optionalRows('samplingLogps', batch.samplingLogps, shape);
-  if (s.importanceSampling && !sampling) {
-    throw new InvalidInputError(
-      'samplingLogps',
-      `are required by importanceSampling (mode '${s.importanceSampling.mode}'); pass the log-probs under the distribution the tokens were drawn from.`,
-    );
-  }
-  const entropies = optionalRows('entropies', batch.entropies, shape);
-  if (s.entropyCoef !== 0 && !entropies) {
-    throw new InvalidInputError('entropies', `are required when entropyCoef is ${s.entropyCoef}; pass per-token entropies or set entropyCoef to 0.`);
-  }
-  if (s.topEntropyQuantile < 1 && !entropies) {
-    throw new InvalidInputError('entropies', `are required when topEntropyQuantile is ${s.topEntropyQuantile}; pass per-token entropies or set it to 1.`);
-  }
-  const advantages = readAdvantages(batch.advantages, b);
-  const mask = readMask(batch.mask, shape);
-
-  const lengths = new Float64Array(b);
-  let active = 0;
-  for (let i = 0; i < b; i++) {
-    let n = 0;
-    for (let j = 0; j < t; j++) n += mask[i * t + j];
-    lengths[i] = n;
-    active += n;
-  }
-  const activeOr1 = Math.max(active, 1);
-  const numItems =
-    batch.numItemsInBatch === undefined ? active : finiteNumber('numItemsInBatch', batch.numItemsInBatch, { min: 0 });
-  const numItemsOr1 = Math.max(numItems, 1);
-
-  const entropyMask = s.topEntropyQuantile < 1 ? highEntropyMask(entropies!, mask, b, t, 1 - s.topEntropyQuantile) : undefined;
-  const keep =
-    s.offPolicyMaskThreshold !== undefined ? offPolicyKeep(advantages, logps, sampling ?? old, mask, lengths, t, s.offPolicyMaskThreshold) : undefined;
-  const ratio = s.importanceSampling ? importanceRatio(old, sampling!, mask, b, t, s.importanceSampling) : undefined;
-  // vespo folds the correction into its gamma weight instead of multiplying by it.
-  const ratioFactor = ratio && s.lossType !== 'vespo' ? ratio : undefined;
-
-  const type = s.lossType;
-  const clipped = CLIPPED.has(type);
-  const sequence = s.level === 'sequence';
-  // luspo's per-token loss has a token axis unless every factor is per row; TRL's mean then runs
-  // over the whole padded (B, T) batch, each position weighted by its row's length.
-  const padded = type === 'luspo' && (!sequence || s.beta !== 0 || entropyMask !== undefined || ratioFactor?.perToken === true);
-  const tokenWeight = (n: number) => {
-    switch (type) {
-      case 'grpo':
-      case 'sapo':
-        return 1 / (b * Math.max(n, 1));
-      case 'bnpo':
-        return 1 / activeOr1;
-      case 'dr_grpo':
-        return 1 / (b * s.maxCompletionLength);
-      case 'luspo':
-        return padded ? n / (b * t) : 1 / b;
-      default:
-        return 1 / numItemsOr1;
-    }
-  };
-
+  const x = readBatch(batch, s);
+  const f = tokenFactors(x, s);
+  const sums: Sums = { loss: 0, kl: 0, phi: 0 };
+  const tally = new Tally(x.b, s.level === 'sequence');
   const grad: number[][] = [];
-  const tally = new Tally(b, sequence);
-  const term = new Float64Array(2);
-  let loss = 0;
-  let klSum = 0;
-  let phiSum = 0;
-  for (let i = 0; i < b; i++) {
-    const lp = logps[i];
-    const op = old[i];
-    const rp = ref?.[i];
-    const a = advantages[i];
-    const n = lengths[i];
-    const g = new Array<number>(t).fill(0);
-    grad.push(g);
-    const w = tokenWeight(n);
-    const rowKeep = keep ? keep[i] : 1;
-    const rowRatio = ratioFactor && !ratioFactor.perToken ? ratioFactor.values[i] : 1;
-
-    // Sequence level: one ratio for the row, from the mean log-ratio over its active tokens.
-    let rowCoef = 1;
-    let rowP = 0;
-    let rowSlope = 0;
-    if (sequence) {
-      let sum = 0;
-      for (let j = 0; j < t; j++) if (mask[i * t + j]) sum += lp[j] - op[j];
-      const logW = sum / Math.max(n, 1);
-      rowCoef = Math.exp(logW);
-      if (clipped) {
-        tally.clip(i, clippedTerm(logW, a, s, term), a, s);
-        rowP = term[0];
-        rowSlope = term[1];
-      } else if (type === 'sapo') {
-        sapoTerm(logW, a, s, term);
-        rowP = term[0];
-        rowSlope = term[1];
-      } else if (type === 'cispo') {
-        tally.cispo(rowCoef, a, s);
-      }
-    }
-    const phi = type === 'vespo' ? gammaWeight(lp, op, mask, i * t, t, ratio?.perToken ? ratio.values : undefined, a, s) : 0;
-    phiSum += phi;
-
-    // Sum of weight * factors over the tokens the row's sequence-level term reaches.
-    let reach = 0;
-    let klReach = 0;
-    for (let j = 0; j < t; j++) {
-      const at = i * t + j;
-      const active = mask[at] === 1;
-      if (!active && !padded) continue;
-      const factor =
-        rowKeep * (entropyMask ? entropyMask[at] : 1) * (ratioFactor ? (ratioFactor.perToken ? ratioFactor.values[at] : rowRatio) : 1);
-      let p: number;
-      let slope = 0;
-      if (type === 'cispo' || type === 'vespo') {
-        let c = phi;
-        if (type === 'cispo') {
-          const coef = sequence ? rowCoef : Math.exp(lp[j] - op[j]);
-          if (!sequence) tally.cispo(coef, a, s);
-          c = coef > s.epsilonHigh ? s.epsilonHigh : coef;
-        }
-        p = -c * a * lp[j];
-        slope = -c * a;
-      } else if (sequence) {
-        p = rowP;
-        reach += w * factor;
-      } else {
-        if (type === 'sapo') sapoTerm(lp[j] - op[j], a, s, term);
-        else {
-          const capped = clippedTerm(lp[j] - op[j], a, s, term);
-          if (active) tally.clip(i, capped, a, s);
-        }
-        p = term[0];
-        slope = term[1];
-      }
-      loss += w * factor * p;
-      g[j] += w * factor * slope;
-      if (s.beta !== 0) {
-        const diff = rp![j] - lp[j];
-        const e = Math.exp(diff);
-        const k3 = e - diff - 1;
-        let kl = k3;
-        if (s.biasCorrectedKl) {
-          const coef = sequence ? rowCoef : Math.exp(lp[j] - op[j]);
-          kl = k3 * coef;
-          // d(k3 w)/d logp = w (1 - e) + k3 dw/d logp; at sequence level dw reaches every active token.
-          g[j] += w * s.beta * coef * (1 - e + (sequence ? 0 : k3));
-          if (sequence) klReach += w * s.beta * kl;
-        } else {
-          g[j] += w * s.beta * (1 - e);
-        }
-        loss += w * s.beta * kl;
-        if (active) klSum += kl;
-      }
-    }
-    if (sequence) {
-      const chain = (reach * rowSlope + klReach) / Math.max(n, 1);
-      if (chain !== 0) for (let j = 0; j < t; j++) if (mask[i * t + j]) g[j] += chain;
-    }
-  }
+  for (let i = 0; i < x.b; i++) grad.push(rowLoss(x, f, s, i, tally, sums));
 
   const metrics: GrpoLossMetrics = {};
-  if (clipped) Object.assign(metrics, tally.clipMetrics(lengths, activeOr1));
-  if (type === 'cispo') metrics.cispoClipRatio = tally.cispoRatio(activeOr1);
-  if (type === 'vespo') metrics.vespoPhiMean = phiSum / b;
-  if (s.beta !== 0) metrics.kl = klSum / activeOr1;
+  if (CLIPPED.has(s.lossType)) Object.assign(metrics, tally.clipMetrics(x.lengths, x.activeOr1));
+  if (s.lossType === 'cispo') metrics.cispoClipRatio = tally.cispoRatio(x.activeOr1);
+  if (s.lossType === 'vespo') metrics.vespoPhiMean = sums.phi / x.b;
+  if (s.beta !== 0) metrics.kl = sums.kl / x.activeOr1;
 
+  let loss = sums.loss;
   let entropyGrad: number[][] | undefined;
-  if (entropies) {
-    let sum = 0;
-    let trainedSum = 0;
-    let trainedCount = 0;
-    for (let i = 0; i < b; i++) {
-      for (let j = 0; j < t; j++) {
-        const at = i * t + j;
-        if (!mask[at]) continue;
-        sum += entropies[i][j];
-        if (!entropyMask || entropyMask[at]) {
-          trainedSum += entropies[i][j];
-          trainedCount++;
-        }
-      }
-    }
-    metrics.entropy = sum / activeOr1;
-    metrics.trainedEntropy = trainedSum / Math.max(trainedCount, 1);
-    if (s.entropyCoef !== 0) {
+  if (x.entropies) {
+    const bonus = entropyBonus(x, x.entropies, f.entropyMask, s);
+    metrics.entropy = bonus.entropy;
+    metrics.trainedEntropy = bonus.trainedEntropy;
+    if (bonus.grad) {
       metrics.policyLoss = loss;
-      // cispo, dapo and vespo divide the trained tokens' entropy sum by their global token count
-      // (numItemsInBatch), so it adds up to the mean over an accumulation window; the others take
-      // the mean over the trained tokens.
-      const denominator = GLOBAL_NORMALIZED.has(type) ? numItemsOr1 : Math.max(trainedCount, 1);
-      loss -= (s.entropyCoef * trainedSum) / denominator;
-      const slope = -s.entropyCoef / denominator;
-      entropyGrad = [];
-      for (let i = 0; i < b; i++) {
-        const row = new Array<number>(t).fill(0);
-        for (let j = 0; j < t; j++) if (mask[i * t + j] && (!entropyMask || entropyMask[i * t + j])) row[j] = slope;
-        entropyGrad.push(row);
-      }
+      loss -= bonus.value;
+      entropyGrad = bonus.grad;
     }
   }
-  if (ratio) {
-    metrics.importanceSamplingRatio = summarize(ratio.values, ratio.perToken ? mask : undefined);
-    let diffSum = 0;
-    let diffMax = 0;
-    for (let i = 0; i < b; i++) {
-      for (let j = 0; j < t; j++) {
-        if (!mask[i * t + j]) continue;
-        const d = Math.abs(old[i][j] - sampling![i][j]);
-        diffSum += d;
-        if (d > diffMax) diffMax = d;
-      }
-    }
-    metrics.samplingLogpDifference = { mean: active ? diffSum / active : 0, max: diffMax };
-  }
+  if (f.ratio) Object.assign(metrics, samplingMetrics(x, f.ratio));
   return entropyGrad ? { loss, grad, entropyGrad, metrics } : { loss, grad, metrics };
 }
 
-function optionalRows(argument: string, rows: Rows | undefined, shape: [number, number]): Rows | undefined {
-  if (rows === undefined || rows === null) return undefined;
-  rowsShape(argument, rows, shape);
-  allFinite(argument, rows);
-  return rows;
+/** The detached factors multiplied into the policy term (loss-masks.ts), and luspo's padded mean. */
+interface TokenFactors {
+  entropyMask: Uint8Array | undefined;
+  /** The off-policy mask, per row. */
+  keep: Uint8Array | undefined;
+  ratio: ImportanceRatio | undefined;
+  /** `ratio` where it multiplies the policy term (vespo folds it into its gamma weight instead). */
+  ratioFactor: ImportanceRatio | undefined;
+  /**
+   * luspo's per-token loss has a token axis unless every factor is per row; TRL's mean then runs
+   * over the whole padded (B, T) batch, each position weighted by its row's length.
+   */
+  padded: boolean;
 }
 
-function readAdvantages(advantages: ArrayLike<number>, b: number): ArrayLike<number> {
-  if (!isArrayLike(advantages) || advantages.length !== b) {
-    throw new InvalidInputError('advantages', `must hold one value per row of logps (${b}), got ${describe(advantages)}${isArrayLike(advantages) ? ` of ${advantages.length}` : ''}.`);
+function tokenFactors(x: LossInputs, s: ResolvedLossConfig): TokenFactors {
+  const { b, t, mask } = x;
+  const entropyMask = s.topEntropyQuantile < 1 ? highEntropyMask(x.entropies!, mask, b, t, 1 - s.topEntropyQuantile) : undefined;
+  const keep =
+    s.offPolicyMaskThreshold !== undefined ? offPolicyKeep(x.advantages, x.logps, x.sampling ?? x.old, mask, x.lengths, t, s.offPolicyMaskThreshold) : undefined;
+  const ratio = s.importanceSampling ? importanceRatio(x.old, x.sampling!, mask, b, t, s.importanceSampling) : undefined;
+  const ratioFactor = ratio && s.lossType !== 'vespo' ? ratio : undefined;
+  const padded = s.lossType === 'luspo' && (s.level !== 'sequence' || s.beta !== 0 || entropyMask !== undefined || ratioFactor?.perToken === true);
+  return { entropyMask, keep, ratio, ratioFactor, padded };
+}
+
+/** The aggregation: what each token's terms are weighted by in a row of `n` active tokens, per type. */
+function tokenWeight(x: LossInputs, f: TokenFactors, s: ResolvedLossConfig, n: number): number {
+  switch (s.lossType) {
+    case 'grpo':
+    case 'sapo':
+      return 1 / (x.b * Math.max(n, 1));
+    case 'bnpo':
+      return 1 / x.activeOr1;
+    case 'dr_grpo':
+      return 1 / (x.b * s.maxCompletionLength);
+    case 'luspo':
+      return f.padded ? n / (x.b * x.t) : 1 / x.b;
+    default:
+      return 1 / x.numItemsOr1;
   }
-  for (let i = 0; i < b; i++) {
-    if (typeof advantages[i] !== 'number' || !Number.isFinite(advantages[i])) {
-      throw new InvalidInputError('advantages', `[${i}] is ${describe(advantages[i])}; advantages must be finite numbers.`);
+}
+
+/** What the rows add up, in token order. */
+interface Sums {
+  loss: number;
+  /** The KL over active tokens (its metric). */
+  kl: number;
+  /** vespo's gamma weights (their metric). */
+  phi: number;
+}
+
+/** One row's constants: its advantage and weight, and at sequence level its ratio and policy term. */
+interface Row {
+  i: number;
+  lp: ArrayLike<number>;
+  op: ArrayLike<number>;
+  a: number;
+  n: number;
+  w: number;
+  keep: number;
+  /** The per-row importance ratio (1 when none, or per token). */
+  ratio: number;
+  /** Sequence level: exp of the mean log-ratio over the row's active tokens; 1 at token level. */
+  coef: number;
+  /** Sequence level: the row's policy term and its slope in the mean log-ratio. */
+  p: number;
+  slope: number;
+  /** vespo's detached gamma weight (0 for the other types). */
+  phi: number;
+}
+
+/** Row i's terms added to `sums` (token by token) and its d loss / d logps. */
+function rowLoss(x: LossInputs, f: TokenFactors, s: ResolvedLossConfig, i: number, tally: Tally, sums: Sums): number[] {
+  const { t, mask } = x;
+  const row = openRow(x, f, s, i, tally);
+  sums.phi += row.phi;
+  const sequence = s.level === 'sequence';
+  // cispo and vespo weight logp itself; the others reach every token through the row's ratio at sequence level.
+  const throughRatio = sequence && s.lossType !== 'cispo' && s.lossType !== 'vespo';
+  const g = new Array<number>(t).fill(0);
+  const term = new Float64Array(2);
+  const kl = new Float64Array(2);
+  // Sum of weight * factors over the tokens the row's sequence-level term reaches.
+  let reach = 0;
+  let klReach = 0;
+  for (let j = 0; j < t; j++) {
+    const at = i * t + j;
+    const active = mask[at] === 1;
+    if (!active && !f.padded) continue;
+    const factor =
+      row.keep * (f.entropyMask ? f.entropyMask[at] : 1) * (f.ratioFactor ? (f.ratioFactor.perToken ? f.ratioFactor.values[at] : row.ratio) : 1);
+    policyTerm(row, j, active, s, tally, term);
+    if (throughRatio) reach += row.w * factor;
+    sums.loss += row.w * factor * term[0];
+    g[j] += row.w * factor * term[1];
+    if (s.beta !== 0) {
+      klTerm(row, x.ref![i][j], j, s, kl);
+      g[j] += kl[1];
+      if (s.biasCorrectedKl && sequence) klReach += row.w * s.beta * kl[0];
+      sums.loss += row.w * s.beta * kl[0];
+      if (active) sums.kl += kl[0];
     }
   }
-  return advantages;
+  if (sequence) {
+    const chain = (reach * row.slope + klReach) / Math.max(row.n, 1);
+    if (chain !== 0) for (let j = 0; j < t; j++) if (mask[i * t + j]) g[j] += chain;
+  }
+  return g;
 }
 
-/** The mask as flat 0/1 bytes, row-major. */
-function readMask(mask: Rows<number | boolean>, shape: [number, number]): Uint8Array {
-  rowsShape('mask', mask, shape);
-  const [b, t] = shape;
-  const out = new Uint8Array(b * t);
+function openRow(x: LossInputs, f: TokenFactors, s: ResolvedLossConfig, i: number, tally: Tally): Row {
+  const { t, mask } = x;
+  const lp = x.logps[i];
+  const op = x.old[i];
+  const a = x.advantages[i];
+  const n = x.lengths[i];
+  const row: Row = {
+    i, lp, op, a, n,
+    w: tokenWeight(x, f, s, n),
+    keep: f.keep ? f.keep[i] : 1,
+    ratio: f.ratioFactor && !f.ratioFactor.perToken ? f.ratioFactor.values[i] : 1,
+    coef: 1,
+    p: 0,
+    slope: 0,
+    phi: 0,
+  };
+  if (s.level === 'sequence') {
+    let sum = 0;
+    for (let j = 0; j < t; j++) if (mask[i * t + j]) sum += lp[j] - op[j];
+    const logW = sum / Math.max(n, 1);
+    row.coef = Math.exp(logW);
+    const term = new Float64Array(2);
+    if (CLIPPED.has(s.lossType)) tally.clip(i, clippedTerm(logW, a, s, term), a, s);
+    else if (s.lossType === 'sapo') sapoTerm(logW, a, s, term);
+    else if (s.lossType === 'cispo') tally.cispo(row.coef, a, s);
+    row.p = term[0];
+    row.slope = term[1];
+  }
+  if (s.lossType === 'vespo') row.phi = gammaWeight(lp, op, mask, i * t, t, f.ratio?.perToken ? f.ratio.values : undefined, a, s);
+  return row;
+}
+
+/**
+ * The policy term P at token j and its slope d P / d logp[j], into `out`. At sequence level the
+ * clipped types and sapo take the row's term, whose slope reaches the token through the row's
+ * ratio (rowLoss's chain), so the slope here is 0.
+ */
+function policyTerm(row: Row, j: number, active: boolean, s: ResolvedLossConfig, tally: Tally, out: Float64Array): void {
+  const sequence = s.level === 'sequence';
+  switch (s.lossType) {
+    case 'cispo': {
+      const coef = sequence ? row.coef : Math.exp(row.lp[j] - row.op[j]);
+      if (!sequence) tally.cispo(coef, row.a, s);
+      return weightedLogp(coef > s.epsilonHigh ? s.epsilonHigh : coef, row, j, out);
+    }
+    case 'vespo':
+      return weightedLogp(row.phi, row, j, out);
+    case 'sapo':
+      if (sequence) return rowTerm(row, out);
+      return sapoTerm(row.lp[j] - row.op[j], row.a, s, out);
+    default: {
+      if (sequence) return rowTerm(row, out);
+      const capped = clippedTerm(row.lp[j] - row.op[j], row.a, s, out);
+      if (active) tally.clip(row.i, capped, row.a, s);
+    }
+  }
+}
+
+/** cispo's and vespo's term: -c A logp with the weight c detached. */
+function weightedLogp(c: number, row: Row, j: number, out: Float64Array): void {
+  out[0] = -c * row.a * row.lp[j];
+  out[1] = -c * row.a;
+}
+
+function rowTerm(row: Row, out: Float64Array): void {
+  out[0] = row.p;
+  out[1] = 0;
+}
+
+/**
+ * The KL penalty at token j, k3 = exp(ref - logp) - (ref - logp) - 1 (times the ratio w when
+ * bias-corrected), into out[0], and its weighted slope d (w_row beta KL) / d logp[j] into out[1]:
+ * w (1 - e) + k3 dw/d logp, where at sequence level dw reaches every active token (rowLoss's chain).
+ */
+function klTerm(row: Row, ref: number, j: number, s: ResolvedLossConfig, out: Float64Array): void {
+  const diff = ref - row.lp[j];
+  const e = Math.exp(diff);
+  const k3 = e - diff - 1;
+  if (!s.biasCorrectedKl) {
+    out[0] = k3;
+    out[1] = row.w * s.beta * (1 - e);
+    return;
+  }
+  const sequence = s.level === 'sequence';
+  const coef = sequence ? row.coef : Math.exp(row.lp[j] - row.op[j]);
+  out[0] = k3 * coef;
+  out[1] = row.w * s.beta * coef * (1 - e + (sequence ? 0 : k3));
+}
+
+/**
+ * The entropy metrics, and with entropyCoef the bonus subtracted from the loss over the trained
+ * tokens (active, and high-entropy when topEntropyQuantile < 1) with its d loss / d entropies.
+ */
+function entropyBonus(
+  x: LossInputs,
+  entropies: Rows,
+  entropyMask: Uint8Array | undefined,
+  s: ResolvedLossConfig,
+): { entropy: number; trainedEntropy: number; value: number; grad?: number[][] } {
+  const { b, t, mask } = x;
+  let sum = 0;
+  let trainedSum = 0;
+  let trainedCount = 0;
   for (let i = 0; i < b; i++) {
-    const row = mask[i];
     for (let j = 0; j < t; j++) {
-      const m = row[j];
-      if (m === 1 || m === true) out[i * t + j] = 1;
-      else if (m !== 0 && m !== false) {
-        throw new InvalidInputError('mask', `[${i}][${j}] is ${describe(m)}; the mask holds 0 or 1 per token.`);
+      const at = i * t + j;
+      if (!mask[at]) continue;
+      sum += entropies[i][j];
+      if (!entropyMask || entropyMask[at]) {
+        trainedSum += entropies[i][j];
+        trainedCount++;
       }
     }
   }
-  return out;
+  const metrics = { entropy: sum / x.activeOr1, trainedEntropy: trainedSum / Math.max(trainedCount, 1) };
+  if (s.entropyCoef === 0) return { ...metrics, value: 0 };
+  // cispo, dapo and vespo divide the trained tokens' entropy sum by their global token count
+  // (numItemsInBatch), so it adds up to the mean over an accumulation window; the others take
+  // the mean over the trained tokens.
+  const denominator = GLOBAL_NORMALIZED.has(s.lossType) ? x.numItemsOr1 : Math.max(trainedCount, 1);
+  const slope = -s.entropyCoef / denominator;
+  const grad: number[][] = [];
+  for (let i = 0; i < b; i++) {
+    const row = new Array<number>(t).fill(0);
+    for (let j = 0; j < t; j++) if (mask[i * t + j] && (!entropyMask || entropyMask[i * t + j])) row[j] = slope;
+    grad.push(row);
+  }
+  return { ...metrics, value: (s.entropyCoef * trainedSum) / denominator, grad };
+}
+
+/** The importance ratio's summary, and how far the trainer's old log-probs are from the sampler's. */
+function samplingMetrics(x: LossInputs, ratio: ImportanceRatio): Pick<GrpoLossMetrics, 'importanceSamplingRatio' | 'samplingLogpDifference'> {
+  const { b, t, mask } = x;
+  let diffSum = 0;
+  let diffMax = 0;
+  for (let i = 0; i < b; i++) {
+    for (let j = 0; j < t; j++) {
+      if (!mask[i * t + j]) continue;
+      const d = Math.abs(x.old[i][j] - x.sampling![i][j]);
+      diffSum += d;
+      if (d > diffMax) diffMax = d;
+    }
+  }
+  return {
+    importanceSamplingRatio: summarize(ratio.values, ratio.perToken ? mask : undefined),
+    samplingLogpDifference: { mean: x.active ? diffSum / x.active : 0, max: diffMax },
+  };
 }

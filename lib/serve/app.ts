@@ -38,36 +38,25 @@ interface Route {
 }
 
 export function createApp(options: AppOptions): (req: IncomingMessage, res: ServerResponse, signal: AbortSignal) => Promise<void> {
-  const { session, modelId, limits } = options;
   const checkAuth = options.apiKey !== undefined ? bearerCheck(options.apiKey) : () => undefined;
   const guard = requestGuard(options);
-  const view = (group: Parameters<typeof groupView>[0]) => groupView(group, servedName(group.model, session.policy.info.model, modelId));
-  const startedAt = Math.floor(Date.now() / 1000);
-  // Whether chat completions honour `response_format` (constrained decoding in the policy).
-  const responseFormats = session.policy.info.responseFormats === true;
-  const model = {
-    id: modelId,
-    object: 'model',
-    created: startedAt,
-    owned_by: 'webgrpo',
-    capabilities: { response_format: responseFormats ? ['text', 'json_object', 'json_schema'] : ['text'] },
+  const routes = routesOf(options);
+  return async (req, res, signal) => {
+    cors(req, res, options.corsOrigins);
+    try {
+      guard(req);
+      await dispatch(routes, req, res, signal, options.corsOrigins.length > 0, checkAuth);
+    } catch (error) {
+      answerError(res, error);
+    }
   };
+}
 
-  const generation =
-    (kind: 'chat' | 'text'): Handler =>
-    async (req, res, _params, signal) => {
-      const body = await readJson(req, options.bodyLimit);
-      const request = kind === 'chat' ? parseChatRequest(body, limits) : parseCompletionRequest(body, limits);
-      if (request.model !== modelId) throw unknownModel(request.model, modelId);
-      if (request.responseFormat && !responseFormats) {
-        throw badField('response_format', `is not supported by ${session.policy.info.backend} policies here; send {"type": "text"} or leave it out.`, 'unsupported_parameter');
-      }
-      const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomBytes(12).toString('hex')}`;
-      const promptChars = request.input.prompt?.length ?? 0;
-      await respond(res, { id, created: Math.floor(Date.now() / 1000), model: modelId, request, promptChars }, session, signal);
-    };
-
-  const routes: Route[] = [
+function routesOf(options: AppOptions): Route[] {
+  const { session, modelId, limits } = options;
+  const view = (group: Parameters<typeof groupView>[0]) => groupView(group, servedName(group.model, session.policy.info.model, modelId));
+  const model = modelCard(options);
+  return [
     {
       pattern: /^\/health$/,
       methods: {
@@ -88,8 +77,8 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
         },
       },
     },
-    { pattern: /^\/v1\/chat\/completions$/, methods: { POST: generation('chat') } },
-    { pattern: /^\/v1\/completions$/, methods: { POST: generation('text') } },
+    { pattern: /^\/v1\/chat\/completions$/, methods: { POST: generation(options, 'chat') } },
+    { pattern: /^\/v1\/completions$/, methods: { POST: generation(options, 'text') } },
     {
       pattern: /^\/v1\/feedback$/,
       methods: {
@@ -111,45 +100,71 @@ export function createApp(options: AppOptions): (req: IncomingMessage, res: Serv
       methods: { GET: async (_req, res, [id]) => sendJson(res, 200, view(await session.group(decodePathPart(id, 'group id')))) },
     },
   ];
+}
 
-  return async (req, res, signal) => {
-    const method = req.method ?? 'GET';
-    cors(req, res, options.corsOrigins);
-    try {
-      guard(req);
-      const path = pathOf(req.url ?? '/');
-      if (method === 'OPTIONS' && options.corsOrigins.length) {
-        res.writeHead(204).end();
-        return;
-      }
-      const route = routes.find((r) => r.pattern.test(path));
-      if (!route) throw new ApiError(404, `Unknown path ${path}.`, { type: 'not_found_error', code: 'unknown_url' });
-      if (path !== '/health') checkAuth(req);
-      // HEAD is GET without the body (node:http drops it).
-      const handler = route.methods[method === 'HEAD' ? 'GET' : method];
-      if (!handler) {
-        const allowed = Object.keys(route.methods).flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m]));
-        res.setHeader('allow', allowed.join(', '));
-        throw new ApiError(405, `${method} is not allowed on ${path}; use ${allowed.join(' or ')}.`, {
-          code: 'method_not_allowed',
-        });
-      }
-      const params = route.pattern.exec(path)!.slice(1);
-      await handler(req, res, params, signal);
-    } catch (error) {
-      const apiError = toApiError(error);
-      // A request refused for where it comes from (a forged Host, a foreign Origin) gives the
-      // browser nothing to read: no CORS headers.
-      if (!res.headersSent && (apiError.errorCode === 'invalid_host' || apiError.errorCode === 'origin_not_allowed')) {
-        for (const name of res.getHeaderNames()) if (name.startsWith('access-control-') || name === 'vary') res.removeHeader(name);
-      }
-      if (!res.headersSent) sendError(res, apiError);
-      else if (!res.writableEnded) res.end();
-      // Server-side failures and damaged stored records go to the log, with the details the
-      // client is not shown.
-      if (apiError.status >= 500 || apiError.errorCode === 'store_corrupt') throw error;
-    }
+/** The served model as `/v1/models` lists it, with whether chat completions honour `response_format` (constrained decoding in the policy). */
+function modelCard(options: AppOptions) {
+  const responseFormats = options.session.policy.info.responseFormats === true;
+  return {
+    id: options.modelId,
+    object: 'model',
+    created: Math.floor(Date.now() / 1000),
+    owned_by: 'webgrpo',
+    capabilities: { response_format: responseFormats ? ['text', 'json_object', 'json_schema'] : ['text'] },
   };
+}
+
+/** POST /v1/chat/completions and /v1/completions: the request parsed against the limits, then sampled (or streamed) by `respond`. */
+function generation(options: AppOptions, kind: 'chat' | 'text'): Handler {
+  const { session, modelId, limits } = options;
+  return async (req, res, _params, signal) => {
+    const body = await readJson(req, options.bodyLimit);
+    const request = kind === 'chat' ? parseChatRequest(body, limits) : parseCompletionRequest(body, limits);
+    if (request.model !== modelId) throw unknownModel(request.model, modelId);
+    if (request.responseFormat && session.policy.info.responseFormats !== true) {
+      throw badField('response_format', `is not supported by ${session.policy.info.backend} policies here; send {"type": "text"} or leave it out.`, 'unsupported_parameter');
+    }
+    const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomBytes(12).toString('hex')}`;
+    const promptChars = request.input.prompt?.length ?? 0;
+    await respond(res, { id, created: Math.floor(Date.now() / 1000), model: modelId, request, promptChars }, session, signal);
+  };
+}
+
+/** Finds the request's route and method (404, 405 with `allow`), checks the key off /health, and runs the handler. */
+async function dispatch(routes: Route[], req: IncomingMessage, res: ServerResponse, signal: AbortSignal, cors: boolean, checkAuth: (req: IncomingMessage) => void): Promise<void> {
+  const method = req.method ?? 'GET';
+  const path = pathOf(req.url ?? '/');
+  if (method === 'OPTIONS' && cors) {
+    res.writeHead(204).end();
+    return;
+  }
+  const route = routes.find((r) => r.pattern.test(path));
+  if (!route) throw new ApiError(404, `Unknown path ${path}.`, { type: 'not_found_error', code: 'unknown_url' });
+  if (path !== '/health') checkAuth(req);
+  // HEAD is GET without the body (node:http drops it).
+  const handler = route.methods[method === 'HEAD' ? 'GET' : method];
+  if (!handler) {
+    const allowed = Object.keys(route.methods).flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m]));
+    res.setHeader('allow', allowed.join(', '));
+    throw new ApiError(405, `${method} is not allowed on ${path}; use ${allowed.join(' or ')}.`, {
+      code: 'method_not_allowed',
+    });
+  }
+  const params = route.pattern.exec(path)!.slice(1);
+  await handler(req, res, params, signal);
+}
+
+/** The error as the client sees it; server-side failures and damaged stored records are thrown on to the log, with the details the client is not shown. */
+function answerError(res: ServerResponse, error: unknown): void {
+  const apiError = toApiError(error);
+  // A request refused for where it comes from (a forged Host, a foreign Origin) gives the
+  // browser nothing to read: no CORS headers.
+  if (!res.headersSent && (apiError.errorCode === 'invalid_host' || apiError.errorCode === 'origin_not_allowed')) {
+    for (const name of res.getHeaderNames()) if (name.startsWith('access-control-') || name === 'vary') res.removeHeader(name);
+  }
+  if (!res.headersSent) sendError(res, apiError);
+  else if (!res.writableEnded) res.end();
+  if (apiError.status >= 500 || apiError.errorCode === 'store_corrupt') throw error;
 }
 
 /** Appends a feedback log line; a full disk is the 507 a client can act on (retry later), not an internal error. */

@@ -6,7 +6,7 @@
  * feedback log and the store are flushed, then the sockets close.
  */
 import { open } from 'node:fs/promises';
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InvalidInputError } from '../errors.js';
 import { jsonlFileSink } from '../export/file.js';
@@ -125,22 +125,7 @@ export interface WebgrpoServer {
 }
 
 export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
-  const memory =
-    options.session || options.store
-      ? undefined
-      : new BoundedGroupStore({
-          ...(options.maxGroups !== undefined ? { maxGroups: options.maxGroups } : {}),
-          ...(options.maxGroupBytes !== undefined ? { maxBytes: options.maxGroupBytes } : {}),
-        });
-  const session =
-    options.session ??
-    createSession({
-      policy: options.policy!,
-      store: options.store ?? memory!,
-      queue: { maxPending: options.maxPending ?? 256, concurrency: options.policy?.generateGroups ? (options.maxBatched ?? 64) : 1 },
-    });
-  const policy = session.policy;
-  const format = options.feedbackFormat ?? 'conversational';
+  const { session, memory } = openSession(options);
   checkApiKey(options.apiKey);
   if (options.feedbackFile !== undefined) await checkWritable(options.feedbackFile);
   // The compiler's first run is mostly the JIT's (a few hundred ms, ten times a warm run): do it
@@ -152,7 +137,7 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
   const listenHost = options.host ?? '127.0.0.1';
   const app = createApp({
     session,
-    modelId: options.modelId ?? policy.info.model,
+    modelId: options.modelId ?? session.policy.info.model,
     ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
     bodyLimit: options.bodyLimit ?? 1 << 20,
     limits: {
@@ -164,21 +149,83 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
     corsOrigins: options.corsOrigins ?? [],
     listenHost,
     allowedHosts: options.allowedHosts ?? [],
-    ...(sink ? { feedbackLog: { sink, format } } : {}),
+    ...(sink ? { feedbackLog: { sink, format: options.feedbackFormat ?? 'conversational' } } : {}),
     ...(memory ? { groupStats: () => memory.stats } : {}),
   });
 
+  const requests = new Requests(log);
+  const server = createServer(serverTimeouts(options), (req, res) => requests.handle(req, res, app));
+  server.on('clientError', answerClientError);
+  await listen(server, options.port ?? 8000, listenHost);
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   let closing: Promise<void> | null = null;
-  const inFlight = new Map<ServerResponse, AbortController>();
-  let drained: (() => void) | null = null;
+  const shutdown = async () => {
+    const stopped = requests.stop(server);
+    await requests.settle(options.shutdownTimeoutMs ?? 30_000);
+    await sink?.flush();
+    await session.flush();
+    server.closeAllConnections();
+    await stopped;
+  };
+  return {
+    url: `http://${host}:${address.port}/v1`,
+    port: address.port,
+    session,
+    http: server,
+    close() {
+      closing ??= shutdown();
+      return closing;
+    },
+  };
+}
 
+/** The given session, or one over the given store, or over a bounded memory store (whose stats the app reports). */
+function openSession(options: ServeOptions): { session: Session; memory?: BoundedGroupStore } {
+  if (options.session) return { session: options.session };
+  const memory = options.store
+    ? undefined
+    : new BoundedGroupStore({
+        ...(options.maxGroups !== undefined ? { maxGroups: options.maxGroups } : {}),
+        ...(options.maxGroupBytes !== undefined ? { maxBytes: options.maxGroupBytes } : {}),
+      });
+  const session = createSession({
+    policy: options.policy!,
+    store: options.store ?? memory!,
+    queue: { maxPending: options.maxPending ?? 256, concurrency: options.policy?.generateGroups ? (options.maxBatched ?? 64) : 1 },
+  });
+  return { session, ...(memory ? { memory } : {}) };
+}
+
+function serverTimeouts(options: ServeOptions): { headersTimeout: number; requestTimeout: number; connectionsCheckingInterval: number } {
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
   const headersTimeout = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout);
   // Node looks for expired requests every connectionsCheckingInterval: often enough for the limits to hold.
-  const timeouts = { headersTimeout, requestTimeout, connectionsCheckingInterval: Math.max(100, Math.min(1_000, headersTimeout / 4)) };
-  const server = createServer(timeouts, (req, res) => {
+  return { headersTimeout, requestTimeout, connectionsCheckingInterval: Math.max(100, Math.min(1_000, headersTimeout / 4)) };
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+/** The requests in flight, each with the controller that cancels it; refused with a 503 once the server is draining. */
+class Requests {
+  private readonly inFlight = new Map<ServerResponse, AbortController>();
+  private draining = false;
+  private drained: (() => void) | null = null;
+
+  constructor(private readonly log: (line: string) => void) {}
+
+  handle(req: IncomingMessage, res: ServerResponse, app: ReturnType<typeof createApp>): void {
+    const { inFlight, log } = this;
     const started = Date.now();
-    if (closing) {
+    if (this.draining) {
       res.shouldKeepAlive = false;
       sendError(res, new ApiError(503, 'The server is shutting down; retry against another instance.', { code: 'shutting_down' }));
       return;
@@ -193,56 +240,39 @@ export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
       // A response cut off before its end did not succeed, whatever status its headers said.
       const outcome = finished ? String(res.statusCode) : `aborted${res.headersSent ? ` after ${res.statusCode} headers` : ''}`;
       log(`${req.method} ${logged(req.url)} ${outcome} ${Date.now() - started}ms`);
-      if (closing && inFlight.size === 0) drained?.();
+      if (this.draining && inFlight.size === 0) this.drained?.();
     });
     app(req, res, controller.signal).catch((error: unknown) => {
       log(`error in ${req.method} ${logged(req.url)}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     });
-  });
-  server.on('clientError', answerClientError);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 8000, listenHost, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-
-  async function shutdown(): Promise<void> {
-    const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
-    // Responses still to come tell their clients not to reuse the connection.
-    for (const res of inFlight.keys()) res.shouldKeepAlive = false;
-    if (inFlight.size > 0) {
-      const timeout = options.shutdownTimeoutMs ?? 30_000;
-      await new Promise<void>((resolve) => {
-        drained = resolve;
-        const timer = setTimeout(() => {
-          log(`shutdown: cutting off ${inFlight.size} request(s) still running after ${timeout} ms`);
-          for (const controller of inFlight.values()) controller.abort(new Error('server shutting down'));
-          resolve();
-        }, timeout);
-        timer.unref();
-      });
-    }
-    await sink?.flush();
-    await session.flush();
-    server.closeAllConnections();
-    await stopped;
   }
 
-  return {
-    url: `http://${host}:${address.port}/v1`,
-    port: address.port,
-    session,
-    http: server,
-    close() {
-      closing ??= shutdown();
-      return closing;
-    },
-  };
+  /**
+   * Stops taking requests and closes the idle connections; responses still to come tell their
+   * clients not to reuse theirs. Resolves when the server has closed (after closeAllConnections).
+   */
+  stop(server: Server): Promise<void> {
+    this.draining = true;
+    const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    for (const res of this.inFlight.keys()) res.shouldKeepAlive = false;
+    return stopped;
+  }
+
+  /** Waits for the requests in flight, cutting off what still runs after `timeoutMs`. */
+  async settle(timeoutMs: number): Promise<void> {
+    const { inFlight, log } = this;
+    if (inFlight.size === 0) return;
+    await new Promise<void>((resolve) => {
+      this.drained = resolve;
+      const timer = setTimeout(() => {
+        log(`shutdown: cutting off ${inFlight.size} request(s) still running after ${timeoutMs} ms`);
+        for (const controller of inFlight.values()) controller.abort(new Error('server shutting down'));
+        resolve();
+      }, timeoutMs);
+      timer.unref();
+    });
+  }
 }
 
 function checkApiKey(apiKey: string | undefined): void {

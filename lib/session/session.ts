@@ -129,231 +129,252 @@ export function createSession(options: SessionOptions): Session {
   if (!inner || typeof inner.generateGroup !== 'function') {
     throw new InvalidInputError('policy', 'must implement the Policy interface (generateGroup).');
   }
-  const store: SessionStore = options.store ?? new MemorySessionStore();
   const queue = options.queue && 'run' in options.queue ? options.queue : createTaskQueue(options.queue);
-  const newId = options.newId ?? randomGroupId;
-  const now = options.now ?? Date.now;
-  const advantageOptions: GroupAdvantageOptions = { ...options.advantages };
-
-  const policy = queuedPolicy(inner, queue);
-  const lock = createKeyedLock();
-
-  /**
-   * The text the model saw. For a chat that is the decoded prompt, kept only if it encodes back to
-   * the very same ids: TRL re-tokenises a standard-format prompt, so anything less (a decoder that
-   * drops the template's special tokens, say) would train on a different prompt.
-   */
-  async function promptTextOf(input: PromptInput, promptTokenIds: number[]): Promise<string | undefined> {
-    if (input.prompt !== undefined) return input.prompt;
-    if (!inner.decode || promptTokenIds.length === 0) return undefined;
-    const text = await inner.decode(promptTokenIds, { skipSpecialTokens: false });
-    if (inner.encode) {
-      const again = await inner.encode(text);
-      if (again.length !== promptTokenIds.length || again.some((id, i) => id !== promptTokenIds[i])) return undefined;
-    }
-    return text;
-  }
-
-  async function ask(input: AskInput): Promise<AskResult> {
-    const prompt = requirePrompt(input);
-    if (!Number.isInteger(input.n) || input.n < 1) {
-      throw new InvalidInputError('n', `must be a positive integer (the group size), got ${String(input.n)}.`);
-    }
-    const sampling = samplingOf(options.defaults, input);
-    sampling.maxNewTokens ??= DEFAULT_MAX_NEW_TOKENS;
-    const request: GenerateGroupOptions = {
-      ...prompt,
-      ...sampling,
-      maxNewTokens: sampling.maxNewTokens,
-      groupSize: input.n,
-      ...(input.topLogprobs ? { topLogprobs: input.topLogprobs } : {}),
-      ...(input.responseFormat ? { responseFormat: input.responseFormat } : {}),
-      ...(input.signal ? { signal: input.signal } : {}),
-      ...(input.onToken ? { onToken: input.onToken } : {}),
-    };
-    const id = input.groupId ?? newId();
-    if (typeof id !== 'string' || id === '') throw new InvalidInputError('groupId', 'must be a non-empty string.');
-    if (await store.get(id)) throw new InvalidInputError('groupId', `"${id}" is already in use; leave it out to get a fresh one.`);
-    const result = await policy.generateGroup(request);
-    const group: GroupRecord = {
-      id,
-      createdAt: now(),
-      ...prompt,
-      promptTokenIds: result.promptTokenIds,
-      model: inner.info.model,
-      sampling,
-      completions: result.completions.map((c, index) => policyCompletion(id, index, c)),
-      ...(input.meta ? { meta: { ...input.meta } } : {}),
-    };
-    const promptText = await promptTextOf(prompt, result.promptTokenIds);
-    if (promptText !== undefined) group.promptText = promptText;
-    await store.put(group);
-    return {
-      groupId: id,
-      completions: structuredClone(group.completions),
-      promptTokenIds: [...result.promptTokenIds],
-      usage: { ...result.usage },
-    };
-  }
-
-  /** Tokenises (or decodes) told completions and scores them under the group's prompt. */
-  async function externalCompletions(
-    group: GroupRecord,
-    told: readonly ExternalCompletion[],
-    signal?: AbortSignal,
-  ): Promise<CompletionRecord[]> {
-    const rows = await Promise.all(told.map((c, i) => textAndTokens(c, `completions[${i}]`)));
-    const scorable = rows.filter((r) => r.tokenIds.length > 0);
-    let scored: number[][] = [];
-    if (policy.scoreCompletions && scorable.length > 0) {
-      // The group's sampling temperature, so told and sampled log-probs compare; a greedy group
-      // (temperature 0) is scored under the unscaled distribution.
-      const result = await policy.scoreCompletions({
-        ...requirePrompt(group),
-        completions: scorable.map((r) => r.tokenIds),
-        temperature: group.sampling.temperature || 1,
-        ...(signal ? { signal } : {}),
-      });
-      scored = result.logprobs;
-    }
-    return rows.map((r, i): CompletionRecord => {
-      const index = group.completions.length + i;
-      const logprobs = scored.length > 0 && r.tokenIds.length > 0 ? scored[scorable.indexOf(r)] : [];
-      return { id: completionId(group.id, index), index, source: 'external', text: r.text, tokenIds: r.tokenIds, logprobs };
-    });
-  }
-
-  async function textAndTokens(c: ExternalCompletion, at: string): Promise<{ text: string; tokenIds: number[] }> {
-    if (c === null || typeof c !== 'object') throw new InvalidInputError(at, 'must be an object { text, reward }.');
-    if (c.text !== undefined && typeof c.text !== 'string') throw new InvalidInputError(`${at}.text`, 'must be a string.');
-    if (c.tokenIds !== undefined) {
-      if (!isTokenIds(c.tokenIds)) throw new InvalidInputError(`${at}.tokenIds`, 'must be an array of non-negative integer token ids.');
-      const text = c.text ?? (inner.decode ? await inner.decode(c.tokenIds) : undefined);
-      if (text === undefined) throw new InvalidInputError(`${at}.text`, 'is needed: this policy cannot decode token ids.');
-      return { text, tokenIds: [...c.tokenIds] };
-    }
-    if (c.text === undefined) throw new InvalidInputError(at, 'give its text or its tokenIds.');
-    return { text: c.text, tokenIds: inner.encode ? await inner.encode(c.text) : [] };
-  }
-
-  async function tellGroup(group: GroupRecord, input: TellInput): Promise<TellResult> {
-    const told = new Map<number, (number | null)[]>();
-    if (Array.isArray(input.rewards)) {
-      const rewards = input.rewards as readonly Reward[];
-      if (rewards.length !== group.completions.length) {
-        throw new InvalidInputError(
-          'rewards',
-          `has ${rewards.length} values but group ${group.id} has ${group.completions.length} completions; give one per completion, in order, or key them by completion id.`,
-        );
-      }
-      rewards.forEach((r, i) => told.set(i, rewardRow(r, `rewards[${i}]`)));
-    } else if (input.rewards !== undefined) {
-      if (input.rewards === null || typeof input.rewards !== 'object') {
-        throw new InvalidInputError('rewards', 'must be an array (one per completion) or an object keyed by completion id.');
-      }
-      for (const [key, r] of Object.entries(input.rewards as Record<string, Reward>)) {
-        const index = group.completions.findIndex((c) => c.id === key);
-        if (index < 0) throw new InvalidInputError('rewards', `"${key}" is not a completion of group ${group.id}.`);
-        told.set(index, rewardRow(r, `rewards["${key}"]`));
-      }
-    }
-    const extra = input.completions ?? [];
-    if (!Array.isArray(extra)) throw new InvalidInputError('completions', 'must be an array of { text, reward }.');
-    const extraRows = extra.map((c, i) => rewardRow(c?.reward, `completions[${i}].reward`));
-    if (told.size === 0 && extra.length === 0) {
-      throw new InvalidInputError('rewards', `nothing to tell group ${group.id}: give rewards or completions.`);
-    }
-    const total = group.completions.length + extra.length;
-    if (total < 2) {
-      throw new InvalidInputError(
-        'rewards',
-        `group ${group.id} would have one completion; relative advantages need at least 2: ask with n >= 2 or tell more completions.`,
-      );
-    }
-    // Validate every reward before the (slow) scoring of external completions.
-    const rows = [...group.completions.map((c, i) => told.get(i) ?? c.rewards), ...extraRows];
-    const table = rewardTable(rows);
-    const result = computeAdvantages(table, { ...advantageOptions, groupSize: total });
-    const added = extra.length ? await externalCompletions(group, extra, input.signal) : [];
-    const updated: GroupRecord = {
-      ...group,
-      completions: [...group.completions, ...added].map((c, i) => ({
-        ...c,
-        ...(rows[i] ? { rewards: rows[i] } : {}),
-        reward: finiteOrNull(result.rewards[i]),
-        advantage: result.advantages[i],
-      })),
-      feedback: {
-        at: now(),
-        options: { ...advantageOptions },
-        mean: finiteOrNull(result.groupMeans[0]),
-        std: finiteOrNull(result.groupStds[0]),
-      },
-      ...(input.meta ? { meta: { ...group.meta, ...input.meta } } : {}),
-    };
-    await input.beforeStore?.(structuredClone(updated));
-    await store.put(updated);
-    return {
-      groupId: updated.id,
-      advantages: [...result.advantages],
-      rewards: updated.completions.map((c) => c.reward ?? null),
-      group: structuredClone(updated),
-    };
-  }
-
-  async function tell(input: TellInput): Promise<TellResult> {
-    if (input === null || typeof input !== 'object') throw new InvalidInputError('tell', 'takes an object { groupId, rewards }.');
-    if (input.groupId !== undefined) {
-      if (typeof input.groupId !== 'string') throw new InvalidInputError('groupId', 'must be a string.');
-      const id = input.groupId;
-      return lock.run(id, async () => tellGroup(await requireGroup(id), input));
-    }
-    const prompt = requirePrompt(input);
-    if (!input.completions?.length) {
-      throw new InvalidInputError('completions', 'are needed to tell a new group; to reward an asked group give its groupId.');
-    }
-    if (input.temperature !== undefined && !(input.temperature >= 0)) {
-      throw new InvalidInputError('temperature', `must be >= 0, got ${input.temperature}.`);
-    }
-    const promptTokenIds = prompt.prompt !== undefined && inner.encode ? await inner.encode(prompt.prompt) : [];
-    const group: GroupRecord = {
-      id: newId(),
-      createdAt: now(),
-      ...prompt,
-      ...(prompt.prompt !== undefined ? { promptText: prompt.prompt } : {}),
-      promptTokenIds,
-      model: inner.info.model,
-      sampling: { temperature: input.temperature ?? 1 },
-      completions: [],
-      ...(input.meta ? { meta: { ...input.meta } } : {}),
-    };
-    return lock.run(group.id, () => tellGroup(group, { ...input, rewards: undefined }));
-  }
-
-  async function requireGroup(id: string): Promise<GroupRecord> {
-    const group = await store.get(id);
-    if (!group) {
-      throw new NotFoundError(
-        `No group "${id}" is stored: use the groupId that ask returned (over HTTP, the response id); old groups may have been evicted.`,
-      );
-    }
-    return group;
-  }
-
+  const parts: Parts = {
+    inner,
+    policy: queuedPolicy(inner, queue),
+    store: options.store ?? new MemorySessionStore(),
+    lock: createKeyedLock(),
+    newId: options.newId ?? randomGroupId,
+    now: options.now ?? Date.now,
+    advantages: { ...options.advantages },
+    defaults: options.defaults,
+  };
   return {
-    policy,
+    policy: parts.policy,
     queue,
-    ask,
-    tell,
-    group: requireGroup,
+    ask: (input) => ask(parts, input),
+    tell: (input) => tell(parts, input),
+    group: (id) => requireGroup(parts, id),
     async groups(filter = {}) {
-      const all = await store.list();
+      const all = await parts.store.list();
       if (filter.told === undefined) return all;
       return all.filter((g) => (g.feedback !== undefined) === filter.told);
     },
     async flush() {
-      await lock.idle();
-      await store.flush?.();
+      await parts.lock.idle();
+      await parts.store.flush?.();
     },
   };
+}
+
+/** What a session's calls share: the policy (and its queued view), the store, the per-group lock, ids, clock and defaults. */
+interface Parts {
+  inner: Policy;
+  /** `inner` with its model calls routed through the session's queue. */
+  policy: Policy;
+  store: SessionStore;
+  lock: ReturnType<typeof createKeyedLock>;
+  newId: () => string;
+  now: () => number;
+  advantages: GroupAdvantageOptions;
+  defaults: SessionOptions['defaults'];
+}
+
+async function ask(parts: Parts, input: AskInput): Promise<AskResult> {
+  const { inner, store } = parts;
+  const prompt = requirePrompt(input);
+  if (!Number.isInteger(input.n) || input.n < 1) {
+    throw new InvalidInputError('n', `must be a positive integer (the group size), got ${String(input.n)}.`);
+  }
+  const sampling = samplingOf(parts.defaults, input);
+  sampling.maxNewTokens ??= DEFAULT_MAX_NEW_TOKENS;
+  const request: GenerateGroupOptions = {
+    ...prompt,
+    ...sampling,
+    maxNewTokens: sampling.maxNewTokens,
+    groupSize: input.n,
+    ...(input.topLogprobs ? { topLogprobs: input.topLogprobs } : {}),
+    ...(input.responseFormat ? { responseFormat: input.responseFormat } : {}),
+    ...(input.signal ? { signal: input.signal } : {}),
+    ...(input.onToken ? { onToken: input.onToken } : {}),
+  };
+  const id = input.groupId ?? parts.newId();
+  if (typeof id !== 'string' || id === '') throw new InvalidInputError('groupId', 'must be a non-empty string.');
+  if (await store.get(id)) throw new InvalidInputError('groupId', `"${id}" is already in use; leave it out to get a fresh one.`);
+  const result = await parts.policy.generateGroup(request);
+  const group: GroupRecord = {
+    id,
+    createdAt: parts.now(),
+    ...prompt,
+    promptTokenIds: result.promptTokenIds,
+    model: inner.info.model,
+    sampling,
+    completions: result.completions.map((c, index) => policyCompletion(id, index, c)),
+    ...(input.meta ? { meta: { ...input.meta } } : {}),
+  };
+  const promptText = await promptTextOf(inner, prompt, result.promptTokenIds);
+  if (promptText !== undefined) group.promptText = promptText;
+  await store.put(group);
+  return {
+    groupId: id,
+    completions: structuredClone(group.completions),
+    promptTokenIds: [...result.promptTokenIds],
+    usage: { ...result.usage },
+  };
+}
+
+/**
+ * The text the model saw. For a chat that is the decoded prompt, kept only if it encodes back to
+ * the very same ids: TRL re-tokenises a standard-format prompt, so anything less (a decoder that
+ * drops the template's special tokens, say) would train on a different prompt.
+ */
+async function promptTextOf(inner: Policy, input: PromptInput, promptTokenIds: number[]): Promise<string | undefined> {
+  if (input.prompt !== undefined) return input.prompt;
+  if (!inner.decode || promptTokenIds.length === 0) return undefined;
+  const text = await inner.decode(promptTokenIds, { skipSpecialTokens: false });
+  if (inner.encode) {
+    const again = await inner.encode(text);
+    if (again.length !== promptTokenIds.length || again.some((id, i) => id !== promptTokenIds[i])) return undefined;
+  }
+  return text;
+}
+
+async function tell(parts: Parts, input: TellInput): Promise<TellResult> {
+  if (input === null || typeof input !== 'object') throw new InvalidInputError('tell', 'takes an object { groupId, rewards }.');
+  if (input.groupId !== undefined) {
+    if (typeof input.groupId !== 'string') throw new InvalidInputError('groupId', 'must be a string.');
+    const id = input.groupId;
+    return parts.lock.run(id, async () => tellGroup(parts, await requireGroup(parts, id), input));
+  }
+  const prompt = requirePrompt(input);
+  if (!input.completions?.length) {
+    throw new InvalidInputError('completions', 'are needed to tell a new group; to reward an asked group give its groupId.');
+  }
+  if (input.temperature !== undefined && !(input.temperature >= 0)) {
+    throw new InvalidInputError('temperature', `must be >= 0, got ${input.temperature}.`);
+  }
+  const { inner } = parts;
+  const promptTokenIds = prompt.prompt !== undefined && inner.encode ? await inner.encode(prompt.prompt) : [];
+  const group: GroupRecord = {
+    id: parts.newId(),
+    createdAt: parts.now(),
+    ...prompt,
+    ...(prompt.prompt !== undefined ? { promptText: prompt.prompt } : {}),
+    promptTokenIds,
+    model: inner.info.model,
+    sampling: { temperature: input.temperature ?? 1 },
+    completions: [],
+    ...(input.meta ? { meta: { ...input.meta } } : {}),
+  };
+  return parts.lock.run(group.id, () => tellGroup(parts, group, { ...input, rewards: undefined }));
+}
+
+/** Validates every reward, computes the group's advantages, scores the told completions, and stores the group. */
+async function tellGroup(parts: Parts, group: GroupRecord, input: TellInput): Promise<TellResult> {
+  const told = toldRewards(group, input.rewards);
+  const extra = input.completions ?? [];
+  if (!Array.isArray(extra)) throw new InvalidInputError('completions', 'must be an array of { text, reward }.');
+  const extraRows = extra.map((c, i) => rewardRow(c?.reward, `completions[${i}].reward`));
+  if (told.size === 0 && extra.length === 0) {
+    throw new InvalidInputError('rewards', `nothing to tell group ${group.id}: give rewards or completions.`);
+  }
+  const total = group.completions.length + extra.length;
+  if (total < 2) {
+    throw new InvalidInputError(
+      'rewards',
+      `group ${group.id} would have one completion; relative advantages need at least 2: ask with n >= 2 or tell more completions.`,
+    );
+  }
+  // Validate every reward before the (slow) scoring of external completions.
+  const rows = [...group.completions.map((c, i) => told.get(i) ?? c.rewards), ...extraRows];
+  const table = rewardTable(rows);
+  const result = computeAdvantages(table, { ...parts.advantages, groupSize: total });
+  const added = extra.length ? await externalCompletions(parts, group, extra, input.signal) : [];
+  const updated: GroupRecord = {
+    ...group,
+    completions: [...group.completions, ...added].map((c, i) => ({
+      ...c,
+      ...(rows[i] ? { rewards: rows[i] } : {}),
+      reward: finiteOrNull(result.rewards[i]),
+      advantage: result.advantages[i],
+    })),
+    feedback: {
+      at: parts.now(),
+      options: { ...parts.advantages },
+      mean: finiteOrNull(result.groupMeans[0]),
+      std: finiteOrNull(result.groupStds[0]),
+    },
+    ...(input.meta ? { meta: { ...group.meta, ...input.meta } } : {}),
+  };
+  await input.beforeStore?.(structuredClone(updated));
+  await parts.store.put(updated);
+  return {
+    groupId: updated.id,
+    advantages: [...result.advantages],
+    rewards: updated.completions.map((c) => c.reward ?? null),
+    group: structuredClone(updated),
+  };
+}
+
+/** The told rewards by completion index: one per completion in order, or keyed by completion id. */
+function toldRewards(group: GroupRecord, rewards: TellInput['rewards']): Map<number, (number | null)[]> {
+  const told = new Map<number, (number | null)[]>();
+  if (Array.isArray(rewards)) {
+    const list = rewards as readonly Reward[];
+    if (list.length !== group.completions.length) {
+      throw new InvalidInputError(
+        'rewards',
+        `has ${list.length} values but group ${group.id} has ${group.completions.length} completions; give one per completion, in order, or key them by completion id.`,
+      );
+    }
+    list.forEach((r, i) => told.set(i, rewardRow(r, `rewards[${i}]`)));
+  } else if (rewards !== undefined) {
+    if (rewards === null || typeof rewards !== 'object') {
+      throw new InvalidInputError('rewards', 'must be an array (one per completion) or an object keyed by completion id.');
+    }
+    for (const [key, r] of Object.entries(rewards as Record<string, Reward>)) {
+      const index = group.completions.findIndex((c) => c.id === key);
+      if (index < 0) throw new InvalidInputError('rewards', `"${key}" is not a completion of group ${group.id}.`);
+      told.set(index, rewardRow(r, `rewards["${key}"]`));
+    }
+  }
+  return told;
+}
+
+/** Tokenises (or decodes) told completions and scores them under the group's prompt. */
+async function externalCompletions(parts: Parts, group: GroupRecord, told: readonly ExternalCompletion[], signal?: AbortSignal): Promise<CompletionRecord[]> {
+  const { policy } = parts;
+  const rows = await Promise.all(told.map((c, i) => textAndTokens(parts.inner, c, `completions[${i}]`)));
+  const scorable = rows.filter((r) => r.tokenIds.length > 0);
+  let scored: number[][] = [];
+  if (policy.scoreCompletions && scorable.length > 0) {
+    // The group's sampling temperature, so told and sampled log-probs compare; a greedy group
+    // (temperature 0) is scored under the unscaled distribution.
+    const result = await policy.scoreCompletions({
+      ...requirePrompt(group),
+      completions: scorable.map((r) => r.tokenIds),
+      temperature: group.sampling.temperature || 1,
+      ...(signal ? { signal } : {}),
+    });
+    scored = result.logprobs;
+  }
+  return rows.map((r, i): CompletionRecord => {
+    const index = group.completions.length + i;
+    const logprobs = scored.length > 0 && r.tokenIds.length > 0 ? scored[scorable.indexOf(r)] : [];
+    return { id: completionId(group.id, index), index, source: 'external', text: r.text, tokenIds: r.tokenIds, logprobs };
+  });
+}
+
+async function textAndTokens(inner: Policy, c: ExternalCompletion, at: string): Promise<{ text: string; tokenIds: number[] }> {
+  if (c === null || typeof c !== 'object') throw new InvalidInputError(at, 'must be an object { text, reward }.');
+  if (c.text !== undefined && typeof c.text !== 'string') throw new InvalidInputError(`${at}.text`, 'must be a string.');
+  if (c.tokenIds !== undefined) {
+    if (!isTokenIds(c.tokenIds)) throw new InvalidInputError(`${at}.tokenIds`, 'must be an array of non-negative integer token ids.');
+    const text = c.text ?? (inner.decode ? await inner.decode(c.tokenIds) : undefined);
+    if (text === undefined) throw new InvalidInputError(`${at}.text`, 'is needed: this policy cannot decode token ids.');
+    return { text, tokenIds: [...c.tokenIds] };
+  }
+  if (c.text === undefined) throw new InvalidInputError(at, 'give its text or its tokenIds.');
+  return { text: c.text, tokenIds: inner.encode ? await inner.encode(c.text) : [] };
+}
+
+async function requireGroup(parts: Parts, id: string): Promise<GroupRecord> {
+  const group = await parts.store.get(id);
+  if (!group) {
+    throw new NotFoundError(
+      `No group "${id}" is stored: use the groupId that ask returned (over HTTP, the response id); old groups may have been evicted.`,
+    );
+  }
+  return group;
 }

@@ -22,6 +22,7 @@ import type { Store } from '../store/types.js';
 import { builtinRewards } from '../tasks/rewards.js';
 import { trainingFreeGrpo } from '../methods/training-free/method.js';
 import type { TrainingFreeGrpoOptions } from '../methods/training-free/options.js';
+import type { TrainingFreeEvent } from '../methods/training-free/events.js';
 import type { RewardFunction } from '../core/reward.js';
 
 export interface Frame {
@@ -117,82 +118,109 @@ export function toDatasetItem(value: unknown, at: string): DatasetItem {
 
 export function createGrpoTool(options: GrpoToolOptions): GrpoTool {
   if (!options || typeof options !== 'object') throw new InvalidInputError('options', 'expected an options object.');
-  const policy =
-    options.policy ??
-    openAiPolicy({ baseURL: options.baseURL ?? GRPO_TOOL_DEFAULT_BASE_URL, model: options.model ?? GRPO_TOOL_DEFAULT_MODEL, ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}) });
-  const store = options.store ?? new MemoryStore();
-  const ownsStore = options.store === undefined;
-  const writers: FrameWriter[] = [];
-  const buffered: Frame[] = [];
-  let library: ExperienceLibrary = normalizeExperienceLibrary(options.initialExperiences);
-  let current: { controller: AbortController; cancel: () => void; tick: () => void } | undefined;
-  let closed = false;
-
-  const emit = (frame: Frame) => {
-    if (writers.length === 0) buffered.push(frame);
-    else for (const writer of writers) writer.write(frame);
+  const tool = new Tool(options);
+  return {
+    source: { pipe: (writer) => tool.pipe(writer) },
+    sink: { write: (frame) => tool.write(frame) },
+    _toolName: 'grpo',
+    getExperiences: () => experiences(tool.library),
+    close: () => tool.close(),
   };
-  const error = (message: string) => emit({ type: 'ERROR', content: { message } });
+}
 
-  function start(args: { dataset: DatasetItem[]; groupSize: number; epochs: number }): void {
-    const controller = new AbortController();
-    // Built here so that bad arguments (a malformed item, a bad option) are an ERROR, not a failed run.
-    const run = trainingFreeGrpo({
-      ...options.loop,
-      policy,
-      critic: options.critic,
-      dataset: args.dataset,
-      rewards: options.rewards ?? [builtinRewards.exact, builtinRewards.similarity],
-      groupSize: args.groupSize,
-      epochs: args.epochs,
-      mode: options.mode,
-      initialExperiences: library,
-      store,
-      signal: controller.signal,
-    });
-    let cancelled = false;
-    let wake: (() => void) | undefined;
-    const self = {
-      controller,
-      cancel: () => {
-        cancelled = true;
-        wake?.();
-      },
-      tick: () => wake?.(),
-    };
-    current = self;
-    const stillCurrent = () => current === self;
+interface ToolArgs {
+  dataset: DatasetItem[];
+  groupSize: number;
+  epochs: number;
+}
 
-    void (async () => {
-      try {
-        let outcome: { epochs: number; items: number; status: string } | undefined;
-        for await (const event of run) {
-          if (event.type === 'step-end') {
-            library = event.library;
-            if (cancelled) break;
-            if (options.pace === 'tick') {
-              await new Promise<void>((resolve) => (wake = resolve));
-              wake = undefined;
-              if (cancelled) break;
-            }
-          }
-          if (event.type === 'run-end') outcome = { epochs: event.epochsCompleted, items: event.itemsProcessed, status: event.status };
-        }
-        if (stillCurrent() && outcome?.status === 'completed') {
-          emit({ type: 'TOOL_RESULT', content: { experiences: experiences(library), epochs: outcome.epochs, itemsProcessed: outcome.items } });
-        }
-      } catch (failure) {
-        if (stillCurrent() && !controller.signal.aborted) {
-          error(failure instanceof Error ? failure.message : String(failure));
-          emit({ type: 'TOOL_RESULT', content: { experiences: experiences(library), failed: true } });
-        }
-      } finally {
-        if (stillCurrent()) current = undefined;
-      }
-    })();
+/** The run in progress: aborting it, cancelling it after its step, and waking it on a TICK. */
+interface Current {
+  controller: AbortController;
+  cancel: () => void;
+  tick: () => void;
+}
+
+/** The tool's state between frames: its policy and store, the frames' readers, the library so far, and the run in progress. */
+class Tool {
+  readonly policy: Policy;
+  readonly store: Store;
+  private readonly ownsStore: boolean;
+  private readonly writers: FrameWriter[] = [];
+  /** Frames emitted before any reader was piped. */
+  private readonly buffered: Frame[] = [];
+  library: ExperienceLibrary;
+  private current: Current | undefined;
+  private closed = false;
+
+  constructor(private readonly options: GrpoToolOptions) {
+    this.policy =
+      options.policy ??
+      openAiPolicy({ baseURL: options.baseURL ?? GRPO_TOOL_DEFAULT_BASE_URL, model: options.model ?? GRPO_TOOL_DEFAULT_MODEL, ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}) });
+    this.store = options.store ?? new MemoryStore();
+    this.ownsStore = options.store === undefined;
+    this.library = normalizeExperienceLibrary(options.initialExperiences);
   }
 
-  function parseArgs(content: unknown): { dataset: DatasetItem[]; groupSize: number; epochs: number } {
+  pipe<W extends FrameWriter>(writer: W): W {
+    this.writers.push(writer);
+    for (const frame of this.buffered.splice(0)) writer.write(frame);
+    return writer;
+  }
+
+  write(frame: Frame): void {
+    if (this.closed) return this.error('The grpo tool is closed.');
+    if (typeof frame !== 'object' || frame === null || typeof frame.type !== 'string') return this.error('A frame is an object with a string "type".');
+    switch (frame.type) {
+      case 'TOOL_CALL': {
+        if (this.current) return this.error('Already running');
+        try {
+          this.start(this.parseArgs(frame.content));
+        } catch (failure) {
+          this.error((failure as Error).message);
+        }
+        return;
+      }
+      case 'TICK':
+        this.current?.tick();
+        return;
+      case 'CANCEL':
+        // Finish the step in progress (it is committed), then stop; a later TOOL_CALL may start at once.
+        this.current?.cancel();
+        this.current = undefined;
+        return;
+      case 'ABORT':
+        this.current?.controller.abort();
+        this.current?.cancel();
+        this.current = undefined;
+        return;
+      case 'DESCRIBE':
+        this.emit({ type: 'DESCRIPTION', content: description() });
+        return;
+      default:
+        return this.error(`Unknown frame type "${frame.type}"; expected TOOL_CALL, TICK, CANCEL, ABORT or DESCRIBE.`);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.current?.controller.abort();
+    this.current?.cancel();
+    this.current = undefined;
+    if (this.ownsStore) await this.store.close();
+  }
+
+  private emit(frame: Frame): void {
+    if (this.writers.length === 0) this.buffered.push(frame);
+    else for (const writer of this.writers) writer.write(frame);
+  }
+
+  private error(message: string): void {
+    this.emit({ type: 'ERROR', content: { message } });
+  }
+
+  private parseArgs(content: unknown): ToolArgs {
+    const { options } = this;
     const args = content === undefined || content === null ? {} : content;
     if (typeof args !== 'object' || Array.isArray(args)) throw new InvalidInputError('content', 'TOOL_CALL content must be an object.');
     const { dataset = options.dataset, groupSize = options.groupSize ?? 4, epochs = options.epochs ?? 1 } = args as Record<string, unknown>;
@@ -202,68 +230,77 @@ export function createGrpoTool(options: GrpoToolOptions): GrpoTool {
     return { dataset: dataset.map((item, i) => toDatasetItem(item, `dataset[${i}]`)), groupSize, epochs };
   }
 
-  const sink: FrameWriter = {
-    write(frame: Frame) {
-      if (closed) return error('The grpo tool is closed.');
-      if (typeof frame !== 'object' || frame === null || typeof frame.type !== 'string') return error('A frame is an object with a string "type".');
-      switch (frame.type) {
-        case 'TOOL_CALL': {
-          if (current) return error('Already running');
-          try {
-            start(parseArgs(frame.content));
-          } catch (failure) {
-            error((failure as Error).message);
-          }
-          return;
-        }
-        case 'TICK':
-          current?.tick();
-          return;
-        case 'CANCEL':
-          // Finish the step in progress (it is committed), then stop; a later TOOL_CALL may start at once.
-          current?.cancel();
-          current = undefined;
-          return;
-        case 'ABORT':
-          current?.controller.abort();
-          current?.cancel();
-          current = undefined;
-          return;
-        case 'DESCRIBE':
-          emit({
-            type: 'DESCRIPTION',
-            content: {
-              name: 'grpo',
-              description: 'Training-Free GRPO: improves a policy through an experience library instead of its weights.',
-              capabilities: ['write', 'execute'],
-              schema: SCHEMA,
-            },
-          });
-          return;
-        default:
-          return error(`Unknown frame type "${frame.type}"; expected TOOL_CALL, TICK, CANCEL, ABORT or DESCRIBE.`);
-      }
-    },
-  };
-
-  return {
-    source: {
-      pipe(writer) {
-        writers.push(writer);
-        for (const frame of buffered.splice(0)) writer.write(frame);
-        return writer;
+  private start(args: ToolArgs): void {
+    const { options } = this;
+    const controller = new AbortController();
+    // Built here so that bad arguments (a malformed item, a bad option) are an ERROR, not a failed run.
+    const run = trainingFreeGrpo({
+      ...options.loop,
+      policy: this.policy,
+      critic: options.critic,
+      dataset: args.dataset,
+      rewards: options.rewards ?? [builtinRewards.exact, builtinRewards.similarity],
+      groupSize: args.groupSize,
+      epochs: args.epochs,
+      mode: options.mode,
+      initialExperiences: this.library,
+      store: this.store,
+      signal: controller.signal,
+    });
+    let cancelled = false;
+    let wake: (() => void) | undefined;
+    const self: Current = {
+      controller,
+      cancel: () => {
+        cancelled = true;
+        wake?.();
       },
-    },
-    sink,
-    _toolName: 'grpo',
-    getExperiences: () => experiences(library),
-    async close() {
-      closed = true;
-      current?.controller.abort();
-      current?.cancel();
-      current = undefined;
-      if (ownsStore) await store.close();
-    },
+      tick: () => wake?.(),
+    };
+    this.current = self;
+    const pace = async (): Promise<boolean> => {
+      if (cancelled) return false;
+      if (options.pace === 'tick') {
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+      }
+      return !cancelled;
+    };
+    void this.follow(run, self, pace);
+  }
+
+  /** Reads the run's events to its end, keeping the library after each step; reports its result while it is still the current run. */
+  private async follow(run: AsyncIterable<TrainingFreeEvent>, self: Current, pace: () => Promise<boolean>): Promise<void> {
+    const stillCurrent = () => this.current === self;
+    try {
+      let outcome: { epochs: number; items: number; status: string } | undefined;
+      for await (const event of run) {
+        if (event.type === 'step-end') {
+          this.library = event.library;
+          if (!(await pace())) break;
+        }
+        if (event.type === 'run-end') outcome = { epochs: event.epochsCompleted, items: event.itemsProcessed, status: event.status };
+      }
+      if (stillCurrent() && outcome?.status === 'completed') {
+        this.emit({ type: 'TOOL_RESULT', content: { experiences: experiences(this.library), epochs: outcome.epochs, itemsProcessed: outcome.items } });
+      }
+    } catch (failure) {
+      if (stillCurrent() && !self.controller.signal.aborted) {
+        this.error(failure instanceof Error ? failure.message : String(failure));
+        this.emit({ type: 'TOOL_RESULT', content: { experiences: experiences(this.library), failed: true } });
+      }
+    } finally {
+      if (stillCurrent()) this.current = undefined;
+    }
+  }
+}
+
+function description() {
+  return {
+    name: 'grpo',
+    description: 'Training-Free GRPO: improves a policy through an experience library instead of its weights.',
+    capabilities: ['write', 'execute'],
+    schema: SCHEMA,
   };
 }
 

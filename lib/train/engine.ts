@@ -46,7 +46,7 @@ export interface ForwardOptions {
   signal?: AbortSignal;
 }
 
-export interface TrainEngine<Prompt, State> {
+export interface TrainingEngine<Prompt, State> {
   /** Where the arithmetic runs, in the engine's words ('host', 'gpu', 'onnxruntime'...). */
   readonly backend: string;
   /** Optimizer updates applied so far (what `load` restores). */

@@ -1,22 +1,21 @@
 /**
  * The LM-head adapter (z' = z + s (h A) B over a frozen ONNX model) as a training engine. The
  * frozen model runs once per batch: its per-token states are kept by the head kernels
- * (`GraphHeadEngine`: the head graphs on the onnxruntime the policy runs on, on its backend:
+ * (`HeadGraphs`: the head graphs on the onnxruntime the policy runs on, on its backend:
  * Node CPU, WASM or WebGPU), and every iteration on the batch recomputes only the adapter's part.
  * The reference log-probs (adapter off) come from the same states, so they cost nothing.
  */
 import { InvalidInputError } from '../errors.js';
 import { createAdapterWeights, resolveShape, type AdapterInit, type AdapterShape } from './head/adapter.js';
-import type { HeadEngine } from './head/kernels.js';
 import { writeAdapterFile, type AdapterFile } from './head/format.js';
 import type { ResolvedOptimizer } from './optimizer.js';
 import type { AdapterState } from './head/state.js';
 import type { HeadAdapterWeights } from '../policy/head-adapter.js';
 import type { TrainableHead } from '../policy/onnx/head.js';
-import type { OnnxPolicy } from '../policy/onnx/policy.js';
+import type { TrainablePolicy } from './trainable-policy.js';
 import type { PromptInput } from '../core/policy.js';
-import type { EngineBatch, EngineStats, ForwardOptions, TrainEngine } from './engine.js';
-import { GraphHeadEngine } from './graph/head-graph-engine.js';
+import type { EngineBatch, EngineStats, ForwardOptions, TrainingEngine } from './engine.js';
+import { HeadGraphs } from './graph/head-graphs.js';
 import { graphSessionOptions, policyGraphRuntime } from './graph/policy-runtime.js';
 
 export interface HeadEngineOptions {
@@ -28,25 +27,25 @@ export interface HeadEngineOptions {
 }
 
 /** The adapter on `policy`'s head (loaded with `hiddenState: true`); the policy samples from the adapted logits. */
-export function headEngine(policy: OnnxPolicy | TrainableHead, options: HeadEngineOptions = {}): HeadAdapterEngine {
-  return new HeadAdapterEngine(policy, options);
+export function headEngine(policy: TrainablePolicy | TrainableHead, options: HeadEngineOptions = {}): HeadTrainingEngine {
+  return new HeadTrainingEngine(policy, options);
 }
 
-export class HeadAdapterEngine implements TrainEngine<PromptInput, AdapterState> {
+export class HeadTrainingEngine implements TrainingEngine<PromptInput, AdapterState> {
   readonly shape: AdapterShape;
   readonly #head: TrainableHead;
   /** The base model's id, recorded in exported adapters. */
   readonly #model: string | undefined;
-  readonly #kernels: HeadEngine;
+  readonly #kernels: HeadGraphs;
   /** The batch whose frozen-model states the kernels hold, and its flat targets. */
   #batch?: { groups: EngineBatch<PromptInput>; targets: Int32Array };
   #temperature = 1;
 
-  constructor(policy: OnnxPolicy | TrainableHead, options: HeadEngineOptions = {}) {
-    const head = policy && 'head' in policy ? policy.head : policy;
+  constructor(policy: TrainablePolicy | TrainableHead, options: HeadEngineOptions = {}) {
+    const head = isHead(policy) ? policy : policy?.head;
     if (!head) throw new InvalidInputError('policy', 'has no trainable head; load it with loadOnnxPolicy({ model, hiddenState: true }).');
     this.#head = head;
-    this.#model = 'info' in policy ? policy.info.model : undefined;
+    this.#model = isHead(policy) ? undefined : policy.info?.model;
     const initial = options.adapter && 'a' in options.adapter ? options.adapter : undefined;
     this.shape = resolveShape(head.hiddenSize, head.vocabSize, initial ? { rank: initial.rank, scale: initial.scale } : (options.adapter as AdapterInit | undefined));
     if (initial && (initial.hiddenSize !== head.hiddenSize || initial.vocabSize !== head.vocabSize)) {
@@ -54,7 +53,7 @@ export class HeadAdapterEngine implements TrainEngine<PromptInput, AdapterState>
     }
     const weights = initial ?? createAdapterWeights(this.shape, (options.adapter as AdapterInit | undefined)?.seed);
     // The graphs run on the policy's backend: its WebGPU device (where the sampler's adapter copies live too), else its CPU or WASM kernels.
-    this.#kernels = new GraphHeadEngine(weights, policyGraphRuntime, graphSessionOptions(head.kind === 'gpu' ? 'webgpu' : 'cpu'), head.device);
+    this.#kernels = new HeadGraphs(weights, policyGraphRuntime, graphSessionOptions(head.kind === 'gpu' ? 'webgpu' : 'cpu'), head.device);
     head.setAdapter(this.#kernels.binding());
   }
 
@@ -137,4 +136,9 @@ export class HeadAdapterEngine implements TrainEngine<PromptInput, AdapterState>
     }
     return targets;
   }
+}
+
+/** A policy's head handed over on its own (its `head`), rather than the policy. */
+function isHead(value: TrainablePolicy | TrainableHead): value is TrainableHead {
+  return typeof (value as Partial<TrainableHead> | undefined)?.collect === 'function';
 }

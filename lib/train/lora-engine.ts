@@ -1,7 +1,7 @@
 /**
  * Full-depth LoRA (an adapter on every attention and MLP projection of every layer) as a training
  * engine: the forward and exact backward of the whole decoder with the adapter as onnxruntime
- * graphs (lib/train/graph: LoraGraphEngine, on whichever onnxruntime and backend the policy runs:
+ * graphs (lib/train/graph: LoraGraphs, on whichever onnxruntime and backend the policy runs:
  * Node CPU, WASM or WebGPU), and AdamW over every A and B in TypeScript. The reference is the same
  * graphs with B = 0, run once per batch.
  *
@@ -15,8 +15,9 @@ import { findDecoder } from '../policy/onnx/structure/find-decoder.js';
 import { loraOptimizerState, type LoraOptimizerState } from '../lora/optimizer.js';
 import type { DecoderWeights } from '../lora/weights.js';
 import type { PromptInput } from '../core/policy.js';
-import type { EngineBatch, EngineStats, ForwardOptions, TrainEngine } from './engine.js';
-import { LoraGraphEngine, type GraphGroup, type LoraGraphPass } from './graph/lora-graph-engine.js';
+import type { TrainablePolicy } from './trainable-policy.js';
+import type { EngineBatch, EngineStats, ForwardOptions, TrainingEngine } from './engine.js';
+import { LoraGraphs, type GraphGroup, type LoraGraphPass } from './graph/lora-graph-engine.js';
 import { policyGraphRuntime } from './graph/policy-runtime.js';
 import type { GraphRuntime } from './graph/runtime.js';
 import { planMemory } from './memory.js';
@@ -29,12 +30,6 @@ export interface LoraModel<Prompt = PromptInput> {
   promptIds(input: Prompt): readonly number[];
 }
 
-/** What `loraModel` needs of a policy: its model files and its prompt encoding (an `OnnxPolicy`). */
-export interface LoraBasePolicy {
-  modelGraph(): Promise<{ graph: Uint8Array; externalData: Record<string, Uint8Array>; config: Record<string, unknown> }>;
-  promptIds(input: PromptInput): number[];
-}
-
 /**
  * How the decoder's weights are found in the export: by the graph's structure, whatever the names
  * (lib/policy/onnx/structure: Optimum and onnxruntime-genai exports included; default), or by the
@@ -43,7 +38,7 @@ export interface LoraBasePolicy {
 export type DecoderReader = 'names' | 'structure';
 
 /** The policy's base model read for training, with a new adapter (`options`) or the given one. */
-export async function loraModel(policy: LoraBasePolicy, options: LoraOptions | LoraAdapter = {}, reader: DecoderReader = 'structure'): Promise<LoraModel & { graph: Uint8Array }> {
+export async function loraModel(policy: Pick<TrainablePolicy, 'modelGraph' | 'promptIds'>, options: LoraOptions | LoraAdapter = {}, reader: DecoderReader = 'structure'): Promise<LoraModel & { graph: Uint8Array }> {
   const { graph, externalData, config } = await policy.modelGraph();
   const weights: DecoderWeights = reader === 'structure' ? findDecoder(graph, { config, externalData }) : await readDecoderWeights(graph, { config, externalData });
   const adapter = 'layers' in options ? options : createLoraAdapter(weights.shape, options);
@@ -55,12 +50,12 @@ export interface LoraEngineOptions {
   /** The optimizer's state to continue from (a checkpoint's). */
   state?: LoraOptimizerState;
   /**
-   * The training graphs of the model's weights (LoraGraphEngine.create(runtime, model.weights, lora));
+   * The training graphs of the model's weights (LoraGraphs.create(runtime, model.weights, lora));
    * without it, the engine builds them as it is made, in the policy's onnxruntime (`runtime`, with
    * `sessionOptions`: its execution provider in a page); a failed build is the first forward's
    * error. `dispose()` releases them.
    */
-  graph?: LoraGraphEngine;
+  graph?: LoraGraphs;
   runtime?: () => Promise<GraphRuntime>;
   sessionOptions?: Record<string, unknown>;
   /** Bytes a step's activations may take, for the graphs built here (planMemory); a given `graph` has its own. */
@@ -68,8 +63,22 @@ export interface LoraEngineOptions {
 }
 
 /** The adapter on `model`, updated in place. */
-export function loraEngine<Prompt = PromptInput>(model: LoraModel<Prompt>, options: LoraEngineOptions = {}): LoraAdapterEngine<Prompt> {
-  return new LoraAdapterEngine(model, options);
+export function loraEngine<Prompt = PromptInput>(model: LoraModel<Prompt>, options: LoraEngineOptions = {}): LoraTrainingEngine<Prompt> {
+  return new LoraTrainingEngine(model, options);
+}
+
+/**
+ * The training graphs of `model`'s weights for its adapter's rank, scale and modules, in the
+ * policy's onnxruntime (or `runtime`) with `sessionOptions`, sized for `memoryBudget`.
+ */
+export async function buildLoraGraphs(
+  model: Pick<LoraModel<unknown>, 'weights' | 'adapter'>,
+  options: Pick<LoraEngineOptions, 'runtime' | 'sessionOptions' | 'memoryBudget'> = {},
+): Promise<LoraGraphs> {
+  const { config, scale } = model.adapter;
+  const memory = options.memoryBudget !== undefined ? planMemory(model.weights.shape, options.memoryBudget) : {};
+  const runtime = await (options.runtime ?? policyGraphRuntime)();
+  return LoraGraphs.create(runtime, model.weights, { r: config.r, scale, targetModules: config.targetModules }, { sessionOptions: options.sessionOptions, ...memory });
 }
 
 /** The batch a LoRA engine keeps: its prompts' token ids and, once asked for, its reference log-probs. */
@@ -85,10 +94,10 @@ export interface LoraEngineState {
   optimizer: LoraOptimizerState;
 }
 
-export class LoraAdapterEngine<Prompt = PromptInput> implements TrainEngine<Prompt, LoraEngineState> {
+export class LoraTrainingEngine<Prompt = PromptInput> implements TrainingEngine<Prompt, LoraEngineState> {
   readonly backend = 'onnxruntime';
   readonly #model: LoraModel<Prompt>;
-  readonly #graph: Promise<LoraGraphEngine>;
+  readonly #graph: Promise<LoraGraphs>;
   #optimizer: LoraOptimizerState;
   /** The batch whose prompt ids and reference log-probs are kept (they do not change with the adapter). */
   #batch?: KeptBatch<Prompt>;
@@ -102,12 +111,7 @@ export class LoraAdapterEngine<Prompt = PromptInput> implements TrainEngine<Prom
     if (options.graph && options.graph.weights !== model.weights) throw new InvalidInputError('graph', "was built from other weights than the model's; build it from model.weights.");
     this.#model = model;
     this.#optimizer = loraOptimizerState(model.adapter, options.state);
-    const { config, scale } = model.adapter;
-    const lora = { r: config.r, scale, targetModules: config.targetModules };
-    const memory = options.memoryBudget !== undefined ? planMemory(model.weights.shape, options.memoryBudget) : {};
-    const graph = options.graph
-      ? Promise.resolve(options.graph)
-      : (options.runtime ?? policyGraphRuntime)().then((runtime) => LoraGraphEngine.create(runtime, model.weights, lora, { sessionOptions: options.sessionOptions, ...memory }));
+    const graph = options.graph ? Promise.resolve(options.graph) : buildLoraGraphs(model, options);
     // A failed build is reported by the forward that awaits it, not as an unhandled rejection here.
     graph.catch(() => undefined);
     this.#graph = graph;

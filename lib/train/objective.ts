@@ -11,7 +11,7 @@ import { rolloutLossBatch } from '../math/batch.js';
 import { grpoLoss, resolveLossConfig, type GrpoLossConfig, type GrpoLossMetrics } from '../math/loss.js';
 import type { Rows } from '../math/validate.js';
 import { InvalidInputError } from '../errors.js';
-import type { TokenStats } from './head/kernels.js';
+import type { EngineStats } from './engine.js';
 
 /** Where each completion token's state sits in the engine: row i's token t is slot offsets[i] + t. */
 export interface TokenLayout {
@@ -65,7 +65,7 @@ export interface RolloutSampling {
 export function grpoObjective(
   batch: GroupRolloutBatch,
   layout: TokenLayout,
-  stats: TokenStats,
+  stats: Required<EngineStats>,
   lossConfig: GrpoLossConfig,
   /** How to compute the advantages from the batch's rewards, or the advantages themselves. */
   advantages: Omit<AdvantageOptions, 'groupSize'> | AdvantageResult = {},

@@ -1,5 +1,5 @@
 /**
- * `GrpoTrainer`: one GRPO update step over any `TrainEngine` (engine.ts), in the shape of the JAX
+ * `GrpoTrainer`: one GRPO update step over any `TrainingEngine` (engine.ts), in the shape of the JAX
  * GRPO trainer of artifex (`GRPOTrainer.train_step` on a `GroupRolloutBatch`):
  *
  *   const trainer = new GrpoTrainer(headEngine(policy), { lr: 0.02 }, new GrpoConfig({ numGenerations: 8 }));
@@ -26,7 +26,7 @@ import { nanMean, nanStd } from '../math/stats.js';
 import { samplingCorrection, type SamplingSettings } from '../math/sampling-correction.js';
 import type { Rows } from '../math/validate.js';
 import type { Policy, PromptInput } from '../core/policy.js';
-import type { EngineBatch, TrainEngine } from './engine.js';
+import type { EngineBatch, TrainingEngine } from './engine.js';
 
 export interface TrainerOptions {
   /**
@@ -83,7 +83,7 @@ interface CurrentBatch {
   refLogps?: Float64Array;
 }
 
-export class GrpoTrainer<Engine extends TrainEngine<PromptInput, unknown> = TrainEngine<PromptInput, unknown>> {
+export class GrpoTrainer<Engine extends TrainingEngine<PromptInput, unknown> = TrainingEngine<PromptInput, unknown>> {
   readonly engine: Engine;
   readonly config: GrpoConfig;
   readonly optimizer: ResolvedOptimizer;

@@ -41,62 +41,10 @@ type Outgoing = ToWorker extends infer T ? (T extends unknown ? Omit<T, 'id'> : 
 /** `source`: a module worker URL (started with `{ type: 'module' }`) or a Worker you made. */
 export async function createWorkerPolicy(source: string | URL | Worker, options: WorkerPolicyOptions = {}): Promise<Policy> {
   const worker = typeof source === 'string' || source instanceof URL ? new Worker(source, { type: 'module' }) : source;
-  const pending = new Map<number, Pending>();
-  let nextId = 1;
-  let dead: Error | null = null;
-
-  const fail = (error: Error) => {
-    dead = error;
-    for (const p of pending.values()) p.reject(error);
-    pending.clear();
-  };
-  worker.addEventListener('message', (event: MessageEvent<FromWorker>) => {
-    const message = event.data;
-    const call = pending.get(message.id);
-    if (!call) return;
-    if (message.type === 'result') {
-      pending.delete(message.id);
-      call.resolve(message.value);
-    } else if (message.type === 'error') {
-      pending.delete(message.id);
-      call.reject(reviveError(message.error));
-    } else {
-      call.onEvent?.(message);
-    }
-  });
-  worker.addEventListener('error', (event: ErrorEvent) => {
-    event.preventDefault();
-    fail(new WebgrpoError('Generation', `The policy worker failed: ${event.message || 'an uncaught error (see the worker console)'}.`));
-  });
-  worker.addEventListener('messageerror', () => fail(new WebgrpoError('Generation', 'A message from the policy worker could not be read.')));
-
-  function call<T>(message: Outgoing, extra: { transfer?: Transferable[]; signal?: AbortSignal; onEvent?: (m: FromWorker) => void } = {}): Promise<T> {
-    if (dead) return Promise.reject(dead);
-    const { signal } = extra;
-    if (signal?.aborted) return Promise.reject(new AbortError(undefined, { cause: signal.reason }));
-    const id = nextId++;
-    return new Promise<T>((resolve, reject) => {
-      const onAbort = () => worker.postMessage({ id: nextId++, type: 'abort', target: id } satisfies ToWorker);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      const done = () => signal?.removeEventListener('abort', onAbort);
-      pending.set(id, {
-        resolve: (value) => {
-          done();
-          resolve(value as T);
-        },
-        reject: (error) => {
-          done();
-          reject(error);
-        },
-        ...(extra.onEvent ? { onEvent: extra.onEvent } : {}),
-      });
-      worker.postMessage({ ...message, id } as ToWorker, extra.transfer ?? []);
-    });
-  }
-
+  const channel = new WorkerChannel(worker);
   let init: InitResult;
   try {
-    init = await call<InitResult>(
+    init = await channel.call<InitResult>(
       { type: 'init', init: options.init },
       {
         ...(options.signal ? { signal: options.signal } : {}),
@@ -109,7 +57,83 @@ export async function createWorkerPolicy(source: string | URL | Worker, options:
     worker.terminate();
     throw error;
   }
+  return workerPolicy(channel, init);
+}
 
+interface CallOptions {
+  transfer?: Transferable[];
+  signal?: AbortSignal;
+  onEvent?: (m: FromWorker) => void;
+}
+
+/** Requests to the worker by id, their answers and events routed back; once the worker fails, every call is refused with its error. */
+class WorkerChannel {
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private dead: Error | null = null;
+
+  constructor(readonly worker: Worker) {
+    worker.addEventListener('message', (event: MessageEvent<FromWorker>) => this.receive(event.data));
+    worker.addEventListener('error', (event: ErrorEvent) => {
+      event.preventDefault();
+      this.fail(new WebgrpoError('Generation', `The policy worker failed: ${event.message || 'an uncaught error (see the worker console)'}.`));
+    });
+    worker.addEventListener('messageerror', () => this.fail(new WebgrpoError('Generation', 'A message from the policy worker could not be read.')));
+  }
+
+  get closed(): boolean {
+    return this.dead !== null;
+  }
+
+  /** Rejects every pending call and every later one with `error`. */
+  fail(error: Error): void {
+    this.dead = error;
+    for (const p of this.pending.values()) p.reject(error);
+    this.pending.clear();
+  }
+
+  call<T>(message: Outgoing, extra: CallOptions = {}): Promise<T> {
+    if (this.dead) return Promise.reject(this.dead);
+    const { signal } = extra;
+    if (signal?.aborted) return Promise.reject(new AbortError(undefined, { cause: signal.reason }));
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => this.worker.postMessage({ id: this.nextId++, type: 'abort', target: id } satisfies ToWorker);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const done = () => signal?.removeEventListener('abort', onAbort);
+      this.pending.set(id, {
+        resolve: (value) => {
+          done();
+          resolve(value as T);
+        },
+        reject: (error) => {
+          done();
+          reject(error);
+        },
+        ...(extra.onEvent ? { onEvent: extra.onEvent } : {}),
+      });
+      this.worker.postMessage({ ...message, id } as ToWorker, extra.transfer ?? []);
+    });
+  }
+
+  private receive(message: FromWorker): void {
+    const call = this.pending.get(message.id);
+    if (!call) return;
+    if (message.type === 'result') {
+      this.pending.delete(message.id);
+      call.resolve(message.value);
+    } else if (message.type === 'error') {
+      this.pending.delete(message.id);
+      call.reject(reviveError(message.error));
+    } else {
+      call.onEvent?.(message);
+    }
+  }
+}
+
+/** The policy the worker's answers make: generateGroup and dispose always, the rest where the worker's policy has them. */
+function workerPolicy(channel: WorkerChannel, init: InitResult): Policy {
+  const call = <T>(message: Outgoing, extra?: CallOptions) => channel.call<T>(message, extra);
   const policy: Policy = {
     info: { ...init.info, note: [`in a Web Worker (${init.info.backend})`, init.info.note].filter(Boolean).join('; ') },
     async generateGroup(o) {
@@ -124,12 +148,12 @@ export async function createWorkerPolicy(source: string | URL | Worker, options:
       return unpackGroup(packed);
     },
     async dispose() {
-      if (dead) return;
+      if (channel.closed) return;
       try {
         await call({ type: 'dispose' });
       } finally {
-        worker.terminate();
-        fail(new WebgrpoError('Generation', 'This worker policy was disposed; create a new one.'));
+        channel.worker.terminate();
+        channel.fail(new WebgrpoError('Generation', 'This worker policy was disposed; create a new one.'));
       }
     },
   };

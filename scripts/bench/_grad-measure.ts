@@ -12,7 +12,7 @@ import { grpoObjective, tokenLayout } from '../../lib/train/objective.js';
 import { groupRolloutBatch } from '../../lib/train/rollouts.js';
 import { headEngine } from '../../lib/train/head-engine.js';
 import { GrpoTrainer } from '../../lib/train/trainer.js';
-import type { HeadEngine } from '../../lib/train/head/kernels.js';
+import type { HeadGraphs } from '../../lib/train/graph/head-graphs.js';
 import { clipFactor, resolveOptimizer } from '../../lib/train/optimizer.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import type { OnnxPolicy } from '../../lib/onnx.js';
@@ -67,7 +67,7 @@ export interface EnginePhases {
 }
 
 /** Phases of the adapter's update on `tokens` random token states; medians of `repeats`. */
-export async function measureEngine(engine: HeadEngine, tokens: number, repeats: number): Promise<EnginePhases> {
+export async function measureEngine(engine: HeadGraphs, tokens: number, repeats: number): Promise<EnginePhases> {
   const { hiddenSize: d, vocabSize: v } = engine.shape;
   const random = mulberry32(7);
   const z = Float32Array.from({ length: tokens * v }, () => (random() - 0.5) * 8);

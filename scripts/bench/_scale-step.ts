@@ -15,7 +15,7 @@ import { performance } from 'node:perf_hooks';
 import * as ort from 'onnxruntime-node';
 import { GrpoConfig } from '../../lib/math.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
-import { LoraGraphEngine } from '../../lib/train/graph/lora-graph-engine.js';
+import { LoraGraphs } from '../../lib/train/graph/lora-graph-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { loraEngine, loraModel } from '../../lib/train/lora-engine.js';
 import { estimateStepMemory } from '../../lib/train/memory.js';
@@ -56,7 +56,7 @@ async function main(): Promise<void> {
   const readMs = performance.now() - t;
   t = performance.now();
   const lora = { r: 8, scale: model.adapter.scale, targetModules: model.adapter.config.targetModules };
-  const graph = await LoraGraphEngine.create(ort as unknown as GraphRuntime, model.weights, lora, budgetArg ? { activationBudget: Number(budgetArg) } : {});
+  const graph = await LoraGraphs.create(ort as unknown as GraphRuntime, model.weights, lora, budgetArg ? { activationBudget: Number(budgetArg) } : {});
   const buildMs = performance.now() - t;
   const estimate = estimateStepMemory(model.weights.shape, { groupSize: G, promptTokens: group.promptTokenIds.length, completionTokens: T, dtype, activationBudget: graph.activationBudget });
   // Adapter B starts at zero: the engine's log-probs are the base model's, as the scoring pass's.

@@ -13,7 +13,7 @@
 import { readFile } from 'node:fs/promises';
 import { createAdapterWeights } from '../../lib/train/head/adapter.js';
 import * as ort from 'onnxruntime-node';
-import { GraphHeadEngine } from '../../lib/train/graph/head-graph-engine.js';
+import { HeadGraphs } from '../../lib/train/graph/head-graphs.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { BENCH, BENCH_MODEL_URL, buildModel, MODEL_DIRS } from '../build-model/index.js';
@@ -37,7 +37,7 @@ export async function run(): Promise<string> {
 
   console.log('  Node: head graphs on onnxruntime-node, then whole train steps…');
   const rssBefore = process.memoryUsage().rss;
-  const nodeEngine = await measureEngine(new GraphHeadEngine(createAdapterWeights(shape, 1), async () => ort as unknown as GraphRuntime), TOKENS, REPEATS);
+  const nodeEngine = await measureEngine(new HeadGraphs(createAdapterWeights(shape, 1), async () => ort as unknown as GraphRuntime), TOKENS, REPEATS);
   const policy = await loadOnnxPolicy({ model: benchDir, hiddenState: true });
   const nodeStep = await measureTrainStep(policy, STEP);
   await policy.dispose();

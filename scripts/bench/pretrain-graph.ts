@@ -1,6 +1,6 @@
 /**
  * A pretraining update of the skill model (scripts/pretrain: 0.42M parameters, a batch of 32
- * corpus examples) on the full-parameter graph engine (lib/train/decoder-engine.ts, onnxruntime's
+ * corpus examples) on the full-parameter graph engine (lib/train/full-engine.ts, onnxruntime's
  * kernels) on one and two threads, in CPU time (user + system of every thread of the process) and
  * wall time; then a short phase-1 run of `pretrain` on the graph engine, timed, and phase 1
  * projected from it against the 48 minutes the shipped model's phase 1 took on the TypeScript

@@ -22,7 +22,7 @@ import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';
-import { LoraGraphEngine } from '../../lib/train/graph/lora-graph-engine.js';
+import { LoraGraphs } from '../../lib/train/graph/lora-graph-engine.js';
 import { groupRolloutBatch } from '../../lib/train/rollouts.js';
 import { GrpoConfig } from '../../lib/math.js';
 import { loraEngine, type LoraEngineOptions } from '../../lib/train/lora-engine.js';
@@ -84,7 +84,7 @@ export async function run(): Promise<string> {
   console.log('  graph engine: building the sessions…');
   const graphAdapter = moved(weights, 7);
   const built = performance.now();
-  const engine = await LoraGraphEngine.create(ort as unknown as GraphRuntime, weights, { r: RANK, scale: graphAdapter.scale, targetModules: graphAdapter.config.targetModules });
+  const engine = await LoraGraphs.create(ort as unknown as GraphRuntime, weights, { r: RANK, scale: graphAdapter.scale, targetModules: graphAdapter.config.targetModules });
   const buildMs = performance.now() - built;
   const old = (await engine.forward(graphAdapter, graphGroups)).logprobs;
   const batch = groupRolloutBatch([{ completions: completions.map((tokenIds, c) => ({ tokenIds, logprobs: old[c] })), rewards: completions.map((_, i) => (i % 2 === 0 ? 1 : 0)) }]);
@@ -98,7 +98,7 @@ export async function run(): Promise<string> {
   console.log('  graph engine on onnxruntime-web (WASM, one thread, hosted by Node)…');
   const ortWeb = await import('onnxruntime-web');
   ortWeb.env.wasm.numThreads = 1;
-  const wasmEngine = await LoraGraphEngine.create(ortWeb as unknown as GraphRuntime, weights, { r: RANK, scale: graphAdapter.scale, targetModules: graphAdapter.config.targetModules });
+  const wasmEngine = await LoraGraphs.create(ortWeb as unknown as GraphRuntime, weights, { r: RANK, scale: graphAdapter.scale, targetModules: graphAdapter.config.targetModules });
   const wasmTrainer = trainerOn(graphAdapter, { graph: wasmEngine });
   await wasmTrainer.trainStep(batch, prompts);
   const wasmForward = await measureCpu(() => wasmEngine.forward(graphAdapter, graphGroups), 3);

@@ -99,7 +99,7 @@ ${continued.lrFloor} x peak; ${speed(phase2)}.${f.training.continuedFrom === und
 This model's phase 2 started from the phase-1 model the same command had written before, the
 previous version of this folder in the repository's history (\`npm run pretrain -- --from DIR\`
 skips phase 1 and continues from the model in DIR).`}
-Full-parameter gradients from onnxruntime's training graphs (\`lib/train/decoder-engine.ts\`: the
+Full-parameter gradients from onnxruntime's training graphs (\`lib/train/full-engine.ts\`: the
 forward and the backward into every weight as ONNX graphs, examples of similar length run together) on
 ${trained.workers} onnxruntime threads, AdamW in TypeScript, on a shared two-core machine.
 

@@ -1,5 +1,5 @@
 /**
- * Supervised pretraining on the full-parameter engine (lib/train/decoder-engine.ts, onnxruntime's
+ * Supervised pretraining on the full-parameter engine (lib/train/full-engine.ts, onnxruntime's
  * kernels): each update averages, over a batch of examples, the mean negative log-likelihood of
  * each reply's tokens (dlogp = -1 / (N B) on each of the N reply tokens), then AdamW with global
  * clipping under a warmup + cosine rate. The batch runs as a few forward and backward graph runs
@@ -9,7 +9,7 @@
 import * as ort from 'onnxruntime-node';
 import { clipFactor, resolveOptimizer } from '../../lib/train/optimizer.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
-import { DecoderEngine } from '../../lib/train/decoder-engine.js';
+import { FullTrainingEngine } from '../../lib/train/full-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { learningRate, type PretrainConfig } from './config.js';
 import type { Example } from './corpus.js';
@@ -33,8 +33,8 @@ export interface TrainResult {
 }
 
 /** The engine pretraining runs on: onnxruntime-node with `threads` intra-op threads (a fixed count: the sums' order can depend on it). */
-export function pretrainEngine(weights: DecoderWeights, threads: number): Promise<DecoderEngine> {
-  return DecoderEngine.create(ort as unknown as GraphRuntime, weights, { sessionOptions: { intraOpNumThreads: threads, interOpNumThreads: 1 } });
+export function pretrainEngine(weights: DecoderWeights, threads: number): Promise<FullTrainingEngine> {
+  return FullTrainingEngine.create(ort as unknown as GraphRuntime, weights, { sessionOptions: { intraOpNumThreads: threads, interOpNumThreads: 1 } });
 }
 
 /** One batch's mean reply negative log-likelihood and its d loss / d logp, in the engine's slot order. */

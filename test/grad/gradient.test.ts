@@ -1,18 +1,18 @@
 /**
  * The adapter's analytic gradient against finite differences of an independent float64 reference
- * of the loss (fixtures.ts), on the head graphs run by onnxruntime-node (GraphHeadEngine, what
+ * of the loss (fixtures.ts), on the head graphs run by onnxruntime-node (HeadGraphs, what
  * headEngine trains a CPU or WASM policy with); the WebGPU engine is checked the same way in
  * Chromium (browser.test.ts).
  */
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { grpoObjective } from '../../lib/train/objective.js';
-import { GraphHeadEngine } from '../../lib/train/graph/head-graph-engine.js';
+import { HeadGraphs } from '../../lib/train/graph/head-graphs.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { finiteDifferences, gradCase, referenceLoss, relativeError, type GradCase } from './fixtures.js';
 
 async function analytic(c: GradCase) {
-  const engine = new GraphHeadEngine(c.weights, async () => ort as unknown as GraphRuntime);
+  const engine = new HeadGraphs(c.weights, async () => ort as unknown as GraphRuntime);
   await engine.writeStates(c.z, c.h);
   const stats = await engine.forward(c.layout.targets, c.temperature);
   const objective = grpoObjective(c.batch, c.layout, stats, c.loss);

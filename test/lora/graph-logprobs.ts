@@ -7,19 +7,19 @@ import * as ort from 'onnxruntime-node';
 import type { LoraAdapter } from '../../lib/lora/adapter.js';
 import type { DecoderWeights } from '../../lib/lora/weights.js';
 import type { Precision } from '../../lib/train/graph/builder.js';
-import { LoraGraphEngine, type GraphGroup } from '../../lib/train/graph/lora-graph-engine.js';
+import { LoraGraphs, type GraphGroup } from '../../lib/train/graph/lora-graph-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 
-const engines = new WeakMap<DecoderWeights, Map<string, Promise<LoraGraphEngine>>>();
+const engines = new WeakMap<DecoderWeights, Map<string, Promise<LoraGraphs>>>();
 
-export function graphEngineFor(weights: DecoderWeights, adapter: LoraAdapter, precision: Precision = 'float32'): Promise<LoraGraphEngine> {
+export function graphEngineFor(weights: DecoderWeights, adapter: LoraAdapter, precision: Precision = 'float32'): Promise<LoraGraphs> {
   const { r, targetModules } = adapter.config;
   const key = `${r}/${adapter.scale}/${targetModules.join(',')}/${precision}`;
   let byKey = engines.get(weights);
   if (!byKey) engines.set(weights, (byKey = new Map()));
   let engine = byKey.get(key);
   if (!engine) {
-    engine = LoraGraphEngine.create(ort as unknown as GraphRuntime, weights, { r, scale: adapter.scale, targetModules }, { precision });
+    engine = LoraGraphs.create(ort as unknown as GraphRuntime, weights, { r, scale: adapter.scale, targetModules }, { precision });
     byKey.set(key, engine);
   }
   return engine;

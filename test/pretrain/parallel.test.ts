@@ -6,7 +6,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { DecoderEngine } from '../../lib/train/decoder-engine.js';
+import { FullTrainingEngine } from '../../lib/train/full-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { splitOf } from '../../lib/tasks/split.js';
 import { buildCorpus, chatPromptIds, encodeText, wrongAnswer } from '../../scripts/pretrain/corpus.js';
@@ -20,7 +20,7 @@ describe('pretraining', () => {
     const vocabSize = vocabulary(0).length;
     const weights = randomDecoder({ shape: { vocabSize, hiddenSize: 16, intermediateSize: 24, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 4, ropeTheta: 10000, rmsNormEps: 1e-5 }, tied: true, seed: 3 });
     const batch = buildCorpus(7, 5, 0.3);
-    const single = await DecoderEngine.create(ort as unknown as GraphRuntime, weights, { precision: 'float64' });
+    const single = await FullTrainingEngine.create(ort as unknown as GraphRuntime, weights, { precision: 'float64' });
     let want: Float64Array[] | undefined;
     for (const e of batch) {
       const n = e.replyIds.length;

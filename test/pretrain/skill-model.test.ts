@@ -8,7 +8,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ort from 'onnxruntime-node';
-import { DecoderEngine } from '../../lib/train/decoder-engine.js';
+import { FullTrainingEngine } from '../../lib/train/full-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
 import { loadOnnxPolicy, skillModelPath, type OnnxPolicy } from '../../lib/onnx.js';
@@ -39,7 +39,7 @@ describe('the bundled skill model', () => {
   it('is small, and onnxruntime computes the same log-probs as the training engine', async () => {
     expect((await stat(join(dir, 'onnx/model.onnx'))).size).toBeLessThan(10e6);
     const weights = await readDecoderWeights(new Uint8Array(await readFile(join(dir, 'onnx/model.onnx'))), { config: JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) });
-    const engine = await DecoderEngine.create(ort as unknown as GraphRuntime, weights);
+    const engine = await FullTrainingEngine.create(ort as unknown as GraphRuntime, weights);
     let worst = 0;
     for (const task of skillTasks) {
       for (const item of task.dataset({ size: 2, seed: 77 })) {

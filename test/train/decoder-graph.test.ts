@@ -1,5 +1,5 @@
 /**
- * The full-parameter training graphs (DecoderEngine on onnxruntime-node) on small random decoders
+ * The full-parameter training graphs (FullTrainingEngine on onnxruntime-node) on small random decoders
  * (grouped-query and multi-query attention, tied and untied heads, q/k/v biases, q/k norms):
  * central finite differences of the float64 graphs along a random direction through each weight
  * tensor in turn (so every kind of weight is checked on its own), for a loss that is a random
@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../lib/errors.js';
 import { clipFactor, resolveOptimizer } from '../../lib/train/optimizer.js';
 import { mulberry32 } from '../../lib/math/random.js';
-import { chunksByLength, DecoderEngine } from '../../lib/train/decoder-engine.js';
+import { chunksByLength, FullTrainingEngine } from '../../lib/train/full-engine.js';
 import { decoderParameters } from '../../lib/train/graph/lora-graph.js';
 import type { EngineBatch } from '../../lib/train/engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
@@ -51,7 +51,7 @@ const dot = (a: ArrayLike<number>, b: ArrayLike<number>) => Array.from(a).reduce
 describe.each(VARIANTS)('%s', (_, variant) => {
   it('float64 graphs match central finite differences through each weight tensor', async () => {
     const { weights, batch, cLogp, cEntropy, rng } = setup(variant);
-    const engine = await DecoderEngine.create(runtime, weights, { precision: 'float64' });
+    const engine = await FullTrainingEngine.create(runtime, weights, { precision: 'float64' });
     const options = { temperature: 0.8, reference: false };
     const loss = async () => {
       const stats = await engine.forward(batch, options);
@@ -83,8 +83,8 @@ describe.each(VARIANTS)('%s', (_, variant) => {
 
   it("float32 graphs give the float64 ones' log-probs, entropies (1e-5) and every weight's gradient (1e-4 of the largest)", async () => {
     const { weights, batch, cLogp, cEntropy } = setup(variant);
-    const engine = await DecoderEngine.create(runtime, weights);
-    const double = await DecoderEngine.create(runtime, weights, { precision: 'float64' });
+    const engine = await FullTrainingEngine.create(runtime, weights);
+    const double = await FullTrainingEngine.create(runtime, weights, { precision: 'float64' });
     const options = { temperature: 0.7, reference: false };
     const stats = await engine.forward(batch, options);
     await engine.backward(cLogp, cEntropy);
@@ -113,7 +113,7 @@ describe('the full-parameter engine', () => {
   it('lowers the negative log-likelihood of the answers (dlogp = -1/N) over supervised steps, and resumes from its state', async () => {
     const weights = randomDecoder({ shape: { ...base, vocabSize: 13, hiddenSize: 8, intermediateSize: 12, headDim: 2 }, tied: true, seed: 21 });
     const batch = [{ prompt: [1, 2, 3], completions: [[4, 5, 6]] }];
-    const engine = await DecoderEngine.create(runtime, weights);
+    const engine = await FullTrainingEngine.create(runtime, weights);
     const optimizer = resolveOptimizer({ lr: 0.01 });
     const nll = async () => -(await engine.forward(batch, { temperature: 1, reference: false })).logps.reduce((a, b) => a + b, 0) / 3;
     const before = await nll();
@@ -140,7 +140,7 @@ describe('the full-parameter engine', () => {
 
   it('says what was wrong with bad input', async () => {
     const { weights, batch, cLogp, cEntropy } = setup(VARIANTS[0][1]);
-    const engine = await DecoderEngine.create(runtime, weights);
+    const engine = await FullTrainingEngine.create(runtime, weights);
     await expect(engine.backward(cLogp, cEntropy)).rejects.toThrow(InvalidInputError);
     await expect(engine.forward(batch, { temperature: 1, reference: true })).rejects.toThrow(/reference/);
     await expect(engine.forward([{ prompt: [1], completions: [[weights.shape.vocabSize]] }], { temperature: 1, reference: false })).rejects.toThrow(/outside the vocabulary/);

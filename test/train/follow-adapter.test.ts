@@ -16,7 +16,7 @@ import type { DecoderWeights } from '../../lib/lora/weights.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';
-import { LoraGraphEngine } from '../../lib/train/graph/lora-graph-engine.js';
+import { LoraGraphs } from '../../lib/train/graph/lora-graph-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { buildModel } from '../../scripts/build-model/index.js';
 import { SMALL } from './exports.js';
@@ -60,7 +60,7 @@ describe('OnnxPolicy.followAdapter', () => {
     const followed = await policy.scoreCompletions({ prompt, completions });
     expect(maxDiff(followed.logprobs, baseScores.logprobs)).toBeGreaterThan(1e-2);
 
-    const engine = await LoraGraphEngine.create(ort as unknown as GraphRuntime, weights, { r: 4, scale: adapter.scale, targetModules: adapter.config.targetModules });
+    const engine = await LoraGraphs.create(ort as unknown as GraphRuntime, weights, { r: 4, scale: adapter.scale, targetModules: adapter.config.targetModules });
     const pass = await engine.forward(adapter, [{ promptIds: base.promptTokenIds, completions }]);
     expect(maxDiff(followed.logprobs, pass.logprobs)).toBeLessThan(1e-5);
 

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLoraAdapter, loraScale } from '../../lib/lora/adapter.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';
-import { LoraGraphEngine } from '../../lib/train/graph/lora-graph-engine.js';
+import { LoraGraphs } from '../../lib/train/graph/lora-graph-engine.js';
 import { loraEngine } from '../../lib/train/lora-engine.js';
 import { GrpoTrainer } from '../../lib/train/trainer.js';
 import { groupRolloutBatch } from '../../lib/train/rollouts.js';
@@ -50,7 +50,7 @@ describe('training graphs of every export style', () => {
         const completions = group.completions.map((c) => c.tokenIds);
         const scored = await policy.scoreCompletions!({ prompt, completions, temperature: 0.9 });
         const adapter = createLoraAdapter(decoder.shape, { seed: 1 });
-        const engine = await LoraGraphEngine.create(runtime, decoder, { r: adapter.config.r, scale: loraScale(adapter.config), targetModules: adapter.config.targetModules });
+        const engine = await LoraGraphs.create(runtime, decoder, { r: adapter.config.r, scale: loraScale(adapter.config), targetModules: adapter.config.targetModules });
         const pass = await engine.forward(adapter, [{ promptIds: group.promptTokenIds, completions }], 0.9);
         let worst = 0;
         scored.logprobs.forEach((row, i) => row.forEach((lp, t) => (worst = Math.max(worst, Math.abs(lp - pass.logprobs[i][t]), Math.abs(scored.entropies[i][t] - pass.entropies[i][t])))));
@@ -65,7 +65,7 @@ describe('training graphs of every export style', () => {
   it('train a foreign export end to end: GrpoTrainer steps over the graph engine on an Optimum-named, untied, biased export raise the rewarded completion', async () => {
     const { decoder } = await exportFolder('foreign', { names: 'exporter', tieWordEmbeddings: false, qkvBias: true, numKvHeads: 1 });
     const adapter = createLoraAdapter(decoder.shape, { seed: 3 });
-    const graph = await LoraGraphEngine.create(runtime, decoder, { r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules });
+    const graph = await LoraGraphs.create(runtime, decoder, { r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules });
     const promptIds = [1, 40, 41, 42];
     const completions = [[50, 51, 52], [60, 61, 62], [70, 71]];
     const engine = loraEngine({ weights: decoder, adapter, promptIds: () => promptIds }, { graph });
@@ -94,13 +94,13 @@ describe('4-bit weights kept packed in the training graphs', () => {
     expect(decoder.layers[0].q_proj.weight instanceof Float32Array).toBe(false);
     const adapter = createLoraAdapter(decoder.shape, { seed: 4 });
     for (const layer of adapter.layers) for (const pair of Object.values(layer)) pair.B.forEach((_, i) => (pair.B[i] = Math.sin(i) * 0.2));
-    const graph = await LoraGraphEngine.create(runtime, decoder, { r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules });
+    const graph = await LoraGraphs.create(runtime, decoder, { r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules });
     const group = { promptIds: [1, 30, 31], completions: [[40, 41, 42], [43]] };
     const dlogps = [[0.5, -1, 0.25], [1]];
     const pass = await graph.forward(adapter, [group]);
     const grad = await pass.backward(dlogps);
     // MatMulNBits has no double kernel: the float64 graphs dequantize the blocks into plain MatMuls.
-    const wide = await LoraGraphEngine.create(runtime, decoder, { r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules }, { precision: 'float64' });
+    const wide = await LoraGraphs.create(runtime, decoder, { r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules }, { precision: 'float64' });
     const widePass = await wide.forward(adapter, [group]);
     const reference = await widePass.backward(dlogps);
     pass.logprobs.forEach((row, i) => row.forEach((lp, t) => expect(Math.abs(lp - widePass.logprobs[i][t])).toBeLessThan(1e-5)));

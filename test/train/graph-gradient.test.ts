@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidInputError, OutOfMemoryError } from '../../lib/errors.js';
 import { createLoraAdapter, type LoraAdapter } from '../../lib/lora/adapter.js';
 import { mulberry32 } from '../../lib/math/random.js';
-import { LoraGraphEngine, type GraphGroup } from '../../lib/train/graph/lora-graph-engine.js';
+import { LoraGraphs, type GraphGroup } from '../../lib/train/graph/lora-graph-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { randomDecoder, type Variant } from '../lora/random-decoder.js';
 
@@ -51,7 +51,7 @@ const tensors = (a: LoraAdapter) => a.layers.flatMap((layer) => Object.values(la
 describe.each(VARIANTS)('%s', (_, variant) => {
   it('float64 graphs match central finite differences along random directions through every A and B', async () => {
     const { weights, adapter, groups, cLogp, cEntropy, rng } = setup(variant);
-    const engine = await LoraGraphEngine.create(runtime, weights, config(adapter), { precision: 'float64' });
+    const engine = await LoraGraphs.create(runtime, weights, config(adapter), { precision: 'float64' });
     const temperature = 0.8;
     const loss = async () => {
       const pass = await engine.forward(adapter, groups, temperature);
@@ -83,8 +83,8 @@ describe.each(VARIANTS)('%s', (_, variant) => {
 
   it('float32 graphs give the float64 ones\' log-probs, entropies (1e-5) and A/B gradients (1e-4 of the largest)', async () => {
     const { weights, adapter, groups, cLogp, cEntropy } = setup(variant);
-    const engine = await LoraGraphEngine.create(runtime, weights, config(adapter));
-    const double = await LoraGraphEngine.create(runtime, weights, config(adapter), { precision: 'float64' });
+    const engine = await LoraGraphs.create(runtime, weights, config(adapter));
+    const double = await LoraGraphs.create(runtime, weights, config(adapter), { precision: 'float64' });
     const pass = await engine.forward(adapter, groups, 0.7);
     const grad = await pass.backward(cLogp, cEntropy);
     const exact = await double.forward(adapter, groups, 0.7);
@@ -107,9 +107,9 @@ describe.each(VARIANTS)('%s', (_, variant) => {
 describe('memory-bounded runs', () => {
   it.each(VARIANTS)('%s: recomputed activations, micro-batches of one row, head chunks of one row and a row per completion give the whole batch\'s log-probs (float64, 1e-12) and gradients (float32 sums, 1e-6)', async (_, variant) => {
     const { weights, adapter, groups, cLogp, cEntropy } = setup(variant);
-    const whole = await LoraGraphEngine.create(runtime, weights, config(adapter), { precision: 'float64' });
+    const whole = await LoraGraphs.create(runtime, weights, config(adapter), { precision: 'float64' });
     // Recomputing each layer's activations in the backward (no budget to keep them) against keeping them.
-    const bounded = await LoraGraphEngine.create(runtime, weights, config(adapter), { precision: 'float64', microBatchTokens: 1, headRows: 1, activationBudget: 0 });
+    const bounded = await LoraGraphs.create(runtime, weights, config(adapter), { precision: 'float64', microBatchTokens: 1, headRows: 1, activationBudget: 0 });
     const reference = await whole.forward(adapter, groups, 0.9);
     const referenceGrad = tensors(await reference.backward(cLogp, cEntropy));
     // The same completions with the prompt copied for each: the layout the engine picks for long completions.
@@ -132,7 +132,7 @@ describe('memory-bounded runs', () => {
 
   it('runs a pass for its log-probs alone (a reference pass): the same log-probs, and no backward', async () => {
     const { weights, adapter, groups, cLogp } = setup(VARIANTS[3][1]);
-    const engine = await LoraGraphEngine.create(runtime, weights, config(adapter), { precision: 'float64' });
+    const engine = await LoraGraphs.create(runtime, weights, config(adapter), { precision: 'float64' });
     const full = await engine.forward(adapter, groups, 0.8);
     const only = await engine.forward(adapter, groups, 0.8, { backward: false });
     expect(only.logprobs).toEqual(full.logprobs);
@@ -143,9 +143,9 @@ describe('memory-bounded runs', () => {
 
   it('refuses a micro-batch or head chunk size that is not a positive integer, and a negative activation budget', async () => {
     const { weights, adapter } = setup(VARIANTS[0][1]);
-    await expect(LoraGraphEngine.create(runtime, weights, config(adapter), { microBatchTokens: 0 })).rejects.toThrow(/microBatchTokens/);
-    await expect(LoraGraphEngine.create(runtime, weights, config(adapter), { headRows: 1.5 })).rejects.toThrow(/headRows/);
-    await expect(LoraGraphEngine.create(runtime, weights, config(adapter), { activationBudget: -1 })).rejects.toThrow(/activationBudget/);
+    await expect(LoraGraphs.create(runtime, weights, config(adapter), { microBatchTokens: 0 })).rejects.toThrow(/microBatchTokens/);
+    await expect(LoraGraphs.create(runtime, weights, config(adapter), { headRows: 1.5 })).rejects.toThrow(/headRows/);
+    await expect(LoraGraphs.create(runtime, weights, config(adapter), { activationBudget: -1 })).rejects.toThrow(/activationBudget/);
   });
 });
 
@@ -170,7 +170,7 @@ describe('running out of memory', () => {
         },
       },
     };
-    const engine = await LoraGraphEngine.create(failing, weights, config(adapter));
+    const engine = await LoraGraphs.create(failing, weights, config(adapter));
     runs = 0;
     failAt = 1;
     const error = await engine.forward(adapter, groups).catch((e: unknown) => e);
@@ -191,7 +191,7 @@ describe('running out of memory', () => {
 describe('bad input', () => {
   it('is an InvalidInputError naming what was wrong, and the engine keeps working', async () => {
     const { weights, adapter, groups, cLogp } = setup(VARIANTS[0][1]);
-    const engine = await LoraGraphEngine.create(runtime, weights, config(adapter));
+    const engine = await LoraGraphs.create(runtime, weights, config(adapter));
     const other = createLoraAdapter(weights.shape, { r: 2, alpha: 4 });
     await expect(engine.forward(other, groups)).rejects.toThrow(InvalidInputError);
     await expect(engine.forward(adapter, [{ promptIds: [1], completions: [[weights.shape.vocabSize]] }])).rejects.toThrow(/outside the vocabulary/);

@@ -11,9 +11,9 @@ import { createAdapterWeights } from '../../lib/train/head/adapter.js';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';
-import { DecoderEngine } from '../../lib/train/decoder-engine.js';
-import { GraphHeadEngine } from '../../lib/train/graph/head-graph-engine.js';
-import { LoraGraphEngine } from '../../lib/train/graph/lora-graph-engine.js';
+import { FullTrainingEngine } from '../../lib/train/full-engine.js';
+import { HeadGraphs } from '../../lib/train/graph/head-graphs.js';
+import { LoraGraphs } from '../../lib/train/graph/lora-graph-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { buildExport } from './exports.js';
 
@@ -28,7 +28,7 @@ it('onnxruntime-web (WASM) runs the training graphs as onnxruntime-node does', a
   const lora = { r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules };
   const results = [];
   for (const runtime of [ortNode, ortWeb] as unknown as GraphRuntime[]) {
-    const engine = await LoraGraphEngine.create(runtime, decoder, lora);
+    const engine = await LoraGraphs.create(runtime, decoder, lora);
     const pass = await engine.forward(adapter, groups, 0.8);
     const grad = await pass.backward(pass.logprobs.map((row) => row.map((_, t) => 1 - t / 3)), pass.entropies.map((row) => row.map(() => 0.1)));
     results.push({ pass, grad });
@@ -65,7 +65,7 @@ it('onnxruntime-web (WASM) runs the head graphs and the full-parameter graphs as
   const dLogp = Float64Array.from({ length: tokens }, () => 2 * rng() - 1);
   const heads = [];
   for (const runtime of runtimes) {
-    const engine = new GraphHeadEngine(weights, async () => runtime);
+    const engine = new HeadGraphs(weights, async () => runtime);
     await engine.writeStates(z, h);
     const stats = await engine.forward(targets, 0.9);
     await engine.backward(targets, dLogp, dLogp.map((x) => x / 2), 0.9);
@@ -81,7 +81,7 @@ it('onnxruntime-web (WASM) runs the head graphs and the full-parameter graphs as
   const batch = [{ prompt: [1, 40, 41, 42], completions: [[50, 51, 52], [53]] }];
   const grads: Float32Array[][] = [];
   for (const runtime of runtimes) {
-    const engine = await DecoderEngine.create(runtime, findDecoder(ex.graph, { config: ex.config }));
+    const engine = await FullTrainingEngine.create(runtime, findDecoder(ex.graph, { config: ex.config }));
     const stats = await engine.forward(batch, { temperature: 1, reference: false });
     await engine.backward(stats.logps.map(() => -0.25), new Float64Array(stats.logps.length));
     grads.push(engine.gradient()!);

@@ -6,7 +6,7 @@
  */
 import type { PromptInput } from '../../core/policy.js';
 import type { LoraCheckpoint } from '../../lora/format.js';
-import type { TrainEngine } from '../../train/engine.js';
+import type { TrainingEngine } from '../../train/engine.js';
 import type { HeadAdapterCheckpoint } from '../../train/head/format.js';
 import type { TrainStepMetrics } from '../../train/metrics.js';
 import type { GrpoTrainer } from '../../train/trainer.js';
@@ -26,7 +26,7 @@ export function isLoraCheckpoint(checkpoint: AdapterCheckpoint): checkpoint is L
  * a fresh one), and what the head adapter and LoRA do differently with it. Everything else (the
  * update step, events, the result) is the method's (method.ts).
  */
-export interface OpenAdapter<P extends GradientStepPayload | LoraStepPayload, E extends TrainEngine<PromptInput, unknown>, F> {
+export interface OpenAdapter<P extends GradientStepPayload | LoraStepPayload, E extends TrainingEngine<PromptInput, unknown>, F> {
   readonly trainer: GrpoTrainer<E>;
   /** The step's payload once its updates are done (LoRA's sampler follows the updated adapter first). */
   payload(training: TrainStepMetrics[]): Promise<P>;

@@ -7,7 +7,7 @@ import { InvalidInputError } from '../../errors.js';
 import { readAdapterFile, readCheckpoint, writeCheckpoint, type AdapterFile } from '../../train/head/format.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
 import type { GradientConfig, GradientRunRecord, GradientStepPayload } from './record.js';
-import { headEngine, type HeadAdapterEngine } from '../../train/head-engine.js';
+import { headEngine, type HeadTrainingEngine } from '../../train/head-engine.js';
 import type { NewRun, OpenContext } from '../../run/method.js';
 import type { OpenAdapter } from './adapter.js';
 import { runTrainer } from './update.js';
@@ -20,7 +20,7 @@ export function createHeadRun(options: GradientGrpoOptions): NewRun<GradientConf
 }
 
 /** The run's adapter on the policy's head: its last committed checkpoint, else the given adapter, else a fresh one from the run's seed. */
-export async function openHeadAdapter({ run, store, handles, last, initial }: OpenContext<GradientRunRecord, GradientHandles, GradientStepPayload, HeadAdapterWeights>): Promise<OpenAdapter<GradientStepPayload, HeadAdapterEngine, AdapterFile>> {
+export async function openHeadAdapter({ run, store, handles, last, initial }: OpenContext<GradientRunRecord, GradientHandles, GradientStepPayload, HeadAdapterWeights>): Promise<OpenAdapter<GradientStepPayload, HeadTrainingEngine, AdapterFile>> {
   const trainer = runTrainer(headEngine(handles.policy, { adapter: adapterOf(handles, run.config) }), run.config, last);
   const checkpoint = last ? await store.getAdapter(run.id) : undefined;
   if (checkpoint) trainer.load(readCheckpoint(checkpoint).state);

@@ -14,42 +14,21 @@ import { resolveLoraConfig, type LoraAdapter, type LoraOptions } from '../../lor
 import { readLoraAdapterFile, readLoraCheckpoint, writeLoraAdapterFile, writeLoraCheckpoint, type LoraAdapterFile } from '../../lora/format.js';
 import type { LoraOptimizerState } from '../../lora/optimizer.js';
 import { moduleDims, type DecoderWeights, type LoraModule } from '../../lora/weights.js';
-import type { LoraAdapterEngine } from '../../train/lora-engine.js';
+import type { LoraTrainingEngine } from '../../train/lora-engine.js';
 // Static: the head adapter's engine imports it statically too, so a dynamic import here moves
 // nothing out of any chunk (its onnxruntime import is itself dynamic, inside the function).
-import { graphSessionOptions, policyGraphRuntime } from '../../train/graph/policy-runtime.js';
-import { planMemory } from '../../train/memory.js';
+import { graphSessionOptions } from '../../train/graph/policy-runtime.js';
 import { isLoraCheckpoint, type OpenAdapter } from './adapter.js';
-import type { Policy, PromptInput } from '../../core/policy.js';
+import type { TrainablePolicy } from '../../train/trainable-policy.js';
 import type { GrpoTrainer } from '../../train/trainer.js';
 import type { LoraRunConfig, LoraRunRecord, LoraStepPayload } from './record.js';
 import type { NewRun, OpenContext } from '../../run/method.js';
 import type { Store } from '../../store/types.js';
 import { runTrainer } from './update.js';
 import { validateHandles, type LoopHandles } from '../../run/options.js';
-import type { ModelGraph } from '../../policy/onnx/graph.js';
-import type { FollowedAdapter } from '../../policy/onnx/follow-adapter.js';
 import { resolveTrainingConfig, type TrainingRunOptions } from './training-options.js';
 
-/**
- * The policy a LoRA run trains: it samples, and after every update it follows the adapter by
- * taking A and B as graph inputs (`followAdapter`). An `OnnxPolicy` from `loadOnnxPolicy`.
- */
-export interface LoraPolicy extends Policy {
-  modelGraph(): Promise<ModelGraph>;
-  replaceGraph(graph: Uint8Array): Promise<void>;
-  promptIds(input: PromptInput): number[];
-  /** Samples and scores under the adapter's A and B as graph inputs, with no merge. */
-  followAdapter?(adapter: FollowedAdapter): Promise<void>;
-}
-
-/**
- * Where a run's forward and backward run: onnxruntime's own kernels (the training graphs of
- * lib/train/graph in the policy's onnxruntime, on its backend: Node CPU, WASM or WebGPU).
- */
-export type LoraEngine = 'onnxruntime';
-
-export type LoraHandles = LoopHandles<LoraPolicy>;
+export type LoraHandles = LoopHandles<TrainablePolicy>;
 
 export interface LoraGrpoOptions extends LoraHandles, TrainingRunOptions {
   /** The adapter the run trains: 'lora' here (`gradientGrpo` needs it; `loraGrpo` implies it). */
@@ -63,7 +42,7 @@ export interface LoraGrpoOptions extends LoraHandles, TrainingRunOptions {
    * stored by the removed 'cpu' and 'webgpu' engines resume on it (their A, B and AdamW moments are
    * the same tensors).
    */
-  engine?: LoraEngine | 'auto';
+  engine?: 'onnxruntime' | 'auto';
   /** Start from a trained adapter (a LoRA adapter file or its JSON text, or `importPeftAdapter`'s adapter) instead of a fresh one. */
   initialAdapter?: LoraAdapter | LoraAdapterFile | string;
   /**
@@ -108,7 +87,7 @@ export function resolveLoraRunConfig(options: LoraGrpoOptions): LoraRunConfig {
 }
 
 /** The engine option resolved for a new run: onnxruntime's kernels, whose sampler follows the adapter. */
-export function resolveLoraEngine(option: LoraGrpoOptions['engine'], policy: LoraPolicy): LoraEngine {
+export function resolveLoraEngine(option: LoraGrpoOptions['engine'], policy: TrainablePolicy): 'onnxruntime' {
   // Options stored or written for the removed engines are strings outside the type.
   const value: string = option ?? 'auto';
   if (value === 'cpu' || value === 'webgpu') {
@@ -120,7 +99,7 @@ export function resolveLoraEngine(option: LoraGrpoOptions['engine'], policy: Lor
 }
 
 /** The onnxruntime engine's sampler follows the adapter as graph inputs, which the policy must offer. */
-export function checkFollows(policy: LoraPolicy): asserts policy is LoraPolicy & Required<Pick<LoraPolicy, 'followAdapter'>> {
+export function checkFollows(policy: TrainablePolicy): asserts policy is TrainablePolicy & Required<Pick<TrainablePolicy, 'followAdapter'>> {
   if (typeof policy.followAdapter !== 'function') {
     throw new InvalidInputError('policy', "has no followAdapter(); engine 'onnxruntime' trains an ONNX policy from loadOnnxPolicy({ model }) (webgrpo/onnx).");
   }
@@ -136,7 +115,7 @@ export function createLoraRun(options: LoraGrpoOptions): NewRun<LoraRunConfig, L
  * The run's adapter on every layer (its last committed checkpoint, else the given adapter, else a
  * fresh one), its trainer on the policy's onnxruntime, and the policy sampling under it.
  */
-export async function openLoraAdapter({ run, store, handles, last, initial }: OpenContext<LoraRunRecord, LoraHandles, LoraStepPayload, LoraAdapter>): Promise<OpenAdapter<LoraStepPayload, LoraAdapterEngine, LoraAdapterFile>> {
+export async function openLoraAdapter({ run, store, handles, last, initial }: OpenContext<LoraRunRecord, LoraHandles, LoraStepPayload, LoraAdapter>): Promise<OpenAdapter<LoraStepPayload, LoraTrainingEngine, LoraAdapterFile>> {
   const { config } = run;
   const resumed = last ? await storedAdapter(store, run.id) : undefined;
   if (!resumed && !initial && config.lora.initial) {
@@ -149,8 +128,8 @@ export async function openLoraAdapter({ run, store, handles, last, initial }: Op
   checkFollows(handles.policy);
   const model = await loraModel(handles.policy, adapter ?? { ...config.lora });
   checkTrainable(model.weights, model.adapter);
-  const graph = await graphEngine(model.weights, model.adapter, handles.policy.info.backend, config.memoryBudget);
-  let trainer: GrpoTrainer<LoraAdapterEngine>;
+  const graph = await graphEngine(model, handles.policy.info.backend, config.memoryBudget);
+  let trainer: GrpoTrainer<LoraTrainingEngine>;
   try {
     trainer = runTrainer(loraEngine(model, { ...(resumed ? { state: resumed.state } : {}), graph }), config, last);
   } catch (error) {
@@ -193,20 +172,15 @@ async function storedAdapter(store: Store, runId: string): Promise<{ adapter: Lo
  * main entry, and a page that only shows stored runs) holds these hooks without the engine's code.
  */
 async function loraModules() {
-  const [{ loraModel, loraEngine }, { LoraGraphEngine }] = await Promise.all([import('../../train/lora-engine.js'), import('../../train/graph/lora-graph-engine.js')]);
+  const { loraModel, loraEngine, buildLoraGraphs } = await import('../../train/lora-engine.js');
   /** The training graphs of the model's weights, in the policy's onnxruntime on its backend, sized for the run's memory budget. */
-  const graphEngine = async (weights: DecoderWeights, adapter: LoraAdapter, backend: string, memoryBudget: number | undefined) =>
-    LoraGraphEngine.create(
-      await policyGraphRuntime(),
-      weights,
-      { r: adapter.config.r, scale: adapter.scale, targetModules: adapter.config.targetModules },
-      { sessionOptions: graphSessionOptions(backend), ...(memoryBudget !== undefined ? planMemory(weights.shape, memoryBudget) : {}) },
-    );
+  const graphEngine = (model: { weights: DecoderWeights; adapter: LoraAdapter }, backend: string, memoryBudget: number | undefined) =>
+    buildLoraGraphs(model, { sessionOptions: graphSessionOptions(backend), memoryBudget });
   return { loraModel, loraEngine, graphEngine };
 }
 
 /** The sampler takes the adapter's A and B as graph inputs (checked at the run's start: the policy has followAdapter). */
-function followAdapter(policy: LoraPolicy, adapter: LoraAdapter): Promise<void> {
+function followAdapter(policy: TrainablePolicy, adapter: LoraAdapter): Promise<void> {
   checkFollows(policy);
   return policy.followAdapter(adapter);
 }

@@ -20,9 +20,9 @@ import type { Run } from '../../run/run.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
 import type { LoraAdapter } from '../../lora/adapter.js';
 import type { Store } from '../../store/types.js';
-import type { TrainEngine } from '../../train/engine.js';
-import type { HeadAdapterEngine } from '../../train/head-engine.js';
-import type { LoraAdapterEngine } from '../../train/lora-engine.js';
+import type { TrainingEngine } from '../../train/engine.js';
+import type { HeadTrainingEngine } from '../../train/head-engine.js';
+import type { LoraTrainingEngine } from '../../train/lora-engine.js';
 import type { GrpoTrainer } from '../../train/trainer.js';
 import type { OpenAdapter } from './adapter.js';
 import type { GradientEvent, LoraEvent } from './events.js';
@@ -33,7 +33,7 @@ import { GRADIENT_RECORD, LORA_RECORD, type GradientStepPayload, type LoraStepPa
 import { gradientEpochStats, trainOnStep, type UpdateConfig } from './update.js';
 
 /** What a gradient run resolves with: where it stands, its adapter as a file, and its trainer. */
-export interface TrainedResult<F, E extends TrainEngine<PromptInput, unknown>> {
+export interface TrainedResult<F, E extends TrainingEngine<PromptInput, unknown>> {
   runId: string;
   status: 'completed' | 'aborted';
   epochsCompleted: number;
@@ -50,8 +50,8 @@ export interface TrainedResult<F, E extends TrainEngine<PromptInput, unknown>> {
 }
 
 /** A head-adapter run's result, and a LoRA run's (`exportPeftAdapter(trainer.engine.adapter, ...)` writes PEFT's folder). */
-export type GradientResult = TrainedResult<AdapterFile, HeadAdapterEngine>;
-export type LoraResult = TrainedResult<LoraAdapterFile, LoraAdapterEngine>;
+export type GradientResult = TrainedResult<AdapterFile, HeadTrainingEngine>;
+export type LoraResult = TrainedResult<LoraAdapterFile, LoraTrainingEngine>;
 /** A run in progress: iterate it for events (once), or await `result()`. */
 export type GradientRun = Run<GradientEvent, GradientResult>;
 export type LoraRun = Run<LoraEvent, LoraResult>;
@@ -80,7 +80,7 @@ export const loraMethod: Method<'lora', LoraHandles, LoraResult, LoraStepPayload
  * groups with the driver's advantages, then the step's payload and the adapter's checkpoint,
  * committed with it.
  */
-function gradientDrive<P extends GradientStepPayload | LoraStepPayload, E extends TrainEngine<PromptInput, unknown>, F>(config: UpdateConfig, adapter: OpenAdapter<P, E, F>): Drive<TrainedResult<F, E>, P> {
+function gradientDrive<P extends GradientStepPayload | LoraStepPayload, E extends TrainingEngine<PromptInput, unknown>, F>(config: UpdateConfig, adapter: OpenAdapter<P, E, F>): Drive<TrainedResult<F, E>, P> {
   const { trainer } = adapter;
   return {
     advantages: { scaleRewards: config.loss.scaleRewards },

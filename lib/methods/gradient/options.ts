@@ -5,15 +5,20 @@
  * Each is validated into the serialisable config stored with the run.
  */
 import { InvalidInputError } from '../../errors.js';
-import type { OnnxPolicy } from '../../policy/onnx/policy.js';
+import type { TrainableHead } from '../../policy/onnx/head.js';
+import type { TrainablePolicy } from '../../train/trainable-policy.js';
 import type { GradientConfig } from './record.js';
 import { validateHandles, type LoopHandles } from '../../run/options.js';
 import { resolveShape, type AdapterInit } from '../../train/head/adapter.js';
 import type { AdapterFile } from '../../train/head/format.js';
 import { resolveTrainingConfig, type TrainingRunOptions } from './training-options.js';
 
-/** The common handles; the policy is the model being trained, an ONNX policy loaded with `hiddenState: true`. */
-export type GradientHandles = LoopHandles<OnnxPolicy>;
+/**
+ * The common handles; the policy is the model being trained, an ONNX policy loaded with
+ * `hiddenState: true`. It names its `head` (OnnxPolicy does, as undefined without hidden states):
+ * that is how resumeGradientGrpo's overloads tell a head run's handles from a LoRA run's.
+ */
+export type GradientHandles = LoopHandles<TrainablePolicy & { readonly head: TrainableHead | undefined }>;
 
 /**
  * `gradientGrpo`'s options for a run that trains a low-rank adapter on the policy's LM head

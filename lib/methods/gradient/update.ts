@@ -13,7 +13,7 @@ import type { StepPlan } from '../../run/schedule.js';
 import { stepStats } from '../../run/stats.js';
 import type { ItemResult, StepRecord } from '../../store/records.js';
 import type { GradientConfig, GradientStepPayload, LoraStepPayload } from './record.js';
-import type { TrainEngine } from '../../train/engine.js';
+import type { TrainingEngine } from '../../train/engine.js';
 import { GrpoTrainer } from '../../train/trainer.js';
 import { grpoConfigOf } from './training-options.js';
 
@@ -39,7 +39,7 @@ export type UpdateConfig = Pick<GradientConfig, 'groupSize' | 'numIterations' | 
  * The run's trainer over `engine`; a resumed run continues the adaptive entropy of its last
  * committed update, as the uninterrupted run would have.
  */
-export function runTrainer<E extends TrainEngine<PromptInput, unknown>>(engine: E, config: UpdateConfig, last: Pick<StepRecord<GradientStepPayload | LoraStepPayload>, 'payload'> | undefined): GrpoTrainer<E> {
+export function runTrainer<E extends TrainingEngine<PromptInput, unknown>>(engine: E, config: UpdateConfig, last: Pick<StepRecord<GradientStepPayload | LoraStepPayload>, 'payload'> | undefined): GrpoTrainer<E> {
   const trainer = new GrpoTrainer(engine, config.optimizer, grpoConfigOf(config), {
     temperature: config.temperature,
     ...(config.loss.maskTruncatedCompletions !== undefined ? { maskTruncatedCompletions: config.loss.maskTruncatedCompletions } : {}),
@@ -56,7 +56,7 @@ export function runTrainer<E extends TrainEngine<PromptInput, unknown>>(engine: 
  * rollouts' own; with a sampling filter the trainer corrects for it, TRL's default), one `train`
  * event each; then, stopped or not, the batch's kept states are freed.
  */
-export async function trainOnStep<E extends TrainEngine<PromptInput, unknown>>(
+export async function trainOnStep<E extends TrainingEngine<PromptInput, unknown>>(
   trainer: GrpoTrainer<E>,
   config: UpdateConfig,
   ctx: Reporter & { plan: StepPlan; signal: AbortSignal },

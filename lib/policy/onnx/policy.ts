@@ -1,6 +1,9 @@
 /**
  * The ONNX `Policy`: validates requests, turns prompts into tokens, and runs one request at a time
  * through the decoder (onnxruntime sessions are not re-entrant, and the WebGPU buffers are shared).
+ * It samples and scores; what training needs of it sits beside it and is queued through it: the
+ * head adapter's surface (head.ts, which the head engine trains through), and the graph swaps and
+ * the followed LoRA adapter (weight-swap.ts).
  */
 import { InvalidInputError, UnsupportedError, WebgrpoError } from '../../errors.js';
 import { compileResponseFormat, responseFormatKey, type ResponseGrammar } from '../constrain/format.js';
@@ -9,9 +12,10 @@ import type { TokenVocabulary } from '../constrain/vocabulary.js';
 import { MAX_TOP_LOGPROBS } from '../logits.js';
 import { resolveSampling } from '../sampling.js';
 import type { Decoder } from './decoder.js';
-import { AdapterInputs, isAdapterInput, type FollowedAdapter } from './follow-adapter.js';
+import type { FollowedAdapter } from './follow-adapter.js';
 import type { GraphAccess, ModelGraph } from './graph.js';
 import type { OrtSession } from './ort-types.js';
+import { WeightSwap } from './weight-swap.js';
 import { GroupBatcher, type GroupRequest } from './batch.js';
 import { TrainableHead } from './head.js';
 import { promptTokenIds, type PromptTokenizer } from './prompt.js';
@@ -82,8 +86,8 @@ export class OnnxPolicy implements Policy {
   private vocabulary: TokenVocabulary | undefined;
   /** Compiled formats by their JSON, so a schema compiles once and its masks are shared. */
   private readonly grammars = new Map<string, ResponseGrammar>();
-  /** Built on the first followAdapter. */
-  private adapterInputs: AdapterInputs | undefined;
+  /** The graph swaps and the followed LoRA adapter. */
+  private readonly weights: WeightSwap;
 
   constructor(private readonly parts: OnnxPolicyParts) {
     this.info = {
@@ -104,6 +108,7 @@ export class OnnxPolicy implements Policy {
             promptIds: (input) => promptTokenIds(tokenizer, input),
           })
         : undefined;
+    this.weights = new WeightSwap(parts);
     this.batcher = new GroupBatcher({
       decoder,
       vocabSize,
@@ -213,8 +218,7 @@ export class OnnxPolicy implements Policy {
    */
   modelGraph(): Promise<ModelGraph> {
     this.checkOpen();
-    if (!this.parts.graph) return Promise.reject(new UnsupportedError('This policy cannot read its model files.'));
-    return this.parts.graph.read();
+    return this.weights.modelGraph();
   }
 
   /**
@@ -225,21 +229,10 @@ export class OnnxPolicy implements Policy {
    */
   async replaceGraph(graph: Uint8Array): Promise<void> {
     this.checkOpen();
-    const { graph: access, replaceSession } = this.parts;
-    if (!access || !replaceSession) throw new UnsupportedError('This policy cannot replace its weights.');
+    this.weights.checkReplaceable();
     if (!(graph instanceof Uint8Array) || graph.length === 0) throw new InvalidInputError('graph', 'must be the bytes of an ONNX model.');
     await this.batcher.drained();
-    await this.serialize(async () => {
-      const session = await access.build(graph);
-      // A followed adapter's inputs are not the model's: a merged or base graph has none.
-      const names = (s: OrtSession) => JSON.stringify([[...s.inputNames].filter((n) => !isAdapterInput(n)).sort(), [...s.outputNames].sort()]);
-      if (names(session) !== names(this.parts.decoder.current)) {
-        await (session as OrtSession & { release(): Promise<void> }).release();
-        throw new InvalidInputError('graph', "has other inputs or outputs than the policy's model; pass a graph of the same model with other weights.");
-      }
-      await replaceSession(session);
-      this.adapterInputs?.forget();
-    });
+    await this.serialize(() => this.weights.replaceGraph(graph));
   }
 
   /**
@@ -251,14 +244,10 @@ export class OnnxPolicy implements Policy {
    */
   async followAdapter(adapter: FollowedAdapter): Promise<void> {
     this.checkOpen();
-    const { graph: access, replaceSession } = this.parts;
-    if (!access || !replaceSession) throw new UnsupportedError('This policy cannot replace its weights.');
+    this.weights.checkReplaceable();
     if (adapter === null || typeof adapter !== 'object' || !Array.isArray(adapter.layers)) throw new InvalidInputError('adapter', 'must be a LoRA adapter { config: { r }, scale, layers }.');
     await this.batcher.drained();
-    await this.serialize(async () => {
-      this.adapterInputs ??= new AdapterInputs(access, replaceSession, this.parts.decoder);
-      await this.adapterInputs.follow(adapter);
-    });
+    await this.serialize(() => this.weights.followAdapter(adapter));
   }
 
   async encode(text: string): Promise<number[]> {

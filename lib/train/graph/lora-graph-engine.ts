@@ -25,7 +25,7 @@ import { DEFAULT_ACTIVATION_BUDGET, DEFAULT_MICRO_BATCH_TOKENS, headRowsFor, kep
 
 export type { GraphGroup } from './batch-layout.js';
 
-export interface LoraGraphEngineOptions {
+export interface LoraGraphsOptions {
   /** Default 'float32'; 'float64' runs the same graphs in double (CPU only). */
   precision?: Precision;
   /** onnxruntime session options (execution providers, threads). */
@@ -81,7 +81,7 @@ export interface ForwardPassOptions {
   backward?: boolean;
 }
 
-export class LoraGraphEngine {
+export class LoraGraphs {
   private constructor(
     private readonly runtime: GraphRuntime,
     private readonly layerRunners: LayerRunners[],
@@ -97,7 +97,7 @@ export class LoraGraphEngine {
     readonly activationBudget: number,
   ) {}
 
-  static async create(runtime: GraphRuntime, weights: DecoderWeights, lora: LoraGraphConfig, options: LoraGraphEngineOptions = {}): Promise<LoraGraphEngine> {
+  static async create(runtime: GraphRuntime, weights: DecoderWeights, lora: LoraGraphConfig, options: LoraGraphsOptions = {}): Promise<LoraGraphs> {
     const precision = options.precision ?? 'float32';
     const microBatchTokens = options.microBatchTokens ?? DEFAULT_MICRO_BATCH_TOKENS;
     if (!Number.isInteger(microBatchTokens) || microBatchTokens < 1) throw new InvalidInputError('microBatchTokens', `must be a positive integer, got ${String(microBatchTokens)}.`);
@@ -142,7 +142,7 @@ export class LoraGraphEngine {
         [LAYER_IO.finalNorm]: tensor('float', weights.finalNorm, [H]),
         [LAYER_IO.head]: weights.lmHead ? tensor('float', weights.lmHead, [H, V]) : tensor('float', weights.embedding, [V, H]),
       };
-      return new LoraGraphEngine(runtime, layerRunners, head, weightFeeds, headFeeds, sessions, weights, lora, precision, microBatchTokens, headRows, activationBudget);
+      return new LoraGraphs(runtime, layerRunners, head, weightFeeds, headFeeds, sessions, weights, lora, precision, microBatchTokens, headRows, activationBudget);
     } catch (error) {
       await Promise.all(sessions.map((s) => s.release?.()));
       throw error;

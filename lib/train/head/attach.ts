@@ -4,7 +4,7 @@
  */
 import { InvalidInputError } from '../../errors.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
-import type { OnnxPolicy } from '../../policy/onnx/policy.js';
+import type { TrainablePolicy } from '../trainable-policy.js';
 import type { HeadAdapterBinding } from '../../policy/onnx/webgpu-adapter.js';
 import { BufferUsage } from '../../policy/onnx/webgpu-types.js';
 import { readAdapterFile, type AdapterFile } from './format.js';
@@ -15,7 +15,7 @@ export interface AttachedAdapter {
 }
 
 /** `adapter`: an adapter file, its JSON text, or weights. */
-export function attachAdapter(policy: OnnxPolicy, adapter: AdapterFile | string | HeadAdapterWeights): AttachedAdapter {
+export function attachAdapter(policy: Pick<TrainablePolicy, 'head'>, adapter: AdapterFile | string | HeadAdapterWeights): AttachedAdapter {
   const head = policy?.head;
   if (!head) throw new InvalidInputError('policy', 'has no trainable head; load it with loadOnnxPolicy({ model, hiddenState: true }).');
   const weights = typeof adapter === 'string' || 'format' in adapter ? readAdapterFile(adapter) : adapter;

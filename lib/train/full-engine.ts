@@ -11,21 +11,22 @@
 import { InvalidInputError } from '../errors.js';
 import { adamwTensors, globalNorm, type ResolvedOptimizer } from './optimizer.js';
 import type { DecoderWeights } from '../lora/weights.js';
-import type { EngineBatch, EngineStats, ForwardOptions, TrainEngine } from './engine.js';
+import type { EngineBatch, EngineStats, ForwardOptions, TrainingEngine } from './engine.js';
 import { batchInputs, floatTensor, layout, type Batch } from './graph/batch-layout.js';
 import type { Precision } from './graph/builder.js';
 import { buildDecoderGraphs, decoderParameters, GRAPH_IO, weightGradOutput, type DecoderParameter } from './graph/lora-graph.js';
-import type { GraphRuntime, GraphSession, GraphTensor } from './graph/runtime.js';
+import type { GraphRuntime, GraphTensor } from './graph/runtime.js';
+import { backwardFeeds, openSessionPair, releaseSessionPair, type SessionPair } from './graph/session-pair.js';
 
 /** What a decoder engine's `read` returns and `load` takes: every weight and AdamW's moments, in decoderParameters' order. */
-export interface DecoderEngineState {
+export interface FullEngineState {
   weights: Float32Array[];
   m: Float32Array[];
   v: Float32Array[];
   updates: number;
 }
 
-export interface DecoderEngineOptions {
+export interface FullEngineOptions {
   /** Default 'float32'; 'float64' runs the same graphs in double (CPU only), for the exactness checks. */
   precision?: Precision;
   /** onnxruntime session options (execution providers, threads). */
@@ -73,7 +74,7 @@ export function chunksByLength(lengths: readonly number[]): number[][] {
   return chunks;
 }
 
-export class DecoderEngine implements TrainEngine<readonly number[], DecoderEngineState> {
+export class FullTrainingEngine implements TrainingEngine<readonly number[], FullEngineState> {
   readonly backend = 'onnxruntime';
   readonly #parameters: DecoderParameter[];
   readonly #m: Float32Array[];
@@ -83,11 +84,7 @@ export class DecoderEngine implements TrainEngine<readonly number[], DecoderEngi
   #grad?: Float32Array[];
 
   private constructor(
-    private readonly runtime: GraphRuntime,
-    private readonly forwardSession: GraphSession,
-    private readonly backwardSession: GraphSession,
-    private readonly saved: string[],
-    private readonly shared: string[],
+    private readonly sessions: SessionPair,
     /** Trained in place. */
     readonly weights: DecoderWeights,
     readonly precision: Precision,
@@ -98,14 +95,12 @@ export class DecoderEngine implements TrainEngine<readonly number[], DecoderEngi
   }
 
   /** `weights` (float, not 4-bit) are trained in place. */
-  static async create(runtime: GraphRuntime, weights: DecoderWeights, options: DecoderEngineOptions = {}): Promise<DecoderEngine> {
+  static async create(runtime: GraphRuntime, weights: DecoderWeights, options: FullEngineOptions = {}): Promise<FullTrainingEngine> {
     const precision = options.precision ?? 'float32';
     const models = buildDecoderGraphs(weights, precision);
     // As for the LoRA graphs: double graphs keep onnxruntime's basic optimizations (the extended ones fuse into float-only ops).
     const sessionOptions = { ...(precision === 'float64' ? { graphOptimizationLevel: 'basic' } : {}), ...options.sessionOptions };
-    const forward = await runtime.InferenceSession.create(models.forward, sessionOptions);
-    const backward = await runtime.InferenceSession.create(models.backward, sessionOptions);
-    return new DecoderEngine(runtime, forward, backward, models.saved, models.sharedInputs, weights, precision);
+    return new FullTrainingEngine(await openSessionPair(runtime, models, sessionOptions), weights, precision);
   }
 
   get updates(): number {
@@ -138,9 +133,9 @@ export class DecoderEngine implements TrainEngine<readonly number[], DecoderEngi
         const count = groups[g].completions.reduce((n, c) => n + c.length, 0);
         for (let k = 0; k < count; k++) slots[at++] = starts[g] + k;
       }
-      const feeds = batchInputs(this.runtime, this.precision, this.weights.shape, batch, 1 / options.temperature);
-      for (const p of this.#parameters) feeds[p.name] = floatTensor(this.runtime, this.precision, p.tensor, p.dims);
-      const out = await this.forwardSession.run(feeds);
+      const feeds = batchInputs(this.sessions.runtime, this.precision, this.weights.shape, batch, 1 / options.temperature);
+      for (const p of this.#parameters) feeds[p.name] = floatTensor(this.sessions.runtime, this.precision, p.tensor, p.dims);
+      const out = await this.sessions.forward.run(feeds);
       // The graph scores a chunk's tokens in its groups' slot order (group, completion, token).
       const chunkLogps = out[GRAPH_IO.logps].data as ArrayLike<number>;
       const chunkEntropies = out[GRAPH_IO.entropies].data as ArrayLike<number>;
@@ -162,12 +157,11 @@ export class DecoderEngine implements TrainEngine<readonly number[], DecoderEngi
     if (dLogp.length !== scored || dEntropy.length !== scored) throw new InvalidInputError('dLogp', `needs ${scored} entries (one per scored token), got ${dLogp.length} and ${dEntropy.length}.`);
     const grad = this.#parameters.map((p) => new Float32Array(p.tensor.length));
     for (const chunk of kept.chunks) {
-      const feeds: Record<string, GraphTensor> = {};
-      for (const name of this.saved) feeds[name] = chunk.out[name];
-      for (const name of this.shared) feeds[name] = chunk.feeds[name];
-      feeds[GRAPH_IO.dlogps] = floatTensor(this.runtime, this.precision, Array.from(chunk.slots, (slot) => dLogp[slot]), [chunk.batch.scored]);
-      feeds[GRAPH_IO.dentropies] = floatTensor(this.runtime, this.precision, Array.from(chunk.slots, (slot) => dEntropy[slot]), [chunk.batch.scored]);
-      const grads = await this.backwardSession.run(feeds);
+      const { runtime } = this.sessions;
+      const feeds = backwardFeeds(this.sessions, chunk);
+      feeds[GRAPH_IO.dlogps] = floatTensor(runtime, this.precision, Array.from(chunk.slots, (slot) => dLogp[slot]), [chunk.batch.scored]);
+      feeds[GRAPH_IO.dentropies] = floatTensor(runtime, this.precision, Array.from(chunk.slots, (slot) => dEntropy[slot]), [chunk.batch.scored]);
+      const grads = await this.sessions.backward.run(feeds);
       this.#parameters.forEach((p, k) => {
         const part = grads[weightGradOutput(p.name)].data as ArrayLike<number>;
         const sum = grad[k];
@@ -203,12 +197,12 @@ export class DecoderEngine implements TrainEngine<readonly number[], DecoderEngi
     this.#grad = undefined;
   }
 
-  async read(): Promise<DecoderEngineState> {
+  async read(): Promise<FullEngineState> {
     const copy = (ts: Float32Array[]) => ts.map((t) => t.slice());
     return { weights: copy(this.#parameters.map((p) => p.tensor)), m: copy(this.#m), v: copy(this.#v), updates: this.#updates };
   }
 
-  load(state: DecoderEngineState): void {
+  load(state: FullEngineState): void {
     const targets = this.#parameters.map((p) => p.tensor);
     const fits = (ts: Float32Array[] | undefined) => Array.isArray(ts) && ts.length === targets.length && ts.every((t, k) => t instanceof Float32Array && t.length === targets[k].length);
     if (!fits(state?.weights) || !fits(state.m) || !fits(state.v) || !Number.isInteger(state.updates) || state.updates < 0) {
@@ -222,7 +216,6 @@ export class DecoderEngine implements TrainEngine<readonly number[], DecoderEngi
 
   dispose(): void {
     this.release();
-    void this.forwardSession.release?.();
-    void this.backwardSession.release?.();
+    void releaseSessionPair(this.sessions).catch(() => undefined);
   }
 }

@@ -1,14 +1,22 @@
 /**
- * The LM-head adapter's kernels (lib/train/head/kernels.ts's HeadEngine) on onnxruntime: the head graphs
- * of head-graph.ts in two sessions of the onnxruntime the policy runs on (on its backend: Node
- * CPU, WASM or WebGPU), made on the first forward. The frozen model's token states are kept here
- * on the host (a WebGPU policy's windows are read back); A and B are fed on every call. The
- * sampler reads the same arrays (`binding`), which AdamW updates in place; beside a WebGPU policy
- * it reads GPU copies of them, written after every update.
+ * The LM-head adapter's kernels on onnxruntime, what the head engine (head-engine.ts) runs on. The
+ * frozen model is run once per generation batch; its per-token states (base logits z, V values,
+ * and hidden state h, d values, of every position that predicts a completion token) are kept
+ * here, on the host (a WebGPU policy's windows are read back), and every optimisation iteration
+ * works on them:
+ *
+ *   forward:   z' = z + s (h A) B;  log p'(y) and H' of softmax(z'/T), and log p(y) of softmax(z/T)
+ *   backward:  from d loss / d log p'(y) and d loss / d H' per token to dA, dB
+ *   step:      gradient-norm clipping and AdamW
+ *
+ * The head graphs of head-graph.ts run in two sessions of the onnxruntime the policy runs on (on
+ * its backend: Node CPU, WASM or WebGPU), made on the first forward; A and B are fed on every
+ * call. The sampler reads the same arrays (`binding`), which AdamW updates in place; beside a
+ * WebGPU policy it reads GPU copies of them, written after every update.
  */
 import { UnsupportedError } from '../../errors.js';
 import type { AdapterShape } from '../head/adapter.js';
-import type { AdapterState, HeadEngine, TokenStats } from '../head/kernels.js';
+import type { AdapterState } from '../head/state.js';
 import { adamwUpdate, type ResolvedOptimizer } from '../optimizer.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
 import { halfToFloat } from '../../policy/logits.js';
@@ -16,17 +24,20 @@ import type { ScoreWindow } from '../../policy/onnx/score.js';
 import type { GpuHeadAdapter, HostHeadAdapter } from '../../policy/onnx/webgpu-adapter.js';
 import { BufferUsage, MapMode, type GpuDeviceLike } from '../../policy/onnx/webgpu-types.js';
 import { HEAD_IO } from './head-io.js';
-import type { GraphRuntime, GraphSession, GraphTensor } from './runtime.js';
+import type { GraphRuntime, GraphTensor } from './runtime.js';
+import { backwardFeeds, openSessionPair, releaseSessionPair, type SessionPair } from './session-pair.js';
 
-interface Sessions {
-  runtime: GraphRuntime;
-  forward: GraphSession;
-  backward: GraphSession;
-  saved: string[];
-  shared: string[];
+/** Per token, in slot order. */
+export interface TokenStats {
+  /** log p'(y) under the adapted model (softmax(z'/T)). */
+  logps: Float64Array;
+  /** Entropy of softmax(z'/T). */
+  entropies: Float64Array;
+  /** log p(y) under the base model (softmax(z/T)): the reference. */
+  refLogps: Float64Array;
 }
 
-export class GraphHeadEngine implements HeadEngine {
+export class HeadGraphs {
   readonly kind: 'host' | 'gpu';
   readonly shape: AdapterShape;
   private readonly weights: HostHeadAdapter;
@@ -39,7 +50,7 @@ export class GraphHeadEngine implements HeadEngine {
   private z = new Float32Array(0);
   private h = new Float32Array(0);
   private count = 0;
-  private sessions?: Promise<Sessions>;
+  private sessions?: Promise<SessionPair>;
   /** The last forward, kept for a backward at the same temperature until the states or the adapter change. */
   private kept?: { temperature: number; targets: Int32Array; feeds: Record<string, GraphTensor>; out: Record<string, GraphTensor> };
 
@@ -63,6 +74,7 @@ export class GraphHeadEngine implements HeadEngine {
     }
   }
 
+  /** Room for `count` token states; the previous ones are dropped. */
   resetStates(count: number): void {
     const { vocabSize: v, hiddenSize: d } = this.shape;
     this.kept = undefined;
@@ -75,6 +87,7 @@ export class GraphHeadEngine implements HeadEngine {
     if (this.h.length < count * d) this.h = new Float32Array(count * d);
   }
 
+  /** Copies the picked rows of a model window into token slots `slots[k]` (one per pick). */
   async writeWindow(window: ScoreWindow, slots: ArrayLike<number>): Promise<void> {
     const { vocabSize: v, hiddenSize: d } = this.shape;
     if (!window.hidden) throw new UnsupportedError('The model window has no hidden state; load the policy with hiddenState: true.');
@@ -87,6 +100,7 @@ export class GraphHeadEngine implements HeadEngine {
     });
   }
 
+  /** Token states given directly: z as count x V, h as count x d (tests, or a model run elsewhere). */
   async writeStates(z: Float32Array, h: Float32Array): Promise<void> {
     this.resetStates(h.length / this.shape.hiddenSize);
     this.z.set(z);
@@ -112,14 +126,17 @@ export class GraphHeadEngine implements HeadEngine {
     return { logps: read(HEAD_IO.logps), entropies: read(HEAD_IO.entropies), refLogps: read(HEAD_IO.refLogps) };
   }
 
+  /**
+   * Sets dA, dB (replacing earlier ones) from per-token d loss / d log p'(y) and d loss / d H';
+   * returns the global gradient norm.
+   */
   async backward(targets: Int32Array, dLogp: Float64Array, dEntropy: Float64Array, temperature: number): Promise<number> {
     if (this.kept?.temperature !== temperature || this.kept.targets !== targets) await this.forward(targets, temperature);
     const kept = this.kept!;
-    const { runtime, backward, saved, shared } = await this.open();
+    const pair = await this.open();
+    const { runtime, backward } = pair;
     const n = this.count;
-    const feeds: Record<string, GraphTensor> = {};
-    for (const name of saved) feeds[name] = kept.out[name];
-    for (const name of shared) feeds[name] = kept.feeds[name];
+    const feeds = backwardFeeds(pair, kept);
     feeds[HEAD_IO.dlogps] = new runtime.Tensor('float32', Float32Array.from(dLogp.subarray(0, n)), [n]);
     feeds[HEAD_IO.dentropies] = new runtime.Tensor('float32', Float32Array.from(dEntropy.subarray(0, n)), [n]);
     const out = await backward.run(feeds);
@@ -130,11 +147,13 @@ export class GraphHeadEngine implements HeadEngine {
     return Math.sqrt(squares);
   }
 
+  /** Host copies of the last gradients (tests). */
   async gradients(): Promise<{ a: Float32Array; b: Float32Array }> {
     const { hiddenSize: d, vocabSize: v, rank: r } = this.shape;
     return { a: this.grad?.a.slice() ?? new Float32Array(d * r), b: this.grad?.b.slice() ?? new Float32Array(r * v) };
   }
 
+  /** Clips the gradients by `clip` (the clip_grad_norm_ factor) and applies one AdamW update. */
   async step(optimizer: ResolvedOptimizer, clip: number): Promise<void> {
     const { hiddenSize: d, vocabSize: v, rank: r } = this.shape;
     const grad = this.grad ?? { a: new Float32Array(d * r), b: new Float32Array(r * v) };
@@ -145,10 +164,12 @@ export class GraphHeadEngine implements HeadEngine {
     this.upload();
   }
 
+  /** AdamW updates applied so far (restored by `load`). */
   get updates(): number {
     return this.t;
   }
 
+  /** The adapter in the form the policy applies (beside a WebGPU policy, its live buffers). */
   binding(): HostHeadAdapter | GpuHeadAdapter {
     return this.gpu ?? this.weights;
   }
@@ -176,7 +197,7 @@ export class GraphHeadEngine implements HeadEngine {
     this.gpu?.b.destroy();
     const sessions = this.sessions;
     this.sessions = undefined;
-    void sessions?.then((s) => Promise.all([s.forward.release?.(), s.backward.release?.()])).catch(() => undefined);
+    void sessions?.then(releaseSessionPair).catch(() => undefined);
   }
 
   /**
@@ -211,16 +232,13 @@ export class GraphHeadEngine implements HeadEngine {
     this.device.queue.writeBuffer(this.gpu.b, 0, this.weights.b);
   }
 
-  private open(): Promise<Sessions> {
+  private open(): Promise<SessionPair> {
     this.sessions ??= (async () => {
       const runtime = await this.loadRuntime();
       // Loaded here, on first use: the graph writer (and its ONNX protobuf code) stays out of a
       // page's first bundle, which needs the adapter's format but not its training.
       const { buildHeadGraphs } = await import('./head-graph.js');
-      const models = buildHeadGraphs(this.shape);
-      const forward = await runtime.InferenceSession.create(models.forward, this.sessionOptions);
-      const backward = await runtime.InferenceSession.create(models.backward, this.sessionOptions);
-      return { runtime, forward, backward, saved: models.saved, shared: models.sharedInputs };
+      return openSessionPair(runtime, buildHeadGraphs(this.shape), this.sessionOptions);
     })();
     return this.sessions;
   }
