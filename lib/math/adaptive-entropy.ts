@@ -31,6 +31,7 @@ export interface AdaptiveEntropyState {
   lastEntropy?: number;
 }
 
+/** The controller's settings with TRL's defaults filled in (target 0.2, delta 0.005), checked: a bad one is an `InvalidInputError`. */
 export function resolveAdaptiveEntropy(options: AdaptiveEntropyOptions): ResolvedAdaptiveEntropy {
   if (options === null || typeof options !== 'object') {
     throw new InvalidInputError('adaptiveEntropy', 'must be { target?, delta?, min?, max? }.');

@@ -66,6 +66,7 @@ const STD_EPS = 1e-4;
 /** `torch.isclose(std, 0)` with its default atol. */
 const ZERO_STD_ATOL = 1e-8;
 
+/** Each row's advantage within its group of `groupSize` rows, from one reward per row or one per reward function (weighted), as TRL computes them; with the combined rewards and the group statistics. */
 export function computeAdvantages(rewards: RewardTable, options: AdvantageOptions): AdvantageResult {
   if (options === null || typeof options !== 'object') {
     throw new InvalidInputError('options', 'must be an object with at least groupSize.');

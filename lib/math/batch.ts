@@ -17,6 +17,7 @@ import { computeAdvantages, type AdvantageOptions, type AdvantageResult, type Re
 import { resolveLossConfig, type GrpoLossBatch, type GrpoLossConfig, type ImportanceSamplingLevel, type LossType } from './loss.js';
 import { allFinite, describe, finiteNumber, integerAtLeast, isArrayLike, rowsShape, type Rows } from './validate.js';
 
+/** Completion token ids, B rows of T, with optional sequence-level rewards: the first layer of a step's batch. */
 export class GeneratedBatch {
   /** B rows of T completion token ids. */
   readonly outputs: Rows;
@@ -50,6 +51,7 @@ export class GeneratedBatch {
   }
 }
 
+/** A `GeneratedBatch` plus its response mask: which tokens count in the loss. */
 export class GeneratedSequenceBatch {
   readonly generation: GeneratedBatch;
   /** B rows of T: 1 for response tokens that count in the loss, 0 for padding. */
@@ -88,6 +90,7 @@ export class GeneratedSequenceBatch {
   }
 }
 
+/** A `GeneratedSequenceBatch` plus the log-probs of the policy that sampled each token. */
 export class SequenceRolloutBatch {
   readonly sequenceBatch: GeneratedSequenceBatch;
   /** B rows of T: log-probs of each token under the policy that sampled it. */
@@ -118,6 +121,7 @@ export class SequenceRolloutBatch {
   }
 }
 
+/** A `SequenceRolloutBatch` plus its group size: consecutive rows that share a prompt, whose rewards give the advantages. */
 export class GroupRolloutBatch {
   readonly rollout: SequenceRolloutBatch;
   /** Consecutive rows per prompt; divides the batch size. */
@@ -193,6 +197,7 @@ export interface GrpoConfigInit extends GrpoLossExtras {
   maxCompletionLength?: number;
 }
 
+/** artifex's `GRPOConfig` (generations per prompt, clipping, KL and entropy coefficients, loss type), checked when built; `toLossConfig()` gives `grpoLoss`'s options. */
 export class GrpoConfig {
   readonly numGenerations: number;
   readonly clipParam: number;

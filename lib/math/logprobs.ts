@@ -25,6 +25,7 @@ export interface TokenLogProbs {
   entropy: Float64Array;
 }
 
+/** Per-token log-probs and entropies of softmax(logits / temperature) for the given token ids, B*T of each. */
 export function tokenLogProbs(input: TokenLogProbsInput): TokenLogProbs {
   if (input === null || typeof input !== 'object') {
     throw new InvalidInputError('input', 'must be an object { logits, dims, ids, temperature? }.');

@@ -5,10 +5,12 @@
 import { InvalidInputError } from '../errors.js';
 import { describe, finiteNumber, integerAtLeast, oneOf } from './validate.js';
 
+/** Every `lossType` `grpoLoss` takes, TRL's names. */
 export const LOSS_TYPES = ['grpo', 'bnpo', 'dr_grpo', 'dapo', 'cispo', 'sapo', 'luspo', 'vespo'] as const;
 export type LossType = (typeof LOSS_TYPES)[number];
 export type ImportanceSamplingLevel = 'token' | 'sequence';
 
+/** The modes of the sampling-mismatch correction (`importanceSampling.mode`), TRL's names. */
 export const IMPORTANCE_SAMPLING_MODES = ['token_truncate', 'token_mask', 'sequence_truncate', 'sequence_mask'] as const;
 /** TRL's `vllm_importance_sampling_mode`. */
 export type ImportanceSamplingMode = (typeof IMPORTANCE_SAMPLING_MODES)[number];

@@ -67,6 +67,7 @@ const CLIPPED = new Set(['grpo', 'bnpo', 'dr_grpo', 'dapo', 'luspo']);
 /** The types whose loss divides by numItemsInBatch. */
 const GLOBAL_NORMALIZED = new Set(['cispo', 'dapo', 'vespo']);
 
+/** The GRPO loss of a batch under the config's loss type and options, with its exact gradient with respect to the log-probs (and the entropies) and TRL's metrics. */
 export function grpoLoss(batch: GrpoLossBatch, config: GrpoLossConfig = {}): GrpoLossResult {
   const s = resolveLossConfig(config);
   const x = readBatch(batch, s);

@@ -6,6 +6,7 @@
  */
 import { InvalidInputError } from '../errors.js';
 
+/** pass@k from n samples of which c are correct (Chen et al., 2021), for 1 <= k <= n. */
 export function passAtK(n: number, c: number, k: number): number {
   if (!Number.isInteger(n) || n < 1) throw new InvalidInputError('n', `expected an integer >= 1 (samples), got ${n}.`);
   if (!Number.isInteger(c) || c < 0 || c > n) throw new InvalidInputError('c', `expected an integer from 0 to n = ${n} (correct samples), got ${c}.`);

@@ -80,6 +80,7 @@ function checkBaseUrl(baseURL: unknown): void {
 /** Groups asked one completion per call after a server rejected `n`, before `n` is tried again. */
 export const N_PROBE_GROUPS = 16;
 
+/** A `Policy` that samples each group from an OpenAI-compatible endpoint (its `/chat/completions` or `/completions`, under `baseURL`). */
 export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
   checkBaseUrl(options?.baseURL);
   if (typeof options.model !== 'string' || options.model === '') throw new InvalidInputError('model', 'must name the model to call.');

@@ -26,9 +26,10 @@ import { MemoryStore } from '../store/memory.js';
 import { emptyLibrary } from '../experience/types.js';
 import { isFlat } from './dynamic-sampling.js';
 import type { Store } from '../store/types.js';
+import type { RewardFunction } from '../core/reward.js';
 import type { Progress } from './events.js';
 import { evaluateHeldOut, evaluationDue, resolveEvaluation } from './held-out.js';
-import type { AnyMethod, Drive, DriveInputs, ItemContext, Method, PreparedItem, Reporter, RunTally, SampledGroup, StartOptions } from './method.js';
+import type { AnyMethod, Drive, ItemContext, Method, PreparedItem, Reporter, RunTally, SampledGroup, StartOptions } from './method.js';
 import { checkRunId, matchRewards, validateHandles, type LoopHandles } from './options.js';
 import { deriveSeed } from './random.js';
 import { promptOf, rewardTable, sampleGroup } from './rollout.js';
@@ -64,7 +65,7 @@ async function runStep(loop: Loop, step: number): Promise<void> {
 interface Loop<R = unknown> {
   method: AnyMethod<LoopHandles, R>;
   state: Drive<R, AnyPayload>;
-  inputs: DriveInputs<LoopHandles>;
+  inputs: DriveInputs;
   run: AnyRunRecord;
   items: DatasetItem[];
   schedule: Schedule;
@@ -74,6 +75,16 @@ interface Loop<R = unknown> {
   /** Steps committed, items finished (each epoch counts every item again), warnings so far. */
   done: { steps: number; items: number; warnings: number };
   advantages: AdvantageOptions;
+}
+
+/** The store, the run and what every drive of it needs besides its stored config. */
+interface DriveInputs {
+  store: Store;
+  runId: string;
+  handles: LoopHandles;
+  /** In the order of the run's reward columns (a resume's matched to them by name). */
+  rewards: RewardFunction[];
+  resumed: boolean;
 }
 
 /** A method's step payload, as the driver holds it: an object of the method's kind. */
@@ -294,7 +305,7 @@ async function evaluateAfter(loop: Loop, epoch: number, kept: ReadonlyArray<{ ep
  * step not committed yet, and the end stored and announced. A stop (the signal, a failure) is
  * stored too; an aborted run resolves with the method's result, a failed one rejects.
  */
-async function drive<R>(method: AnyMethod<LoopHandles, R>, inputs: DriveInputs<LoopHandles>, emit: Reporter['emit'], internal: AbortSignal, initial: unknown): Promise<R> {
+async function drive<R>(method: AnyMethod<LoopHandles, R>, inputs: DriveInputs, emit: Reporter['emit'], internal: AbortSignal, initial: unknown): Promise<R> {
   const { store, runId, handles } = inputs;
   const signal = handles.signal ? AbortSignal.any([handles.signal, internal]) : internal;
   const lock = await store.lockRun(runId);
@@ -317,7 +328,7 @@ async function drive<R>(method: AnyMethod<LoopHandles, R>, inputs: DriveInputs<L
 }
 
 /** The stored run read back (where it stands: its last committed step, its warnings) and the method's state opened on it. */
-async function openLoop<R>(method: AnyMethod<LoopHandles, R>, inputs: DriveInputs<LoopHandles>, emit: Reporter['emit'], signal: AbortSignal, initial: unknown): Promise<Loop<R>> {
+async function openLoop<R>(method: AnyMethod<LoopHandles, R>, inputs: DriveInputs, emit: Reporter['emit'], signal: AbortSignal, initial: unknown): Promise<Loop<R>> {
   const { store, runId, handles } = inputs;
   const run = await storedRun(store, runId, [method.kind]);
   const { config } = run;

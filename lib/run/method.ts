@@ -17,7 +17,6 @@ import type { ExperienceLibrary } from '../experience/types.js';
 import type { RecordKind } from '../store/validate.js';
 import type { Store } from '../store/types.js';
 import type { LoopHandles } from './options.js';
-import type { RewardFunction } from '../core/reward.js';
 import type { RunOf } from './run.js';
 import type { EvaluationOption } from './held-out.js';
 import type { StepPlan } from './schedule.js';
@@ -213,12 +212,3 @@ export type AnyMethod<H extends LoopHandles = LoopHandles, R = unknown> = Member
  * by its type arguments (its kind picks its run's type, which makes `Method` invariant in it).
  */
 type Members<T> = { [M in keyof T]: T[M] };
-
-/** The reward functions and other inputs every drive of a run needs. */
-export interface DriveInputs<H> {
-  store: Store;
-  runId: string;
-  handles: H;
-  rewards: RewardFunction[];
-  resumed: boolean;
-}

@@ -6,6 +6,7 @@ import { InvalidInputError, WebgrpoError } from '../errors.js';
 
 export type ApiErrorType = 'invalid_request_error' | 'authentication_error' | 'not_found_error' | 'server_error';
 
+/** An HTTP error the server answers as OpenAI does: its status and `{ error: { message, type, param, code } }`. */
 export class ApiError extends Error {
   readonly status: number;
   readonly type: ApiErrorType;

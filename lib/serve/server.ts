@@ -124,6 +124,7 @@ export interface WebgrpoServer {
   close(): Promise<void>;
 }
 
+/** Starts the OpenAI-compatible server with ask/tell feedback on a policy; resolves once it listens. */
 export async function serve(options: ServeOptions): Promise<WebgrpoServer> {
   const { session, memory } = openSession(options);
   checkApiKey(options.apiKey);

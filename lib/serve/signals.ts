@@ -4,6 +4,7 @@
  */
 import type { WebgrpoServer } from './server.js';
 
+/** Closes `server` gracefully on the first SIGINT or SIGTERM and exits at once on a second; returns a function that removes the handlers. */
 export function closeOnSignals(
   server: WebgrpoServer,
   options: { log?: (line: string) => void; onClosed?: () => void } = {},

@@ -27,6 +27,7 @@ function answerOf(item: DatasetItem): string | null {
   return typeof item.answer === 'string' ? item.answer : null;
 }
 
+/** "alphabetise": put a list of words in alphabetical order on one line, with partial credit for the format and for being close. */
 export const alphabetise: Task = {
   name: 'alphabetise',
   description: 'Put 3 to 6 words in alphabetical order and reply with one line "Sorted: a, b, c".',

@@ -8,6 +8,7 @@ function answerOf(item: DatasetItem): number | null {
   return typeof item.answer === 'number' ? item.answer : null;
 }
 
+/** "arithmetic": one operation on small integers, answered with the number alone. */
 export const arithmetic: Task = {
   name: 'arithmetic',
   description: 'Add, subtract or multiply two small integers; reply with the number only.',

@@ -30,6 +30,7 @@ function characterTask(name: string, description: string, instruction: string, q
   };
 }
 
+/** "digits": answer with digits only; the reward is the share of digits in the reply. */
 export const digits: Task = characterTask(
   'digits',
   'Answer with digits only; the reward is the share of digits in the reply.',
@@ -47,6 +48,7 @@ export const digits: Task = characterTask(
   { name: 'digit_share', weight: 1, score: ({ text }) => characterShare(text, (c) => c >= '0' && c <= '9') },
 );
 
+/** "shout": reply in capital letters only; the reward is the share of the letters A-Z in the reply. */
 export const shout: Task = characterTask(
   'shout',
   'Reply in capital letters only; the reward is the share of capital letters A-Z in the reply.',

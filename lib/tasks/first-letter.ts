@@ -19,6 +19,7 @@ export const FIRST_LETTER_WORDS: readonly string[] = Object.freeze([
   'zebra', 'zipper',
 ]);
 
+/** "first-letter": answer with the first letter of the word in the question, scored per character. */
 export const firstLetter: Task = {
   name: 'first-letter',
   description: 'Answer with the first letter of the word in the question; the reward is the share of the reply\'s characters that are that letter.',

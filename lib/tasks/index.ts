@@ -37,6 +37,7 @@ export const builtinTasks: Readonly<Record<string, Task>> = Object.freeze({
   [namedFormat.name]: namedFormat,
 });
 
+/** The built-in task of that name; an `InvalidInputError` naming the choices for any other. */
 export function getTask(name: string): Task {
   const task = builtinTasks[name];
   if (!task) throw new InvalidInputError('task', `unknown task "${name}"; choose one of ${Object.keys(builtinTasks).join(', ')}.`);

@@ -21,6 +21,7 @@ function keysOf(item: DatasetItem): Record<string, string> | null {
     : null;
 }
 
+/** "json-format": describe a thing as a JSON object with the given keys and value types. */
 export const jsonFormat: Task = {
   name: 'json-format',
   description: 'Reply with only a JSON object that has the requested keys with the requested value types.',

@@ -16,6 +16,7 @@ function wordsOf(item: DatasetItem): string[] | null {
   return Array.isArray(item.answer) && item.answer.every((w) => typeof w === 'string') ? (item.answer as string[]) : null;
 }
 
+/** "keywords": one sentence on a topic that uses every given word. */
 export const keywords: Task = {
   name: 'keywords',
   description: 'Write one sentence on a topic that uses every required word.',

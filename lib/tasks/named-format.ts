@@ -22,6 +22,7 @@ export function namedFormatProblem(code: number, word: string): { prompt: string
   return { prompt: `wrap ${code}: ${word}`, answer: format.replaceAll('*', word) };
 }
 
+/** "named-format": write a word in the format a code number names, a format the prompt never shows. */
 export const namedFormat: SkillTask = {
   name: 'named-format',
   description: `Write a word in the format a code names ("wrap 4: owl" -> "#owl#"); ${NAMED_FORMATS.length} codes, each with a fixed format the prompt never shows.`,

@@ -8,6 +8,7 @@ import { lastNumber, parseJsonReply, similarity, squash } from './text.js';
 const answerText = (answer: unknown): string | null =>
   typeof answer === 'string' ? answer : typeof answer === 'number' ? String(answer) : null;
 
+/** Reward functions for your own datasets, by name: each compares a reply with the item's `answer`, null where the item has none it can use. */
 export const builtinRewards: Record<string, RewardFunction> = {
   /** 1 when the reply equals the answer (whitespace collapsed, case ignored). */
   exact: {

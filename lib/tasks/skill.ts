@@ -54,6 +54,7 @@ function skillTask(name: string, description: string, draw: (random: Rng, split:
   return { name, description, heldOut: SKILL_HELD_OUT, dataset: (options) => splitDataset(name, draw, options), rewards: partial ? [exact, partial] : [exact] };
 }
 
+/** "add-subtract", a skill task: add or subtract two two-digit numbers. */
 export const addSubtract = skillTask(
   'add-subtract',
   'Add or subtract two two-digit numbers ("47+25=", "83-29="); reply with the number.',
@@ -75,6 +76,7 @@ export const SORT_WORDS: readonly string[] = Object.freeze([
   'frog', 'goat', 'lamp', 'moon', 'nest', 'pear', 'ring', 'rose', 'star', 'tree', 'wolf',
 ]);
 
+/** "sort-words", a skill task: put three or four short words in alphabetical order. */
 export const sortWords = skillTask(
   'sort-words',
   'Put three or four short words in alphabetical order ("sort: owl cat fig" -> "cat fig owl").',
@@ -118,6 +120,7 @@ const countProblems: Record<Split, Map<number, Problem[]>> = (() => {
   return bySplit;
 })();
 
+/** "count-letter", a skill task: how often a letter occurs in a word (1, 2 or 3, equally often). */
 export const countLetter = skillTask(
   'count-letter',
   'Count how often a letter occurs in a word ("count p: pepper" -> "3"); the answers 1, 2 and 3 come equally often.',
@@ -133,6 +136,7 @@ export const countLetter = skillTask(
 /** Formats: the word goes where `*` is. */
 export const FORMATS: readonly string[] = Object.freeze(['[*]', '(*)', '<*>', '{*}', '*!', '#*#', '*-*', '"*"', '_*_', '=*=', '*:*', '*?', '+*+', '/*/', '*.*', '~*']);
 
+/** "copy-format", a skill task: write a word in the format the prompt shows ("format [*]: owl" -> "[owl]"). */
 export const copyFormat = skillTask(
   'copy-format',
   'Write a word in a given format ("format [*]: owl" -> "[owl]").',

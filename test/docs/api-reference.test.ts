@@ -3,14 +3,27 @@
  * without a warning: every type an exported signature names is exported or listed in
  * `intentionallyNotExported` (and nothing listed there is exported or unused), every `{@link}` and
  * every relative link of the guides resolves. Each entry of package.json's exports is a module of
- * the reference with its own comment, and every guide in docs/ is one of its documents. Converted
- * and validated only: no HTML is written.
+ * the reference with its own comment, and every guide in docs/ is one of its documents; in the
+ * entries listed in DOCUMENTED every function, class and constant has a doc comment of its own.
+ * Converted and validated only: no HTML is written.
  */
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Application, Logger, LogLevel, TSConfigReader, TypeDocReader } from 'typedoc';
+import { Application, Logger, LogLevel, ReflectionKind, TSConfigReader, TypeDocReader, type DeclarationReflection } from 'typedoc';
 import { expect, it } from 'vitest';
 import { root } from './blocks.js';
+
+/**
+ * The entries whose every runtime export (function, class, constant) has a doc comment; an entry
+ * joins when its last one gets its comment.
+ */
+const DOCUMENTED = ['webgrpo/math', 'webgrpo/tasks', 'webgrpo/openai', 'webgrpo/server', 'webgrpo/parquet'];
+
+/** Whether a function's signatures, or a class's or constant's declaration, carry a summary. */
+function documented(reflection: DeclarationReflection): boolean {
+  const comments = reflection.kind === ReflectionKind.Function ? (reflection.signatures ?? []).map((s) => s.comment) : [reflection.comment];
+  return comments.some((comment) => comment?.summary.some((part) => part.text.trim()));
+}
 
 /** Keeps what TypeDoc warns about, so a failure says what it was. */
 class Collected extends Logger {
@@ -37,4 +50,10 @@ it('TypeDoc converts and validates the entries, the README and the guides withou
   const guides = (await readdir(join(root, 'docs'))).filter((f) => f.endsWith('.md')).map((f) => f.replace(/\.md$/, ''));
   expect((project!.documents ?? []).map((d) => d.name).sort()).toEqual(guides.sort());
   expect(project!.readme?.length).toBeGreaterThan(0);
+
+  const runtime = ReflectionKind.Function | ReflectionKind.Class | ReflectionKind.Variable;
+  const undocumented = modules
+    .filter((m) => DOCUMENTED.includes(m.name))
+    .flatMap((m) => (m.children ?? []).filter((c) => c.kindOf(runtime) && !documented(c)).map((c) => `${m.name}: ${c.name}`));
+  expect(undocumented).toEqual([]);
 }, 120_000);
