@@ -11,7 +11,7 @@ import { openDB } from 'idb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSession, MemorySessionStore, StoreError, StoreQuotaError, type GroupRecord, type SessionStore } from '../../lib/index.js';
 import { computeAdvantages } from '../../lib/math.js';
-import { openIdbSessionStore, openIdbStore } from '../../lib/idb.js';
+import { openIdbSessionStore, openIdbStore, sealUnverified as sealDatabase } from '../../lib/idb.js';
 import { openFileSessionStore, openFileStore, sealUnverified } from '../../lib/node.js';
 import { MIGRATIONS, type WebgrpoDB } from '../../lib/store/idb-schema.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
@@ -129,6 +129,8 @@ describe('IndexedDB session store', () => {
     const groups = await openIdbSessionStore({ name });
     await groups.put(group('g', 1));
     expect(await groups.list()).toEqual([group('g', 1)]);
+    // Its runs were written before checksums: sealed on their owner's word before they read.
+    expect((await sealDatabase({ name })).length).toBe(1 + sampleItems().length);
     const runs = await openIdbStore({ name });
     expect(await runs.getRun('old')).toEqual(sampleRun('old'));
     expect(await runs.getItems('old')).toEqual(sampleItems());
