@@ -5,8 +5,8 @@
  * otherwise hide any edit; whoever trusts the database as it is says so by sealing it once, and
  * every later edit is caught.
  *
- * Each row of `runs`, `steps`, `pending` and `adapters` without checksums, and each `items` row
- * whose item has none, is rewritten with them, in one transaction (all of them or none); rows that
+ * Each row of `runs`, `steps`, `pending`, `adapters` and `groups` (the ask/tell sessions') without
+ * checksums, and each `items` row whose item has none, is rewritten with them, in one transaction (all of them or none); rows that
  * have them, whatever they say, are left alone, so a record edited since its seal stays damaged.
  * Nothing else is read or checked: run it on a database you trust, with no run training on it.
  */
@@ -17,6 +17,9 @@ import type { RecordLookup } from './record-kind.js';
 
 type Obj = Record<string, unknown>;
 
+/** The object stores whose rows carry checksums (`leases` are the lock's, not records). */
+const STORES = ['runs', 'items', 'steps', 'pending', 'adapters', 'groups'] as const;
+
 const isObj = (value: unknown): value is Obj => typeof value === 'object' && value !== null && !Array.isArray(value);
 const unsealed = (value: unknown): value is Obj => isObj(value) && !(INTEGRITY in value);
 
@@ -25,15 +28,15 @@ export async function sealUnverified(name: string, records: RecordLookup): Promi
   const db = await openWebgrpoDatabase(name, records, () => db.close());
   try {
     return await mapErrors(`seal the records of IndexedDB database "${name}"`, async () => {
-      const tx = db.transaction(['runs', 'items', 'steps', 'pending', 'adapters'], 'readwrite');
+      const tx = db.transaction([...STORES], 'readwrite');
       const done = tx.done;
       const rewritten: string[] = [];
       try {
-        for (const store of ['runs', 'items', 'steps', 'pending', 'adapters'] as const) {
+        for (const store of STORES) {
           let cursor = await tx.objectStore(store).openCursor();
           while (cursor) {
             const row: unknown = cursor.value;
-            const next = store === 'items' ? sealedItem(row) : sealedRow(row, store !== 'runs');
+            const next = store === 'items' ? sealedItem(row) : sealedRow(row, store !== 'runs' && store !== 'groups');
             if (next !== undefined) {
               // The row's key is kept: the seal only adds `integrity`.
               await cursor.update(next as never);

@@ -270,13 +270,14 @@ function isRolloutShape(value: unknown): boolean {
 }
 
 /**
- * A stored ask/tell group (`groups/<id>.json`): the group asked for (a file copied over another
- * group's is not it), its checksums present and agreeing (a group without them cannot be verified
- * and is not served), and the fields a tell and an export read. `what` names the file.
+ * A stored ask/tell group (`groups/<id>.json`, a `groups` row): the group asked for (a file copied
+ * over another group's is not it), its checksums present and agreeing (a group without them cannot
+ * be verified and is not served), and the fields a tell and an export read. `what` names the file
+ * or record, `remedy` (what to do about it) ends the message.
  */
-export function checkGroup(stored: unknown, id: string, what: string): GroupRecord {
+export function checkGroup(stored: unknown, id: string, what: string, remedy: string): GroupRecord {
   const damaged = (problem: string, field?: string): never => {
-    throw new StoreCorruptError(what, `${what} ${problem}; restore it from a backup or delete that file (its group is then unknown to the server).`, field === undefined ? undefined : { field });
+    throw new StoreCorruptError(what, `${what} ${problem}; ${remedy}.`, field === undefined ? undefined : { field });
   };
   if (!isObj(stored)) damaged('is not a group record (expected a JSON object)');
   const { record, integrity } = unsealed(stored);

@@ -168,6 +168,35 @@ describe('IndexedDB session store', () => {
   });
 });
 
+describe('IndexedDB session store checksums', () => {
+  it('names an edited group, or one without checksums, as damaged without changing it, and serves an old one once its owner sealed the database', async () => {
+    const name = `sessions-${dbCounter++}`;
+    const store = await openIdbSessionStore({ name });
+    await store.put(group('new', 1));
+    const raw = await openDB(name);
+    // As a version before checksums wrote it; and a sealed group edited by hand.
+    await raw.put('groups', group('old', 2));
+    const edited = (await raw.get('groups', 'new')) as GroupRecord & { integrity?: unknown };
+    expect(edited.integrity).toBeDefined();
+    edited.completions[0].text = 'edited';
+    await raw.put('groups', edited);
+    const before = await raw.getAll('groups');
+    await expect(store.get('old')).rejects.toMatchObject({ code: 'StoreCorrupt', field: 'integrity', what: `the groups record "old" in IndexedDB database "${name}"`, message: expect.stringMatching(/has no checksum.*sealUnverified\(\{ name \}\) from webgrpo\/idb/) });
+    await expect(store.get('new')).rejects.toMatchObject({ code: 'StoreCorrupt', field: 'completions[0].text' });
+    await expect(store.list()).rejects.toMatchObject({ code: 'StoreCorrupt' });
+    // A tell of a damaged group changes nothing.
+    await expect(createSession({ policy: createToyPolicy(), store }).tell({ groupId: 'old', rewards: [1, 0] })).rejects.toMatchObject({ code: 'StoreCorrupt' });
+    expect(await raw.getAll('groups')).toEqual(before);
+    raw.close();
+
+    expect(await sealDatabase({ name })).toEqual(['groups "old"']);
+    expect(await store.get('old')).toEqual(group('old', 2));
+    await expect(store.get('new')).rejects.toMatchObject({ field: 'completions[0].text' });
+    expect(await sealDatabase({ name })).toEqual([]);
+    await store.close();
+  });
+});
+
 describe('file session store', () => {
   it('shares the run store folder, ignores leftovers of a killed write and reports corrupt files', async () => {
     const dir = await tempDir();
