@@ -214,10 +214,24 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
+/** Whitespace and the invisible joiners an echo may put inside a key (a line wrap, `sk-live-0123 4567…`). */
+const SPLIT = '[\\s\\u200b-\\u200d\\u2060\\ufeff]*';
+
+/**
+ * A spelling as a pattern that also finds it split: any run of whitespace or invisible characters
+ * between two of its characters (a key broken in two, hex dumped in pairs, base64 wrapped at 76
+ * columns). Its characters still have to appear whole and in order, so ordinary words never match;
+ * spellings shorter than `MIN_ENCODED` are matched only as they are, for the same reason.
+ */
+function splittable(spelling: string): string {
+  const chars = Array.from(spelling, escapeRegExp);
+  return chars.join(spelling.length < MIN_ENCODED ? '' : SPLIT);
+}
+
 /**
  * A function that cuts every credential out of a text: each value of a header not known to be safe,
  * its token without the scheme (`Bearer <key>`), their URL- and JSON-escaped and base64 forms, in
- * any letter case (a server may upper-case what it echoes).
+ * any letter case (a server may upper-case what it echoes) and split by whitespace anywhere.
  */
 export function redactor(headers: Record<string, string>): (text: string) => string {
   const secrets = new Set<string>();
@@ -230,7 +244,7 @@ export function redactor(headers: Record<string, string>): (text: string) => str
     }
   }
   const ordered = [...secrets].sort((a, b) => b.length - a.length);
-  const pattern = ordered.length > 0 ? new RegExp(ordered.map(escapeRegExp).join('|'), 'gi') : undefined;
+  const pattern = ordered.length > 0 ? new RegExp(ordered.map(splittable).join('|'), 'gi') : undefined;
   return (text) => {
     const out = pattern ? text.replace(pattern, '[redacted]') : text;
     // Whatever else a server echoes after a scheme keyword is a credential too.

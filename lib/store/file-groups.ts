@@ -66,7 +66,7 @@ export class FileSessionStore implements SessionStore {
 /** The group in the file at `path`, checked to be group `id` as it was written; undefined if there is none. */
 async function readGroup(path: string, id: string): Promise<GroupRecord | undefined> {
   const stored = await readJson<unknown>(path, 'restore it from a backup or delete that file');
-  return stored === undefined ? undefined : checkGroup(stored, id, path);
+  return stored === undefined ? undefined : checkGroup(stored, id, path, 'restore it from a backup or delete that file (its group is then unknown to the server)');
 }
 
 /** The group id a file name stands for (`fileName` undone). */

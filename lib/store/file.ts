@@ -36,6 +36,8 @@ import { damagedAmong, leftOut } from './damage.js';
 import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from './types.js';
 
 const FORMAT = 'webgrpo.file-store';
+/** How a file store written before checksums is sealed, for the message that finds a record without them. */
+const FILE_SEAL = '`webgrpo train --store <folder> --seal-unverified` (sealUnverified in webgrpo/node)';
 
 /** Layout migrations; a new folder runs them all. Append, never edit. */
 const MIGRATIONS: ReadonlyArray<(root: string, records: RecordLookup) => Promise<void>> = [
@@ -140,7 +142,7 @@ export class FileStore implements Store {
     const dir = this.#dir(runId);
     const path = join(dir, 'run.json');
     const run = await guard(`read run "${runId}"`, () => readJson<unknown>(path));
-    if (run !== undefined) return requireSeal(run, path, runId, () => checkRun(run, runId, path, this.#records));
+    if (run !== undefined) return requireSeal(run, path, runId, FILE_SEAL, () => checkRun(run, runId, path, this.#records));
     // Run folders are built whole under another name and renamed into place, so one without its record lost it.
     if (await guard(`read run "${runId}"`, () => isFolder(dir))) {
       throw new StoreCorruptError(path, `${path} is missing, but ${dir} holds the rest of run "${runId}"; ${remedy(runId)}.`);
@@ -191,7 +193,7 @@ export class FileStore implements Store {
     const run = await this.#requireRun(runId);
     const path = join(this.#dir(runId), 'items.json');
     const items = await guard(`read the dataset of run "${runId}"`, () => readJson<unknown>(path));
-    return requireSeal(items, path, runId, () => checkItems(items, run, path));
+    return requireSeal(items, path, runId, FILE_SEAL, () => checkItems(items, run, path));
   }
 
   async putItemResult(runId: string, result: ItemResult): Promise<void> {
@@ -210,7 +212,7 @@ export class FileStore implements Store {
       if (step <= last) return [];
       const names = (await listJson(dir)).filter((name) => name.startsWith(`${pad(step, 6)}-`)).sort();
       const results = await Promise.all(names.map(async (name) => [join(dir, name), await readJson<unknown>(join(dir, name))] as const));
-      return results.filter(([, r]) => r !== undefined).map(([path, r]) => requireSeal(r, path, runId, () => checkPending(r, step - 1, run, path)));
+      return results.filter(([, r]) => r !== undefined).map(([path, r]) => requireSeal(r, path, runId, FILE_SEAL, () => checkPending(r, step - 1, run, path)));
     });
   }
 
@@ -270,7 +272,7 @@ export class FileStore implements Store {
     if (adapter === undefined && keepsAdapter(run.kind, this.#records)) {
       throw new StoreCorruptError(path, `${path} is missing: step ${last} of run "${runId}" was committed with it; restore it from a backup or an export of the run, or delete the run and start it again.`);
     }
-    return adapter === undefined ? undefined : requireSeal(adapter, path, runId, () => checkAdapter(adapter, run, last, path, this.#records));
+    return adapter === undefined ? undefined : requireSeal(adapter, path, runId, FILE_SEAL, () => checkAdapter(adapter, run, last, path, this.#records));
   }
 
   async lockRun(runId: string): Promise<RunLock> {
@@ -297,7 +299,7 @@ export class FileStore implements Store {
     const pending = await guard('read pending items', async () => {
       const names = (await listJson(pendingDir)).sort().filter((name) => Number(name.slice(0, 6)) > steps.length);
       const rows = await Promise.all(names.map(async (name) => [join(pendingDir, name), await readJson<unknown>(join(pendingDir, name))] as const));
-      return rows.filter(([, r]) => r !== undefined).map(([path, r]) => requireSeal(r, path, runId, () => checkPending(r, steps.length, run, path)));
+      return rows.filter(([, r]) => r !== undefined).map(([path, r]) => requireSeal(r, path, runId, FILE_SEAL, () => checkPending(r, steps.length, run, path)));
     });
     return { run, items, steps, pending, ...(adapter ? { adapter } : {}) };
   }
@@ -358,7 +360,7 @@ export class FileStore implements Store {
   async #readStep(run: RunRecord, step: number): Promise<StepRecord | undefined> {
     const path = join(this.#dir(run.id), 'steps', `${pad(step, 6)}.json`);
     const record = await guard(`read step ${step}`, () => readJson<unknown>(path));
-    return record === undefined ? undefined : requireSeal(record, path, run.id, () => checkStep(record, step, run, path, this.#records));
+    return record === undefined ? undefined : requireSeal(record, path, run.id, FILE_SEAL, () => checkStep(record, step, run, path, this.#records));
   }
 
   /** The run folders' names (a folder may have lost its run.json). */

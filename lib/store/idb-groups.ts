@@ -2,6 +2,9 @@
  * `IdbSessionStore`: an ask/tell session's groups in the browser's IndexedDB, in the same database
  * as the runs (object store `groups`, added in schema version 3). Each `put` is one transaction, so a group
  * is stored whole or not at all; a full quota is a `StoreQuotaError` that leaves the group as it was.
+ * Each group is written with the stores' checksums and checked as it is read (integrity.ts): an
+ * edited group, or one without checksums, is a `StoreCorruptError` and is never told (idb-seal.ts
+ * seals a database written before them, on its owner's word).
  */
 import type { IDBPDatabase } from 'idb';
 import { StoreError } from '../errors.js';
@@ -10,6 +13,8 @@ import type { WebgrpoDB } from './idb-schema.js';
 import { mapErrors } from './idb-errors.js';
 import { openWebgrpoDatabase } from './idb-open.js';
 import type { RecordLookup } from './record-kind.js';
+import { sealed } from './checksum.js';
+import { checkGroup } from './integrity.js';
 
 export interface IdbSessionStoreOptions {
   /** Database name. Default `webgrpo` (the run store's). */
@@ -49,7 +54,7 @@ export class IdbSessionStore implements SessionStore {
         const done = tx.done;
         done.catch(() => undefined);
         try {
-          await tx.store.put(group);
+          await tx.store.put(sealed(group));
         } catch (error) {
           // A request that throws as it is made (quota, data errors): nothing of it may stay.
           try {
@@ -73,13 +78,20 @@ export class IdbSessionStore implements SessionStore {
 
   async get(id: string): Promise<GroupRecord | undefined> {
     this.#checkOpen();
-    return mapErrors(`read group "${id}"`, () => this.#db.get('groups', id));
+    const row = await mapErrors(`read group "${id}"`, () => this.#db.get('groups', id));
+    return row === undefined ? undefined : this.#checked(row, id);
   }
 
   /** Every group, oldest first (by `createdAt`, then id). */
   async list(): Promise<GroupRecord[]> {
     this.#checkOpen();
-    return mapErrors('list the stored groups', () => this.#db.getAllFromIndex('groups', 'created'));
+    const rows = await mapErrors('list the stored groups', () => this.#db.getAllFromIndex('groups', 'created'));
+    return rows.map((row) => this.#checked(row, row.id));
+  }
+
+  #checked(row: unknown, id: string): GroupRecord {
+    const what = `the groups record ${JSON.stringify(id)} in IndexedDB database "${this.#name}"`;
+    return checkGroup(row, id, what, 'delete that record (its group is then unknown to the session); a database written before checksums is sealed once with sealUnverified({ name }) from webgrpo/idb');
   }
 
   /** Resolves when every `put` started so far has committed (each has, once it resolves). */

@@ -7,23 +7,27 @@
  * uses the Web Locks API where it exists (held by this tab, released by the browser when the tab
  * closes or crashes) and otherwise a lease row renewed by a heartbeat. Each record is written with
  * checksums of its fields (checksum.ts; a dataset row: its item), checked as it is read
- * (integrity.ts).
+ * (integrity.ts); a record without them is damage (idb-seal.ts seals a database written before
+ * them, on its owner's word).
  */
 import type { IDBPDatabase } from 'idb';
 import { NotFoundError, StoreCorruptError, StoreError } from '../errors.js';
 import { mapErrors } from './idb-errors.js';
 import { lockRunInIdb } from './idb-lock.js';
 import { openWebgrpoDatabase } from './idb-open.js';
-import type { WebgrpoDB } from './idb-schema.js';
+import type { AdapterRow, PendingRow, StepRow, WebgrpoDB } from './idb-schema.js';
 import { requests, runRange, stripRunId, type Names, type Tx } from './idb-tx.js';
 import { sealed } from './checksum.js';
 import { damagedAmong, leftOut } from './damage.js';
-import { checkAdapter, checkCompleted, checkItems, checkPending, checkProgress, checkRun, checkStep, checkStepNumbers, remedy } from './integrity.js';
+import { checkAdapter, checkCompleted, checkItems, checkPending, checkProgress, checkRun, checkStep, checkStepNumbers, remedy, requireSeal } from './integrity.js';
 import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, keepsAdapter, runExists, withEvaluation } from './rules.js';
 import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord, StoredCheckpoint } from './records.js';
 import type { DatasetItem } from '../core/dataset.js';
 import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from './types.js';
 import type { RecordLookup } from './record-kind.js';
+
+/** How a database written before checksums is sealed, for the message that finds a record without them. */
+const IDB_SEAL = 'sealUnverified({ name }) from webgrpo/idb';
 
 export interface IdbStoreOptions {
   /** Database name. Default `webgrpo`. */
@@ -70,14 +74,14 @@ export class IdbStore implements Store {
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
     const run = await this.#read(['runs'], (tx) => tx.objectStore('runs').get(runId));
-    return run === undefined ? undefined : checkRun(run, runId, this.#what('runs', runId), this.#records);
+    return run === undefined ? undefined : this.#run(run, runId);
   }
 
   async listRuns(): Promise<RunRecord[]> {
     const rows = await this.#read(['runs'], (tx) => tx.objectStore('runs').getAll());
     const runs = rows.map((row) => {
       try {
-        return checkRun(row, row.id, this.#what('runs', row.id), this.#records);
+        return this.#run(row, row.id);
       } catch (error) {
         return leftOut(error);
       }
@@ -105,7 +109,7 @@ export class IdbStore implements Store {
     await this.#write(['runs', 'steps'], `update run "${runId}"`, async (tx) => {
       const run = await tx.objectStore('runs').get(runId);
       if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
-      const checked = checkRun(run, runId, this.#what('runs', runId), this.#records);
+      const checked = this.#run(run, runId);
       if (patch.status === 'completed') checkCompleted(checked, await tx.objectStore('steps').count(runRange(runId)), this.#what('steps', runId));
       const next: RunRecord = { ...checked, status: patch.status, updatedAt: new Date().toISOString() };
       if (patch.error !== undefined) next.error = patch.error;
@@ -118,7 +122,7 @@ export class IdbStore implements Store {
     await this.#write(['runs'], `keep the evaluation of epoch ${evaluation.epoch}`, async (tx) => {
       const run = await tx.objectStore('runs').get(runId);
       if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
-      await tx.objectStore('runs').put(sealed(withEvaluation(checkRun(run, runId, this.#what('runs', runId), this.#records), evaluation)));
+      await tx.objectStore('runs').put(sealed(withEvaluation(this.#run(run, runId), evaluation)));
     });
   }
 
@@ -154,14 +158,14 @@ export class IdbStore implements Store {
       await tx.objectStore('pending').getAll(IDBKeyRange.bound([runId, step], [runId, step, []])),
     ] as const);
     if (step <= last) return [];
-    return rows.map((row) => checkPending(stripRunId(row), step - 1, run, this.#what('pending', runId, step, row.position)));
+    return rows.map((row) => this.#pending(row, step - 1, run));
   }
 
   async commitStep(runId: string, step: StepRecord, extras: StepExtras = {}): Promise<void> {
     await this.#write(['runs', 'steps', 'pending', 'adapters'], `commit step ${step.step}`, async (tx) => {
       const stored = await tx.objectStore('runs').get(runId);
       if (!stored) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
-      const run = checkRun(stored, runId, this.#what('runs', runId), this.#records);
+      const run = this.#run(stored, runId);
       const cursor = await tx.objectStore('steps').openCursor(runRange(runId), 'prev');
       checkNextStep(runId, cursor ? cursor.value.step : 0, step.step);
       await requests([
@@ -176,7 +180,7 @@ export class IdbStore implements Store {
   async getStep(runId: string, step: number): Promise<StepRecord | undefined> {
     const run = await this.getRun(runId);
     const row = run && (await this.#read(['steps'], (tx) => tx.objectStore('steps').get([runId, step])));
-    return row && checkStep(stripRunId(row), step, run, this.#what('steps', runId, step), this.#records);
+    return row && this.#step(row, run);
   }
 
   async listSteps(runId: string, range: StepRange = {}): Promise<StepRecord[]> {
@@ -188,7 +192,7 @@ export class IdbStore implements Store {
       await this.#lastNumber(tx, run);
       return tx.objectStore('steps').getAll(IDBKeyRange.bound([runId, from], upper));
     });
-    return rows.map((row) => checkStep(stripRunId(row), row.step, run, this.#what('steps', runId, row.step), this.#records));
+    return rows.map((row) => this.#step(row, run));
   }
 
   async lastStep(runId: string): Promise<StepRecord | undefined> {
@@ -198,7 +202,7 @@ export class IdbStore implements Store {
       await this.#lastNumber(tx, run);
       return (await tx.objectStore('steps').openCursor(runRange(runId), 'prev'))?.value;
     });
-    return row && checkStep(stripRunId(row), row.step, run, this.#what('steps', runId, row.step), this.#records);
+    return row && this.#step(row, run);
   }
 
   async getAdapter(runId: string): Promise<StoredCheckpoint | undefined> {
@@ -209,7 +213,7 @@ export class IdbStore implements Store {
     if (keepsAdapter(run.kind, this.#records) && last > 0 && (row === undefined || row.step !== last)) {
       throw new StoreCorruptError(what, `${what} ${row ? `is of step ${row.step}` : 'is missing'}, but step ${last} was committed with its checkpoint; ${remedy(runId)}.`);
     }
-    return row && checkAdapter(stripRunId(row), run, last, what, this.#records);
+    return row && this.#adapter(row, run, last);
   }
 
   async lockRun(runId: string): Promise<RunLock> {
@@ -238,7 +242,7 @@ export class IdbStore implements Store {
     return this.#read(['runs', 'items', 'steps', 'pending', 'adapters'], async (tx) => {
       const stored = await tx.objectStore('runs').get(runId);
       if (!stored) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
-      const run = checkRun(stored, runId, this.#what('runs', runId), this.#records);
+      const run = this.#run(stored, runId);
       const [items, steps, pending, adapter] = await Promise.all([
         tx.objectStore('items').getAll(runRange(runId)),
         tx.objectStore('steps').getAll(runRange(runId)),
@@ -250,10 +254,10 @@ export class IdbStore implements Store {
       const bundle: RunBundle = {
         run,
         items: this.#items(run, items),
-        steps: steps.map((row) => checkStep(stripRunId(row), row.step, run, this.#what('steps', runId, row.step), this.#records)),
-        pending: pending.map((row) => checkPending(stripRunId(row), steps.length, run, this.#what('pending', runId, row.step, row.position))),
+        steps: steps.map((row) => this.#step(row, run)),
+        pending: pending.map((row) => this.#pending(row, steps.length, run)),
       };
-      if (adapter) bundle.adapter = checkAdapter(stripRunId(adapter), run, steps.length, this.#what('adapters', runId), this.#records);
+      if (adapter) bundle.adapter = this.#adapter(adapter, run, steps.length);
       return bundle;
     });
   }
@@ -305,7 +309,37 @@ export class IdbStore implements Store {
     rows.forEach((row, i) => {
       if (row.index !== i) throw new StoreCorruptError(what, `${what} lack item ${i}; ${remedy(run.id)}.`);
     });
-    return checkItems(rows.length === 0 ? undefined : rows.map((row) => row.item), run, what);
+    const items = rows.length === 0 ? undefined : rows.map((row) => row.item);
+    return this.#verified(items, what, run.id, () => checkItems(items, run, what));
+  }
+
+  /** A run row, checked; without its checksums, damage. */
+  #run(row: unknown, runId: string): RunRecord {
+    const what = this.#what('runs', runId);
+    return this.#verified(row, what, runId, () => checkRun(row, runId, what, this.#records));
+  }
+
+  #step(row: StepRow, run: RunRecord): StepRecord {
+    const what = this.#what('steps', run.id, row.step);
+    const stored = stripRunId(row);
+    return this.#verified(stored, what, run.id, () => checkStep(stored, row.step, run, what, this.#records));
+  }
+
+  #pending(row: PendingRow, committed: number, run: RunRecord): ItemResult {
+    const what = this.#what('pending', run.id, row.step, row.position);
+    const stored = stripRunId(row);
+    return this.#verified(stored, what, run.id, () => checkPending(stored, committed, run, what));
+  }
+
+  #adapter(row: AdapterRow, run: RunRecord, last: number): StoredCheckpoint {
+    const what = this.#what('adapters', run.id);
+    const stored = stripRunId(row);
+    return this.#verified(stored, what, run.id, () => checkAdapter(stored, run, last, what, this.#records));
+  }
+
+  /** `check(stored)`, refusing a record without checksums (idb-seal.ts seals a database written before them, on its owner's word). */
+  #verified<T>(stored: unknown, what: string, runId: string, check: () => T): T {
+    return requireSeal(stored, what, runId, IDB_SEAL, check);
   }
 
   /** Names a record for messages: its object store and key. */

@@ -9,8 +9,8 @@
  * number, a pending item sits at a position of the next step's batch, and the adapter checkpoint
  * is the last step's and decodes. Every record the stores write also carries checksums of its
  * fields (checksum.ts: the run record with its config, each dataset item, step, pending item and
- * adapter checkpoint with its tensors), checked here when present; records written before them are
- * checked without. A run cannot be marked completed before its schedule's last step is stored.
+ * adapter checkpoint with its tensors), checked here; a record without them is damage
+ * (`requireSeal`). A run cannot be marked completed before its schedule's last step is stored.
  * The method's parts (its run fields, step payload and checkpoint) are read by the run kind's
  * `RecordKind`, from the records the store was opened with; a kind none of them knows is read
  * with the common checks alone.
@@ -270,13 +270,14 @@ function isRolloutShape(value: unknown): boolean {
 }
 
 /**
- * A stored ask/tell group (`groups/<id>.json`): the group asked for (a file copied over another
- * group's is not it), its checksums present and agreeing (a group without them cannot be verified
- * and is not served), and the fields a tell and an export read. `what` names the file.
+ * A stored ask/tell group (`groups/<id>.json`, a `groups` row): the group asked for (a file copied
+ * over another group's is not it), its checksums present and agreeing (a group without them cannot
+ * be verified and is not served), and the fields a tell and an export read. `what` names the file
+ * or record, `remedy` (what to do about it) ends the message.
  */
-export function checkGroup(stored: unknown, id: string, what: string): GroupRecord {
+export function checkGroup(stored: unknown, id: string, what: string, remedy: string): GroupRecord {
   const damaged = (problem: string, field?: string): never => {
-    throw new StoreCorruptError(what, `${what} ${problem}; restore it from a backup or delete that file (its group is then unknown to the server).`, field === undefined ? undefined : { field });
+    throw new StoreCorruptError(what, `${what} ${problem}; ${remedy}.`, field === undefined ? undefined : { field });
   };
   if (!isObj(stored)) damaged('is not a group record (expected a JSON object)');
   const { record, integrity } = unsealed(stored);
@@ -301,13 +302,14 @@ function changeText(field: string, change: FieldChange['change']): string {
 }
 
 /**
- * A stored file's records carry their checksums: one that lacks them (its `integrity` key deleted,
- * which would hide any edit, or a file an early webgrpo wrote) cannot be verified and is damage,
- * not trusted. Stores written before checksums are sealed once, on their owner's word, with
- * `sealUnverified` (file-seal.ts). `stored` is one record, or a list of them (items.json); `check`
- * reads it first, so a record broken in its shape is named by what is broken.
+ * A stored record carries its checksums: one that lacks them (its `integrity` key deleted, which
+ * would hide any edit, or a record an early webgrpo wrote) cannot be verified and is damage, not
+ * trusted. Stores written before checksums are sealed once, on their owner's word (`sealWith`
+ * names how, in the store at hand: file-seal.ts, idb-seal.ts). `stored` is one record, or a list of
+ * them (items.json, a run's dataset rows); `check` reads it first, so a record broken in its shape
+ * is named by what is broken.
  */
-export function requireSeal<T>(stored: unknown, what: string, runId: string, check: () => T): T {
+export function requireSeal<T>(stored: unknown, what: string, runId: string, sealWith: string, check: () => T): T {
   const checked = check();
   const list = Array.isArray(stored);
   (list ? (stored as unknown[]) : [stored]).forEach((record, i) => {
@@ -315,7 +317,7 @@ export function requireSeal<T>(stored: unknown, what: string, runId: string, che
     const field = list ? `[${i}].${INTEGRITY}` : INTEGRITY;
     corrupt(
       what,
-      `has no checksum (${field} is missing: the key was removed, or webgrpo before checksums wrote it), so no edit of it could be found; if webgrpo wrote this store before checksums and you trust its files, seal them once with \`webgrpo train --store <folder> --seal-unverified\` (sealUnverified in webgrpo/node), otherwise ${remedy(runId)}`,
+      `has no checksum (${field} is missing: the key was removed, or webgrpo before checksums wrote it), so no edit of it could be found; if webgrpo wrote this store before checksums and you trust it as it is, seal it once with ${sealWith}, otherwise ${remedy(runId)}`,
       runId,
       field,
     );

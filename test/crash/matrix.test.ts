@@ -8,14 +8,14 @@
  * all of them); the kill child is a real process.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunBundle } from '../../lib/index.js';
 import { openEpochExport, openFileStore } from '../../lib/node.js';
 import { recordReference, standardShape } from '../tfgrpo/helpers/fixture.js';
+import { comparable, leftovers } from './compare.js';
 import { drive, EXPORT, type LoopKind } from './runs.js';
 
 const child = fileURLToPath(new URL('./child.ts', import.meta.url));
@@ -37,24 +37,6 @@ function runChild(kind: LoopKind, store: string, exportPath: string, k: number):
     proc.stdout.on('data', (d) => (stdout += d));
     proc.on('exit', (code, signal) => resolve({ code, signal, stdout }));
   });
-}
-
-/** What must match an uninterrupted run: every step but its timings (commit time, a lora step's refresh), the checkpoint, the end. */
-function comparable(bundle: RunBundle) {
-  return {
-    status: bundle.run.status,
-    items: bundle.items,
-    steps: bundle.steps.map(({ committedAt: _t, payload, ...step }) => ({ ...step, payload: { ...payload, refreshMs: undefined } })),
-    pending: bundle.pending,
-    // The checkpoint as saved, but for the time it was written.
-    adapter: bundle.adapter ? JSON.parse(JSON.stringify(bundle.adapter, (key, value: unknown) => (key === 'createdAt' ? undefined : value))) : null,
-  };
-}
-
-/** Temporary files and folders a kill left. (A dead process's lock stays: the next lockRun takes it over.) */
-async function leftovers(root: string): Promise<string[]> {
-  const names = await readdir(root, { recursive: true });
-  return names.filter((name) => /\.tmp$|(^|\/)\.new-|(^|\/)\.trash-/.test(name));
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * Session groups in the real IndexedDB of headless Chromium (test/browser/pages/session-store.html):
  * they survive a reopened database, a database of an older schema is migrated with its runs kept
- * (their steps in today's shape), and a full quota is a StoreQuotaError that leaves the stored group as it was.
+ * (their steps in today's shape; like a group stored without checksums, unverifiable until sealed
+ * with sealUnverified), and a full quota is a StoreQuotaError that leaves the stored group as it was.
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -36,7 +37,17 @@ interface SessionsWindow {
   sessions: {
     askAndTell(name: string, rewards: number[]): Promise<Told>;
     reopen(name: string, groupId: string): Promise<{ group: GroupRecord; ids: string[] }>;
-    migrate(name: string): Promise<{ version: number; stores: string[]; run: { id: string } | undefined; step: Record<string, unknown> | undefined; groupId: string }>;
+    migrate(name: string): Promise<{
+      version: number;
+      stores: string[];
+      refused: { run?: { code: string; message: string }; group?: { code: string; message: string } };
+      sealed: string[];
+      run: { id: string } | undefined;
+      step: Record<string, unknown> | undefined;
+      groupText: string[];
+      toldText: string[];
+      groupId: string;
+    }>;
     quota(name: string, groupId: string): Promise<{ error?: { code: string; message: string }; kept: GroupRecord }>;
   };
   ready?: boolean;
@@ -64,6 +75,10 @@ describe('session groups in headless Chromium (real IndexedDB)', () => {
     const migrated = await page.evaluate(() => (window as unknown as SessionsWindow).sessions.migrate('legacy'));
     expect(migrated.version).toBe(5);
     expect(migrated.stores).toEqual(['adapters', 'groups', 'items', 'leases', 'pending', 'runs', 'steps']);
+    expect(migrated.refused.run).toMatchObject({ code: 'StoreCorrupt', message: expect.stringMatching(/has no checksum .*sealUnverified/) });
+    expect(migrated.refused.group).toMatchObject({ code: 'StoreCorrupt', message: expect.stringMatching(/has no checksum/) });
+    expect(migrated.sealed).toEqual(['runs "old"', 'steps ["old",1]', 'groups "legacy-group"']);
+    expect(migrated.groupText).toEqual(migrated.toldText);
     expect(migrated.run?.id).toBe('old');
     const library = { nextId: 0, entries: [], exemplars: [] };
     expect(migrated.step).toEqual({

@@ -11,7 +11,7 @@ import { openDB } from 'idb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSession, MemorySessionStore, StoreError, StoreQuotaError, type GroupRecord, type SessionStore } from '../../lib/index.js';
 import { computeAdvantages } from '../../lib/math.js';
-import { openIdbSessionStore, openIdbStore } from '../../lib/idb.js';
+import { openIdbSessionStore, openIdbStore, sealUnverified as sealDatabase } from '../../lib/idb.js';
 import { openFileSessionStore, openFileStore, sealUnverified } from '../../lib/node.js';
 import { MIGRATIONS, type WebgrpoDB } from '../../lib/store/idb-schema.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
@@ -129,6 +129,8 @@ describe('IndexedDB session store', () => {
     const groups = await openIdbSessionStore({ name });
     await groups.put(group('g', 1));
     expect(await groups.list()).toEqual([group('g', 1)]);
+    // Its runs were written before checksums: sealed on their owner's word before they read.
+    expect((await sealDatabase({ name })).length).toBe(1 + sampleItems().length);
     const runs = await openIdbStore({ name });
     expect(await runs.getRun('old')).toEqual(sampleRun('old'));
     expect(await runs.getItems('old')).toEqual(sampleItems());
@@ -163,6 +165,35 @@ describe('IndexedDB session store', () => {
     expect((await session.tell({ groupId, rewards: [1, 0] })).advantages).toHaveLength(2);
     await store.close();
     await expect(store.list()).rejects.toBeInstanceOf(StoreError);
+  });
+});
+
+describe('IndexedDB session store checksums', () => {
+  it('names an edited group, or one without checksums, as damaged without changing it, and serves an old one once its owner sealed the database', async () => {
+    const name = `sessions-${dbCounter++}`;
+    const store = await openIdbSessionStore({ name });
+    await store.put(group('new', 1));
+    const raw = await openDB(name);
+    // As a version before checksums wrote it; and a sealed group edited by hand.
+    await raw.put('groups', group('old', 2));
+    const edited = (await raw.get('groups', 'new')) as GroupRecord & { integrity?: unknown };
+    expect(edited.integrity).toBeDefined();
+    edited.completions[0].text = 'edited';
+    await raw.put('groups', edited);
+    const before = await raw.getAll('groups');
+    await expect(store.get('old')).rejects.toMatchObject({ code: 'StoreCorrupt', field: 'integrity', what: `the groups record "old" in IndexedDB database "${name}"`, message: expect.stringMatching(/has no checksum.*sealUnverified\(\{ name \}\) from webgrpo\/idb/) });
+    await expect(store.get('new')).rejects.toMatchObject({ code: 'StoreCorrupt', field: 'completions[0].text' });
+    await expect(store.list()).rejects.toMatchObject({ code: 'StoreCorrupt' });
+    // A tell of a damaged group changes nothing.
+    await expect(createSession({ policy: createToyPolicy(), store }).tell({ groupId: 'old', rewards: [1, 0] })).rejects.toMatchObject({ code: 'StoreCorrupt' });
+    expect(await raw.getAll('groups')).toEqual(before);
+    raw.close();
+
+    expect(await sealDatabase({ name })).toEqual(['groups "old"']);
+    expect(await store.get('old')).toEqual(group('old', 2));
+    await expect(store.get('new')).rejects.toMatchObject({ field: 'completions[0].text' });
+    expect(await sealDatabase({ name })).toEqual([]);
+    await store.close();
   });
 });
 

@@ -17,9 +17,9 @@ import { run as trainCli, type TrainIo } from '../../lib/cli/train.js';
 import { StoreCorruptError } from '../../lib/errors.js';
 import { gradientGrpo, resumeGradientGrpo } from '../../lib/methods/gradient/method.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import { exportRun, importRun } from '../../lib/index.js';
-import { openFileStore, sealUnverified } from '../../lib/node.js';
-import { openIdbStore } from '../../lib/idb.js';
+import { exportRun, importRun, MemoryStore } from '../../lib/index.js';
+import { openFileStore, sealUnverified as sealFolder } from '../../lib/node.js';
+import { openIdbStore, sealUnverified } from '../../lib/idb.js';
 import type { RunExport } from '../../lib/store/bundle.js';
 import type { Store } from '../../lib/store/types.js';
 import { digits } from '../../lib/tasks/characters.js';
@@ -155,7 +155,7 @@ describe('a file store edited by hand', () => {
     await edit(dir);
     // A store written before checksums, edited, then sealed on its owner's word: the schedule and
     // the checkpoint's own checks still catch what the seal took as it was.
-    if (old) await sealUnverified(dir);
+    if (old) await sealFolder(dir);
     const before = await snapshot(dir);
     const store = await openFileStore(dir);
 
@@ -250,6 +250,15 @@ describe('an IndexedDB store edited by hand', () => {
     ['config.batchSize 2 -> 3', 'the runs records ["g"]', 'config.batchSize', async (db) => db.put('runs', edited(await db.get('runs', RUN), (r) => (r.config.batchSize = 3)))],
     ['a garbled adapter tensor', 'the adapters records ["g"]', 'adapter.a', async (db) => db.put('adapters', edited(await db.get('adapters', RUN), (c) => (c.adapter.a = garbled(c.adapter.a))))],
     ['the run record deleted', 'the runs records ["g"]', undefined, (db) => db.delete('runs', RUN)],
+    // Deleting a record's checksums must not hide an edit of it: the record is unverifiable, damage of its own.
+    ['the run record\'s integrity removed and config.epochs edited', 'the runs records ["g"]', 'integrity', async (db) => db.put('runs', unsealedEdit(await db.get('runs', RUN), (r) => (r.config.epochs = 5)))],
+    ['a step\'s integrity removed and a reward edited', 'the steps record ["g",1]', 'integrity', async (db) => db.put('steps', unsealedEdit(await db.get('steps', [RUN, 1]), (s) => (s.items[0].rollouts[0].reward = 0.987654)))],
+    ['an item\'s integrity removed', 'the items records ["g"]', '[0].integrity', async (db) => {
+      const row = (await db.get('items', [RUN, 0])) as { item: Record<string, unknown> };
+      delete row.item.integrity;
+      return db.put('items', row);
+    }],
+    ['the checkpoint\'s integrity removed', 'the adapters records ["g"]', 'integrity', async (db) => db.put('adapters', unsealedEdit(await db.get('adapters', RUN), () => undefined))],
   ];
 
   it.each(damages)('%s: StoreCorruptError naming the record and the field, listed as damaged, the records kept', async (_name, record, field, damage) => {
@@ -265,7 +274,7 @@ describe('an IndexedDB store edited by hand', () => {
       const error = await corruption(resumeGradientGrpo(RUN, { policy, rewards: shape.rewards, store }).result());
       expect([error.what, error.field]).toEqual([damaged.error.what, field]);
     }
-    expect((await store.listRuns()).some((r) => r.id === RUN)).toBe(record.includes('adapters'));
+    expect((await store.listRuns()).some((r) => r.id === RUN)).toBe(!record.includes('runs'));
     await store.close();
     const reopened = await openDB(name);
     const after = await dump(reopened);
@@ -275,7 +284,68 @@ describe('an IndexedDB store edited by hand', () => {
       JSON.stringify({ ...rows, runs: rows.runs.map((row) => Object.fromEntries(Object.entries(row as object).filter(([key]) => !['status', 'error', 'updatedAt', 'integrity'].includes(key)))) });
     expect(status(after)).toBe(status(before));
   }, 60_000);
+
+  it('a database written before checksums is damage until its owner seals it; reading changes nothing; an edit after the seal is found', async () => {
+    const name = await database();
+    const raw = await openDB(name);
+    // Every checksum gone, as webgrpo before them wrote its records.
+    for (const store of ['runs', 'steps', 'pending', 'adapters']) for (const row of await raw.getAll(store)) await raw.put(store, unsealedEdit(row, () => undefined));
+    for (const row of (await raw.getAll('items')) as Array<{ item: Record<string, unknown> }>) {
+      delete row.item.integrity;
+      await raw.put('items', row);
+    }
+    const before = await dump(raw);
+    raw.close();
+
+    const unsealed = await openIdbStore({ name });
+    const [damaged] = await unsealed.listDamaged();
+    expect([damaged?.runId, damaged?.error.field]).toEqual([RUN, 'integrity']);
+    expect(damaged.error.message).toMatch(/has no checksum .*sealUnverified\(\{ name \}\) from webgrpo\/idb/);
+    expect(await unsealed.listRuns()).toEqual([]);
+    // Nothing writes over an unverified record (a status change would seal it silently).
+    await expect(unsealed.setRunStatus(RUN, { status: 'failed' })).rejects.toBeInstanceOf(StoreCorruptError);
+    await expect(corruption(resumeGradientGrpo(RUN, { policy, rewards: shape.rewards, store: unsealed }).result())).resolves.toMatchObject({ field: 'integrity' });
+    await unsealed.close();
+    const reopened = await openDB(name);
+    expect(await dump(reopened)).toEqual(before);
+    reopened.close();
+
+    const sealedRows = await sealUnverified({ name });
+    expect(sealedRows.length).toBe(Object.values(before).reduce((n, rows) => n + rows.length, 0));
+    expect(sealedRows).toContain('steps ["g",1]');
+    expect(await sealUnverified({ name })).toEqual([]);
+    const store = await openIdbStore({ name });
+    expect(await store.listDamaged()).toEqual([]);
+    expect(comparable(await store.readBundle(RUN))).toEqual(comparable(await importedBundle()));
+    await store.close();
+
+    // The seal checks from then on: an edit is named by its field.
+    const edit = await openDB(name);
+    await edit.put('steps', edited(await edit.get('steps', [RUN, 2]), (s) => ((s as unknown as { epoch: number }).epoch = 7)));
+    edit.close();
+    const after = await openIdbStore({ name });
+    expect((await after.listDamaged()).map((d) => [d.error.what, d.error.field])).toEqual([[`the steps record ["g",2] in IndexedDB database "${name}"`, 'epoch']]);
+    await after.close();
+  }, 60_000);
 });
+
+/** A bundle without its checksums or commit times: what a seal keeps. */
+function comparable(bundle: unknown): unknown {
+  return JSON.parse(JSON.stringify(bundle, (key, value: unknown) => (key === 'integrity' ? undefined : value)));
+}
+
+async function importedBundle(): Promise<unknown> {
+  const memory = new MemoryStore();
+  await importRun(memory, exported);
+  return memory.readBundle(RUN);
+}
+
+/** The record without its checksums, then edited (`jq 'del(.integrity) | …'`). */
+function unsealedEdit<T>(value: T, edit: (value: Edited & { items: Array<{ rollouts: Array<{ reward: number }> }> }) => void): T {
+  delete (value as { integrity?: unknown }).integrity;
+  edit(value as never);
+  return value;
+}
 
 function edited<T>(value: T, edit: (value: Edited) => void): T {
   edit(value as unknown as Edited);

@@ -16,7 +16,7 @@ import { resumeTrainingFreeGrpo, trainingFreeGrpo } from '../../lib/methods/trai
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import type { AdapterFile, LoraAdapterFile } from '../../lib/grad.js';
 import { openFileStore, sealUnverified } from '../../lib/node.js';
-import { openIdbStore } from '../../lib/idb.js';
+import { openIdbStore, sealUnverified as sealDatabase } from '../../lib/idb.js';
 import { migrate } from '../../lib/store/idb-schema.js';
 import { payloadOf } from '../../lib/store/payload.js';
 import type { Store } from '../../lib/store/types.js';
@@ -113,8 +113,37 @@ describe('runs stored before checksums', () => {
     const raw = await openDB('webgrpo-v5', dump.version, { upgrade: (db, oldVersion, newVersion, tx) => migrate(db as never, oldVersion, newVersion!, tx as never, methodRecords) });
     for (const [name, records] of Object.entries(dump.stores)) for (const record of records) await raw.put(name as never, record as never);
     raw.close();
+    // Unverifiable as stored: every run named damaged by its missing key, and reading it changes nothing.
+    const unsealed = await openIdbStore({ name: 'webgrpo-v5' });
+    const damaged = await unsealed.listDamaged();
+    expect(damaged.map((d) => [d.runId, d.error.field]).sort()).toEqual([...RUN_IDS].sort().map((id) => [id, 'integrity']));
+    expect(damaged[0].error.message).toMatch(/has no checksum .*sealUnverified\(\{ name \}\) from webgrpo\/idb/);
+    expect((await unsealed.listRuns()).length).toBe(0);
+    await unsealed.close();
+    const { groups: _g, leases: _l, ...runStores } = dump.stores;
+    expect(await rows('webgrpo-v5')).toEqual(runStores);
+    // Sealed on its owner's word: every record once (runs, dataset rows, steps, pending, adapters), and not again.
+    const sealedRows = await sealDatabase({ name: 'webgrpo-v5' });
+    expect(sealedRows.length).toBe(Object.values(runStores).reduce((n, list) => n + list.length, 0));
+    expect(await sealDatabase({ name: 'webgrpo-v5' })).toEqual([]);
     const store = await openIdbStore({ name: 'webgrpo-v5' });
     await resumesAll(store);
     await store.close();
+    // What the resumes only read is as it was stored, with its checksums.
+    const after = await rows('webgrpo-v5');
+    for (const id of INTERRUPTED) {
+      const stored = dump.stores.steps.find((row) => (row as { runId: string; step: number }).runId === id && (row as { step: number }).step === 1);
+      const { integrity, ...kept } = after.steps.find((row) => (row as { runId: string; step: number }).runId === id && (row as { step: number }).step === 1) as Record<string, unknown>;
+      expect([id, integrity !== undefined, kept]).toEqual([id, true, stored]);
+    }
   }, 240_000);
 });
+
+/** Every record of the database's run object stores, as stored. */
+async function rows(name: string): Promise<Record<string, unknown[]>> {
+  const db = await openDB(name);
+  const out: Record<string, unknown[]> = {};
+  for (const store of ['runs', 'items', 'steps', 'pending', 'adapters']) out[store] = await db.getAll(store);
+  db.close();
+  return out;
+}

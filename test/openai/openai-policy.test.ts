@@ -402,6 +402,28 @@ describe('secrets echoed back by an endpoint', () => {
     }
   });
 
+  it('cuts a key echoed split by whitespace (a space, a line wrap, hex in pairs, wrapped base64) and leaves ordinary words', async () => {
+    const hexPairs = Buffer.from(apiKey).toString('hex').replace(/(..)/g, '$1 ');
+    const wrapped = Buffer.from(apiKey).toString('base64').replace(/(.{8})/g, '$1\n');
+    const words = 'the live key sk is 0123 long; check abcdef and try again';
+    fake.handlers = [
+      (_b: Json, res: ServerResponse) =>
+        reply(res, 400, { error: { message: `bad key ${apiKey.slice(0, 12)} ${apiKey.slice(12)} / ${apiKey.slice(0, 5)}\n\t${apiKey.slice(5)} / ${apiKey.slice(0, 9)}\u200b${apiKey.slice(9)} / ${hexPairs}/ ${wrapped} / ${words}` } }),
+    ];
+    const policy = openAiPolicy({ baseURL: fake.url, model: 'm', apiKey, maxRetries: 0 });
+    const error = (await policy.generateGroup({ messages, groupSize: 1, maxNewTokens: 8 }).catch((e: unknown) => e)) as HttpError;
+    expect(error).toBeInstanceOf(HttpError);
+    for (const text of [error.message, JSON.stringify(error.cause)]) {
+      const joined = text.replace(/[\s\u200b]|\\[nt]|\\u200b/g, '');
+      expectClean(joined);
+      expect(joined).not.toContain(Buffer.from(apiKey).toString('hex').slice(0, 16));
+      expect(joined).not.toContain(apiKey.slice(0, 12));
+      expect(joined).not.toContain(apiKey.slice(-12));
+      expect(text).toContain(words);
+      expect(text.match(/\[redacted\]/g)).toHaveLength(5);
+    }
+  });
+
   it("keeps them out of the failed run's run.json", async () => {
     fake.handlers = Array.from({ length: 4 }, () => echo(401));
     const store = await openFileStore(join(dir, 'runs'));

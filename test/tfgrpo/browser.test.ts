@@ -2,7 +2,8 @@
  * The Training-Free GRPO loop on the real IndexedDB of headless Chromium (test/browser/pages/
  * tfgrpo.html), on recorded model outputs: a tab closed mid-step and a run resumed in a new tab end
  * with the same library as the uninterrupted run; a second tab cannot run a running run; a full
- * storage quota stops the run with StoreQuotaError and leaves it intact. The reference run is
+ * storage quota stops the run with StoreQuotaError and leaves it intact; a step without its
+ * checksums is damage until sealed (sealUnverified). The reference run is
  * Node's: the library's text matches exactly, the steps' rewards and advantages to the cross-engine
  * tolerance of test/fixtures/near.ts (Chromium's JS engine is not Node's).
  */
@@ -29,6 +30,12 @@ interface TfWindow {
     }>;
     runAndHold(recording: unknown, runId: string, step: number): Promise<void>;
     failNextWrite(store: string): void;
+    unsealedStep(recording: unknown, runId: string): Promise<{
+      before: { damaged: Array<{ runId: string; code: string; what: string; field?: string; message: string }>; step: number | string };
+      keptAsEdited: boolean;
+      sealed: string[];
+      after: { damaged: unknown[]; step: number | string };
+    }>;
     release(): Promise<void>;
     proceed(runId: string): Promise<{ error?: { code: string; message: string }; lastStep: number; pending: number; status: string; libraryEntries: number }>;
   };
@@ -84,6 +91,21 @@ describe('Training-Free GRPO in headless Chromium (real IndexedDB)', () => {
     expectNear(resumed.steps, reference.bundle.steps.map(timeless));
     expect(resumed.pending).toBe(0);
     expect(resumed.importedSame).toBe(true);
+    await context.close();
+    expect(session.errors).toEqual([]);
+  });
+
+  it('a step whose checksums were removed (and a reward edited) is damage, kept as it is, until sealUnverified takes it on its owner\'s word', async () => {
+    const context = await session.browser.newContext();
+    const page = await open(context);
+    const seen = await page.evaluate(([rec]) => (window as unknown as TfWindow).tf.unsealedStep(rec, 'unsealed'), [reference.recording] as const);
+    expect(seen.before.damaged).toHaveLength(1);
+    expect(seen.before.damaged[0]).toMatchObject({ runId: 'unsealed', code: 'StoreCorrupt', what: 'the steps record ["unsealed",1] in IndexedDB database "webgrpo-browser-test"', field: 'integrity' });
+    expect(seen.before.damaged[0].message).toMatch(/has no checksum .*sealUnverified\(\{ name \}\) from webgrpo\/idb/);
+    expect(seen.before.step).toBe('StoreCorrupt');
+    expect(seen.keptAsEdited).toBe(true);
+    expect(seen.sealed).toEqual(['steps ["unsealed",1]']);
+    expect(seen.after).toEqual({ damaged: [], step: 0.987654 });
     await context.close();
     expect(session.errors).toEqual([]);
   });

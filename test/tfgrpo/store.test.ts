@@ -23,7 +23,7 @@ import {
   StoreQuotaError,
   type Store,
 } from '../../lib/index.js';
-import { openIdbStore } from '../../lib/idb.js';
+import { openIdbStore, sealUnverified } from '../../lib/idb.js';
 import { openFileStore, FILE_STORE_VERSION } from '../../lib/node.js';
 import { MIGRATIONS, type WebgrpoDB } from '../../lib/store/idb-schema.js';
 import { sampleItemResult, sampleItems, sampleRun, sampleStep } from './helpers/records.js';
@@ -231,6 +231,11 @@ describe('IndexedDB specifics', () => {
     expect([...v1.objectStoreNames]).not.toContain('leases');
     v1.close();
 
+    // Written before checksums: unverifiable (named by the missing key) until its owner seals it.
+    const unsealed = await openIdbStore({ name });
+    await expect(unsealed.getRun('old')).rejects.toMatchObject({ code: 'StoreCorrupt', field: 'integrity' });
+    await unsealed.close();
+    expect(await sealUnverified({ name })).toEqual(['runs "old"', 'items ["old",0]']);
     const store = await openIdbStore({ name });
     expect(await store.getRun('old')).toEqual(sampleRun('old'));
     const lock = await store.lockRun('old');
