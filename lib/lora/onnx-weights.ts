@@ -14,6 +14,7 @@
  */
 import { ModelLoadError, UnsupportedError } from '../errors.js';
 import { bfloat16ToFloat, halfToFloat } from '../policy/onnx/half.js';
+import { ropeScalingOf } from '../policy/onnx/structure/rope.js';
 import type { Q4Matrix } from './weights.js';
 import { LORA_MODULES, moduleDims, type DecoderLayerWeights, type HalfType, type DecoderShape, type DecoderWeights, type LoraModule, type Projection } from './weights.js';
 
@@ -156,8 +157,7 @@ function shapeOf(config: Record<string, unknown>, vocabSize: number, hiddenSize:
   };
   if (num('hidden_size') !== hiddenSize) throw new ModelLoadError(`config.json says hidden_size ${num('hidden_size')}; the embedding is ${hiddenSize} wide.`);
   const numHeads = num('num_attention_heads');
-  const rope = config.rope_scaling;
-  if (rope !== null && rope !== undefined) throw new UnsupportedError('rope_scaling is not supported by the LoRA engine yet (plain rotary only).');
+  const ropeScaling = ropeScalingOf(config);
   return {
     vocabSize,
     hiddenSize,
@@ -167,6 +167,7 @@ function shapeOf(config: Record<string, unknown>, vocabSize: number, hiddenSize:
     numKvHeads: num('num_key_value_heads', numHeads),
     headDim: num('head_dim', hiddenSize / numHeads),
     ropeTheta: num('rope_theta', 10000),
+    ...(ropeScaling ? { ropeScaling } : {}),
     rmsNormEps: num('rms_norm_eps', 1e-6),
   };
 }

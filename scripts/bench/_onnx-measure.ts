@@ -29,6 +29,8 @@ export interface Measurement {
   tokensPerSecond: number;
   /** Mean log-prob of the sampled tokens (both sides have them; a sanity check, not a speed). */
   meanLogprob: number;
+  /** Node only: the process's CPU time over the measurement (user + system of every thread). */
+  cpuMs?: number;
 }
 
 const END_TOKENS = [2, 5];

@@ -23,11 +23,21 @@ env.allowRemoteModels = false;
 async function load(which: Implementation): Promise<(c: BenchCase) => Promise<Measurement>> {
   if (which === 'webgrpo') {
     const policy = await loadOnnxPolicy({ model: dir });
-    return (c) => measureWebgrpo(policy, prompt, c);
+    return withCpu((c) => measureWebgrpo(policy, prompt, c));
   }
   const [tokenizer, model] = await Promise.all([AutoTokenizer.from_pretrained(dir), AutoModelForCausalLM.from_pretrained(dir)]);
   const promptIds = tokenizer.encode(prompt, { add_special_tokens: false });
-  return (c) => measureTransformers(model, Tensor, promptIds, c);
+  return withCpu((c) => measureTransformers(model, Tensor, promptIds, c));
+}
+
+/** Adds the process's CPU time (every thread, user + system) over the measurement: on a shared machine wall time also counts the neighbours. */
+function withCpu(measure: (c: BenchCase) => Promise<Measurement>): (c: BenchCase) => Promise<Measurement> {
+  return async (c) => {
+    const before = process.cpuUsage();
+    const m = await measure(c);
+    const used = process.cpuUsage(before);
+    return { ...m, cpuMs: (used.user + used.system) / 1000 };
+  };
 }
 
 if (mode === 'memory') {

@@ -5,9 +5,9 @@
  * residual adds and RMS norms; no `position_ids` input. Same I/O names as the Optimum graph
  * (`past_key_values.*` -> `present.*`), so transformers.js loads it as it loads genai exports.
  */
+import { ropeInvFreq } from '../../lib/policy/onnx/structure/rope.js';
 import { matMulNBits, rmsNorm } from './llama.js';
 import { DataType, GraphBuilder } from './onnx-graph.js';
-import { ropeInvFreq } from './rope.js';
 import type { ModelSpec } from './spec.js';
 import type { Weights } from './weights.js';
 

@@ -16,8 +16,8 @@
  * angles and the mask are computed in float32 and cast, and the mask uses float16's most negative
  * finite value (-65504), as torch's fp16 export does, so a fully masked row stays finite.
  */
+import { ropeInvFreq } from '../../lib/policy/onnx/structure/rope.js';
 import { DataType, GraphBuilder, type ExternalPiece } from './onnx-graph.js';
-import { ropeInvFreq } from './rope.js';
 import type { ModelSpec } from './spec.js';
 import type { Weights } from './weights.js';
 

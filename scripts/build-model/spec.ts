@@ -1,13 +1,5 @@
+import type { Llama3RopeScaling } from '../../lib/policy/onnx/structure/rope.js';
 import { BASE_VOCAB_SIZE } from './tokenizer.js';
-
-/** config.json's `rope_scaling` for Llama 3.1 / 3.2. */
-export interface Llama3RopeScaling {
-  rope_type: 'llama3';
-  factor: number;
-  low_freq_factor: number;
-  high_freq_factor: number;
-  original_max_position_embeddings: number;
-}
 
 /** The shape of a generated Llama-architecture model; every field ends up in `config.json`. */
 export interface ModelSpec {

@@ -206,7 +206,7 @@ async function buildSmallExternal(): Promise<{ graph: Uint8Array }> {
 }
 
 describe("Llama 3's rope scaling", () => {
-  it('is in the graph (the scores change) and config.json; training refuses it by name rather than train a different model', async () => {
+  it('is in the graph (the scores change) and config.json, and LoRA trains on it: adapter-off log-probs equal the scoring pass', async () => {
     const ropeScaling = { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 64 } as const;
     const plain = await folder('rope-plain', {});
     const scaled = await folder('rope-scaled', { ropeScaling });
@@ -214,12 +214,41 @@ describe("Llama 3's rope scaling", () => {
     expect(config.rope_scaling).toEqual(ropeScaling);
     const [a, b] = await Promise.all([loadOnnxPolicy({ model: plain.dir }), loadOnnxPolicy({ model: scaled.dir })]);
     try {
-      const prompt = 'Rotary scaling changes long-wavelength positions';
-      const group = await a.generateGroup({ prompt, groupSize: 1, maxNewTokens: 4, seed: 1 });
+      // Long enough that the positions reach the frequencies the scaling divides (wavelengths past 16).
+      const prompt = 'Rotary scaling changes long-wavelength positions, so a prompt of some length sees it.';
+      const group = await b.generateGroup({ prompt, groupSize: 3, maxNewTokens: 12, seed: 1, temperature: 1 });
       const completions = group.completions.map((c) => c.tokenIds);
-      const [pa, pb] = await Promise.all([a.scoreCompletions!({ prompt, completions }), b.scoreCompletions!({ prompt, completions })]);
+      const [pa, pb] = await Promise.all([a.scoreCompletions!({ prompt, completions, temperature: 1 }), b.scoreCompletions!({ prompt, completions, temperature: 1 })]);
       expect(Math.max(...pa.logprobs[0].map((lp, t) => Math.abs(lp - pb.logprobs[0][t])))).toBeGreaterThan(1e-4);
-      await expect(loraModel(b, { r: 2 })).rejects.toBeInstanceOf(UnsupportedError);
+      const scoredB = pb.logprobs.flat();
+
+      // Both readers carry the scaling into the shape; the structure reader's model trains.
+      const model = await loraModel(b, { r: 2, seed: 3 });
+      expect(model.weights.shape.ropeScaling).toEqual(ropeScaling);
+      const named = await loraModel(b, model.adapter, 'names');
+      expect(named.weights.shape).toEqual(model.weights.shape);
+
+      const engine = loraEngine(model);
+      const stats = await engine.forward([{ prompt: { prompt }, completions }], { temperature: 1, reference: true });
+      expect(Math.max(...scoredB.map((lp, i) => Math.abs(lp - stats.refLogps![i])))).toBeLessThan(1e-5);
+      engine.release();
+      const trainer = new GrpoTrainer(engine, { lr: 1e-2 }, new GrpoConfig({ numGenerations: 3 }), { temperature: 1 });
+      const before = model.adapter.layers.map((layer) => Float32Array.from(layer.q_proj!.B));
+      const { loss, metrics } = await trainer.trainStep(groupRolloutBatch([{ completions: group.completions, rewards: [1, 0, 0.5] }]), [{ prompt }]);
+      expect(Number.isFinite(loss)).toBe(true);
+      expect(metrics.gradNorm).toBeGreaterThan(0);
+      expect(model.adapter.layers.some((layer, l) => layer.q_proj!.B.some((v, i) => v !== before[l][i]))).toBe(true);
+      trainer.dispose();
+
+      // Any other scaling scheme is refused by name, by both readers, rather than trained with the wrong frequencies.
+      const files = await b.modelGraph();
+      const yarn = { ...files.config, rope_scaling: { rope_type: 'yarn', factor: 4, original_max_position_embeddings: 64 } };
+      const refused = { modelGraph: async () => ({ ...files, config: yarn }), promptIds: (input: Parameters<typeof b.promptIds>[0]) => b.promptIds(input) };
+      for (const reader of ['structure', 'names'] as const) {
+        const error = await loraModel(refused, { r: 2 }, reader).catch((e: unknown) => e);
+        expect(error, reader).toBeInstanceOf(UnsupportedError);
+        expect((error as Error).message, reader).toMatch(/"yarn"/);
+      }
     } finally {
       await Promise.all([a.dispose(), b.dispose()]);
     }

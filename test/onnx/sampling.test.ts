@@ -118,6 +118,19 @@ describe('sampleToken', () => {
     }
   });
 
+  it('draws unfiltered rows (its fast path) exactly as the general path does: the same token and bit-identical log-probs', () => {
+    const rng = mulberry32(11);
+    const vocab = 4096;
+    const allowAll = new Uint32Array(vocab / 32).fill(0xffffffff);
+    // Topk >= vocab filters nothing either; the all-allowed mask takes the general path.
+    for (const cfg of [config(), config({ temperature: 0.7 }), config({ topK: vocab })]) {
+      for (const scale of [0.5, 8]) {
+        const row = Float32Array.from({ length: vocab }, () => (rng() - 0.5) * scale);
+        for (const u of [0, 0.3, rng(), 0.999999]) expect(sampleToken(row, 0, vocab, cfg, u)).toEqual(sampleToken(row, 0, vocab, cfg, u, undefined, allowAll));
+      }
+    }
+  });
+
   it('reads a row at an offset of a larger logits block', () => {
     const block = Float32Array.from([...new Array(10).fill(0), ...logits]);
     const a = sampleToken(block, 10, 10, config(), 0.37);

@@ -6,6 +6,7 @@
  */
 import { InvalidInputError } from '../../errors.js';
 import type { DecoderShape } from '../../lora/weights.js';
+import { ropeInvFreq } from '../../policy/onnx/structure/rope.js';
 import type { Precision } from './builder.js';
 import { GRAPH_IO } from './lora-graph.js';
 import type { GraphGroup } from './rows.js';
@@ -25,12 +26,13 @@ export function floatTensor(runtime: GraphRuntime, precision: Precision, values:
 /** The graphs' token, position, mask, scored-row and temperature inputs for `batch`. */
 export function batchInputs(runtime: GraphRuntime, precision: Precision, shape: DecoderShape, batch: Batch, invTemperature: number): Record<string, GraphTensor> {
   const { rows, width } = batch;
-  const { headDim: D, ropeTheta } = shape;
+  const D = shape.headDim;
+  const invFreq = ropeInvFreq(shape);
   const cos = new Float64Array(rows * width * D);
   const sin = new Float64Array(rows * width * D);
   batch.positions.forEach((p, at) => {
     for (let i = 0; i < D / 2; i++) {
-      const angle = p / ropeTheta ** ((2 * i) / D);
+      const angle = p * invFreq[i];
       cos[at * D + i] = cos[at * D + i + D / 2] = Math.cos(angle);
       sin[at * D + i] = sin[at * D + i + D / 2] = Math.sin(angle);
     }

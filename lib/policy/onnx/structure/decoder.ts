@@ -3,6 +3,7 @@
  * in MatMul layout [in, out] row-major, whatever layout, name or storage type the export used.
  * The same shape as the training engines' DecoderWeights (lib/lora/weights.ts), so either reads it.
  */
+import type { Llama3RopeScaling } from './rope.js';
 
 export const PROJECTIONS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as const;
 export type ProjectionName = (typeof PROJECTIONS)[number];
@@ -17,6 +18,8 @@ export interface FoundShape {
   numKvHeads: number;
   headDim: number;
   ropeTheta: number;
+  /** config.json's Llama 3 rotary scaling; absent for plain rotary. */
+  ropeScaling?: Llama3RopeScaling;
   rmsNormEps: number;
 }
 

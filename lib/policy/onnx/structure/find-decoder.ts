@@ -26,6 +26,7 @@ import { ModelLoadError, UnsupportedError } from '../../../errors.js';
 import type { FoundDecoder, FoundLayer, FoundProjection, FoundShape, ProjectionName, AttentionStyle } from './decoder.js';
 import { attributeInt, GraphIndex, type NodeProto } from './graph-index.js';
 import { readHead, readProjection, type Weighted } from './read-weights.js';
+import { ropeScalingOf } from './rope.js';
 
 export interface FindDecoderOptions {
   /** The model's config.json (heads, key/value heads, head_dim, rope_theta, rms_norm_eps). */
@@ -295,12 +296,12 @@ function shapeOf(config: Record<string, unknown>, vocabSize: number, hiddenSize:
     if (found && value !== found) throw new ModelLoadError(`config.json says ${key} ${value}; the graph has ${found}.`);
     return value;
   };
-  if (config.rope_scaling !== null && config.rope_scaling !== undefined) throw new UnsupportedError('rope_scaling is not supported by the training engines yet (plain rotary only).');
   required('hidden_size', hiddenSize);
   const numHeads = required('num_attention_heads', heads.q);
   const numKvHeads = numberOr(config.num_key_value_heads, heads.kv || numHeads)!;
   if (heads.kv && numKvHeads !== heads.kv) throw new ModelLoadError(`config.json says num_key_value_heads ${numKvHeads}; the graph has ${heads.kv}.`);
   const qOut = layers[0].q_proj.outDim;
+  const ropeScaling = ropeScalingOf(config);
   return {
     vocabSize,
     hiddenSize,
@@ -310,6 +311,7 @@ function shapeOf(config: Record<string, unknown>, vocabSize: number, hiddenSize:
     numKvHeads,
     headDim: numberOr(config.head_dim, qOut / numHeads)!,
     ropeTheta: numberOr(config.rope_theta, 10000)!,
+    ...(ropeScaling ? { ropeScaling } : {}),
     rmsNormEps: numberOr(config.rms_norm_eps, 1e-6)!,
   };
 }
