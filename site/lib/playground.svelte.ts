@@ -74,8 +74,12 @@ export class Playground {
 
   // Runs
   runs = $state.raw<RunRecord[]>([]);
-  /** Stored runs that cannot be read whole, and what is wrong: listed as damaged, never resumed, repaired or deleted here. */
-  damaged = $state.raw<Array<{ runId: string; message: string }>>([]);
+  /**
+   * Stored runs that cannot be read whole, and what is wrong: listed as damaged, never resumed,
+   * repaired or deleted here. `unverified`: the damage is a record without checksums (a run stored
+   * before webgrpo wrote them), which the user may seal on their word (`sealUnverified`).
+   */
+  damaged = $state.raw<Array<{ runId: string; message: string; unverified: boolean }>>([]);
   selectedId = $state<string | null>(null);
   bundle = $state.raw<RunBundle | null>(null);
   /** The step in view; null follows the latest. */
@@ -174,7 +178,19 @@ export class Playground {
     if (!this.store) return;
     const [runs, damaged] = await Promise.all([this.store.listRuns(), this.store.listDamaged()]);
     this.runs = runs;
-    this.damaged = damaged.map(({ runId, error }) => ({ runId, message: error.message }));
+    this.damaged = damaged.map(({ runId, error }) => ({ runId, message: error.message, unverified: error.field?.endsWith('integrity') === true }));
+  }
+
+  /**
+   * Seals, on the user's word, every record of this browser's runs stored without checksums (by a
+   * webgrpo before them); records with checksums, edited or not, stay as they are, so an edited run
+   * stays damaged.
+   */
+  async sealUnverified(): Promise<void> {
+    const { sealUnverified } = await import('../../lib/idb.js');
+    await sealUnverified();
+    await this.refreshRuns();
+    if (this.selectedId) await this.select(this.selectedId, { form: false });
   }
 
   /**

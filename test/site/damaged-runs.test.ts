@@ -2,7 +2,8 @@
  * Runs edited by hand in the browser's IndexedDB show as damaged in the playground's run list, on
  * the production build in headless Chromium: a run whose record was edited (`config.epochs`) gets a
  * row of its own naming the field, a run with an edited step keeps its row, marked damaged; picking
- * either says what is wrong and offers no resume; nothing is removed.
+ * either says what is wrong and offers no resume; nothing is removed. A run stored without
+ * checksums (as before webgrpo wrote them) is unverifiable until the user trusts it, which seals it.
  */
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -28,6 +29,10 @@ beforeAll(async () => {
   await sealUnverified(dir);
   const store = await openFileStore(dir);
   for (const id of ['lessons', 'exemplars']) exports[id] = JSON.stringify(await exportRun(store, id));
+  // A third run, the lessons run under another id: stored below without checksums, as an older webgrpo did.
+  const old = JSON.parse(exports.lessons) as { run: { id: string } };
+  old.run.id = 'old';
+  exports.old = JSON.stringify(old);
   await store.close();
   playground = await startPlayground();
   page = await playground.context.newPage();
@@ -99,5 +104,51 @@ describe('damaged runs in the playground', { timeout: 120_000 }, () => {
         }),
     );
     expect(stored).toBe(3);
+  });
+
+  it('a run stored without checksums is unverifiable until the user trusts it; the edited runs stay damaged', async () => {
+    await page.getByLabel('Import a run exported as JSON').setInputFiles({ name: 'old.json', mimeType: 'application/json', buffer: Buffer.from(exports.old) });
+    await expect.poll(() => runs().locator('li').count()).toBe(3);
+    expect(await page.getByRole('button', { name: /^Trust/ }).count()).toBe(0);
+    // Every checksum of the run removed, as a webgrpo before them stored its records.
+    await page.evaluate(
+      () =>
+        new Promise<void>((resolve, reject) => {
+          const open = indexedDB.open('webgrpo');
+          open.onerror = () => reject(open.error);
+          open.onsuccess = () => {
+            const db = open.result;
+            const tx = db.transaction(['runs', 'items', 'steps'], 'readwrite');
+            const range = IDBKeyRange.bound(['old'], ['old', []]);
+            const strip = (name: string, query: IDBValidKey | IDBKeyRange, edit: (row: Record<string, unknown>) => void) => {
+              const all = tx.objectStore(name).getAll(query);
+              all.onsuccess = () => {
+                for (const row of all.result as Array<Record<string, unknown>>) {
+                  edit(row);
+                  tx.objectStore(name).put(row);
+                }
+              };
+            };
+            strip('runs', 'old', (row) => delete row.integrity);
+            strip('items', range, (row) => delete (row.item as Record<string, unknown>).integrity);
+            strip('steps', range, (row) => delete row.integrity);
+            tx.oncomplete = () => {
+              db.close();
+              resolve();
+            };
+            tx.onerror = () => reject(tx.error);
+          };
+        }),
+    );
+    await page.reload();
+    await expect.poll(() => runs().locator('.chip', { hasText: 'damaged' }).count()).toBe(3);
+    expect(await runs().locator('li', { hasText: 'old' }).textContent()).toMatch(/has no checksum/);
+    const trust = page.getByRole('button', { name: 'Trust 1 unverified run' });
+    await trust.click();
+    // Sealed on the user's word: it reads again; the runs edited after their checksums were written stay damaged.
+    await expect.poll(() => runs().locator('.chip', { hasText: 'damaged' }).count()).toBe(2);
+    expect(await trust.count()).toBe(0);
+    expect(await runs().locator('li').count()).toBe(3);
+    expect(await runs().locator('li', { hasText: 'old' }).locator('.chip', { hasText: 'damaged' }).count()).toBe(0);
   });
 });
