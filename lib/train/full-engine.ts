@@ -18,7 +18,7 @@ import { buildDecoderGraphs, decoderParameters, GRAPH_IO, weightGradOutput, type
 import type { GraphRuntime, GraphTensor } from './graph/runtime.js';
 import { backwardFeeds, openSessionPair, releaseSessionPair, type SessionPair } from './graph/session-pair.js';
 
-/** What a decoder engine's `read` returns and `load` takes: every weight and AdamW's moments, in decoderParameters' order. */
+/** What the full-parameter engine's `read` returns and `load` takes: every weight and AdamW's moments, in decoderParameters' order. */
 export interface FullEngineState {
   weights: Float32Array[];
   m: Float32Array[];
