@@ -155,65 +155,106 @@ export function applyOperations(
   options: ApplyOptions,
 ): ApplyResult {
   const maxLength = options.maxLength ?? DEFAULT_MAX_EXPERIENCE_LENGTH;
-  const { step } = options;
   const { operations, skipped } = normalizeOperations(rawOperations);
-  const applied: AppliedOperation[] = [];
-  const byId = new Map(library.entries.map((entry) => [entry.id, entry]));
+  const known = new Set(library.entries.map((entry) => entry.id));
+  const report: Report = { applied: [], skipped };
+  const deleted = deletions(operations, known, report);
+  const { updates, adds } = updatesAndAdds(operations, known, deleted, maxLength, report);
+  const entries = survivors(library.entries, deleted, updates, options.step, report);
+  const nextId = appendAdds(entries, adds, library.nextId, options.step, report);
+  report.applied.sort((a, b) => a.index - b.index);
+  report.skipped.sort((a, b) => a.index - b.index);
+  return {
+    library: { nextId, entries, exemplars: library.exemplars.map((e) => ({ ...e })) },
+    applied: report.applied,
+    skipped: report.skipped,
+  };
+}
 
-  // 1. DELETEs first: they win over UPDATEs of the same id whatever the order.
+type Numbered = NormalizedOperations['operations'];
+interface Report {
+  applied: AppliedOperation[];
+  skipped: SkippedOperation[];
+}
+interface Content {
+  index: number;
+  raw: unknown;
+  text: string;
+  truncated: boolean;
+}
+
+/** 1. DELETEs first: they win over UPDATEs of the same id whatever the order. The deleted ids, with their operation's index. */
+function deletions(operations: Numbered, known: ReadonlySet<string>, report: Report): Map<string, number> {
   const deleted = new Map<string, number>();
   for (const { index, operation, raw } of operations) {
     if (operation.operation !== 'DELETE') continue;
-    if (operation.id === undefined || !byId.has(operation.id)) {
-      skipped.push({ index, operation: raw, reason: `unknown id ${operation.id ?? '(none)'}` });
+    if (operation.id === undefined || !known.has(operation.id)) {
+      report.skipped.push({ index, operation: raw, reason: `unknown id ${operation.id ?? '(none)'}` });
     } else if (deleted.has(operation.id)) {
-      skipped.push({ index, operation: raw, reason: `${operation.id} is already deleted in this batch` });
+      report.skipped.push({ index, operation: raw, reason: `${operation.id} is already deleted in this batch` });
     } else {
       deleted.set(operation.id, index);
     }
   }
+  return deleted;
+}
 
-  // 2. UPDATEs of surviving ids: the last one per id wins; unknown ids turn into ADDs.
-  const updates = new Map<string, { index: number; raw: unknown; text: string; truncated: boolean }>();
-  const adds: Array<{ index: number; raw: unknown; text: string; truncated: boolean; converted: boolean }> = [];
+/** 2. UPDATEs of surviving ids: the last one per id wins; unknown ids turn into ADDs. */
+function updatesAndAdds(
+  operations: Numbered,
+  known: ReadonlySet<string>,
+  deleted: ReadonlyMap<string, number>,
+  maxLength: number,
+  report: Report,
+): { updates: Map<string, Content>; adds: Array<Content & { converted: boolean }> } {
+  const updates = new Map<string, Content>();
+  const adds: Array<Content & { converted: boolean }> = [];
   for (const { index, operation, raw } of operations) {
     if (operation.operation === 'NONE') {
-      skipped.push({ index, operation: raw, reason: 'NONE' });
+      report.skipped.push({ index, operation: raw, reason: 'NONE' });
       continue;
     }
     if (operation.operation !== 'ADD' && operation.operation !== 'UPDATE') continue;
     const { text, truncated } = cleanContent(operation.content ?? '', maxLength);
     if (text === '') {
-      skipped.push({ index, operation: raw, reason: `${operation.operation} without content` });
+      report.skipped.push({ index, operation: raw, reason: `${operation.operation} without content` });
       continue;
     }
-    const known = operation.id !== undefined && byId.has(operation.id);
-    if (operation.operation === 'UPDATE' && known) {
-      const id = operation.id as string;
+    if (operation.operation === 'UPDATE' && operation.id !== undefined && known.has(operation.id)) {
+      const id = operation.id;
       if (deleted.has(id)) {
-        skipped.push({ index, operation: raw, reason: `${id} is deleted in this batch` });
+        report.skipped.push({ index, operation: raw, reason: `${id} is deleted in this batch` });
         continue;
       }
       const earlier = updates.get(id);
-      if (earlier) skipped.push({ index: earlier.index, operation: earlier.raw, reason: `a later UPDATE of ${id} wins` });
+      if (earlier) report.skipped.push({ index: earlier.index, operation: earlier.raw, reason: `a later UPDATE of ${id} wins` });
       updates.set(id, { index, raw, text, truncated });
     } else {
       adds.push({ index, raw, text, truncated, converted: operation.operation === 'UPDATE' });
     }
   }
+  return { updates, adds };
+}
 
-  // 3. Build the surviving entries, in their original order, with updates applied.
-  const entries: ExperienceEntry[] = [];
-  for (const entry of library.entries) {
+/** 3. The surviving entries, in their original order, with updates applied. */
+function survivors(
+  entries: readonly ExperienceEntry[],
+  deleted: ReadonlyMap<string, number>,
+  updates: ReadonlyMap<string, Content>,
+  step: number,
+  report: Report,
+): ExperienceEntry[] {
+  const kept: ExperienceEntry[] = [];
+  for (const entry of entries) {
     const deleteIndex = deleted.get(entry.id);
     if (deleteIndex !== undefined) {
-      applied.push({ operation: 'DELETE', id: entry.id, previous: entry.text, index: deleteIndex });
+      report.applied.push({ operation: 'DELETE', id: entry.id, previous: entry.text, index: deleteIndex });
       continue;
     }
     const update = updates.get(entry.id);
     if (update && update.text !== entry.text) {
-      entries.push({ ...entry, text: update.text, updatedStep: step });
-      applied.push({
+      kept.push({ ...entry, text: update.text, updatedStep: step });
+      report.applied.push({
         operation: 'UPDATE',
         id: entry.id,
         content: update.text,
@@ -222,25 +263,28 @@ export function applyOperations(
         ...(update.truncated ? { truncated: true } : {}),
       });
     } else {
-      if (update) skipped.push({ index: update.index, operation: update.raw, reason: `${entry.id} already says this` });
-      entries.push({ ...entry });
+      if (update) report.skipped.push({ index: update.index, operation: update.raw, reason: `${entry.id} already says this` });
+      kept.push({ ...entry });
     }
   }
+  return kept;
+}
 
-  // 4. ADDs, merged with any surviving entry or earlier ADD that says the same thing.
-  let nextId = library.nextId;
+/** 4. ADDs appended to `entries`, merged with any surviving entry or earlier ADD that says the same thing; returns the next id number. */
+function appendAdds(entries: ExperienceEntry[], adds: ReadonlyArray<Content & { converted: boolean }>, firstId: number, step: number, report: Report): number {
+  let nextId = firstId;
   const seen = new Map(entries.map((entry) => [duplicateKey(entry.text), entry.id]));
   for (const add of adds) {
     const key = duplicateKey(add.text);
     const same = seen.get(key);
     if (same !== undefined) {
-      skipped.push({ index: add.index, operation: add.raw, reason: `duplicate of ${same}` });
+      report.skipped.push({ index: add.index, operation: add.raw, reason: `duplicate of ${same}` });
       continue;
     }
     const id = `G${nextId++}`;
     seen.set(key, id);
     entries.push({ id, text: add.text, createdStep: step, updatedStep: step });
-    applied.push({
+    report.applied.push({
       operation: 'ADD',
       id,
       content: add.text,
@@ -249,14 +293,7 @@ export function applyOperations(
       ...(add.truncated ? { truncated: true } : {}),
     });
   }
-
-  applied.sort((a, b) => a.index - b.index);
-  skipped.sort((a, b) => a.index - b.index);
-  return {
-    library: { nextId, entries, exemplars: library.exemplars.map((e) => ({ ...e })) },
-    applied,
-    skipped,
-  };
+  return nextId;
 }
 
 function truncateForReport(text: string): string {

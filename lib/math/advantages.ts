@@ -72,29 +72,7 @@ export function computeAdvantages(rewards: RewardTable, options: AdvantageOption
     throw new InvalidInputError('options', 'must be an object with at least groupSize.');
   }
   const { values, n, k } = readRewards(rewards);
-  const groupSize = integerAtLeast('groupSize', options.groupSize, 2);
-  if (n % groupSize !== 0) {
-    throw new InvalidInputError(
-      'groupSize',
-      `${groupSize} does not divide the ${n} rows of rewards; rows must be whole consecutive groups.`,
-    );
-  }
-  const weights = readWeights(options.weights, k);
-  const scaleOption = options.scaleRewards ?? 'group';
-  const scale = oneOf('scaleRewards', scaleOption === true ? 'group' : scaleOption === false ? 'none' : scaleOption, [
-    'group',
-    'batch',
-    'none',
-  ] as const);
-  const aggregation = oneOf('aggregation', options.aggregation ?? 'sum_then_normalize', [
-    'sum_then_normalize',
-    'normalize_then_sum',
-  ] as const);
-  const estimator = oneOf('estimator', options.estimator ?? 'grpo', ['grpo', 'rloo'] as const);
-  if (estimator === 'rloo' && aggregation === 'normalize_then_sum') {
-    throw new InvalidInputError('estimator', "'rloo' combines rewards by 'sum_then_normalize' only (as TRL's RLOOTrainer).");
-  }
-
+  const { groupSize, weights, scale, aggregation, estimator } = readOptions(options, n, k);
   const combined = weightedSums(values, n, k, weights);
   const groups = n / groupSize;
   const groupMeans = new Array<number>(groups);
@@ -107,26 +85,9 @@ export function computeAdvantages(rewards: RewardTable, options: AdvantageOption
   const advantages = new Array<number>(n);
   let zeroStdRows: number;
   if (aggregation === 'normalize_then_sum') {
-    const normalized = normalizedSums(values, n, k, weights, groupSize);
-    const m = stridedNanMean(normalized, 0, n, 1);
-    const s = stridedNanStd(normalized, 0, n, 1, m);
-    for (let i = 0; i < n; i++) advantages[i] = (normalized[i] - m) / (s + STD_EPS);
-    zeroStdRows = isZero(s) ? n : 0;
+    zeroStdRows = batchNormalized(normalizedSums(values, n, k, weights, groupSize), advantages);
   } else if (estimator === 'rloo') {
-    for (let g = 0; g < groups; g++) {
-      let sum = 0;
-      let count = 0;
-      for (let i = g * groupSize; i < (g + 1) * groupSize; i++) {
-        if (combined[i] === combined[i]) {
-          sum += combined[i];
-          count++;
-        }
-      }
-      // One scorable row leaves no siblings: 0/0 = NaN, zeroed below like TRL's nan_to_num.
-      for (let i = g * groupSize; i < (g + 1) * groupSize; i++) {
-        advantages[i] = combined[i] - (sum - combined[i]) / (count - 1);
-      }
-    }
+    leaveOneOut(combined, groupSize, advantages);
     zeroStdRows = countZeroGroups(groupStds) * groupSize;
   } else if (scale === 'batch') {
     const s = stridedNanStd(combined, 0, n, 1, stridedNanMean(combined, 0, n, 1));
@@ -149,6 +110,59 @@ export function computeAdvantages(rewards: RewardTable, options: AdvantageOption
     groupStds,
     fracRewardZeroStd: zeroStdRows / n,
   };
+}
+
+function readOptions(options: AdvantageOptions, n: number, k: number) {
+  const groupSize = integerAtLeast('groupSize', options.groupSize, 2);
+  if (n % groupSize !== 0) {
+    throw new InvalidInputError(
+      'groupSize',
+      `${groupSize} does not divide the ${n} rows of rewards; rows must be whole consecutive groups.`,
+    );
+  }
+  const weights = readWeights(options.weights, k);
+  const scaleOption = options.scaleRewards ?? 'group';
+  const scale = oneOf('scaleRewards', scaleOption === true ? 'group' : scaleOption === false ? 'none' : scaleOption, [
+    'group',
+    'batch',
+    'none',
+  ] as const);
+  const aggregation = oneOf('aggregation', options.aggregation ?? 'sum_then_normalize', [
+    'sum_then_normalize',
+    'normalize_then_sum',
+  ] as const);
+  const estimator = oneOf('estimator', options.estimator ?? 'grpo', ['grpo', 'rloo'] as const);
+  if (estimator === 'rloo' && aggregation === 'normalize_then_sum') {
+    throw new InvalidInputError('estimator', "'rloo' combines rewards by 'sum_then_normalize' only (as TRL's RLOOTrainer).");
+  }
+  return { groupSize, weights, scale, aggregation, estimator };
+}
+
+/** normalize_then_sum: the per-reward group-normalised sums, normalised again over the batch; returns the zero-std rows. */
+function batchNormalized(normalized: ArrayLike<number>, advantages: number[]): number {
+  const n = advantages.length;
+  const m = stridedNanMean(normalized, 0, n, 1);
+  const s = stridedNanStd(normalized, 0, n, 1, m);
+  for (let i = 0; i < n; i++) advantages[i] = (normalized[i] - m) / (s + STD_EPS);
+  return isZero(s) ? n : 0;
+}
+
+/** RLOO: each row's reward minus the mean of its scorable siblings' rewards. */
+function leaveOneOut(combined: ArrayLike<number>, groupSize: number, advantages: number[]): void {
+  for (let g = 0; g < advantages.length / groupSize; g++) {
+    let sum = 0;
+    let count = 0;
+    for (let i = g * groupSize; i < (g + 1) * groupSize; i++) {
+      if (combined[i] === combined[i]) {
+        sum += combined[i];
+        count++;
+      }
+    }
+    // One scorable row leaves no siblings: 0/0 = NaN, zeroed below like TRL's nan_to_num.
+    for (let i = g * groupSize; i < (g + 1) * groupSize; i++) {
+      advantages[i] = combined[i] - (sum - combined[i]) / (count - 1);
+    }
+  }
 }
 
 /**

@@ -87,24 +87,12 @@ export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
   const base = options.baseURL.replace(/\/+$/, '');
   const extensions = options.extensions ?? false;
   const responseFormats = options.responseFormats ?? false;
-  const http: HttpOptions = {
-    fetch: options.fetch ?? ((input, init) => fetch(input, init)),
-    headers: { ...options.headers, ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}) },
-    timeoutMs: options.timeoutMs ?? 120_000,
-    maxRetries: options.maxRetries ?? 3,
-    retryDelayMs: options.retryDelayMs ?? 500,
-    maxRetryDelayMs: options.maxRetryDelayMs ?? 30_000,
-    random: options.random ?? Math.random,
-    maxResponseBytes: positiveInteger(options.maxResponseBytes ?? 64 << 20, 'maxResponseBytes'),
-  };
-  // What this server turned out to support, learnt from its 400s.
-  let nativeN = true;
-  let groupsWithoutN = 0;
-  let logprobs = options.logprobs ?? true;
+  const http = httpOptions(options);
+  const learnt: Learnt = { nativeN: true, groupsWithoutN: 0, logprobs: options.logprobs ?? true };
 
   async function generateGroup(o: GenerateGroupOptions): Promise<GroupResult> {
     validate(o, extensions);
-    if (!nativeN && ++groupsWithoutN > N_PROBE_GROUPS) nativeN = true;
+    if (!learnt.nativeN && ++learnt.groupsWithoutN > N_PROBE_GROUPS) learnt.nativeN = true;
     const chat = options.endpoint === 'chat' || (options.endpoint !== 'completions' && o.messages !== undefined);
     if (chat && o.messages === undefined) throw new InvalidInputError('messages', 'the chat endpoint needs messages, not a prompt.');
     if (!chat && o.prompt === undefined) throw new InvalidInputError('prompt', 'the completions endpoint needs a prompt, not messages.');
@@ -114,19 +102,13 @@ export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
     let completionTokens = 0;
     let promptTokenIds: number[] = [];
     for (let call = 0; completions.length < o.groupSize; call++) {
-      const n = nativeN ? o.groupSize - completions.length : 1;
+      const n = learnt.nativeN ? o.groupSize - completions.length : 1;
       const seed = o.seed === undefined ? undefined : o.seed + call;
       let response: ApiResponse;
       try {
-        response = (await postJson(`${base}${chat ? '/chat/completions' : '/completions'}`, requestBody(o, chat, n, seed, logprobs), http, o.signal)) as ApiResponse;
+        response = (await postJson(`${base}${chat ? '/chat/completions' : '/completions'}`, requestBody(options, o, chat, n, seed, learnt.logprobs), http, o.signal)) as ApiResponse;
       } catch (error) {
-        const param = error instanceof HttpError && error.status === 400 ? rejectedParam(error) : null;
-        if (param === 'n' && nativeN && n > 1) {
-          nativeN = false;
-          groupsWithoutN = 0;
-        }
-        else if (param === 'logprobs' && logprobs) logprobs = false;
-        else throw error;
+        if (!learnFrom(error, learnt, n)) throw error;
         call--;
         continue;
       }
@@ -141,36 +123,6 @@ export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
     return { promptTokenIds, completions, usage: { promptTokens, completionTokens } };
   }
 
-  function requestBody(o: GenerateGroupOptions, chat: boolean, n: number, seed: number | undefined, withLogprobs: boolean) {
-    const body: Record<string, unknown> = { model: options.model, n, [options.maxTokensField ?? 'max_tokens']: o.maxNewTokens };
-    if (chat) body.messages = o.messages;
-    else body.prompt = o.prompt;
-    if (o.temperature !== undefined) body.temperature = o.temperature;
-    if (o.topP !== undefined && o.topP < 1) body.top_p = o.topP;
-    if (seed !== undefined) body.seed = seed;
-    if (o.stop?.length) body.stop = o.stop;
-    if (o.responseFormat?.type === 'json_object') body.response_format = { type: 'json_object' };
-    else if (o.responseFormat?.type === 'json_schema') {
-      body.response_format = { type: 'json_schema', json_schema: { name: 'response', schema: o.responseFormat.schema, strict: true } };
-    }
-    const top = o.topLogprobs ?? 0;
-    if (withLogprobs) {
-      if (chat) {
-        body.logprobs = true;
-        if (top > 0) body.top_logprobs = top;
-      } else {
-        body.logprobs = top;
-      }
-    }
-    if (extensions) {
-      if (o.topK) body.top_k = o.topK;
-      if (o.minP) body.min_p = o.minP;
-      body.return_token_ids = true;
-      if (withLogprobs) body.return_tokens_as_token_ids = true;
-    }
-    return body;
-  }
-
   return {
     info: { model: options.model, backend: 'http', note: `OpenAI-compatible endpoint ${new URL(base).origin}`, responseFormats },
     generateGroup,
@@ -178,6 +130,72 @@ export function openAiPolicy(options: OpenAiPolicyOptions): Policy {
       // Nothing is held between calls.
     },
   };
+}
+
+function httpOptions(options: OpenAiPolicyOptions): HttpOptions {
+  return {
+    fetch: options.fetch ?? ((input, init) => fetch(input, init)),
+    headers: { ...options.headers, ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}) },
+    timeoutMs: options.timeoutMs ?? 120_000,
+    maxRetries: options.maxRetries ?? 3,
+    retryDelayMs: options.retryDelayMs ?? 500,
+    maxRetryDelayMs: options.maxRetryDelayMs ?? 30_000,
+    random: options.random ?? Math.random,
+    maxResponseBytes: positiveInteger(options.maxResponseBytes ?? 64 << 20, 'maxResponseBytes'),
+  };
+}
+
+/** What this server turned out to support, learnt from its 400s. */
+interface Learnt {
+  nativeN: boolean;
+  /** Groups asked one completion per call since `n` was rejected. */
+  groupsWithoutN: number;
+  logprobs: boolean;
+}
+
+/** Whether a failed call was a 400 rejecting `n` (with n > 1) or `logprobs`, now learnt, so the call is worth repeating without it. */
+function learnFrom(error: unknown, learnt: Learnt, n: number): boolean {
+  const param = error instanceof HttpError && error.status === 400 ? rejectedParam(error) : null;
+  if (param === 'n' && learnt.nativeN && n > 1) {
+    learnt.nativeN = false;
+    learnt.groupsWithoutN = 0;
+    return true;
+  }
+  if (param === 'logprobs' && learnt.logprobs) {
+    learnt.logprobs = false;
+    return true;
+  }
+  return false;
+}
+
+function requestBody(options: OpenAiPolicyOptions, o: GenerateGroupOptions, chat: boolean, n: number, seed: number | undefined, withLogprobs: boolean) {
+  const body: Record<string, unknown> = { model: options.model, n, [options.maxTokensField ?? 'max_tokens']: o.maxNewTokens };
+  if (chat) body.messages = o.messages;
+  else body.prompt = o.prompt;
+  if (o.temperature !== undefined) body.temperature = o.temperature;
+  if (o.topP !== undefined && o.topP < 1) body.top_p = o.topP;
+  if (seed !== undefined) body.seed = seed;
+  if (o.stop?.length) body.stop = o.stop;
+  if (o.responseFormat?.type === 'json_object') body.response_format = { type: 'json_object' };
+  else if (o.responseFormat?.type === 'json_schema') {
+    body.response_format = { type: 'json_schema', json_schema: { name: 'response', schema: o.responseFormat.schema, strict: true } };
+  }
+  const top = o.topLogprobs ?? 0;
+  if (withLogprobs) {
+    if (chat) {
+      body.logprobs = true;
+      if (top > 0) body.top_logprobs = top;
+    } else {
+      body.logprobs = top;
+    }
+  }
+  if (options.extensions ?? false) {
+    if (o.topK) body.top_k = o.topK;
+    if (o.minP) body.min_p = o.minP;
+    body.return_token_ids = true;
+    if (withLogprobs) body.return_tokens_as_token_ids = true;
+  }
+  return body;
 }
 
 function positiveInteger(value: number, name: string): number {

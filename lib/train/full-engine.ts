@@ -1,6 +1,6 @@
 /**
- * Full-parameter training (pretraining, supervised fine-tuning) as a training engine on
- * onnxruntime's kernels: the full-parameter graphs of lib/train/graph/lora-graph.ts (the LoRA
+ * Full-parameter training (pretraining, supervised fine-tuning) as a training engine (the third
+ * `TrainingEngine`, beside the head's and LoRA's) on onnxruntime's kernels: the full-parameter graphs of lib/train/graph/lora-graph.ts (the LoRA
  * graphs with every weight an input and the backward's outputs d loss / d every weight) in two
  * sessions of the onnxruntime the caller hands over, and AdamW over every weight in TypeScript.
  * The weights are fed on every call, so an update needs no new graph and no new session. A batch
@@ -18,7 +18,7 @@ import { buildDecoderGraphs, decoderParameters, GRAPH_IO, weightGradOutput, type
 import type { GraphRuntime, GraphTensor } from './graph/runtime.js';
 import { backwardFeeds, openSessionPair, releaseSessionPair, type SessionPair } from './graph/session-pair.js';
 
-/** What a decoder engine's `read` returns and `load` takes: every weight and AdamW's moments, in decoderParameters' order. */
+/** What the full-parameter engine's `read` returns and `load` takes: every weight and AdamW's moments, in decoderParameters' order. */
 export interface FullEngineState {
   weights: Float32Array[];
   m: Float32Array[];

@@ -50,7 +50,7 @@ export interface LoraEngineOptions {
   /** The optimizer's state to continue from (a checkpoint's). */
   state?: LoraOptimizerState;
   /**
-   * The training graphs of the model's weights (LoraGraphs.create(runtime, model.weights, lora));
+   * The training graphs of the model's weights (buildLoraGraphs(model, options), what the LoRA run builds);
    * without it, the engine builds them as it is made, in the policy's onnxruntime (`runtime`, with
    * `sessionOptions`: its execution provider in a page); a failed build is the first forward's
    * error. `dispose()` releases them.

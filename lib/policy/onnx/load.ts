@@ -147,9 +147,9 @@ async function assemble(
   const label = location.id;
   const config = model.config as unknown as Record<string, unknown>;
   const sessionName = model.sessions.model ? 'model' : 'decoder_model_merged';
-  let session = model.sessions[sessionName] as OrtSession | undefined;
-  if (!session) throw new ModelLoadError(`${label} has no decoder session; webgrpo needs a causal language model.`);
-  const loaded = session;
+  const loaded = model.sessions[sessionName] as OrtSession | undefined;
+  if (!loaded) throw new ModelLoadError(`${label} has no decoder session; webgrpo needs a causal language model.`);
+  let session = loaded;
   let hidden: string | undefined;
   if (withHidden) {
     if (!(Number(config.hidden_size) > 0)) throw new ModelLoadError(`${label}: config.json states no hidden_size, which an adapter on the head needs.`);
@@ -158,30 +158,9 @@ async function assemble(
     model.sessions[sessionName] = session as never;
   }
   const layout = kvLayout(session, config, label);
-  // The logits' own last dimension when the graph states it (some exports pad the vocabulary).
-  const logitsDim = session.outputMetadata?.find((m) => m.name === 'logits')?.shape?.[2];
-  const vocabSize = typeof logitsDim === 'number' ? logitsDim : Number(config.vocab_size);
-  if (!session.inputNames.includes('input_ids') || !session.outputNames.includes('logits') || !(vocabSize > 0)) {
-    throw new ModelLoadError(`${label} is not a decoder with input_ids -> logits and a vocab_size in config.json.`);
-  }
-  const generation = (model as unknown as { generation_config?: Record<string, unknown> | null }).generation_config;
-  const eos = generation?.eos_token_id ?? config.eos_token_id ?? tokenizer.eos_token_id;
-  const eosIds = new Set((Array.isArray(eos) ? eos : [eos]).filter((id): id is number => Number.isInteger(id)));
-
-  let kv: KvOps;
-  let logits: LogitsOps;
-  let device: GpuDeviceLike | undefined;
-  if (backend === 'webgpu') {
-    const onnxEnv = runtime.transformers.env.backends.onnx as { webgpu?: { device?: Promise<GpuDeviceLike> } };
-    device = await onnxEnv.webgpu?.device;
-    if (!device) throw new ModelLoadError('onnxruntime-web created no WebGPU device.');
-    kv = new GpuKv(runtime.Tensor, layout, device);
-    const probe = await warmUp(session, runtime, kv, vocabSize);
-    logits = await WebGpuLogits.create(device, probe.Tensor, vocabSize, probe.logitsType === 'float16' ? 'float16' : 'float32');
-  } else {
-    logits = new HostLogits(vocabSize);
-    kv = new HostKv(runtime.Tensor, layout);
-  }
+  const vocabSize = vocabSizeOf(session, config, label);
+  const eosIds = eosIdsOf(model, config, tokenizer);
+  const { kv, logits, device } = await stateOps(runtime, backend, session, layout, vocabSize);
   const maxLogits = logits instanceof WebGpuLogits ? Math.min(MAX_LOGITS, logits.maxElements()) : MAX_LOGITS;
   const maxPositions = Number(config.max_position_embeddings) || Infinity;
   const probe = new Decoder(session, runtime.Tensor, kv, new HostLogits(vocabSize));
@@ -223,6 +202,35 @@ async function assemble(
       await model.dispose();
     },
   });
+}
+
+/** The logits' own last dimension when the graph states it (some exports pad the vocabulary), else config.json's vocab_size. */
+function vocabSizeOf(session: OrtSession, config: Record<string, unknown>, label: string): number {
+  const logitsDim = session.outputMetadata?.find((m) => m.name === 'logits')?.shape?.[2];
+  const vocabSize = typeof logitsDim === 'number' ? logitsDim : Number(config.vocab_size);
+  if (!session.inputNames.includes('input_ids') || !session.outputNames.includes('logits') || !(vocabSize > 0)) {
+    throw new ModelLoadError(`${label} is not a decoder with input_ids -> logits and a vocab_size in config.json.`);
+  }
+  return vocabSize;
+}
+
+/** The tokens that end an output: the generation config's, else config.json's, else the tokenizer's. */
+function eosIdsOf(model: LoadedModel, config: Record<string, unknown>, tokenizer: { eos_token_id?: number }): Set<number> {
+  const generation = (model as unknown as { generation_config?: Record<string, unknown> | null }).generation_config;
+  const eos = generation?.eos_token_id ?? config.eos_token_id ?? tokenizer.eos_token_id;
+  return new Set((Array.isArray(eos) ? eos : [eos]).filter((id): id is number => Number.isInteger(id)));
+}
+
+/** Where the key/value cache and the logits live: GPU buffers on onnxruntime-web's WebGPU device (after a warm-up run), else host memory. */
+async function stateOps(runtime: Runtime, backend: Backend, session: OrtSession, layout: ReturnType<typeof kvLayout>, vocabSize: number): Promise<{ kv: KvOps; logits: LogitsOps; device?: GpuDeviceLike }> {
+  if (backend !== 'webgpu') return { logits: new HostLogits(vocabSize), kv: new HostKv(runtime.Tensor, layout) };
+  const onnxEnv = runtime.transformers.env.backends.onnx as { webgpu?: { device?: Promise<GpuDeviceLike> } };
+  const device = await onnxEnv.webgpu?.device;
+  if (!device) throw new ModelLoadError('onnxruntime-web created no WebGPU device.');
+  const kv = new GpuKv(runtime.Tensor, layout, device);
+  const probe = await warmUp(session, runtime, kv, vocabSize);
+  const logits = await WebGpuLogits.create(device, probe.Tensor, vocabSize, probe.logitsType === 'float16' ? 'float16' : 'float32');
+  return { kv, logits, device };
 }
 
 /**

@@ -43,80 +43,20 @@ export function findDecoder(model: Uint8Array, options: FindDecoderOptions): Fou
   const g = new GraphIndex(model, options.externalData);
   if (!g.inputs.includes('input_ids')) throw new ModelLoadError('The ONNX graph has no input_ids input; it is not a decoder export.');
   if (!g.outputs.includes('logits')) throw new ModelLoadError('The ONNX graph has no logits output; it is not a decoder export.');
-
-  const embedNode = g.nodes.find((n) => n.opType === 'Gather' && fedBy(g, n.input[1], 'input_ids') && g.constantSource(n.input[0])?.transposed === false);
-  if (!embedNode) throw new ModelLoadError('Part not found: the embedding (a Gather reading a constant table with input_ids).');
-  const embedding = g.matrix(embedNode.input[0]);
-  if (!embedding) throw new ModelLoadError('Part not found: the embedding table is not a 2-D float constant.');
-  const embeddingSource = g.constantSource(embedNode.input[0])!.name;
+  const { embedding, source: embeddingSource } = findEmbedding(g);
   const vocabSize = embedding.rows;
   const hiddenSize = embedding.cols;
 
   const headNode = findHead(g);
-  const weighted: Weighted[] = [];
-  for (const node of g.nodes) {
-    if (node === headNode || !WEIGHTED.has(node.opType) || !g.isConstant(node.input[1])) continue;
-    const bias = biasAdd(g, node);
-    weighted.push({ node, input: node.input[0], output: bias?.add.output[0] ?? node.output[0], ...(bias ? { bias: bias.constant } : {}) });
-  }
-  const groups = groupByInput(weighted);
-
-  let attention: AttentionStyle = 'decomposed';
+  const groups = groupByInput(weightedNodes(g, headNode));
+  const seen: AttentionSeen = { attention: 'decomposed', heads: { q: 0, kv: 0 } };
   const layers: FoundLayer[] = [];
-  const heads = { q: 0, kv: 0 };
   for (let at = 0; at < groups.length; at += 4) {
-    const i = layers.length;
-    const [qkv, o, mlp, down] = [groups[at], groups[at + 1], groups[at + 2], groups[at + 3]];
-    if (qkv.length !== 3) {
-      if (qkv.length === 1) throw new UnsupportedError(`Layer ${i}: one projection reads the normed input (a fused qkv_proj?); separate q, k and v projections are supported.`);
-      throw new ModelLoadError(`Layer ${i}: part not found: the q, k and v projections (three MatMuls reading one normed input); found ${qkv.length}.`);
-    }
-    if (o?.length !== 1) throw new ModelLoadError(`Layer ${i}: part not found: the attention output projection (o_proj).`);
-    if (mlp?.length !== 2) throw new ModelLoadError(`Layer ${i}: part not found: the MLP's gate and up projections (two MatMuls reading one normed input)${mlp?.length === 1 ? '; a fused gate_up_proj is not supported' : ''}.`);
-    if (down?.length !== 1) throw new ModelLoadError(`Layer ${i}: part not found: the MLP's down projection.`);
-
-    const roles = new Map<string, { w: Weighted; visited: NodeProto[] }>();
-    for (const w of qkv) {
-      const found = attentionRole(g, w.output);
-      if (!found) throw new ModelLoadError(`Layer ${i}: part not found: attention (the q, k, v projection ${w.node.name || w.node.input[1]} does not reach an attention MatMul or GroupQueryAttention).`);
-      if (roles.has(found.role)) throw new ModelLoadError(`Layer ${i}: two projections reach attention as ${found.role}.`);
-      roles.set(found.role, { w, visited: found.visited });
-      if (found.attention) {
-        attention = 'GroupQueryAttention';
-        heads.q = attributeInt(found.attention, 'num_heads') ?? heads.q;
-        heads.kv = attributeInt(found.attention, 'kv_num_heads') ?? heads.kv;
-      }
-    }
-    const q = roles.get('q');
-    const k = roles.get('k');
-    const v = roles.get('v');
-    if (!q || !k || !v) throw new ModelLoadError(`Layer ${i}: part not found: the ${!q ? 'query' : !k ? 'key' : 'value'} projection.`);
-    if (!hasRotary(q.visited)) throw new ModelLoadError(`Layer ${i}: part not found: the rotary embedding on the query's way to attention.`);
-    const [gate, up] = sigmoidReached(g, mlp[0].output) ? [mlp[0], mlp[1]] : sigmoidReached(g, mlp[1].output) ? [mlp[1], mlp[0]] : [];
-    if (!gate || !up) throw new ModelLoadError(`Layer ${i}: part not found: the SiLU gate (neither MLP projection goes through a Sigmoid).`);
-
-    const inputNorm = normScale(g, qkv[0].input, hiddenSize);
-    if (!inputNorm) throw new ModelLoadError(`Layer ${i}: part not found: the input RMS norm's [${hiddenSize}] scale before q, k, v.`);
-    const postNorm = normScale(g, mlp[0].input, hiddenSize);
-    if (!postNorm) throw new ModelLoadError(`Layer ${i}: part not found: the post-attention RMS norm's [${hiddenSize}] scale before gate and up.`);
-    const read = (w: Weighted) => readProjection(g, w);
-    const projections: Record<ProjectionName, FoundProjection> = {
-      q_proj: read(q.w),
-      k_proj: read(k.w),
-      v_proj: read(v.w),
-      o_proj: read(o[0]),
-      gate_proj: read(gate),
-      up_proj: read(up),
-      down_proj: read(down[0]),
-    };
-    const headDim = numberOr(options.config.head_dim, undefined);
-    const qNorm = headScale(g, q.visited, headDim);
-    const kNorm = headScale(g, k.visited, headDim);
-    layers.push({ ...projections, inputNorm, postNorm, ...(qNorm ? { qNorm } : {}), ...(kNorm ? { kNorm } : {}) });
+    layers.push(findLayer(g, [groups[at], groups[at + 1], groups[at + 2], groups[at + 3]], layers.length, hiddenSize, options.config, seen));
   }
   if (layers.length === 0) throw new ModelLoadError('Part not found: decoder layers (no MatMul with a constant weight besides the head).');
 
-  const shape = shapeOf(options.config, vocabSize, hiddenSize, layers, heads);
+  const shape = shapeOf(options.config, vocabSize, hiddenSize, layers, seen.heads);
   for (const [i, layer] of layers.entries()) checkDims(shape, layer, i);
 
   const finalNorm = normScale(g, passBack(g, headNode.input[0]), hiddenSize);
@@ -130,8 +70,90 @@ export function findDecoder(model: Uint8Array, options: FindDecoderOptions): Fou
     ...(head ? { lmHead: head.data } : {}),
     ...(embedding.half ? { embeddingHalf: embedding.half } : {}),
     ...(head?.half ? { lmHeadHalf: head.half } : {}),
-    attention,
+    attention: seen.attention,
   };
+}
+
+/** The embedding: a Gather reading a constant table with input_ids. */
+function findEmbedding(g: GraphIndex): { embedding: NonNullable<ReturnType<GraphIndex['matrix']>>; source: string } {
+  const embedNode = g.nodes.find((n) => n.opType === 'Gather' && fedBy(g, n.input[1], 'input_ids') && g.constantSource(n.input[0])?.transposed === false);
+  if (!embedNode) throw new ModelLoadError('Part not found: the embedding (a Gather reading a constant table with input_ids).');
+  const embedding = g.matrix(embedNode.input[0]);
+  if (!embedding) throw new ModelLoadError('Part not found: the embedding table is not a 2-D float constant.');
+  return { embedding, source: g.constantSource(embedNode.input[0])!.name };
+}
+
+/** Every product with a constant weight but the head, with the bias added after it when there is one. */
+function weightedNodes(g: GraphIndex, headNode: NodeProto): Weighted[] {
+  const weighted: Weighted[] = [];
+  for (const node of g.nodes) {
+    if (node === headNode || !WEIGHTED.has(node.opType) || !g.isConstant(node.input[1])) continue;
+    const bias = biasAdd(g, node);
+    weighted.push({ node, input: node.input[0], output: bias?.add.output[0] ?? node.output[0], ...(bias ? { bias: bias.constant } : {}) });
+  }
+  return weighted;
+}
+
+/** How the layers met so far compute attention, and the head counts a fused attention op names. */
+interface AttentionSeen {
+  attention: AttentionStyle;
+  heads: { q: number; kv: number };
+}
+
+/** Layer i from its four groups of products (q, k, v; o; gate, up; down), each told apart by where it leads. */
+function findLayer(g: GraphIndex, [qkv, o, mlp, down]: Weighted[][], i: number, hiddenSize: number, config: Record<string, unknown>, seen: AttentionSeen): FoundLayer {
+  if (qkv.length !== 3) {
+    if (qkv.length === 1) throw new UnsupportedError(`Layer ${i}: one projection reads the normed input (a fused qkv_proj?); separate q, k and v projections are supported.`);
+    throw new ModelLoadError(`Layer ${i}: part not found: the q, k and v projections (three MatMuls reading one normed input); found ${qkv.length}.`);
+  }
+  if (o?.length !== 1) throw new ModelLoadError(`Layer ${i}: part not found: the attention output projection (o_proj).`);
+  if (mlp?.length !== 2) throw new ModelLoadError(`Layer ${i}: part not found: the MLP's gate and up projections (two MatMuls reading one normed input)${mlp?.length === 1 ? '; a fused gate_up_proj is not supported' : ''}.`);
+  if (down?.length !== 1) throw new ModelLoadError(`Layer ${i}: part not found: the MLP's down projection.`);
+
+  const { q, k, v } = attentionRoles(g, qkv, i, seen);
+  const [gate, up] = sigmoidReached(g, mlp[0].output) ? [mlp[0], mlp[1]] : sigmoidReached(g, mlp[1].output) ? [mlp[1], mlp[0]] : [];
+  if (!gate || !up) throw new ModelLoadError(`Layer ${i}: part not found: the SiLU gate (neither MLP projection goes through a Sigmoid).`);
+
+  const inputNorm = normScale(g, qkv[0].input, hiddenSize);
+  if (!inputNorm) throw new ModelLoadError(`Layer ${i}: part not found: the input RMS norm's [${hiddenSize}] scale before q, k, v.`);
+  const postNorm = normScale(g, mlp[0].input, hiddenSize);
+  if (!postNorm) throw new ModelLoadError(`Layer ${i}: part not found: the post-attention RMS norm's [${hiddenSize}] scale before gate and up.`);
+  const read = (w: Weighted) => readProjection(g, w);
+  const projections: Record<ProjectionName, FoundProjection> = {
+    q_proj: read(q.w),
+    k_proj: read(k.w),
+    v_proj: read(v.w),
+    o_proj: read(o[0]),
+    gate_proj: read(gate),
+    up_proj: read(up),
+    down_proj: read(down[0]),
+  };
+  const headDim = numberOr(config.head_dim, undefined);
+  const qNorm = headScale(g, q.visited, headDim);
+  const kNorm = headScale(g, k.visited, headDim);
+  return { ...projections, inputNorm, postNorm, ...(qNorm ? { qNorm } : {}), ...(kNorm ? { kNorm } : {}) };
+}
+
+/** Which of the three products is the query, the key and the value, by how each reaches attention. */
+function attentionRoles(g: GraphIndex, qkv: Weighted[], i: number, seen: AttentionSeen): Record<'q' | 'k' | 'v', { w: Weighted; visited: NodeProto[] }> {
+  const roles = new Map<string, { w: Weighted; visited: NodeProto[] }>();
+  for (const w of qkv) {
+    const found = attentionRole(g, w.output);
+    if (!found) throw new ModelLoadError(`Layer ${i}: part not found: attention (the q, k, v projection ${w.node.name || w.node.input[1]} does not reach an attention MatMul or GroupQueryAttention).`);
+    if (roles.has(found.role)) throw new ModelLoadError(`Layer ${i}: two projections reach attention as ${found.role}.`);
+    roles.set(found.role, { w, visited: found.visited });
+    if (found.attention) {
+      seen.attention = 'GroupQueryAttention';
+      seen.heads.q = attributeInt(found.attention, 'num_heads') ?? seen.heads.q;
+      seen.heads.kv = attributeInt(found.attention, 'kv_num_heads') ?? seen.heads.kv;
+    }
+  }
+  const q = roles.get('q');
+  const k = roles.get('k');
+  const v = roles.get('v');
+  if (!q || !k || !v) throw new ModelLoadError(`Layer ${i}: part not found: the ${!q ? 'query' : !k ? 'key' : 'value'} projection.`);
+  if (!hasRotary(q.visited)) throw new ModelLoadError(`Layer ${i}: part not found: the rotary embedding on the query's way to attention.`);
+  return { q, k, v };
 }
 
 /** Whether `tensor` is `source`, or comes from it through casts and reshapes. */
