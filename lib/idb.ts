@@ -29,6 +29,6 @@ export function openIdbSessionStore(options: Partial<IdbSessionStoreOptions> = {
  * otherwise read as damage: nothing in them can be verified); returns the records rewritten (object
  * store and key). Only for a database whose records you trust as they are, with no run training on it.
  */
-export function sealUnverified(options: Partial<Pick<IdbStoreOptions, 'name' | 'records'>> = {}): Promise<string[]> {
+export function sealUnverifiedIdb(options: Partial<Pick<IdbStoreOptions, 'name' | 'records'>> = {}): Promise<string[]> {
   return sealWith(options.name ?? 'webgrpo', options.records ?? methodRecords);
 }

@@ -91,7 +91,7 @@ export class IdbSessionStore implements SessionStore {
 
   #checked(row: unknown, id: string): GroupRecord {
     const what = `the groups record ${JSON.stringify(id)} in IndexedDB database "${this.#name}"`;
-    return checkGroup(row, id, what, 'delete that record (its group is then unknown to the session); a database written before checksums is sealed once with sealUnverified({ name }) from webgrpo/idb');
+    return checkGroup(row, id, what, 'delete that record (its group is then unknown to the session); a database written before checksums is sealed once with sealUnverifiedIdb({ name }) from webgrpo/idb');
   }
 
   /** Resolves when every `put` started so far has committed (each has, once it resolves). */

@@ -1,5 +1,5 @@
 /**
- * `sealUnverified` for IndexedDB: the explicit upgrade of a database written before records carried
+ * `sealUnverifiedIdb` (webgrpo/idb): the explicit upgrade of a database written before records carried
  * checksums (every webgrpo before them, IndexedDB schema 5 and the earlier schemas migrated to
  * it). Reading refuses a record without checksums, since deleting its `integrity` field would
  * otherwise hide any edit; whoever trusts the database as it is says so by sealing it once, and

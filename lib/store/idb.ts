@@ -27,7 +27,7 @@ import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from './ty
 import type { RecordLookup } from './record-kind.js';
 
 /** How a database written before checksums is sealed, for the message that finds a record without them. */
-const IDB_SEAL = 'sealUnverified({ name }) from webgrpo/idb';
+const IDB_SEAL = 'sealUnverifiedIdb({ name }) from webgrpo/idb';
 
 export interface IdbStoreOptions {
   /** Database name. Default `webgrpo`. */

@@ -187,8 +187,8 @@ export class Playground {
    * stays damaged.
    */
   async sealUnverified(): Promise<void> {
-    const { sealUnverified } = await import('../../lib/idb.js');
-    await sealUnverified();
+    const { sealUnverifiedIdb } = await import('../../lib/idb.js');
+    await sealUnverifiedIdb();
     await this.refreshRuns();
     if (this.selectedId) await this.select(this.selectedId, { form: false });
   }

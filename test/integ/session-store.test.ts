@@ -11,7 +11,7 @@ import { openDB } from 'idb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSession, MemorySessionStore, StoreError, StoreQuotaError, type GroupRecord, type SessionStore } from '../../lib/index.js';
 import { computeAdvantages } from '../../lib/math.js';
-import { openIdbSessionStore, openIdbStore, sealUnverified as sealDatabase } from '../../lib/idb.js';
+import { openIdbSessionStore, openIdbStore, sealUnverifiedIdb as sealDatabase } from '../../lib/idb.js';
 import { openFileSessionStore, openFileStore, sealUnverified } from '../../lib/node.js';
 import { MIGRATIONS, type WebgrpoDB } from '../../lib/store/idb-schema.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
@@ -181,7 +181,7 @@ describe('IndexedDB session store checksums', () => {
     edited.completions[0].text = 'edited';
     await raw.put('groups', edited);
     const before = await raw.getAll('groups');
-    await expect(store.get('old')).rejects.toMatchObject({ code: 'StoreCorrupt', field: 'integrity', what: `the groups record "old" in IndexedDB database "${name}"`, message: expect.stringMatching(/has no checksum.*sealUnverified\(\{ name \}\) from webgrpo\/idb/) });
+    await expect(store.get('old')).rejects.toMatchObject({ code: 'StoreCorrupt', field: 'integrity', what: `the groups record "old" in IndexedDB database "${name}"`, message: expect.stringMatching(/has no checksum.*sealUnverifiedIdb\(\{ name \}\) from webgrpo\/idb/) });
     await expect(store.get('new')).rejects.toMatchObject({ code: 'StoreCorrupt', field: 'completions[0].text' });
     await expect(store.list()).rejects.toMatchObject({ code: 'StoreCorrupt' });
     // A tell of a damaged group changes nothing.

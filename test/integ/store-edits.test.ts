@@ -19,7 +19,7 @@ import { gradientGrpo, resumeGradientGrpo } from '../../lib/methods/gradient/met
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { exportRun, importRun, MemoryStore } from '../../lib/index.js';
 import { openFileStore, sealUnverified as sealFolder } from '../../lib/node.js';
-import { openIdbStore, sealUnverified } from '../../lib/idb.js';
+import { openIdbStore, sealUnverifiedIdb as sealUnverified } from '../../lib/idb.js';
 import type { RunExport } from '../../lib/store/bundle.js';
 import type { Store } from '../../lib/store/types.js';
 import { digits } from '../../lib/tasks/characters.js';
@@ -300,7 +300,7 @@ describe('an IndexedDB store edited by hand', () => {
     const unsealed = await openIdbStore({ name });
     const [damaged] = await unsealed.listDamaged();
     expect([damaged?.runId, damaged?.error.field]).toEqual([RUN, 'integrity']);
-    expect(damaged.error.message).toMatch(/has no checksum .*sealUnverified\(\{ name \}\) from webgrpo\/idb/);
+    expect(damaged.error.message).toMatch(/has no checksum .*sealUnverifiedIdb\(\{ name \}\) from webgrpo\/idb/);
     expect(await unsealed.listRuns()).toEqual([]);
     // Nothing writes over an unverified record (a status change would seal it silently).
     await expect(unsealed.setRunStatus(RUN, { status: 'failed' })).rejects.toBeInstanceOf(StoreCorruptError);

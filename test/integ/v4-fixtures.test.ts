@@ -11,7 +11,7 @@ import { openDB } from 'idb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gradientGrpo, resumeGradientGrpo, type AdapterFile } from '../../lib/grad.js';
 import { expectSameHeadAdapter } from './helpers/head-adapter.js';
-import { openIdbStore, sealUnverified as sealDatabase } from '../../lib/idb.js';
+import { openIdbStore, sealUnverifiedIdb as sealDatabase } from '../../lib/idb.js';
 import {
   importRun,
   MemoryStore,

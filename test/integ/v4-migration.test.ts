@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDB } from 'idb';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openIdbStore, sealUnverified as sealDatabase } from '../../lib/idb.js';
+import { openIdbStore, sealUnverifiedIdb as sealDatabase } from '../../lib/idb.js';
 import { exportRun, importRun, MemoryStore, StoreCorruptError, type Store } from '../../lib/index.js';
 import { RUN_EXPORT_VERSION, validateLibrary } from '../../lib/method.js';
 import { FILE_STORE_VERSION, openFileStore, sealUnverified } from '../../lib/node.js';

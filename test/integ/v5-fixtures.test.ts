@@ -16,7 +16,7 @@ import { resumeTrainingFreeGrpo, trainingFreeGrpo } from '../../lib/methods/trai
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import type { AdapterFile, LoraAdapterFile } from '../../lib/grad.js';
 import { openFileStore, sealUnverified } from '../../lib/node.js';
-import { openIdbStore, sealUnverified as sealDatabase } from '../../lib/idb.js';
+import { openIdbStore, sealUnverifiedIdb as sealDatabase } from '../../lib/idb.js';
 import { migrate } from '../../lib/store/idb-schema.js';
 import { payloadOf } from '../../lib/store/payload.js';
 import type { Store } from '../../lib/store/types.js';
@@ -117,7 +117,7 @@ describe('runs stored before checksums', () => {
     const unsealed = await openIdbStore({ name: 'webgrpo-v5' });
     const damaged = await unsealed.listDamaged();
     expect(damaged.map((d) => [d.runId, d.error.field]).sort()).toEqual([...RUN_IDS].sort().map((id) => [id, 'integrity']));
-    expect(damaged[0].error.message).toMatch(/has no checksum .*sealUnverified\(\{ name \}\) from webgrpo\/idb/);
+    expect(damaged[0].error.message).toMatch(/has no checksum .*sealUnverifiedIdb\(\{ name \}\) from webgrpo\/idb/);
     expect((await unsealed.listRuns()).length).toBe(0);
     await unsealed.close();
     const { groups: _g, leases: _l, ...runStores } = dump.stores;

@@ -101,7 +101,7 @@ describe('Training-Free GRPO in headless Chromium (real IndexedDB)', () => {
     const seen = await page.evaluate(([rec]) => (window as unknown as TfWindow).tf.unsealedStep(rec, 'unsealed'), [reference.recording] as const);
     expect(seen.before.damaged).toHaveLength(1);
     expect(seen.before.damaged[0]).toMatchObject({ runId: 'unsealed', code: 'StoreCorrupt', what: 'the steps record ["unsealed",1] in IndexedDB database "webgrpo-browser-test"', field: 'integrity' });
-    expect(seen.before.damaged[0].message).toMatch(/has no checksum .*sealUnverified\(\{ name \}\) from webgrpo\/idb/);
+    expect(seen.before.damaged[0].message).toMatch(/has no checksum .*sealUnverifiedIdb\(\{ name \}\) from webgrpo\/idb/);
     expect(seen.before.step).toBe('StoreCorrupt');
     expect(seen.keptAsEdited).toBe(true);
     expect(seen.sealed).toEqual(['steps ["unsealed",1]']);

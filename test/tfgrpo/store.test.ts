@@ -23,7 +23,7 @@ import {
   StoreQuotaError,
   type Store,
 } from '../../lib/index.js';
-import { openIdbStore, sealUnverified } from '../../lib/idb.js';
+import { openIdbStore, sealUnverifiedIdb as sealUnverified } from '../../lib/idb.js';
 import { openFileStore, FILE_STORE_VERSION } from '../../lib/node.js';
 import { MIGRATIONS, type WebgrpoDB } from '../../lib/store/idb-schema.js';
 import { sampleItemResult, sampleItems, sampleRun, sampleStep } from './helpers/records.js';
