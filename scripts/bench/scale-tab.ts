@@ -1,9 +1,13 @@
 /**
- * The scale bench's LoRA step in a Chromium tab on WebAssembly: a random-weight model of
- * SmolLM2-135M-Instruct's exact shape (fp32, built on demand), loaded, sampled, scored and
- * trained through the public API in one page with the sampler still loaded, cross-origin isolated
- * so onnxruntime-web may use both cores. The renderer's resident memory is read from outside the
- * browser every 200 ms (its peak over the call). Wall time: a tab has no CPU clock.
+ * The scale bench's LoRA step in a Chromium tab on WebAssembly: random-weight models of
+ * SmolLM2-135M-Instruct's exact shape (fp32) and Qwen2.5-0.5B-Instruct's (4-bit MatMulNBits,
+ * `model_q4.onnx`), built on demand, loaded, sampled, scored and trained through the public API in
+ * one page with the sampler still loaded, cross-origin isolated so onnxruntime-web may use both
+ * cores. The renderer's resident memory is read from outside the browser every 200 ms (its peak
+ * over the call). Wall time: a tab has no CPU clock.
+ *
+ * Each configuration takes minutes on a shared 2-core machine: SCALE_TAB=<shape>-<dtype>-<G>x<T>
+ * (comma-separated, e.g. `qwen2.5-0.5b-q4-8x128`) runs only those, and the section says which ran.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -12,17 +16,20 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { launchChromium } from '../../test/browser/launch.js';
-import { buildModel } from '../build-model/index.js';
+import { buildModel, MODEL_FILES } from '../build-model/index.js';
 import { callBench, isolatedServerConfig, openReadyPage, READY_TIMEOUT_MS, withBenchServer } from './_chromium.js';
 import { hubShapeSpec } from './_hub-shapes.js';
 import { ms } from './_measure.js';
 
 const exec = promisify(execFile);
 const PROMPT = 'Answer with digits only: what is 7 x 6?';
-const GROUPS: Array<[number, number]> = [
-  [4, 64],
-  [8, 128],
+const CONFIGS: Array<[shape: string, dtype: 'fp32' | 'q4', group: number, tokens: number]> = [
+  ['smollm2-135m', 'fp32', 4, 64],
+  ['smollm2-135m', 'fp32', 8, 128],
+  ['qwen2.5-0.5b', 'q4', 8, 128],
 ];
+/** The renderer's resident memory the issue sets as the goal for Qwen2.5-0.5B in q4 at 8 x 128. */
+const TAB_GOAL_GB = 3.5;
 
 interface TabRun {
   phase: string;
@@ -40,25 +47,31 @@ async function rendererRss(): Promise<number> {
   return Math.max(0, ...stdout.split('\n').filter((l) => l.includes('--type=renderer')).map((l) => Number(l.trim().split(/\s+/)[0]) * 1024));
 }
 
+const label = ([shape, dtype, G, T]: (typeof CONFIGS)[number]) => `${shape}-${dtype}-${G}x${T}`;
+
 export async function run(): Promise<string> {
-  const { spec, dir } = await hubShapeSpec('smollm2-135m');
-  if (!existsSync(join(dir, 'onnx/model.onnx'))) await buildModel(spec, dir);
+  const only = process.env.SCALE_TAB?.split(',').filter(Boolean);
+  const unknown = only?.filter((o) => !CONFIGS.some((c) => label(c) === o)) ?? [];
+  if (unknown.length > 0) throw new Error(`SCALE_TAB names unknown configurations: ${unknown.join(', ')}. Known: ${CONFIGS.map(label).join(', ')}.`);
+  const chosen = only ? CONFIGS.filter((c) => only.includes(label(c))) : CONFIGS;
   const modules = await realpath(fileURLToPath(new URL('../../node_modules', import.meta.url)));
   const config = { ...isolatedServerConfig, server: { ...isolatedServerConfig.server, fs: { allow: [...(isolatedServerConfig.server?.fs?.allow ?? []), modules] } } };
-  const rows: Array<{ G: number; T: number; run: TabRun; peak: number }> = [];
+  const rows: Array<{ shape: string; dtype: string; G: number; T: number; run: TabRun; peak: number }> = [];
   await withBenchServer(async (base) => {
-    for (const [G, T] of GROUPS) {
-      console.log(`  tab: ${G} x ${T}…`);
+    for (const [shape, dtype, G, T] of chosen) {
+      const { spec, dir } = await hubShapeSpec(shape, dtype);
+      if (!existsSync(join(dir, MODEL_FILES[dtype]))) await buildModel(spec, dir);
+      console.log(`  tab: ${shape} ${dtype}, ${G} x ${T}…`);
       const browser = await launchChromium();
       let peak = 0;
       const poll = setInterval(() => void rendererRss().then((rss) => (peak = Math.max(peak, rss)), () => undefined), 200);
       try {
         const page = await openReadyPage(browser, `${base}/scripts/bench/pages/scale.html`, READY_TIMEOUT_MS);
         page.setDefaultTimeout(0);
-        const result = await callBench<TabRun>(page, 'step', `/${dir}`, PROMPT, G, T, 2, 2);
-        rows.push({ G, T, run: result, peak });
+        const result = await callBench<TabRun>(page, 'step', `/${dir}`, dtype, PROMPT, G, T, 2, 2);
+        rows.push({ shape, dtype, G, T, run: result, peak });
       } catch (error) {
-        rows.push({ G, T, run: { phase: 'page', error: String(error).slice(0, 300) }, peak });
+        rows.push({ shape, dtype, G, T, run: { phase: 'page', error: String(error).slice(0, 300) }, peak });
       } finally {
         clearInterval(poll);
         await browser.close();
@@ -69,17 +82,21 @@ export async function run(): Promise<string> {
   return [
     '## scale-tab: a hub-sized LoRA step in a Chromium tab (WASM)',
     '',
-    "SmolLM2-135M-Instruct's exact shape (random weights, fp32, 538 MB), in headless Chromium on onnxruntime-web's WebAssembly with 2 threads (the page cross-origin isolated), the sampler loaded throughout: " +
-      '`loadOnnxPolicy`, one sampled group, a scoring pass, then two LoRA steps (rank 8, every projection) through `GrpoTrainer` over `loraEngine`, default engine settings. Wall time on a shared machine; peak renderer RSS polled every 200 ms from outside.',
+    "Random weights in SmolLM2-135M-Instruct's exact shape (fp32, 538 MB) and Qwen2.5-0.5B-Instruct's (24 layers, hidden 896, q/k/v biases, vocabulary 151,936; projections 4-bit MatMulNBits, `model_q4.onnx`, 733 MB), in headless Chromium on onnxruntime-web's WebAssembly with 2 threads (the page cross-origin isolated), the sampler loaded throughout: " +
+      '`loadOnnxPolicy`, one sampled group after a 39-token prompt, a scoring pass, then two LoRA steps (rank 8, every projection) through `GrpoTrainer` over `loraEngine`, default engine settings. Wall time on a shared machine; peak renderer RSS polled every 200 ms from outside. ' +
+      `The goal for Qwen2.5-0.5B in q4 at 8 x 128 is a renderer under ${TAB_GOAL_GB} GB.` +
+      (only ? ` This run: ${chosen.map(label).join(', ')} (SCALE_TAB); the other configurations were not re-run.` : ''),
     '',
-    '| G x T | result | load s | sampling tok/s | scoring ms | first step ms | second step ms | step x scoring | peak renderer RSS GB |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
-    ...rows.map(({ G, T, run: r, peak }) => {
+    '| model | G x T | result | load s | sampling tok/s | scoring ms | first step ms | second step ms | step x scoring | peak renderer RSS GB |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows.map(({ shape, dtype, G, T, run: r, peak }) => {
       const steps = r.stepsMs ?? [];
       const done = r.phase === 'done';
-      return `| ${G} x ${T} | ${done ? 'trains' : `failed at ${r.phase}: ${(r.error ?? '').replace(/\|/g, '/')}`} | ${r.loadMs ? (r.loadMs / 1000).toFixed(1) : '-'} | ${r.sampleMs && r.tokens ? ((r.tokens / r.sampleMs) * 1000).toFixed(0) : '-'} | ${r.scoreMs ? ms(r.scoreMs) : '-'} | ${steps[0] ? ms(steps[0]) : '-'} | ${steps[1] ? ms(steps[1]) : '-'} | ${steps[1] && r.scoreMs ? (steps[1] / r.scoreMs).toFixed(2) : '-'} | ${gb(peak)} |`;
+      return `| ${shape} ${dtype} | ${G} x ${T} | ${done ? 'trains' : `failed at ${r.phase}: ${(r.error ?? '').replace(/\|/g, '/')}`} | ${r.loadMs ? (r.loadMs / 1000).toFixed(1) : '-'} | ${r.sampleMs && r.tokens ? ((r.tokens / r.sampleMs) * 1000).toFixed(0) : '-'} | ${r.scoreMs ? ms(r.scoreMs) : '-'} | ${steps[0] ? ms(steps[0]) : '-'} | ${steps[1] ? ms(steps[1]) : '-'} | ${steps[1] && r.scoreMs ? (steps[1] / r.scoreMs).toFixed(2) : '-'} | ${gb(peak)} |`;
     }),
+    ...rows.filter((r) => r.shape === 'qwen2.5-0.5b' && r.dtype === 'q4' && r.G === 8 && r.T === 128).map((r) =>
+      `\nQwen2.5-0.5B in q4 at 8 x 128: ${r.run.phase === 'done' ? 'the step completes' : 'the step does not complete'}, with the renderer at ${gb(r.peak)} GB, ${r.peak < TAB_GOAL_GB * 2 ** 30 ? 'within' : 'above'} the ${TAB_GOAL_GB} GB goal.`),
     '',
-    'Before this engine (the whole-decoder graphs), recorded at the same shape on this machine class before they were replaced (not re-run): 4 x 32 trained (25.7 s first step, 7.0 s the next, 5.8 GB), 8 x 80 trained (38.7 s, 19.8 s, 7.0 GB), 8 x 96 and 8 x 128 failed with `std::bad_alloc` in the backward or the training forward.',
+    'Before this engine (the whole-decoder graphs), recorded at SmolLM2-135M\'s shape on this machine class before they were replaced (not re-run): 4 x 32 trained (25.7 s first step, 7.0 s the next, 5.8 GB), 8 x 80 trained (38.7 s, 19.8 s, 7.0 GB), 8 x 96 and 8 x 128 failed with `std::bad_alloc` in the backward or the training forward.',
   ].join('\n');
 }
