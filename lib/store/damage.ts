@@ -1,6 +1,6 @@
 /** Finding the damaged runs of a store, alike in every store: what a whole read of each run refuses. */
 import { NotFoundError, StoreCorruptError } from '../errors.js';
-import type { DamagedRun } from './types.js';
+import type { DamagedRun } from './store.js';
 
 /**
  * The runs among `runIds` that `read` (a whole read of one run) refuses as corrupt, one at a time so

@@ -4,8 +4,8 @@
  * stores' contract test holds each implementation to them.
  */
 import { AlreadyRunningError, StoreError } from '../errors.js';
-import type { EvaluationRecord, RunRecord } from './records.js';
-import type { RecordLookup } from './record-kind.js';
+import type { EvaluationRecord, RunRecord } from './records/index.js';
+import type { RecordLookup } from './records/kind.js';
 
 /** Whether every step of a run of this kind commits an adapter checkpoint (its `RecordKind` decodes one). */
 export function keepsAdapter(kind: string, records: RecordLookup): boolean {
