@@ -18,7 +18,7 @@ import type { AdapterFile, LoraAdapterFile } from '../../lib/grad.js';
 import { openFileStore, sealUnverified } from '../../lib/node.js';
 import { openIdbStore, sealUnverified as sealDatabase } from '../../lib/idb.js';
 import { migrate } from '../../lib/store/idb/schema.js';
-import { payloadOf } from '../../lib/store/records/payload.js';
+import { payloadOf } from '../../lib/store/records/step.js';
 import type { Store } from '../../lib/store/store.js';
 import { validateBundle } from '../../lib/method.js';
 import { armPolicy, exemplars, gradient, INTERRUPTED, lessons, lora, right, router, RUN_IDS } from '../fixtures/v5/runs.js';

@@ -15,7 +15,7 @@ import { LORA_MODULES, type LoraModule } from '../../lora/weights.js';
 import type { RecordKind } from '../../store/records/kind.js';
 import type { LoopConfig, RunRecordOf } from '../../store/records/index.js';
 import { arr, bool, fail, int, num, obj, oneOf, str, type Obj } from '../../core/shape.js';
-import { validateLoopConfig } from '../../store/records/validate-fields.js';
+import { validateLoopConfig } from '../../store/records/validate.js';
 
 /** The config of a run that trains an adapter by GRPO, besides the adapter; `groupSize` is TRL's `numGenerations`. */
 export interface TrainingConfig extends LoopConfig {

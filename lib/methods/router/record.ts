@@ -9,7 +9,7 @@ import type { GrpoRouterState, RouterUpdateStats } from '../../route/router.js';
 import type { LoopConfig, RunRecordOf } from '../../store/records/index.js';
 import type { RecordKind } from '../../store/records/kind.js';
 import { arr, bool, fail, int, num, obj, str, type Obj } from '../../core/shape.js';
-import { validateLoopConfig } from '../../store/records/validate-fields.js';
+import { validateLoopConfig } from '../../store/records/validate.js';
 
 export type { RouterArm };
 

@@ -1,6 +1,6 @@
 import { NotFoundError } from '../../errors.js';
 import type { ExperienceLibrary } from '../../experience/types.js';
-import { payloadOf } from '../../store/records/payload.js';
+import { payloadOf } from '../../store/records/step.js';
 import type { StepPayloadBase, StepRecord } from '../../store/records/index.js';
 import type { Store } from '../../store/store.js';
 

@@ -9,7 +9,7 @@ import type { PolicyInfo } from '../../core/policy.js';
 import type { LoopConfig, RunRecordOf } from '../../store/records/index.js';
 import type { RecordKind } from '../../store/records/kind.js';
 import { arr, bool, int, num, obj, oneOf, str, type Obj } from '../../core/shape.js';
-import { validateLoopConfig } from '../../store/records/validate-fields.js';
+import { validateLoopConfig } from '../../store/records/validate.js';
 
 export type LoopMode = 'lessons' | 'exemplars';
 

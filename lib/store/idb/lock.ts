@@ -3,7 +3,7 @@
  * by the browser when the tab closes or crashes), otherwise a lease row renewed by a heartbeat.
  */
 import { alreadyRunning } from '../rules.js';
-import type { Tx } from './tx.js';
+import type { Tx } from './database.js';
 
 /** One read-write transaction on the leases (the store's own, so errors map as every write's). */
 export type LeaseWrite = (names: ['leases'], what: string, body: (tx: Tx<['leases'], 'readwrite'>) => Promise<void>) => Promise<void>;

@@ -3,7 +3,6 @@
  * every store (memory, IndexedDB, files) and the export format hold exactly the same thing; each
  * concept has its own file, and each method's own part of them is in its folder's record.ts.
  */
-export type * from './run-config.js';
 export type * from './run.js';
 export type * from './item.js';
 export type * from './step.js';
