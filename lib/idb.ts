@@ -6,13 +6,13 @@
  * @module webgrpo/idb
  */
 import { methodRecords } from './methods/records.js';
-import { openIdbStore as openWith, type IdbStore, type IdbStoreOptions } from './store/idb.js';
-import { openIdbSessionStore as openSessionWith, type IdbSessionStore, type IdbSessionStoreOptions } from './store/idb-groups.js';
-import { sealUnverified as sealWith } from './store/idb-seal.js';
+import { openIdbStore as openWith, type IdbStore, type IdbStoreOptions } from './store/idb/store.js';
+import { openIdbSessionStore as openSessionWith, type IdbSessionStore, type IdbSessionStoreOptions } from './store/idb/groups.js';
+import { sealUnverified as sealWith } from './store/idb/seal.js';
 
-export { IdbStore, type IdbStoreOptions } from './store/idb.js';
-export { SCHEMA_VERSION as IDB_SCHEMA_VERSION } from './store/idb-schema.js';
-export { IdbSessionStore, type IdbSessionStoreOptions } from './store/idb-groups.js';
+export { IdbStore, type IdbStoreOptions } from './store/idb/store.js';
+export { SCHEMA_VERSION as IDB_SCHEMA_VERSION } from './store/idb/schema.js';
+export { IdbSessionStore, type IdbSessionStoreOptions } from './store/idb/groups.js';
 
 /** Opens (creating or migrating) the database and returns a run store on it, reading runs of every registered method. */
 export function openIdbStore(options: Partial<IdbStoreOptions> = {}): Promise<IdbStore> {

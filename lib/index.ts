@@ -41,11 +41,11 @@ export type * from './experience/types.js';
 export { emptyLibrary, renderExperiences, withExperiences, promptWithLibrary, type LibraryPromptOptions, type RenderOptions, type RenderedExperiences } from './experience/index.js';
 
 // Stores and runs.
-export type * from './store/records.js';
+export type * from './store/records/index.js';
 export type * from './methods/training-free/record.js';
 export type * from './methods/gradient/record.js';
 export type * from './methods/router/record.js';
-export type { Store, RunLock, RunStatusPatch, StepRange } from './store/types.js';
+export type { Store, RunLock, RunStatusPatch, StepRange } from './store/store.js';
 export { MemoryStore, exportRun, type RunExport, type ImportOptions } from './store/index.js';
 export { importRun } from './methods/records.js';
 export { libraryAt } from './methods/training-free/history.js';
@@ -68,5 +68,5 @@ export {
   type Session, type SessionOptions, type TellInput, type TellResult, type MemorySessionStoreOptions,
   type QueueOptions, type QueueStats, type TaskQueue
 } from './session/index.js';
-export type * from './store/session-records.js';
+export type * from './store/records/session.js';
 export { createGrpoTool, toDatasetItem, type GrpoTool, type GrpoToolOptions, type Frame, type FrameWriter, type FrameSource, type ExperienceRecord, type ToolLoopOptions } from './tool/index.js';

@@ -4,12 +4,12 @@
  * @module webgrpo/node
  */
 import { methodRecords } from './methods/records.js';
-import { openFileStore as openWith, type FileStore, type FileStoreOptions } from './store/file.js';
-import { openFileSessionStore as openSessionWith, type FileSessionStore } from './store/file-groups.js';
-import { sealUnverified as sealWith } from './store/file-seal.js';
+import { openFileStore as openWith, type FileStore, type FileStoreOptions } from './store/file/store.js';
+import { openFileSessionStore as openSessionWith, type FileSessionStore } from './store/file/groups.js';
+import { sealUnverified as sealWith } from './store/file/seal.js';
 
-export { FileStore, FILE_STORE_VERSION, type FileStoreOptions } from './store/file.js';
-export { FileSessionStore } from './store/file-groups.js';
+export { FileStore, FILE_STORE_VERSION, type FileStoreOptions } from './store/file/store.js';
+export { FileSessionStore } from './store/file/groups.js';
 export { jsonlFileSink, writeJsonlFile, type JsonlFileSink } from './export/file.js';
 export { openEpochExport, type EpochExportFile } from './export/epoch-file.js';
 

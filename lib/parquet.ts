@@ -24,7 +24,7 @@ import type { ColumnSource } from 'hyparquet-writer';
 import { InvalidInputError } from './errors.js';
 import { groundTruth, itemMessages } from './export/item.js';
 import { isRunBundle, resultGroups, runResults } from './export/run.js';
-import type { RunBundle } from './store/records.js';
+import type { RunBundle } from './store/records/index.js';
 
 export interface ParquetExportOptions {
   /** verl's `data_source` (which reward function scores the row). Default: the run's task, else 'webgrpo'. */

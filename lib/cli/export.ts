@@ -16,7 +16,7 @@ import { toPreferenceJsonl } from '../export/preferences.js';
 import { renderPrompts, toPromptJsonl } from '../export/prompts.js';
 import { runGroups } from '../export/run.js';
 import { openFileStore } from '../node.js';
-import type { RunBundle } from '../store/records.js';
+import type { RunBundle } from '../store/records/index.js';
 import { modelPath } from './model-arg.js';
 import { writePeftFolder } from './peft-out.js';
 import { UsageError } from './train-flags.js';

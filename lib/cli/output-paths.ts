@@ -7,7 +7,7 @@
 import { access, realpath, stat } from 'node:fs/promises';
 import { constants } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import { codeOf } from '../store/file-io.js';
+import { codeOf } from '../store/file/io.js';
 import { UsageError } from './train-flags.js';
 
 /** Resolves and checks the output paths given (`flag` to path); throws a UsageError naming the flag. */

@@ -3,8 +3,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runPeftAdapter, type RunPeftAdapter } from '../export/peft.js';
 import { PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE } from '../lora/peft.js';
-import { exportRun } from '../store/bundle.js';
-import type { Store } from '../store/types.js';
+import { exportRun } from '../store/run-export.js';
+import type { Store } from '../store/store.js';
 
 export async function writePeftFolder(peft: RunPeftAdapter, runId: string, dir: string, stderr: (text: string) => void): Promise<void> {
   await mkdir(dir, { recursive: true });

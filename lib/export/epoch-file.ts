@@ -5,8 +5,8 @@
  * finished are written where lines are missing.
  */
 import { readFile, truncate } from 'node:fs/promises';
-import { codeOf } from '../store/file-io.js';
-import type { Store } from '../store/types.js';
+import { codeOf } from '../store/file/io.js';
+import type { Store } from '../store/store.js';
 import { exportEveryEpoch, finishedEpochs, type EpochExportOptions, type EpochHook } from './epoch.js';
 import { jsonlFileSink, type JsonlFileSink } from './file.js';
 import { COLUMN_NAMES } from './jsonl.js';

@@ -8,7 +8,7 @@
  * whose completion id was written already are skipped (`written`).
  */
 import type { EpochExport, EpochHook, ExportGroup } from '../run/groups.js';
-import type { Store } from '../store/types.js';
+import type { Store } from '../store/store.js';
 import { toJsonl, type ToJsonlOptions } from './jsonl.js';
 import { renderPrompts, type PromptRenderer } from './prompts.js';
 import { runGroups } from './run.js';

@@ -18,7 +18,7 @@
 import { InvalidInputError } from '../errors.js';
 import type { ChatMessage } from '../core/policy.js';
 import type { ExportCompletion, ExportGroup } from '../run/groups.js';
-import type { RunBundle } from '../store/records.js';
+import type { RunBundle } from '../store/records/index.js';
 import { isRunBundle, runGroups } from './run.js';
 
 export type { ExportCompletion, ExportGroup } from '../run/groups.js';

@@ -7,7 +7,7 @@
 import { InvalidInputError, UnsupportedError } from '../errors.js';
 import { readLoraAdapterFile } from '../lora/format.js';
 import { exportPeftAdapter, peftBaseModel, type PeftBaseSource, type PeftFolder } from '../lora/peft.js';
-import type { RunBundle } from '../store/records.js';
+import type { RunBundle } from '../store/records/index.js';
 import { isRunBundle } from './run.js';
 
 export interface RunPeftAdapter {

@@ -13,7 +13,7 @@ import { InvalidInputError } from '../errors.js';
 import type { DatasetItem } from '../core/dataset.js';
 import type { PromptInput } from '../core/policy.js';
 import type { ExportGroup } from '../run/groups.js';
-import type { RunBundle } from '../store/records.js';
+import type { RunBundle } from '../store/records/index.js';
 import { groundTruth, itemMessages } from './item.js';
 import { escapeLineSeparators, type JsonlFormat } from './jsonl.js';
 import { isRunBundle } from './run.js';

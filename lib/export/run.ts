@@ -8,7 +8,7 @@
  */
 import { InvalidInputError } from '../errors.js';
 import { methodOf } from '../methods/registry.js';
-import type { ItemResult, RunBundle } from '../store/records.js';
+import type { ItemResult, RunBundle } from '../store/records/index.js';
 import { itemResultGroup, type ExportGroup } from '../run/groups.js';
 
 export { itemResultGroup };

@@ -2,11 +2,11 @@
  * The registered methods' record kinds (each method's `record`), by kind, as the stores, imports
  * and validation of the public entries read runs with them, so a caller never hands them over.
  */
-import { importRun as importWith, type ImportOptions } from '../store/bundle.js';
-import type { RecordLookup } from '../store/record-kind.js';
-import type { RunBundle, RunRecord } from '../store/records.js';
-import type { Store } from '../store/types.js';
-import { validateBundle as validateWith } from '../store/validate.js';
+import { importRun as importWith, type ImportOptions } from '../store/run-export.js';
+import type { RecordLookup } from '../store/records/kind.js';
+import type { RunBundle, RunRecord } from '../store/records/index.js';
+import type { Store } from '../store/store.js';
+import { validateBundle as validateWith } from '../store/records/validate.js';
 import { methodKinds, methodOf } from './registry.js';
 
 /** The registered methods' record kinds (a method registered later is read too). */

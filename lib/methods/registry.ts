@@ -8,7 +8,7 @@
 import { InvalidInputError } from '../errors.js';
 import type { AnyMethod, Method, StartOptions } from '../run/method.js';
 import type { LoopHandles } from '../run/options.js';
-import type { StepPayloadBase } from '../store/records.js';
+import type { StepPayloadBase } from '../store/records/index.js';
 import { headMethod, loraMethod } from './gradient/method.js';
 import { routerMethod } from './router/method.js';
 import { trainingFreeMethod } from './training-free/method.js';

@@ -1,5 +1,5 @@
 /** Which method a stored run uses: a training-free mode, or its kind for the other loops. */
-import type { RunRecord } from '../store/records.js';
+import type { RunRecord } from '../store/records/index.js';
 import type { LoopMode } from './training-free/record.js';
 
 export type RunMethod = LoopMode | 'gradient' | 'lora' | 'router';

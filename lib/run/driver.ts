@@ -20,12 +20,12 @@
 import { InvalidInputError, throwIfAborted } from '../errors.js';
 import { itemResultGroup } from './groups.js';
 import { combinedRewards, computeAdvantages, type AdvantageOptions, type AdvantageResult } from '../math/advantages.js';
-import type { AnyRunRecord, ItemResult, RolloutRecord, StepPayloadBase, StepRecord, StepStats } from '../store/records.js';
+import type { AnyRunRecord, ItemResult, RolloutRecord, StepPayloadBase, StepRecord, StepStats } from '../store/records/index.js';
 import { validateDataset, type DatasetItem } from '../core/dataset.js';
-import { MemoryStore } from '../store/memory.js';
+import { MemoryStore } from '../store/memory/store.js';
 import { emptyLibrary } from '../experience/types.js';
 import { isFlat } from './dynamic-sampling.js';
-import type { Store } from '../store/types.js';
+import type { Store } from '../store/store.js';
 import type { RewardFunction } from '../core/reward.js';
 import type { Progress } from './events.js';
 import { evaluateHeldOut, evaluationDue, resolveEvaluation } from './held-out.js';

@@ -11,7 +11,7 @@
  * resumed run resamples exactly as an uninterrupted one.
  */
 import { InvalidInputError } from '../errors.js';
-import type { DynamicSamplingConfig } from '../store/records.js';
+import type { DynamicSamplingConfig } from '../store/records/index.js';
 import { integer } from './options.js';
 
 export interface DynamicSamplingOptions {

@@ -13,7 +13,7 @@ import { passAtK } from '../math/pass-at-k.js';
 import { mean } from '../math/stats.js';
 import { generateGroups } from '../policy/groups.js';
 import type { GenerateGroupOptions, Policy, PromptInput } from '../core/policy.js';
-import type { CorrectRule, EvaluatedItem, EvaluatedSample, Evaluation, EvaluationSummary } from '../store/records.js';
+import type { CorrectRule, EvaluatedItem, EvaluatedSample, Evaluation, EvaluationSummary } from '../store/records/index.js';
 import type { DatasetItem } from '../core/dataset.js';
 import { validateDataset } from '../core/dataset.js';
 import { GROUP_SAMPLING_DEFAULTS, integer, real, validateHandles } from './options.js';

@@ -4,7 +4,7 @@
  * Each method's own event union (training-free, gradient, router) builds on these.
  */
 import type { Completion, Usage } from '../core/policy.js';
-import type { EvaluationRecord, GroupStats } from '../store/records.js';
+import type { EvaluationRecord, GroupStats } from '../store/records/index.js';
 
 export interface Progress {
   /** The step in progress, or the last one when the run ends (1-based). */

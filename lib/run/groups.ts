@@ -7,7 +7,7 @@
  *   completion  `<runId>:<step>:<dataset index>:<row>`
  */
 import type { ChatMessage, PromptInput } from '../core/policy.js';
-import type { ItemResult } from '../store/records.js';
+import type { ItemResult } from '../store/records/index.js';
 
 export interface ExportCompletion {
   id?: string;

@@ -7,7 +7,7 @@
  */
 import { InvalidInputError } from '../errors.js';
 import type { Policy, PromptInput } from '../core/policy.js';
-import type { CorrectRule, EvaluationConfig, EvaluationRecord } from '../store/records.js';
+import type { CorrectRule, EvaluationConfig, EvaluationRecord } from '../store/records/index.js';
 import type { DatasetItem } from '../core/dataset.js';
 import { validateDataset } from '../core/dataset.js';
 import { checkedPrompt, EVALUATE_BATCH_SIZE, evaluateWith, itemTemperature, ruleJudge } from './evaluate.js';

@@ -11,11 +11,11 @@
 import type { ExportGroup } from './groups.js';
 import type { AdvantageOptions, AdvantageResult } from '../math/advantages.js';
 import type { Completion, Policy, PromptInput, Usage } from '../core/policy.js';
-import type { ItemResult, PayloadOf, RolloutRecord, RunWarning, StepExtras, StepPayloadBase, StepRecord } from '../store/records.js';
+import type { ItemResult, PayloadOf, RolloutRecord, RunWarning, StepExtras, StepPayloadBase, StepRecord } from '../store/records/index.js';
 import type { DatasetItem } from '../core/dataset.js';
 import type { ExperienceLibrary } from '../experience/types.js';
-import type { RecordKind } from '../store/validate.js';
-import type { Store } from '../store/types.js';
+import type { RecordKind } from '../store/records/validate.js';
+import type { Store } from '../store/store.js';
 import type { LoopHandles } from './options.js';
 import type { RunOf } from './run.js';
 import type { EvaluationOption } from './held-out.js';

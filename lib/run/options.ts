@@ -6,7 +6,7 @@ import { InvalidInputError } from '../errors.js';
 import type { EpochHook } from './groups.js';
 import type { Policy } from '../core/policy.js';
 import type { RewardFunction } from '../core/reward.js';
-import type { Store } from '../store/types.js';
+import type { Store } from '../store/store.js';
 
 /** The callables and handles every method's run needs besides its stored configuration. */
 export interface LoopHandles<P extends Policy = Policy> {

@@ -4,8 +4,8 @@
  * or `result()` to run it to the end. Every method's run is one.
  */
 import { AbortError, InvalidInputError } from '../errors.js';
-import type { AnyRunRecord, LoopConfig, RunRecord } from '../store/records.js';
-import type { Store } from '../store/types.js';
+import type { AnyRunRecord, LoopConfig, RunRecord } from '../store/records/index.js';
+import type { Store } from '../store/store.js';
 import { EventChannel } from './events.js';
 
 export interface Run<E, R> extends AsyncIterable<E> {

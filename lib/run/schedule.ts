@@ -4,7 +4,7 @@
  * dropped). Steps are numbered from 1 across epochs. Everything is computed from the stored
  * config, so a resumed run walks exactly the same schedule.
  */
-import type { LoopConfig } from '../store/records.js';
+import type { LoopConfig } from '../store/records/index.js';
 import type { Progress } from './events.js';
 import { deriveSeed, seededShuffle } from './random.js';
 

@@ -1,6 +1,6 @@
 /** Reward statistics of a group, a step and an epoch (what the UI charts and the CLI tabulates). */
 import { mean, std } from '../math/stats.js';
-import type { GroupStats, ItemResult, StepStats } from '../store/records.js';
+import type { GroupStats, ItemResult, StepStats } from '../store/records/index.js';
 
 const finiteOrNull = (x: number): number | null => (Number.isFinite(x) ? x : null);
 

@@ -14,7 +14,7 @@
  */
 import { parseCompletionId } from '../session/records.js';
 import type { ExternalCompletion, Session, TellInput } from '../session/session.js';
-import type { GroupRecord, Reward } from '../store/session-records.js';
+import type { GroupRecord, Reward } from '../store/records/session.js';
 import { ApiError, badField } from './api-error.js';
 import { asBody, optionalNumber, optionalString, TEXT, typeName, type Body } from './fields.js';
 import { parseMessages } from './requests.js';

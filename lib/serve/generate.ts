@@ -6,7 +6,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Completion, TokenEvent } from '../core/policy.js';
 import type { AskInput, Session } from '../session/session.js';
-import type { CompletionRecord } from '../store/session-records.js';
+import type { CompletionRecord } from '../store/records/session.js';
 import { toApiError } from './api-error.js';
 import { EventStream, sendJson } from './http.js';
 import { chunk, completionResponse, finishReason, usageChunk, type ResponseContext } from './responses.js';

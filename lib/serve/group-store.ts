@@ -7,7 +7,7 @@
  */
 import { getHeapStatistics } from 'node:v8';
 import { InvalidInputError } from '../errors.js';
-import type { CompletionRecord, GroupRecord, SessionStore } from '../store/session-records.js';
+import type { CompletionRecord, GroupRecord, SessionStore } from '../store/records/session.js';
 import { ApiError } from './api-error.js';
 
 export interface GroupStoreOptions {

@@ -1,7 +1,7 @@
 /** Small pure helpers over session records: ids, prompt checks, reward tables. */
 import { InvalidInputError } from '../errors.js';
 import type { Completion, PromptInput } from '../core/policy.js';
-import type { CompletionRecord, GroupSampling, Reward } from '../store/session-records.js';
+import type { CompletionRecord, GroupSampling, Reward } from '../store/records/session.js';
 
 export function completionId(groupId: string, index: number): string {
   return `${groupId}-${index}`;

@@ -8,7 +8,7 @@
 import type { ResponseFormat, GenerateGroupOptions, Policy, PromptInput, SamplingOptions, TokenEvent, Usage } from '../core/policy.js';
 import { InvalidInputError, NotFoundError } from '../errors.js';
 import { computeAdvantages } from '../math/advantages.js';
-import { MemorySessionStore } from '../store/session-memory.js';
+import { MemorySessionStore } from '../store/memory/groups.js';
 import { createKeyedLock, createTaskQueue, queuedPolicy, type QueueOptions, type TaskQueue } from './queue.js';
 import {
   completionId,
@@ -28,7 +28,7 @@ import type {
   GroupRecord,
   Reward,
   SessionStore,
-} from '../store/session-records.js';
+} from '../store/records/session.js';
 
 export interface SessionOptions {
   policy: Policy;

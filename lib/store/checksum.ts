@@ -4,7 +4,7 @@
  * record back; a field whose value changed, that was removed or that was added since the write is
  * named in the `StoreCorruptError`. A record without `integrity` is damage too (deleting the key
  * would otherwise hide any edit); stores written before checksums existed are sealed once, on
- * their owner's word (file-seal.ts, idb-seal.ts).
+ * their owner's word (file/seal.ts, idb/seal.ts).
  *
  * A field is a path of at most `DEPTH` names (`config.epochs`, `adapter.a`, `items[2].rollouts`);
  * what lies deeper is digested whole under its path, so a record keeps a few dozen digests, not one

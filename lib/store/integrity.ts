@@ -22,10 +22,10 @@
  */
 import { InvalidInputError, StoreCorruptError } from '../errors.js';
 import { changedField, INTEGRITY, unsealed, type FieldChange } from './checksum.js';
-import type { GroupRecord } from './session-records.js';
-import type { ItemResult, RunRecord, StepRecord, StoredCheckpoint } from './records.js';
+import type { GroupRecord } from './records/session.js';
+import type { ItemResult, RunRecord, StepRecord, StoredCheckpoint } from './records/index.js';
 import { validateDatasetItem, type DatasetItem } from '../core/dataset.js';
-import type { RecordLookup } from './record-kind.js';
+import type { RecordLookup } from './records/kind.js';
 
 type Obj = Record<string, unknown>;
 
@@ -305,7 +305,7 @@ function changeText(field: string, change: FieldChange['change']): string {
  * A stored record carries its checksums: one that lacks them (its `integrity` key deleted, which
  * would hide any edit, or a record an early webgrpo wrote) cannot be verified and is damage, not
  * trusted. Stores written before checksums are sealed once, on their owner's word (`sealWith`
- * names how, in the store at hand: file-seal.ts, idb-seal.ts). `stored` is one record, or a list of
+ * names how, in the store at hand: file/seal.ts, idb/seal.ts). `stored` is one record, or a list of
  * them (items.json, a run's dataset rows); `check` reads it first, so a record broken in its shape
  * is named by what is broken.
  */

@@ -22,7 +22,7 @@ import { readLoraAdapterFile } from '../../lib/lora/format.js';
 import { importPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE } from '../../lib/lora/peft.js';
 import { openFileStore } from '../../lib/node.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
-import type { RunBundle } from '../../lib/store/records.js';
+import type { RunBundle } from '../../lib/store/records/index.js';
 import { sameColumnTypes } from './jsonl-types.js';
 import { checkTrlPromptCompletion } from './trl-format.js';
 

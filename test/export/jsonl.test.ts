@@ -9,7 +9,7 @@ import { toJsonl, type ExportGroup } from '../../lib/export/jsonl.js';
 import { toPreferenceJsonl } from '../../lib/export/preferences.js';
 import { renderPrompts, toPromptJsonl } from '../../lib/export/prompts.js';
 import { createSession, type Session } from '../../lib/session/session.js';
-import type { GroupRecord } from '../../lib/store/session-records.js';
+import type { GroupRecord } from '../../lib/store/records/session.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { checkTrlPromptCompletion } from './trl-format.js';
 

@@ -9,8 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../lib/errors.js';
 import { routerGrpo } from '../../lib/methods/router/method.js';
 import { GrpoRouter, type GrpoRouterState } from '../../lib/route/router.js';
-import { exportRun } from '../../lib/store/bundle.js';
-import { MemoryStore } from '../../lib/store/memory.js';
+import { exportRun } from '../../lib/store/run-export.js';
+import { MemoryStore } from '../../lib/store/memory/store.js';
 import { validateBundle } from '../../lib/method.js';
 import { armPolicy, router } from '../fixtures/v5/runs.js';
 
@@ -50,9 +50,9 @@ describe('a router step state, checked as data', () => {
   it('lib/store imports route code for types only', async () => {
     const dir = new URL('../../lib/store/', import.meta.url).pathname;
     const runtime: string[] = [];
-    for (const name of (await readdir(dir)).filter((n) => n.endsWith('.ts'))) {
+    for (const name of (await readdir(dir, { recursive: true })).filter((n) => n.endsWith('.ts'))) {
       const text = await readFile(join(dir, name), 'utf8');
-      for (const match of text.matchAll(/^(import|export)\s+(type\s+)?[^;]*?from\s+'(\.\.\/route\/[^']+)'/gms)) if (!match[2]) runtime.push(`${name}: ${match[3]}`);
+      for (const match of text.matchAll(/^(import|export)\s+(type\s+)?[^;]*?from\s+'((?:\.\.\/)+route\/[^']+)'/gms)) if (!match[2]) runtime.push(`${name}: ${match[3]}`);
     }
     expect(runtime).toEqual([]);
   });

@@ -13,7 +13,7 @@ import { createSession, MemorySessionStore, StoreError, StoreQuotaError, type Gr
 import { computeAdvantages } from '../../lib/math.js';
 import { openIdbSessionStore, openIdbStore, sealUnverifiedIdb as sealDatabase } from '../../lib/idb.js';
 import { openFileSessionStore, openFileStore, sealUnverified } from '../../lib/node.js';
-import { MIGRATIONS, type WebgrpoDB } from '../../lib/store/idb-schema.js';
+import { MIGRATIONS, type WebgrpoDB } from '../../lib/store/idb/schema.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { sampleItems, sampleRun } from '../tfgrpo/helpers/records.js';
 import { methodRecords } from '../../lib/methods/records.js';

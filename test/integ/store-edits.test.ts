@@ -20,8 +20,8 @@ import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onn
 import { exportRun, importRun, MemoryStore } from '../../lib/index.js';
 import { openFileStore, sealUnverified as sealFolder } from '../../lib/node.js';
 import { openIdbStore, sealUnverifiedIdb as sealUnverified } from '../../lib/idb.js';
-import type { RunExport } from '../../lib/store/bundle.js';
-import type { Store } from '../../lib/store/types.js';
+import type { RunExport } from '../../lib/store/run-export.js';
+import type { Store } from '../../lib/store/store.js';
 import { digits } from '../../lib/tasks/characters.js';
 
 const shape = { dataset: digits.dataset({ size: 4, seed: 3 }), rewards: digits.rewards, task: 'digits', groupSize: 2, batchSize: 2, epochs: 6, maxNewTokens: 3, seed: 3, head: { rank: 2 } };

@@ -30,7 +30,7 @@ import { mulberry32 } from '../../lib/math.js';
 import { payloadOf, validateBundle } from '../../lib/method.js';
 import { openFileStore, sealUnverified } from '../../lib/node.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import { migrate } from '../../lib/store/idb-schema.js';
+import { migrate } from '../../lib/store/idb/schema.js';
 import { scriptedPolicy } from '../tfgrpo/helpers/scripted-policy.js';
 import { methodRecords } from '../../lib/methods/records.js';
 

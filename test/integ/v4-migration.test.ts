@@ -13,8 +13,8 @@ import { openIdbStore, sealUnverifiedIdb as sealDatabase } from '../../lib/idb.j
 import { exportRun, importRun, MemoryStore, StoreCorruptError, type Store } from '../../lib/index.js';
 import { RUN_EXPORT_VERSION, validateLibrary } from '../../lib/method.js';
 import { FILE_STORE_VERSION, openFileStore, sealUnverified } from '../../lib/node.js';
-import { migrate, SCHEMA_VERSION } from '../../lib/store/idb-schema.js';
-import { upgradeV4Step } from '../../lib/store/upgrade-v4.js';
+import { migrate, SCHEMA_VERSION } from '../../lib/store/idb/schema.js';
+import { upgradeV4Step } from '../../lib/store/records/upgrade-v4.js';
 import { methodRecords } from '../../lib/methods/records.js';
 
 const FIXTURES = new URL('../fixtures/v4/', import.meta.url).pathname;

@@ -17,9 +17,9 @@ import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onn
 import type { AdapterFile, LoraAdapterFile } from '../../lib/grad.js';
 import { openFileStore, sealUnverified } from '../../lib/node.js';
 import { openIdbStore, sealUnverifiedIdb as sealDatabase } from '../../lib/idb.js';
-import { migrate } from '../../lib/store/idb-schema.js';
-import { payloadOf } from '../../lib/store/payload.js';
-import type { Store } from '../../lib/store/types.js';
+import { migrate } from '../../lib/store/idb/schema.js';
+import { payloadOf } from '../../lib/store/records/step.js';
+import type { Store } from '../../lib/store/store.js';
 import { validateBundle } from '../../lib/method.js';
 import { armPolicy, exemplars, gradient, INTERRUPTED, lessons, lora, right, router, RUN_IDS } from '../fixtures/v5/runs.js';
 import { scriptedPolicy } from '../tfgrpo/helpers/scripted-policy.js';

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { AbortError, BusyError, InvalidInputError, NotFoundError } from '../../lib/errors.js';
 import { computeAdvantages } from '../../lib/math/advantages.js';
-import { MemorySessionStore } from '../../lib/store/session-memory.js';
+import { MemorySessionStore } from '../../lib/store/memory/groups.js';
 import { createTaskQueue } from '../../lib/session/queue.js';
 import { createSession } from '../../lib/session/session.js';
-import type { GroupRecord, SessionStore } from '../../lib/store/session-records.js';
+import type { GroupRecord, SessionStore } from '../../lib/store/records/session.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 
 function sequentialIds() {

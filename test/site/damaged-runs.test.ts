@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportRun } from '../../lib/store/bundle.js';
+import { exportRun } from '../../lib/store/run-export.js';
 import { openFileStore, sealUnverified } from '../../lib/node.js';
 import { startPlayground, type Playground } from './preview.js';
 

@@ -13,7 +13,7 @@ const lib = join(dirname(fileURLToPath(import.meta.url)), '../../lib');
 
 async function storeSources(): Promise<Map<string, string>> {
   const sources = new Map<string, string>();
-  for (const name of await readdir(join(lib, 'store'))) {
+  for (const name of await readdir(join(lib, 'store'), { recursive: true })) {
     if (name.endsWith('.ts')) sources.set(`store/${name}`, await readFile(join(lib, 'store', name), 'utf8'));
   }
   return sources;

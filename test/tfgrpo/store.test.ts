@@ -25,7 +25,7 @@ import {
 } from '../../lib/index.js';
 import { openIdbStore, sealUnverifiedIdb as sealUnverified } from '../../lib/idb.js';
 import { openFileStore, FILE_STORE_VERSION } from '../../lib/node.js';
-import { MIGRATIONS, type WebgrpoDB } from '../../lib/store/idb-schema.js';
+import { MIGRATIONS, type WebgrpoDB } from '../../lib/store/idb/schema.js';
 import { sampleItemResult, sampleItems, sampleRun, sampleStep } from './helpers/records.js';
 import { methodRecords } from '../../lib/methods/records.js';
 

@@ -7,7 +7,7 @@
  * and in `step-end` what following the adapter cost the sampler.
  */
 import type { PromptInput } from '../../core/policy.js';
-import type { ItemResult, StepStats } from '../../store/records.js';
+import type { ItemResult, StepStats } from '../../store/records/index.js';
 import type { GradientConfig, LoraRunConfig } from './record.js';
 import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 import type { TrainStepMetrics } from '../../train/metrics.js';

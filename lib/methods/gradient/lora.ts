@@ -23,7 +23,7 @@ import type { TrainablePolicy } from '../../train/trainable-policy.js';
 import type { GrpoTrainer } from '../../train/trainer.js';
 import type { LoraRunConfig, LoraRunRecord, LoraStepPayload } from './record.js';
 import type { NewRun, OpenContext } from '../../run/method.js';
-import type { Store } from '../../store/types.js';
+import type { Store } from '../../store/store.js';
 import { runTrainer } from './update.js';
 import { validateHandles, type LoopHandles } from '../../run/options.js';
 import { resolveTrainingConfig, type TrainingRunOptions } from './training-options.js';

@@ -19,7 +19,7 @@ import type { Drive, Method } from '../../run/method.js';
 import type { Run } from '../../run/run.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
 import type { LoraAdapter } from '../../lora/adapter.js';
-import type { Store } from '../../store/types.js';
+import type { Store } from '../../store/store.js';
 import type { TrainingEngine } from '../../train/engine.js';
 import type { HeadTrainingEngine } from '../../train/head-engine.js';
 import type { LoraTrainingEngine } from '../../train/lora-engine.js';

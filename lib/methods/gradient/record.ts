@@ -12,10 +12,10 @@ import { readCheckpoint, type HeadAdapterCheckpoint } from '../../train/head/for
 import type { TrainStepMetrics } from '../../train/metrics.js';
 import { readLoraCheckpoint, type LoraCheckpoint } from '../../lora/format.js';
 import { LORA_MODULES, type LoraModule } from '../../lora/weights.js';
-import type { RecordKind } from '../../store/record-kind.js';
-import type { LoopConfig, RunRecordOf } from '../../store/records.js';
+import type { RecordKind } from '../../store/records/kind.js';
+import type { LoopConfig, RunRecordOf } from '../../store/records/index.js';
 import { arr, bool, fail, int, num, obj, oneOf, str, type Obj } from '../../core/shape.js';
-import { validateLoopConfig } from '../../store/validate-fields.js';
+import { validateLoopConfig } from '../../store/records/validate.js';
 
 /** The config of a run that trains an adapter by GRPO, besides the adapter; `groupSize` is TRL's `numGenerations`. */
 export interface TrainingConfig extends LoopConfig {
@@ -78,7 +78,7 @@ export interface LoraStepPayload extends TrainingPayload {
   refreshMs: number;
 }
 
-declare module '../../store/run-record.js' {
+declare module '../../store/records/run.js' {
   interface RunKinds {
     gradient: { config: GradientConfig; payload: GradientStepPayload; checkpoint: HeadAdapterCheckpoint };
     lora: { config: LoraRunConfig; payload: LoraStepPayload; checkpoint: LoraCheckpoint };

@@ -11,7 +11,7 @@ import type { PromptInput } from '../../core/policy.js';
 import type { Reporter } from '../../run/method.js';
 import type { StepPlan } from '../../run/schedule.js';
 import { stepStats } from '../../run/stats.js';
-import type { ItemResult, StepRecord } from '../../store/records.js';
+import type { ItemResult, StepRecord } from '../../store/records/index.js';
 import type { GradientConfig, GradientStepPayload, LoraStepPayload } from './record.js';
 import type { TrainingEngine } from '../../train/engine.js';
 import { GrpoTrainer } from '../../train/trainer.js';

@@ -5,7 +5,7 @@
  * `step-end`.
  */
 import type { PromptInput } from '../../core/policy.js';
-import type { ItemResult, StepStats } from '../../store/records.js';
+import type { ItemResult, StepStats } from '../../store/records/index.js';
 import type { RouterConfig, StepRouting } from './record.js';
 import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 

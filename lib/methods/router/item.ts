@@ -7,7 +7,7 @@
  */
 import { promptText } from '../../experience/render.js';
 import type { Completion, PromptInput } from '../../core/policy.js';
-import type { ItemResult } from '../../store/records.js';
+import type { ItemResult } from '../../store/records/index.js';
 import type { RouterArm } from '../../route/arm.js';
 import type { RouterConfig } from './record.js';
 import type { ItemContext, PreparedItem, SampledGroup } from '../../run/method.js';

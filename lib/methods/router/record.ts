@@ -6,10 +6,10 @@
  */
 import type { RouterArm } from '../../route/arm.js';
 import type { GrpoRouterState, RouterUpdateStats } from '../../route/router.js';
-import type { LoopConfig, RunRecordOf } from '../../store/records.js';
-import type { RecordKind } from '../../store/record-kind.js';
+import type { LoopConfig, RunRecordOf } from '../../store/records/index.js';
+import type { RecordKind } from '../../store/records/kind.js';
 import { arr, bool, fail, int, num, obj, str, type Obj } from '../../core/shape.js';
-import { validateLoopConfig } from '../../store/validate-fields.js';
+import { validateLoopConfig } from '../../store/records/validate.js';
 
 export type { RouterArm };
 
@@ -34,7 +34,7 @@ export interface RouterStepPayload {
   routing: StepRouting;
 }
 
-declare module '../../store/run-record.js' {
+declare module '../../store/records/run.js' {
   interface RunKinds {
     router: { config: RouterConfig; payload: RouterStepPayload };
   }
@@ -42,7 +42,7 @@ declare module '../../store/run-record.js' {
 
 export type RouterRunRecord = RunRecordOf<'router'>;
 
-declare module '../../store/item-result.js' {
+declare module '../../store/records/item.js' {
   interface RolloutRecord {
     /** Router runs: the id of the arm this completion was routed to. */
     arm?: string;

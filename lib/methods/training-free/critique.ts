@@ -15,7 +15,7 @@ import { criticLessonsSchema, criticOperationsSchema } from '../../experience/cr
 import { applyOperations, cleanContent } from '../../experience/operations.js';
 import { formatLesson } from '../../experience/render.js';
 import type { ApplyResult, ExperienceLibrary, ExperienceOperation } from '../../experience/types.js';
-import type { WarningStage } from '../../store/records.js';
+import type { WarningStage } from '../../store/records/index.js';
 import type { CriticExchange } from './record.js';
 import { criticBudget, type PromptField } from './budget.js';
 import { askStructured, criticMessages, criticPrompt, criticReply, refusal, type AnswerSchema, type CriticContext } from './critic.js';

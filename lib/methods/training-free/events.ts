@@ -5,7 +5,7 @@
  */
 import type { AppliedOperation, ExperienceLibrary, ExperienceOperation, SkippedOperation } from '../../experience/types.js';
 import type { PromptInput } from '../../core/policy.js';
-import type { ItemResult, RunWarning, StepStats } from '../../store/records.js';
+import type { ItemResult, RunWarning, StepStats } from '../../store/records/index.js';
 import type { CriticExchange, TrainingFreeConfig } from './record.js';
 import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 

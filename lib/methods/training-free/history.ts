@@ -1,8 +1,8 @@
 import { NotFoundError } from '../../errors.js';
 import type { ExperienceLibrary } from '../../experience/types.js';
-import { payloadOf } from '../../store/payload.js';
-import type { StepPayloadBase, StepRecord } from '../../store/records.js';
-import type { Store } from '../../store/types.js';
+import { payloadOf } from '../../store/records/step.js';
+import type { StepPayloadBase, StepRecord } from '../../store/records/index.js';
+import type { Store } from '../../store/store.js';
 
 /**
  * The experience library after `step`, for methods that keep one (training-free); undefined for a

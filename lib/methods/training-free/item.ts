@@ -7,7 +7,7 @@
 import { selectExemplar } from '../../experience/exemplars.js';
 import { promptText, promptWithLibrary } from '../../experience/render.js';
 import type { ExperienceLibrary } from '../../experience/types.js';
-import type { ItemResult, RunWarning, WarningStage } from '../../store/records.js';
+import type { ItemResult, RunWarning, WarningStage } from '../../store/records/index.js';
 import type { TrainingFreeConfig } from './record.js';
 import type { DatasetItem } from '../../core/dataset.js';
 import type { ItemContext, PreparedItem } from '../../run/method.js';

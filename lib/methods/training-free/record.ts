@@ -6,10 +6,10 @@
 import { validateLibrary } from '../../experience/normalize.js';
 import type { ApplyResult, ExemplarCandidate, ExperienceLibrary, ExperienceOperation } from '../../experience/types.js';
 import type { PolicyInfo } from '../../core/policy.js';
-import type { LoopConfig, RunRecordOf } from '../../store/records.js';
-import type { RecordKind } from '../../store/record-kind.js';
+import type { LoopConfig, RunRecordOf } from '../../store/records/index.js';
+import type { RecordKind } from '../../store/records/kind.js';
 import { arr, bool, int, num, obj, oneOf, str, type Obj } from '../../core/shape.js';
-import { validateLoopConfig } from '../../store/validate-fields.js';
+import { validateLoopConfig } from '../../store/records/validate.js';
 
 export type LoopMode = 'lessons' | 'exemplars';
 
@@ -69,7 +69,7 @@ export interface TrainingFreeStepPayload {
   library: ExperienceLibrary;
 }
 
-declare module '../../store/run-record.js' {
+declare module '../../store/records/run.js' {
   interface RunKinds {
     'training-free': { config: TrainingFreeConfig; payload: TrainingFreeStepPayload };
   }
@@ -81,7 +81,7 @@ declare module '../../store/run-record.js' {
 
 export type TrainingFreeRunRecord = RunRecordOf<'training-free'>;
 
-declare module '../../store/item-result.js' {
+declare module '../../store/records/item.js' {
   interface WarningStages {
     summary: true;
     critique: true;

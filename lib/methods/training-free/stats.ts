@@ -1,7 +1,7 @@
 /** A training-free epoch's statistics: its groups' rewards, the library after it, its operations. */
 import type { ExperienceLibrary } from '../../experience/types.js';
-import type { StepPayloadBase, StepRecord } from '../../store/records.js';
-import { payloadOf } from '../../store/payload.js';
+import type { StepPayloadBase, StepRecord } from '../../store/records/index.js';
+import { payloadOf } from '../../store/records/step.js';
 import { stepStats } from '../../run/stats.js';
 import type { EpochStats } from './events.js';
 

@@ -6,7 +6,7 @@
  */
 import { applyExemplars } from '../../experience/exemplars.js';
 import type { ApplyResult, ExemplarCandidate, ExperienceLibrary, ExperienceOperation } from '../../experience/types.js';
-import type { ItemResult, RunWarning } from '../../store/records.js';
+import type { ItemResult, RunWarning } from '../../store/records/index.js';
 import type { CriticExchange, TrainingFreeConfig, TrainingFreeStepPayload } from './record.js';
 import type { StepOutcome } from '../../run/method.js';
 import type { StepPlan } from '../../run/schedule.js';

@@ -3,8 +3,8 @@
  * arrays, no class instances), so a record can go to IndexedDB, a file, a Worker or an HTTP body
  * unchanged.
  */
-import type { AdvantageOptions, RewardValue } from '../math/advantages.js';
-import type { ChatMessage, FinishReason, SamplingOptions, TopLogprob } from '../core/policy.js';
+import type { AdvantageOptions, RewardValue } from '../../math/advantages.js';
+import type { ChatMessage, FinishReason, SamplingOptions, TopLogprob } from '../../core/policy.js';
 
 /** A completion's reward: one value, or one per reward function; null where a function could not score it. */
 export type Reward = RewardValue | readonly RewardValue[];

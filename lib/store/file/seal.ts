@@ -11,10 +11,10 @@
  */
 import { join } from 'node:path';
 import { readdir } from 'node:fs/promises';
-import { INTEGRITY, sealed } from './checksum.js';
-import { guard, listJson, readJson, writeAtomic } from './file-io.js';
-import { openStoreFolder } from './file.js';
-import type { RecordLookup } from './record-kind.js';
+import { INTEGRITY, sealed } from '../checksum.js';
+import { guard, listJson, readJson, writeAtomic } from './io.js';
+import { openStoreFolder } from './store.js';
+import type { RecordLookup } from '../records/kind.js';
 
 /** Seals the records without checksums in the store folder `root`; returns the files it rewrote. */
 export async function sealUnverified(root: string, records: RecordLookup): Promise<string[]> {

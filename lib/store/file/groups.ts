@@ -5,12 +5,13 @@
  * place, so a killed process leaves every group whole (its last completed `put`) or absent.
  */
 import { join } from 'node:path';
-import { InvalidInputError } from '../errors.js';
-import type { GroupRecord, SessionStore } from './session-records.js';
-import { openStoreFolder, type FileStoreOptions } from './file.js';
-import { guard, listJson, readJson, writeAtomic } from './file-io.js';
-import { sealed } from './checksum.js';
-import { checkGroup } from './integrity.js';
+import { InvalidInputError } from '../../errors.js';
+import type { GroupRecord, SessionStore } from '../records/session.js';
+import { openStoreFolder, type FileStoreOptions } from './store.js';
+import { guard, listJson, readJson, writeAtomic } from './io.js';
+import { sealed } from '../checksum.js';
+import { checkGroup } from '../integrity.js';
+import { WritesInFlight } from '../rules.js';
 
 /** Opens (creating or migrating, its runs read with `options.records`) the store folder `root` and returns its group store. */
 export async function openFileSessionStore(root: string, options: FileStoreOptions): Promise<FileSessionStore> {
@@ -21,7 +22,7 @@ export async function openFileSessionStore(root: string, options: FileStoreOptio
 export class FileSessionStore implements SessionStore {
   readonly root: string;
   readonly #dir: string;
-  readonly #writes = new Set<Promise<unknown>>();
+  readonly #writes = new WritesInFlight();
 
   constructor(root: string) {
     this.root = root;
@@ -30,13 +31,7 @@ export class FileSessionStore implements SessionStore {
 
   async put(group: GroupRecord): Promise<void> {
     const path = this.#path(group.id);
-    const write = guard(`store group "${group.id}"`, () => writeAtomic(path, sealed(group)));
-    this.#writes.add(write);
-    try {
-      await write;
-    } finally {
-      this.#writes.delete(write);
-    }
+    await this.#writes.track(guard(`store group "${group.id}"`, () => writeAtomic(path, sealed(group))));
   }
 
   async get(id: string): Promise<GroupRecord | undefined> {
@@ -55,7 +50,7 @@ export class FileSessionStore implements SessionStore {
 
   /** Resolves when every `put` started so far is on disk (each is, once it resolves). */
   async flush(): Promise<void> {
-    await Promise.allSettled([...this.#writes]);
+    await this.#writes.flush();
   }
 
   #path(id: string): string {

@@ -2,19 +2,19 @@
  * `IdbSessionStore`: an ask/tell session's groups in the browser's IndexedDB, in the same database
  * as the runs (object store `groups`, added in schema version 3). Each `put` is one transaction, so a group
  * is stored whole or not at all; a full quota is a `StoreQuotaError` that leaves the group as it was.
- * Each group is written with the stores' checksums and checked as it is read (integrity.ts): an
- * edited group, or one without checksums, is a `StoreCorruptError` and is never told (idb-seal.ts
+ * Each group is written with the stores' checksums and checked as it is read (../integrity.ts): an
+ * edited group, or one without checksums, is a `StoreCorruptError` and is never told (seal.ts
  * seals a database written before them, on its owner's word).
  */
 import type { IDBPDatabase } from 'idb';
-import { StoreError } from '../errors.js';
-import type { GroupRecord, SessionStore } from './session-records.js';
-import type { WebgrpoDB } from './idb-schema.js';
-import { mapErrors } from './idb-errors.js';
-import { openWebgrpoDatabase } from './idb-open.js';
-import type { RecordLookup } from './record-kind.js';
-import { sealed } from './checksum.js';
-import { checkGroup } from './integrity.js';
+import { StoreError } from '../../errors.js';
+import type { GroupRecord, SessionStore } from '../records/session.js';
+import type { WebgrpoDB } from './schema.js';
+import { inWriteTransaction, mapErrors, openStoreOn } from './database.js';
+import type { RecordLookup } from '../records/kind.js';
+import { sealed } from '../checksum.js';
+import { checkGroup } from '../integrity.js';
+import { WritesInFlight } from '../rules.js';
 
 export interface IdbSessionStoreOptions {
   /** Database name. Default `webgrpo` (the run store's). */
@@ -26,10 +26,7 @@ export interface IdbSessionStoreOptions {
 /** Opens (creating or migrating) the database and returns its group store. */
 export async function openIdbSessionStore(options: IdbSessionStoreOptions): Promise<IdbSessionStore> {
   const name = options.name ?? 'webgrpo';
-  let store: IdbSessionStore | undefined;
-  const db = await openWebgrpoDatabase(name, options.records, () => void store?.close());
-  store = new IdbSessionStore(db, name);
-  return store;
+  return openStoreOn(name, options.records, (db) => new IdbSessionStore(db, name));
 }
 
 const REMEDY = 'free space (delete old runs or groups) and try again';
@@ -37,7 +34,7 @@ const REMEDY = 'free space (delete old runs or groups) and try again';
 export class IdbSessionStore implements SessionStore {
   readonly #db: IDBPDatabase<WebgrpoDB>;
   readonly #name: string;
-  readonly #writes = new Set<Promise<unknown>>();
+  readonly #writes = new WritesInFlight();
   #closed = false;
 
   constructor(db: IDBPDatabase<WebgrpoDB>, name: string) {
@@ -47,33 +44,8 @@ export class IdbSessionStore implements SessionStore {
 
   async put(group: GroupRecord): Promise<void> {
     this.#checkOpen();
-    const write = mapErrors(
-      `store group "${group.id}"`,
-      async () => {
-        const tx = this.#db.transaction('groups', 'readwrite');
-        const done = tx.done;
-        done.catch(() => undefined);
-        try {
-          await tx.store.put(sealed(group));
-        } catch (error) {
-          // A request that throws as it is made (quota, data errors): nothing of it may stay.
-          try {
-            tx.abort();
-          } catch {
-            // Already aborted by the failed request itself.
-          }
-          throw error;
-        }
-        await done;
-      },
-      REMEDY,
-    );
-    this.#writes.add(write);
-    try {
-      await write;
-    } finally {
-      this.#writes.delete(write);
-    }
+    const write = mapErrors(`store group "${group.id}"`, () => inWriteTransaction(this.#db, ['groups'], (tx) => tx.objectStore('groups').put(sealed(group))), REMEDY);
+    await this.#writes.track(write);
   }
 
   async get(id: string): Promise<GroupRecord | undefined> {
@@ -96,7 +68,7 @@ export class IdbSessionStore implements SessionStore {
 
   /** Resolves when every `put` started so far has committed (each has, once it resolves). */
   async flush(): Promise<void> {
-    await Promise.allSettled([...this.#writes]);
+    await this.#writes.flush();
   }
 
   async close(): Promise<void> {

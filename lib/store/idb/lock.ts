@@ -2,8 +2,8 @@
  * A run's lock in an IndexedDB store: the Web Locks API where it exists (held by this tab, released
  * by the browser when the tab closes or crashes), otherwise a lease row renewed by a heartbeat.
  */
-import { alreadyRunning } from './rules.js';
-import type { Tx } from './idb-tx.js';
+import { alreadyRunning } from '../rules.js';
+import type { Tx } from './database.js';
 
 /** One read-write transaction on the leases (the store's own, so errors map as every write's). */
 export type LeaseWrite = (names: ['leases'], what: string, body: (tx: Tx<['leases'], 'readwrite'>) => Promise<void>) => Promise<void>;

@@ -15,25 +15,24 @@
  * so `commitStep` is atomic; the run's progress is read from the step files themselves. A step's
  * adapter checkpoint is written before its step file and read by the last step's number, so
  * a checkpoint without its step (a crash in between) is never read, and is replaced on the retry.
- * Each record is written with checksums of its fields (checksum.ts; items.json: each item), checked
- * as it is read (integrity.ts); a record without them is damage (file-seal.ts seals a store written
+ * Each record is written with checksums of its fields (../checksum.ts; items.json: each item), checked
+ * as it is read (../integrity.ts); a record without them is damage (seal.ts seals a store written
  * before them, on its owner's word).
  */
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
-import { NotFoundError, StoreCorruptError, StoreError } from '../errors.js';
-import { checkRunFolderName, codeOf, guard, isFolder, listJson, readJson, removeStaleTemporaries, writeAtomic } from './file-io.js';
-import { takeLockFile } from './file-lock.js';
-import { sealed } from './checksum.js';
-import { checkAdapter, checkCompleted, checkItems, checkPending, checkProgress, checkRun, checkStep, checkStepNumbers, remedy, requireSeal } from './integrity.js';
-import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, keepsAdapter, runExists, withEvaluation } from './rules.js';
-import { upgradeV4Step } from './upgrade-v4.js';
-import type { RecordLookup } from './record-kind.js';
-import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord, StoredCheckpoint } from './records.js';
-import type { DatasetItem } from '../core/dataset.js';
-import { damagedAmong, leftOut } from './damage.js';
-import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from './types.js';
+import { NotFoundError, StoreCorruptError, StoreError } from '../../errors.js';
+import { checkRunFolderName, codeOf, guard, isFolder, listJson, readJson, removeStaleTemporaries, writeAtomic } from './io.js';
+import { takeLockFile } from './lock.js';
+import { sealed } from '../checksum.js';
+import { checkAdapter, checkCompleted, checkItems, checkPending, checkProgress, checkRun, checkStep, checkStepNumbers, remedy, requireSeal } from '../integrity.js';
+import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, damagedAmong, holdRun, keepsAdapter, leftOut, runExists, withEvaluation, withStatus } from '../rules.js';
+import { upgradeV4Step } from '../records/upgrade-v4.js';
+import type { RecordLookup } from '../records/kind.js';
+import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord, StoredCheckpoint } from '../records/index.js';
+import type { DatasetItem } from '../../core/dataset.js';
+import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from '../store.js';
 
 const FORMAT = 'webgrpo.file-store';
 /** How a file store written before checksums is sealed, for the message that finds a record without them. */
@@ -164,10 +163,7 @@ export class FileStore implements Store {
   async setRunStatus(runId: string, patch: RunStatusPatch): Promise<void> {
     const run = await this.#requireRun(runId);
     if (patch.status === 'completed') checkCompleted(run, (await this.#stepNumbers(run)).length, join(this.#dir(runId), 'steps'));
-    const next: RunRecord = { ...run, status: patch.status, updatedAt: new Date().toISOString() };
-    if (patch.error !== undefined) next.error = patch.error;
-    else delete next.error;
-    await guard(`update run "${runId}"`, () => writeAtomic(join(this.#dir(runId), 'run.json'), sealed(next)));
+    await guard(`update run "${runId}"`, () => writeAtomic(join(this.#dir(runId), 'run.json'), sealed(withStatus(run, patch))));
   }
 
   async putEvaluation(runId: string, evaluation: EvaluationRecord): Promise<void> {
@@ -210,9 +206,7 @@ export class FileStore implements Store {
       const dir = join(this.#dir(runId), 'pending');
       // Results of a committed step are leftovers of a crash before their removal: never read.
       if (step <= last) return [];
-      const names = (await listJson(dir)).filter((name) => name.startsWith(`${pad(step, 6)}-`)).sort();
-      const results = await Promise.all(names.map(async (name) => [join(dir, name), await readJson<unknown>(join(dir, name))] as const));
-      return results.filter(([, r]) => r !== undefined).map(([path, r]) => requireSeal(r, path, runId, FILE_SEAL, () => checkPending(r, step - 1, run, path)));
+      return this.#readPending(run, (await listJson(dir)).filter((name) => name.startsWith(`${pad(step, 6)}-`)), step - 1);
     });
   }
 
@@ -277,30 +271,16 @@ export class FileStore implements Store {
 
   async lockRun(runId: string): Promise<RunLock> {
     await this.#requireRun(runId);
-    if (this.#held.has(runId)) throw alreadyRunning(runId, 'in this process');
-    const release = await takeLockFile(join(this.#dir(runId), 'lock'), runId);
-    this.#held.add(runId);
-    let held = true;
-    return {
-      runId,
-      release: async () => {
-        if (!held) return;
-        held = false;
-        this.#held.delete(runId);
-        await release();
-      },
-    };
+    return holdRun(this.#held, runId, 'in this process', () => takeLockFile(join(this.#dir(runId), 'lock'), runId));
   }
 
   async readBundle(runId: string): Promise<RunBundle> {
     const run = await this.#requireRun(runId);
     const [items, steps, adapter] = await Promise.all([this.getItems(runId), this.listSteps(runId), this.getAdapter(runId)]);
     const pendingDir = join(this.#dir(runId), 'pending');
-    const pending = await guard('read pending items', async () => {
-      const names = (await listJson(pendingDir)).sort().filter((name) => Number(name.slice(0, 6)) > steps.length);
-      const rows = await Promise.all(names.map(async (name) => [join(pendingDir, name), await readJson<unknown>(join(pendingDir, name))] as const));
-      return rows.filter(([, r]) => r !== undefined).map(([path, r]) => requireSeal(r, path, runId, FILE_SEAL, () => checkPending(r, steps.length, run, path)));
-    });
+    const pending = await guard('read pending items', async () =>
+      this.#readPending(run, (await listJson(pendingDir)).filter((name) => Number(name.slice(0, 6)) > steps.length), steps.length),
+    );
     return { run, items, steps, pending, ...(adapter ? { adapter } : {}) };
   }
 
@@ -361,6 +341,13 @@ export class FileStore implements Store {
     const path = join(this.#dir(run.id), 'steps', `${pad(step, 6)}.json`);
     const record = await guard(`read step ${step}`, () => readJson<unknown>(path));
     return record === undefined ? undefined : requireSeal(record, path, run.id, FILE_SEAL, () => checkStep(record, step, run, path, this.#records));
+  }
+
+  /** The pending files `names` (in order of position), checked to be items of step `last + 1`; a file removed meanwhile is left out. */
+  async #readPending(run: RunRecord, names: string[], last: number): Promise<ItemResult[]> {
+    const dir = join(this.#dir(run.id), 'pending');
+    const read = await Promise.all(names.sort().map(async (name) => [join(dir, name), await readJson<unknown>(join(dir, name))] as const));
+    return read.filter(([, r]) => r !== undefined).map(([path, r]) => requireSeal(r, path, run.id, FILE_SEAL, () => checkPending(r, last, run, path)));
   }
 
   /** The run folders' names (a folder may have lost its run.json). */

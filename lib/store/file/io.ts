@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { link, mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
-import { StoreCorruptError, StoreError, StoreQuotaError, WebgrpoError } from '../errors.js';
+import { StoreCorruptError, StoreError, StoreQuotaError, WebgrpoError } from '../../errors.js';
 
 /**
  * Writes JSON to a temporary file, flushes it, then renames it over `path` (or, with `exclusive`,

@@ -1,14 +1,14 @@
 /**
- * Structural checks for everything that enters a store from outside (datasets, imported runs).
+ * Structural checks for everything that enters a store from outside (datasets, imported runs),
+ * and of the config fields the loops share, which each method's config check builds on.
  * Errors are `InvalidInputError`s whose `argument` is the path to the bad field
  * (`steps[3].items[0].rollouts[2].logprobs`). The method's parts are checked by the run kind's
  * `RecordKind`, looked up in the records the caller hands over.
  */
-import type { ItemResult, RunBundle, RunRecord, StepRecord } from './records.js';
-import { validateDataset } from '../core/dataset.js';
-import type { RecordKind, RecordLookup } from './record-kind.js';
-import { arr, fail, int, num, nullableNum, obj, oneOf, str, type Obj } from '../core/shape.js';
-import { validateEvaluation, validateEvaluationConfig } from './validate-evaluation.js';
+import type { ItemResult, RunBundle, RunRecord, StepRecord } from './index.js';
+import { validateDataset } from '../../core/dataset.js';
+import type { RecordKind, RecordLookup } from './kind.js';
+import { arr, bool, fail, int, num, nullableNum, obj, oneOf, str, type Obj } from '../../core/shape.js';
 
 export type { RecordKind, RecordLookup };
 
@@ -109,4 +109,71 @@ function recordKindOf(value: unknown, at: string, records: RecordLookup): Record
   const kind = records.get(str(value, at));
   if (!kind) fail(at, `is "${String(value)}"; known kinds are ${[...records.keys()].map((k) => `"${k}"`).join(', ')} (a method's runs are known once it is registered).`);
   return kind;
+}
+
+/** The fields of `LoopConfig`: groups, schedule, sampling, rewards, policy, task. */
+export function validateLoopConfig(value: unknown, at: string): Obj {
+  const c = obj(value, at);
+  for (const key of ['groupSize', 'epochs', 'batchSize', 'maxNewTokens'] as const) int(c[key], `${at}.${key}`, 1);
+  for (const key of ['topK', 'seed'] as const) int(c[key], `${at}.${key}`);
+  for (const key of ['temperature', 'topP', 'minP'] as const) num(c[key], `${at}.${key}`);
+  bool(c.shuffle, `${at}.shuffle`);
+  if (c.dynamicSampling !== undefined) int(obj(c.dynamicSampling, `${at}.dynamicSampling`).maxResamples, `${at}.dynamicSampling.maxResamples`);
+  arr(c.rewards, `${at}.rewards`).forEach((r, i) => {
+    const reward = obj(r, `${at}.rewards[${i}]`);
+    str(reward.name, `${at}.rewards[${i}].name`);
+    num(reward.weight, `${at}.rewards[${i}].weight`);
+  });
+  const info = obj(c.policy, `${at}.policy`);
+  str(info.model, `${at}.policy.model`);
+  str(info.backend, `${at}.policy.backend`);
+  if (c.task !== undefined) str(c.task, `${at}.task`);
+  return c;
+}
+
+/** A run's held-out split and how it is sampled and judged (its items are checked as a dataset by the caller). */
+function validateEvaluationConfig(value: unknown, at: string): { items: unknown } {
+  const c = obj(value, at);
+  for (const key of ['every', 'samples', 'maxNewTokens'] as const) int(c[key], `${at}.${key}`, 1);
+  int(c.seed, `${at}.seed`);
+  if (num(c.temperature, `${at}.temperature`) < 0) fail(`${at}.temperature`, 'expected a number >= 0.');
+  if (c.alsoGreedy !== undefined) bool(c.alsoGreedy, `${at}.alsoGreedy`);
+  if (c.correct !== 'exact') {
+    const rule = obj(c.correct, `${at}.correct`);
+    str(rule.reward, `${at}.correct.reward`);
+    num(rule.atLeast, `${at}.correct.atLeast`);
+  }
+  return { items: c.items };
+}
+
+/** One stored evaluation: its epoch, its aggregates and every item's samples. */
+function validateEvaluation(value: unknown, at: string): void {
+  const e = obj(value, at);
+  int(e.epoch, `${at}.epoch`);
+  int(e.step, `${at}.step`);
+  str(e.evaluatedAt, `${at}.evaluatedAt`);
+  validateEvaluated(e, at);
+  if (e.greedyPass !== undefined) validateEvaluated(obj(e.greedyPass, `${at}.greedyPass`), `${at}.greedyPass`);
+}
+
+/** An evaluation's aggregates and every item's samples. */
+function validateEvaluated(e: Record<string, unknown>, at: string): void {
+  const summary = obj(e.summary, `${at}.summary`);
+  for (const key of ['items', 'samples', 'judged'] as const) int(summary[key], `${at}.summary.${key}`);
+  for (const key of ['meanReward', 'accuracy'] as const) nullableNum(summary[key], `${at}.summary.${key}`);
+  for (const [k, v] of Object.entries(obj(summary.passAtK, `${at}.summary.passAtK`))) num(v, `${at}.summary.passAtK.${k}`);
+  arr(e.items, `${at}.items`).forEach((value, i) => {
+    const p = `${at}.items[${i}]`;
+    const item = obj(value, p);
+    int(item.index, `${p}.index`);
+    obj(item.prompt, `${p}.prompt`);
+    arr(item.samples, `${p}.samples`).forEach((sample, j) => {
+      const q = `${p}.samples[${j}]`;
+      const s = obj(sample, q);
+      str(s.text, `${q}.text`);
+      arr(s.rewards, `${q}.rewards`).forEach((v, k) => nullableNum(v, `${q}.rewards[${k}]`));
+      nullableNum(s.reward, `${q}.reward`);
+      if (s.correct !== null) bool(s.correct, `${q}.correct`);
+    });
+  });
 }

@@ -1,6 +1,6 @@
 /** The default `SessionStore`: groups in a Map, oldest evicted first past an optional cap. */
-import { InvalidInputError } from '../errors.js';
-import type { GroupRecord, SessionStore } from './session-records.js';
+import { InvalidInputError } from '../../errors.js';
+import type { GroupRecord, SessionStore } from '../records/session.js';
 
 export interface MemorySessionStoreOptions {
   /**

@@ -6,8 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { rm } from 'node:fs/promises';
-import { AlreadyRunningError } from '../errors.js';
-import { codeOf, guard, processAlive, readJson, writeAtomic } from './file-io.js';
+import { AlreadyRunningError } from '../../errors.js';
+import { codeOf, guard, processAlive, readJson, writeAtomic } from './io.js';
 
 /** Takes the lock at `path` for `runId`; resolves with the function that releases it. */
 export async function takeLockFile(path: string, runId: string): Promise<() => Promise<void>> {

@@ -6,25 +6,22 @@
  * all or nothing (a quota failure becomes `StoreQuotaError` with the run untouched). The run lock
  * uses the Web Locks API where it exists (held by this tab, released by the browser when the tab
  * closes or crashes) and otherwise a lease row renewed by a heartbeat. Each record is written with
- * checksums of its fields (checksum.ts; a dataset row: its item), checked as it is read
- * (integrity.ts); a record without them is damage (idb-seal.ts seals a database written before
+ * checksums of its fields (../checksum.ts; a dataset row: its item), checked as it is read
+ * (../integrity.ts); a record without them is damage (seal.ts seals a database written before
  * them, on its owner's word).
  */
 import type { IDBPDatabase } from 'idb';
-import { NotFoundError, StoreCorruptError, StoreError } from '../errors.js';
-import { mapErrors } from './idb-errors.js';
-import { lockRunInIdb } from './idb-lock.js';
-import { openWebgrpoDatabase } from './idb-open.js';
-import type { AdapterRow, PendingRow, StepRow, WebgrpoDB } from './idb-schema.js';
-import { requests, runRange, stripRunId, type Names, type Tx } from './idb-tx.js';
-import { sealed } from './checksum.js';
-import { damagedAmong, leftOut } from './damage.js';
-import { checkAdapter, checkCompleted, checkItems, checkPending, checkProgress, checkRun, checkStep, checkStepNumbers, remedy, requireSeal } from './integrity.js';
-import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, keepsAdapter, runExists, withEvaluation } from './rules.js';
-import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord, StoredCheckpoint } from './records.js';
-import type { DatasetItem } from '../core/dataset.js';
-import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from './types.js';
-import type { RecordLookup } from './record-kind.js';
+import { NotFoundError, StoreCorruptError, StoreError } from '../../errors.js';
+import { lockRunInIdb } from './lock.js';
+import type { AdapterRow, PendingRow, StepRow, WebgrpoDB } from './schema.js';
+import { inWriteTransaction, mapErrors, openStoreOn, requests, runRange, stripRunId, type Names, type Tx } from './database.js';
+import { sealed } from '../checksum.js';
+import { checkAdapter, checkCompleted, checkItems, checkPending, checkProgress, checkRun, checkStep, checkStepNumbers, remedy, requireSeal } from '../integrity.js';
+import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, damagedAmong, holdRun, keepsAdapter, leftOut, runExists, withEvaluation, withStatus } from '../rules.js';
+import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord, StoredCheckpoint } from '../records/index.js';
+import type { DatasetItem } from '../../core/dataset.js';
+import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from '../store.js';
+import type { RecordLookup } from '../records/kind.js';
 
 /** How a database written before checksums is sealed, for the message that finds a record without them. */
 const IDB_SEAL = 'sealUnverifiedIdb({ name }) from webgrpo/idb';
@@ -41,10 +38,7 @@ export interface IdbStoreOptions {
 /** Opens (creating or migrating) the database and returns a store on it. */
 export async function openIdbStore(options: IdbStoreOptions): Promise<IdbStore> {
   const name = options.name ?? 'webgrpo';
-  let store: IdbStore | undefined;
-  const db = await openWebgrpoDatabase(name, options.records, () => store?.close());
-  store = new IdbStore(db, { name, leaseMs: options.leaseMs ?? 10_000, records: options.records });
-  return store;
+  return openStoreOn(name, options.records, (db) => new IdbStore(db, { name, leaseMs: options.leaseMs ?? 10_000, records: options.records }));
 }
 
 export class IdbStore implements Store {
@@ -107,22 +101,16 @@ export class IdbStore implements Store {
 
   async setRunStatus(runId: string, patch: RunStatusPatch): Promise<void> {
     await this.#write(['runs', 'steps'], `update run "${runId}"`, async (tx) => {
-      const run = await tx.objectStore('runs').get(runId);
-      if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
-      const checked = this.#run(run, runId);
+      const checked = this.#known(await tx.objectStore('runs').get(runId), runId);
       if (patch.status === 'completed') checkCompleted(checked, await tx.objectStore('steps').count(runRange(runId)), this.#what('steps', runId));
-      const next: RunRecord = { ...checked, status: patch.status, updatedAt: new Date().toISOString() };
-      if (patch.error !== undefined) next.error = patch.error;
-      else delete next.error;
-      await tx.objectStore('runs').put(sealed(next));
+      await tx.objectStore('runs').put(sealed(withStatus(checked, patch)));
     });
   }
 
   async putEvaluation(runId: string, evaluation: EvaluationRecord): Promise<void> {
     await this.#write(['runs'], `keep the evaluation of epoch ${evaluation.epoch}`, async (tx) => {
-      const run = await tx.objectStore('runs').get(runId);
-      if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
-      await tx.objectStore('runs').put(sealed(withEvaluation(this.#run(run, runId), evaluation)));
+      const run = this.#known(await tx.objectStore('runs').get(runId), runId);
+      await tx.objectStore('runs').put(sealed(withEvaluation(run, evaluation)));
     });
   }
 
@@ -163,9 +151,7 @@ export class IdbStore implements Store {
 
   async commitStep(runId: string, step: StepRecord, extras: StepExtras = {}): Promise<void> {
     await this.#write(['runs', 'steps', 'pending', 'adapters'], `commit step ${step.step}`, async (tx) => {
-      const stored = await tx.objectStore('runs').get(runId);
-      if (!stored) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
-      const run = this.#run(stored, runId);
+      const run = this.#known(await tx.objectStore('runs').get(runId), runId);
       const cursor = await tx.objectStore('steps').openCursor(runRange(runId), 'prev');
       checkNextStep(runId, cursor ? cursor.value.step : 0, step.step);
       await requests([
@@ -218,31 +204,14 @@ export class IdbStore implements Store {
 
   async lockRun(runId: string): Promise<RunLock> {
     await this.#requireRun(runId);
-    if (this.#held.has(runId)) throw alreadyRunning(runId, 'in this page');
-    this.#held.add(runId);
-    try {
-      const release = await lockRunInIdb(this.#name, runId, { write: (names, what, body) => this.#write(names, what, body), leaseMs: this.#leaseMs, closed: () => this.#closed });
-      let held = true;
-      return {
-        runId,
-        release: async () => {
-          if (!held) return;
-          held = false;
-          this.#held.delete(runId);
-          await release();
-        },
-      };
-    } catch (error) {
-      this.#held.delete(runId);
-      throw error;
-    }
+    return holdRun(this.#held, runId, 'in this page', () =>
+      lockRunInIdb(this.#name, runId, { write: (names, what, body) => this.#write(names, what, body), leaseMs: this.#leaseMs, closed: () => this.#closed }),
+    );
   }
 
   async readBundle(runId: string): Promise<RunBundle> {
     return this.#read(['runs', 'items', 'steps', 'pending', 'adapters'], async (tx) => {
-      const stored = await tx.objectStore('runs').get(runId);
-      if (!stored) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
-      const run = this.#run(stored, runId);
+      const run = this.#known(await tx.objectStore('runs').get(runId), runId);
       const [items, steps, pending, adapter] = await Promise.all([
         tx.objectStore('items').getAll(runRange(runId)),
         tx.objectStore('steps').getAll(runRange(runId)),
@@ -290,9 +259,13 @@ export class IdbStore implements Store {
   }
 
   async #requireRun(runId: string): Promise<RunRecord> {
-    const run = await this.getRun(runId);
-    if (!run) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
-    return run;
+    return this.#known(await this.#read(['runs'], (tx) => tx.objectStore('runs').get(runId)), runId);
+  }
+
+  /** A run row read for a run that must exist: checked, and `NotFoundError` where there is none. */
+  #known(row: unknown, runId: string): RunRecord {
+    if (row === undefined) throw new NotFoundError(`No run "${runId}" in IndexedDB database "${this.#name}".`);
+    return this.#run(row, runId);
   }
 
   /** The last committed step's number, checked to be the count of steps (no gap) and within the run's schedule. */
@@ -337,7 +310,7 @@ export class IdbStore implements Store {
     return this.#verified(stored, what, run.id, () => checkAdapter(stored, run, last, what, this.#records));
   }
 
-  /** `check(stored)`, refusing a record without checksums (idb-seal.ts seals a database written before them, on its owner's word). */
+  /** `check(stored)`, refusing a record without checksums (seal.ts seals a database written before them, on its owner's word). */
   #verified<T>(stored: unknown, what: string, runId: string, check: () => T): T {
     return requireSeal(stored, what, runId, IDB_SEAL, check);
   }
@@ -359,22 +332,7 @@ export class IdbStore implements Store {
   /** One read-write transaction; any error aborts it, so nothing of it is kept. */
   async #write<N extends Names[]>(names: N, what: string, body: (tx: Tx<N, 'readwrite'>) => Promise<void>): Promise<void> {
     this.#checkOpen();
-    await mapErrors(what, async () => {
-      const tx = this.#db.transaction(names, 'readwrite');
-      const done = tx.done;
-      try {
-        await body(tx);
-      } catch (error) {
-        try {
-          tx.abort();
-        } catch {
-          // Already finished or aborted by the failed request itself.
-        }
-        done.catch(() => undefined);
-        throw error;
-      }
-      await done;
-    });
+    await mapErrors(what, () => inWriteTransaction(this.#db, names, body));
   }
 
   #checkOpen(): void {

@@ -10,10 +10,9 @@
  * have them, whatever they say, are left alone, so a record edited since its seal stays damaged.
  * Nothing else is read or checked: run it on a database you trust, with no run training on it.
  */
-import { INTEGRITY, sealed } from './checksum.js';
-import { mapErrors } from './idb-errors.js';
-import { openWebgrpoDatabase } from './idb-open.js';
-import type { RecordLookup } from './record-kind.js';
+import { INTEGRITY, sealed } from '../checksum.js';
+import { inWriteTransaction, mapErrors, openWebgrpoDatabase } from './database.js';
+import type { RecordLookup } from '../records/kind.js';
 
 type Obj = Record<string, unknown>;
 
@@ -27,11 +26,10 @@ const unsealed = (value: unknown): value is Obj => isObj(value) && !(INTEGRITY i
 export async function sealUnverified(name: string, records: RecordLookup): Promise<string[]> {
   const db = await openWebgrpoDatabase(name, records, () => db.close());
   try {
-    return await mapErrors(`seal the records of IndexedDB database "${name}"`, async () => {
-      const tx = db.transaction([...STORES], 'readwrite');
-      const done = tx.done;
-      const rewritten: string[] = [];
-      try {
+    // All or nothing: a failed update (a full quota) keeps none of the others.
+    return await mapErrors(`seal the records of IndexedDB database "${name}"`, () =>
+      inWriteTransaction(db, [...STORES], async (tx) => {
+        const rewritten: string[] = [];
         for (const store of STORES) {
           let cursor = await tx.objectStore(store).openCursor();
           while (cursor) {
@@ -45,19 +43,9 @@ export async function sealUnverified(name: string, records: RecordLookup): Promi
             cursor = await cursor.continue();
           }
         }
-      } catch (error) {
-        // All or nothing: a failed update (a full quota) keeps none of the others.
-        try {
-          tx.abort();
-        } catch {
-          // Already aborted by the failed request itself.
-        }
-        done.catch(() => undefined);
-        throw error;
-      }
-      await done;
-      return rewritten;
-    });
+        return rewritten;
+      }),
+    );
   } finally {
     db.close();
   }

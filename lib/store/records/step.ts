@@ -1,6 +1,10 @@
-/** One committed step: the fields every method's steps share, and the method's payload. */
-import type { ItemResult, RunWarning } from './item-result.js';
-import type { RunKinds, StepPayload, StoredCheckpoint } from './run-record.js';
+/**
+ * One committed step: the fields every method's steps share, and the method's payload, which is
+ * read by kind (`payloadOf`), never by branching on the kind here (the method's `record`,
+ * `RecordKind`, checks what the payload holds).
+ */
+import type { ItemResult, RunWarning } from './item.js';
+import type { RunKinds, StepPayload, StoredCheckpoint } from './run.js';
 
 export interface StepStats {
   groups: number;
@@ -49,4 +53,9 @@ export interface StepRecord<P extends StepPayloadBase = StepPayload> {
 export interface StepExtras {
   /** Runs whose kind keeps an adapter: the adapter and optimizer after the step (the store keeps the latest). */
   adapter?: StoredCheckpoint;
+}
+
+/** The payload of `step` when it is of `kind`, else undefined (a method reading its own steps). */
+export function payloadOf<K extends string>(step: StepRecord<StepPayloadBase> | undefined, kind: K): PayloadOf<K> | undefined {
+  return step?.payload.kind === kind ? (step.payload as PayloadOf<K>) : undefined;
 }

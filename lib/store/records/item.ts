@@ -1,9 +1,10 @@
 /**
  * What one dataset item produced in one step: its rollouts, their rewards, warnings. A method adds
  * its own fields to `ItemResult`, `RolloutRecord` and `WarningStages` in its record.ts
- * (`declare module`); the store checks them through the method's `RecordKind`.
+ * (`declare module`; run.ts's `RunKinds` lists where, and says why); the store checks them
+ * through the method's `RecordKind`.
  */
-import type { Completion, PromptInput, Usage } from '../core/policy.js';
+import type { Completion, PromptInput, Usage } from '../../core/policy.js';
 
 /** Where in a step a warning arose, by name: the driver's own, and each method's (added in its record.ts). */
 export interface WarningStages {

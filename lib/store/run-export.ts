@@ -4,11 +4,11 @@
  * document carries its own format version.
  */
 import { InvalidInputError } from '../errors.js';
-import type { RunBundle, RunRecord } from './records.js';
-import type { Store } from './types.js';
-import { upgradeV4Step } from './upgrade-v4.js';
-import { validateBundle } from './validate.js';
-import type { RecordLookup } from './record-kind.js';
+import type { RunBundle, RunRecord } from './records/index.js';
+import type { Store } from './store.js';
+import { upgradeV4Step } from './records/upgrade-v4.js';
+import { validateBundle } from './records/validate.js';
+import type { RecordLookup } from './records/kind.js';
 import { parsedJson } from '../core/shape.js';
 
 export const RUN_EXPORT_FORMAT = 'webgrpo.run';

@@ -1,8 +1,8 @@
 /** A whole run as one value: what `exportRun` writes and `importRun` reads. */
-import type { DatasetItem } from '../core/dataset.js';
-import type { ItemResult } from './item-result.js';
-import type { RunRecord, StoredCheckpoint } from './run-record.js';
-import type { StepRecord } from './step-record.js';
+import type { DatasetItem } from '../../core/dataset.js';
+import type { ItemResult } from './item.js';
+import type { RunRecord, StoredCheckpoint } from './run.js';
+import type { StepRecord } from './step.js';
 
 /** A whole run: what `exportRun` writes and `importRun` reads. */
 export interface RunBundle {

@@ -12,7 +12,7 @@
  *  - reads return copies: mutating them never changes what is stored.
  */
 import type { StoreCorruptError } from '../errors.js';
-import type { AnyRunRecord, EvaluationRecord, ItemResult, RunBundle, RunRecord, RunStatus, StepExtras, StepPayloadBase, StepRecord, StoredCheckpoint } from './records.js';
+import type { AnyRunRecord, EvaluationRecord, ItemResult, RunBundle, RunRecord, RunStatus, StepExtras, StepPayloadBase, StepRecord, StoredCheckpoint } from './records/index.js';
 import type { DatasetItem } from '../core/dataset.js';
 
 export interface RunLock {

@@ -7,7 +7,7 @@
  * dropped, as they mean something only to the method that keeps a library (whose record keeps
  * them). Every store and the import run this once, when they upgrade.
  */
-import type { RecordLookup } from './record-kind.js';
+import type { RecordLookup } from './kind.js';
 
 /** The fields every step keeps outside its payload (`runId`: the IndexedDB row's key). */
 const COMMON = new Set(['runId', 'step', 'epoch', 'batch', 'items', 'stats', 'warnings', 'committedAt']);

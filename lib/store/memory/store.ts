@@ -2,11 +2,11 @@
  * An in-memory `Store`: the default for loops given no store, and the reference the other stores
  * are tested against. Values are cloned in and out, so it behaves like a persistent store.
  */
-import { NotFoundError } from '../errors.js';
-import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord, StoredCheckpoint } from './records.js';
-import type { DatasetItem } from '../core/dataset.js';
-import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, runExists, withEvaluation } from './rules.js';
-import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from './types.js';
+import { NotFoundError } from '../../errors.js';
+import type { EvaluationRecord, ItemResult, RunBundle, RunRecord, StepExtras, StepRecord, StoredCheckpoint } from '../records/index.js';
+import type { DatasetItem } from '../../core/dataset.js';
+import { alreadyRunning, bundleExists, byRecentUpdate, checkNextStep, holdRun, runExists, withEvaluation, withStatus } from '../rules.js';
+import type { DamagedRun, RunLock, RunStatusPatch, StepRange, Store } from '../store.js';
 
 interface RunData {
   run: RunRecord;
@@ -44,9 +44,7 @@ export class MemoryStore implements Store {
 
   async setRunStatus(runId: string, patch: RunStatusPatch): Promise<void> {
     const data = this.#data(runId);
-    data.run = { ...data.run, status: patch.status, updatedAt: new Date().toISOString() };
-    if (patch.error !== undefined) data.run.error = patch.error;
-    else delete data.run.error;
+    data.run = withStatus(data.run, patch);
   }
 
   async putEvaluation(runId: string, evaluation: EvaluationRecord): Promise<void> {
@@ -103,16 +101,7 @@ export class MemoryStore implements Store {
 
   async lockRun(runId: string): Promise<RunLock> {
     this.#data(runId);
-    if (this.#locks.has(runId)) throw alreadyRunning(runId, 'in this page or process');
-    this.#locks.add(runId);
-    let held = true;
-    return {
-      runId,
-      release: async () => {
-        if (held) this.#locks.delete(runId);
-        held = false;
-      },
-    };
+    return holdRun(this.#locks, runId, 'in this page or process');
   }
 
   async readBundle(runId: string): Promise<RunBundle> {

@@ -3,9 +3,8 @@
  * every store (memory, IndexedDB, files) and the export format hold exactly the same thing; each
  * concept has its own file, and each method's own part of them is in its folder's record.ts.
  */
-export type * from './run-config.js';
-export type * from './run-record.js';
-export type * from './item-result.js';
-export type * from './step-record.js';
-export type * from './evaluation-record.js';
-export type * from './run-bundle.js';
+export type * from './run.js';
+export type * from './item.js';
+export type * from './step.js';
+export type * from './evaluation.js';
+export type * from './bundle.js';

@@ -4,11 +4,11 @@
  * or nothing changes. To change the schema, append a migration; never edit a shipped one.
  */
 import type { DBSchema, IDBPDatabase, IDBPTransaction, StoreNames } from 'idb';
-import type { GroupRecord } from './session-records.js';
-import { upgradeV4Step } from './upgrade-v4.js';
-import type { RecordLookup } from './record-kind.js';
-import type { ItemResult, RunRecord, StepRecord, StoredCheckpoint } from './records.js';
-import type { DatasetItem } from '../core/dataset.js';
+import type { GroupRecord } from '../records/session.js';
+import { upgradeV4Step } from '../records/upgrade-v4.js';
+import type { RecordLookup } from '../records/kind.js';
+import type { ItemResult, RunRecord, StepRecord, StoredCheckpoint } from '../records/index.js';
+import type { DatasetItem } from '../../core/dataset.js';
 
 export interface ItemRow {
   runId: string;

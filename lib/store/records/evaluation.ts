@@ -1,7 +1,7 @@
 /** A held-out evaluation: how a run is evaluated, what one evaluation found, and how it is kept with the run. */
-import type { FinishReason, PromptInput, Usage } from '../core/policy.js';
-import type { DatasetItem } from '../core/dataset.js';
-import type { JsonValue } from '../core/shape.js';
+import type { FinishReason, PromptInput, Usage } from '../../core/policy.js';
+import type { DatasetItem } from '../../core/dataset.js';
+import type { JsonValue } from '../../core/shape.js';
 
 /**
  * Which samples of an evaluation count as correct: `'exact'`, the text equal to the item's answer
