@@ -13,11 +13,9 @@ export type RunStatus = 'running' | 'aborted' | 'failed' | 'completed';
  * checkpoints are typed where they are used while the store names no method. A method of your
  * own adds its kind the same way, or goes without (`CustomRunRecord`).
  *
- * Where the kinds are declared (every `declare module` on the store's records):
- *  - lib/methods/training-free/record.ts: `training-free` (and `RunRecordBase.initialLibrary`,
- *    the critic's fields of `ItemResult`, `RolloutRecord.summary`, its `WarningStages`);
- *  - lib/methods/gradient/record.ts: `gradient` and `lora`, with their checkpoints;
- *  - lib/methods/router/record.ts: `router` (and `RolloutRecord.arm`).
+ * Where the kinds are declared: every `declare module` on the store's records is in a method's
+ * own lib/methods/<method>/record.ts (`grep -rn "declare module" lib/methods` lists them), which
+ * also adds that method's fields to `RunRecordBase`, `ItemResult` and `RolloutRecord`.
  *
  * Why an augmentation and not an explicit map imported here: the store sits below the methods and
  * imports nothing above it, type-only imports included (test/store/layer.test.ts), yet `Store`
