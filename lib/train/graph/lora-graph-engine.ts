@@ -107,7 +107,7 @@ export class LoraGraphEngine {
     if (!(activationBudget >= 0)) throw new InvalidInputError('activationBudget', `must be a number of bytes >= 0, got ${String(activationBudget)}.`);
     // onnxruntime's extended optimizations fuse into contrib ops that have float kernels only
     // (x sigmoid(x) into QuickGelu): double graphs keep the basic ones.
-    const sessionOptions = { ...(precision === 'float64' ? { graphOptimizationLevel: 'basic' } : {}), ...options.sessionOptions };
+    const sessionOptions = { ...(precision === 'float64' ? { graphOptimizationLevel: 'basic' } : {}), ...options.sessionOptions, extra: engineSessionConfig(options.sessionOptions?.extra) };
     const sessions: GraphSession[] = [];
     const open = async (graph: Graph): Promise<Runner> => {
       const session = await runtime.InferenceSession.create(graph.model, sessionOptions);
@@ -325,6 +325,17 @@ export class LoraGraphEngine {
       return feeds;
     });
   }
+}
+
+/**
+ * onnxruntime's session config entries for the engine's sessions, under the caller's own. A step
+ * runs every layer's graphs one after another (forward, backward, the head's chunks), each a few
+ * hundred ops: pool threads that spin after each op to catch the next one sooner burned about a
+ * third of the step's CPU time waiting (BENCHMARKS, scale), time taken from everything else on a
+ * shared machine or a page's few cores. Blocking costs a wake-up per op, small next to these ops.
+ */
+export function engineSessionConfig(extra: unknown): Record<string, unknown> {
+  return { 'session.intra_op.allow_spinning': '0', ...(extra !== null && typeof extra === 'object' ? (extra as Record<string, unknown>) : {}) };
 }
 
 function addInto(target: Float32Array, values: ArrayLike<number>): void {
