@@ -9,7 +9,7 @@
  *   RoPE      dx = dy cos + rot^T(dy sin),  rot(x) = [-x2, x1],  rot^T(z) = [z2, -z1]
  *   softmax   ds = p (dp - sum(dp p))
  *   SwiGLU    d gate = d act up sig (1 + gate (1 - sig)),  d up = d act gate sig
- *   head      dz = (onehot dlogp - p (dlogp + dH (log p + H))) / T
+ *   head      dz = onehot dlogp - p (dlogp + dH (log p + H)),  z = (hf / T) W the tempered logits
  *
  * Grouped-query heads attend without copying keys: the query heads sharing a key/value head are
  * consecutive, so [B, heads, S, D] is viewed as [B, kv_heads, groups * S, D]; the key gradient
@@ -125,24 +125,24 @@ export function decoderOps(g: TrainingGraphBuilder, shape: DecoderShape, lora?: 
     if (p.bias) y = add(y, p.bias);
     if (!p.adapter) return y;
     u[m] = matmul(x, T(p.adapter.A, [1, 0]));
-    return add(y, mul(matmul(u[m]!, T(p.adapter.B, [1, 0])), s));
+    // The scale on u ([tokens, r]) rather than on u B^T ([tokens, out]): the same product, r / out of the element-wise work.
+    return add(y, matmul(mul(u[m]!, s), T(p.adapter.B, [1, 0])));
   };
-  /** Writes the projection's gradients; returns dx when `input` is wanted. */
-  const projectBack = (p: ProjectionOps, x: string, u: string | undefined, dy: string, input: boolean): string | undefined => {
+  /** Writes the projection's gradients; returns dx. */
+  const projectBack = (p: ProjectionOps, x: string, u: string | undefined, dy: string): string => {
     let du: string | undefined;
     if (p.adapter && u) {
       const { A, B, gradA, gradB } = p.adapter;
       g.output(g.node('Mul', [g.node('Gemm', [dy, u], { transA: 1 }), s], {}, gradB), [p.outDim, lora!.r]);
       du = mul(matmul(dy, B), s);
       g.output(g.node('Gemm', [du, x], { transA: 1 }, gradA), [lora!.r, p.inDim]);
-      if (!input) return undefined;
       return add(p.product.timesTransposed(dy), matmul(du, A));
     }
     if (p.grads) {
       g.output(g.node('Gemm', [x, dy], { transA: 1 }, p.grads.weightGrad), [p.inDim, p.outDim]);
       if (p.grads.biasGrad) g.output(g.node('ReduceSum', [dy, g.int64s([0])], { keepdims: 0 }, p.grads.biasGrad), [p.outDim]);
     }
-    return input ? p.product.timesTransposed(dy) : undefined;
+    return p.product.timesTransposed(dy);
   };
 
   const toHeads = (x2: string, shapeTensor: string) => T(g.node('Reshape', [x2, shapeTensor]), [0, 2, 1, 3]);
@@ -210,16 +210,16 @@ export function decoderOps(g: TrainingGraphBuilder, shape: DecoderShape, lora?: 
       };
     },
 
-    /** From d loss / d the layer's output to its gradients; returns d loss / d x when `wantInput`. */
-    layerBackward(w: LayerOps, t: LayerSaved, dy: string, at: Attention, wantInput: boolean): string | undefined {
+    /** From d loss / d the layer's output to its gradients; returns d loss / d x. */
+    layerBackward(w: LayerOps, t: LayerSaved, dy: string, at: Attention): string {
       const grads = w.normGrads;
-      const dAct = projectBack(w.proj.down_proj, t.act, t.u.down_proj, dy, true)!;
+      const dAct = projectBack(w.proj.down_proj, t.act, t.u.down_proj, dy);
       const sig = g.node('Sigmoid', [t.gate]);
       const dGate = mul(dAct, mul(t.up, mul(sig, add(one, mul(t.gate, sub(one, sig))))));
       const dUp = mul(dAct, mul(t.gate, sig));
-      const dh2 = add(projectBack(w.proj.gate_proj, t.h2, t.u.gate_proj, dGate, true)!, projectBack(w.proj.up_proj, t.h2, t.u.up_proj, dUp, true)!);
+      const dh2 = add(projectBack(w.proj.gate_proj, t.h2, t.u.gate_proj, dGate), projectBack(w.proj.up_proj, t.h2, t.u.up_proj, dUp));
       const dx1 = add(dy, rmsBack(t.x1, t.inv2, w.postNorm, dh2, grads && { name: grads.post, axes: [0] }));
-      const dCtxg = byKvHead(toHeads(projectBack(w.proj.o_proj, t.ctx2, t.u.o_proj, dx1, true)!, at.qShape));
+      const dCtxg = byKvHead(toHeads(projectBack(w.proj.o_proj, t.ctx2, t.u.o_proj, dx1), at.qShape));
       const dProbs = matmul(dCtxg, T(t.v4, [0, 1, 3, 2]));
       const dv4 = matmul(T(t.probs, [0, 1, 3, 2]), dCtxg);
       const dScores = mul(mul(t.probs, sub(dProbs, g.node('ReduceSum', [mul(dProbs, t.probs), lastAxis], { keepdims: 1 }))), attentionScale);
@@ -227,11 +227,10 @@ export function decoderOps(g: TrainingGraphBuilder, shape: DecoderShape, lora?: 
       let dk4 = ropeBack(matmul(T(dScores, [0, 1, 3, 2]), t.qg), at);
       if (w.qNorm) dq4 = rmsBack(t.q4, t.qInv!, w.qNorm, dq4, grads?.q ? { name: grads.q, axes: [0, 1, 2] } : undefined);
       if (w.kNorm) dk4 = rmsBack(t.k4, t.kInv!, w.kNorm, dk4, grads?.k ? { name: grads.k, axes: [0, 1, 2] } : undefined);
-      const dhq = projectBack(w.proj.q_proj, t.h, t.u.q_proj, fromHeads(dq4, Hq * D), wantInput);
-      const dhk = projectBack(w.proj.k_proj, t.h, t.u.k_proj, fromHeads(dk4, Hkv * D), wantInput);
-      const dhv = projectBack(w.proj.v_proj, t.h, t.u.v_proj, fromHeads(dv4, Hkv * D), wantInput);
-      if (!wantInput) return undefined;
-      return add(dx1, rmsBack(t.x, t.inv1, w.inputNorm, add(add(dhq!, dhk!), dhv!), grads && { name: grads.input, axes: [0] }));
+      const dhq = projectBack(w.proj.q_proj, t.h, t.u.q_proj, fromHeads(dq4, Hq * D));
+      const dhk = projectBack(w.proj.k_proj, t.h, t.u.k_proj, fromHeads(dk4, Hkv * D));
+      const dhv = projectBack(w.proj.v_proj, t.h, t.u.v_proj, fromHeads(dv4, Hkv * D));
+      return add(dx1, rmsBack(t.x, t.inv1, w.inputNorm, add(add(dhq, dhk), dhv), grads && { name: grads.input, axes: [0] }));
     },
 
     /**
@@ -240,11 +239,13 @@ export function decoderOps(g: TrainingGraphBuilder, shape: DecoderShape, lora?: 
      */
     headForward(hidden: string, finalNorm: string, head: string, tied: boolean, targets: string, invT: string, names: { logps: string; entropies: string }) {
       const { y: hf, inv } = rms(hidden, finalNorm);
-      const logits = tied ? g.node('Gemm', [hf, head], { transB: 1 }) : matmul(hf, head);
-      const logSoftmax = g.node('LogSoftmax', [mul(logits, invT)], { axis: -1 });
+      // z / T as (hf / T) W: the temperature on [rows, H] rather than on the [rows, vocab] logits.
+      const scaled = mul(hf, invT);
+      const logits = tied ? g.node('Gemm', [scaled, head], { transB: 1 }) : matmul(scaled, head);
+      const logSoftmax = g.node('LogSoftmax', [logits], { axis: -1 });
       const logps = g.node('Reshape', [g.node('GatherElements', [logSoftmax, column(targets)], { axis: 1 }), g.int64s([-1])], {}, names.logps);
       const entropies = g.node('Neg', [g.node('ReduceSum', [mul(g.node('Exp', [logSoftmax]), logSoftmax), lastAxis], { keepdims: 0 })], {}, names.entropies);
-      return { hf, inv, logSoftmax, logps, entropies };
+      return { scaled, inv, logSoftmax, logps, entropies };
     },
 
     /**
@@ -254,7 +255,7 @@ export function decoderOps(g: TrainingGraphBuilder, shape: DecoderShape, lora?: 
      */
     headBackward(
       f: { hidden: string; finalNorm: string; head: string; tied: boolean; targets: string; invT: string },
-      fwd: { hf: string; inv: string; logSoftmax: string; entropies: string },
+      fwd: { scaled: string; inv: string; logSoftmax: string; entropies: string },
       dlogps: string,
       dentropies: string,
       grads?: { finalNorm: string; head?: string },
@@ -263,11 +264,12 @@ export function decoderOps(g: TrainingGraphBuilder, shape: DecoderShape, lora?: 
       const dl = column(dlogps);
       // The one-hot term lands on each row's target alone: a scatter-add, not a [rows, vocab] mask.
       const spread = g.node('Neg', [mul(probs, add(dl, mul(column(dentropies), add(fwd.logSoftmax, column(fwd.entropies)))))]);
-      const dz = mul(g.node('ScatterElements', [spread, column(f.targets), dl], { axis: 1, reduction: 'add' }), f.invT);
-      const dhf = f.tied ? matmul(dz, f.head) : g.node('Gemm', [dz, f.head], { transB: 1 });
+      // dz is d loss / d the tempered logits (hf / T) W: 1 / T lands on dhf ([rows, H]), and the head's own gradient is (hf / T)^T dz.
+      const dz = g.node('ScatterElements', [spread, column(f.targets), dl], { axis: 1, reduction: 'add' });
+      const dhf = mul(f.tied ? matmul(dz, f.head) : g.node('Gemm', [dz, f.head], { transB: 1 }), f.invT);
       let dTiedHead: string | undefined;
-      if (grads && !f.tied) g.output(g.node('Gemm', [fwd.hf, dz], { transA: 1 }, grads.head), [H, V]);
-      if (grads && f.tied) dTiedHead = g.node('Gemm', [dz, fwd.hf], { transA: 1 });
+      if (grads && !f.tied) g.output(g.node('Gemm', [fwd.scaled, dz], { transA: 1 }, grads.head), [H, V]);
+      if (grads && f.tied) dTiedHead = g.node('Gemm', [dz, fwd.scaled], { transA: 1 });
       const dHidden = rmsBack(f.hidden, fwd.inv, f.finalNorm, dhf, grads && { name: grads.finalNorm, axes: [0] });
       return { dHidden, ...(dTiedHead ? { dTiedHead } : {}) };
     },

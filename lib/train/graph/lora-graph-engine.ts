@@ -61,7 +61,6 @@ interface Runner {
 interface LayerRunners {
   forward: Runner;
   backward: Runner;
-  backwardFirst: Runner;
   keep: { forward: Runner; backward: Runner; saved: string[] };
 }
 
@@ -125,7 +124,6 @@ export class LoraGraphEngine {
           runners = {
             forward: await open(graphs.forward),
             backward: await open(graphs.backward),
-            backwardFirst: await open(graphs.backwardFirst),
             keep: { forward: await open(graphs.keep.forward), backward: await open(graphs.keep.backward), saved: graphs.keep.saved },
           };
           bySignature.set(signature, runners);
@@ -245,7 +243,7 @@ export class LoraGraphEngine {
     let dy = this.floats(dLast, [batch.rows * batch.width, H]);
     for (let l = this.weights.layers.length - 1; l >= 0; l--) {
       const runners = this.layerRunners[l];
-      const runner = activations ? runners.keep.backward : l === 0 ? runners.backwardFirst : runners.backward;
+      const runner = activations ? runners.keep.backward : runners.backward;
       const out = await this.run(runner, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, ...activations?.[l], [LAYER_IO.x]: xs[l], [LAYER_IO.dy]: dy });
       const layer = grad.layers[l];
       for (const m of this.lora.targetModules) {
