@@ -30,7 +30,7 @@ export interface LoraGraphEngineOptions {
   precision?: Precision;
   /** onnxruntime session options (execution providers, threads). */
   sessionOptions?: Record<string, unknown>;
-  /** The most padded tokens a micro-batch runs through a layer at once. Default 2048. */
+  /** The most padded tokens a micro-batch runs through a layer at once. Default 768 (DEFAULT_MICRO_BATCH_TOKENS). */
   microBatchTokens?: number;
   /** The most scored rows a head run takes at once (its logits are rows x vocab). Default: 4M logits (16 MB). */
   headRows?: number;
