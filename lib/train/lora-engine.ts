@@ -37,13 +37,17 @@ export interface LoraModel<Prompt = PromptInput> {
  */
 export type DecoderReader = 'names' | 'structure';
 
-/** The policy's base model read for training, with a new adapter (`options`) or the given one. */
-export async function loraModel(policy: Pick<TrainablePolicy, 'modelGraph' | 'promptIds'>, options: LoraOptions | LoraAdapter = {}, reader: DecoderReader = 'structure'): Promise<LoraModel & { graph: Uint8Array }> {
+/**
+ * The policy's base model read for training, with a new adapter (`options`) or the given one. The
+ * model's file bytes are not kept: the weights are read out of them, and an engine that held them
+ * too would keep a second copy of every weight for its whole life.
+ */
+export async function loraModel(policy: Pick<TrainablePolicy, 'modelGraph' | 'promptIds'>, options: LoraOptions | LoraAdapter = {}, reader: DecoderReader = 'structure'): Promise<LoraModel> {
   const { graph, externalData, config } = await policy.modelGraph();
   const weights: DecoderWeights = reader === 'structure' ? findDecoder(graph, { config, externalData }) : await readDecoderWeights(graph, { config, externalData });
   const adapter = 'layers' in options ? options : createLoraAdapter(weights.shape, options);
   if (adapter.layers.length !== weights.shape.numLayers) throw new InvalidInputError('adapter', `has ${adapter.layers.length} layers; the model has ${weights.shape.numLayers}.`);
-  return { weights, adapter, graph, promptIds: (input) => policy.promptIds(input) };
+  return { weights, adapter, promptIds: (input) => policy.promptIds(input) };
 }
 
 export interface LoraEngineOptions {

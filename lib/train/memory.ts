@@ -16,7 +16,13 @@ import { microBatches, rowsOf, rowWidth, type GraphGroup } from './graph/rows.js
 const FLOAT = 4;
 /** Logits a head run holds at most (rows x vocab): 16 MB of float32. */
 export const HEAD_LOGITS = 1 << 22;
-export const DEFAULT_MICRO_BATCH_TOKENS = 2048;
+/**
+ * Padded tokens a micro-batch runs through a layer at once. Each of the engine's graph sessions
+ * keeps an onnxruntime arena as large as its largest run, so this bounds them; at SmolLM2-135M's
+ * shape, 8 x 128 runs as two micro-batches of four 166-token rows rather than one of eight: 138 MB
+ * less at the peak, no more CPU time measured (BENCHMARKS "scale").
+ */
+export const DEFAULT_MICRO_BATCH_TOKENS = 768;
 /**
  * What the activations of a whole batch may take to be kept between the passes (the backward then
  * recomputes nothing). Keeping costs the forward a copy of every kept tensor out of onnxruntime:

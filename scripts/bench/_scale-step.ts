@@ -42,22 +42,30 @@ async function main(): Promise<void> {
     const c = process.cpuUsage(c0);
     return [value, (c.user + c.system) / 1000];
   };
+  // Resident memory after each phase (now, and the process's peak so far): where the bytes go.
+  const memory: Array<{ phase: string; rss: number; peak: number }> = [];
+  const mark = (phase: string) => memory.push({ phase, rss: process.memoryUsage().rss, peak: process.resourceUsage().maxRSS * 1024 });
+  mark('start');
   let t = performance.now();
   const policy = await loadOnnxPolicy({ model: dir, ...(dtype === 'q4' ? { dtype } : {}) });
   const loadMs = performance.now() - t;
+  mark('policy loaded');
   const [group, sampleMs] = await timed(() => policy.generateGroup({ prompt: PROMPT, groupSize: G, maxNewTokens: T, seed: 1 }));
   const completions = group.completions.map((c) => c.tokenIds);
   const sampled = completions.reduce((n, c) => n + c.length, 0);
   await policy.scoreCompletions({ prompt: PROMPT, completions });
   const [scored, scoreMs] = await timed(() => policy.scoreCompletions({ prompt: PROMPT, completions }));
+  mark('sampled and scored');
 
   t = performance.now();
   const model = await loraModel(policy, { r: 8, alpha: 16, seed: 3 });
   const readMs = performance.now() - t;
+  mark('weights read');
   t = performance.now();
   const lora = { r: 8, scale: model.adapter.scale, targetModules: model.adapter.config.targetModules };
   const graph = await LoraGraphs.create(ort as unknown as GraphRuntime, model.weights, lora, budgetArg ? { activationBudget: Number(budgetArg) } : {});
   const buildMs = performance.now() - t;
+  mark('graphs built');
   const estimate = estimateStepMemory(model.weights.shape, { groupSize: G, promptTokens: group.promptTokenIds.length, completionTokens: T, dtype, activationBudget: graph.activationBudget });
   // Adapter B starts at zero: the engine's log-probs are the base model's, as the scoring pass's.
   const pass = await graph.forward(model.adapter, [{ promptIds: group.promptTokenIds, completions }]);
@@ -72,11 +80,12 @@ async function main(): Promise<void> {
     t = performance.now();
     steps.push((await timed(() => trainer.trainStep(batch, [{ prompt: PROMPT }])))[1]);
     stepWall.push(performance.now() - t);
+    mark(`step ${i + 1}`);
   }
   trainer.dispose();
   await policy.dispose();
   const rss = process.resourceUsage().maxRSS * 1024;
-  console.log(JSON.stringify({ shape, dtype, G, T, promptTokens: group.promptTokenIds.length, sampled, modelBytes, loadMs, sampleMs, scoreMs, readMs, buildMs, steps, stepWall, drift, peakRss: rss, estimate }));
+  console.log(JSON.stringify({ shape, dtype, G, T, promptTokens: group.promptTokenIds.length, sampled, modelBytes, loadMs, sampleMs, scoreMs, readMs, buildMs, steps, stepWall, drift, peakRss: rss, memory, estimate }));
 }
 
 await main();

@@ -30,6 +30,7 @@ interface Measured {
   stepWall: number[];
   drift: number;
   peakRss: number;
+  memory: Array<{ phase: string; rss: number; peak: number }>;
   estimate: { total: number; recompute: boolean; activations: number };
 }
 
@@ -79,7 +80,15 @@ export async function run(): Promise<string> {
     'The whole-decoder graphs this engine replaced, at SmolLM2-135M\'s shape, fp32, recorded (not re-run): ' +
       WHOLE_GRAPH.map((w) => `${w.group}: step ${w.stepOverScore}x a scoring pass, first step ${(w.firstStepMs / 1000).toFixed(1)} s, peak RSS ${w.peakGb} GB`).join('; ') + '.',
     '',
-    'Where the bytes go (engine estimate, `estimateStepMemory`): the frozen weights as the engine holds them (fp32, or q4 packed), the adapter with its gradient and both AdamW moments, each layer\'s input kept between the passes, every layer\'s activations when kept, the widest layer run, and one head chunk of 16 MB of logits (x 4 for log-softmax, probabilities and their gradient). ' +
-      'The rest of the peak is the sampler: its onnxruntime session with the weights (prepacked for its MatMuls), and the model files the policy keeps to rebuild sessions.',
+    'Where the bytes go, measured: the process\'s resident memory after each phase (MB; peak so far in brackets).',
+    '',
+    `| phase | ${rows.map((r) => `${r.shape} ${r.dtype} ${r.G} x ${r.T}`).join(' | ')} |`,
+    `|---|${rows.map(() => '---:').join('|')}|`,
+    ...rows[0].memory.map((m, i) => `| ${m.phase} | ${rows.map((r) => `${mb(r.memory[i].rss)} (${mb(r.memory[i].peak)})`).join(' | ')} |`),
+    '',
+    'The engine\'s own share (its estimate, `estimateStepMemory`): the frozen weights as it holds them (fp32, or q4 packed), the adapter with its gradient and both AdamW moments, each layer\'s input kept between the passes, every layer\'s activations when kept, the widest layer run, and one head chunk of 16 MB of logits (x 4 for log-softmax, probabilities and their gradient). ' +
+      'Loading the policy is the sampler\'s onnxruntime session (the weights, their MatMul prepacking, and a transposed copy of a tied embedding for the head), transformers.js and the tokenizer; sampling and scoring grow its arena by the logits of a scoring window. ' +
+      'Reading the weights holds the model file and the weights read out of it for a moment; the file is then freed (nothing keeps it: not the policy, not `loraModel`). ' +
+      'The steps add the engine\'s onnxruntime arenas, one per graph session, each as large as its graph\'s largest run.',
   ].join('\n');
 }

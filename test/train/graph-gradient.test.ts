@@ -204,3 +204,32 @@ describe('bad input', () => {
     await engine.release();
   });
 });
+
+describe('session options', () => {
+  it("opens six sessions, each with pool threads that block rather than spin between ops, under the caller's own options", async () => {
+    const { weights, adapter, groups, cLogp } = setup(VARIANTS[0][1]);
+    const seen: Array<Record<string, unknown> | undefined> = [];
+    const recording: GraphRuntime = {
+      Tensor: runtime.Tensor,
+      InferenceSession: {
+        create: (model, options) => {
+          seen.push(options);
+          return runtime.InferenceSession.create(model, options);
+        },
+      },
+    };
+    const engine = await LoraGraphs.create(recording, weights, config(adapter), { sessionOptions: { intraOpNumThreads: 1, extra: { 'session.set_denormal_as_zero': '1' } } });
+    // One structure of layers: its forward, its backward (the first layer's too) and the kept pair; the head's two. Each session holds an arena of its own.
+    expect(seen.length).toBe(6);
+    for (const options of seen) {
+      expect(options).toMatchObject({ intraOpNumThreads: 1, extra: { 'session.intra_op.allow_spinning': '0', 'session.set_denormal_as_zero': '1' } });
+    }
+    const pass = await engine.forward(adapter, groups);
+    expect(tensors(await pass.backward(cLogp)).every((g) => g.every(Number.isFinite))).toBe(true);
+    await engine.release();
+    // The caller's own entry wins.
+    const spinning = await LoraGraphs.create(recording, weights, config(adapter), { sessionOptions: { extra: { 'session.intra_op.allow_spinning': '1' } } });
+    expect(seen.at(-1)).toMatchObject({ extra: { 'session.intra_op.allow_spinning': '1' } });
+    await spinning.release();
+  });
+});

@@ -13,7 +13,7 @@ import { resolveLoraRunConfig } from '../../lib/methods/gradient/lora.js';
 import { layout, batchInputs } from '../../lib/train/graph/batch-layout.js';
 import { buildLayerGraphs, LAYER_IO, layerWeightInputs } from '../../lib/train/graph/layer-graphs.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
-import { estimateStepMemory, keptLayerBytes, planMemory } from '../../lib/train/memory.js';
+import { DEFAULT_MICRO_BATCH_TOKENS, estimateStepMemory, keptLayerBytes, planMemory, stepRows } from '../../lib/train/memory.js';
 import { digits } from '../../lib/tasks/index.js';
 import { randomDecoder } from '../lora/random-decoder.js';
 
@@ -86,10 +86,17 @@ describe('estimateStepMemory', () => {
 });
 
 describe('planMemory', () => {
+  it("bounds a layer run by default: SmolLM2-135M's 8 x 128 after a 39-token prompt runs as two micro-batches of four 166-token rows", () => {
+    expect(stepRows(SMOLLM2_135M, { groupSize: 8, promptTokens: 39, completionTokens: 128 })).toEqual([
+      { rows: 4, width: 166 },
+      { rows: 4, width: 166 },
+    ]);
+  });
+
   it('shrinks the micro-batches with the budget and keeps activations up to it', () => {
     const roomy = planMemory(SMOLLM2_135M, 2 ** 30);
     const tight = planMemory(SMOLLM2_135M, 32 * 2 ** 20);
-    expect(roomy).toEqual({ activationBudget: 2 ** 30, microBatchTokens: 2048 });
+    expect(roomy).toEqual({ activationBudget: 2 ** 30, microBatchTokens: DEFAULT_MICRO_BATCH_TOKENS });
     expect(tight.microBatchTokens).toBeLessThan(roomy.microBatchTokens);
     expect(tight.microBatchTokens).toBeGreaterThanOrEqual(16);
     expect(() => planMemory(shape, 0)).toThrow(/memoryBudget/);

@@ -161,6 +161,22 @@ describe('findDecoder', () => {
     }
   });
 
+  it("holds no view of the model file: every weight read, 4-bit blocks included, has its own bytes, so the file can be freed", () => {
+    for (const weights of ['fp32', 'fp16', 'q4'] as const) {
+      const ex = buildExport({ names: 'exporter', weights, tieWordEmbeddings: false });
+      const found = findDecoder(ex.graph, { config: ex.config });
+      const arrays: Array<Float32Array | Uint8Array> = [found.embedding, found.finalNorm, found.lmHead!];
+      for (const layer of found.layers) {
+        arrays.push(layer.inputNorm, layer.postNorm);
+        for (const name of PROJECTIONS) {
+          const w = layer[name].weight;
+          arrays.push(...(w instanceof Float32Array ? [w] : [w.packed, w.scales, ...(w.zeroPoints ? [w.zeroPoints] : [])]));
+        }
+      }
+      expect(arrays.filter((a) => a.buffer === ex.graph.buffer), weights).toEqual([]);
+    }
+  });
+
   it('names the part it did not find', () => {
     const ex = buildExport({ names: 'exporter' });
     const fails = (graph: Uint8Array, part: RegExp) => {

@@ -7,7 +7,7 @@
  */
 import { ModelLoadError } from '../../errors.js';
 import type { Backend } from './device.js';
-import { createSessionLike, readModelFiles } from './hidden-session.js';
+import { createSessionLike, readModelFiles, type ModelFiles } from './hidden-session.js';
 import type { GraphAccess } from './graph.js';
 import { exposeHiddenState } from './hidden-state.js';
 import type { ModelHost, ModelLocation } from './location.js';
@@ -29,12 +29,23 @@ export interface GraphSource {
 }
 
 export function graphAccess(source: GraphSource): GraphAccess {
-  let files: Promise<Awaited<ReturnType<typeof readModelFiles>>> | undefined;
-  const readFiles = () => {
-    // Read once: the external data files are needed again by every session built later.
-    files ??= readModelFiles(source.transformers, source.location, source.modelConfig, source.backend, source.loaded, source.host);
-    files.catch(() => (files = undefined));
-    return files;
+  // The files are held only while someone else holds them (a LoRA engine reading its weights, a
+  // merge, a session being built from them): kept for the policy's life they would be a second
+  // copy of every weight beside the session's. Read again when asked for after that.
+  let pending: Promise<ModelFiles> | undefined;
+  let held: { graph: WeakRef<Uint8Array>; externalData: WeakRef<Record<string, Uint8Array>> } | undefined;
+  const readFiles = async (): Promise<Pick<ModelFiles, 'graph' | 'externalData'>> => {
+    const graph = held?.graph.deref();
+    const externalData = held?.externalData.deref();
+    if (graph && externalData) return { graph, externalData };
+    pending ??= readModelFiles(source.transformers, source.location, source.modelConfig, source.backend, source.loaded, source.host);
+    try {
+      const files = await pending;
+      held = { graph: new WeakRef(files.graph), externalData: new WeakRef(files.externalData) };
+      return files;
+    } finally {
+      pending = undefined;
+    }
   };
   return {
     async read() {

@@ -214,7 +214,8 @@ export class OnnxPolicy implements Policy {
 
   /**
    * The base model as its files hold it: the ONNX graph, its external data and config.json (what a
-   * LoRA merge starts from). The files are read once and kept while the policy lives.
+   * LoRA merge starts from). The files are read again once nothing holds the last read's bytes:
+   * the policy does not keep a second copy of the weights beside its session's.
    */
   modelGraph(): Promise<ModelGraph> {
     this.checkOpen();

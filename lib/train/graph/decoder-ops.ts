@@ -9,7 +9,7 @@
  *   RoPE      dx = dy cos + rot^T(dy sin),  rot(x) = [-x2, x1],  rot^T(z) = [z2, -z1]
  *   softmax   ds = p (dp - sum(dp p))
  *   SwiGLU    d gate = d act up sig (1 + gate (1 - sig)),  d up = d act gate sig
- *   head      dz = (onehot dlogp - p (dlogp + dH (log p + H))) / T
+ *   head      dz = onehot dlogp - p (dlogp + dH (log p + H)),  z = (hf / T) W the tempered logits
  *
  * Grouped-query heads attend without copying keys: the query heads sharing a key/value head are
  * consecutive, so [B, heads, S, D] is viewed as [B, kv_heads, groups * S, D]; the key gradient
@@ -178,28 +178,27 @@ export class DecoderOps {
     };
   }
 
-  /** From d loss / d the layer's output to its gradients; returns d loss / d x when `wantInput`. */
-  layerBackward(w: LayerOps, t: LayerSaved, dy: string, at: Attention, wantInput: boolean): string | undefined {
+  /** From d loss / d the layer's output to its gradients; returns d loss / d x. */
+  layerBackward(w: LayerOps, t: LayerSaved, dy: string, at: Attention): string {
     const dx1 = this.mlpBackward(w, t, dy);
     const { dq4, dk4, dv4 } = this.attentionBackward(w, t, dx1, at);
     const { numHeads: Hq, numKvHeads: Hkv, headDim: D } = this.shape;
-    const dhq = this.projectBack(w.proj.q_proj, t.h, t.u.q_proj, this.fromHeads(dq4, Hq * D), wantInput);
-    const dhk = this.projectBack(w.proj.k_proj, t.h, t.u.k_proj, this.fromHeads(dk4, Hkv * D), wantInput);
-    const dhv = this.projectBack(w.proj.v_proj, t.h, t.u.v_proj, this.fromHeads(dv4, Hkv * D), wantInput);
-    if (!wantInput) return undefined;
+    const dhq = this.projectBack(w.proj.q_proj, t.h, t.u.q_proj, this.fromHeads(dq4, Hq * D));
+    const dhk = this.projectBack(w.proj.k_proj, t.h, t.u.k_proj, this.fromHeads(dk4, Hkv * D));
+    const dhv = this.projectBack(w.proj.v_proj, t.h, t.u.v_proj, this.fromHeads(dv4, Hkv * D));
     const grads = w.normGrads;
-    return this.add(dx1, this.rmsBack(t.x, t.inv1, w.inputNorm, this.add(this.add(dhq!, dhk!), dhv!), grads && { name: grads.input, axes: [0] }));
+    return this.add(dx1, this.rmsBack(t.x, t.inv1, w.inputNorm, this.add(this.add(dhq, dhk), dhv), grads && { name: grads.input, axes: [0] }));
   }
 
   /** The MLP half of a layer's backward: from d loss / d its output to d loss / d x1 (the attention residual). */
   private mlpBackward(w: LayerOps, t: LayerSaved, dy: string): string {
     const { mul, add, sub, one } = this;
     const grads = w.normGrads;
-    const dAct = this.projectBack(w.proj.down_proj, t.act, t.u.down_proj, dy, true)!;
+    const dAct = this.projectBack(w.proj.down_proj, t.act, t.u.down_proj, dy);
     const sig = this.g.node('Sigmoid', [t.gate]);
     const dGate = mul(dAct, mul(t.up, mul(sig, add(one, mul(t.gate, sub(one, sig))))));
     const dUp = mul(dAct, mul(t.gate, sig));
-    const dh2 = add(this.projectBack(w.proj.gate_proj, t.h2, t.u.gate_proj, dGate, true)!, this.projectBack(w.proj.up_proj, t.h2, t.u.up_proj, dUp, true)!);
+    const dh2 = add(this.projectBack(w.proj.gate_proj, t.h2, t.u.gate_proj, dGate), this.projectBack(w.proj.up_proj, t.h2, t.u.up_proj, dUp));
     return add(dy, this.rmsBack(t.x1, t.inv2, w.postNorm, dh2, grads && { name: grads.post, axes: [0] }));
   }
 
@@ -207,7 +206,7 @@ export class DecoderOps {
   private attentionBackward(w: LayerOps, t: LayerSaved, dx1: string, at: Attention): { dq4: string; dk4: string; dv4: string } {
     const { mul, sub, matmul, T } = this;
     const grads = w.normGrads;
-    const dCtxg = this.byKvHead(this.toHeads(this.projectBack(w.proj.o_proj, t.ctx2, t.u.o_proj, dx1, true)!, at.qShape));
+    const dCtxg = this.byKvHead(this.toHeads(this.projectBack(w.proj.o_proj, t.ctx2, t.u.o_proj, dx1), at.qShape));
     const dProbs = matmul(dCtxg, T(t.v4, [0, 1, 3, 2]));
     const dv4 = matmul(T(t.probs, [0, 1, 3, 2]), dCtxg);
     const dScores = mul(mul(t.probs, sub(dProbs, this.g.node('ReduceSum', [mul(dProbs, t.probs), this.lastAxis], { keepdims: 1 }))), this.attentionScale);
@@ -225,11 +224,13 @@ export class DecoderOps {
   headForward(hidden: string, finalNorm: string, head: string, tied: boolean, targets: string, invT: string, names: { logps: string; entropies: string }) {
     const { g, mul, lastAxis } = this;
     const { y: hf, inv } = this.rms(hidden, finalNorm);
-    const logits = tied ? g.node('Gemm', [hf, head], { transB: 1 }) : this.matmul(hf, head);
-    const logSoftmax = g.node('LogSoftmax', [mul(logits, invT)], { axis: -1 });
+    // z / T as (hf / T) W: the temperature on [rows, H] rather than on the [rows, vocab] logits.
+    const scaled = mul(hf, invT);
+    const logits = tied ? g.node('Gemm', [scaled, head], { transB: 1 }) : this.matmul(scaled, head);
+    const logSoftmax = g.node('LogSoftmax', [logits], { axis: -1 });
     const logps = g.node('Reshape', [g.node('GatherElements', [logSoftmax, this.column(targets)], { axis: 1 }), g.int64s([-1])], {}, names.logps);
     const entropies = g.node('Neg', [g.node('ReduceSum', [mul(g.node('Exp', [logSoftmax]), logSoftmax), lastAxis], { keepdims: 0 })], {}, names.entropies);
-    return { hf, inv, logSoftmax, logps, entropies };
+    return { scaled, inv, logSoftmax, logps, entropies };
   }
 
   /**
@@ -239,7 +240,7 @@ export class DecoderOps {
    */
   headBackward(
     f: { hidden: string; finalNorm: string; head: string; tied: boolean; targets: string; invT: string },
-    fwd: { hf: string; inv: string; logSoftmax: string; entropies: string },
+    fwd: { scaled: string; inv: string; logSoftmax: string; entropies: string },
     dlogps: string,
     dentropies: string,
     grads?: { finalNorm: string; head?: string },
@@ -250,11 +251,12 @@ export class DecoderOps {
     const dl = column(dlogps);
     // The one-hot term lands on each row's target alone: a scatter-add, not a [rows, vocab] mask.
     const spread = g.node('Neg', [mul(probs, add(dl, mul(column(dentropies), add(fwd.logSoftmax, column(fwd.entropies)))))]);
-    const dz = mul(g.node('ScatterElements', [spread, column(f.targets), dl], { axis: 1, reduction: 'add' }), f.invT);
-    const dhf = f.tied ? this.matmul(dz, f.head) : g.node('Gemm', [dz, f.head], { transB: 1 });
+    // dz is d loss / d the tempered logits (hf / T) W: 1 / T lands on dhf ([rows, H]), and the head's own gradient is (hf / T)^T dz.
+    const dz = g.node('ScatterElements', [spread, column(f.targets), dl], { axis: 1, reduction: 'add' });
+    const dhf = mul(f.tied ? this.matmul(dz, f.head) : g.node('Gemm', [dz, f.head], { transB: 1 }), f.invT);
     let dTiedHead: string | undefined;
-    if (grads && !f.tied) g.output(g.node('Gemm', [fwd.hf, dz], { transA: 1 }, grads.head), [H, V]);
-    if (grads && f.tied) dTiedHead = g.node('Gemm', [dz, fwd.hf], { transA: 1 });
+    if (grads && !f.tied) g.output(g.node('Gemm', [fwd.scaled, dz], { transA: 1 }, grads.head), [H, V]);
+    if (grads && f.tied) dTiedHead = g.node('Gemm', [dz, fwd.scaled], { transA: 1 });
     const dHidden = this.rmsBack(f.hidden, fwd.inv, f.finalNorm, dhf, grads && { name: grads.finalNorm, axes: [0] });
     return { dHidden, ...(dTiedHead ? { dTiedHead } : {}) };
   }
@@ -290,25 +292,25 @@ export class DecoderOps {
     if (p.bias) y = this.add(y, p.bias);
     if (!p.adapter) return y;
     u[m] = this.matmul(x, this.T(p.adapter.A, [1, 0]));
-    return this.add(y, this.mul(this.matmul(u[m]!, this.T(p.adapter.B, [1, 0])), this.s));
+    // The scale on u ([tokens, r]) rather than on u B^T ([tokens, out]): the same product, r / out of the element-wise work.
+    return this.add(y, this.matmul(this.mul(u[m]!, this.s), this.T(p.adapter.B, [1, 0])));
   }
 
-  /** Writes the projection's gradients; returns dx when `input` is wanted. */
-  private projectBack(p: ProjectionOps, x: string, u: string | undefined, dy: string, input: boolean): string | undefined {
+  /** Writes the projection's gradients; returns dx. */
+  private projectBack(p: ProjectionOps, x: string, u: string | undefined, dy: string): string {
     const { g, s } = this;
     if (p.adapter && u) {
       const { A, B, gradA, gradB } = p.adapter;
       g.output(g.node('Mul', [g.node('Gemm', [dy, u], { transA: 1 }), s], {}, gradB), [p.outDim, this.lora!.r]);
       const du = this.mul(this.matmul(dy, B), s);
       g.output(g.node('Gemm', [du, x], { transA: 1 }, gradA), [this.lora!.r, p.inDim]);
-      if (!input) return undefined;
       return this.add(p.product.timesTransposed(dy), this.matmul(du, A));
     }
     if (p.grads) {
       g.output(g.node('Gemm', [x, dy], { transA: 1 }, p.grads.weightGrad), [p.inDim, p.outDim]);
       if (p.grads.biasGrad) g.output(g.node('ReduceSum', [dy, g.int64s([0])], { keepdims: 0 }, p.grads.biasGrad), [p.outDim]);
     }
-    return input ? p.product.timesTransposed(dy) : undefined;
+    return p.product.timesTransposed(dy);
   }
 
   private toHeads(x2: string, shapeTensor: string): string {

@@ -42,10 +42,12 @@ export interface Graph {
 
 export interface LayerGraphs {
   forward: Graph;
-  /** The backward with the layer's forward recomputed inside, from its input. */
+  /**
+   * The backward with the layer's forward recomputed inside, from its input. The first layer runs
+   * it too and its dx (toward the embedding, which LoRA does not train) is dropped: a graph of its
+   * own would save that one product but hold an onnxruntime arena as large as this one's.
+   */
   backward: Graph;
-  /** The first layer's backward: its input is the embedding, which LoRA does not train, so no dx. */
-  backwardFirst: Graph;
   /** The pair that keeps the activations instead: the forward also outputs `saved` (what a matmul or softmax made), which the backward reads. */
   keep: { forward: Graph; backward: Graph; saved: string[] };
 }
@@ -143,23 +145,22 @@ export function buildLayerGraphs(layer: DecoderLayerWeights, shape: DecoderShape
     output(g, ops.layerForward(w, x, attention, true).out!, LAYER_IO.out);
     return g.encodeOne('layer_forward');
   };
-  const backward = (wantInput: boolean): Graph => {
+  const backward = (): Graph => {
     const { g, x, ops, w, attention } = begin();
     const { saved } = ops.layerForward(w, x, attention, false);
-    const dx = ops.layerBackward(w, saved, g.input(LAYER_IO.dy, 'float', ['tokens', H]), attention, wantInput);
-    if (dx) output(g, dx, LAYER_IO.dx);
-    return g.encodeOne(wantInput ? 'layer_backward' : 'layer_backward_first');
+    output(g, ops.layerBackward(w, saved, g.input(LAYER_IO.dy, 'float', ['tokens', H]), attention), LAYER_IO.dx);
+    return g.encodeOne('layer_backward');
   };
   const keep = () => {
     const { g, x, ops, w, attention } = begin();
     const { out, saved } = ops.layerForward(w, x, attention, true);
     output(g, out!, LAYER_IO.out);
     g.phase = 'backward';
-    output(g, ops.layerBackward(w, ops.recomputeCheap(w, saved, attention), g.input(LAYER_IO.dy, 'float', ['tokens', H]), attention, true)!, LAYER_IO.dx);
+    output(g, ops.layerBackward(w, ops.recomputeCheap(w, saved, attention), g.input(LAYER_IO.dy, 'float', ['tokens', H]), attention), LAYER_IO.dx);
     const models = g.encode('layer_keep');
     return { forward: { model: models.forward, inputs: models.forwardInputs }, backward: { model: models.backward, inputs: models.backwardInputs }, saved: models.saved };
   };
-  return { forward: forward(), backward: backward(true), backwardFirst: backward(false), keep: keep() };
+  return { forward: forward(), backward: backward(), keep: keep() };
 }
 
 /** The head's graphs on `rows` scored rows of the last hidden state; `tied`: the head is the embedding [V, H], else [H, V]. */

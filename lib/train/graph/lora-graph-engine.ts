@@ -30,7 +30,7 @@ export interface LoraGraphsOptions {
   precision?: Precision;
   /** onnxruntime session options (execution providers, threads). */
   sessionOptions?: Record<string, unknown>;
-  /** The most padded tokens a micro-batch runs through a layer at once. Default 2048. */
+  /** The most padded tokens a micro-batch runs through a layer at once. Default 768 (DEFAULT_MICRO_BATCH_TOKENS). */
   microBatchTokens?: number;
   /** The most scored rows a head run takes at once (its logits are rows x vocab). Default: 4M logits (16 MB). */
   headRows?: number;
@@ -61,7 +61,6 @@ interface Runner {
 interface LayerRunners {
   forward: Runner;
   backward: Runner;
-  backwardFirst: Runner;
   keep: { forward: Runner; backward: Runner; saved: string[] };
 }
 
@@ -107,7 +106,7 @@ export class LoraGraphs {
     if (!(activationBudget >= 0)) throw new InvalidInputError('activationBudget', `must be a number of bytes >= 0, got ${String(activationBudget)}.`);
     // onnxruntime's extended optimizations fuse into contrib ops that have float kernels only
     // (x sigmoid(x) into QuickGelu): double graphs keep the basic ones.
-    const sessionOptions = { ...(precision === 'float64' ? { graphOptimizationLevel: 'basic' } : {}), ...options.sessionOptions };
+    const sessionOptions = { ...(precision === 'float64' ? { graphOptimizationLevel: 'basic' } : {}), ...options.sessionOptions, extra: engineSessionConfig(options.sessionOptions?.extra) };
     const sessions: GraphSession[] = [];
     const open = async (graph: Graph): Promise<Runner> => {
       const session = await runtime.InferenceSession.create(graph.model, sessionOptions);
@@ -125,7 +124,6 @@ export class LoraGraphs {
           runners = {
             forward: await open(graphs.forward),
             backward: await open(graphs.backward),
-            backwardFirst: await open(graphs.backwardFirst),
             keep: { forward: await open(graphs.keep.forward), backward: await open(graphs.keep.backward), saved: graphs.keep.saved },
           };
           bySignature.set(signature, runners);
@@ -245,7 +243,7 @@ export class LoraGraphs {
     let dy = this.floats(dLast, [batch.rows * batch.width, H]);
     for (let l = this.weights.layers.length - 1; l >= 0; l--) {
       const runners = this.layerRunners[l];
-      const runner = activations ? runners.keep.backward : l === 0 ? runners.backwardFirst : runners.backward;
+      const runner = activations ? runners.keep.backward : runners.backward;
       const out = await this.run(runner, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, ...activations?.[l], [LAYER_IO.x]: xs[l], [LAYER_IO.dy]: dy });
       const layer = grad.layers[l];
       for (const m of this.lora.targetModules) {
@@ -325,6 +323,17 @@ export class LoraGraphs {
       return feeds;
     });
   }
+}
+
+/**
+ * onnxruntime's session config entries for the engine's sessions, under the caller's own. A step
+ * runs every layer's graphs one after another (forward, backward, the head's chunks), each a few
+ * hundred ops: pool threads that spin after each op to catch the next one sooner burned about a
+ * third of the step's CPU time waiting (BENCHMARKS, scale), time taken from everything else on a
+ * shared machine or a page's few cores. Blocking costs a wake-up per op, small next to these ops.
+ */
+export function engineSessionConfig(extra: unknown): Record<string, unknown> {
+  return { 'session.intra_op.allow_spinning': '0', ...(extra !== null && typeof extra === 'object' ? (extra as Record<string, unknown>) : {}) };
 }
 
 function addInto(target: Float32Array, values: ArrayLike<number>): void {

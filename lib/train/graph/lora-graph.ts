@@ -13,7 +13,7 @@
  * lists them) and the backward's outputs d loss / d every weight (`grad.<name>`):
  *
  *   projection  dW = x^T dy, db = sum_rows dy      RMSNorm  dg = sum_rows dy x inv
- *   head        tied: dE += dz^T hf, untied: dHead = hf^T dz
+ *   head        tied: dE += dz^T (hf / T), untied: dHead = (hf / T)^T dz
  *   embedding   dE[ids[i]] += dx0[i]
  *
  * LoRA trains through per-layer graphs instead (layer-graphs.ts), so its memory is one layer's.
@@ -152,7 +152,7 @@ export function buildDecoderGraphs(weights: DecoderWeights, precision: Precision
   // A row can predict several scored tokens (a prompt's last row predicts every completion's first): their gradients add.
   let dx = g.node('ScatterND', [g.zeros(g.node('Concat', [rowCount, g.int64s([H])], { axis: 0 })), column(rows), dHidden], { reduction: 'add' });
   const backwardAttention = ops.attention(cos, sin, undefined);
-  for (let l = layers.length - 1; l >= 0; l--) dx = ops.layerBackward(layers[l], saved[l], dx, backwardAttention, true)!;
+  for (let l = layers.length - 1; l >= 0; l--) dx = ops.layerBackward(layers[l], saved[l], dx, backwardAttention);
   // Every row's input gradient lands on its token's embedding row; rows of one token add.
   const dEmbedding = g.node('ScatterND', [g.zeros(g.int64s([V, H])), column(flatIds), dx], { reduction: 'add' });
   g.output(dTiedHead ? g.node('Add', [dEmbedding, dTiedHead], {}, weightGradOutput('embedding')) : g.node('Identity', [dEmbedding], {}, weightGradOutput('embedding')), [V, H]);
