@@ -54,6 +54,7 @@ export interface LoraGrpoOptions extends LoraHandles, TrainingRunOptions {
   memoryBudget?: number;
 }
 
+/** What `loraGrpo` changes from `GRADIENT_DEFAULTS`: a learning rate of 2e-3. */
 export const LORA_GRPO_DEFAULTS = { lr: 2e-3 } as const;
 
 export function validateLoraHandles(handles: LoraHandles): void {
