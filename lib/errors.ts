@@ -20,6 +20,10 @@ export type ErrorCode =
   | 'Busy'
   | 'OutOfMemory';
 
+/**
+ * The base of every error webgrpo throws: branch on `code` (or `instanceof` a subclass) rather
+ * than on the message; `cause` keeps the underlying error where there is one.
+ */
 export class WebgrpoError extends Error {
   override name = 'WebgrpoError';
   readonly code: ErrorCode;

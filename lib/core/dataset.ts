@@ -44,6 +44,7 @@ export function validateDatasetItem(value: unknown, at: string): DatasetItem {
   return out;
 }
 
+/** Checks a dataset (a non-empty array of items) and returns a clean copy; throws `InvalidInputError` naming the first bad field (`argument` prefixes it). */
 export function validateDataset(value: unknown, argument = 'dataset'): DatasetItem[] {
   const items = arr(value, argument);
   if (items.length === 0) fail(argument, 'is empty; give at least one item.');

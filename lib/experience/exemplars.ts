@@ -5,6 +5,7 @@
  */
 import type { AppliedOperation, ApplyResult, ExemplarCandidate, ExemplarEntry, ExperienceLibrary, SkippedOperation } from './types.js';
 
+/** Most exemplars an exemplar-mode library keeps when `maxExemplars` is not given. */
 export const DEFAULT_MAX_EXEMPLARS = 8;
 export const DEFAULT_MAX_EXEMPLAR_LENGTH = 2000;
 

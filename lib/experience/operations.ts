@@ -22,6 +22,7 @@ import type {
   SkippedOperation,
 } from './types.js';
 
+/** Longest lesson kept, in characters, when `maxLength` is not given; longer content is cut. */
 export const DEFAULT_MAX_EXPERIENCE_LENGTH = 400;
 
 export interface ApplyOptions {

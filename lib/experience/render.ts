@@ -7,6 +7,7 @@ import { InvalidInputError } from '../errors.js';
 import { relevanceScores } from './relevance.js';
 import type { ExemplarEntry, ExperienceEntry, ExperienceLibrary } from './types.js';
 
+/** Most tokens the rendered library takes in a prompt when `tokenBudget` is not given. */
 export const DEFAULT_EXPERIENCE_TOKEN_BUDGET = 512;
 
 /** Our wording. `{{experiences}}` is the rendered library, `{{prompt}}` the task itself. */
@@ -17,6 +18,7 @@ export const DEFAULT_LESSONS_TEMPLATE = [
   '{{prompt}}',
 ].join('\n');
 
+/** Our wording for exemplar mode. `{{experiences}}` is the rendered exemplars, `{{prompt}}` the task itself. */
 export const DEFAULT_EXEMPLARS_TEMPLATE = [
   'Good answers to similar tasks, for reference:',
   '',

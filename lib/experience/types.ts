@@ -84,6 +84,7 @@ export interface ExemplarCandidate {
   score: number;
 }
 
+/** A new experience library with no lessons and no exemplars, where a run starts. */
 export function emptyLibrary(): ExperienceLibrary {
   return { nextId: 0, entries: [], exemplars: [] };
 }

@@ -4,6 +4,7 @@ import { toJsonl, type ExportSource, type ToJsonlOptions } from './jsonl.js';
 /** JSONL media type (the jsonlines.org convention). */
 const JSONL_TYPE = 'application/jsonl';
 
+/** The groups as JSONL (`toJsonl` with the same options) in a `Blob` of type `application/jsonl`, to save or upload. */
 export function jsonlBlob(source: ExportSource, options: ToJsonlOptions = {}): Blob {
   return new Blob([toJsonl(source, options)], { type: JSONL_TYPE });
 }

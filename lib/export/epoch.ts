@@ -30,6 +30,10 @@ export interface EpochExportOptions extends ToJsonlOptions {
   render?: PromptRenderer;
 }
 
+/**
+ * A hook for the loop's `onEpoch` that appends each epoch's groups to `sink` as JSONL; pass the
+ * same `written` set across a resume so no completion is written twice.
+ */
 export function exportEveryEpoch(sink: JsonlSink, options: EpochExportOptions = {}): EpochHook {
   const { written, render, ...format } = options;
   return async ({ groups }) => {

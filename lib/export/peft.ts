@@ -20,6 +20,10 @@ export interface RunPeftAdapter {
   note?: string;
 }
 
+/**
+ * A stored LoRA run's adapter as the files of a PEFT folder, with the base model named from the
+ * run (or `baseModel`); throws for a non-LoRA run or one with no committed step.
+ */
 export function runPeftAdapter(bundle: RunBundle, options: { baseModel?: string } = {}): RunPeftAdapter {
   if (!isRunBundle(bundle)) throw new InvalidInputError('run', 'expected a run bundle { run, items, steps, pending } (exportRun, store.readBundle).');
   const { run } = bundle;

@@ -53,6 +53,19 @@ export interface GrpoRouterState {
   buffer: RouterSample[];
 }
 
+/**
+ * Learns which model (or prompt variant) to route each query class to from rewards: `route()`
+ * picks a model, `addSample()` records the reward it earned, `update()` applies the buffered
+ * samples; the state round-trips through `toJSON()` / `GrpoRouter.fromJSON()`.
+ *
+ * @example
+ * ```ts
+ * const router = new GrpoRouter({ seed: 1 });
+ * const model = router.route({ queryClass: 'math' }, ['small', 'large']);
+ * router.addSample('math', model, 1);
+ * router.update();
+ * ```
+ */
 export class GrpoRouter {
   readonly learningRate: number;
   readonly minSamples: number;

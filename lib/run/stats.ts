@@ -15,6 +15,7 @@ export function groupStats(rewards: ReadonlyArray<number | null>): GroupStats {
   };
 }
 
+/** A step's totals over its items: groups, groups with no reward spread, rollouts, scorable rollouts, and the mean and std of their rewards. */
 export function stepStats(items: readonly ItemResult[]): StepStats {
   const rewards = items.flatMap((item) => item.rollouts.map((r) => r.reward)).filter((r): r is number => r !== null);
   return {

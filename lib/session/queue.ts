@@ -31,6 +31,7 @@ interface Waiter {
   start: () => void;
 }
 
+/** A FIFO queue that runs at most `concurrency` tasks at once (default 1) and refuses work past `maxPending` with a `BusyError`; share one in front of a model. */
 export function createTaskQueue(options: QueueOptions = {}): TaskQueue {
   const concurrency = options.concurrency ?? 1;
   const maxPending = options.maxPending ?? Infinity;

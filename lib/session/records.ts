@@ -3,6 +3,7 @@ import { InvalidInputError } from '../errors.js';
 import type { Completion, PromptInput } from '../core/policy.js';
 import type { CompletionRecord, GroupSampling, Reward } from '../store/records/session.js';
 
+/** The id of a group's `index`-th completion (`<groupId>-<index>`), the inverse of `parseCompletionId`. */
 export function completionId(groupId: string, index: number): string {
   return `${groupId}-${index}`;
 }

@@ -124,6 +124,18 @@ export interface Session {
 
 const DEFAULT_MAX_NEW_TOKENS = 256;
 
+/**
+ * An ask/tell session on a policy: `ask()` samples a group of completions, `tell()` takes their
+ * rewards back and returns group-relative advantages; groups are kept in `store` (in memory by
+ * default) for the critic step or export.
+ *
+ * @example
+ * ```ts
+ * const session = createSession({ policy });
+ * const { groupId, completions } = await session.ask({ prompt: 'What is 2 + 2?', n: 4 });
+ * await session.tell({ groupId, rewards: completions.map((c) => (c.text.includes('4') ? 1 : 0)) });
+ * ```
+ */
 export function createSession(options: SessionOptions): Session {
   const inner = options.policy;
   if (!inner || typeof inner.generateGroup !== 'function') {

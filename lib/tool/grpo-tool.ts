@@ -116,6 +116,11 @@ export function toDatasetItem(value: unknown, at: string): DatasetItem {
   return answer === undefined ? { prompt } : { prompt, answer: answer as DatasetItem['answer'] };
 }
 
+/**
+ * The Training-Free GRPO loop behind the @polyweave/grpo tool's frame protocol: write frames
+ * (TOOL_CALL, TICK, CANCEL, ...) to `sink`, pipe `source` to read the results; the options are
+ * that tool's, so code written for it only changes its import.
+ */
 export function createGrpoTool(options: GrpoToolOptions): GrpoTool {
   if (!options || typeof options !== 'object') throw new InvalidInputError('options', 'expected an options object.');
   const tool = new Tool(options);

@@ -4,7 +4,8 @@
  * `intentionallyNotExported` (and nothing listed there is exported or unused), every `{@link}` and
  * every relative link of the guides resolves. Each entry of package.json's exports is a module of
  * the reference with its own comment, and every guide in docs/ is one of its documents; in the
- * entries listed in DOCUMENTED every function, class and constant has a doc comment of its own.
+ * entries listed in DOCUMENTED, and wherever an entry reaches the files of DOCUMENTED_SOURCES,
+ * every function, class and constant has a doc comment of its own.
  * Converted and validated only: no HTML is written.
  */
 import { readdir, readFile } from 'node:fs/promises';
@@ -18,6 +19,17 @@ import { root } from './blocks.js';
  * joins when its last one gets its comment.
  */
 const DOCUMENTED = ['webgrpo/math', 'webgrpo/tasks', 'webgrpo/openai', 'webgrpo/server', 'webgrpo/parquet'];
+
+/**
+ * Source folders (and files) whose runtime exports carry a doc comment through whichever entry
+ * reaches them, so the entries not yet in DOCUMENTED lose no ground there.
+ */
+const DOCUMENTED_SOURCES = ['lib/core/', 'lib/errors.ts', 'lib/experience/', 'lib/export/', 'lib/methods/', 'lib/route/', 'lib/run/', 'lib/serve/', 'lib/session/', 'lib/tool/'];
+
+/** The file a reflection is declared in, relative to the project's root. */
+function sourceOf(reflection: DeclarationReflection): string {
+  return (reflection.sources ?? reflection.signatures?.[0]?.sources ?? [])[0]?.fileName ?? '';
+}
 
 /** Whether a function's signatures, or a class's or constant's declaration, carry a summary. */
 function documented(reflection: DeclarationReflection): boolean {
@@ -53,7 +65,9 @@ it('TypeDoc converts and validates the entries, the README and the guides withou
 
   const runtime = ReflectionKind.Function | ReflectionKind.Class | ReflectionKind.Variable;
   const undocumented = modules
-    .filter((m) => DOCUMENTED.includes(m.name))
-    .flatMap((m) => (m.children ?? []).filter((c) => c.kindOf(runtime) && !documented(c)).map((c) => `${m.name}: ${c.name}`));
+    .flatMap((m) => (m.children ?? []).map((c) => ({ m, c })))
+    .filter(({ m, c }) => DOCUMENTED.includes(m.name) || DOCUMENTED_SOURCES.some((s) => sourceOf(c).startsWith(s)))
+    .filter(({ c }) => c.kindOf(runtime) && !documented(c))
+    .map(({ m, c }) => `${m.name}: ${c.name} (${sourceOf(c)})`);
   expect(undocumented).toEqual([]);
 }, 120_000);

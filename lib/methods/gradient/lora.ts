@@ -54,6 +54,7 @@ export interface LoraGrpoOptions extends LoraHandles, TrainingRunOptions {
   memoryBudget?: number;
 }
 
+/** `loraGrpo`'s own default, its AdamW learning rate of 2e-3; its other defaults are `GRADIENT_DEFAULTS`. */
 export const LORA_GRPO_DEFAULTS = { lr: 2e-3 } as const;
 
 export function validateLoraHandles(handles: LoraHandles): void {

@@ -144,6 +144,7 @@ function validateGradientConfig(value: unknown, at: string): void {
   num(adapter.scale, `${at}.adapter.scale`);
 }
 
+/** How a store checks and reads back a head-adapter gradient run (`kind: 'gradient'`): its config, step payloads and stored adapter. */
 export const GRADIENT_RECORD: RecordKind = { kind: 'gradient', config: validateGradientConfig, step: validateTraining, adapter: (value, at) => readCheckpoint(value, at).step };
 
 function validateLoraConfig(value: unknown, at: string): void {
@@ -167,4 +168,5 @@ function validateLoraStep(p: Obj, at: string): void {
   if (num(p.refreshMs, `${at}.refreshMs`) < 0) fail(`${at}.refreshMs`, 'expected a number >= 0.');
 }
 
+/** How a store checks and reads back a LoRA run (`kind: 'lora'`): its config, step payloads and stored adapter. */
 export const LORA_RECORD: RecordKind = { kind: 'lora', config: validateLoraConfig, step: validateLoraStep, adapter: (value, at) => readLoraCheckpoint(value, at).step };

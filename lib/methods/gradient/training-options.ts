@@ -44,6 +44,7 @@ export interface GradientLossOptions extends GrpoLossExtras {
   adaptiveEntropy?: AdaptiveEntropyOptions;
 }
 
+/** The values `gradientGrpo` and `loraGrpo` use for options left out (group size, epochs, batch size, iterations, temperature, seed, reward scaling). */
 export const GRADIENT_DEFAULTS = {
   groupSize: 8,
   epochs: 1,

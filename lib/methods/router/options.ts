@@ -37,6 +37,7 @@ export interface RouterGrpoOptions extends RouterHandles, GroupSamplingOptions, 
   runId?: string;
 }
 
+/** The values `routerGrpo` uses for options left out (group size, epochs, batch size, temperature, seed, group sampling). */
 export const ROUTER_DEFAULTS = {
   groupSize: 4,
   epochs: 1,

@@ -127,6 +127,7 @@ function validateRouting(value: unknown, at: string, arms: ReadonlySet<string>):
   bool(obj(routing.stats, `${at}.stats`).updated, `${at}.stats.updated`);
 }
 
+/** How a store checks and reads back a router run (`kind: 'router'`): its config, each step's routing state and each rollout's arm. */
 export const ROUTER_RECORD: RecordKind = {
   kind: 'router',
   config: validateRouterConfig,

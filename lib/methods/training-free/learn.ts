@@ -88,6 +88,11 @@ export interface LearnResult {
   warnings: LearnWarning[];
 }
 
+/**
+ * Runs the training-free critic step on groups told to an ask/tell session: pass the `critic`
+ * policy, the told `groups` and the `library` to update; get the new library and what was applied,
+ * skipped and warned about.
+ */
 export async function learnFromGroups(options: LearnFromGroupsOptions): Promise<LearnResult> {
   if (!options || typeof options !== 'object') throw new InvalidInputError('options', 'expected an options object.');
   const { critic, groups, signal } = options;

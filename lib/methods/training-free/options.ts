@@ -88,6 +88,7 @@ export interface TrainingFreeGrpoOptions extends TrainingFreeHandles, Evaluation
   runId?: string;
 }
 
+/** The values `trainingFreeGrpo` uses for options left out (mode, group size, epochs, sampling, critic settings, ...); exported as `TRAINING_FREE_DEFAULTS`. */
 export const DEFAULTS = {
   mode: 'lessons' as LoopMode,
   groupSize: 5,

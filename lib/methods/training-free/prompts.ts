@@ -81,6 +81,7 @@ Reply with the final JSON array of operations (ADD with content; UPDATE with id 
 const REPAIR = `Your previous reply could not be used: {{problem}}
 Reply again with only {{format}} and nothing else.`;
 
+/** Our prompt templates for a mode (the task prompt, and the critic's summary, critique, group update, batch merge, repair and system prompts): a start for `templates` overrides. */
 export function defaultTemplates(mode: LoopMode): PromptTemplates {
   return {
     prompt: mode === 'exemplars' ? DEFAULT_EXEMPLARS_TEMPLATE : DEFAULT_LESSONS_TEMPLATE,

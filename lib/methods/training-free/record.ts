@@ -125,6 +125,7 @@ function readStep(p: Obj, at: string): Obj {
   return { ...p, library: validateLibrary(p.library, `${at}.library`) };
 }
 
+/** How a store checks and reads back a training-free run (`kind: 'training-free'`): its config, its initial library and each step's batch update and library. */
 export const TRAINING_FREE_RECORD: RecordKind = {
   kind: 'training-free',
   config: validateConfig,
