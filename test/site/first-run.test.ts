@@ -30,7 +30,7 @@ const header = () => page.locator('section[aria-labelledby="run-title"]');
 const FIRST_RUN_MIN_GAIN = 10;
 const percents = (text: string | null) => (text ?? '').split('→').map((side) => Number(side.trim().replace('%', '')));
 
-describe('the first run', { timeout: 420_000 }, () => {
+describe('the first run', { timeout: 600_000 }, () => {
   it('teaches the skill model sort-words: held-out exact match rises greedy and at T=1, with no setting changed', async () => {
     await page.goto(playground.baseURL);
     await expect.poll(() => page.locator('header .device').textContent()).toMatch(/WebGPU|WebAssembly/);
@@ -39,7 +39,8 @@ describe('the first run', { timeout: 420_000 }, () => {
     expect(await page.getByRole('radio', { name: 'LoRA (every layer)' }).isChecked()).toBe(true);
     const started = Date.now();
     await page.getByRole('button', { name: 'Start run' }).click();
-    await expect.poll(() => header().locator('h2 .chip').textContent(), { timeout: 400_000, interval: 1000 }).toBe('completed');
+    // 295 s measured on 2 cores shared at load 18 to 20 (BENCHMARKS "teach", the first run): room for a busier machine.
+    await expect.poll(() => header().locator('h2 .chip').textContent(), { timeout: 580_000, interval: 1000 }).toBe('completed');
     const seconds = (Date.now() - started) / 1000;
 
     const panel = page.locator('section[aria-labelledby="eval-title"]');
@@ -83,8 +84,8 @@ describe('the first run', { timeout: 420_000 }, () => {
   it('teaches the reader named-format with the exemplars it keeps, each prompt shown its closest one', async () => {
     const field = (label: string) => page.getByLabel(label, { exact: true });
     await page.goto(playground.baseURL);
-    // The page reopens on the last run (the first test's) and its form follows that run: pick only once it has.
-    await expect.poll(() => header().textContent(), { timeout: 60_000 }).toContain('sort-words');
+    // The page reopens on the last run, if any (the first test's), and its form follows that run: pick only once it has.
+    await expect.poll(async () => (await page.getByRole('heading', { name: 'No run yet' }).count()) + (await header().count()), { timeout: 60_000 }).toBeGreaterThan(0);
     await page.getByRole('radio', { name: 'Training-free: exemplars' }).check();
     await field('Model').selectOption('reader');
     await field('Task').selectOption('named-format');
