@@ -46,9 +46,10 @@ export const SKILL_GRADIENT_DEFAULTS = { items: 64, groupSize: 8, epochs: 10, ba
 
 /**
  * LoRA's settings on the bundled skill model: the gradient ones at the learning rate full-depth
- * LoRA takes, rank 8, two epochs (16 steps). In Chromium on WebAssembly (test/site/first-run.test.ts)
- * copy-format's held-out exact match at temperature 1 goes from 55% to 89% in 40 s (desktop Chromium);
- * in Node, 20 such steps take it from 54% to 91% (test/grad/skill-learning.test.ts).
+ * LoRA takes, rank 8, two epochs (16 steps). In Chromium on WebAssembly copy-format's held-out exact
+ * match at temperature 1 went from 55% to 89% in 40 s (desktop Chromium) while greedy stayed at 100%:
+ * GRPO sharpens sampling there, which is why the first run is sort-words; in Node, 20 such steps
+ * take T=1 from 54% to 91% (test/grad/skill-learning.test.ts).
  */
 export const SKILL_LORA_DEFAULTS = { ...SKILL_GRADIENT_DEFAULTS, epochs: 2, lr: 0.002 } as const;
 
