@@ -30,7 +30,7 @@ const header = () => page.locator('section[aria-labelledby="run-title"]');
 const FIRST_RUN_MIN_GAIN = 10;
 const percents = (text: string | null) => (text ?? '').split('→').map((side) => Number(side.trim().replace('%', '')));
 
-describe('the first run', { timeout: 600_000 }, () => {
+describe('the first run', { timeout: 900_000 }, () => {
   it('teaches the skill model sort-words: held-out exact match rises greedy and at T=1, with no setting changed', async () => {
     await page.goto(playground.baseURL);
     await expect.poll(() => page.locator('header .device').textContent()).toMatch(/WebGPU|WebAssembly/);
@@ -39,8 +39,8 @@ describe('the first run', { timeout: 600_000 }, () => {
     expect(await page.getByRole('radio', { name: 'LoRA (every layer)' }).isChecked()).toBe(true);
     const started = Date.now();
     await page.getByRole('button', { name: 'Start run' }).click();
-    // 295 s measured on 2 cores shared at load 18 to 20 (BENCHMARKS "teach", the first run): room for a busier machine.
-    await expect.poll(() => header().locator('h2 .chip').textContent(), { timeout: 580_000, interval: 1000 }).toBe('completed');
+    // 295 s and 530 s measured on 2 cores shared at load 18 to 23 (BENCHMARKS "teach", the first run): room for a busier machine.
+    await expect.poll(() => header().locator('h2 .chip').textContent(), { timeout: 840_000, interval: 1000 }).toBe('completed');
     const seconds = (Date.now() - started) / 1000;
 
     const panel = page.locator('section[aria-labelledby="eval-title"]');
