@@ -80,3 +80,23 @@ export function favouriteArms(routing: StepRouting, config: RouterConfig): strin
     return `${queryClass}: ${best.label} ${Math.round((byArm[best.id] ?? 0) * 100)}%`;
   });
 }
+
+/**
+ * Where the router serves a kind of question a variant that lowers the temperature (Cool): its
+ * held-out answers "at temperature T" are then sampled cooler, so their rise is the lower
+ * temperature, closer to the greedy replies the unchanged model already writes, not a better
+ * model. The held-out evaluation serves each class the arm it gives the highest probability
+ * (servedArm); this reads the router after the last committed step. Null where no class is served one.
+ */
+export function coolerServedNote(bundle: RunBundle, config: RouterConfig): string | null {
+  const routing = bundle.steps.map((s) => stepView(s).routing).filter((r) => r !== undefined && r !== null).at(-1);
+  if (!routing) return null;
+  const cooled: string[] = [];
+  for (const [queryClass, byArm] of Object.entries(routing.probabilities)) {
+    // The first of the highest, as servedArm picks on a tie.
+    const served = config.arms.reduce((a, b) => ((byArm[b.id] ?? 0) > (byArm[a.id] ?? 0) ? b : a));
+    if ((served.temperatureScale ?? 1) < 1) cooled.push(`${queryClass}: ${served.label}, temperature × ${served.temperatureScale}, ${Math.round((byArm[served.id] ?? 0) * 100)}% of its replies in training`);
+  }
+  if (cooled.length === 0) return null;
+  return `The router lowered the temperature: held out it serves each kind of question its most likely variant (${cooled.join('; ')}), so these answers are sampled cooler than the run’s temperature ${config.temperature}. Their rise is the lower temperature, closer to what the unchanged model writes greedily, not a better model: no weights changed, and the greedy row shows what the model itself does.`;
+}

@@ -1,13 +1,14 @@
 /**
  * The playground's first run as a person meets it: the production build in headless Chromium, the
  * page opened and Start pressed with no setting changed. The default is LoRA on every layer (on
- * WebAssembly) of the bundled webgrpo-skill model at its copy-format task, and the before/after
- * panel shows its held-out exact match rise: 32 held-out problems (never in the model's
- * pretraining corpus nor in the run's training prompts), two replies each at temperature 1.
- * Measured: 55% -> 89%; the threshold is +25 points. Then the library's own case: exemplars on
- * the bundled webgrpo-reader at named-format, with the settings the page applies on that model
- * (each prompt shown its closest worked example), lifts held-out exact match by more than a
- * constant reply could score.
+ * WebAssembly) of the bundled webgrpo-skill model at sort-words, where the greedy model is mostly
+ * wrong and every problem has its own answer, and the before/after panel shows its held-out exact
+ * match rise, greedy and at temperature 1: 32 held-out problems (never in the model's pretraining
+ * corpus nor in the run's training prompts), one greedy reply and two at temperature 1 each. The
+ * measured run is in BENCHMARKS ("teach", the first run in a tab). Then the library's own case:
+ * exemplars on the bundled webgrpo-reader at named-format, with the settings the page applies on
+ * that model (each prompt shown its closest worked example), lifts held-out exact match by more
+ * than a constant reply could score.
  */
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -25,32 +26,44 @@ beforeAll(async () => {
 afterAll(() => playground?.close());
 
 const header = () => page.locator('section[aria-labelledby="run-title"]');
+/** The least rise, in points, the first run must show greedy and at T=1 (see the measured run in BENCHMARKS "teach"). */
+const FIRST_RUN_MIN_GAIN = 10;
 const percents = (text: string | null) => (text ?? '').split('→').map((side) => Number(side.trim().replace('%', '')));
 
-describe('the first run', { timeout: 420_000 }, () => {
-  it('teaches the skill model copy-format: held-out exact match rises, with no setting changed', async () => {
+describe('the first run', { timeout: 900_000 }, () => {
+  it('teaches the skill model sort-words: held-out exact match rises greedy and at T=1, with no setting changed', async () => {
     await page.goto(playground.baseURL);
     await expect.poll(() => page.locator('header .device').textContent()).toMatch(/WebGPU|WebAssembly/);
     expect(await page.getByLabel('Model', { exact: true }).inputValue()).toBe('skill');
-    expect(await page.getByLabel('Task', { exact: true }).inputValue()).toBe('copy-format');
+    expect(await page.getByLabel('Task', { exact: true }).inputValue()).toBe('sort-words');
     expect(await page.getByRole('radio', { name: 'LoRA (every layer)' }).isChecked()).toBe(true);
+    const started = Date.now();
     await page.getByRole('button', { name: 'Start run' }).click();
-    await expect.poll(() => header().locator('h2 .chip').textContent(), { timeout: 400_000, interval: 1000 }).toBe('completed');
+    // 295 s and 530 s measured on 2 cores shared at load 18 to 23 (BENCHMARKS "teach", the first run): room for a busier machine.
+    await expect.poll(() => header().locator('h2 .chip').textContent(), { timeout: 840_000, interval: 1000 }).toBe('completed');
+    const seconds = (Date.now() - started) / 1000;
 
     const panel = page.locator('section[aria-labelledby="eval-title"]');
-    expect(await panel.locator('p.hint').first().textContent()).toMatch(/32 prompts the run never trains on, 2 answers each at temperature 1:\s+the base model before the first step, and the trained one after epoch 2/);
+    expect(await panel.locator('p.hint').first().textContent()).toMatch(/32 prompts the run never trains on, 2 answers each at temperature 1:\s+the base model before the first step, and the trained one after epoch 1/);
     const [before, after] = percents(await panel.locator('dt:text-is("Exact match") + dd').first().textContent());
+    const [greedyBefore, greedyAfter] = percents((await panel.locator('dd.greedy').textContent())!.replace(/^\s*greedy \(T=0\):/, '').split(',')[0]);
     const rows = await panel.locator('tbody tr').all();
     const examples = [];
+    const answers = new Set<string>();
     for (const row of rows) {
       const [base, trained] = await row.locator('td pre').allTextContents();
-      examples.push(`${await row.locator('th .prompt').textContent()} (${await row.locator('th .answer').textContent()}): ${JSON.stringify(base)} -> ${JSON.stringify(trained)}`);
+      const answer = (await row.locator('th .answer').textContent()) ?? '';
+      answers.add(answer);
+      examples.push(`${await row.locator('th .prompt').textContent()} (${answer}): ${JSON.stringify(base)} -> ${JSON.stringify(trained)}`);
     }
-    console.log(`held-out exact match ${before}% -> ${after}%\n${examples.join('\n')}`);
+    console.log(`first run in ${seconds.toFixed(0)} s: held-out exact match greedy ${greedyBefore}% -> ${greedyAfter}%, T=1 ${before}% -> ${after}%\n${examples.join('\n')}`);
     await panel.screenshot({ path: join(artifacts, 'first-run-held-out-1280.png') });
-    expect(before).toBeGreaterThan(40);
-    expect(after, `held-out exact match ${before}% -> ${after}%`).toBeGreaterThanOrEqual(before + 25);
-    for (const row of rows) expect(await row.locator('th .answer').textContent()).toMatch(/^answer: \S+$/);
+    // The base model is mostly wrong greedily; the run lifts it there and at T=1 (measured in the
+    // tab with these settings: see BENCHMARKS "teach"), on problems each with its own answer.
+    expect(greedyBefore).toBeLessThan(50);
+    expect(greedyAfter, `greedy ${greedyBefore}% -> ${greedyAfter}%`).toBeGreaterThanOrEqual(greedyBefore + FIRST_RUN_MIN_GAIN);
+    expect(after, `T=1 ${before}% -> ${after}%`).toBeGreaterThanOrEqual(before + FIRST_RUN_MIN_GAIN);
+    expect(answers.size).toBe(rows.length);
     expect(playground.errors).toEqual([]);
   });
 
@@ -60,7 +73,9 @@ describe('the first run', { timeout: 420_000 }, () => {
     expect(await field('Task').inputValue()).toBe('digits');
     expect([await field('Prompts').inputValue(), await field('Batch').inputValue(), await field('Learning rate').inputValue()]).toEqual(['8', '2', '0.005']);
     await field('Model').selectOption('skill');
-    expect(await field('Task').inputValue()).toBe('copy-format');
+    expect(await field('Task').inputValue()).toBe('sort-words');
+    expect([await field('Prompts').inputValue(), await field('Batch').inputValue(), await field('Learning rate').inputValue(), await field('Epochs').inputValue(), await field('Max tokens').inputValue()]).toEqual(['640', '16', '0.002', '1', '24']);
+    await field('Task').selectOption('copy-format');
     expect([await field('Prompts').inputValue(), await field('Batch').inputValue(), await field('Learning rate').inputValue(), await field('Epochs').inputValue()]).toEqual(['64', '8', '0.002', '2']);
     await page.getByRole('radio', { name: 'Gradient (adapter)' }).check();
     expect([await field('Task').inputValue(), await field('Learning rate').inputValue(), await field('Epochs').inputValue(), await field('Updates per step').inputValue()]).toEqual(['copy-format', '0.01', '10', '1']);
@@ -69,6 +84,8 @@ describe('the first run', { timeout: 420_000 }, () => {
   it('teaches the reader named-format with the exemplars it keeps, each prompt shown its closest one', async () => {
     const field = (label: string) => page.getByLabel(label, { exact: true });
     await page.goto(playground.baseURL);
+    // The page reopens on the last run, if any (the first test's), and its form follows that run: pick only once it has.
+    await expect.poll(async () => (await page.getByRole('heading', { name: 'No run yet' }).count()) + (await header().count()), { timeout: 60_000 }).toBeGreaterThan(0);
     await page.getByRole('radio', { name: 'Training-free: exemplars' }).check();
     await field('Model').selectOption('reader');
     await field('Task').selectOption('named-format');
@@ -80,7 +97,7 @@ describe('the first run', { timeout: 420_000 }, () => {
     await field('Experiences per prompt').fill('1');
     await expect.poll(() => setupPanel.textContent()).not.toContain('Experiences per prompt to 1');
     await page.getByRole('button', { name: 'Start run' }).click();
-    // The page reopens on the last run (the first test's); wait for this one's header, then its end.
+    // Wait for this run's header, then its end.
     await expect.poll(() => header().textContent(), { timeout: 60_000 }).toContain('named-format');
     await expect.poll(() => header().locator('h2 .chip').textContent(), { timeout: 400_000, interval: 1000 }).toBe('completed');
     expect(await header().textContent()).toContain('webgrpo-reader');

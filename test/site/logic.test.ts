@@ -261,7 +261,7 @@ describe('group chart', () => {
 
 describe('the first run', () => {
   it('is LoRA GRPO on the bundled skill model, at a task it can learn there, from settings the form accepts', async () => {
-    const [{ bundledModelPath, ONNX_MODELS }, { learnableTasks, methodOf }, { INITIAL_SETUP, SKILL_LORA_DEFAULTS, setupProblems }] = await Promise.all([
+    const [{ bundledModelPath, ONNX_MODELS }, { learnableTasks, methodOf, suggestedSettings }, { INITIAL_SETUP, SKILL_LORA_DEFAULTS, setupProblems }] = await Promise.all([
       import('../../site/lib/models.js'),
       import('../../site/lib/methods.js'),
       import('../../site/lib/setup.js'),
@@ -272,7 +272,11 @@ describe('the first run', () => {
     expect(method.trainsAdapter).toBe(true);
     expect(learnableTasks(method, model.id)?.[0]).toBe(INITIAL_SETUP.task);
     expect(method.skillDefaults).toBe(SKILL_LORA_DEFAULTS);
-    expect(INITIAL_SETUP).toMatchObject(SKILL_LORA_DEFAULTS);
+    // The first run's settings are the ones the page applies for its task, as picking it again would.
+    expect(INITIAL_SETUP).toMatchObject(suggestedSettings(method, model.id, INITIAL_SETUP.task));
+    expect(INITIAL_SETUP.task).toBe('sort-words');
+    // The head adapter still starts on copy-format, which it lifts (it does not lift sort-words).
+    expect(learnableTasks(methodOf('gradient'), model.id)?.[0]).toBe('copy-format');
     expect(setupProblems(INITIAL_SETUP, method.settings)).toEqual({});
     // webgrpo-tiny stays for mechanics: its tasks are the token-level ones.
     expect(learnableTasks(method, 'tiny')).toEqual(['digits', 'shout']);

@@ -2,7 +2,9 @@
  * The sentences the playground shows about each method, read against what the code does: the
  * picker's summary and its note on the random-weight model, the live text after a group's
  * advantages, the adapter panel's explanation, the Dynamic sampling hint, the playground's guide
- * (docs/playground.md) where it states the first run's settings, and the README's first-run paragraph.
+ * (docs/playground.md) where it states the first run's settings, and the README's first-run
+ * paragraph; the first screen's sentence of what the first run changes, against the run
+ * BENCHMARKS records.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -10,6 +12,7 @@ import type { RunRecord } from '../../lib/index.js';
 import { LORA_MODULES } from '../../lib/lora/weights.js';
 import { DYNAMIC_SAMPLING_DEFAULTS } from '../../lib/run/dynamic-sampling.js';
 import { adapterAbout } from '../../site/lib/adapter-view.js';
+import { FIRST_RUN_MEASURED, firstRunChange } from '../../site/lib/first-run.js';
 import { PLAYGROUND_ARMS } from '../../site/lib/arms.js';
 import { kindView } from '../../site/lib/kind-view.js';
 import { methodOf } from '../../site/lib/methods.js';
@@ -71,7 +74,7 @@ describe('what the page says about each method', () => {
   });
 
   it('states the first run’s and the head adapter’s settings as the defaults are', () => {
-    const first = playground.match(/the\s+first run: LoRA at `([\w-]+)`, (\d+) prompts, (\d+) per step, (\w+) epochs, lr ([\d.]+), rank (\d+)/);
+    const first = playground.match(/the\s+first run: LoRA at `([\w-]+)`, (\d+) prompts, (\d+) per step, (\w+) epochs?, lr ([\d.]+), rank (\d+)/);
     expect(first).not.toBeNull();
     const [, task, prompts, perStep, epochs, lr, rank] = first!;
     expect({ task, method: 'lora', items: Number(prompts), batchSize: Number(perStep), epochs: count(epochs), lr: Number(lr), rank: Number(rank) }).toEqual({
@@ -89,6 +92,19 @@ describe('what the page says about each method', () => {
     expect(methodOf('gradient').skillDefaults).toEqual(SKILL_GRADIENT_DEFAULTS);
     // The README's opening names the first run's step count.
     const intro = readme.slice(0, readme.indexOf('\n## '));
-    expect(Number(/\("format =\*=: log" -> "=log="\), (\d+) steps/.exec(intro)?.[1])).toBe(runPlan(INITIAL_SETUP).steps);
+    expect(Number(/\("sort: log nest rat fig" -> "fig log nest rat"\), (\d+) steps/.exec(intro)?.[1])).toBe(runPlan(INITIAL_SETUP).steps);
+  });
+
+  it('says what the first run changes with the numbers BENCHMARKS records of it, greedy and at T=1', () => {
+    const bench = readFileSync(new URL('../../BENCHMARKS.md', import.meta.url), 'utf8');
+    const teach = bench.slice(bench.indexOf('<!-- /bench:teach -->'), bench.indexOf('<!-- bench:', bench.indexOf('<!-- /bench:teach -->')));
+    const { greedy, t1, mended } = FIRST_RUN_MEASURED;
+    expect(teach).toContain(`held-out exact match greedy ${greedy[0]}% -> ${greedy[1]}%, T=1 ${t1[0]}% -> ${t1[1]}%`);
+    expect(teach).toContain(`"${mended.prompt}" "${mended.before}" -> "${mended.after}"`);
+    expect(teach).toMatch(/The playground's first run\*\* \(`INITIAL_SETUP`.*LoRA on every layer at sort-words, 640 training-split prompts, 16 per step, one epoch = 40 steps, groups of 8 at T=1, at most 24 new tokens, lr 0.002, rank 8, dynamic sampling, seed 0\)/);
+    expect({ ...INITIAL_SETUP }).toMatchObject({ task: 'sort-words', method: 'lora', items: 640, batchSize: 16, epochs: 1, groupSize: 8, temperature: 1, maxNewTokens: 24, lr: 0.002, rank: 8, dynamicSampling: true, seed: 0 });
+    expect(firstRunChange()).toBe(
+      `It learns to write each word once instead of twice (“${mended.before}” becomes “${mended.after}”): measured in headless Chromium, held-out exact match went from ${greedy[0]}% to ${greedy[1]}% greedy and from ${t1[0]}% to ${t1[1]}% at temperature 1.`,
+    );
   });
 });

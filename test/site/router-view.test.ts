@@ -9,7 +9,7 @@ import { payloadOf } from '../../lib/method.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { PLAYGROUND_ARMS } from '../../site/lib/arms.js';
 import { methodOf } from '../../site/lib/methods.js';
-import { favouriteArms, routerAfter, routingSeries } from '../../site/lib/router-view.js';
+import { coolerServedNote, favouriteArms, routerAfter, routingSeries } from '../../site/lib/router-view.js';
 import { epochRows, runTitle } from '../../site/lib/view.js';
 
 let bundle: RunBundle;
@@ -74,5 +74,22 @@ describe('router view', () => {
     const favourites = favouriteArms(rows[1].routing!, config);
     expect(favourites.length).toBe(Object.keys(rows[1].routing!.probabilities).length);
     expect(favourites[0]).toMatch(/^\w+: (As asked|Terse|Cool|Hot) \d+%$/);
+  });
+
+  it('says when the router serves a cooler variant held out, so a rise at the run’s temperature is that, and nothing otherwise', () => {
+    // The last committed step's router, with one class's most likely arm set to each variant in turn.
+    const serving = (probabilities: Record<string, number>): RunBundle => {
+      const last = bundle.steps.at(-1)!;
+      const { routing } = payloadOf(last, 'router')!;
+      const queryClass = Object.keys(routing.probabilities)[0];
+      const payload = { kind: 'router', routing: { ...routing, probabilities: { [queryClass]: probabilities } } };
+      return { ...bundle, steps: [...bundle.steps.slice(0, -1), { ...last, payload } as typeof last] };
+    };
+    const cool = coolerServedNote(serving({ asked: 0.1, terse: 0.1, cool: 0.7, hot: 0.1 }), config);
+    expect(cool).toMatch(/^The router lowered the temperature: held out it serves each kind of question its most likely variant \(\S+: Cool, temperature × 0\.5, 70% of its replies in training\), so these answers are sampled cooler than the run’s temperature 1\./);
+    expect(cool).toContain('no weights changed');
+    expect(coolerServedNote(serving({ asked: 0.4, terse: 0.1, cool: 0.3, hot: 0.2 }), config)).toBeNull();
+    expect(coolerServedNote(serving({ asked: 0.1, terse: 0.1, cool: 0.1, hot: 0.7 }), config)).toBeNull();
+    expect(coolerServedNote({ ...bundle, steps: [] }, config)).toBeNull();
   });
 });

@@ -4,14 +4,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { chooseMethod, chooseModel, chooseTask } from '../../site/lib/setup-choice.js';
-import { INITIAL_SETUP, SKILL_LORA_DEFAULTS, type Setup } from '../../site/lib/setup.js';
+import { INITIAL_SETUP, SKILL_LORA_DEFAULTS, SKILL_LORA_SORT_DEFAULTS, type Setup } from '../../site/lib/setup.js';
 
 describe('setup choices', () => {
   it('moves a task the method cannot learn, and back when a later method can', () => {
     const start: Setup = { ...INITIAL_SETUP, task: 'named-format', method: 'exemplars' };
     const lora = chooseMethod(start, 'skill', null, 'lora');
-    expect(lora.setup).toMatchObject({ task: 'copy-format', method: 'lora', ...SKILL_LORA_DEFAULTS });
-    expect(lora.moved).toEqual({ from: 'named-format', to: 'copy-format' });
+    expect(lora.setup).toMatchObject({ task: 'sort-words', method: 'lora', ...SKILL_LORA_SORT_DEFAULTS });
+    expect(lora.moved).toEqual({ from: 'named-format', to: 'sort-words' });
     const back = chooseMethod({ ...start, ...lora.setup }, 'skill', lora.moved, 'exemplars');
     expect(back.setup).toMatchObject({ task: 'named-format', method: 'exemplars' });
     expect(back.moved).toBeNull();
@@ -23,6 +23,7 @@ describe('setup choices', () => {
     expect(chooseModel(exemplars, 'reader', 'tiny', null).setup).toMatchObject({ retrieve: 0, maxExemplars: 8 });
     expect(chooseModel(exemplars, 'tiny', 'smollm2-135m', null).setup).toEqual({});
     expect(chooseTask(exemplars, 'reader', 'copy-format')).toEqual({ task: 'copy-format' });
-    expect(chooseTask({ ...INITIAL_SETUP }, 'skill', 'sort-words')).toMatchObject({ task: 'sort-words', items: 640 });
+    expect(chooseTask({ ...INITIAL_SETUP }, 'skill', 'copy-format')).toMatchObject({ task: 'copy-format', ...SKILL_LORA_DEFAULTS });
+    expect(chooseTask({ ...INITIAL_SETUP, task: 'copy-format' }, 'skill', 'sort-words')).toMatchObject({ task: 'sort-words', items: 640 });
   });
 });

@@ -9,21 +9,21 @@ import { INITIAL_SETUP, runPlan } from '../../site/lib/setup.js';
 import { STEP_TIMES } from '../../site/lib/step-times.data.js';
 import { durationBeforeStart, stepTimeOf, type StepTime } from '../../site/lib/step-times.js';
 
-const lora: StepTime = { model: 'skill', method: 'lora', task: 'copy-format', groupSize: 8, batchSize: 8, maxNewTokens: 16, secondsPerStep: 2.5, startupSeconds: 9 };
+const lora: StepTime = { model: 'skill', method: 'lora', task: 'sort-words', groupSize: 8, batchSize: 16, maxNewTokens: 24, secondsPerStep: 2.5, startupSeconds: 9 };
 
 describe('the duration before Start', () => {
   it('multiplies the measured step by the run’s steps, after the measured startup', () => {
     const setup = { ...INITIAL_SETUP };
     const { steps } = runPlan(setup);
-    expect(durationBeforeStart(setup, 'skill', steps, [lora])).toMatch(/^About 49 s \(measured in headless Chromium .*: 9 s to load and answer the held-out prompts, then 2\.5 s per step for 16 steps; BENCHMARKS “playground-steps”\), plus a held-out evaluation after each epoch;/);
+    expect(durationBeforeStart(setup, 'skill', steps, [lora])).toMatch(/^About 1 min 49 s \(measured in headless Chromium .*: 9 s to load and answer the held-out prompts, then 2\.5 s per step for 40 steps; BENCHMARKS “playground-steps”\), plus a held-out evaluation after each epoch;/);
     // More epochs, the same step: the estimate follows the steps.
     const longer = { ...setup, epochs: 4 };
-    expect(durationBeforeStart(longer, 'skill', runPlan(longer).steps, [lora])).toMatch(/^About 1 min 29 s .* for 32 steps;/);
+    expect(durationBeforeStart(longer, 'skill', runPlan(longer).steps, [lora])).toMatch(/^About 6 min 49 s .* for 160 steps;/);
   });
 
   it('says unknown where the shape, the task, the method or the model was not measured', () => {
     const unknown = /^How long it takes is unknown before Start: no run of this method, task, group size, batch and reply length on this model was measured/;
-    for (const change of [{ groupSize: 4 }, { batchSize: 16 }, { maxNewTokens: 24 }, { task: 'count-letter' }, { method: 'gradient' }]) {
+    for (const change of [{ groupSize: 4 }, { batchSize: 8 }, { maxNewTokens: 16 }, { task: 'count-letter' }, { method: 'gradient' }]) {
       expect(durationBeforeStart({ ...INITIAL_SETUP, ...change }, 'skill', 16, [lora])).toMatch(unknown);
     }
     expect(durationBeforeStart(INITIAL_SETUP, 'tiny', 16, [lora])).toMatch(unknown);
