@@ -17,7 +17,7 @@ import { adapterPoint, adapterTrace, runAdapterTrace, type AdapterPoint } from '
 import { probeDevice, type DeviceReport } from './device.js';
 import { RunEta } from './eta.js';
 import { exportedRunId } from './export.js';
-import { methodOf, type Method, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
+import { choiceOf, trainsModel, type MethodChoice, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
 import { chooseMethod, chooseModel, chooseTask, type MovedTask, type SetupChoice } from './setup-choice.js';
 import { ModelSlot } from './model-slot.svelte.js';
 import type { LoadDevice } from './models.js';
@@ -30,7 +30,7 @@ import { streamingPolicy, type GroupStream } from './streaming.js';
 import { HumanRatings } from './human-reward.svelte.js';
 import type { RatingMessage } from './worker-ratings.js';
 import { HELD_OUT_ITEMS, heldOutEvaluation, heldOutItems, heldOutSize, trainingItems } from './held-out.js';
-import { kindView } from './kind-view.js';
+import { trainsAdapter } from './kind-view.js';
 import { asConversational, HUMAN_REWARD, promptLabel, readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
 import { TokenShading } from './token-shading.svelte.js';
 import { ScoredTokenViews } from './scored-views.svelte.js';
@@ -144,11 +144,11 @@ export class Playground {
   }
 
   /** The settings of the chosen method that cannot be run as typed, by setting. */
-  readonly problems = $derived(setupProblems(this.setup, methodOf(this.setup.method).settings));
+  readonly problems = $derived(setupProblems(this.setup, choiceOf(this.setup.method).settings));
 
   /** Loads the chosen model, ready for the chosen method. */
   loadModel(): Promise<Policy> {
-    return this.model.ensure(this.device, { trainable: methodOf(this.setup.method).trainsAdapter });
+    return this.model.ensure(this.device, { trainable: trainsModel(choiceOf(this.setup.method)) });
   }
 
   /** Reads an uploaded dataset; a file that does not parse leaves the one loaded before in place. */
@@ -193,7 +193,7 @@ export class Playground {
       // A damaged run shows what is wrong instead of its data (and so offers no resume).
       this.runError = `Run ${runId} cannot be read: ${error instanceof Error ? error.message : String(error)}`;
     }
-    this.adapterPoints = bundle && kindView(bundle.run).trainsAdapter ? await this.#adapterPoints(bundle) : [];
+    this.adapterPoints = bundle && trainsAdapter(bundle.run) ? await this.#adapterPoints(bundle) : [];
     this.bundle = bundle;
     if (bundle && form && !this.live && !this.starting) this.#showSetupOf(bundle.run);
   }
@@ -210,7 +210,7 @@ export class Playground {
   async #reload(runId: string): Promise<void> {
     const bundle = await this.store?.readBundle(runId).catch(() => null);
     if (!bundle || this.selectedId !== runId) return;
-    this.adapterPoints = kindView(bundle.run).trainsAdapter ? await this.#adapterPoints(bundle) : [];
+    this.adapterPoints = trainsAdapter(bundle.run) ? await this.#adapterPoints(bundle) : [];
     this.bundle = bundle;
   }
 
@@ -248,7 +248,7 @@ export class Playground {
 
   /** Loads the model for `s`'s method and drives a new run of `s`. */
   async #startRun(s: Setup): Promise<void> {
-    const method = methodOf(s.method);
+    const method = choiceOf(s.method);
     const task = s.task === 'upload' ? null : builtinTasks[s.task];
     const dataset = task ? trainingItems(task, s.items, s.seed) : (this.upload?.items ?? []).slice(0, s.items);
     const runner = new Runner();
@@ -270,7 +270,7 @@ export class Playground {
       if (!record) throw new Error('That run is no longer stored.');
       const { device, notice } = this.model.chooseFor(record, this.device);
       this.notice = notice;
-      const method = methodOf(runMethod(record));
+      const method = choiceOf(runMethod(record));
       const runner = new Runner();
       const rewards = rewardsOf(record.config, { [HUMAN_REWARD]: this.ratings.reward(runner.controller.signal) });
       const context = await this.#context(runner, method, rewards, record.config.task, device);
@@ -300,16 +300,16 @@ export class Playground {
   }
 
   /** A run that loops in the model's worker waits there for the person's ratings: each goes there too. */
-  #relayRatings(method: Method, runId: string, context: RunContext): void {
+  #relayRatings(method: MethodChoice, runId: string, context: RunContext): void {
     const worker = context.trainer;
-    if (!method.trainsAdapter || !worker) return;
+    if (!trainsModel(method) || !worker) return;
     this.ratings.relay = (group, row, reward) => worker.postMessage({ webgrpo: 'rating', runId, step: group.step, item: group.item, row, reward } satisfies RatingMessage);
   }
 
   /** The model (loaded for the method), the store, and where the group being written is shown. */
-  async #context(runner: Runner, method: Method, rewards: RunContext['rewards'], task: string | undefined, device?: LoadDevice): Promise<RunContext> {
+  async #context(runner: Runner, method: MethodChoice, rewards: RunContext['rewards'], task: string | undefined, device?: LoadDevice): Promise<RunContext> {
     const onStream = (stream: GroupStream | null) => (this.stream = stream ? { ...stream, item: this.#streamItem } : null);
-    const loaded = await this.model.ensure(this.device, { trainable: method.trainsAdapter, ...(device ? { device } : {}) });
+    const loaded = await this.model.ensure(this.device, { trainable: trainsModel(method), ...(device ? { device } : {}) });
     const policy = streamingPolicy(loaded, onStream, { hasCritic: method.needsCritic });
     return { policy, trainer: this.model.trainer, store: this.store!, signal: runner.controller.signal, rewards, ...(task ? { task } : {}), onStream };
   }
