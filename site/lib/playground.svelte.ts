@@ -7,7 +7,6 @@
 import {
   importRun,
   type Policy,
-  type ItemResult,
   type RunBundle,
   type Store,
 } from '../../lib/index.js';
@@ -29,10 +28,7 @@ import type { RatingMessage } from './worker-ratings.js';
 import { HELD_OUT_ITEMS, heldOutEvaluation, heldOutItems, heldOutSize, trainingItems } from './held-out.js';
 import { trainsAdapter } from './kind-view.js';
 import { HUMAN_REWARD, promptLabel, rewardsOf } from './tasks.js';
-import { TokenShading } from './token-shading.svelte.js';
-import { ScoredTokenViews } from './scored-views.svelte.js';
-import { RenderedPrompts } from './rendered-prompts.svelte.js';
-import type { TokenView } from './token-views.js';
+import { GroupViews } from './group-views.svelte.js';
 import { lastStepShown, runTitle } from './view.js';
 import { ViewStore } from './view-store.js';
 import { SetupForm } from './setup-form.svelte.js';
@@ -63,12 +59,8 @@ export class Playground {
   runError = $state<string | null>(null);
   /** Something the user should know about the run just started or resumed (not an error). */
   notice = $state<string | null>(null);
-  /** The token-shaded text of the groups in view, and what its tokens are shaded by. */
-  readonly pieces = new TokenShading(() => this.model.policy, () => this.#views);
-  tokenView = $state<TokenView>('probability');
-  readonly scored = new ScoredTokenViews(() => this.model.policy);
-  /** The exact text each group's prompt was, as the run's model read it. */
-  readonly prompts = new RenderedPrompts(() => this.model.policy);
+  /** How the groups in view are drawn (token shading, scored views, the prompts as read). */
+  readonly groups = new GroupViews(() => this.model.policy, () => this.#views, () => this.bundle?.run);
   /** Gradient runs: the adapter after each step (recorded here as steps commit, and the stored checkpoint). */
   adapterPoints = $state.raw<AdapterPoint[]>([]);
   /** Runs ticked for comparison, and the comparison in view. */
@@ -264,7 +256,7 @@ export class Playground {
         if (this.bundle?.run.id === live.runId && this.bundle.run.config.rewards.some((r) => r.name === HUMAN_REWARD)) {
           this.ratings.show(event.step, event.item, promptLabel(this.bundle.items[event.item] ?? {}), event.completions);
         }
-        await this.pieces.record(live.runId, event.step, event.item, event.completions);
+        await this.groups.pieces.record(live.runId, event.step, event.item, event.completions);
         break;
       case 'item-end':
         if (this.bundle?.run.id === live.runId && !event.reused) this.bundle = withPendingItem(this.bundle, event.result);
@@ -288,16 +280,6 @@ export class Playground {
     }
     const evaluation = this.bundle?.run.id === live.runId ? this.bundle.run.config.evaluation : undefined;
     this.live.updateEta(evaluation?.every, performance.now());
-  }
-
-  /** The scored token views of a stored group of the selected run (see ScoredTokenViews.ensure). */
-  ensureScored(runId: string, result: ItemResult): Promise<void> {
-    return this.bundle?.run.id === runId ? this.scored.ensure(this.bundle.run, result) : Promise.resolve();
-  }
-
-  /** The pieces of a stored group of the selected run (see TokenShading.ensure). */
-  ensurePieces(runId: string, result: ItemResult): Promise<void> {
-    return this.pieces.ensure(runId, result, this.bundle?.run.config.policy.model);
   }
 
   async deleteRun(runId: string): Promise<void> {
