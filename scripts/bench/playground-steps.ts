@@ -17,7 +17,7 @@ import type { Page } from 'playwright-core';
 import { build, preview } from 'vite';
 import { launchChromium } from '../../test/browser/launch.js';
 import { runPlan } from '../../site/lib/setup.js';
-import { methodOf, suggestedSettings } from '../../site/lib/methods.js';
+import { choiceOf, suggestedSettings } from '../../site/lib/methods.js';
 import type { StepTime } from '../../site/lib/step-times.js';
 
 /** Steps watched per case; the first is left out of the median. */
@@ -95,7 +95,7 @@ export async function run(): Promise<string> {
       await page.getByRole('heading', { name: 'No run yet' }).waitFor();
       const { startupMs, stepMs, totalSteps } = await measure(page, c);
       await context.close();
-      const s = suggestedSettings(methodOf(c.method), c.model, c.task);
+      const s = suggestedSettings(choiceOf(c.method), c.model, c.task);
       const shape = { groupSize: s.groupSize!, batchSize: s.batchSize!, maxNewTokens: s.maxNewTokens! };
       // The first step also builds the engine: the median of the others, where there are others.
       const per = stepMs.length > 1 ? median(stepMs.slice(1)) : stepMs.length ? stepMs[0] : null;

@@ -4,7 +4,7 @@
  * step's payload is read the same way, in step-payload.ts.)
  */
 import type { RunRecord } from '../../lib/index.js';
-import { runMethod } from '../../lib/method.js';
+import { methodOf, runMethod } from '../../lib/method.js';
 import type { GrpoLossConfig } from '../../lib/math.js';
 
 /** The settings rows only some methods have, for the comparison table. */
@@ -14,8 +14,6 @@ export type KindSetting = (typeof KIND_SETTINGS)[number];
 export interface KindView<R extends RunRecord = RunRecord> {
   /** The run keeps an experience library (its panel, the library charts, its prompts carry one). */
   keepsLibrary: boolean;
-  /** The run trains an adapter, checkpointed with every step (its panel, its norm over the steps). */
-  trainsAdapter: boolean;
   /** Why the loaded model cannot score its groups again, when it cannot whatever the model. */
   unscorable?: string;
   /** A group whose completions all scored the same still teaches it something. */
@@ -33,7 +31,6 @@ type Views = { [K in RunRecord['kind']]: KindView<Extract<RunRecord, { kind: K }
 const VIEWS: Views = {
   'training-free': {
     keepsLibrary: true,
-    trainsAdapter: false,
     learnsFromFlatGroups: false,
     loss: () => ({}),
     // Runs stored before retrieval existed show every experience that fits, as 0 does.
@@ -45,7 +42,6 @@ const VIEWS: Views = {
   },
   gradient: {
     keepsLibrary: false,
-    trainsAdapter: true,
     learnsFromFlatGroups: false,
     loss: (run) => ({ lossType: run.config.loss.lossType }),
     settings: (run) => ({ 'Learning rate': String(run.config.optimizer.lr), 'Adapter rank': String(run.config.adapter.rank), 'Updates per step': String(run.config.numIterations) }),
@@ -53,7 +49,6 @@ const VIEWS: Views = {
   },
   lora: {
     keepsLibrary: false,
-    trainsAdapter: true,
     learnsFromFlatGroups: false,
     loss: (run) => ({ lossType: run.config.loss.lossType }),
     settings: (run) => ({ 'Learning rate': String(run.config.optimizer.lr), 'Adapter rank': String(run.config.lora.r), 'Updates per step': String(run.config.numIterations) }),
@@ -61,7 +56,6 @@ const VIEWS: Views = {
   },
   router: {
     keepsLibrary: false,
-    trainsAdapter: false,
     unscorable: 'A router group is written from several prompt variants, so it has no one prompt to score it with.',
     // The router learns across the step's groups of a query class, so a flat group still counts.
     learnsFromFlatGroups: true,
@@ -74,4 +68,9 @@ const VIEWS: Views = {
 /** The view of `run`'s kind; with no run yet, the training-free one (the playground's default method). */
 export function kindView(run: RunRecord | undefined): KindView {
   return (VIEWS[run?.kind ?? 'training-free'] ?? VIEWS['training-free']) as KindView;
+}
+
+/** Whether `run`'s method trains an adapter, checkpointed with every step (its panel, its norm over the steps): the library's `trains`. */
+export function trainsAdapter(run: RunRecord): boolean {
+  return methodOf(run.kind)?.trains !== undefined;
 }

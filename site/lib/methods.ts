@@ -1,6 +1,7 @@
 /**
- * How a run improves its policy. Each method is one entry: its label and explanation for the
- * picker, the settings it suggests, and how it starts and resumes a run. Training-free runs loop on
+ * The methods the playground offers, one entry per choice of the picker: its label and explanation,
+ * the settings it suggests, and how it starts and resumes a run of the library's method it names
+ * (the registry's `methodOf`: what the method trains is the library's `trains`, not said again here). Training-free runs loop on
  * the page around the model in its worker; gradient and LoRA runs loop in the worker, next to the
  * model they train (gradient-protocol.ts), and the page holds them as the same stream of events. Router
  * runs loop on the page like training-free ones.
@@ -20,6 +21,7 @@ import {
   type TrainingFreeEvent,
 } from '../../lib/index.js';
 import type { GradientEvent, LoraEvent } from '../../lib/grad.js';
+import { methodOf, type RegisteredMethod } from '../../lib/method.js';
 import { PLAYGROUND_ARMS } from './arms.js';
 import { workerGradientRun } from './gradient-client.js';
 import type { RewardSpec } from './gradient-protocol.js';
@@ -54,15 +56,15 @@ export interface StartContext extends RunContext {
   evaluation?: LoopEvaluationOptions;
 }
 
-export interface Method {
+export interface MethodChoice {
   id: string;
+  /** The library's method its runs are of (their kind, and what of the model they train). */
+  method: RegisteredMethod;
   label: string;
   /** One or two sentences for someone who has not read the paper. */
   summary: string;
   /** True when the model also writes critiques (the run then makes one-row critic calls). */
   needsCritic: boolean;
-  /** True when the method trains an adapter: it needs a local ONNX model loaded with its hidden state. */
-  trainsAdapter: boolean;
   /** Settings that suit it on the bundled webgrpo-tiny model, applied when it is picked. */
   defaults: Partial<Omit<Setup, 'task' | 'method'>>;
   /** Settings that suit it on the bundled webgrpo-skill model, applied instead when that is the model. */
@@ -85,8 +87,9 @@ export interface Method {
   resume(runId: string, context: RunContext): PlaygroundRun;
 }
 
-function trainingFree(mode: LoopMode): Pick<Method, 'start' | 'resume'> {
+function trainingFree(mode: LoopMode): Pick<MethodChoice, 'method' | 'start' | 'resume'> {
   return {
+    method: libraryMethod('training-free'),
     start: ({ policy, store, signal, rewards, task, dataset, evaluation, setup: s }) =>
       trainingFreeGrpo({
         mode,
@@ -141,13 +144,47 @@ function worker(context: RunContext): Worker {
   return context.trainer;
 }
 
-export const METHODS: readonly Method[] = [
+function libraryMethod(kind: string): RegisteredMethod {
+  const method = methodOf(kind);
+  if (!method) throw new Error(`The library has no method of kind "${kind}".`);
+  return method;
+}
+
+/**
+ * A gradient run of either adapter, looping in the model's worker (gradient-worker.ts): the
+ * settings both share, and the adapter's own shape from the form's rank.
+ */
+function inWorker(kind: 'gradient' | 'lora', adapter: (rank: number) => { head: { rank: number } } | { lora: { r: number; alpha: number } }): Pick<MethodChoice, 'method' | 'start' | 'resume'> {
+  return {
+    method: libraryMethod(kind),
+    start: (context) => {
+      const { dataset, task, rewards, evaluation, setup: s } = context;
+      const settings = {
+        ...(evaluation ? { evaluation } : {}),
+        groupSize: s.groupSize,
+        epochs: s.epochs,
+        batchSize: s.batchSize,
+        numIterations: s.iterations,
+        temperature: s.temperature,
+        maxNewTokens: s.maxNewTokens,
+        seed: s.seed,
+        ...(s.dynamicSampling ? { dynamicSampling: true } : {}),
+        optimizer: { lr: s.lr },
+        ...adapter(s.rank),
+      };
+      const request = { kind: 'start' as const, method: kind, runId: crypto.randomUUID(), dataset, rewards: specs(rewards), settings, ...(task ? { task } : {}) };
+      return workerGradientRun(worker(context), request, context);
+    },
+    resume: (runId, context) => workerGradientRun(worker(context), { kind: 'resume', method: kind, runId, rewards: specs(context.rewards), ...(context.task ? { task: context.task } : {}) }, context),
+  };
+}
+
+export const METHODS: readonly MethodChoice[] = [
   {
     id: 'exemplars',
     label: 'Training-free: exemplars',
     summary: 'When a group’s best answer beats the group mean, it is kept as a worked example and shown in later prompts. No critic, so any model can run it; whether the examples help depends on the model.',
     needsCritic: false,
-    trainsAdapter: false,
     defaults: TRAINING_FREE_DEFAULTS,
     readerDefaults: READER_TRAINING_FREE_DEFAULTS,
     settings: [...COMMON_SETTINGS, ...EXEMPLARS_SETTINGS],
@@ -160,7 +197,6 @@ export const METHODS: readonly Method[] = [
     label: 'Training-free: lessons',
     summary: 'The Training-Free GRPO paper: the model compares better and worse answers of each group and writes short lessons into the library. A model running here writes its critic’s JSON under a schema, so every reply parses.',
     needsCritic: true,
-    trainsAdapter: false,
     defaults: TRAINING_FREE_DEFAULTS,
     readerDefaults: READER_LESSONS_DEFAULTS,
     settings: [...COMMON_SETTINGS, ...LESSONS_SETTINGS],
@@ -173,33 +209,13 @@ export const METHODS: readonly Method[] = [
     label: 'Gradient (adapter)',
     summary: 'Classic GRPO: the advantages weight a clipped policy-gradient loss, and each step updates a small low-rank adapter on the model’s output layer, right here on WebGPU or the CPU.',
     needsCritic: false,
-    trainsAdapter: true,
     // What test/grad learns with: groups of 8, 16 tokens, two groups per step, AdamW at 0.02. Two
     // updates per step: the second sees the ratio to the sampling policy move, so clipping shows.
     defaults: { items: 8, groupSize: 8, epochs: 3, batchSize: 2, temperature: 1, maxNewTokens: 16, lr: 0.02, rank: 8, iterations: 2 },
     skillDefaults: SKILL_GRADIENT_DEFAULTS,
     tasks: { skill: SKILL_LEARNABLE, tiny: ['digits', 'shout'] },
     settings: [...COMMON_SETTINGS, ...ADAPTER_SETTINGS],
-    start: (context) => {
-      const { dataset, task, rewards, evaluation, setup: s } = context;
-      const settings = {
-        ...(evaluation ? { evaluation } : {}),
-        groupSize: s.groupSize,
-        epochs: s.epochs,
-        batchSize: s.batchSize,
-        numIterations: s.iterations,
-        temperature: s.temperature,
-        maxNewTokens: s.maxNewTokens,
-        seed: s.seed,
-        ...(s.dynamicSampling ? { dynamicSampling: true } : {}),
-        optimizer: { lr: s.lr },
-        head: { rank: s.rank },
-      };
-      const request = { kind: 'start' as const, method: 'gradient' as const, runId: crypto.randomUUID(), dataset, rewards: specs(rewards), settings, ...(task ? { task } : {}) };
-      return workerGradientRun(worker(context), request, context);
-    },
-    resume: (runId, context) =>
-      workerGradientRun(worker(context), { kind: 'resume', method: 'gradient', runId, rewards: specs(context.rewards), ...(context.task ? { task: context.task } : {}) }, context),
+    ...inWorker('gradient', (rank) => ({ head: { rank } })),
   },
   {
     id: 'lora',
@@ -207,7 +223,6 @@ export const METHODS: readonly Method[] = [
     summary:
       'GRPO as TRL runs it with PEFT: low-rank adapters on the attention and MLP projections of every layer, trained with an exact backward through the whole model, on WebGPU when the model runs there (else on the CPU). After each step the model samples with the updated A and B as inputs of its graph, its weights left as they are, so the adapter can change how the model reads its prompt, not only which tokens come out.',
     needsCritic: false,
-    trainsAdapter: true,
     // The head adapter's shape, at the smaller learning rate LoRA on every layer takes; one update
     // per step keeps a step of the bundled model around a second on the CPU.
     defaults: { items: 8, groupSize: 8, epochs: 3, batchSize: 2, temperature: 1, maxNewTokens: 16, lr: 0.005, rank: 4, iterations: 1 },
@@ -215,37 +230,18 @@ export const METHODS: readonly Method[] = [
     skillTaskDefaults: { 'sort-words': SKILL_LORA_SORT_DEFAULTS },
     tasks: { skill: LORA_SKILL_LEARNABLE, tiny: ['digits', 'shout'] },
     settings: [...COMMON_SETTINGS, ...ADAPTER_SETTINGS],
-    start: (context) => {
-      const { dataset, task, rewards, evaluation, setup: s } = context;
-      const settings = {
-        ...(evaluation ? { evaluation } : {}),
-        groupSize: s.groupSize,
-        epochs: s.epochs,
-        batchSize: s.batchSize,
-        numIterations: s.iterations,
-        temperature: s.temperature,
-        maxNewTokens: s.maxNewTokens,
-        seed: s.seed,
-        ...(s.dynamicSampling ? { dynamicSampling: true } : {}),
-        optimizer: { lr: s.lr },
-        lora: { r: s.rank, alpha: 2 * s.rank },
-      };
-      const request = { kind: 'start' as const, method: 'lora' as const, runId: crypto.randomUUID(), dataset, rewards: specs(rewards), settings, ...(task ? { task } : {}) };
-      return workerGradientRun(worker(context), request, context);
-    },
-    resume: (runId, context) =>
-      workerGradientRun(worker(context), { kind: 'resume', method: 'lora', runId, rewards: specs(context.rewards), ...(context.task ? { task: context.task } : {}) }, context),
+    ...inWorker('lora', (rank) => ({ lora: { r: rank, alpha: 2 * rank } })),
   },
   {
     id: 'router',
     label: 'Router (which prompt variant)',
     summary: 'Each completion is written by one of a few variants of the prompt or temperature (as asked, terse, cool, hot). A small GRPO router learns, per kind of question, which variant earns the most reward. No weights change.',
     needsCritic: false,
-    trainsAdapter: false,
     // The router learns from every completion, a class at a time, so it wants many of them: with
     // these, alphabetise on the bundled model moves to Hot (p ≈ 0.8 after 16 steps, a few seconds).
     defaults: { items: 8, groupSize: 8, epochs: 4, batchSize: 2, temperature: 1, maxNewTokens: 24, routerLr: 0.1, minSamples: 5 },
     settings: [...COMMON_SETTINGS, ...ROUTER_SETTINGS],
+    method: libraryMethod('router'),
     start: ({ policy, store, signal, rewards, task, dataset, evaluation, setup: s }) =>
       routerGrpo({
         policy,
@@ -269,17 +265,30 @@ export const METHODS: readonly Method[] = [
 ];
 
 /** The tasks `method` can learn on the model chosen (by its id in models.ts), or undefined for any task. */
-export function learnableTasks(method: Method, modelId: string): readonly string[] | undefined {
+export function learnableTasks(method: MethodChoice, modelId: string): readonly string[] | undefined {
   return method.tasks ? (modelId === 'skill' ? method.tasks.skill : method.tasks.tiny) : undefined;
 }
 
 /** The settings `method` suggests for `task` on a model (an id of models.ts): its skill model's task settings over its skill ones, its reader ones, else its own. */
-export function suggestedSettings(method: Method, modelId: string, task: string): Partial<Omit<Setup, 'task' | 'method'>> {
+export function suggestedSettings(method: MethodChoice, modelId: string, task: string): Partial<Omit<Setup, 'task' | 'method'>> {
   if (modelId === 'reader' && method.readerDefaults) return method.readerDefaults;
   if (modelId !== 'skill' || !method.skillDefaults) return method.defaults;
   return { ...method.skillDefaults, ...method.skillTaskDefaults?.[task] };
 }
 
-export function methodOf(id: string): Method {
-  return METHODS.find((m) => m.id === id) ?? METHODS[0];
+/** The picker's entry of `id`, or undefined where the playground offers no such method (a run of a method registered elsewhere). */
+export function findChoice(id: string): MethodChoice | undefined {
+  return METHODS.find((m) => m.id === id);
+}
+
+/** The picker's entry of `id`; an id it does not offer is an error that names it. */
+export function choiceOf(id: string): MethodChoice {
+  const choice = findChoice(id);
+  if (!choice) throw new Error(`The playground has no method "${id}"; it offers ${METHODS.map((m) => m.id).join(', ')}.`);
+  return choice;
+}
+
+/** Whether `choice`'s runs train part of the model: they need a local ONNX model loaded trainable, with its hidden state. */
+export function trainsModel(choice: MethodChoice): boolean {
+  return choice.method.trains !== undefined;
 }

@@ -1,60 +1,39 @@
 /**
- * The playground's state and actions. Components read this and call its methods; it calls the
- * library (stores, tasks, methods, policies) and keeps what the panels draw: the stored runs, the
- * selected run's data (live while it runs from this tab), the model, and the setup form.
+ * The playground's actions and the run in view. Its state is kept in a store per concern: the
+ * model (model-slot), the setup form (setup-form), the stored runs (run-list), the run looping here
+ * (live-run); this holds the selected run's data and starts, resumes, imports and deletes runs,
+ * calling the library (stores, tasks, methods, policies).
  */
 import {
   importRun,
   type Policy,
-  type ItemResult,
   type RunBundle,
-  type RunRecord,
   type Store,
 } from '../../lib/index.js';
 import { builtinRewards, builtinTasks } from '../../lib/tasks.js';
 import { runMethod } from '../../lib/method.js';
 import { adapterPoint, adapterTrace, runAdapterTrace, type AdapterPoint } from './adapter-view.js';
 import { probeDevice, type DeviceReport } from './device.js';
-import { RunEta } from './eta.js';
 import { exportedRunId } from './export.js';
-import { methodOf, type Method, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
-import { chooseMethod, chooseModel, chooseTask, type MovedTask, type SetupChoice } from './setup-choice.js';
+import { choiceOf, trainsModel, type MethodChoice, type PlaygroundEvent, type PlaygroundRun, type RunContext } from './methods.js';
 import { ModelSlot } from './model-slot.svelte.js';
 import type { LoadDevice } from './models.js';
 import { RunComparison } from './run-comparison.svelte.js';
 import { Runner } from './runner.js';
-import { INITIAL_SETUP, setupProblems, type Setup } from './setup.js';
-import { stageAfter } from './live-stage.js';
+import type { Setup } from './setup.js';
 import { withCommittedStep, withEvaluation, withPendingItem } from './live-bundle.js';
-import { streamingPolicy, type GroupStream } from './streaming.js';
+import { streamingPolicy } from './streaming.js';
 import { HumanRatings } from './human-reward.svelte.js';
 import type { RatingMessage } from './worker-ratings.js';
 import { HELD_OUT_ITEMS, heldOutEvaluation, heldOutItems, heldOutSize, trainingItems } from './held-out.js';
-import { kindView } from './kind-view.js';
-import { asConversational, HUMAN_REWARD, promptLabel, readDatasetFile, rewardsOf, type UploadedDataset } from './tasks.js';
-import { TokenShading } from './token-shading.svelte.js';
-import { ScoredTokenViews } from './scored-views.svelte.js';
-import { RenderedPrompts } from './rendered-prompts.svelte.js';
-import type { TokenView } from './token-views.js';
+import { trainsAdapter } from './kind-view.js';
+import { HUMAN_REWARD, promptLabel, rewardsOf } from './tasks.js';
+import { GroupViews } from './group-views.svelte.js';
 import { lastStepShown, runTitle } from './view.js';
-import { onnxModelOf } from './models.js';
-import { setupOfRun } from './run-setup.js';
 import { ViewStore } from './view-store.js';
-
-export interface LiveRun {
-  runId: string;
-  paused: boolean;
-  /** What the loop is doing, in words. */
-  stage: string;
-  itemsDone: number;
-  totalItems: number;
-  step: number;
-  totalSteps: number;
-  epoch: number;
-  epochs: number;
-  etaMs: number | null;
-  warnings: number;
-}
+import { SetupForm } from './setup-form.svelte.js';
+import { RunList } from './run-list.svelte.js';
+import { LiveRunView } from './live-run.svelte.js';
 
 export class Playground {
   store: Store | null = null;
@@ -67,47 +46,28 @@ export class Playground {
   /** The groups waiting for the person's ratings (runs with the "You" reward). */
   readonly ratings = new HumanRatings();
 
-  // Setup
-  setup = $state<Setup>({ ...INITIAL_SETUP });
-  upload = $state.raw<UploadedDataset | null>(null);
-  uploadError = $state<string | null>(null);
+  readonly form = new SetupForm(this.model);
+  readonly list = new RunList();
+  /** The run looping in this tab. */
+  readonly live = new LiveRunView();
 
-  // Runs
-  runs = $state.raw<RunRecord[]>([]);
-  /**
-   * Stored runs that cannot be read whole, and what is wrong: listed as damaged, never resumed,
-   * repaired or deleted here. `unverified`: the damage is a record without checksums (a run stored
-   * before webgrpo wrote them), which the user may seal on their word (`sealUnverified`).
-   */
-  damaged = $state.raw<Array<{ runId: string; message: string; unverified: boolean }>>([]);
+  // The run in view
   selectedId = $state<string | null>(null);
   bundle = $state.raw<RunBundle | null>(null);
   /** The step in view; null follows the latest. */
   viewStep = $state<number | null>(null);
-  live = $state<LiveRun | null>(null);
   runError = $state<string | null>(null);
   /** Something the user should know about the run just started or resumed (not an error). */
   notice = $state<string | null>(null);
-  /** The group or critic reply being written, and the prompt it is for. */
-  stream = $state.raw<(GroupStream & { item: number }) | null>(null);
-  #streamItem = 0;
-  /** The token-shaded text of the groups in view, and what its tokens are shaded by. */
-  readonly pieces = new TokenShading(() => this.model.policy, () => this.#views);
-  tokenView = $state<TokenView>('probability');
-  readonly scored = new ScoredTokenViews(() => this.model.policy);
-  /** The exact text each group's prompt was, as the run's model read it. */
-  readonly prompts = new RenderedPrompts(() => this.model.policy);
+  /** How the groups in view are drawn (token shading, scored views, the prompts as read). */
+  readonly groups = new GroupViews(() => this.model.policy, () => this.#views, () => this.bundle?.run);
   /** Gradient runs: the adapter after each step (recorded here as steps commit, and the stored checkpoint). */
   adapterPoints = $state.raw<AdapterPoint[]>([]);
   /** Runs ticked for comparison, and the comparison in view. */
   readonly compare = new RunComparison();
-  #runner: Runner | null = null;
-  /** A task a method moved away from, to move back to (setup-choice.ts). */
-  #movedTask: MovedTask | null = null;
-  #eta = new RunEta();
 
   /** The last step with something to show: committed, finished groups, or (live here) being written. */
-  readonly lastStep = $derived(this.bundle ? Math.max(lastStepShown(this.bundle), this.live?.runId === this.bundle.run.id ? this.live.step : 0) : 0);
+  readonly lastStep = $derived(this.bundle ? Math.max(lastStepShown(this.bundle), this.live.run?.runId === this.bundle.run.id ? this.live.run.step : 0) : 0);
   readonly shownStep = $derived(this.viewStep ?? this.lastStep);
 
   async init(): Promise<void> {
@@ -116,69 +76,22 @@ export class Playground {
       [this.store, this.#views, this.device] = await Promise.all([openIdbStore(), ViewStore.open(), probeDevice()]);
       this.model.calibrations = this.#views;
       await this.refreshRuns();
-      if (this.runs[0]) await this.select(this.runs[0].id);
+      if (this.list.runs[0]) await this.select(this.list.runs[0].id);
     } catch (error) {
       this.fatal = `This browser could not open IndexedDB, where runs are kept: ${(error as Error).message}`;
     }
     this.ready = true;
   }
 
-  // ---- setup ----
-
-  /** Picks a method (setup-choice.ts: its settings, and a task it cannot learn moved). */
-  chooseMethod(id: string): void {
-    this.#apply(chooseMethod(this.setup, this.model.id, this.#movedTask, id));
-  }
-
-  /** Picks a task (setup-choice.ts: a method's settings for it, where it has its own). */
-  chooseTask(name: string): void {
-    Object.assign(this.setup, chooseTask(this.setup, this.model.id, name));
-  }
-
-  /** Picks a model (setup-choice.ts: the method's settings on it, where they differ). */
-  chooseModel(id: string): void {
-    const from = this.model.id;
-    this.model.id = id;
-    this.#apply(chooseModel(this.setup, from, id, this.#movedTask));
-  }
-
-  #apply(choice: SetupChoice): void {
-    Object.assign(this.setup, choice.setup);
-    this.#movedTask = choice.moved;
-  }
-
-  /** The settings of the chosen method that cannot be run as typed, by setting. */
-  readonly problems = $derived(setupProblems(this.setup, methodOf(this.setup.method).settings));
-
   /** Loads the chosen model, ready for the chosen method. */
   loadModel(): Promise<Policy> {
-    return this.model.ensure(this.device, { trainable: methodOf(this.setup.method).trainsAdapter });
-  }
-
-  /** Reads an uploaded dataset; a file that does not parse leaves the one loaded before in place. */
-  async chooseFile(file: File): Promise<void> {
-    this.uploadError = null;
-    try {
-      this.upload = await readDatasetFile(file);
-      this.setup.task = 'upload';
-    } catch (error) {
-      const kept = this.upload ? ` ${this.upload.fileName} (${this.upload.items.length} items) is still the dataset.` : '';
-      this.uploadError = `${(error as Error).message}${kept}`;
-    }
-  }
-
-  /** Sends the uploaded plain prompts through the model's chat template, as user messages. */
-  applyChatTemplate(): void {
-    if (this.upload) this.upload = { ...this.upload, items: asConversational(this.upload.items), templated: true };
+    return this.model.ensure(this.device, { trainable: trainsModel(this.form.method) });
   }
 
   // ---- runs ----
 
   async refreshRuns(): Promise<void> {
-    if (!this.store) return;
-    const [runs, damaged] = await Promise.all([this.store.listRuns(), this.store.listDamaged()]);
-    this.runs = runs;
-    this.damaged = damaged.map(({ runId, error }) => ({ runId, message: error.message, unverified: error.field?.endsWith('integrity') === true }));
+    if (this.store) await this.list.refresh(this.store);
   }
 
   /**
@@ -209,24 +122,16 @@ export class Playground {
       // A damaged run shows what is wrong instead of its data (and so offers no resume).
       this.runError = `Run ${runId} cannot be read: ${error instanceof Error ? error.message : String(error)}`;
     }
-    this.adapterPoints = bundle && kindView(bundle.run).trainsAdapter ? await this.#adapterPoints(bundle) : [];
+    this.adapterPoints = bundle && trainsAdapter(bundle.run) ? await this.#adapterPoints(bundle) : [];
     this.bundle = bundle;
-    if (bundle && form && !this.live && !this.starting) this.#showSetupOf(bundle.run);
-  }
-
-  /** The form as `run` was started: its settings, and its model where the page offers it. */
-  #showSetupOf(run: RunRecord): void {
-    Object.assign(this.setup, setupOfRun(run, this.setup));
-    this.#movedTask = null;
-    const model = run.config.policy.backend === 'http' ? undefined : onnxModelOf(run.config.policy.model);
-    if (model) this.model.id = model.id;
+    if (bundle && form && !this.live.run && !this.starting) this.form.showRun(bundle.run);
   }
 
   /** Reads the selected run again (its step in view stays). */
   async #reload(runId: string): Promise<void> {
     const bundle = await this.store?.readBundle(runId).catch(() => null);
     if (!bundle || this.selectedId !== runId) return;
-    this.adapterPoints = kindView(bundle.run).trainsAdapter ? await this.#adapterPoints(bundle) : [];
+    this.adapterPoints = trainsAdapter(bundle.run) ? await this.#adapterPoints(bundle) : [];
     this.bundle = bundle;
   }
 
@@ -236,7 +141,7 @@ export class Playground {
   }
 
   get running(): boolean {
-    return this.live !== null;
+    return this.live.run !== null;
   }
 
   /** From Start (or Resume run) until the run's loop is live: loading the model, opening the run. */
@@ -246,8 +151,8 @@ export class Playground {
 
   start(): Promise<void> {
     return this.#launch(async () => {
-      const s = { ...this.setup };
-      const problem = Object.values(this.problems)[0];
+      const s = { ...this.form.setup };
+      const problem = Object.values(this.form.problems)[0];
       if (problem) throw new Error(problem);
       // The run in view goes while the new one loads (a model can take seconds), so its panels do
       // not stand in for the new run's; if the start fails, it comes back, the form as typed.
@@ -256,7 +161,7 @@ export class Playground {
       try {
         await this.#startRun(s);
       } catch (error) {
-        if (!this.live && this.selectedId === null && previous) await this.select(previous, { form: false });
+        if (!this.live.run && this.selectedId === null && previous) await this.select(previous, { form: false });
         throw error;
       }
     });
@@ -264,14 +169,14 @@ export class Playground {
 
   /** Loads the model for `s`'s method and drives a new run of `s`. */
   async #startRun(s: Setup): Promise<void> {
-    const method = methodOf(s.method);
+    const method = choiceOf(s.method);
     const task = s.task === 'upload' ? null : builtinTasks[s.task];
-    const dataset = task ? trainingItems(task, s.items, s.seed) : (this.upload?.items ?? []).slice(0, s.items);
+    const dataset = task ? trainingItems(task, s.items, s.seed) : (this.form.upload?.items ?? []).slice(0, s.items);
     const runner = new Runner();
     const rewards = s.rateMyself ? [this.ratings.reward(runner.controller.signal)] : task ? task.rewards : [builtinRewards[s.reward]];
     const context = await this.#context(runner, method, rewards, task?.name);
     // A person rating every completion is the reward: held-out prompts would ask them for more.
-    const heldOut = s.rateMyself ? [] : task ? heldOutItems(task, s.seed, dataset, heldOutSize(task)) : (this.upload?.items ?? []).slice(s.items, s.items + HELD_OUT_ITEMS);
+    const heldOut = s.rateMyself ? [] : task ? heldOutItems(task, s.seed, dataset, heldOutSize(task)) : (this.form.upload?.items ?? []).slice(s.items, s.items + HELD_OUT_ITEMS);
     const evaluation = heldOutEvaluation(heldOut, s.temperature);
     const run = method.start({ ...context, dataset, setup: s, ...(evaluation ? { evaluation } : {}) });
     if (s.rateMyself) this.#relayRatings(method, run.runId, context);
@@ -286,7 +191,7 @@ export class Playground {
       if (!record) throw new Error('That run is no longer stored.');
       const { device, notice } = this.model.chooseFor(record, this.device);
       this.notice = notice;
-      const method = methodOf(runMethod(record));
+      const method = choiceOf(runMethod(record));
       const runner = new Runner();
       const rewards = rewardsOf(record.config, { [HUMAN_REWARD]: this.ratings.reward(runner.controller.signal) });
       const context = await this.#context(runner, method, rewards, record.config.task, device);
@@ -301,7 +206,7 @@ export class Playground {
    * so the run's error line does not repeat it.
    */
   async #launch(work: () => Promise<void>): Promise<void> {
-    if (!this.store || this.live || this.starting) return;
+    if (!this.store || this.live.run || this.starting) return;
     this.runError = null;
     this.notice = null;
     this.starting = true;
@@ -316,24 +221,22 @@ export class Playground {
   }
 
   /** A run that loops in the model's worker waits there for the person's ratings: each goes there too. */
-  #relayRatings(method: Method, runId: string, context: RunContext): void {
+  #relayRatings(method: MethodChoice, runId: string, context: RunContext): void {
     const worker = context.trainer;
-    if (!method.trainsAdapter || !worker) return;
+    if (!trainsModel(method) || !worker) return;
     this.ratings.relay = (group, row, reward) => worker.postMessage({ webgrpo: 'rating', runId, step: group.step, item: group.item, row, reward } satisfies RatingMessage);
   }
 
   /** The model (loaded for the method), the store, and where the group being written is shown. */
-  async #context(runner: Runner, method: Method, rewards: RunContext['rewards'], task: string | undefined, device?: LoadDevice): Promise<RunContext> {
-    const onStream = (stream: GroupStream | null) => (this.stream = stream ? { ...stream, item: this.#streamItem } : null);
-    const loaded = await this.model.ensure(this.device, { trainable: method.trainsAdapter, ...(device ? { device } : {}) });
+  async #context(runner: Runner, method: MethodChoice, rewards: RunContext['rewards'], task: string | undefined, device?: LoadDevice): Promise<RunContext> {
+    const onStream = this.live.onStream;
+    const loaded = await this.model.ensure(this.device, { trainable: trainsModel(method), ...(device ? { device } : {}) });
     const policy = streamingPolicy(loaded, onStream, { hasCritic: method.needsCritic });
     return { policy, trainer: this.model.trainer, store: this.store!, signal: runner.controller.signal, rewards, ...(task ? { task } : {}), onStream };
   }
 
   async #drive(run: PlaygroundRun, runner: Runner): Promise<void> {
-    this.#runner = runner;
-    this.#eta = new RunEta();
-    this.live = { runId: run.runId, paused: false, stage: 'Starting…', itemsDone: 0, totalItems: 0, step: 0, totalSteps: 0, epoch: 0, epochs: 0, etaMs: null, warnings: 0 };
+    this.live.begin(run.runId, runner);
     this.starting = false;
     this.resumingId = null;
     try {
@@ -341,59 +244,31 @@ export class Playground {
     } catch (error) {
       this.runError = `The run stopped: ${error instanceof Error ? error.message : String(error)}`;
     } finally {
-      this.#runner = null;
-      this.stream = null;
+      this.live.stopped();
       this.ratings.clear();
       // The stored record says how the run ended; until it is read, the tab still shows it live
       // (a stored "running" run with no loop here would read as interrupted).
       await this.refreshRuns().catch(() => undefined);
       if (this.selectedId === run.runId) await this.#reload(run.runId);
-      this.live = null;
+      this.live.end();
     }
-  }
-
-  pause(): void {
-    this.#runner?.pause();
-    this.#eta.pause(performance.now());
-    if (this.live) this.live.paused = true;
-  }
-
-  resume(): void {
-    if (!this.live) return;
-    this.#eta.resume(performance.now());
-    this.live.paused = false;
-    this.#runner?.resume();
-  }
-
-  cancel(): void {
-    if (this.live) this.live.stage = 'Cancelling after the current group…';
-    this.#runner?.cancel();
   }
 
   async #onEvent(event: PlaygroundEvent): Promise<void> {
-    const live = this.live;
+    const live = this.live.run;
     if (!live || !this.store) return;
-    const now = performance.now();
-    if ('progress' in event) {
-      const p = event.progress;
-      Object.assign(live, { itemsDone: p.itemsDone, totalItems: p.totalItems, step: p.step, totalSteps: p.totalSteps, epoch: p.epoch, epochs: p.epochs });
-    }
-    live.stage = stageAfter(event, this.bundle?.run) ?? live.stage;
-    this.#eta.observe(event, now);
+    this.live.observe(event, this.bundle?.run, performance.now());
     switch (event.type) {
       case 'run-start':
         await this.refreshRuns();
         await this.select(event.runId);
-        this.#eta.evaluatedBefore((this.bundle?.run.evaluations ?? []).map((e) => e.epoch));
-        break;
-      case 'item-start':
-        this.#streamItem = event.item;
+        this.live.evaluatedBefore((this.bundle?.run.evaluations ?? []).map((e) => e.epoch));
         break;
       case 'rollouts':
         if (this.bundle?.run.id === live.runId && this.bundle.run.config.rewards.some((r) => r.name === HUMAN_REWARD)) {
           this.ratings.show(event.step, event.item, promptLabel(this.bundle.items[event.item] ?? {}), event.completions);
         }
-        await this.pieces.record(live.runId, event.step, event.item, event.completions);
+        await this.groups.pieces.record(live.runId, event.step, event.item, event.completions);
         break;
       case 'item-end':
         if (this.bundle?.run.id === live.runId && !event.reused) this.bundle = withPendingItem(this.bundle, event.result);
@@ -414,31 +289,18 @@ export class Playground {
         if (this.bundle?.run.id === live.runId) this.bundle = withEvaluation(this.bundle, event.evaluation);
         break;
       }
-      case 'warning':
-        live.warnings += 1;
-        break;
     }
     const evaluation = this.bundle?.run.id === live.runId ? this.bundle.run.config.evaluation : undefined;
-    live.etaMs = this.#eta.remainingMs(evaluation?.every, performance.now());
-  }
-
-  /** The scored token views of a stored group of the selected run (see ScoredTokenViews.ensure). */
-  ensureScored(runId: string, result: ItemResult): Promise<void> {
-    return this.bundle?.run.id === runId ? this.scored.ensure(this.bundle.run, result) : Promise.resolve();
-  }
-
-  /** The pieces of a stored group of the selected run (see TokenShading.ensure). */
-  ensurePieces(runId: string, result: ItemResult): Promise<void> {
-    return this.pieces.ensure(runId, result, this.bundle?.run.config.policy.model);
+    this.live.updateEta(evaluation?.every, performance.now());
   }
 
   async deleteRun(runId: string): Promise<void> {
-    if (!this.store || this.live?.runId === runId) return;
+    if (!this.store || this.live.run?.runId === runId) return;
     this.compare.forget(runId);
     await this.store.deleteRun(runId);
     await this.#views?.deleteRun(runId);
     await this.refreshRuns();
-    if (this.selectedId === runId) await this.select(this.runs[0]?.id ?? null);
+    if (this.selectedId === runId) await this.select(this.list.runs[0]?.id ?? null);
   }
 
   async importFile(file: File): Promise<void> {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { RunRecord, StepRecord } from '../../lib/index.js';
-import { kindView } from '../../site/lib/kind-view.js';
+import { kindView, trainsAdapter } from '../../site/lib/kind-view.js';
 import { stageAfter } from '../../site/lib/live-stage.js';
 import type { PlaygroundEvent } from '../../site/lib/methods.js';
 import { stepView } from '../../site/lib/step-payload.js';
@@ -41,7 +41,7 @@ describe('kindView', () => {
     expect(kindView(router).settings(router)).toEqual({ 'Learning rate': '0.5' });
     expect(kindView(lora).settings(lora)).toEqual({ 'Learning rate': '0.005', 'Adapter rank': '2', 'Updates per step': '1' });
     expect([lessons, gradient, lora, router].map((r) => kindView(r).keepsLibrary)).toEqual([true, false, false, false]);
-    expect([lessons, gradient, lora, router].map((r) => kindView(r).trainsAdapter)).toEqual([false, true, true, false]);
+    expect([lessons, gradient, lora, router].map((r) => trainsAdapter(r))).toEqual([false, true, true, false]);
     expect(kindView(lora).loss(lora)).toEqual({ lossType: 'grpo' });
     expect(kindView(gradient).loss(gradient)).toEqual({ lossType: 'dapo' });
     expect(kindView(router).unscorable).toMatch(/several prompt variants/);

@@ -261,47 +261,47 @@ describe('group chart', () => {
 
 describe('the first run', () => {
   it('is LoRA GRPO on the bundled skill model, at a task it can learn there, from settings the form accepts', async () => {
-    const [{ bundledModelPath, ONNX_MODELS }, { learnableTasks, methodOf, suggestedSettings }, { INITIAL_SETUP, SKILL_LORA_DEFAULTS, setupProblems }] = await Promise.all([
+    const [{ bundledModelPath, ONNX_MODELS }, { learnableTasks, choiceOf, suggestedSettings }, { INITIAL_SETUP, SKILL_LORA_DEFAULTS, setupProblems }] = await Promise.all([
       import('../../site/lib/models.js'),
       import('../../site/lib/methods.js'),
       import('../../site/lib/setup.js'),
     ]);
     const model = ONNX_MODELS[0];
     expect(model).toMatchObject({ id: 'skill', source: 'bundled', folder: 'webgrpo-skill' });
-    const method = methodOf(INITIAL_SETUP.method);
-    expect(method.trainsAdapter).toBe(true);
+    const method = choiceOf(INITIAL_SETUP.method);
+    expect(method.method.trains).toBeDefined();
     expect(learnableTasks(method, model.id)?.[0]).toBe(INITIAL_SETUP.task);
     expect(method.skillDefaults).toBe(SKILL_LORA_DEFAULTS);
     // The first run's settings are the ones the page applies for its task, as picking it again would.
     expect(INITIAL_SETUP).toMatchObject(suggestedSettings(method, model.id, INITIAL_SETUP.task));
     expect(INITIAL_SETUP.task).toBe('sort-words');
     // The head adapter still starts on copy-format, which it lifts (it does not lift sort-words).
-    expect(learnableTasks(methodOf('gradient'), model.id)?.[0]).toBe('copy-format');
+    expect(learnableTasks(choiceOf('gradient'), model.id)?.[0]).toBe('copy-format');
     expect(setupProblems(INITIAL_SETUP, method.settings)).toEqual({});
     // webgrpo-tiny stays for mechanics: its tasks are the token-level ones.
     expect(learnableTasks(method, 'tiny')).toEqual(['digits', 'shout']);
     expect(ONNX_MODELS.find((m) => m.id === 'tiny')?.folder).toBe('webgrpo-tiny');
-    expect(learnableTasks(methodOf('exemplars'), 'skill')).toBeUndefined();
+    expect(learnableTasks(choiceOf('exemplars'), 'skill')).toBeUndefined();
     expect(bundledModelPath(model.folder as string, 'http://127.0.0.1:5173/sub/')).toBe('/sub/models/webgrpo-skill/');
   });
 });
 
 describe('the settings a method suggests', () => {
   it('are LoRA\'s sort-words ones on the skill model for sort-words (more steps, answers uncut), its skill ones on the other skill tasks, its own on the tiny model', async () => {
-    const [{ methodOf, suggestedSettings }, { SKILL_LORA_DEFAULTS, SKILL_LORA_SORT_DEFAULTS, setupProblems, INITIAL_SETUP }] = await Promise.all([import('../../site/lib/methods.js'), import('../../site/lib/setup.js')]);
-    const lora = methodOf('lora');
+    const [{ choiceOf, suggestedSettings }, { SKILL_LORA_DEFAULTS, SKILL_LORA_SORT_DEFAULTS, setupProblems, INITIAL_SETUP }] = await Promise.all([import('../../site/lib/methods.js'), import('../../site/lib/setup.js')]);
+    const lora = choiceOf('lora');
     expect(suggestedSettings(lora, 'skill', 'sort-words')).toEqual(SKILL_LORA_SORT_DEFAULTS);
     expect(suggestedSettings(lora, 'skill', 'copy-format')).toEqual(SKILL_LORA_DEFAULTS);
     expect(suggestedSettings(lora, 'tiny', 'sort-words')).toBe(lora.defaults);
     // The longest sort-words answer (four words of four letters) fits the suggested reply length.
     expect(SKILL_LORA_SORT_DEFAULTS.maxNewTokens).toBeGreaterThanOrEqual('bark cake coin duck'.length);
     expect(setupProblems({ ...INITIAL_SETUP, task: 'sort-words', ...SKILL_LORA_SORT_DEFAULTS }, lora.settings)).toEqual({});
-    expect(suggestedSettings(methodOf('exemplars'), 'skill', 'sort-words')).toBe(methodOf('exemplars').defaults);
+    expect(suggestedSettings(choiceOf('exemplars'), 'skill', 'sort-words')).toBe(choiceOf('exemplars').defaults);
     // On the reader, exemplars and lessons run as BENCHMARKS "exemplars" measures them (each prompt
     // shown its closest experience, lessons one problem per step); elsewhere the whole library.
-    const exemplars = methodOf('exemplars');
+    const exemplars = choiceOf('exemplars');
     expect(suggestedSettings(exemplars, 'reader', 'named-format')).toMatchObject({ items: 48, groupSize: 8, batchSize: 4, temperature: 1, maxNewTokens: 24, retrieve: 1, maxExemplars: 24 });
-    expect(suggestedSettings(methodOf('lessons'), 'reader', 'named-format')).toMatchObject({ batchSize: 1, retrieve: 1 });
+    expect(suggestedSettings(choiceOf('lessons'), 'reader', 'named-format')).toMatchObject({ batchSize: 1, retrieve: 1 });
     expect(suggestedSettings(exemplars, 'tiny', 'digits')).toMatchObject({ retrieve: 0, maxExemplars: 8 });
     expect(setupProblems({ ...INITIAL_SETUP, ...suggestedSettings(exemplars, 'reader', 'named-format') }, exemplars.settings)).toEqual({});
     expect(setupProblems({ ...INITIAL_SETUP, retrieve: -1, maxExemplars: 0 }, exemplars.settings)).toEqual({

@@ -15,7 +15,7 @@ import { adapterAbout } from '../../site/lib/adapter-view.js';
 import { FIRST_RUN_MEASURED, firstRunChange } from '../../site/lib/first-run.js';
 import { PLAYGROUND_ARMS } from '../../site/lib/arms.js';
 import { kindView } from '../../site/lib/kind-view.js';
-import { methodOf } from '../../site/lib/methods.js';
+import { choiceOf } from '../../site/lib/methods.js';
 import { DYNAMIC_SAMPLING_HINT, INITIAL_SETUP, runPlan, SKILL_GRADIENT_DEFAULTS } from '../../site/lib/setup.js';
 import { sampleRun } from '../tfgrpo/helpers/records.js';
 
@@ -26,7 +26,7 @@ const gradient = { ...base, kind: 'gradient', config: { ...base.config, optimize
 /** Every sentence the page shows about a trained adapter, by method. */
 function adapterTexts(id: 'gradient' | 'lora'): string[] {
   const run = id === 'lora' ? lora : gradient;
-  const method = methodOf(id);
+  const method = choiceOf(id);
   return [method.summary, method.onBundled ?? '', kindView(run).afterAdvantages(run, 0), adapterAbout(run, undefined).explanation];
 }
 
@@ -55,15 +55,15 @@ describe('what the page says about each method', () => {
   it('names the projections LoRA trains and the router’s variants as the code defines them', () => {
     // LoRA's defaults train all seven projections: the four attention ones and the three MLP ones.
     expect(LORA_MODULES.filter((m) => m.endsWith('_proj'))).toHaveLength(7);
-    expect(methodOf('lora').summary).toContain('attention and MLP projections of every layer');
+    expect(choiceOf('lora').summary).toContain('attention and MLP projections of every layer');
     expect(lora.config.lora.targetModules).toEqual([...LORA_MODULES]);
-    const variants = methodOf('router').summary.match(/\(([^)]*)\)/)?.[1];
+    const variants = choiceOf('router').summary.match(/\(([^)]*)\)/)?.[1];
     expect(variants).toBe(PLAYGROUND_ARMS.map((a) => a.label.toLowerCase()).join(', '));
   });
 
   it('points the random-weight model’s exemplars to the tasks the gradient method lists for it', () => {
-    const note = methodOf('exemplars').onBundled ?? '';
-    const tiny = methodOf('gradient').tasks?.tiny ?? [];
+    const note = choiceOf('exemplars').onBundled ?? '';
+    const tiny = choiceOf('gradient').tasks?.tiny ?? [];
     expect(note).toContain(`Gradient (adapter) on ${tiny.join(' or ')}`);
   });
 
@@ -89,7 +89,7 @@ describe('what the page says about each method', () => {
     const head = playground.match(/head\s+adapter takes lr ([\d.]+) and (\w+) epochs/);
     expect(head).not.toBeNull();
     expect({ lr: Number(head![1]), epochs: count(head![2]) }).toEqual({ lr: SKILL_GRADIENT_DEFAULTS.lr, epochs: SKILL_GRADIENT_DEFAULTS.epochs });
-    expect(methodOf('gradient').skillDefaults).toEqual(SKILL_GRADIENT_DEFAULTS);
+    expect(choiceOf('gradient').skillDefaults).toEqual(SKILL_GRADIENT_DEFAULTS);
     // The README's opening names the first run's step count.
     const intro = readme.slice(0, readme.indexOf('\n## '));
     expect(Number(/\("sort: log nest rat fig" -> "fig log nest rat"\), (\d+) steps/.exec(intro)?.[1])).toBe(runPlan(INITIAL_SETUP).steps);

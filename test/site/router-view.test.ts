@@ -8,7 +8,7 @@ import { alphabetise } from '../../lib/tasks/index.js';
 import { payloadOf } from '../../lib/method.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
 import { PLAYGROUND_ARMS } from '../../site/lib/arms.js';
-import { methodOf } from '../../site/lib/methods.js';
+import { choiceOf } from '../../site/lib/methods.js';
 import { coolerServedNote, favouriteArms, routerAfter, routingSeries } from '../../site/lib/router-view.js';
 import { epochRows, runTitle } from '../../site/lib/view.js';
 
@@ -39,7 +39,7 @@ beforeAll(async () => {
 describe('router view', () => {
   it('is the method the stored run names, and titles it so', () => {
     expect(runTitle(bundle.run)).toBe('alphabetise · router');
-    expect(methodOf('router').id).toBe('router');
+    expect(choiceOf('router').id).toBe('router');
   });
 
   it('gives each query class one line per arm with a point per committed step', () => {

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, type RunRecord } from '../../lib/index.js';
 import { builtinTasks } from '../../lib/tasks.js';
-import { methodOf, type PlaygroundRun } from '../../site/lib/methods.js';
+import { choiceOf, type PlaygroundRun } from '../../site/lib/methods.js';
 import { setupOfRun } from '../../site/lib/run-setup.js';
 import { INITIAL_SETUP, type Setup } from '../../site/lib/setup.js';
 import { createToyPolicy } from '../fixtures/toy-policy.js';
@@ -18,7 +18,7 @@ async function started(setup: Setup): Promise<RunRecord> {
   const store = new MemoryStore();
   const controller = new AbortController();
   const task = builtinTasks[setup.task];
-  const run: PlaygroundRun = methodOf(setup.method).start({
+  const run: PlaygroundRun = choiceOf(setup.method).start({
     policy: createToyPolicy(),
     trainer: null,
     store,

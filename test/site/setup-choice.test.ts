@@ -3,6 +3,8 @@
  * learn is moved and moved back, and a model change applies the method's settings for that model.
  */
 import { describe, expect, it } from 'vitest';
+import { choiceOf, METHODS, trainsModel } from '../../site/lib/methods.js';
+import { ENDPOINT_ID } from '../../site/lib/models.js';
 import { chooseMethod, chooseModel, chooseTask } from '../../site/lib/setup-choice.js';
 import { INITIAL_SETUP, SKILL_LORA_DEFAULTS, SKILL_LORA_SORT_DEFAULTS, type Setup } from '../../site/lib/setup.js';
 
@@ -25,5 +27,22 @@ describe('setup choices', () => {
     expect(chooseTask(exemplars, 'reader', 'copy-format')).toEqual({ task: 'copy-format' });
     expect(chooseTask({ ...INITIAL_SETUP }, 'skill', 'copy-format')).toMatchObject({ task: 'copy-format', ...SKILL_LORA_DEFAULTS });
     expect(chooseTask({ ...INITIAL_SETUP, task: 'copy-format' }, 'skill', 'sort-words')).toMatchObject({ task: 'sort-words', items: 640 });
+  });
+
+  it('swaps a method that trains the model for the first that does not when the model becomes an endpoint', () => {
+    const lora: Setup = { ...INITIAL_SETUP, task: 'copy-format', method: 'lora' };
+    expect(chooseModel(lora, 'skill', ENDPOINT_ID, null).setup).toMatchObject({ method: 'exemplars', task: 'copy-format' });
+    expect(chooseModel({ ...lora, method: 'router' }, 'skill', ENDPOINT_ID, null).setup.method).toBeUndefined();
+  });
+
+  it("runs each entry on the library's method of its kind, and names an id it does not offer", () => {
+    expect(METHODS.map((m) => [m.id, m.method.kind, m.method.trains, trainsModel(m)])).toEqual([
+      ['exemplars', 'training-free', undefined, false],
+      ['lessons', 'training-free', undefined, false],
+      ['gradient', 'gradient', 'head', true],
+      ['lora', 'lora', 'layers', true],
+      ['router', 'router', undefined, false],
+    ]);
+    expect(() => choiceOf('best-of-g')).toThrow('The playground has no method "best-of-g"; it offers exemplars, lessons, gradient, lora, router.');
   });
 });

@@ -4,7 +4,7 @@
  * runs a person rates. The measurements are of the settings the page applies for each case.
  */
 import { describe, expect, it } from 'vitest';
-import { methodOf, suggestedSettings } from '../../site/lib/methods.js';
+import { choiceOf, suggestedSettings } from '../../site/lib/methods.js';
 import { INITIAL_SETUP, runPlan } from '../../site/lib/setup.js';
 import { STEP_TIMES } from '../../site/lib/step-times.data.js';
 import { durationBeforeStart, stepTimeOf, type StepTime } from '../../site/lib/step-times.js';
@@ -33,7 +33,7 @@ describe('the duration before Start', () => {
   it('holds measurements of the settings the page applies, the first run’s among them', () => {
     expect(stepTimeOf(INITIAL_SETUP, 'skill')).toBeDefined();
     for (const t of STEP_TIMES) {
-      const s = suggestedSettings(methodOf(t.method), t.model, t.task);
+      const s = suggestedSettings(choiceOf(t.method), t.model, t.task);
       expect({ groupSize: t.groupSize, batchSize: t.batchSize, maxNewTokens: t.maxNewTokens }).toEqual({ groupSize: s.groupSize, batchSize: s.batchSize, maxNewTokens: s.maxNewTokens });
       expect(t.secondsPerStep).toBeGreaterThan(0);
     }
