@@ -27,7 +27,7 @@ export const ONNX_MODELS: readonly OnnxModel[] = [
     label: 'webgrpo-skill (bundled, offline)',
     source: 'bundled',
     folder: 'webgrpo-skill',
-    detail: 'A 0.42M-parameter model webgrpo pretrained to a partial skill at four small tasks (add-subtract, sort-words, count-letter, copy-format): GRPO can make it better.',
+    detail: 'A 0.42M-parameter model webgrpo pretrained to a partial skill at the four tasks below: GRPO can make it better.',
   },
   {
     id: 'reader',
