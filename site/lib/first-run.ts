@@ -6,11 +6,11 @@
  * test/site/method-texts.test.ts checks these numbers against it. Pure.
  */
 
-/** Held-out exact match before and after, in percent, and one greedy mistake the run mends (Node, seed 3). */
+/** Held-out exact match before and after, in percent, and one greedy mistake the run mends (the same run). */
 export const FIRST_RUN_MEASURED = {
-  greedy: [44, 69],
-  t1: [33, 45],
-  mended: { prompt: 'sort: log nest rat fig', before: 'fig log nest nest', after: 'fig log nest rat' },
+  greedy: [44, 66],
+  t1: [33, 39],
+  mended: { prompt: 'sort: sky star nest yak', before: 'nest star star yak', after: 'nest star sky yak' },
 } as const;
 
 /** The sentence: what the model learns, and the held-out numbers that show it. */

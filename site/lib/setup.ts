@@ -58,7 +58,7 @@ export const SKILL_LORA_DEFAULTS = { ...SKILL_GRADIENT_DEFAULTS, epochs: 2, lr: 
  * model is mostly wrong (held-out exact match 34% to 44%) but most problems have a right reply
  * among 8 samples: GRPO there teaches rather than sharpens, and it needs many distinct prompts.
  * 40 steps of 16 of 640 prompts, DAPO's dynamic sampling, 24 new tokens (a four-word answer is up
- * to 19 characters, which 16 cut). In headless Chromium (seed 0) greedy 44% -> 69%, T=1 33% -> 45%;
+ * to 19 characters, which 16 cut). In headless Chromium (seed 0) greedy 44% -> 66%, T=1 33% -> 39%;
  * in Node greedy +15.6 (seed 1, where these were chosen) and +6.3, +17.7, +13.5 under three other
  * seeds (BENCHMARKS "teach", the first run; its 192 steps give +28 to +31). Higher learning rates,
  * more updates per step, other group shapes and 64 steps did no better in 40 to 64 steps there; the
