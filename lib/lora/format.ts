@@ -55,6 +55,7 @@ export interface LoraCheckpoint {
   optimizer: { updates: number; m: LoraLayersJson; v: LoraLayersJson };
 }
 
+/** A LoRA adapter as a JSON-safe file (every layer's A and B, base64 float32), with the model it was trained on and its update count. */
 export function writeLoraAdapterFile(adapter: LoraAdapter, meta: { model?: string; updates?: number } = {}): LoraAdapterFile {
   const { r, alpha, useRslora, targetModules } = adapter.config;
   return {

@@ -31,6 +31,7 @@ export interface ReadWeightsOptions {
 const MODULE_PATTERN = /layers[./_](\d+)[./_](?:self_attn|mlp)[./_](q|k|v|o|gate|up|down)_proj/;
 const PASS_THROUGH = new Set(['Cast', 'Identity', 'Reshape', 'Squeeze', 'Unsqueeze', 'Flatten', 'Mul', 'Div', 'Add', 'Sub', 'Tanh']);
 
+/** The decoder's weights read out of an ONNX export by its tensor names (Optimum's or onnxruntime-genai's), with the shape from config.json: what LoRA trains on when `loraModel` is given the 'names' reader. */
 export async function readDecoderWeights(model: Uint8Array, options: ReadWeightsOptions): Promise<DecoderWeights> {
   const { onnx } = (await import('onnx-proto')).default;
   const graph = onnx.ModelProto.decode(model).graph as import('onnx-proto').onnx.GraphProto | null;

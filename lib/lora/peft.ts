@@ -16,7 +16,9 @@ import { loraScale, type LoraAdapter, type LoraConfig, type LoraPair } from './a
 import { readSafetensors, writeSafetensors } from './safetensors.js';
 import { LORA_MODULES, MODULE_PARENT, moduleDims, type DecoderShape, type LoraModule } from './weights.js';
 
+/** The name PEFT gives an adapter folder's config file. */
 export const PEFT_CONFIG_FILE = 'adapter_config.json';
+/** The name PEFT gives an adapter folder's weights file. */
 export const PEFT_WEIGHTS_FILE = 'adapter_model.safetensors';
 
 export interface PeftFolder {
@@ -36,6 +38,7 @@ export function peftTensorName(layer: number, module: LoraModule, which: 'A' | '
   return `${PREFIX}${layer}.${MODULE_PARENT[module]}.${module}.lora_${which}.weight`;
 }
 
+/** A LoRA adapter as PEFT's folder (adapter_config.json and adapter_model.safetensors, PEFT's tensor names), for `PeftModel.from_pretrained` on `options.baseModel`. */
 export function exportPeftAdapter(adapter: LoraAdapter, options: PeftExportOptions): PeftFolder {
   if (typeof options?.baseModel !== 'string' || options.baseModel.length === 0) throw new InvalidInputError('baseModel', 'must name the base model (hub id or path).');
   const { r, alpha, targetModules, useRslora } = adapter.config;

@@ -6,6 +6,7 @@
 import { InvalidInputError } from '../errors.js';
 import type { GenerateGroupOptions, GroupResult, Policy } from '../core/policy.js';
 
+/** Samples several groups from any policy: batched where the policy decodes groups together, else one after another, answers in request order. */
 export async function generateGroups(policy: Policy, requests: GenerateGroupOptions[]): Promise<GroupResult[]> {
   if (!Array.isArray(requests)) throw new InvalidInputError('requests', 'must be an array of generateGroup options.');
   if (requests.length === 0) return [];

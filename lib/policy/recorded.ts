@@ -12,6 +12,7 @@ import { AbortError, InvalidInputError, NotFoundError, throwIfAborted } from '..
 import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, PromptInput, SamplingOptions } from '../core/policy.js';
 import { parsedJson } from '../core/shape.js';
 
+/** The `format` field of a policy recording (`recordingPolicy`'s `recording()`, read by `replayPolicy`). */
 export const RECORDING_FORMAT = 'webgrpo.recording';
 
 /** The parts of a request that decide its output. */

@@ -11,7 +11,9 @@ import { validateBundle } from './records/validate.js';
 import type { RecordLookup } from './records/kind.js';
 import { parsedJson } from '../core/shape.js';
 
+/** The `format` field of an exported run document. */
 export const RUN_EXPORT_FORMAT = 'webgrpo.run';
+/** The version of the exported run document `exportRun` writes; `importRun` reads this and older ones. */
 export const RUN_EXPORT_VERSION = 2;
 
 export interface RunExport extends RunBundle {
@@ -20,6 +22,7 @@ export interface RunExport extends RunBundle {
   exportedAt: string;
 }
 
+/** A run as one JSON document (`RunExport`: its record, items, steps, evaluations and checkpoint), for `importRun` into any other store. */
 export async function exportRun(store: Store, runId: string): Promise<RunExport> {
   const bundle = await store.readBundle(runId);
   return { format: RUN_EXPORT_FORMAT, version: RUN_EXPORT_VERSION, exportedAt: new Date().toISOString(), ...bundle };

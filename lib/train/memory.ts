@@ -113,6 +113,7 @@ export function keptActivationBytes(shape: DecoderShape, r: number, modules: num
   return shape.numLayers * batches.reduce((n, b) => n + keptLayerBytes(shape, r, modules, b), 0);
 }
 
+/** Where a LoRA step's bytes go at this shape and these settings (weights, kept activations, logits chunk, adapter and optimizer), and whether the backward recomputes: the numbers the engine itself decides with. */
 export function estimateStepMemory(shape: DecoderShape, settings: StepMemorySettings): StepMemoryEstimate {
   for (const key of ['groupSize', 'promptTokens', 'completionTokens'] as const) {
     if (!Number.isInteger(settings[key]) || settings[key] < 1) throw new InvalidInputError(key, `must be a positive integer, got ${String(settings[key])}.`);

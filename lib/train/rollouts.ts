@@ -22,6 +22,7 @@ export interface RolloutGroup {
   rewards: ReadonlyArray<RewardValue | readonly RewardValue[]>;
 }
 
+/** The groups of one step as the trainer's batch: every completion a row with its tokens, log-probs and rewards; all groups must be the same size. */
 export function groupRolloutBatch(groups: readonly RolloutGroup[]): GroupRolloutBatch {
   if (!Array.isArray(groups) || groups.length === 0) throw new InvalidInputError('groups', 'must be a non-empty array of rollout groups.');
   const groupSize = groups[0].completions.length;

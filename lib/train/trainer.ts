@@ -83,6 +83,12 @@ interface CurrentBatch {
   refLogps?: Float64Array;
 }
 
+/**
+ * TRL's GRPO update over a training engine: `trainStep(batch, prompts)` takes a step's groups
+ * (`groupRolloutBatch`), their rewards' group-relative advantages (or the driver's), the configured
+ * loss and its gradient on the engine, and one AdamW update, and reports the loss and TRL's
+ * metrics. `state()` and `load()` checkpoint it.
+ */
 export class GrpoTrainer<Engine extends TrainingEngine<PromptInput, unknown> = TrainingEngine<PromptInput, unknown>> {
   readonly engine: Engine;
   readonly config: GrpoConfig;

@@ -19,6 +19,7 @@ export interface WorkerScope {
   addEventListener(type: 'message', listener: (event: MessageEvent) => void): void;
 }
 
+/** Answers `createWorkerPolicy` calls from the main thread in this worker: with a policy, or a factory that loads one from the main thread's init and reports its progress. */
 export function exposePolicy(source: Policy | PolicyFactory, scope: WorkerScope = globalThis as unknown as WorkerScope): void {
   let policy: Policy | null = null;
   const running = new Map<number, AbortController>();

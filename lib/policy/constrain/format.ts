@@ -52,6 +52,7 @@ export interface GrammarOptions {
   maxCompileMs?: number;
 }
 
+/** A response format compiled to an automaton over bytes (`compileResponseFormat`): `matcher(vocabulary)` walks it token by token for the sampler's allowed-token masks. */
 export class ResponseGrammar {
   private readonly dfa: LazyDfa;
   private readonly tables = new WeakMap<TokenVocabulary, MaskTable>();
@@ -112,6 +113,7 @@ const MAX_DOCUMENT_DEPTH = 4 * MAX_SCHEMA_DEPTH;
 const recent = new Map<string, ResponseGrammar>();
 const RECENT_GRAMMARS = 8;
 
+/** Compiles an OpenAI `response_format` (json_object, json_schema, or a regex pattern) within the options' budgets, reusing a recent compile of the same format; a format past a budget is an `InvalidInputError` naming it. */
 export function compileResponseFormat(format: ResponseFormat, options: GrammarOptions = {}): ResponseGrammar {
   const {
     maxWhitespace = 4,

@@ -8,6 +8,7 @@ import { InvalidInputError } from '../../errors.js';
 
 type Row = { [index: number]: number; readonly length: number };
 
+/** Whether the allowed-token bitset lets `tokenId` through (bit `id & 31` of word `id >>> 5`). */
 export function isAllowed(mask: Uint32Array, tokenId: number): boolean {
   return ((mask[tokenId >>> 5] >>> (tokenId & 31)) & 1) === 1;
 }

@@ -88,6 +88,7 @@ export class MaskTable {
   }
 }
 
+/** Where one reply stands in a response grammar: the allowed-token mask for the next token, and `accept(id)` to advance by the token drawn. */
 export class TokenMatcher {
   private state: number;
   private finished = false;

@@ -11,6 +11,7 @@
  */
 import { InvalidInputError } from '../../errors.js';
 
+/** A tokenizer's tokens as bytes in a trie, built once per tokenizer, that a grammar's matcher walks to find the allowed tokens. */
 export class TokenVocabulary {
   /** Number of token ids (the logits row length). */
   readonly size: number;

@@ -22,6 +22,7 @@ import { promptTokenIds, type PromptTokenizer } from './prompt.js';
 import { scoreGroup } from './score.js';
 import type { GpuDeviceLike } from './webgpu-types.js';
 
+/** The most completions one group may ask of an ONNX policy (`groupSize` above it is an `InvalidInputError`). */
 export const MAX_GROUP_SIZE = 64;
 /** Rows decoding at once by default (generateGroups, concurrent calls); `maxBatchRows` at load changes it. */
 export const MAX_BATCH_ROWS = 256;

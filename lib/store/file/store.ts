@@ -61,6 +61,7 @@ const MIGRATIONS: ReadonlyArray<(root: string, records: RecordLookup) => Promise
     }
   },
 ];
+/** The folder layout version this webgrpo writes to store.json: one per migration, older folders are migrated on open. */
 export const FILE_STORE_VERSION = MIGRATIONS.length;
 
 /** What a file store reads its runs with. */
@@ -115,6 +116,7 @@ async function onlyHalfCreated(root: string): Promise<boolean> {
   return true;
 }
 
+/** A `Store` in a folder (`openFileStore`, Node): one JSON file per record, written atomically and checksummed, a run held by a lock file while it trains. */
 export class FileStore implements Store {
   readonly kind = 'file';
   readonly root: string;

@@ -78,6 +78,7 @@ async function upgradeSteps(tx: UpgradeTx, records: RecordLookup): Promise<void>
   }
 }
 
+/** The IndexedDB database version this webgrpo writes (exported as `IDB_SCHEMA_VERSION`): one per migration. */
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** Runs the migrations from `oldVersion` up to `newVersion` (an `upgrade` callback for `openDB`), reading runs with `records`. */

@@ -41,6 +41,7 @@ export async function openIdbStore(options: IdbStoreOptions): Promise<IdbStore> 
   return openStoreOn(name, options.records, (db) => new IdbStore(db, { name, leaseMs: options.leaseMs ?? 10_000, records: options.records }));
 }
 
+/** A `Store` in the browser's IndexedDB (`openIdbStore`): every record checksummed, a run held by Web Locks (or a renewed lease) while it trains. */
 export class IdbStore implements Store {
   readonly kind = 'indexeddb';
   readonly #db: IDBPDatabase<WebgrpoDB>;

@@ -18,6 +18,7 @@ interface RunData {
 
 const clone = <T>(value: T): T => structuredClone(value);
 
+/** A `Store` held in this process's memory (a `Map` of structured clones): for tests, scripts and runs nobody resumes; nothing outlives the process. */
 export class MemoryStore implements Store {
   readonly kind = 'memory';
   readonly #runs = new Map<string, RunData>();

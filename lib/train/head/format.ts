@@ -50,6 +50,7 @@ export interface HeadAdapterCheckpoint {
   optimizer: { updates: number; m: { a: string; b: string }; v: { a: string; b: string } };
 }
 
+/** The head adapter's A and B as a JSON-safe file (base64 float32), with the model it was trained on and its update count. */
 export function writeAdapterFile(weights: HeadAdapterWeights, meta: { model?: string; updates?: number } = {}): AdapterFile {
   return {
     format: ADAPTER_FORMAT,
@@ -105,6 +106,7 @@ export function readAdapterFile(data: unknown, at = 'adapter'): HeadAdapterWeigh
   };
 }
 
+/** What a gradient run stores after a step: the adapter file and AdamW's moments and update count, tagged with the step. */
 export function writeCheckpoint(state: AdapterState, shape: Omit<HeadAdapterWeights, 'a' | 'b'>, step: number, model?: string): HeadAdapterCheckpoint {
   return {
     step,
