@@ -60,7 +60,7 @@ export class Playground {
   /** Something the user should know about the run just started or resumed (not an error). */
   notice = $state<string | null>(null);
   /** How the groups in view are drawn (token shading, scored views, the prompts as read). */
-  readonly groups = new GroupViews(() => this.model.policy, () => this.#views, () => this.bundle?.run);
+  readonly groups = new GroupViews(() => this.model.policy, () => this.#views);
   /** Gradient runs: the adapter after each step (recorded here as steps commit, and the stored checkpoint). */
   adapterPoints = $state.raw<AdapterPoint[]>([]);
   /** Runs ticked for comparison, and the comparison in view. */
@@ -68,7 +68,6 @@ export class Playground {
 
   /** The last step with something to show: committed, finished groups, or (live here) being written. */
   readonly lastStep = $derived(this.bundle ? Math.max(lastStepShown(this.bundle), this.live.run?.runId === this.bundle.run.id ? this.live.run.step : 0) : 0);
-  readonly shownStep = $derived(this.viewStep ?? this.lastStep);
 
   async init(): Promise<void> {
     try {

@@ -1,23 +1,19 @@
 /**
  * The exact text the model read for each group's prompt: the chat template and its special tokens
- * included (Policy.renderPrompt), rendered by the loaded model when it is the run's. Components
- * read `of`; reading is reactive, so a card shows the text once it arrives.
+ * included (Policy.renderPrompt), rendered by the loaded model when it is the run's. A card reads
+ * `of` in a `$derived` once its prompt is opened and awaits it in its markup: reading changes no
+ * state, it hands out the one rendering of each group.
  */
-import { SvelteMap } from 'svelte/reactivity';
 import type { ItemResult, Policy } from '../../lib/index.js';
 
 const keyOf = (runId: string, result: ItemResult) => `${runId}:${result.step}:${result.index}`;
 
 export class RenderedPrompts {
-  readonly #texts = new SvelteMap<string, string>();
+  readonly #texts = new Map<string, Promise<string | undefined>>();
   readonly #policy: () => Policy | null;
 
   constructor(policy: () => Policy | null) {
     this.#policy = policy;
-  }
-
-  of(runId: string, result: ItemResult): string | undefined {
-    return this.#texts.get(keyOf(runId, result));
   }
 
   /** True when the loaded model can render the prompts of a run of `model`. */
@@ -26,12 +22,23 @@ export class RenderedPrompts {
     return !!policy?.renderPrompt && policy.info.model === model;
   }
 
-  /** Renders a group's prompt with the loaded model, when it is the run's (`model`). */
-  async ensure(runId: string, result: ItemResult, model: string): Promise<void> {
-    const key = keyOf(runId, result);
+  /**
+   * A group's prompt as the loaded model renders it, when it is the run's (`model`): the promise of
+   * the text (undefined where rendering failed), or undefined while no such model is loaded.
+   */
+  of(runId: string, result: ItemResult, model: string): Promise<string | undefined> | undefined {
+    // Read first, so a card asks again when another model is loaded (after a failed rendering too).
     const policy = this.#policy();
-    if (this.#texts.has(key) || !policy?.renderPrompt || policy.info.model !== model) return;
-    const text = await policy.renderPrompt(result.prompt).catch(() => undefined);
-    if (text !== undefined) this.#texts.set(key, text);
+    const key = keyOf(runId, result);
+    const kept = this.#texts.get(key);
+    if (kept) return kept;
+    if (!policy?.renderPrompt || policy.info.model !== model) return undefined;
+    const text = policy.renderPrompt(result.prompt).catch(() => {
+      // A failed rendering is tried again with the next model loaded.
+      this.#texts.delete(key);
+      return undefined;
+    });
+    this.#texts.set(key, text);
+    return text;
   }
 }

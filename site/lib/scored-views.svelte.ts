@@ -1,60 +1,55 @@
 /**
  * The scored token views of the groups in view (token-views.ts): the loaded model scores a group's
  * completions again, once, when a view that needs it is picked. Only the model that wrote the run
- * can score it; otherwise `of` says why there is nothing to show.
+ * can score it; otherwise `of` says why there is nothing to show. A card reads `of` in a `$derived`
+ * and awaits it in its markup: reading changes no state.
  */
-import { SvelteMap } from 'svelte/reactivity';
 import type { ItemResult, Policy, RunRecord } from '../../lib/index.js';
 import type { GrpoLossConfig } from '../../lib/math.js';
 import { kindView } from './kind-view.js';
 import { scoredViews, type ScoredViews } from './token-views.js';
 
+export type Scored = ScoredViews | { unavailable: string };
+
 const keyOf = (runId: string, result: ItemResult) => `${runId}:${result.step}:${result.index}`;
 
 export class ScoredTokenViews {
-  readonly #groups = new SvelteMap<string, ScoredViews | { unavailable: string }>();
+  /** The scorings of each loaded model, once per group: another model's are its own. */
+  readonly #byModel = new WeakMap<Policy, Map<string, Promise<Scored>>>();
   readonly #policy: () => Policy | null;
-  /** The model the kept views were scored with (or found unavailable without). */
-  #scoredWith: Policy | null = null;
 
   constructor(policy: () => Policy | null) {
     this.#policy = policy;
   }
 
-  of(runId: string, result: ItemResult): ScoredViews | { unavailable: string } | undefined {
-    return this.#groups.get(keyOf(runId, result));
-  }
-
-  /** Scores a stored group with the loaded model, unless done already (with that model). */
-  async ensure(run: RunRecord, result: ItemResult): Promise<void> {
-    const key = keyOf(run.id, result);
+  /** A stored group's views as the loaded model scores them (the promise of them), or why there are none. */
+  of(run: RunRecord, result: ItemResult): Scored | Promise<Scored> {
     const policy = this.#policy();
-    if (policy !== this.#scoredWith) {
-      this.#groups.clear();
-      this.#scoredWith = policy;
-    }
-    if (this.#groups.has(key)) return;
-    const why = !policy
-      ? 'Load the model this run used: the view scores its completions again.'
-      : !policy.scoreCompletions
-        ? 'This model cannot score given completions (hosted APIs rarely can).'
-        : policy.info.model !== run.config.policy.model
-          ? 'The model loaded is not the one this run used.'
-          : (kindView(run).unscorable ??
-            (result.rollouts.some((r) => r.tokenIds.length !== r.logprobs.length || r.tokenIds.length === 0)
-              ? 'This group has no token log-probs to compare with.'
-              : null));
-    if (why) {
-      this.#groups.set(key, { unavailable: why });
-      return;
-    }
-    try {
-      const scored = await policy!.scoreCompletions!({ ...result.prompt, completions: result.rollouts.map((r) => r.tokenIds), temperature: run.config.temperature });
-      const loss: GrpoLossConfig = kindView(run).loss(run);
-      this.#groups.set(key, scoredViews(result.rollouts, scored, loss));
-    } catch (error) {
-      this.#groups.set(key, { unavailable: `Scoring failed: ${error instanceof Error ? error.message : String(error)}` });
-    }
+    if (!policy) return { unavailable: 'Load the model this run used: the view scores its completions again.' };
+    const why = !policy.scoreCompletions
+      ? 'This model cannot score given completions (hosted APIs rarely can).'
+      : policy.info.model !== run.config.policy.model
+        ? 'The model loaded is not the one this run used.'
+        : (kindView(run).unscorable ??
+          (result.rollouts.some((r) => r.tokenIds.length !== r.logprobs.length || r.tokenIds.length === 0)
+            ? 'This group has no token log-probs to compare with.'
+            : null));
+    if (why) return { unavailable: why };
+    let scorings = this.#byModel.get(policy);
+    if (!scorings) this.#byModel.set(policy, (scorings = new Map()));
+    const key = keyOf(run.id, result);
+    let scoring = scorings.get(key);
+    if (!scoring) scorings.set(key, (scoring = score(policy, run, result)));
+    return scoring;
   }
+}
 
+async function score(policy: Policy, run: RunRecord, result: ItemResult): Promise<Scored> {
+  try {
+    const scored = await policy.scoreCompletions!({ ...result.prompt, completions: result.rollouts.map((r) => r.tokenIds), temperature: run.config.temperature });
+    const loss: GrpoLossConfig = kindView(run).loss(run);
+    return scoredViews(result.rollouts, scored, loss);
+  } catch (error) {
+    return { unavailable: `Scoring failed: ${error instanceof Error ? error.message : String(error)}` };
+  }
 }
