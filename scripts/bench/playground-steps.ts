@@ -18,26 +18,11 @@ import { build, preview } from 'vite';
 import { launchChromium } from '../../test/browser/launch.js';
 import { runPlan } from '../../site/lib/setup.js';
 import { choiceOf, suggestedSettings } from '../../site/lib/methods.js';
-import type { StepTime } from '../../site/lib/step-times.data.js';
+import type { StepTime } from '../../site/lib/step-times.js';
 
 /** Steps watched per case; the first is left out of the median. */
 const WATCHED = 5;
 const CASE_TIMEOUT_MS = 240_000;
-
-/** The measured row's type, written into the data file with the rows: the data imports nothing, so step-times.ts reads it without a circle. */
-const STEP_TIME_TYPE = `export interface StepTime {
-  model: string;
-  method: string;
-  task: string;
-  groupSize: number;
-  batchSize: number;
-  maxNewTokens: number;
-  /** The median step after the first, in headless Chromium on WebAssembly. */
-  secondsPerStep: number;
-  /** Start to the first step: the model loading and the base model's held-out answers. */
-  startupSeconds: number;
-}
-`;
 
 const CASES: ReadonlyArray<{ model: 'skill' | 'reader'; method: string; task: string }> = [
   { model: 'skill', method: 'lora', task: 'copy-format' },
@@ -128,7 +113,7 @@ export async function run(): Promise<string> {
   }
   await writeFile(
     new URL('../../site/lib/step-times.data.ts', import.meta.url),
-    `/** Written by \`npm run bench -- playground-steps\` (BENCHMARKS "playground-steps"): not to be edited by hand. */\n${STEP_TIME_TYPE}\nexport const STEP_TIMES: readonly StepTime[] = ${JSON.stringify(measured, null, 2)};\n`,
+    `/** Written by \`npm run bench -- playground-steps\` (BENCHMARKS "playground-steps"): not to be edited by hand; step-times.ts holds them to their type. */\nexport const STEP_TIMES = ${JSON.stringify(measured, null, 2)};\n`,
   );
   return [
     '## playground-steps: how long the page\'s own runs take, per method, with the settings it applies',

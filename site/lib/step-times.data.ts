@@ -1,18 +1,5 @@
-/** Written by `npm run bench -- playground-steps` (BENCHMARKS "playground-steps"): not to be edited by hand. */
-export interface StepTime {
-  model: string;
-  method: string;
-  task: string;
-  groupSize: number;
-  batchSize: number;
-  maxNewTokens: number;
-  /** The median step after the first, in headless Chromium on WebAssembly. */
-  secondsPerStep: number;
-  /** Start to the first step: the model loading and the base model's held-out answers. */
-  startupSeconds: number;
-}
-
-export const STEP_TIMES: readonly StepTime[] = [
+/** Written by `npm run bench -- playground-steps` (BENCHMARKS "playground-steps"): not to be edited by hand; step-times.ts holds them to their type. */
+export const STEP_TIMES = [
   {
     "model": "skill",
     "method": "lora",

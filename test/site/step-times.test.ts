@@ -6,8 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { choiceOf, suggestedSettings } from '../../site/lib/methods.js';
 import { INITIAL_SETUP, runPlan } from '../../site/lib/setup.js';
-import { STEP_TIMES, type StepTime } from '../../site/lib/step-times.data.js';
-import { durationBeforeStart, stepTimeOf } from '../../site/lib/step-times.js';
+import { STEP_TIMES } from '../../site/lib/step-times.data.js';
+import { durationBeforeStart, stepTimeOf, type StepTime } from '../../site/lib/step-times.js';
 
 const lora: StepTime = { model: 'skill', method: 'lora', task: 'sort-words', groupSize: 8, batchSize: 16, maxNewTokens: 24, secondsPerStep: 2.5, startupSeconds: 9 };
 
