@@ -178,6 +178,32 @@ describe('the playground, walked', { timeout: 240_000 }, () => {
     await view.selectOption('probability');
   });
 
+  it('shades a stored run whose token pieces were not kept as soon as its model is loaded, the groups in view', async () => {
+    // As a run trained elsewhere comes: no pieces kept beside it, and no model loaded after a reload.
+    await page.evaluate(
+      () =>
+        new Promise<void>((resolve, reject) => {
+          const open = indexedDB.open('webgrpo-playground');
+          open.onerror = () => reject(open.error);
+          open.onsuccess = () => {
+            const tx = open.result.transaction('pieces', 'readwrite');
+            tx.objectStore('pieces').clear();
+            tx.oncomplete = () => {
+              open.result.close();
+              resolve();
+            };
+            tx.onerror = () => reject(tx.error);
+          };
+        }),
+    );
+    await page.reload();
+    await page.locator('article.group').first().waitFor();
+    const shaded = () => page.locator('article.group .tok').count();
+    expect(await shaded()).toBe(0);
+    await page.getByRole('button', { name: 'Load model' }).click();
+    await expect.poll(shaded, { timeout: 60_000 }).toBeGreaterThan(5);
+  });
+
   it('waits for a person\'s ratings as the reward, by keyboard or buttons, and stores and exports them', async () => {
     await page.getByLabel(/Rate completions myself/).check();
     await smallRun(2);
