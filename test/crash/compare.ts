@@ -1,9 +1,17 @@
-/** What the crash matrices compare a killed-and-resumed run with: the uninterrupted run's records, and no temporary leftovers. */
+/** What a killed-and-resumed run is compared with (the crash matrices, LoRA in Chromium): the uninterrupted run's records, and no temporary leftovers. */
 import { readdir } from 'node:fs/promises';
-import type { RunBundle } from '../../lib/index.js';
+
+/** The parts of a RunBundle compared: a store's, or one a browser page handed back as JSON. */
+export interface ComparedBundle {
+  run: { status: string };
+  items: unknown;
+  steps: ReadonlyArray<{ committedAt: string; payload: object }>;
+  pending: unknown;
+  adapter?: unknown;
+}
 
 /** What must match an uninterrupted run: every step but its timings (commit time, a lora step's refresh), the checkpoint, the end. */
-export function comparable(bundle: RunBundle) {
+export function comparable(bundle: ComparedBundle) {
   return {
     status: bundle.run.status,
     items: bundle.items,

@@ -12,6 +12,7 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectNoConsoleErrors, launchBrowser, type BrowserSession } from '../browser/chromium.js';
+import { comparable, type ComparedBundle } from '../crash/compare.js';
 
 type Outcome<T> = { ok: true; value: T } | { ok: false; error: { name: string; message: string; stack?: string } };
 interface RunReport {
@@ -37,19 +38,6 @@ beforeAll(async () => {
 afterAll(() => session?.close());
 expectNoConsoleErrors(() => session);
 
-type Bundle = { run: { status: string }; items: unknown; steps: Array<{ committedAt: string; payload: Record<string, unknown> }>; pending: unknown; adapter?: unknown };
-
-/** What must match an uninterrupted run: every step but its timings (commit time, the refresh), the checkpoint, the end. */
-function comparable(bundle: Bundle) {
-  return {
-    status: bundle.run.status,
-    items: bundle.items,
-    steps: bundle.steps.map(({ committedAt: _t, payload, ...step }) => ({ ...step, payload: { ...payload, refreshMs: undefined } })),
-    pending: bundle.pending,
-    adapter: bundle.adapter ? JSON.parse(JSON.stringify(bundle.adapter, (key, value: unknown) => (key === 'createdAt' ? undefined : value))) : null,
-  };
-}
-
 describe('loraGrpo in Chromium', () => {
   it.each([
     ['wasm', 1e-5],
@@ -65,7 +53,7 @@ describe('loraGrpo in Chromium', () => {
   }, 240_000);
 
   it('on WebGPU: a run stopped after its first step and resumed ends bit for bit as the uninterrupted one', async () => {
-    type Report = { engine: string; stopped: { status: string; steps: number }; resumed: { status: string; steps: number }; whole: Bundle; cut: Bundle };
+    type Report = { engine: string; stopped: { status: string; steps: number }; resumed: { status: string; steps: number }; whole: ComparedBundle; cut: ComparedBundle };
     const result = (await page.evaluate(() => (window as unknown as { lora: { resume(d: string): Promise<unknown> } }).lora.resume('webgpu'))) as Outcome<Report>;
     if (!result.ok) throw new Error(`${result.error.name}: ${result.error.message}\n${result.error.stack ?? ''}`);
     const r = result.value;

@@ -1,6 +1,6 @@
 /** Comparing runs (site/lib/compare.ts): curves aligned on one axis, settings side by side. */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { MemoryStore, trainingFreeGrpo, type RunBundle } from '../../lib/index.js';
+import { MemoryStore, trainingFreeGrpo, type LoopEvaluationOptions, type RunBundle } from '../../lib/index.js';
 import { alphabetise } from '../../lib/tasks/index.js';
 import { heldOutBaselines, heldOutRows, klOverlay, libraryOverlay, overlay, rewardOverlay, settingRows } from '../../site/lib/compare.js';
 import { stepSeries } from '../../site/lib/view.js';
@@ -9,16 +9,21 @@ import { createToyPolicy } from '../fixtures/toy-policy.js';
 let short: RunBundle;
 let long: RunBundle;
 
-/** Two training-free runs on the toy model that differ in their epochs and group size. */
+/** A training-free run (exemplars) of the toy model on two alphabetise prompts, read back as the page reads it. */
+async function toyRun(settings: { epochs: number; groupSize: number; evaluation?: LoopEvaluationOptions }, store = new MemoryStore()): Promise<RunBundle> {
+  const r = trainingFreeGrpo({ policy: createToyPolicy(), dataset: alphabetise.dataset({ size: 2 }), rewards: alphabetise.rewards, mode: 'exemplars', task: 'alphabetise', store, batchSize: 2, maxNewTokens: 8, ...settings });
+  await r.result();
+  return store.readBundle(r.runId);
+}
+
+/** Evaluated on three held-out prompts, two answers each at T=1. */
+const heldOut = (more: Partial<LoopEvaluationOptions> = {}): LoopEvaluationOptions => ({ dataset: alphabetise.dataset({ size: 3, seed: 99 }), samples: 2, temperature: 1, ...more });
+
+/** Two runs that differ in their epochs and group size. */
 beforeAll(async () => {
   const store = new MemoryStore();
-  const run = async (epochs: number, groupSize: number) => {
-    const r = trainingFreeGrpo({ policy: createToyPolicy(), dataset: alphabetise.dataset({ size: 2 }), rewards: alphabetise.rewards, mode: 'exemplars', task: 'alphabetise', store, groupSize, epochs, batchSize: 2, maxNewTokens: 8 });
-    await r.result();
-    return store.readBundle(r.runId);
-  };
-  short = await run(1, 3);
-  long = await run(3, 4);
+  short = await toyRun({ epochs: 1, groupSize: 3 }, store);
+  long = await toyRun({ epochs: 3, groupSize: 4 }, store);
 });
 
 describe('overlay', () => {
@@ -53,22 +58,7 @@ describe('settingRows', () => {
 
 describe('heldOutRows', () => {
   it('gives each evaluated run its held-out before -> after per temperature stored, and a run never evaluated none', async () => {
-    const store = new MemoryStore();
-    const r = trainingFreeGrpo({
-      policy: createToyPolicy(),
-      dataset: alphabetise.dataset({ size: 2 }),
-      rewards: alphabetise.rewards,
-      mode: 'exemplars',
-      task: 'alphabetise',
-      store,
-      groupSize: 3,
-      epochs: 1,
-      batchSize: 2,
-      maxNewTokens: 8,
-      evaluation: { dataset: alphabetise.dataset({ size: 3, seed: 99 }), samples: 2, temperature: 1 },
-    });
-    await r.result();
-    const evaluated = await store.readBundle(r.runId);
+    const evaluated = await toyRun({ epochs: 1, groupSize: 3, evaluation: heldOut() });
     const stored = evaluated.run.evaluations ?? [];
     expect(stored.map((e) => e.epoch)).toEqual([0, 1]);
     // The same evaluations as if also stored greedy (one answer each): a run with both temperatures.
@@ -86,22 +76,7 @@ describe('heldOutRows', () => {
   });
 
   it('gives a run evaluated with a greedy pass beside T=1 a greedy row from that pass', async () => {
-    const store = new MemoryStore();
-    const r = trainingFreeGrpo({
-      policy: createToyPolicy(),
-      dataset: alphabetise.dataset({ size: 2 }),
-      rewards: alphabetise.rewards,
-      mode: 'exemplars',
-      task: 'alphabetise',
-      store,
-      groupSize: 3,
-      epochs: 1,
-      batchSize: 2,
-      maxNewTokens: 8,
-      evaluation: { dataset: alphabetise.dataset({ size: 3, seed: 99 }), samples: 2, temperature: 1, alsoGreedy: true },
-    });
-    await r.result();
-    const bundle = await store.readBundle(r.runId);
+    const bundle = await toyRun({ epochs: 1, groupSize: 3, evaluation: heldOut({ alsoGreedy: true }) });
     const [before, after] = (bundle.run.evaluations ?? []).map((e) => e.greedyPass!.summary);
     const rows = heldOutRows([bundle]);
     expect(rows.map((row) => [row.run, row.decoding, row.size, row.afterEpoch])).toEqual([

@@ -21,6 +21,30 @@ const exports: Record<string, string> = {};
 
 const runs = () => page.locator('section[aria-labelledby="runs-title"]');
 
+/**
+ * Runs `body` in the page on one read-write transaction over `stores` of the playground's
+ * database, as devtools or another script could, and resolves with what the function it returns
+ * reads once the transaction has completed. `body` is sent as its source: it sees nothing of this file.
+ */
+async function inDatabase<T>(stores: string[], body: (tx: IDBTransaction) => () => T): Promise<T> {
+  const run = (names: string[], work: (tx: IDBTransaction) => () => unknown) =>
+    new Promise((resolve, reject) => {
+      const open = indexedDB.open('webgrpo');
+      open.onerror = () => reject(open.error);
+      open.onsuccess = () => {
+        const db = open.result;
+        const tx = db.transaction(names, 'readwrite');
+        const read = work(tx);
+        tx.oncomplete = () => {
+          db.close();
+          resolve(read());
+        };
+        tx.onerror = () => reject(tx.error);
+      };
+    });
+  return (await page.evaluate(`(${run})(${JSON.stringify(stores)}, ${body})`)) as T;
+}
+
 beforeAll(async () => {
   // Two training-free runs of the v5 fixtures, exported as the playground's Import reads them.
   dir = await mkdtemp(join(tmpdir(), 'webgrpo-damaged-site-'));
@@ -54,26 +78,13 @@ describe('damaged runs in the playground', { timeout: 120_000 }, () => {
     expect(await runs().locator('.chip', { hasText: 'damaged' }).count()).toBe(0);
 
     // Edited by hand, as devtools or another script could: a run's epochs, and a number in a step.
-    await page.evaluate(
-      () =>
-        new Promise<void>((resolve, reject) => {
-          const open = indexedDB.open('webgrpo');
-          open.onerror = () => reject(open.error);
-          open.onsuccess = () => {
-            const db = open.result;
-            const tx = db.transaction(['runs', 'steps'], 'readwrite');
-            const get = tx.objectStore('runs').get('lessons');
-            get.onsuccess = () => tx.objectStore('runs').put({ ...get.result, config: { ...get.result.config, epochs: 2 } });
-            const step = tx.objectStore('steps').get(['exemplars', 1]);
-            step.onsuccess = () => tx.objectStore('steps').put({ ...step.result, stats: { ...step.result.stats, meanReward: 0.999 } });
-            tx.oncomplete = () => {
-              db.close();
-              resolve();
-            };
-            tx.onerror = () => reject(tx.error);
-          };
-        }),
-    );
+    await inDatabase(['runs', 'steps'], (tx) => {
+      const get = tx.objectStore('runs').get('lessons');
+      get.onsuccess = () => tx.objectStore('runs').put({ ...get.result, config: { ...get.result.config, epochs: 2 } });
+      const step = tx.objectStore('steps').get(['exemplars', 1]);
+      step.onsuccess = () => tx.objectStore('steps').put({ ...step.result, stats: { ...step.result.stats, meanReward: 0.999 } });
+      return () => undefined;
+    });
     await page.reload();
     await expect.poll(() => runs().locator('.chip', { hasText: 'damaged' }).count()).toBe(2);
     expect(await runs().locator('li').count()).toBe(2);
@@ -89,20 +100,10 @@ describe('damaged runs in the playground', { timeout: 120_000 }, () => {
     expect(await page.getByRole('button', { name: 'Resume run' }).count()).toBe(0);
 
     // Still stored, as edited: nothing was repaired or deleted.
-    const stored = await page.evaluate(
-      () =>
-        new Promise<number>((resolve, reject) => {
-          const open = indexedDB.open('webgrpo');
-          open.onerror = () => reject(open.error);
-          open.onsuccess = () => {
-            const count = open.result.transaction('steps').objectStore('steps').count();
-            count.onsuccess = () => {
-              open.result.close();
-              resolve(count.result);
-            };
-          };
-        }),
-    );
+    const stored = await inDatabase(['steps'], (tx) => {
+      const count = tx.objectStore('steps').count();
+      return () => count.result;
+    });
     expect(stored).toBe(3);
   });
 
@@ -111,35 +112,22 @@ describe('damaged runs in the playground', { timeout: 120_000 }, () => {
     await expect.poll(() => runs().locator('li').count()).toBe(3);
     expect(await page.getByRole('button', { name: /^Trust/ }).count()).toBe(0);
     // Every checksum of the run removed, as a webgrpo before them stored its records.
-    await page.evaluate(
-      () =>
-        new Promise<void>((resolve, reject) => {
-          const open = indexedDB.open('webgrpo');
-          open.onerror = () => reject(open.error);
-          open.onsuccess = () => {
-            const db = open.result;
-            const tx = db.transaction(['runs', 'items', 'steps'], 'readwrite');
-            const range = IDBKeyRange.bound(['old'], ['old', []]);
-            const strip = (name: string, query: IDBValidKey | IDBKeyRange, edit: (row: Record<string, unknown>) => void) => {
-              const all = tx.objectStore(name).getAll(query);
-              all.onsuccess = () => {
-                for (const row of all.result as Array<Record<string, unknown>>) {
-                  edit(row);
-                  tx.objectStore(name).put(row);
-                }
-              };
-            };
-            strip('runs', 'old', (row) => delete row.integrity);
-            strip('items', range, (row) => delete (row.item as Record<string, unknown>).integrity);
-            strip('steps', range, (row) => delete row.integrity);
-            tx.oncomplete = () => {
-              db.close();
-              resolve();
-            };
-            tx.onerror = () => reject(tx.error);
-          };
-        }),
-    );
+    await inDatabase(['runs', 'items', 'steps'], (tx) => {
+      const range = IDBKeyRange.bound(['old'], ['old', []]);
+      const strip = (name: string, query: IDBValidKey | IDBKeyRange, edit: (row: Record<string, unknown>) => void) => {
+        const all = tx.objectStore(name).getAll(query);
+        all.onsuccess = () => {
+          for (const row of all.result as Array<Record<string, unknown>>) {
+            edit(row);
+            tx.objectStore(name).put(row);
+          }
+        };
+      };
+      strip('runs', 'old', (row) => delete row.integrity);
+      strip('items', range, (row) => delete (row.item as Record<string, unknown>).integrity);
+      strip('steps', range, (row) => delete row.integrity);
+      return () => undefined;
+    });
     await page.reload();
     await expect.poll(() => runs().locator('.chip', { hasText: 'damaged' }).count()).toBe(3);
     expect(await runs().locator('li', { hasText: 'old' }).textContent()).toMatch(/has no checksum/);
