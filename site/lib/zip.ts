@@ -59,13 +59,12 @@ export function zipStored(entries: readonly ZipEntry[], date = new Date()): Uint
     view.setUint32(at, v, true);
     at += 4;
   };
-  const offsets: number[] = [];
-  for (const p of parts) {
-    offsets.push(at);
-    u32(0x04034b50);
+  // What the local header and the central directory both say of an entry, in the same order:
+  // version needed, flags, method (stored), time, date, CRC, both sizes, name length, extra length.
+  const entryFields = (p: (typeof parts)[number]) => {
     u16(VERSION);
     u16(UTF8_NAMES);
-    u16(0); // stored
+    u16(0);
     u16(time);
     u16(day);
     u32(p.crc);
@@ -73,6 +72,12 @@ export function zipStored(entries: readonly ZipEntry[], date = new Date()): Uint
     u32(p.data.length);
     u16(p.name.length);
     u16(0);
+  };
+  const offsets: number[] = [];
+  for (const p of parts) {
+    offsets.push(at);
+    u32(0x04034b50);
+    entryFields(p);
     out.set(p.name, at);
     at += p.name.length;
     out.set(p.data, at);
@@ -81,17 +86,8 @@ export function zipStored(entries: readonly ZipEntry[], date = new Date()): Uint
   const centralStart = at;
   parts.forEach((p, i) => {
     u32(0x02014b50);
-    u16(VERSION);
-    u16(VERSION);
-    u16(UTF8_NAMES);
-    u16(0);
-    u16(time);
-    u16(day);
-    u32(p.crc);
-    u32(p.data.length);
-    u32(p.data.length);
-    u16(p.name.length);
-    u16(0); // extra
+    u16(VERSION); // made by
+    entryFields(p);
     u16(0); // comment
     u16(0); // disk
     u16(0); // internal attributes
