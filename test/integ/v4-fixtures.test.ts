@@ -20,19 +20,16 @@ import {
   routerGrpo,
   runGroups,
   trainingFreeGrpo,
-  type GenerateGroupOptions,
-  type GroupResult,
-  type Policy,
   type Store,
 } from '../../lib/index.js';
 import { alphabetise, digits } from '../../lib/tasks/index.js';
-import { mulberry32 } from '../../lib/math.js';
 import { payloadOf, validateBundle } from '../../lib/method.js';
 import { openFileStore, sealUnverified } from '../../lib/node.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { migrate } from '../../lib/store/idb/schema.js';
 import { scriptedPolicy } from '../tfgrpo/helpers/scripted-policy.js';
 import { methodRecords } from '../../lib/methods/records.js';
+import { armPolicy } from '../fixtures/v5/runs.js';
 
 const FIXTURES = new URL('../fixtures/v4/', import.meta.url).pathname;
 
@@ -46,22 +43,6 @@ const arms = [
 const right = { name: 'right', score: ({ text }: { text: string }) => (text === 'right' ? 1 : 0) };
 const router = { dataset: [{ prompt: '1+1' }, { prompt: '2+2' }, { prompt: '3+3' }, { prompt: '4+4' }], rewards: [right], arms, groupSize: 4, epochs: 2, batchSize: 2 };
 const gradient = { dataset: digits.dataset({ size: 4, seed: 1 }), rewards: digits.rewards, task: 'digits', groupSize: 4, batchSize: 2, maxNewTokens: 4, epochs: 1, head: { rank: 2 } };
-
-function armPolicy(): Policy {
-  return {
-    info: { model: 'arm-sensitive', backend: 'test' },
-    async generateGroup(options: GenerateGroupOptions): Promise<GroupResult> {
-      const good = (options.prompt ?? '').endsWith('Show your work.');
-      const random = mulberry32(options.seed ?? 0);
-      const completions = Array.from({ length: options.groupSize }, () => {
-        const text = random() < (good ? 0.9 : 0.2) ? 'right' : 'wrong';
-        return { text, tokenIds: [text.length], logprobs: [-0.5], finishReason: 'eos' as const };
-      });
-      return { promptTokenIds: [1], completions, usage: { promptTokens: options.groupSize, completionTokens: options.groupSize } };
-    },
-    async dispose() {},
-  };
-}
 
 let policy: OnnxPolicy;
 const dirs: string[] = [];

@@ -26,7 +26,6 @@ import {
   trainingFreeGrpo,
   type EpochExport,
   type GenerateGroupOptions,
-  type GroupResult,
   type LoopHandles,
   type Policy,
   type PolicyRecording,
@@ -34,11 +33,11 @@ import {
   type Store,
 } from '../../lib/index.js';
 import { alphabetise, digits } from '../../lib/tasks/index.js';
-import { mulberry32 } from '../../lib/math.js';
 import { openFileStore } from '../../lib/node.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { recordReference, standardShape } from '../tfgrpo/helpers/fixture.js';
 import { bestOfGRun, countingPolicy, lengthReward, resumeBestOfG } from './best-of-g.js';
+import { armPolicy } from '../fixtures/v5/runs.js';
 
 type AnyRun = Run<{ type: string; [key: string]: unknown }, { status: string; stepsCompleted: number }>;
 
@@ -93,22 +92,6 @@ function slowLora(policy: OnnxPolicy, delayMs: number | undefined): LoraPolicy {
     followAdapter: (adapter) => policy.followAdapter(adapter),
     promptIds: (input) => policy.promptIds(input),
     dispose: async () => undefined,
-  };
-}
-
-function armPolicy(): Policy {
-  return {
-    info: { model: 'arm-sensitive', backend: 'test' },
-    async generateGroup(options: GenerateGroupOptions): Promise<GroupResult> {
-      const good = (options.prompt ?? '').endsWith('Show your work.');
-      const random = mulberry32(options.seed ?? 0);
-      const completions = Array.from({ length: options.groupSize }, () => {
-        const text = random() < (good ? 0.9 : 0.2) ? 'right' : 'wrong';
-        return { text, tokenIds: [text.length], logprobs: [-0.5], finishReason: 'eos' as const };
-      });
-      return { promptTokenIds: [1], completions, usage: { promptTokens: options.groupSize, completionTokens: options.groupSize } };
-    },
-    async dispose() {},
   };
 }
 
