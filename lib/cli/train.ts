@@ -18,7 +18,7 @@ import { openFileStore, sealUnverified, type FileStore } from '../node.js';
 import { runMethod } from '../methods/run-method.js';
 import type { RunRecord, StepPayloadBase } from '../store/records/index.js';
 import type { LoopMode } from '../methods/training-free/record.js';
-import type { RouterArm } from '../route/arm.js';
+import type { RouterArm } from '../methods/router/arm.js';
 import type { DatasetItem } from '../core/dataset.js';
 import { parseDatasetJsonl } from '../tasks/jsonl.js';
 import { builtinTasks, getTask } from '../tasks/index.js';

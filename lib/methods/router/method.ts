@@ -8,7 +8,7 @@
  * committed step (the finished items' samples handed to it again). Each item's routing draws from
  * its own seed, so a resumed run ends with the same router as an uninterrupted one.
  */
-import { armPrompt } from '../../route/arm.js';
+import { armPrompt } from './arm.js';
 import { itemResultGroup } from '../../run/groups.js';
 import { promptOf } from '../../run/rollout.js';
 import { mulberry32, type Rng } from '../../math/random.js';
@@ -21,7 +21,7 @@ import { resumeRun, startRun } from '../../run/driver.js';
 import type { Method } from '../../run/method.js';
 import { validateHandles } from '../../run/options.js';
 import type { Run } from '../../run/run.js';
-import { GrpoRouter, type GrpoRouterState } from '../../route/router.js';
+import { GrpoRouter, type GrpoRouterState } from './router.js';
 import type { RouterEvent } from './events.js';
 import { observe, queryClassOf, routeItem, servedArm } from './item.js';
 import { resolveRouterConfig, type RouterGrpoOptions, type RouterHandles } from './options.js';
