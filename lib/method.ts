@@ -15,7 +15,7 @@
 export { startRun, resumeRun } from './run/driver.js';
 export type { RunOf, CustomRunRecord } from './run/run.js';
 export type {
-  Method, AnyMethod, NewRun, Drive, DriveMoment, HeldOutSampling, StartOptions, StepOutcome, PreparedItem, SampledGroup,
+  Method, MethodTypes, ResolvedMethodTypes, AnyMethod, NewRun, Drive, DriveMoment, HeldOutSampling, StartOptions, StepOutcome, PreparedItem, SampledGroup,
   ItemContext, OpenContext, Reporter, RunTally, EventFields
 } from './run/method.js';
 export { registerMethod, methodOf, methodKinds, builtinMethods, type RegisteredMethod } from './methods/registry.js';

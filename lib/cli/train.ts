@@ -16,7 +16,7 @@ import type { Policy } from '../core/policy.js';
 import { exportRun } from '../store/run-export.js';
 import { openFileStore, sealUnverified, type FileStore } from '../node.js';
 import { runMethod } from '../methods/run-method.js';
-import type { RunRecord, StepPayloadBase } from '../store/records/index.js';
+import type { RunRecord } from '../store/records/index.js';
 import type { LoopMode } from '../methods/training-free/record.js';
 import type { RouterArm } from '../methods/router/arm.js';
 import type { DatasetItem } from '../core/dataset.js';
@@ -30,7 +30,7 @@ import { writeTrainedPeftFolder } from './peft-out.js';
 import { checkOutputPaths } from './output-paths.js';
 import { methodOf, type RegisteredMethod } from '../methods/registry.js';
 import { resumeRun, startRun } from '../run/driver.js';
-import type { StartOptions } from '../run/method.js';
+import type { MethodTypes } from '../run/method.js';
 import type { LoopHandles } from '../run/options.js';
 import type { RewardFunction } from '../core/reward.js';
 import type { Run } from '../run/run.js';
@@ -261,7 +261,7 @@ async function startFromFlags(values: Values, kind: string, method: RegisteredMe
   const { dataset, rewards } = await datasetOf(values);
   const exported = values['export-jsonl'] !== undefined ? await epochExportFile(values['export-jsonl'], format, dataset, policy) : undefined;
   // Each method takes the options it knows (its `create` reads them) and ignores the rest.
-  const loop = startRun<CliEvent, string, LoopHandles, unknown, StepPayloadBase & { kind: string }, StartOptions, unknown>(method, {
+  const loop = startRun<CliEvent, MethodTypes>(method, {
     ...handles,
     dataset,
     rewards,

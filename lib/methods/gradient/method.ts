@@ -57,7 +57,7 @@ export type GradientRun = Run<GradientEvent, GradientResult>;
 export type LoraRun = Run<LoraEvent, LoraResult>;
 
 /** The gradient method's two registry entries: one method, labelled by the adapter its runs train. */
-export const headMethod: Method<'gradient', GradientHandles, GradientResult, GradientStepPayload, GradientGrpoOptions, HeadAdapterWeights> = {
+export const headMethod: Method<{ kind: 'gradient'; handles: GradientHandles; result: GradientResult; payload: GradientStepPayload; options: GradientGrpoOptions; initial: HeadAdapterWeights }> = {
   kind: 'gradient',
   record: GRADIENT_RECORD,
   trains: 'head',
@@ -66,7 +66,7 @@ export const headMethod: Method<'gradient', GradientHandles, GradientResult, Gra
   open: async (ctx) => gradientDrive(ctx.run.config, await openHeadAdapter(ctx)),
 };
 
-export const loraMethod: Method<'lora', LoraHandles, LoraResult, LoraStepPayload, LoraGrpoOptions, LoraAdapter> = {
+export const loraMethod: Method<{ kind: 'lora'; handles: LoraHandles; result: LoraResult; payload: LoraStepPayload; options: LoraGrpoOptions; initial: LoraAdapter }> = {
   kind: 'lora',
   record: LORA_RECORD,
   trains: 'layers',

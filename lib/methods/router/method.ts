@@ -12,7 +12,6 @@ import { armPrompt } from './arm.js';
 import { itemResultGroup } from '../../run/groups.js';
 import { promptOf } from '../../run/rollout.js';
 import { mulberry32, type Rng } from '../../math/random.js';
-import type { PayloadOf } from '../../store/records/index.js';
 import type { StepRouting } from './record.js';
 import type { Store } from '../../store/store.js';
 import { ROUTER_RECORD } from './record.js';
@@ -41,7 +40,7 @@ export interface RouterResult {
 /** A run in progress: iterate it for events (once), or await `result()`. */
 export type RouterRun = Run<RouterEvent, RouterResult>;
 
-export const routerMethod: Method<'router', RouterHandles, RouterResult, PayloadOf<'router'>, RouterGrpoOptions> = {
+export const routerMethod: Method<{ kind: 'router'; handles: RouterHandles; result: RouterResult; options: RouterGrpoOptions }> = {
   kind: 'router',
   record: ROUTER_RECORD,
   create: (options) => ({ config: resolveRouterConfig(options) }),

@@ -13,7 +13,6 @@ import { normalizeExperienceLibrary } from '../../experience/normalize.js';
 import { estimateTokens, formatExemplar, formatLesson } from '../../experience/render.js';
 import type { ExperienceLibrary } from '../../experience/types.js';
 import type { Policy } from '../../core/policy.js';
-import type { PayloadOf } from '../../store/records/index.js';
 import type { Store } from '../../store/store.js';
 import { TRAINING_FREE_RECORD } from './record.js';
 import type { DatasetItem } from '../../core/dataset.js';
@@ -49,7 +48,7 @@ export interface ResumeOptions extends TrainingFreeHandles {
   store: Store;
 }
 
-export const trainingFreeMethod: Method<'training-free', TrainingFreeHandles, TrainingFreeResult, PayloadOf<'training-free'>, TrainingFreeGrpoOptions> = {
+export const trainingFreeMethod: Method<{ kind: 'training-free'; handles: TrainingFreeHandles; result: TrainingFreeResult; options: TrainingFreeGrpoOptions }> = {
   kind: 'training-free',
   record: TRAINING_FREE_RECORD,
   create(options) {
