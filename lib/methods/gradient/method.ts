@@ -14,7 +14,7 @@
 import type { PromptInput } from '../../core/policy.js';
 import type { AdapterFile } from '../../train/head/format.js';
 import type { LoraAdapterFile } from '../../lora/format.js';
-import { resumeRun, startRun } from '../../run/driver.js';
+import { resumeRun, startNewRun } from '../../run/driver.js';
 import type { Drive, Method } from '../../run/method.js';
 import type { Run } from '../../run/run.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
@@ -99,7 +99,7 @@ function gradientDrive<P extends GradientStepPayload | LoraStepPayload, E extend
 export function gradientGrpo(options: LoraGrpoOptions & { adapter: 'lora' }): LoraRun;
 export function gradientGrpo(options: GradientGrpoOptions): GradientRun;
 export function gradientGrpo(options: GradientGrpoOptions | (LoraGrpoOptions & { adapter: 'lora' })): GradientRun | LoraRun {
-  return options?.adapter === 'lora' ? (startRun(loraMethod, options) as LoraRun) : (startRun(headMethod, options) as GradientRun);
+  return options?.adapter === 'lora' ? (startNewRun(loraMethod, options, createLoraRun(options)) as LoraRun) : (startNewRun(headMethod, options, createHeadRun(options)) as GradientRun);
 }
 
 /**
