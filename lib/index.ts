@@ -45,7 +45,7 @@ export type * from './store/records/index.js';
 export type * from './methods/training-free/record.js';
 export type * from './methods/gradient/record.js';
 export type * from './methods/router/record.js';
-export type { Store, RunLock, RunStatusPatch, StepRange } from './store/store.js';
+export type { Store, RunLock, RunStatusPatch, StepRange, DamagedRun } from './store/store.js';
 export { MemoryStore, exportRun, type RunExport, type ImportOptions } from './store/index.js';
 export { importRun } from './methods/records.js';
 export { libraryAt } from './methods/training-free/history.js';

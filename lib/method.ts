@@ -14,6 +14,7 @@
 // The driver and its hooks.
 export { startRun, resumeRun } from './run/driver.js';
 export type { RunOf, CustomRunRecord } from './run/run.js';
+export type { StepPlan } from './run/schedule.js';
 export type {
   Method, MethodTypes, ResolvedMethodTypes, AnyMethod, NewRun, Drive, DriveMoment, HeldOutSampling, StartOptions, StepOutcome, PreparedItem, SampledGroup,
   ItemContext, OpenContext, Reporter, RunTally, EventFields
