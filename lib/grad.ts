@@ -51,8 +51,8 @@ export type { AdapterCheckpoint } from './methods/gradient/adapter.js';
 // Full-depth LoRA (every attention and MLP projection of every layer): the frozen decoder read
 // from the ONNX graph (by its structure), a new adapter, its trainer on onnxruntime's graphs, PEFT
 // folders, and the adapter merged into the ONNX model's weights (to export a model of its own).
-export type { DecoderShape, DecoderWeights, LoraModule } from './lora/weights.js';
-export { readDecoderWeights, type ReadWeightsOptions } from './lora/onnx-weights.js';
+export type { DecoderShape, DecoderWeights, LoraModule } from './weights/decoder.js';
+export { readDecoderWeights, type ReadWeightsOptions } from './weights/read-onnx.js';
 export { createLoraAdapter, type LoraAdapter, type LoraConfig, type LoraOptions } from './lora/adapter.js';
 export { exportPeftAdapter, importPeftAdapter, peftBaseModel, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, type PeftBaseSource, type PeftExportOptions, type PeftFolder } from './lora/peft.js';
 export { runPeftAdapter, type RunPeftAdapter } from './export/peft.js';

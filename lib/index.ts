@@ -29,7 +29,7 @@ export {
   routerGrpo, resumeRouterGrpo, ROUTER_DEFAULTS, type RouterRun, type RouterResult, type RouterGrpoOptions,
   type RouterHandles, type RouterEvent, type RouterEventType, type RouterEpochStats
 } from './methods/router/index.js';
-export { GrpoRouter, type GrpoRouterOptions, type GrpoRouterState, type RouterSample, type RouterUpdateStats, type RoutingContext } from './route/index.js';
+export { GrpoRouter, type GrpoRouterOptions, type GrpoRouterState, type RouterSample, type RouterUpdateStats, type RoutingContext } from './methods/router/router.js';
 export type { Run } from './run/run.js';
 export type { GroupSamplingOptions } from './run/options.js';
 export { evaluate, type EvaluateOptions, type EvaluateProgress, type JudgedSample } from './run/evaluate.js';
@@ -45,7 +45,7 @@ export type * from './store/records/index.js';
 export type * from './methods/training-free/record.js';
 export type * from './methods/gradient/record.js';
 export type * from './methods/router/record.js';
-export type { Store, RunLock, RunStatusPatch, StepRange } from './store/store.js';
+export type { Store, RunLock, RunStatusPatch, StepRange, DamagedRun } from './store/store.js';
 export { MemoryStore, exportRun, type RunExport, type ImportOptions } from './store/index.js';
 export { importRun } from './methods/records.js';
 export { libraryAt } from './methods/training-free/history.js';

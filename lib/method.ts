@@ -14,8 +14,9 @@
 // The driver and its hooks.
 export { startRun, resumeRun } from './run/driver.js';
 export type { RunOf, CustomRunRecord } from './run/run.js';
+export type { StepPlan } from './run/schedule.js';
 export type {
-  Method, AnyMethod, NewRun, Drive, DriveMoment, HeldOutSampling, StartOptions, StepOutcome, PreparedItem, SampledGroup,
+  Method, MethodTypes, ResolvedMethodTypes, AnyMethod, NewRun, Drive, DriveMoment, HeldOutSampling, StartOptions, StepOutcome, PreparedItem, SampledGroup,
   ItemContext, OpenContext, Reporter, RunTally, EventFields
 } from './run/method.js';
 export { registerMethod, methodOf, methodKinds, builtinMethods, type RegisteredMethod } from './methods/registry.js';
@@ -33,7 +34,7 @@ export { RECORDING_FORMAT } from './policy/recorded.js';
 export { completionId, parseCompletionId } from './session/index.js';
 
 // The router's parts: the prompt of an arm, a query's class, the routing distribution.
-export { armPrompt } from './route/index.js';
+export { armPrompt } from './methods/router/arm.js';
 export { queryClassOf, routingProbabilities } from './methods/router/index.js';
 
 // The experience library's operations, the critic's output schemas, and their defaults.
@@ -50,5 +51,5 @@ export {
   compileResponseFormat, ResponseGrammar, TokenMatcher, tokenVocabulary, TokenVocabulary,
   byteLevelTokenBytes, sentencePieceTokenBytes, applyTokenMask, isAllowed, countAllowed, maskedLogSoftmax,
   maskedLogSumExp, type GrammarOptions
-} from './policy/constrain/index.js';
+} from './constrain/index.js';
 export type { JsonSchema, ResponseFormat } from './core/policy.js';

@@ -5,20 +5,19 @@
  * epoch, the final library, `--resume`, `--out`. Methods are started and resumed through the
  * registry (lib/methods/registry.ts), never by name here.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InvalidInputError, StoreCorruptError, WebgrpoError } from '../errors.js';
-import { openEpochExport, type EpochExportFile } from '../export/epoch-file.js';
+import type { EpochExportFile } from '../export/epoch-file.js';
 import type { JsonlFormat } from '../export/jsonl.js';
 import { recordingPolicy, replayPolicy, type RecordingPolicy } from '../policy/recorded.js';
 import type { Policy } from '../core/policy.js';
-import { exportRun } from '../store/run-export.js';
 import { openFileStore, sealUnverified, type FileStore } from '../node.js';
 import { runMethod } from '../methods/run-method.js';
-import type { RunRecord, StepPayloadBase } from '../store/records/index.js';
+import type { RunRecord } from '../store/records/index.js';
 import type { LoopMode } from '../methods/training-free/record.js';
-import type { RouterArm } from '../route/arm.js';
+import type { RouterArm } from '../methods/router/arm.js';
 import type { DatasetItem } from '../core/dataset.js';
 import { parseDatasetJsonl } from '../tasks/jsonl.js';
 import { builtinTasks, getTask } from '../tasks/index.js';
@@ -26,11 +25,10 @@ import { builtinRewards } from '../tasks/rewards.js';
 import { Progress, table, type ViewIo } from './train-view.js';
 import { adapterOptions, checkTrainFlags, int, libraryOptions, num, UsageError } from './train-flags.js';
 import { modelPath } from './model-arg.js';
-import { writeTrainedPeftFolder } from './peft-out.js';
-import { checkOutputPaths } from './output-paths.js';
+import { checkOutputPaths, epochExportFile, writeRunOutputs } from './output-paths.js';
 import { methodOf, type RegisteredMethod } from '../methods/registry.js';
 import { resumeRun, startRun } from '../run/driver.js';
-import type { StartOptions } from '../run/method.js';
+import type { MethodTypes } from '../run/method.js';
 import type { LoopHandles } from '../run/options.js';
 import type { RewardFunction } from '../core/reward.js';
 import type { Run } from '../run/run.js';
@@ -205,17 +203,8 @@ async function train(values: Values, store: FileStore, io: TrainIo): Promise<num
   const handles = { policy: active, store, signal: io.interrupt };
   const { loop, exported } = resumed ? await resumeFromFlags(values, method, resumed, handles, format, policy, io) : await startFromFlags(values, kind, method, handles, format, policy, io);
   const { status, failure } = await follow(loop, io, values.quiet);
-  // A gradient run's trainer holds the adapter; the model is disposed with it below.
-  if (exported) {
-    await exported.sink.flush();
-    if (exported.lines() > 0) io.stderr(`Appended ${exported.lines()} lines of training data to ${exported.sink.path}\n`);
-  }
-  if (recorder && values.record !== undefined) await writeFile(values.record, JSON.stringify(recorder.recording()));
-  if (values.out !== undefined && (await store.getRun(loop.runId))) {
-    await writeFile(values.out, `${JSON.stringify(await exportRun(store, loop.runId), null, 2)}\n`);
-    io.stderr(`Wrote the run to ${values.out}\n`);
-  }
-  if (values['peft-out'] !== undefined) await writeTrainedPeftFolder(store, loop.runId, values['peft-out'], io.stderr);
+  await writeRunOutputs(store, loop.runId, { out: values.out, record: values.record, peftOut: values['peft-out'] }, { exported, recorder }, io.stderr);
+  // A gradient run's trainer holds the adapter; the model is disposed with it.
   await policy.dispose();
   return exitCode(failure, status, `webgrpo train --resume ${loop.runId} --store ${values.store}`, io);
 }
@@ -261,7 +250,7 @@ async function startFromFlags(values: Values, kind: string, method: RegisteredMe
   const { dataset, rewards } = await datasetOf(values);
   const exported = values['export-jsonl'] !== undefined ? await epochExportFile(values['export-jsonl'], format, dataset, policy) : undefined;
   // Each method takes the options it knows (its `create` reads them) and ignores the rest.
-  const loop = startRun<CliEvent, string, LoopHandles, unknown, StepPayloadBase & { kind: string }, StartOptions, unknown>(method, {
+  const loop = startRun<CliEvent, MethodTypes>(method, {
     ...handles,
     dataset,
     rewards,
@@ -340,29 +329,6 @@ const CLI_ARMS: readonly RouterArm[] = [
   { id: 'cool', label: 'Cool', temperatureScale: 0.5 },
   { id: 'hot', label: 'Hot', temperatureScale: 1.5 },
 ];
-
-/** Columns every exported line carries besides prompt and completion. */
-const EXPORT_COLUMNS = ['reward', 'advantage', 'groupId', 'completionId'] as const;
-
-/**
- * `--export-jsonl`: each finished epoch's completions appended to `path`, at least once and never
- * twice (a resume first writes the finished epochs whose lines are missing). The standard format
- * renders chat prompts (a method's own too) through the model's chat template; a chat dataset on a
- * model without one is refused up front, so a run never fails at its first epoch's end over it.
- */
-async function epochExportFile(
-  path: string,
-  format: JsonlFormat,
-  dataset: readonly DatasetItem[],
-  policy: Policy,
-  resume?: { store: FileStore; runId: string },
-): Promise<EpochExportFile> {
-  const chats = format === 'standard' && dataset.some((item) => item.messages !== undefined);
-  if (chats && !policy.renderPrompt) {
-    throw new UsageError(`--export-format standard renders chat prompts through the model's chat template, and ${policy.info.model} (${policy.info.backend}) has none to hand; use --export-format conversational, or a local model.`);
-  }
-  return openEpochExport(resolve(path), { format, include: EXPORT_COLUMNS, ...(format === 'standard' && policy.renderPrompt ? { render: policy } : {}) }, resume);
-}
 
 /** The reward functions of a stored run: its built-in task's, or built-in rewards by name. */
 function rewardsOf(run: RunRecord): RewardFunction[] {

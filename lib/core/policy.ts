@@ -5,13 +5,13 @@
  * (lib/core), so every layer can name a policy without importing a backend.
  */
 
-/** A JSON Schema document (the subset `compileResponseFormat` in lib/policy/constrain documents), or `true` for any value. */
+/** A JSON Schema document (the subset `compileResponseFormat` in lib/constrain documents), or `true` for any value. */
 export type JsonSchema = boolean | { readonly [keyword: string]: unknown };
 
 export type ResponseFormat =
   | { type: 'json_schema'; schema: JsonSchema }
   | { type: 'json_object' }
-  /** The whole output matches `pattern` (see lib/policy/constrain/regex.ts for the subset). */
+  /** The whole output matches `pattern` (see lib/constrain/regex.ts for the subset). */
   | { type: 'regex'; pattern: string };
 
 export interface ChatMessage {

@@ -9,7 +9,7 @@
  */
 import { InvalidInputError } from '../errors.js';
 import { mulberry32 } from '../math/random.js';
-import { LORA_MODULES, moduleDims, type DecoderShape, type LoraModule } from './weights.js';
+import { LORA_MODULES, moduleDims, type DecoderShape, type LoraModule } from '../weights/decoder.js';
 
 export interface LoraOptions {
   /** Rank; default 8. */

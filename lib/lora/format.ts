@@ -17,7 +17,7 @@ import { InvalidInputError } from '../errors.js';
 import { decodeFloats, encodeFloats } from '../core/float-base64.js';
 import { loraScale, resolveLoraConfig, type LoraAdapter, type LoraPair } from './adapter.js';
 import type { LoraOptimizerState } from './optimizer.js';
-import { LORA_MODULES, type LoraModule } from './weights.js';
+import { LORA_MODULES, type LoraModule } from '../weights/decoder.js';
 import { parsedJson } from '../core/shape.js';
 
 export const LORA_ADAPTER_FORMAT = 'webgrpo.lora';

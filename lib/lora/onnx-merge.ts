@@ -12,7 +12,7 @@ import { ModelLoadError, UnsupportedError } from '../errors.js';
 import { concat, fieldHeader, fields, findField, LENGTH_DELIMITED } from '../policy/onnx/protobuf.js';
 import type { LoraAdapter } from './adapter.js';
 import { floatToHalf } from '../policy/onnx/half.js';
-import { LORA_MODULES, type DecoderWeights } from './weights.js';
+import { LORA_MODULES, type DecoderWeights } from '../weights/decoder.js';
 
 const MODEL_GRAPH = 7;
 const GRAPH_INITIALIZER = 5;

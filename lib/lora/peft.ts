@@ -13,8 +13,8 @@
  */
 import { InvalidInputError, ParseError, UnsupportedError } from '../errors.js';
 import { loraScale, type LoraAdapter, type LoraConfig, type LoraPair } from './adapter.js';
-import { readSafetensors, writeSafetensors } from './safetensors.js';
-import { LORA_MODULES, MODULE_PARENT, moduleDims, type DecoderShape, type LoraModule } from './weights.js';
+import { readSafetensors, writeSafetensors } from '../weights/safetensors.js';
+import { LORA_MODULES, MODULE_PARENT, moduleDims, type DecoderShape, type LoraModule } from '../weights/decoder.js';
 
 /** The name PEFT gives an adapter folder's config file. */
 export const PEFT_CONFIG_FILE = 'adapter_config.json';

@@ -6,9 +6,7 @@
  * nothing.
  */
 import { InvalidInputError } from '../errors.js';
-import type { AnyMethod, Method, StartOptions } from '../run/method.js';
-import type { LoopHandles } from '../run/options.js';
-import type { StepPayloadBase } from '../store/records/index.js';
+import type { AnyMethod, Method, MethodTypes } from '../run/method.js';
 import { headMethod, loraMethod } from './gradient/method.js';
 import { routerMethod } from './router/method.js';
 import { trainingFreeMethod } from './training-free/method.js';
@@ -23,7 +21,7 @@ export const builtinMethods: readonly RegisteredMethod[] = [trainingFreeMethod, 
 const registered = new Map<string, RegisteredMethod>();
 
 /** Makes a method known by its kind: its runs validate, import, export and resume like the built-in ones. */
-export function registerMethod<K extends string, H extends LoopHandles, R, P extends StepPayloadBase & { kind: K }, O extends StartOptions<H>, I>(method: Method<K, H, R, P, O, I>): void {
+export function registerMethod<T extends MethodTypes>(method: Method<T>): void {
   if (method && builtinMethods.some((m) => m.kind === method.kind)) throw new InvalidInputError('method', `"${method.kind}" is a built-in method's kind; give yours another.`);
   if (!method || typeof method.kind !== 'string' || method.kind === '' || typeof method.open !== 'function' || typeof method.create !== 'function' || method.record?.kind !== method.kind || typeof method.record.config !== 'function') {
     throw new InvalidInputError('method', 'expected a method: { kind, record (a RecordKind of the same kind, with config), create, validateHandles, open, ... }.');

@@ -15,7 +15,7 @@
  * takes the first maximal logit; its `logprob` is under the untempered distribution (T = 1) and
  * `sampledLogprob` is 0 (the filtered distribution is a point mass).
  *
- * With an allowed-token bitset (constrained decoding, lib/policy/constrain), steps 2 and 3 run over
+ * With an allowed-token bitset (constrained decoding, lib/constrain), steps 2 and 3 run over
  * the allowed tokens only: disallowed ones leave the kept set after log Z is taken, so `logprob`
  * stays the unconstrained one and `sampledLogprob` is exact under the constraint; greedy takes the
  * first maximal allowed logit.

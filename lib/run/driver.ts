@@ -29,11 +29,11 @@ import type { Store } from '../store/store.js';
 import type { RewardFunction } from '../core/reward.js';
 import type { Progress } from './events.js';
 import { evaluateHeldOut, evaluationDue, resolveEvaluation } from './held-out.js';
-import type { AnyMethod, Drive, ItemContext, Method, PreparedItem, Reporter, RunTally, SampledGroup, StartOptions } from './method.js';
+import type { AnyMethod, Drive, ItemContext, Method, MethodTypes, NewRun, PreparedItem, ResolvedMethodTypes, Reporter, RunTally, SampledGroup } from './method.js';
 import { checkRunId, matchRewards, validateHandles, type LoopHandles } from './options.js';
 import { deriveSeed } from './random.js';
 import { promptOf, rewardTable, sampleGroup } from './rollout.js';
-import { LoopRun, stopRun, storedRun, type Run, type RunStop } from './run.js';
+import { LoopRun, stopRun, storedRun, type Run, type RunOf, type RunStop } from './run.js';
 import { progressAt, Schedule, type StepPlan } from './schedule.js';
 import { groupStats, stepStats } from './stats.js';
 
@@ -385,9 +385,21 @@ function runEnd(loop: Loop, end: RunStop | { status: 'completed' }): Promise<voi
  * options by its `create`, then the dataset, the run id and the held-out evaluation, resolved
  * once into the stored config), stored when the run is first iterated, then driven.
  */
-export function startRun<E, K extends string, H extends LoopHandles, R, P extends StepPayloadBase & { kind: K }, O extends StartOptions<H>, I>(method: Method<K, H, R, P, O, I>, options: OptionsOf<K, O>): Run<E, R> {
+export function startRun<E, T extends MethodTypes>(method: Method<T>, options: OptionsOf<T['kind'], ResolvedMethodTypes<T>['options']>): Run<E, ResolvedMethodTypes<T>['result']> {
   if (!options || typeof options !== 'object') throw new InvalidInputError('options', 'expected an options object.');
-  const made = method.create(options);
+  return startNewRun(method, options, method.create(options));
+}
+
+/**
+ * `startRun` once the method's `create` has made the new run from `options`: a built-in method's
+ * start function calls its own create, so its options are followed into its code, not through
+ * the method object.
+ */
+export function startNewRun<E, T extends MethodTypes>(
+  method: Method<T>,
+  options: ResolvedMethodTypes<T>['options'],
+  made: NewRun<RunOf<T['kind']>['config'], ResolvedMethodTypes<T>['initial']>,
+): Run<E, ResolvedMethodTypes<T>['result']> {
   const dataset = validateDataset(options.dataset);
   const runId = options.runId !== undefined ? checkRunId(options.runId) : crypto.randomUUID();
   const evaluation = resolveEvaluation(options.evaluation, made.config);
@@ -395,7 +407,7 @@ export function startRun<E, K extends string, H extends LoopHandles, R, P extend
   const config = evaluation ? { ...made.config, evaluation } : made.config;
   const stored: AnyRunRecord = { id: runId, kind: method.kind, status: 'running', createdAt: now, updatedAt: now, config, initialLibrary: made.initialLibrary ?? emptyLibrary(), itemCount: dataset.length };
   const store: Store = options.store ?? new MemoryStore();
-  return new LoopRun<E, R>(runId, async (emit, signal) => {
+  return new LoopRun<E, ResolvedMethodTypes<T>['result']>(runId, async (emit, signal) => {
     // Checks that need the policy's async calls (its tokenizer) refuse the run before it is stored.
     await made.check?.(dataset, config);
     await store.createRun(stored, dataset);

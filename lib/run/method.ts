@@ -161,19 +161,43 @@ export interface Drive<R = unknown, P extends StepPayloadBase = StepPayloadBase>
 }
 
 /**
- * A method: its run kind, how the store checks its runs, and its hooks. `H` are its handles, `R`
- * the result a run resolves with, `P` its step payload (a built-in kind's own type by default),
- * `O` its start options, `I` what a new run opens from besides its stored config.
+ * The types a method's code is checked by, by name: its run `kind`, and where the method has its
+ * own, its `handles` (what a resume passes; default `LoopHandles`), the `result` a run resolves
+ * with (default `unknown`), its step `payload` (default: the kind's own in the store's `RunKinds`,
+ * else `{ kind, ...any JSON }`), its start `options` (default: its handles with the dataset) and
+ * the `initial` value a new run's first drive opens from besides its stored config (a given
+ * adapter; default `unknown`, which a method without one never reads). A field left out takes its
+ * default (`ResolvedMethodTypes`); one that disagrees with the others (a payload of another kind,
+ * start options without the handles) is `never`, so the hooks that use it do not compile.
  */
-export interface Method<
-  K extends string = string,
-  H extends LoopHandles = LoopHandles,
-  R = unknown,
-  P extends StepPayloadBase & { kind: K } = PayloadOf<K>,
-  O extends StartOptions<H> = StartOptions<H>,
-  I = undefined,
-> {
-  readonly kind: K;
+export interface MethodTypes {
+  kind: string;
+  handles?: LoopHandles;
+  result?: unknown;
+  payload?: StepPayloadBase;
+  options?: StartOptions;
+  initial?: unknown;
+}
+
+/** `T` with every field it leaves out at its default: the types a method's hooks are checked by. */
+export interface ResolvedMethodTypes<T extends MethodTypes> {
+  kind: T['kind'];
+  handles: T extends { handles: infer H extends LoopHandles } ? H : LoopHandles;
+  result: T extends { result: infer R } ? R : unknown;
+  /** Of the method's kind. */
+  payload: T extends { payload: infer P } ? (P extends StepPayloadBase & { kind: T['kind'] } ? P : never) : PayloadOf<T['kind']>;
+  /** They carry the method's handles. */
+  options: T extends { options: infer O } ? (O extends StartOptions<ResolvedMethodTypes<T>['handles']> ? O : never) : StartOptions<ResolvedMethodTypes<T>['handles']>;
+  initial: T extends { initial: infer I } ? I : unknown;
+}
+
+/**
+ * A method: its run kind, how the store checks its runs, and its hooks, checked by the types `T`
+ * names (`MethodTypes`): `Method<{ kind: 'best-of-g'; result: BestOfGResult; payload:
+ * BestOfGPayload; options: BestOfGOptions }>`.
+ */
+export interface Method<T extends MethodTypes = MethodTypes> {
+  readonly kind: T['kind'];
   /** How the store checks this method's runs (config, step payload, rollout fields). */
   readonly record: RecordKind;
   /**
@@ -183,13 +207,13 @@ export interface Method<
    */
   readonly trains?: Trains;
   /** A new run from the method's start options, checked synchronously (`startRun` does the rest). */
-  create(options: O): NewRun<RunOf<K>['config'], I>;
+  create(options: ResolvedMethodTypes<T>['options']): NewRun<RunOf<T['kind']>['config'], ResolvedMethodTypes<T>['initial']>;
   /** Checks a resume's handles (a start's are checked by `create`). */
-  validateHandles(handles: H): void;
+  validateHandles(handles: ResolvedMethodTypes<T>['handles']): void;
   /** The method's state for one drive of the run, from the store and the last committed step. */
-  open(ctx: OpenContext<RunOf<K>, H, P, I>): Promise<Drive<R, P>>;
+  open(ctx: OpenContext<RunOf<T['kind']>, ResolvedMethodTypes<T>['handles'], ResolvedMethodTypes<T>['payload'], ResolvedMethodTypes<T>['initial']>): Promise<Drive<ResolvedMethodTypes<T>['result'], ResolvedMethodTypes<T>['payload']>>;
   /** An item result as export groups (default: one group from the item's prompt). */
-  exportGroups?(config: RunOf<K>['config'], runId: string, result: ItemResult): ExportGroup[];
+  exportGroups?(config: RunOf<T['kind']>['config'], runId: string, result: ItemResult): ExportGroup[];
 }
 
 /** What a method's runs train of the policy: its LM head's adapter, or an adapter on every layer. */
@@ -205,7 +229,7 @@ export type StartOptions<H extends LoopHandles = LoopHandles> = H & EvaluationOp
  * run through its `record`. Every method is one: its hooks are methods, so their parameters are
  * compared both ways.
  */
-export type AnyMethod<H extends LoopHandles = LoopHandles, R = unknown> = Members<Method<string, H, R, StepPayloadBase & { kind: string }, StartOptions<H>, unknown>>;
+export type AnyMethod<H extends LoopHandles = LoopHandles, R = unknown> = Members<Method<{ kind: string; handles: H; result: R; payload: StepPayloadBase & { kind: string }; options: StartOptions<H>; initial: unknown }>>;
 
 /**
  * The members of `T` as a type of its own: a method is compared with `AnyMethod` hook by hook, not

@@ -59,6 +59,8 @@ export function real(value: number | undefined, name: string, fallback: number, 
 }
 
 export function validateHandles(handles: LoopHandles): void {
+  // A method's start checks its options here first, before it reads any of them.
+  if (!handles || typeof handles !== 'object') throw new InvalidInputError('options', 'expected an options object.');
   if (!handles.policy || typeof handles.policy.generateGroup !== 'function') {
     throw new InvalidInputError('policy', 'expected a Policy (an object with generateGroup).');
   }

@@ -8,7 +8,9 @@ import type { LoopConfig } from '../store/records/index.js';
 import type { Progress } from './events.js';
 import { deriveSeed, seededShuffle } from './random.js';
 
+/** Where one step of a run stands in its schedule: what a method's hooks get as `ctx.plan`. */
 export interface StepPlan {
+  /** 1-based over the whole run. */
   step: number;
   epoch: number;
   /** 1-based within the epoch. */

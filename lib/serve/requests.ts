@@ -4,7 +4,7 @@
  * `return_tokens_as_token_ids` follow vLLM's extensions.
  */
 import { WebgrpoError } from '../errors.js';
-import { compileResponseFormat } from '../policy/constrain/format.js';
+import { compileResponseFormat } from '../constrain/format.js';
 import type { ResponseFormat, ChatMessage, PromptInput, SamplingOptions } from '../core/policy.js';
 import { ApiError, badField } from './api-error.js';
 import {

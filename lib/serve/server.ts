@@ -14,7 +14,7 @@ import type { JsonlFormat } from '../export/jsonl.js';
 import type { Policy } from '../core/policy.js';
 import { createSession, type Session } from '../session/session.js';
 import type { SessionStore } from '../store/records/session.js';
-import { compileResponseFormat } from '../policy/constrain/format.js';
+import { compileResponseFormat } from '../constrain/format.js';
 import { ApiError } from './api-error.js';
 import { createApp } from './app.js';
 import { answerClientError } from './client-error.js';

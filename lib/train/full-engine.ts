@@ -10,7 +10,7 @@
  */
 import { InvalidInputError } from '../errors.js';
 import { adamwTensors, globalNorm, type ResolvedOptimizer } from './optimizer.js';
-import type { DecoderWeights } from '../lora/weights.js';
+import type { DecoderWeights } from '../weights/decoder.js';
 import type { EngineBatch, EngineStats, ForwardOptions, TrainingEngine } from './engine.js';
 import { batchInputs, floatTensor, layout, type Batch } from './graph/batch-layout.js';
 import type { Precision } from './graph/builder.js';

@@ -10,10 +10,10 @@
 import { InvalidInputError } from '../errors.js';
 import { adamwTensors, globalNorm, type ResolvedOptimizer } from './optimizer.js';
 import { createLoraAdapter, loraTensors, zerosLike, type LoraAdapter, type LoraOptions } from '../lora/adapter.js';
-import { readDecoderWeights } from '../lora/onnx-weights.js';
+import { readDecoderWeights } from '../weights/read-onnx.js';
 import { findDecoder } from '../policy/onnx/structure/find-decoder.js';
 import { loraOptimizerState, type LoraOptimizerState } from '../lora/optimizer.js';
-import type { DecoderWeights } from '../lora/weights.js';
+import type { DecoderWeights } from '../weights/decoder.js';
 import type { PromptInput } from '../core/policy.js';
 import type { TrainablePolicy } from './trainable-policy.js';
 import type { EngineBatch, EngineStats, ForwardOptions, TrainingEngine } from './engine.js';

@@ -10,7 +10,7 @@
  * ops, so the live set is usually smaller): an upper estimate, not a measurement.
  */
 import { InvalidInputError } from '../errors.js';
-import { LORA_MODULES, moduleDims, type DecoderShape, type LoraModule } from '../lora/weights.js';
+import { LORA_MODULES, moduleDims, type DecoderShape, type LoraModule } from '../weights/decoder.js';
 import { microBatches, rowsOf, rowWidth, type GraphGroup } from './graph/rows.js';
 
 const FLOAT = 4;

@@ -23,7 +23,7 @@ import type { DatasetItem } from '../../lib/index.js';
 import { GrpoConfig } from '../../lib/math.js';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
-import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
+import { readDecoderWeights } from '../../lib/weights/read-onnx.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import type { GroupResult } from '../../lib/core/policy.js';
 import { BATCH, datasets, GROUP, inputOf as taskInput, MAX_NEW, measure as measureTask, score, type Measure } from './_first-letter-task.js';

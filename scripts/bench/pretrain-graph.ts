@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { clipFactor, resolveOptimizer } from '../../lib/train/optimizer.js';
 import { decoderParameterCount } from '../../lib/train/graph/lora-graph.js';
-import type { DecoderWeights } from '../../lib/lora/weights.js';
+import type { DecoderWeights } from '../../lib/weights/decoder.js';
 import { vocabulary } from '../build-model/tokenizer.js';
 import { initWeights } from '../build-model/weights.js';
 import { CONTINUE, PRETRAIN, SKILL_SPEC } from '../pretrain/config.js';

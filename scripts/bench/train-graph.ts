@@ -18,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 import * as ort from 'onnxruntime-node';
 import { createLoraAdapter, loraParameterCount, type LoraAdapter } from '../../lib/lora/adapter.js';
 import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
-import type { DecoderWeights } from '../../lib/lora/weights.js';
+import type { DecoderWeights } from '../../lib/weights/decoder.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';

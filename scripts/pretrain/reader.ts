@@ -10,8 +10,8 @@
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { decoderParameterCount } from '../../lib/train/graph/lora-graph.js';
-import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
-import type { DecoderWeights } from '../../lib/lora/weights.js';
+import { readDecoderWeights } from '../../lib/weights/read-onnx.js';
+import type { DecoderWeights } from '../../lib/weights/decoder.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { namedFormat } from '../../lib/tasks/named-format.js';
 import { skillTasks } from '../../lib/tasks/skill.js';

@@ -8,7 +8,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { clipFactor, resolveOptimizer } from '../../lib/train/optimizer.js';
-import type { DecoderWeights } from '../../lib/lora/weights.js';
+import type { DecoderWeights } from '../../lib/weights/decoder.js';
 import { FullTrainingEngine } from '../../lib/train/full-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { learningRate, type PretrainConfig } from './config.js';

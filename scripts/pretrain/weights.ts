@@ -1,5 +1,5 @@
 /** The model builder's weights (scripts/build-model/weights.ts) as the engine's DecoderWeights and back: the same arrays, no copies. */
-import type { DecoderShape, DecoderWeights } from '../../lib/lora/weights.js';
+import type { DecoderShape, DecoderWeights } from '../../lib/weights/decoder.js';
 import type { ModelSpec } from '../build-model/spec.js';
 import type { Weights } from '../build-model/weights.js';
 

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResponseFormat } from '../../lib/index.js';
 import { compileResponseFormat, tokenVocabulary } from '../../lib/method.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import { isAllowed } from '../../lib/policy/constrain/mask.js';
+import { isAllowed } from '../../lib/constrain/mask.js';
 import { tokenBytesTable } from '../../lib/policy/onnx/token-table.js';
 import type { SampledToken, SamplingConfig } from '../../lib/policy/sampling.js';
 import type { GenerateGroupOptions, GroupResult, PolicyInfo, ScoreOptions, ScoreResult } from '../../lib/core/policy.js';

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResponseFormat } from '../../lib/index.js';
 import { compileResponseFormat, tokenVocabulary } from '../../lib/method.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import { isAllowed } from '../../lib/policy/constrain/mask.js';
+import { isAllowed } from '../../lib/constrain/mask.js';
 import { tokenBytesTable } from '../../lib/policy/onnx/token-table.js';
 import { buildByteLevelModel } from './byte-level-model.js';
 import { schemaArbitrary } from './schemas.js';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../lib/index.js';
 import { compileResponseFormat, tokenVocabulary } from '../../lib/method.js';
 import { bundledModelPath, loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
-import { isAllowed } from '../../lib/policy/constrain/mask.js';
+import { isAllowed } from '../../lib/constrain/mask.js';
 import { sampleToken } from '../../lib/policy/sampling.js';
 import { tokenBytesTable } from '../../lib/policy/onnx/token-table.js';
 import { readFile } from 'node:fs/promises';

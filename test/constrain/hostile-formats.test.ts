@@ -10,7 +10,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../lib/errors.js';
-import { compileResponseFormat } from '../../lib/policy/constrain/format.js';
+import { compileResponseFormat } from '../../lib/constrain/format.js';
 import type { ResponseFormat } from '../../lib/core/policy.js';
 import { characterVocabulary } from '../fixtures/vocabularies.js';
 

@@ -1,7 +1,9 @@
 /**
  * The shared data types sit at the bottom: lib/core (the policy interface, a dataset item and its
  * check, a reward function) imports nothing but the errors, and the tasks, which are made of those
- * types, import neither the store nor the driver. Read from the sources' import lines (type-only
+ * types, import neither the store nor the driver. The structured-output engine (lib/constrain) sits
+ * below the sampler that uses it, and the decoder's weights (lib/weights) below the LoRA adapter and
+ * the engines that train on them. Read from the sources' import lines (type-only
  * imports included), so a type pulled back up a layer fails here.
  */
 import { readdir, readFile } from 'node:fs/promises';
@@ -42,5 +44,26 @@ describe('the bottom layer', () => {
     const imports = await importsOf('tasks');
     expect(imports.size).toBeGreaterThan(5);
     expect(outside(imports, (t) => ['tasks/', 'core/', 'math/'].some((p) => t.startsWith(p)) || t === 'errors.ts')).toEqual([]);
+  });
+});
+
+describe('the folders named after one idea', () => {
+  it('lib/constrain imports only itself, lib/core and the errors: the sampler uses it, never the other way', async () => {
+    const imports = await importsOf('constrain');
+    expect([...imports.keys()]).toEqual(expect.arrayContaining(['constrain/format.ts', 'constrain/matcher.ts', 'constrain/vocabulary.ts']));
+    expect(outside(imports, (t) => t.startsWith('constrain/') || t.startsWith('core/') || t === 'errors.ts')).toEqual([]);
+  });
+
+  it('lib/weights imports only itself, the ONNX graph readers and the errors: no adapter, engine or method', async () => {
+    const imports = await importsOf('weights');
+    expect([...imports.keys()].sort()).toEqual(['weights/decoder.ts', 'weights/read-onnx.ts', 'weights/safetensors.ts']);
+    expect(outside(imports, (t) => t.startsWith('weights/') || t.startsWith('policy/onnx/') || t === 'errors.ts')).toEqual([]);
+  });
+
+  it("the router's pure parts import neither the driver nor the store", async () => {
+    const imports = await importsOf('methods/router');
+    const pure = new Map([...imports].filter(([file]) => ['router.ts', 'query-class.ts', 'arm.ts'].some((name) => file === `methods/router/${name}`)));
+    expect(pure.size).toBe(3);
+    expect(outside(pure, (t) => ['methods/router/', 'core/', 'math/', 'experience/'].some((p) => t.startsWith(p)) || t === 'errors.ts')).toEqual([]);
   });
 });

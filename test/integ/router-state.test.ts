@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../lib/errors.js';
 import { routerGrpo } from '../../lib/methods/router/method.js';
-import { GrpoRouter, type GrpoRouterState } from '../../lib/route/router.js';
+import { GrpoRouter, type GrpoRouterState } from '../../lib/methods/router/router.js';
 import { exportRun } from '../../lib/store/run-export.js';
 import { MemoryStore } from '../../lib/store/memory/store.js';
 import { validateBundle } from '../../lib/method.js';

@@ -1,8 +1,8 @@
 /** Shared by the LoRA tests: the bundled model's weights as the training engine reads them. */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
-import type { DecoderWeights } from '../../lib/lora/weights.js';
+import { readDecoderWeights } from '../../lib/weights/read-onnx.js';
+import type { DecoderWeights } from '../../lib/weights/decoder.js';
 
 export async function readFolderWeights(dir: string): Promise<{ weights: DecoderWeights; bytes: Uint8Array; config: Record<string, unknown> }> {
   const [bytes, configText] = await Promise.all([readFile(join(dir, 'onnx/model.onnx')), readFile(join(dir, 'config.json'), 'utf8')]);

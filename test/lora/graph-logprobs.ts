@@ -5,7 +5,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import type { LoraAdapter } from '../../lib/lora/adapter.js';
-import type { DecoderWeights } from '../../lib/lora/weights.js';
+import type { DecoderWeights } from '../../lib/weights/decoder.js';
 import type { Precision } from '../../lib/train/graph/builder.js';
 import { LoraGraphs, type GraphGroup } from '../../lib/train/graph/lora-graph-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';

@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { floatToHalf, halfToFloat } from '../../lib/policy/onnx/half.js';
 import { mergedWeights, mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
-import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
+import { readDecoderWeights } from '../../lib/weights/read-onnx.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { TINY_DIR } from '../onnx/fixtures.js';

@@ -10,8 +10,8 @@ import { exportPeftAdapter, importPeftAdapter, loraGrpo, resumeLoraGrpo, type Lo
 import { readLoraCheckpoint } from '../../lib/lora/format.js';
 import { exportRun, importRun, MemoryStore, type LoraRunConfig, type RunBundle } from '../../lib/index.js';
 import { digits } from '../../lib/tasks/index.js';
-import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
-import type { DecoderWeights } from '../../lib/lora/weights.js';
+import { readDecoderWeights } from '../../lib/weights/read-onnx.js';
+import type { DecoderWeights } from '../../lib/weights/decoder.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
 import { graphLogprobs } from './graph-logprobs.js';

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { createLoraAdapter, type LoraAdapter } from '../../lib/lora/adapter.js';
 import { exportPeftAdapter, importPeftAdapter, PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, peftBaseModel } from '../../lib/lora/peft.js';
-import { readSafetensors, writeSafetensors } from '../../lib/lora/safetensors.js';
+import { readSafetensors, writeSafetensors } from '../../lib/weights/safetensors.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
 import { readFolderWeights } from './fixtures.js';

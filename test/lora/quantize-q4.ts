@@ -1,5 +1,5 @@
 /** Weights quantized to 4-bit blocks in onnxruntime's MatMulNBits layout, as a 4-bit export would hold them. */
-import type { Q4Matrix } from '../../lib/lora/weights.js';
+import type { Q4Matrix } from '../../lib/weights/decoder.js';
 
 /**
  * 4-bit quantization of W [K, N] per column in blocks of K: asymmetric with zero points, or

@@ -1,6 +1,6 @@
 /** Small random decoders in every variant the engine supports, built in the test (no ONNX file). */
 import { mulberry32 } from '../../lib/math/random.js';
-import { moduleDims, LORA_MODULES, type DecoderShape, type DecoderWeights, type LoraModule, type Projection } from '../../lib/lora/weights.js';
+import { moduleDims, LORA_MODULES, type DecoderShape, type DecoderWeights, type LoraModule, type Projection } from '../../lib/weights/decoder.js';
 
 export interface Variant {
   shape: DecoderShape;

@@ -7,7 +7,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
-import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
+import { readDecoderWeights } from '../../lib/weights/read-onnx.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { exposeHiddenState } from '../../lib/policy/onnx/hidden-state.js';

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { groupRolloutBatch } from '../../lib/train/rollouts.js';
 import { createLoraAdapter, type LoraAdapter } from '../../lib/lora/adapter.js';
 import type { LoraOptimizerState } from '../../lib/lora/optimizer.js';
-import type { DecoderWeights } from '../../lib/lora/weights.js';
+import type { DecoderWeights } from '../../lib/weights/decoder.js';
 import { GrpoConfig } from '../../lib/math/batch.js';
 import { loraEngine } from '../../lib/train/lora-engine.js';
 import { GrpoTrainer } from '../../lib/train/trainer.js';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ort from 'onnxruntime-node';
 import { FullTrainingEngine } from '../../lib/train/full-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
-import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
+import { readDecoderWeights } from '../../lib/weights/read-onnx.js';
 import { loadOnnxPolicy, skillModelPath, type OnnxPolicy } from '../../lib/onnx.js';
 import { skillTasks } from '../../lib/tasks/skill.js';
 import { meanAccuracy, skillAccuracy } from '../../scripts/pretrain/accuracy.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GrpoRouter, InvalidInputError } from '../../lib/index.js';
 import type { Rng } from '../../lib/math.js';
-import { deriveQueryClass } from '../../lib/route/query-class.js';
+import { deriveQueryClass } from '../../lib/methods/router/query-class.js';
 
 /** An Rng that replays fixed values, so each routing decision is known in advance. */
 const replay = (...values: number[]): Rng => {

@@ -63,7 +63,7 @@ const record: RecordKind = {
   },
 };
 
-export const bestOfG: Method<'best-of-g', LoopHandles, BestOfGResult, BestOfGPayload, BestOfGOptions> = {
+export const bestOfG: Method<{ kind: 'best-of-g'; result: BestOfGResult; payload: BestOfGPayload; options: BestOfGOptions }> = {
   kind: 'best-of-g',
   record,
   create: (options) => ({

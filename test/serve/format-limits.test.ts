@@ -11,7 +11,7 @@ import addFormats from 'ajv-formats';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOnnxPolicy, skillModelPath, type OnnxPolicy } from '../../lib/onnx.js';
-import { Nfa } from '../../lib/policy/constrain/nfa.js';
+import { Nfa } from '../../lib/constrain/nfa.js';
 import { serve } from '../../lib/server.js';
 
 let policy: OnnxPolicy;

@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { RunRecord } from '../../lib/index.js';
-import { LORA_MODULES } from '../../lib/lora/weights.js';
+import { LORA_MODULES } from '../../lib/weights/decoder.js';
 import { DYNAMIC_SAMPLING_DEFAULTS } from '../../lib/run/dynamic-sampling.js';
 import { adapterAbout } from '../../site/lib/adapter-view.js';
 import { FIRST_RUN_MEASURED, firstRunChange } from '../../site/lib/first-run.js';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { writeLoraCheckpoint } from '../../lib/lora/format.js';
-import { readDecoderWeights } from '../../lib/lora/onnx-weights.js';
+import { readDecoderWeights } from '../../lib/weights/read-onnx.js';
 import { loraOptimizerState } from '../../lib/lora/optimizer.js';
 import { peftBaseModel, peftZip } from '../../site/lib/peft-zip.js';
 import { crc32, zipStored } from '../../site/lib/zip.js';

@@ -12,7 +12,7 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLoraAdapter, type LoraAdapter } from '../../lib/lora/adapter.js';
 import { mergeLoraIntoOnnx } from '../../lib/lora/onnx-merge.js';
-import type { DecoderWeights } from '../../lib/lora/weights.js';
+import type { DecoderWeights } from '../../lib/weights/decoder.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';

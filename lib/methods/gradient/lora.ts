@@ -13,7 +13,7 @@ import { InvalidInputError, StoreCorruptError } from '../../errors.js';
 import { resolveLoraConfig, type LoraAdapter, type LoraOptions } from '../../lora/adapter.js';
 import { readLoraAdapterFile, readLoraCheckpoint, writeLoraAdapterFile, writeLoraCheckpoint, type LoraAdapterFile } from '../../lora/format.js';
 import type { LoraOptimizerState } from '../../lora/optimizer.js';
-import { moduleDims, type DecoderWeights, type LoraModule } from '../../lora/weights.js';
+import { moduleDims, type DecoderWeights, type LoraModule } from '../../weights/decoder.js';
 import type { LoraTrainingEngine } from '../../train/lora-engine.js';
 // Static: the head adapter's engine imports it statically too, so a dynamic import here moves
 // nothing out of any chunk (its onnxruntime import is itself dynamic, inside the function).

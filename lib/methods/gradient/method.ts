@@ -14,7 +14,7 @@
 import type { PromptInput } from '../../core/policy.js';
 import type { AdapterFile } from '../../train/head/format.js';
 import type { LoraAdapterFile } from '../../lora/format.js';
-import { resumeRun, startRun } from '../../run/driver.js';
+import { resumeRun, startNewRun } from '../../run/driver.js';
 import type { Drive, Method } from '../../run/method.js';
 import type { Run } from '../../run/run.js';
 import type { HeadAdapterWeights } from '../../policy/head-adapter.js';
@@ -57,7 +57,7 @@ export type GradientRun = Run<GradientEvent, GradientResult>;
 export type LoraRun = Run<LoraEvent, LoraResult>;
 
 /** The gradient method's two registry entries: one method, labelled by the adapter its runs train. */
-export const headMethod: Method<'gradient', GradientHandles, GradientResult, GradientStepPayload, GradientGrpoOptions, HeadAdapterWeights> = {
+export const headMethod: Method<{ kind: 'gradient'; handles: GradientHandles; result: GradientResult; payload: GradientStepPayload; options: GradientGrpoOptions; initial: HeadAdapterWeights }> = {
   kind: 'gradient',
   record: GRADIENT_RECORD,
   trains: 'head',
@@ -66,7 +66,7 @@ export const headMethod: Method<'gradient', GradientHandles, GradientResult, Gra
   open: async (ctx) => gradientDrive(ctx.run.config, await openHeadAdapter(ctx)),
 };
 
-export const loraMethod: Method<'lora', LoraHandles, LoraResult, LoraStepPayload, LoraGrpoOptions, LoraAdapter> = {
+export const loraMethod: Method<{ kind: 'lora'; handles: LoraHandles; result: LoraResult; payload: LoraStepPayload; options: LoraGrpoOptions; initial: LoraAdapter }> = {
   kind: 'lora',
   record: LORA_RECORD,
   trains: 'layers',
@@ -99,7 +99,7 @@ function gradientDrive<P extends GradientStepPayload | LoraStepPayload, E extend
 export function gradientGrpo(options: LoraGrpoOptions & { adapter: 'lora' }): LoraRun;
 export function gradientGrpo(options: GradientGrpoOptions): GradientRun;
 export function gradientGrpo(options: GradientGrpoOptions | (LoraGrpoOptions & { adapter: 'lora' })): GradientRun | LoraRun {
-  return options?.adapter === 'lora' ? (startRun(loraMethod, options) as LoraRun) : (startRun(headMethod, options) as GradientRun);
+  return options?.adapter === 'lora' ? (startNewRun(loraMethod, options, createLoraRun(options)) as LoraRun) : (startNewRun(headMethod, options, createHeadRun(options)) as GradientRun);
 }
 
 /**

@@ -11,7 +11,7 @@ import { IMPORTANCE_SAMPLING_MODES, LOSS_TYPES } from '../../math/loss-config.js
 import { readCheckpoint, type HeadAdapterCheckpoint } from '../../train/head/format.js';
 import type { TrainStepMetrics } from '../../train/metrics.js';
 import { readLoraCheckpoint, type LoraCheckpoint } from '../../lora/format.js';
-import { LORA_MODULES, type LoraModule } from '../../lora/weights.js';
+import { LORA_MODULES, type LoraModule } from '../../weights/decoder.js';
 import type { RecordKind } from '../../store/records/kind.js';
 import type { LoopConfig, RunRecordOf } from '../../store/records/index.js';
 import { arr, bool, fail, int, num, obj, oneOf, str, type Obj } from '../../core/shape.js';

@@ -8,14 +8,14 @@
 import { promptText } from '../../experience/render.js';
 import type { Completion, PromptInput } from '../../core/policy.js';
 import type { ItemResult } from '../../store/records/index.js';
-import type { RouterArm } from '../../route/arm.js';
+import type { RouterArm } from './arm.js';
 import type { RouterConfig } from './record.js';
 import type { ItemContext, PreparedItem, SampledGroup } from '../../run/method.js';
 import { deriveSeed } from '../../run/random.js';
 import { sampleGroup } from '../../run/rollout.js';
-import { armPrompt } from '../../route/arm.js';
-import { deriveQueryClass } from '../../route/query-class.js';
-import type { GrpoRouter } from '../../route/router.js';
+import { armPrompt } from './arm.js';
+import { deriveQueryClass } from './query-class.js';
+import type { GrpoRouter } from './router.js';
 
 /** The class the router learns an item under. */
 export function queryClassOf(prompt: PromptInput): string {

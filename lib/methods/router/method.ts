@@ -8,20 +8,19 @@
  * committed step (the finished items' samples handed to it again). Each item's routing draws from
  * its own seed, so a resumed run ends with the same router as an uninterrupted one.
  */
-import { armPrompt } from '../../route/arm.js';
+import { armPrompt } from './arm.js';
 import { itemResultGroup } from '../../run/groups.js';
 import { promptOf } from '../../run/rollout.js';
 import { mulberry32, type Rng } from '../../math/random.js';
-import type { PayloadOf } from '../../store/records/index.js';
-import type { StepRouting } from './record.js';
+import type { RouterConfig, StepRouting } from './record.js';
 import type { Store } from '../../store/store.js';
 import { ROUTER_RECORD } from './record.js';
 import type { DatasetItem } from '../../core/dataset.js';
-import { resumeRun, startRun } from '../../run/driver.js';
-import type { Method } from '../../run/method.js';
+import { resumeRun, startNewRun } from '../../run/driver.js';
+import type { Method, NewRun } from '../../run/method.js';
 import { validateHandles } from '../../run/options.js';
 import type { Run } from '../../run/run.js';
-import { GrpoRouter, type GrpoRouterState } from '../../route/router.js';
+import { GrpoRouter, type GrpoRouterState } from './router.js';
 import type { RouterEvent } from './events.js';
 import { observe, queryClassOf, routeItem, servedArm } from './item.js';
 import { resolveRouterConfig, type RouterGrpoOptions, type RouterHandles } from './options.js';
@@ -41,10 +40,10 @@ export interface RouterResult {
 /** A run in progress: iterate it for events (once), or await `result()`. */
 export type RouterRun = Run<RouterEvent, RouterResult>;
 
-export const routerMethod: Method<'router', RouterHandles, RouterResult, PayloadOf<'router'>, RouterGrpoOptions> = {
+export const routerMethod: Method<{ kind: 'router'; handles: RouterHandles; result: RouterResult; options: RouterGrpoOptions }> = {
   kind: 'router',
   record: ROUTER_RECORD,
-  create: (options) => ({ config: resolveRouterConfig(options) }),
+  create: createRouterRun,
   validateHandles,
 
   async open({ run, store, last }) {
@@ -90,9 +89,14 @@ export const routerMethod: Method<'router', RouterHandles, RouterResult, Payload
     }),
 };
 
+/** A new router run: its stored config, from the start options (checked here). */
+function createRouterRun(options: RouterGrpoOptions): NewRun<RouterConfig> {
+  return { config: resolveRouterConfig(options) };
+}
+
 /** Starts a new run. Options are validated here, synchronously; the loop starts when iterated. */
 export function routerGrpo(options: RouterGrpoOptions): RouterRun {
-  return startRun(routerMethod, options);
+  return startNewRun(routerMethod, options, createRouterRun(options));
 }
 
 /**

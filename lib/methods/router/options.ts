@@ -4,12 +4,12 @@
  * short completions, a router that starts using its weights after a few samples per class.
  */
 import { InvalidInputError } from '../../errors.js';
-import type { RouterArm } from '../../route/arm.js';
+import type { RouterArm } from './arm.js';
 import type { RouterConfig } from './record.js';
 import type { DatasetItem } from '../../core/dataset.js';
 import { validateArms } from './record.js';
 import { GROUP_SAMPLING_DEFAULTS, integer, real, validateHandles, type GroupSamplingOptions, type LoopHandles } from '../../run/options.js';
-import { GrpoRouter } from '../../route/router.js';
+import { GrpoRouter } from './router.js';
 import type { EvaluationOption } from '../../run/held-out.js';
 
 /** The common handles; the policy samples every arm's completions (the arms are prompt and sampling variants of it). */

@@ -4,8 +4,8 @@
  * rollout, and their checks as a store or an import reads them. A router state is checked as
  * plain data, so reading a store loads no router code.
  */
-import type { RouterArm } from '../../route/arm.js';
-import type { GrpoRouterState, RouterUpdateStats } from '../../route/router.js';
+import type { RouterArm } from './arm.js';
+import type { GrpoRouterState, RouterUpdateStats } from './router.js';
 import type { LoopConfig, RunRecordOf } from '../../store/records/index.js';
 import type { RecordKind } from '../../store/records/kind.js';
 import { arr, bool, fail, int, num, obj, str, type Obj } from '../../core/shape.js';

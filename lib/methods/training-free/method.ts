@@ -13,12 +13,11 @@ import { normalizeExperienceLibrary } from '../../experience/normalize.js';
 import { estimateTokens, formatExemplar, formatLesson } from '../../experience/render.js';
 import type { ExperienceLibrary } from '../../experience/types.js';
 import type { Policy } from '../../core/policy.js';
-import type { PayloadOf } from '../../store/records/index.js';
 import type { Store } from '../../store/store.js';
-import { TRAINING_FREE_RECORD } from './record.js';
+import { TRAINING_FREE_RECORD, type TrainingFreeConfig } from './record.js';
 import type { DatasetItem } from '../../core/dataset.js';
-import { resumeRun, startRun } from '../../run/driver.js';
-import type { Method } from '../../run/method.js';
+import { resumeRun, startNewRun } from '../../run/driver.js';
+import type { Method, NewRun } from '../../run/method.js';
 import type { Run } from '../../run/run.js';
 import type { TrainingFreeEvent } from './events.js';
 import { checkPromptsFit } from './context.js';
@@ -49,20 +48,10 @@ export interface ResumeOptions extends TrainingFreeHandles {
   store: Store;
 }
 
-export const trainingFreeMethod: Method<'training-free', TrainingFreeHandles, TrainingFreeResult, PayloadOf<'training-free'>, TrainingFreeGrpoOptions> = {
+export const trainingFreeMethod: Method<{ kind: 'training-free'; handles: TrainingFreeHandles; result: TrainingFreeResult; options: TrainingFreeGrpoOptions }> = {
   kind: 'training-free',
   record: TRAINING_FREE_RECORD,
-  create(options) {
-    const config = resolveConfig(options);
-    return {
-      config,
-      initialLibrary: normalizeExperienceLibrary(options.initialExperiences, { maxLength: config.maxExperienceLength }),
-      async check(dataset, stored) {
-        await checkPromptsFit(stored, options.policy, dataset);
-        if (stored.evaluation) await checkPromptsFit({ ...stored, maxNewTokens: stored.evaluation.maxNewTokens }, options.policy, stored.evaluation.items, 'evaluation.dataset');
-      },
-    };
-  },
+  create: createTrainingFreeRun,
   validateHandles: validateTrainingFreeHandles,
 
   async open({ run, handles, last }) {
@@ -96,9 +85,22 @@ export const trainingFreeMethod: Method<'training-free', TrainingFreeHandles, Tr
   },
 };
 
+/** A new run: its stored config and starting library, and the check that its prompts fit the policy's context. */
+function createTrainingFreeRun(options: TrainingFreeGrpoOptions): NewRun<TrainingFreeConfig> {
+  const config = resolveConfig(options);
+  return {
+    config,
+    initialLibrary: normalizeExperienceLibrary(options.initialExperiences, { maxLength: config.maxExperienceLength }),
+    async check(dataset, stored) {
+      await checkPromptsFit(stored, options.policy, dataset);
+      if (stored.evaluation) await checkPromptsFit({ ...stored, maxNewTokens: stored.evaluation.maxNewTokens }, options.policy, stored.evaluation.items, 'evaluation.dataset');
+    },
+  };
+}
+
 /** Starts a new run. Options are validated here, synchronously; the loop starts when iterated. */
 export function trainingFreeGrpo(options: TrainingFreeGrpoOptions): TrainingFreeRun {
-  return startRun(trainingFreeMethod, options);
+  return startNewRun(trainingFreeMethod, options, createTrainingFreeRun(options));
 }
 
 /**

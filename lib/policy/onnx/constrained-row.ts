@@ -4,8 +4,8 @@
  * (counting one byte per token, which the single-byte tokens of a JSON grammar's ASCII always
  * allow), so a long answer is closed in time instead of cut off at `maxNewTokens`.
  */
-import type { TokenMatcher } from '../constrain/matcher.js';
-import type { TokenVocabulary } from '../constrain/vocabulary.js';
+import type { TokenMatcher } from '../../constrain/matcher.js';
+import type { TokenVocabulary } from '../../constrain/vocabulary.js';
 
 export function rowMask(matcher: TokenMatcher, vocabulary: TokenVocabulary, tokensLeft: number): Uint32Array {
   const mask = matcher.allowed();

@@ -15,7 +15,7 @@ import { HostLogits, type LogitsOps } from './logits-ops.js';
 import { probePadding, probePasses } from './passes.js';
 import { OnnxPolicy, type OnnxTokenizer } from './policy.js';
 import { tokenBytesTable } from './token-table.js';
-import { tokenVocabulary } from '../constrain/vocabulary.js';
+import { tokenVocabulary } from '../../constrain/vocabulary.js';
 import type { OrtSession, OrtTensorClass } from './ort-types.js';
 import { loadRuntime, type Runtime, type Transformers } from './runtime.js';
 import { checkWasmFiles, configureWasm, wasmLoadFailure, type WasmPaths, type WasmSetup } from './wasm-runtime.js';

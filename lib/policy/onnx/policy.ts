@@ -6,9 +6,9 @@
  * the followed LoRA adapter (weight-swap.ts).
  */
 import { InvalidInputError, UnsupportedError, WebgrpoError } from '../../errors.js';
-import { compileResponseFormat, responseFormatKey, type ResponseGrammar } from '../constrain/format.js';
+import { compileResponseFormat, responseFormatKey, type ResponseGrammar } from '../../constrain/format.js';
 import type { ResponseFormat, GenerateGroupOptions, GroupResult, Policy, PolicyInfo, PromptInput, ScoreOptions, ScoreResult } from '../../core/policy.js';
-import type { TokenVocabulary } from '../constrain/vocabulary.js';
+import type { TokenVocabulary } from '../../constrain/vocabulary.js';
 import { MAX_TOP_LOGPROBS } from '../logits.js';
 import { resolveSampling } from '../sampling.js';
 import type { Decoder } from './decoder.js';

@@ -5,8 +5,8 @@
  * abort. Nothing sampled after the end is ever recorded.
  */
 import type { Rng } from '../../math/random.js';
-import type { TokenMatcher } from '../constrain/matcher.js';
-import type { TokenVocabulary } from '../constrain/vocabulary.js';
+import type { TokenMatcher } from '../../constrain/matcher.js';
+import type { TokenVocabulary } from '../../constrain/vocabulary.js';
 import type { SampledToken } from '../sampling.js';
 import { rowMask } from './constrained-row.js';
 import type { Completion, FinishReason, TopLogprob } from '../../core/policy.js';

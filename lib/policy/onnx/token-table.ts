@@ -1,11 +1,11 @@
 /**
  * The bytes each logits column writes, read from a tokenizer.json, for the constrained-decoding
- * matcher (lib/policy/constrain). Byte-level BPE tokens (a `ByteLevel` decoder or pre-tokenizer)
+ * matcher (lib/constrain). Byte-level BPE tokens (a `ByteLevel` decoder or pre-tokenizer)
  * map through GPT-2's byte table, SentencePiece ones (`ByteFallback` / `Metaspace` decoders)
  * through `▁` and `<0xAB>`, and any other tokenizer (the bundled character one) writes the UTF-8
  * of its token text. Special tokens, and columns past the vocabulary, write nothing.
  */
-import { byteLevelTokenBytes, sentencePieceTokenBytes } from '../constrain/token-bytes.js';
+import { byteLevelTokenBytes, sentencePieceTokenBytes } from '../../constrain/token-bytes.js';
 
 interface TokenizerJson {
   model?: { vocab?: Record<string, number> | [string, number][] };

@@ -5,7 +5,7 @@
  * completions; and the scored tokens in slot order (group by group, completion by completion).
  */
 import { InvalidInputError } from '../../errors.js';
-import type { DecoderShape } from '../../lora/weights.js';
+import type { DecoderShape } from '../../weights/decoder.js';
 import { ropeInvFreq } from '../../policy/onnx/structure/rope.js';
 import type { Precision } from './builder.js';
 import { GRAPH_IO } from './lora-graph.js';

@@ -15,7 +15,7 @@
  * consecutive, so [B, heads, S, D] is viewed as [B, kv_heads, groups * S, D]; the key gradient
  * then sums over the group by the same MatMul.
  */
-import type { DecoderShape, LoraModule, Q4Matrix } from '../../lora/weights.js';
+import type { DecoderShape, LoraModule, Q4Matrix } from '../../weights/decoder.js';
 import type { TrainingGraphBuilder } from './builder.js';
 
 /** x W and dy W^T for one frozen (or, in full-parameter graphs, trained) weight. */

@@ -12,7 +12,7 @@
  * layers build as one small graph, once), the weights live once in the caller's arrays in their
  * stored precision (4-bit blocks stay packed), and an update needs no new graph.
  */
-import { LORA_MODULES, type DecoderLayerWeights, type DecoderShape, type LoraModule, type Q4Matrix } from '../../lora/weights.js';
+import { LORA_MODULES, type DecoderLayerWeights, type DecoderShape, type LoraModule, type Q4Matrix } from '../../weights/decoder.js';
 import { dequantize } from '../../policy/onnx/structure/read-weights.js';
 import { TrainingGraphBuilder, type Precision } from './builder.js';
 import { decoderOps, floatProduct, q4Product, type LayerOps, type ProjectionOps } from './decoder-ops.js';

@@ -14,7 +14,7 @@
  */
 import { InvalidInputError, OutOfMemoryError } from '../../errors.js';
 import { zerosLike, type LoraAdapter } from '../../lora/adapter.js';
-import type { DecoderWeights } from '../../lora/weights.js';
+import type { DecoderWeights } from '../../weights/decoder.js';
 import type { Precision } from './builder.js';
 import { adapterGrad, adapterInput, buildHeadGraphs, buildLayerGraphs, LAYER_IO, layerSignature, layerWeightInputs, type Graph } from './layer-graphs.js';
 import { GRAPH_IO, type LoraGraphConfig } from './lora-graph.js';

@@ -21,8 +21,8 @@
  * several completions that each see the prompt and themselves. The head runs only at the rows
  * that predict a scored token (`score_rows`).
  */
-import type { DecoderWeights, LoraModule } from '../../lora/weights.js';
-import { LORA_MODULES } from '../../lora/weights.js';
+import type { DecoderWeights, LoraModule } from '../../weights/decoder.js';
+import { LORA_MODULES } from '../../weights/decoder.js';
 import { UnsupportedError } from '../../errors.js';
 import { loraInputName } from '../../policy/onnx/structure/lora-inputs.js';
 import { TrainingGraphBuilder, type Precision, type TrainingModels } from './builder.js';

@@ -2,7 +2,7 @@
  * How a batch of groups is cut into the rows and micro-batches the training graphs run: plain
  * arithmetic on token counts, shared by the engine and the memory estimate (lib/train/memory.ts).
  */
-import type { DecoderShape } from '../../lora/weights.js';
+import type { DecoderShape } from '../../weights/decoder.js';
 
 /** A prompt and its completions (token ids); the prompt has at least one token. */
 export interface GraphGroup {

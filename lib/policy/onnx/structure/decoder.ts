@@ -1,7 +1,7 @@
 /**
  * A Llama-family decoder as found in an ONNX graph (find-decoder.ts): its shape, and every weight
  * in MatMul layout [in, out] row-major, whatever layout, name or storage type the export used.
- * The same shape as the training engines' DecoderWeights (lib/lora/weights.ts), so either reads it.
+ * The same shape as the training engines' DecoderWeights (lib/weights/decoder.ts), so either reads it.
  */
 import type { Llama3RopeScaling } from './rope.js';
 

@@ -15,8 +15,8 @@
 import { ModelLoadError, UnsupportedError } from '../errors.js';
 import { bfloat16ToFloat, halfToFloat } from '../policy/onnx/half.js';
 import { ropeScalingOf } from '../policy/onnx/structure/rope.js';
-import type { Q4Matrix } from './weights.js';
-import { LORA_MODULES, moduleDims, type DecoderLayerWeights, type HalfType, type DecoderShape, type DecoderWeights, type LoraModule, type Projection } from './weights.js';
+import type { Q4Matrix } from './decoder.js';
+import { LORA_MODULES, moduleDims, type DecoderLayerWeights, type HalfType, type DecoderShape, type DecoderWeights, type LoraModule, type Projection } from './decoder.js';
 
 type TensorProto = import('onnx-proto').onnx.TensorProto;
 type NodeProto = import('onnx-proto').onnx.NodeProto;

@@ -14,7 +14,7 @@
  * the most digits a double keeps) and an exclusive bound holds after parsing, not just in decimal.
  * `multipleOf` must be a positive integer, and makes the value an integer.
  */
-import { InvalidInputError } from '../../errors.js';
+import { InvalidInputError } from '../errors.js';
 import type { Ir } from './ir.js';
 import type { Fragment, Nfa } from './nfa.js';
 

@@ -8,7 +8,7 @@
  * Backreferences, lookaround, word boundaries, Unicode property escapes and inline flags are not
  * regular or not supported: they raise an `InvalidInputError` that names them.
  */
-import { InvalidInputError } from '../../errors.js';
+import { InvalidInputError } from '../errors.js';
 import { ANY_CHAR, charRange, complement, normalize, union, type CharSet } from './charset.js';
 import { Nfa, type Fragment } from './nfa.js';
 

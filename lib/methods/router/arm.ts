@@ -1,5 +1,5 @@
-import { mapPromptText } from '../experience/render.js';
-import type { PromptInput } from '../core/policy.js';
+import { mapPromptText } from '../../experience/render.js';
+import type { PromptInput } from '../../core/policy.js';
 
 /** One arm a router run chooses between: a prompt or sampling variant of the one policy. */
 export interface RouterArm {

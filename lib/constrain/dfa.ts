@@ -13,7 +13,7 @@
  * (`maxSetEntries`, the memory and the work of making them): past either, the next new state is
  * an `InvalidInputError` naming the format and the cap.
  */
-import { InvalidInputError } from '../../errors.js';
+import { InvalidInputError } from '../errors.js';
 import type { Fragment, Nfa } from './nfa.js';
 
 /** No continuation: the byte leaves the language. */

@@ -11,9 +11,9 @@
  * global `random`), the state (weights, counts and the pending buffer) round-trips through
  * `toJSON()` / `GrpoRouter.fromJSON()`, and OpenJarvis's unused `group_size` option is left out.
  */
-import { InvalidInputError } from '../errors.js';
-import { mulberry32, randomInt, type Rng } from '../math/random.js';
-import { softmax } from '../math/stats.js';
+import { InvalidInputError } from '../../errors.js';
+import { mulberry32, randomInt, type Rng } from '../../math/random.js';
+import { softmax } from '../../math/stats.js';
 import { deriveQueryClass, type RoutingContext } from './query-class.js';
 
 export type { RoutingContext } from './query-class.js';

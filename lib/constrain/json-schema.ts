@@ -17,7 +17,7 @@
  * Subschemas nest at most `MAX_SCHEMA_DEPTH` levels, and every subschema's automaton size is
  * checked against the state limit as soon as it is known, so the error names the part too large.
  */
-import { InvalidInputError } from '../../errors.js';
+import { InvalidInputError } from '../errors.js';
 import { alt, EMPTY, size, type Ir } from './ir.js';
 import type { JsonBuilder, PropertyRule } from './json-grammar.js';
 import { overlaps, type Fragment } from './nfa.js';

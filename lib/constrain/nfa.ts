@@ -4,7 +4,7 @@
  * encoded) and bytes (the output the matcher walks). Fragments have one entry and one exit state,
  * so a list `x (sep x)*` loops through a single copy of `x` and only counted repeats copy it.
  */
-import { InvalidInputError } from '../../errors.js';
+import { InvalidInputError } from '../errors.js';
 
 export interface Fragment {
   start: number;

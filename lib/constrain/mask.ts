@@ -4,7 +4,7 @@
  * among allowed tokens only; the log-prob of the distribution a token was drawn from is then the
  * log-softmax over the allowed tokens, which `maskedLogSoftmax` computes.
  */
-import { InvalidInputError } from '../../errors.js';
+import { InvalidInputError } from '../errors.js';
 
 type Row = { [index: number]: number; readonly length: number };
 

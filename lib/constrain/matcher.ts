@@ -3,7 +3,7 @@
  * ids. The state is one DFA state number, so `clone` is free and the mask of a state is computed
  * once per (grammar, vocabulary) and shared by every row and every later request that reaches it.
  */
-import { InvalidInputError, UnsupportedError } from '../../errors.js';
+import { InvalidInputError, UnsupportedError } from '../errors.js';
 import { DEAD, type LazyDfa } from './dfa.js';
 import type { TokenVocabulary } from './vocabulary.js';
 

@@ -9,7 +9,7 @@
  * never allowed; end-of-sequence ids are kept out of the trie and allowed only when the output is
  * complete.
  */
-import { InvalidInputError } from '../../errors.js';
+import { InvalidInputError } from '../errors.js';
 
 /** A tokenizer's tokens as bytes in a trie, built once per tokenizer, that a grammar's matcher walks to find the allowed tokens. */
 export class TokenVocabulary {

@@ -10,7 +10,7 @@
  * The grammar is independent of the tokenizer and may be kept per schema; its DFA grows lazily
  * as rows explore it, and masks are cached per (grammar, vocabulary) state.
  */
-import { InvalidInputError } from '../../errors.js';
+import { InvalidInputError } from '../errors.js';
 import { LazyDfa } from './dfa.js';
 import { encodedExtra, lowerChars } from './encode.js';
 import { build, size, type Ir } from './ir.js';
@@ -20,7 +20,7 @@ import { MaskTable, TokenMatcher } from './matcher.js';
 import { Nfa, withCompileBudget, type Fragment } from './nfa.js';
 import { parseRegex, regexChars, regexSize } from './regex.js';
 import type { TokenVocabulary } from './vocabulary.js';
-import type { ResponseFormat } from '../../core/policy.js';
+import type { ResponseFormat } from '../core/policy.js';
 
 export interface GrammarOptions {
   /** Longest run of whitespace between JSON tokens. Default 4. */

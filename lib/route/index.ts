@@ -1,2 +1,0 @@
-export * from './router.js';
-export { armPrompt } from './arm.js';
