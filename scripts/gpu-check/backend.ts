@@ -17,6 +17,7 @@ import { GrpoConfig } from '../../lib/math.js';
 import { adapterName, isSoftwareAdapter, loadOnnxPolicy, type AdapterLike } from '../../lib/onnx.browser.js';
 import { GrpoTrainer, groupRolloutBatch, loraEngine, loraModel, type LoraEngineOptions } from '../../lib/grad.js';
 import { PAGE_ORIGIN } from './page-origin.js';
+import { trigError, type TrigError } from './trig-probe.js';
 
 export const PROMPT = 'Answer with digits only: what is 7 x 6?';
 
@@ -44,6 +45,8 @@ export interface BackendResult {
   sampled?: Sequences;
   scoring?: { on: 'own' | 'given'; ms: number; firstMs: number; logprobs: number[][] };
   lora?: { readMs: number; steps: StepRecord[] };
+  /** The execution provider's Sin and Cos over the run's rotary angles (trig-probe.ts). */
+  trig?: TrigError;
   peakRssBytes: number;
   errors: Array<{ phase: string; message: string }>;
 }
@@ -117,6 +120,9 @@ export async function runBackend(options: BackendOptions): Promise<BackendResult
     }
     const sequences = options.sequences ?? result.sampled;
     if (!sequences) return result;
+    // Every rotary angle of the run: position (prompt and completion) times a frequency of at most 1.
+    const positions = sequences.promptTokenIds.length + Math.max(...sequences.tokenIds.map((row) => row.length));
+    result.trig = await phase('sin and cos', () => trigError(ort as unknown as Parameters<typeof trigError>[0], backend, positions));
 
     await phase('scoring', async () => {
       t = performance.now();

@@ -55,6 +55,7 @@ export function markdown(title: string, context: string[], results: readonly Bac
     a ? `- ${name}: max |difference| ${a.maxAbs.toExponential(2)} over ${a.tokens} tokens (tolerance ${a.tolerance}): **${a.ok ? 'agree' : 'DIFFER'}**${a.problem ? ` (${a.problem})` : ''}` : `- ${name}: not measured`;
   const sc = (a: ScalarAgreement | undefined, label: string) =>
     a ? `- ${a.name}: ${a.a.toExponential(6)} (webgpu) against ${a.b.toExponential(6)} (wasm), ${a.mode} difference ${(a.mode === 'absolute' ? a.absolute : a.relative).toExponential(2)} (tolerance ${a.tolerance}): **${a.ok ? 'agree' : 'DIFFER'}**` : `- ${label}: not measured`;
+  const trig = results.flatMap((r) => (r.trig ? [`${r.backend} sin ${r.trig.sin.toExponential(1)}, cos ${r.trig.cos.toExponential(1)}`] : []));
   const errors = results.flatMap((r) => r.errors.map((e) => `- ${r.backend} ${e.phase} failed: ${e.message}`));
   return [
     `### ${title}`,
@@ -71,6 +72,7 @@ export function markdown(title: string, context: string[], results: readonly Bac
     lp('the WebGPU sampler\'s log-probs against the WASM scoring pass', agreement.samplerVsScoring),
     sc(agreement.stepLoss, 'first LoRA step loss'),
     sc(agreement.stepGradNorm, 'first LoRA step gradient norm'),
+    ...(trig.length ? [`- for reading the log-probs: each backend's Sin and Cos (the rotary embedding's ops) over the run's angles, 0 to ${results.find((r) => r.trig)!.trig!.upTo} rad, largest |error| against float64: ${trig.join('; ')} (WGSL allows 4.9e-4 inside [-pi, pi])`] : []),
     ...(errors.length ? ['', 'Failures:', '', ...errors] : []),
     '',
     `Verdict: **${ok ? 'pass' : 'FAIL'}**.`,
