@@ -65,6 +65,8 @@ export interface BackendOptions {
   sequences?: Sequences;
   loraSteps: number;
   log: (line: string) => void;
+  /** Called with the result so far after every phase, so a process ended at its time limit leaves what it measured. */
+  save?: (result: BackendResult) => Promise<void>;
 }
 
 export async function runBackend(options: BackendOptions): Promise<BackendResult> {
@@ -80,6 +82,7 @@ export async function runBackend(options: BackendOptions): Promise<BackendResult
       return undefined;
     } finally {
       result.peakRssBytes = process.resourceUsage().maxRSS * 1024;
+      await options.save?.(result);
     }
   };
 
@@ -153,6 +156,7 @@ export async function runBackend(options: BackendOptions): Promise<BackendResult
           const step = await trainer.trainStep(batch, [{ prompt: PROMPT }]);
           const record = { ms: performance.now() - t, loss: step.loss, gradNorm: step.metrics.gradNorm };
           result.lora.steps.push(record);
+          await options.save?.(result);
           log(`${backend}: LoRA step ${i + 1}: ${(record.ms / 1000).toFixed(2)} s, loss ${record.loss.toExponential(4)}, gradient norm ${record.gradNorm.toExponential(4)}`);
         }
       } finally {

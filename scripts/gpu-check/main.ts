@@ -4,13 +4,18 @@
  * implementation. Runs from the folder `npm run gpu-check:pack` writes (this file bundled as
  * check.mjs, beside page.mjs, onnxruntime-web's runtime files and Dawn's binding):
  *
- *   node check.mjs [--shape smollm2-135m | --model <folder>] [--group 8] [--tokens 128] [--steps 3] [--out <dir>] [--require-hardware]
+ *   node check.mjs [--shape smollm2-135m | --model <folder>] [--group 8] [--tokens 128] [--steps 3] [--out <dir>]
+ *                  [--require-hardware] [--backend-limit-s 170] [--genai-limit-s 40] [--skip-genai]
+ *
+ * The limits end a backend's process (its measurements so far kept) so that the whole check, two
+ * pairs of processes, ends inside a device call of 480 s: 2 x 170 + 2 x 40 s and the unpacking.
  *
  * Builds the model of the hub shape if it is not there (scripts/build-model, random weights, fp32,
  * into build/models/hub-shape/<shape>), then one process per backend (`child` below): WebGPU samples
  * the group, both backends score it and take LoRA steps on it, and the two are compared. Writes
  * webgpu.json, wasm.json (each backend's whole result), gpu-check.json (the summary and verdict)
- * and gpu-check.md (the table) into --out. Exits 0 when everything ran and agreed, 1 when not, 2
+ * and gpu-check.md (the tables) into --out; then the same on the tiny model's shape in
+ * onnxruntime-genai's layout (webgpu-genai.json, wasm-genai.json; --skip-genai leaves it out). Exits 0 when everything ran and agreed, 1 when not, 2
  * when --require-hardware finds no hardware WebGPU adapter.
  */
 import { spawn } from 'node:child_process';
@@ -21,12 +26,11 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { buildModel, MODEL_FILES } from '../build-model/index.js';
+import { buildModel, MODEL_FILES, TINY } from '../build-model/index.js';
 import { hubShapeSpec } from '../bench/_hub-shapes.js';
 import { runBackend, type BackendResult, type Sequences } from './backend.js';
-import { agreementOf, markdown, passed } from './report.js';
+import { agreementOf, markdown, passed, type Agreement } from './report.js';
 
-const here = fileURLToPath(new URL('.', import.meta.url));
 const log = (line: string) => console.log(`[gpu-check ${new Date().toISOString().slice(11, 19)}] ${line}`);
 
 async function child(args: string[]): Promise<void> {
@@ -38,7 +42,7 @@ async function child(args: string[]): Promise<void> {
     result = { backend, peakRssBytes: 0, errors: [{ phase: 'adapter', message: 'no hardware WebGPU adapter (Dawn found none, or only a software one): is the Vulkan loader and the GPU driver\'s ICD there?' }] };
   } else {
     // Paths on the page's origin are the machine's files (page-origin.ts).
-    result = await runBackend({ backend, model: resolve(values.model!), G: Number(values.group), T: Number(values.tokens), loraSteps: Number(values.steps), ortDir: fileURLToPath(new URL('./ort/', import.meta.url)), sequences, log });
+    result = await runBackend({ backend, model: resolve(values.model!), G: Number(values.group), T: Number(values.tokens), loraSteps: Number(values.steps), ortDir: fileURLToPath(new URL('./ort/', import.meta.url)), sequences, log, save: (partial) => writeFile(values.result!, JSON.stringify(partial)) });
   }
   await writeFile(values.result!, JSON.stringify(result));
   // Dawn's device keeps the event loop alive.
@@ -52,12 +56,32 @@ async function hardwareAdapter(): Promise<boolean> {
   return !!adapter && !isSoftwareAdapter(adapter);
 }
 
-function runChild(args: string[]): Promise<number> {
+/** One backend's process, ended after `limitS` seconds so that the other backend and the summary still run inside the device call's limit. */
+function runChild(args: string[], limitS: number): Promise<'done' | 'timed out'> {
   return new Promise((done, fail) => {
     const proc = spawn(process.execPath, ['--import', new URL('./page.mjs', import.meta.url).href, fileURLToPath(import.meta.url), 'child', ...args], { stdio: ['ignore', 'inherit', 'inherit'] });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      proc.kill('SIGKILL');
+    }, limitS * 1000);
     proc.on('error', fail);
-    proc.on('exit', (code, signal) => done(code ?? (signal ? 128 : 1)));
+    proc.on('exit', () => {
+      clearTimeout(timer);
+      done(timedOut ? 'timed out' : 'done');
+    });
   });
+}
+
+/** A backend's result file, or why there is none. */
+async function readResult(file: string, backend: 'webgpu' | 'wasm', ended: 'done' | 'timed out', limitS: number): Promise<BackendResult> {
+  const saved = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8')) as BackendResult) : undefined;
+  if (ended === 'timed out') {
+    const result = saved ?? { backend, peakRssBytes: 0, errors: [] };
+    result.errors.push({ phase: 'process', message: `the ${backend} process ran past its ${limitS} s limit and was ended; what it measured before is kept` });
+    return result;
+  }
+  return saved ?? { backend, peakRssBytes: 0, errors: [{ phase: 'process', message: `the ${backend} process wrote no result (it crashed: see the log above)` }] };
 }
 
 async function gpuName(): Promise<string | undefined> {
@@ -68,6 +92,49 @@ async function gpuName(): Promise<string | undefined> {
     proc.on('error', () => done(undefined));
     proc.on('exit', () => done(text.trim() || undefined));
   });
+}
+
+interface PairOptions {
+  label: string;
+  model: string;
+  group: string;
+  tokens: string;
+  steps: string;
+  out: string;
+  limitS: number;
+  requireHardware: boolean;
+}
+
+interface Pair {
+  results: BackendResult[];
+  agreement: Agreement;
+  ok: boolean;
+  noHardware: boolean;
+}
+
+/** Both backends on one model: WebGPU samples, then WASM scores and trains on WebGPU's sample. Result files `webgpu<label>.json`, `wasm<label>.json`. */
+async function runPair(o: PairOptions): Promise<Pair> {
+  const common = ['--model', o.model, '--group', o.group, '--tokens', o.tokens, '--steps', o.steps];
+  const results: BackendResult[] = [];
+  const gpuFile = join(o.out, `webgpu${o.label}.json`);
+  log(`webgpu${o.label}: starting`);
+  const gpuEnded = await runChild(['--backend', 'webgpu', '--result', gpuFile, ...common, ...(o.requireHardware ? ['--require-hardware'] : [])], o.limitS);
+  const gpu = await readResult(gpuFile, 'webgpu', gpuEnded, o.limitS);
+  results.push(gpu);
+  const noHardware = gpu.errors.some((e) => e.phase === 'adapter');
+  if (!noHardware) {
+    const wasmFile = join(o.out, `wasm${o.label}.json`);
+    log(`wasm${o.label}: starting`);
+    const wasmEnded = await runChild(['--backend', 'wasm', '--result', wasmFile, ...common, ...(gpu.sampled ? ['--sequences', gpuFile] : [])], o.limitS);
+    results.push(await readResult(wasmFile, 'wasm', wasmEnded, o.limitS));
+  }
+  const agreement = results.length === 2 ? agreementOf(results[0], results[1]) : {};
+  return { results, agreement, ok: passed(agreement, results), noHardware };
+}
+
+/** A pair's summary without the token arrays (they are in its result files). */
+function summary(pair: Pair): unknown {
+  return { ok: pair.ok, agreement: pair.agreement, results: pair.results.map(({ sampled: _s, scoring, ...r }) => ({ ...r, ...(scoring ? { scoring: { on: scoring.on, ms: scoring.ms, firstMs: scoring.firstMs } } : {}) })) };
 }
 
 async function main(): Promise<void> {
@@ -81,8 +148,11 @@ async function main(): Promise<void> {
       group: { type: 'string', default: '8' },
       tokens: { type: 'string', default: '128' },
       steps: { type: 'string', default: '3' },
-      out: { type: 'string', default: process.env.OUT || join(here, 'out') },
+      out: { type: 'string', default: process.env.OUT || 'build/gpu-check' },
       'require-hardware': { type: 'boolean', default: false },
+      'backend-limit-s': { type: 'string', default: '170' },
+      'genai-limit-s': { type: 'string', default: '40' },
+      'skip-genai': { type: 'boolean', default: false },
     },
   });
   const out = resolve(values.out!);
@@ -102,35 +172,35 @@ async function main(): Promise<void> {
     }
   }
   const modelBytes = (await stat(join(model, MODEL_FILES.fp32))).size;
-  const common = ['--model', model, '--group', values.group!, '--tokens', values.tokens!, '--steps', values.steps!];
-  const results: BackendResult[] = [];
-  const gpuFile = join(out, 'webgpu.json');
-  log('webgpu: starting');
-  await runChild(['--backend', 'webgpu', '--result', gpuFile, ...common, ...(values['require-hardware'] ? ['--require-hardware'] : [])]);
-  const gpu = existsSync(gpuFile) ? (JSON.parse(await readFile(gpuFile, 'utf8')) as BackendResult) : { backend: 'webgpu' as const, peakRssBytes: 0, errors: [{ phase: 'process', message: 'the WebGPU process wrote no result (it crashed: see the log above)' }] };
-  results.push(gpu);
-  const noHardware = gpu.errors.some((e) => e.phase === 'adapter');
-  if (!noHardware) {
-    const wasmFile = join(out, 'wasm.json');
-    log('wasm: starting');
-    await runChild(['--backend', 'wasm', '--result', wasmFile, ...common, ...(gpu.sampled ? ['--sequences', gpuFile] : [])]);
-    results.push(existsSync(wasmFile) ? (JSON.parse(await readFile(wasmFile, 'utf8')) as BackendResult) : { backend: 'wasm', peakRssBytes: 0, errors: [{ phase: 'process', message: 'the WASM process wrote no result (it crashed: see the log above)' }] });
+  const limitS = Number(values['backend-limit-s']);
+  const requireHardware = values['require-hardware']!;
+  const main = await runPair({ label: '', model, group: values.group!, tokens: values.tokens!, steps: values.steps!, out, limitS, requireHardware });
+  // The other export layout the hub has (onnxruntime-genai's: GroupQueryAttention with the rotary
+  // embedding inside, from precomputed tables), on the tiny model's shape: seconds on any backend.
+  let genai: Pair | undefined;
+  if (!values['skip-genai'] && !main.noHardware) {
+    const dir = resolve('build/models/gpu-check-tiny-genai');
+    if (!existsSync(join(dir, MODEL_FILES.fp32))) await buildModel({ ...TINY, graph: 'genai' }, dir);
+    genai = await runPair({ label: '-genai', model: dir, group: '4', tokens: '16', steps: '2', out, limitS: Number(values['genai-limit-s']), requireHardware });
   }
-  const agreement = results.length === 2 ? agreementOf(results[0], results[1]) : {};
-  const ok = passed(agreement, results);
+  const ok = main.ok && (genai?.ok ?? true);
   const machine = { gpu: await gpuName(), cpu: cpus()[0]?.model, cores: availableParallelism(), memoryBytes: totalmem(), node: process.versions.node, platform: `${process.platform}-${process.arch}` };
-  const sampled = gpu.sample;
+  const sampled = main.results[0].sample;
   const context = [
     `Model: ${values.model ? model : `${values.shape} shape, random weights`}, fp32 (${(modelBytes / 2 ** 20).toFixed(0)} MiB${buildMs !== undefined ? `, built here in ${(buildMs / 1000).toFixed(0)} s` : ''}). ` +
       `Group: ${values.group} x ${values.tokens} new tokens${sampled ? ` (${sampled.tokens} sampled on WebGPU)` : ''}; LoRA rank 8 on every projection, ${values.steps} steps through GrpoTrainer on loraEngine (beta 0), the training graphs on the same execution provider as the sampler.`,
     `Machine: ${machine.gpu ?? 'no nvidia-smi'}; ${machine.cpu ?? '?'} (${machine.cores} cores); Node ${machine.node}. Wall-clock times; each backend in a process of its own, one after the other.`,
   ];
-  const title = `gpu-check: WebGPU against WASM, ${new Date().toISOString().slice(0, 10)}`;
-  await writeFile(join(out, 'gpu-check.json'), JSON.stringify({ ok, machine, model: { path: model, bytes: modelBytes, buildMs }, G: Number(values.group), T: Number(values.tokens), wallMs: performance.now() - started, agreement, results: results.map(({ sampled: _s, scoring, ...r }) => ({ ...r, ...(scoring ? { scoring: { on: scoring.on, ms: scoring.ms, firstMs: scoring.firstMs } } : {}) })) }, null, 1));
-  const table = markdown(title, context, results, agreement, ok);
-  await writeFile(join(out, 'gpu-check.md'), table);
-  console.log(`\n${table}`);
-  process.exit(noHardware ? 2 : ok ? 0 : 1);
+  const date = new Date().toISOString().slice(0, 10);
+  const tables = [markdown(`gpu-check: WebGPU against WASM, ${date}`, context, main.results, main.agreement, main.ok)];
+  if (genai) {
+    tables.push(markdown('The onnxruntime-genai layout (GroupQueryAttention, rotary tables inside), the tiny model\'s shape', ['4 x 16 new tokens, 2 LoRA steps, the same comparisons.'], genai.results, genai.agreement, genai.ok));
+  }
+  await writeFile(join(out, 'gpu-check.json'), JSON.stringify({ ok, machine, model: { path: model, bytes: modelBytes, buildMs }, G: Number(values.group), T: Number(values.tokens), wallMs: performance.now() - started, main: summary(main), ...(genai ? { genai: summary(genai) } : {}) }, null, 1));
+  const text = `${tables.join('\n')}\nOverall: **${ok ? 'pass' : 'FAIL'}** (${((performance.now() - started) / 1000).toFixed(0)} s).\n`;
+  await writeFile(join(out, 'gpu-check.md'), text);
+  console.log(`\n${text}`);
+  process.exit(main.noHardware ? 2 : ok ? 0 : 1);
 }
 
 await main();

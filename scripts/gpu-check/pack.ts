@@ -94,7 +94,7 @@ function vulkanDebs(): string[] {
 const RUN_SH = `#!/bin/sh
 # The GPU check of issue 41, from the folder npm run gpu-check:pack wrote. Run from the repository
 # root (the model is built into build/models/hub-shape/ there); arguments go to the check
-# (scripts/gpu-check/main.ts). Results go to $OUT, else .gpu-check/out.
+# (scripts/gpu-check/main.ts). Results go to $OUT, else build/gpu-check.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 work=\${GPU_CHECK_WORK:-/tmp/webgrpo-gpu-check}
