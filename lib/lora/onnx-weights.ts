@@ -13,6 +13,7 @@
  * data files; 4-bit MatMulNBits projections stay packed.
  */
 import { ModelLoadError, UnsupportedError } from '../errors.js';
+import { ownAlignedPiece } from '../policy/onnx/protobuf.js';
 import { bfloat16ToFloat, halfToFloat } from '../policy/onnx/half.js';
 import { ropeScalingOf } from '../policy/onnx/structure/rope.js';
 import type { Q4Matrix } from './weights.js';
@@ -224,6 +225,8 @@ function floats(t: TensorProto, external: Record<string, Uint8Array> | undefined
   const count = t.dims.reduce((a: number, d) => a * Number(d), 1);
   if (t.dataType === FLOAT && t.floatData.length === count) return Float32Array.from(t.floatData);
   const raw = bytesOf(t, external);
+  // A piece read on its own (graph-index.ts says why) is used as it is.
+  if (t.dataType === FLOAT && raw.length === count * 4 && ownAlignedPiece(raw)) return new Float32Array(raw.buffer, 0, count);
   const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
   const out = new Float32Array(count);
   if (t.dataType === FLOAT && raw.length === count * 4) {

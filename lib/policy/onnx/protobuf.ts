@@ -95,3 +95,10 @@ export function concat(parts: Uint8Array[]): Uint8Array {
   }
   return out;
 }
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** Whether `raw` is a whole buffer of its own, viewable as float32 on this platform without a copy. */
+export function ownAlignedPiece(raw: Uint8Array): boolean {
+  return LITTLE_ENDIAN && raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength;
+}
