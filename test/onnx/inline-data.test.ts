@@ -2,10 +2,11 @@
  * A graph file's inline weights read one by one (inline-data.ts): the graph with its large
  * raw_data turned into references into the file itself, each then read into an array of its own.
  * The same model comes out: the same initializers byte for byte, the same decoder weights, the
- * same logits from a session built on the pieces, and the engine's fp32 weights are those arrays
- * (no copy, no view into a buffer the size of the file).
+ * same logits from a session built on the pieces, and the engine's fp32 weights and 4-bit blocks
+ * are those arrays (no copy, no view into a buffer the size of the file).
  */
-import { open, readFile } from 'node:fs/promises';
+import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import onnxProto from 'onnx-proto';
@@ -16,6 +17,8 @@ import { inlineAsExternal, MIN_EXTERNAL_BYTES } from '../../lib/policy/onnx/inli
 import { GraphIndex } from '../../lib/policy/onnx/structure/graph-index.js';
 import { findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';
 import { loraModel } from '../../lib/train/lora-engine.js';
+import { buildModel } from '../../scripts/build-model/index.js';
+import { SMALL } from '../train/exports.js';
 import { TINY_DIR } from './fixtures.js';
 
 const FILE = join(TINY_DIR, 'onnx', 'model.onnx');
@@ -123,5 +126,28 @@ describe('inline weights read one by one', () => {
     const whole = findDecoder(new Uint8Array(await readFile(FILE)), { config });
     expect(model.weights.embedding).toEqual(whole.embedding);
     expect(model.weights.layers).toEqual(whole.layers);
+  });
+});
+
+describe('4-bit blocks read as pieces', () => {
+  it('are the pieces themselves in the engine weights', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'webgrpo-inline-q4-'));
+    try {
+      await buildModel({ ...SMALL, names: 'exporter', weights: 'q4', externalData: true }, root);
+      const q4 = await loadOnnxPolicy({ model: root, dtype: 'q4' });
+      try {
+        const files = await q4.modelGraph();
+        const model = await loraModel(q4, { r: 2, seed: 1 });
+        const pieces = new Set<ArrayBufferLike>(Object.values(files.externalData).map((p) => p.buffer));
+        const weight = model.weights.layers[0].q_proj.weight;
+        if (weight instanceof Float32Array) throw new Error('expected 4-bit blocks');
+        expect(pieces.has(weight.packed.buffer)).toBe(true);
+        expect(weight.packed.byteLength).toBe(weight.packed.buffer.byteLength);
+      } finally {
+        await q4.dispose();
+      }
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
