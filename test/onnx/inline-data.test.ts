@@ -76,6 +76,13 @@ describe('inline weights read one by one', () => {
     expect(inline.every((t) => after.bytes(t.name).length < MIN_EXTERNAL_BYTES)).toBe(true);
   });
 
+  it('refuse a truncated file with a ModelLoadError', async () => {
+    const whole = new Uint8Array(await readFile(FILE));
+    const cut = whole.subarray(0, Math.floor(whole.length / 2));
+    const readAt = async (offset: number, length: number) => cut.slice(offset, offset + length);
+    await expect(inlineAsExternal(readAt, 'model.onnx', cut.length)).rejects.toMatchObject({ code: 'ModelLoad', message: expect.stringMatching(/truncated/) });
+  });
+
   it('give the same decoder weights, fp32 arrays used as read', async () => {
     const whole = new Uint8Array(await readFile(FILE));
     const { graph, externalData } = await readPieces();

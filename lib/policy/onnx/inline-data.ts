@@ -62,17 +62,19 @@ async function graphBody(reader: WindowReader, start: number, end: number, file:
 
 /** A TensorProto's fields, its large raw_data replaced by external_data entries naming its bytes in `file`. */
 async function tensorBody(reader: WindowReader, start: number, end: number, file: string, minBytes: number): Promise<Uint8Array> {
-  const kept: Uint8Array[] = [];
+  const kept: Array<{ number: number; bytes: Uint8Array }> = [];
   let raw: { offset: number; length: number } | undefined;
   for (let pos = start; pos < end; ) {
     const field = await reader.field(pos);
     if (field.number === TENSOR_RAW_DATA && field.wireType === LENGTH_DELIMITED && field.end - field.start >= minBytes) raw = { offset: field.start, length: field.end - field.start };
-    else kept.push(await reader.bytes(pos, field.end - pos));
+    else kept.push({ number: field.number, bytes: await reader.bytes(pos, field.end - pos) });
     pos = field.end;
   }
-  if (!raw) return concat(kept);
+  if (!raw) return concat(kept.map((f) => f.bytes));
+  // A stated data location (DEFAULT) gives way to the external one.
+  const fieldsKept = kept.filter((f) => f.number !== TENSOR_DATA_LOCATION).map((f) => f.bytes);
   const location = [entryField('location', file), entryField('offset', String(raw.offset)), entryField('length', String(raw.length))];
-  return concat([...kept, ...location, Uint8Array.from([TENSOR_DATA_LOCATION * 8, EXTERNAL])]);
+  return concat([...fieldsKept, ...location, Uint8Array.from([TENSOR_DATA_LOCATION * 8, EXTERNAL])]);
 }
 
 interface WalkedField {
