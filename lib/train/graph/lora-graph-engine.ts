@@ -331,9 +331,11 @@ export class LoraGraphs {
  * head run's temporaries are a chunk's logits and their softmax and gradient (tens of MB each,
  * freed as the run ends); an arena keeps the largest run's worth per session for good, beside
  * every other session's, while without one they go back to the allocator for the layers' runs
- * to reuse. Measured at SmolLM2-135M's shape, 8 x 128: the engine's peak 170 MB lower, a step's
- * CPU time within the noise (BENCHMARKS.md, scale). The layers' sessions keep theirs: every
- * session without one made a step a third slower.
+ * to reuse. Measured in Node (BENCHMARKS.md, scale): the engine's peak 150-170 MB lower at
+ * SmolLM2-135M's and Qwen2.5-0.5B's shapes, a step's CPU time within the noise at the first and
+ * about 8% more at the second (its 151,936-token head runs more, larger chunks afresh); in a tab
+ * the freed memory stays in the WebAssembly heap for the next run. The layers' sessions keep
+ * theirs: every session without one made a step a third slower.
  */
 export function headSessionOptions(sessionOptions: Record<string, unknown>): Record<string, unknown> {
   return { enableCpuMemArena: false, ...sessionOptions };
