@@ -13,6 +13,7 @@
  * data files; 4-bit MatMulNBits projections stay packed.
  */
 import { ModelLoadError, UnsupportedError } from '../errors.js';
+import { ownAlignedPiece, ownBytes } from '../policy/onnx/protobuf.js';
 import { bfloat16ToFloat, halfToFloat } from '../policy/onnx/half.js';
 import { ropeScalingOf } from '../policy/onnx/structure/rope.js';
 import type { Q4Matrix } from './decoder.js';
@@ -135,8 +136,8 @@ function readQ4(node: NodeProto, initializers: Map<string, TensorProto>, externa
   if (!(K > 0 && N > 0 && blockSize >= 16 && (blockSize & (blockSize - 1)) === 0)) throw new ModelLoadError(`${node.name || node.input[1]}: MatMulNBits needs K, N and a power-of-two block_size.`);
   if (node.input[4] || node.input[5]) throw new UnsupportedError(`${node.name || node.input[1]}: MatMulNBits with g_idx or a fused bias is not supported.`);
   const blocks = Math.ceil(K / blockSize);
-  // Copies, not views (a Node Buffer's slice is a view): a view would keep the whole model file alive beside the weights read out of it.
-  const packed = new Uint8Array(bytesOf(initializers.get(node.input[1])!, external));
+  // Never a view into a larger buffer (a Node Buffer's slice is one): it would keep the whole model file alive beside the weights read out of it.
+  const packed = ownBytes(bytesOf(initializers.get(node.input[1])!, external));
   if (packed.length !== N * blocks * (blockSize / 2)) throw new ModelLoadError(`${node.input[1]}: ${packed.length} packed bytes for N ${N}, K ${K}, block ${blockSize}.`);
   const scales = read(node.input[2]);
   if (scales.length !== N * blocks) throw new ModelLoadError(`${node.input[2]}: ${scales.length} scales for ${N * blocks} blocks.`);
@@ -145,7 +146,7 @@ function readQ4(node: NodeProto, initializers: Map<string, TensorProto>, externa
   if (zp) {
     const t = initializers.get(zp);
     if (!t || t.dataType !== UINT8) throw new UnsupportedError(`${zp}: MatMulNBits zero points must be packed uint8 initializers.`);
-    zeroPoints = new Uint8Array(bytesOf(t, external));
+    zeroPoints = ownBytes(bytesOf(t, external));
     if (zeroPoints.length !== N * Math.ceil(blocks / 2)) throw new ModelLoadError(`${zp}: ${zeroPoints.length} zero-point bytes for N ${N} and ${blocks} blocks.`);
   }
   return { kind: 'q4', K, N, blockSize, packed, scales, ...(zeroPoints ? { zeroPoints } : {}) };
@@ -224,6 +225,8 @@ function floats(t: TensorProto, external: Record<string, Uint8Array> | undefined
   const count = t.dims.reduce((a: number, d) => a * Number(d), 1);
   if (t.dataType === FLOAT && t.floatData.length === count) return Float32Array.from(t.floatData);
   const raw = bytesOf(t, external);
+  // A piece read on its own (graph-index.ts says why) is used as it is.
+  if (t.dataType === FLOAT && raw.length === count * 4 && ownAlignedPiece(raw)) return new Float32Array(raw.buffer, 0, count);
   const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
   const out = new Float32Array(count);
   if (t.dataType === FLOAT && raw.length === count * 4) {

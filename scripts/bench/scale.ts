@@ -88,7 +88,7 @@ export async function run(): Promise<string> {
     '',
     'The engine\'s own share (its estimate, `estimateStepMemory`): the frozen weights as it holds them (fp32, or q4 packed), the adapter with its gradient and both AdamW moments, each layer\'s input kept between the passes, every layer\'s activations when kept, the widest layer run, and one head chunk of 16 MB of logits (x 4 for log-softmax, probabilities and their gradient). ' +
       'Loading the policy is the sampler\'s onnxruntime session (the weights, their MatMul prepacking, and a transposed copy of a tied embedding for the head), transformers.js and the tokenizer; sampling and scoring grow its arena by the logits of a scoring window. ' +
-      'Reading the weights holds the model file and the weights read out of it for a moment; the file is then freed (nothing keeps it: not the policy, not `loraModel`). ' +
-      'The steps add the engine\'s onnxruntime arenas, one per graph session, each as large as its graph\'s largest run.',
+      'Reading the weights reads the graph\'s structure whole and each weight into an array of its own, which the engine uses as it is (no copy of the file beside them, nothing left for the garbage collector). ' +
+      'The steps add the engine\'s onnxruntime arenas, one per layer graph session, each as large as its graph\'s largest run (the head\'s two sessions run without one).',
   ].join('\n');
 }

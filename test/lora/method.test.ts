@@ -20,8 +20,8 @@ let policy: OnnxPolicy;
 let weights: DecoderWeights;
 beforeAll(async () => {
   policy = await loadOnnxPolicy({ model: TINY_DIR });
-  const { graph, config } = await policy.modelGraph();
-  weights = await readDecoderWeights(graph, { config });
+  const { graph, externalData, config } = await policy.modelGraph();
+  weights = await readDecoderWeights(graph, { config, externalData });
 });
 afterAll(() => policy?.dispose());
 

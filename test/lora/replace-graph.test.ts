@@ -20,8 +20,8 @@ afterAll(() => policy?.dispose());
 describe('OnnxPolicy.replaceGraph', () => {
   it('samples and scores from the merged weights, and back from the base graph', async () => {
     policy = await loadOnnxPolicy({ model: TINY_DIR });
-    const { graph, config } = await policy.modelGraph();
-    const weights = await readDecoderWeights(graph, { config });
+    const { graph, externalData, config } = await policy.modelGraph();
+    const weights = await readDecoderWeights(graph, { config, externalData });
     const adapter = createLoraAdapter(weights.shape, { r: 2, seed: 3 });
     const rng = mulberry32(4);
     for (const layer of adapter.layers) for (const pair of Object.values(layer)) for (let i = 0; i < pair.B.length; i++) pair.B[i] = (2 * rng() - 1) * 0.3;

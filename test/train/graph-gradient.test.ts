@@ -206,7 +206,7 @@ describe('bad input', () => {
 });
 
 describe('session options', () => {
-  it("opens six sessions, each with pool threads that block rather than spin between ops, under the caller's own options", async () => {
+  it("opens six sessions, each with pool threads that block rather than spin between ops, the head's without an arena, under the caller's own options", async () => {
     const { weights, adapter, groups, cLogp } = setup(VARIANTS[0][1]);
     const seen: Array<Record<string, unknown> | undefined> = [];
     const recording: GraphRuntime = {
@@ -224,9 +224,16 @@ describe('session options', () => {
     for (const options of seen) {
       expect(options).toMatchObject({ intraOpNumThreads: 1, extra: { 'session.intra_op.allow_spinning': '0', 'session.set_denormal_as_zero': '1' } });
     }
+    // The layers' four keep onnxruntime's arena; the head's two (the last opened) run without one.
+    expect(seen.slice(0, 4).every((options) => options?.enableCpuMemArena === undefined)).toBe(true);
+    expect(seen.slice(4).map((options) => options?.enableCpuMemArena)).toEqual([false, false]);
     const pass = await engine.forward(adapter, groups);
     expect(tensors(await pass.backward(cLogp)).every((g) => g.every(Number.isFinite))).toBe(true);
     await engine.release();
+    // The caller's own choice of arena holds for the head too.
+    const arena = await LoraGraphs.create(recording, weights, config(adapter), { sessionOptions: { enableCpuMemArena: true } });
+    expect(seen.slice(-6).every((options) => options?.enableCpuMemArena === true)).toBe(true);
+    await arena.release();
     // The caller's own entry wins.
     const spinning = await LoraGraphs.create(recording, weights, config(adapter), { sessionOptions: { extra: { 'session.intra_op.allow_spinning': '1' } } });
     expect(seen.at(-1)).toMatchObject({ extra: { 'session.intra_op.allow_spinning': '1' } });

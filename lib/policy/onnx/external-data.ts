@@ -135,7 +135,7 @@ function withoutField(body: Uint8Array, number: number): Uint8Array {
 }
 
 /** One StringStringEntryProto as an external_data field. */
-function entryField(key: string, value: string): Uint8Array {
+export function entryField(key: string, value: string): Uint8Array {
   const encoder = new TextEncoder();
   const [k, v] = [encoder.encode(key), encoder.encode(value)];
   const entry = concat([fieldHeader(1, k.length), k, fieldHeader(2, v.length), v]);

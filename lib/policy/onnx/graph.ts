@@ -8,7 +8,9 @@ import type { OrtSession } from './ort-types.js';
 export interface ModelGraph {
   /**
    * The ONNX graph file's bytes (`onnx/model.onnx`, or the dtype's file); when its weights are in
-   * external data, its references are renamed to the pieces of `externalData`.
+   * external data, its references are renamed to the pieces of `externalData`. In Node the large
+   * inline weights are read that way too (references into the graph file itself, `model.onnx@…`),
+   * so pass `externalData` along wherever the graph goes (`readDecoderWeights`, a session).
    */
   graph: Uint8Array;
   /**

@@ -50,7 +50,9 @@ export async function readModelFiles(transformers: Transformers, location: Model
   if (!graphFile) throw new ModelLoadError(`Could not tell which ONNX file ${location.id} was loaded from.`);
   // The graph's own references say which data files and bytes it needs (config.json may not list them).
   const folder = graphFile.slice(0, graphFile.lastIndexOf('/') + 1);
-  const { graph, externalData } = await readExternalPieces(await host.readFile(transformers.env, location, graphFile), (file, ranges) =>
+  // Where the host reads by position, the graph's inline weights are read one by one too.
+  const bytes = (await host.readGraph?.(transformers.env, location, graphFile)) ?? (await host.readFile(transformers.env, location, graphFile));
+  const { graph, externalData } = await readExternalPieces(bytes, (file, ranges) =>
     host.readRanges(transformers.env, location, `${folder}${file}`, ranges),
   );
   return { graphFile, graph, externalData };

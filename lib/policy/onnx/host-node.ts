@@ -6,6 +6,7 @@
  * the entry that picks a host at run time, and never call this one.
  */
 import { ModelLoadError } from '../../errors.js';
+import { inlineAsExternal } from './inline-data.js';
 import { fetchBytes, fetchRanges, hubFileUrl, isHubId, type ModelHost, type ModelLocation } from './location.js';
 
 export const nodeHost: ModelHost = {
@@ -22,6 +23,36 @@ export const nodeHost: ModelHost = {
     }
     // A hub model not in transformers.js' cache folder: download it.
     return fetchBytes(hubFileUrl(env, location.id, file));
+  },
+  async readGraph(env, location, file) {
+    const { open } = await import('node:fs/promises');
+    const { basename, join } = await import('node:path');
+    const path = location.local ? join(location.id, file) : join(String(env.cacheDir ?? ''), location.id, file);
+    let handle: Awaited<ReturnType<typeof open>>;
+    try {
+      handle = await open(path, 'r');
+    } catch {
+      return undefined;
+    }
+    try {
+      const { size } = await handle.stat();
+      return await inlineAsExternal(
+        async (offset, length) => {
+          const piece = new Uint8Array(length);
+          let filled = 0;
+          while (filled < length) {
+            const { bytesRead } = await handle.read(piece, filled, length - filled, offset + filled);
+            if (bytesRead === 0) break;
+            filled += bytesRead;
+          }
+          return piece.subarray(0, filled);
+        },
+        basename(file),
+        size,
+      );
+    } finally {
+      await handle.close();
+    }
   },
   async readRanges(env, location, file, ranges) {
     const { open } = await import('node:fs/promises');

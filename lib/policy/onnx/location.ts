@@ -35,6 +35,12 @@ export interface ModelHost {
   readFile(env: HubEnv, location: ModelLocation, file: string): Promise<Uint8Array>;
   /** Byte ranges of one file (sorted, not overlapping), each into an array of its own, never the whole file at once. */
   readRanges(env: HubEnv, location: ModelLocation, file: string, ranges: ByteRange[]): Promise<Uint8Array[]>;
+  /**
+   * Hosts with positional reads: the graph file with its large inline weights as references into
+   * itself (inline-data.ts), for readRanges to read one by one; undefined where the file is not
+   * on disk (readFile then reads it).
+   */
+  readGraph?(env: HubEnv, location: ModelLocation, file: string): Promise<Uint8Array | undefined>;
 }
 
 const HUB_ID = /^(\b[\w\-.]+\b\/)?\b[\w\-.]{1,96}\b$/;

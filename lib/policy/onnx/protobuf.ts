@@ -95,3 +95,18 @@ export function concat(parts: Uint8Array[]): Uint8Array {
   }
   return out;
 }
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** Whether `raw` is a whole buffer of its own, viewable as float32 on this platform without a copy. */
+export function ownAlignedPiece(raw: Uint8Array): boolean {
+  return LITTLE_ENDIAN && raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength;
+}
+
+/**
+ * `bytes` as an array of its own: as it is when it is one already (a piece read on its own), else
+ * a copy, so a view does not keep a whole file's buffer alive beside the bytes read out of it.
+ */
+export function ownBytes(bytes: Uint8Array): Uint8Array {
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes);
+}

@@ -7,6 +7,7 @@
 import onnxProto from 'onnx-proto';
 import { ModelLoadError } from '../../../errors.js';
 import { bfloat16ToFloat, halfToFloat } from '../half.js';
+import { ownAlignedPiece } from '../protobuf.js';
 
 export type TensorProto = onnxProto.onnx.TensorProto;
 export type NodeProto = onnxProto.onnx.NodeProto;
@@ -125,6 +126,10 @@ export class GraphIndex {
     if (t.dataType === DOUBLE && t.doubleData.length === count) return Float32Array.from(t.doubleData);
     if (t.dataType === FLOAT16 && t.int32Data.length === count) return Float32Array.from(t.int32Data, halfToFloat);
     const raw = this.bytes(name);
+    // An fp32 tensor read into an array of its own (external data, read piece by piece) is used
+    // as it is: a copy would be a second copy of the weight. A view into a larger buffer (the
+    // whole file's) is copied, so the weights do not keep that buffer alive.
+    if (t.dataType === FLOAT && raw.length === count * 4 && ownAlignedPiece(raw)) return new Float32Array(raw.buffer, 0, count);
     const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
     const out = new Float32Array(count);
     if (t.dataType === FLOAT && raw.length === count * 4) for (let i = 0; i < count; i++) out[i] = view.getFloat32(i * 4, true);

@@ -7,6 +7,7 @@
 import { ModelLoadError, UnsupportedError } from '../../../errors.js';
 import type { FoundProjection, FoundQ4 } from './decoder.js';
 import { attributeInt, GraphIndex, transpose, UINT8, type NodeProto } from './graph-index.js';
+import { ownBytes } from '../protobuf.js';
 
 /** A MatMul, Gemm or MatMulNBits with a constant weight, where it sits in the graph. */
 export interface Weighted {
@@ -72,15 +73,15 @@ function readQ4(g: GraphIndex, node: NodeProto): FoundQ4 {
   if (!(K > 0 && N > 0 && blockSize >= 16 && (blockSize & (blockSize - 1)) === 0)) throw new ModelLoadError(`${what}: MatMulNBits needs K, N and a power-of-two block_size.`);
   if (node.input[4] || node.input[5]) throw new UnsupportedError(`${what}: MatMulNBits with g_idx or a fused bias is not supported.`);
   const blocks = Math.ceil(K / blockSize);
-  // Copies, not views (a Node Buffer's slice is a view): a view would keep the whole model file alive beside the weights read out of it.
-  const packed = new Uint8Array(g.bytes(node.input[1]));
+  // Never a view into a larger buffer (a Node Buffer's slice is one): it would keep the whole model file alive beside the weights read out of it.
+  const packed = ownBytes(g.bytes(node.input[1]));
   if (packed.length !== N * blocks * (blockSize / 2)) throw new ModelLoadError(`${what}: ${packed.length} packed bytes for N ${N}, K ${K}, block ${blockSize}.`);
   const scales = g.floats(node.input[2]);
   if (scales.length !== N * blocks) throw new ModelLoadError(`${what}: ${scales.length} scales for ${N * blocks} blocks.`);
   const zp = node.input[3];
   if (!zp) return { kind: 'q4', K, N, blockSize, packed, scales };
   if (!g.isInitializer(zp) || g.initializers.get(zp)!.dataType !== UINT8) throw new UnsupportedError(`${zp}: MatMulNBits zero points must be packed uint8 initializers.`);
-  const zeroPoints = new Uint8Array(g.bytes(zp));
+  const zeroPoints = ownBytes(g.bytes(zp));
   if (zeroPoints.length !== N * Math.ceil(blocks / 2)) throw new ModelLoadError(`${zp}: ${zeroPoints.length} zero-point bytes for N ${N} and ${blocks} blocks.`);
   return { kind: 'q4', K, N, blockSize, packed, scales, zeroPoints };
 }

@@ -1,0 +1,132 @@
+/**
+ * A graph file's inline weights turned into external references to the file itself, read by
+ * position without holding the file. A model under 2 GB usually keeps every weight inline
+ * (`raw_data` inside the protobuf); reading it whole puts the file's bytes beside the weights read
+ * out of them, and a garbage collector need not return that buffer soon (the engine's first
+ * steps ran with both). Here only the graph's structure is read whole; each large `raw_data`
+ * becomes `location = <the file>, offset, length`, which readExternalPieces then reads into an
+ * array of its own, as it reads a hub export's `model.onnx_data`.
+ */
+import { ModelLoadError } from '../../errors.js';
+import { entryField } from './external-data.js';
+import { concat, fieldHeader, LENGTH_DELIMITED, varint } from './protobuf.js';
+
+const MODEL_GRAPH = 7;
+const GRAPH_INITIALIZER = 5;
+const TENSOR_RAW_DATA = 9;
+const TENSOR_DATA_LOCATION = 14;
+const EXTERNAL = 1;
+
+/** Inline data below this stays inline: norms and biases are not worth a read of their own. */
+export const MIN_EXTERNAL_BYTES = 1 << 16;
+/** How much of the file one read brings in while walking its fields. */
+const WINDOW = 1 << 20;
+
+/** Reads `length` bytes at `offset` of the graph file (fewer at its end). */
+export type ReadAt = (offset: number, length: number) => Promise<Uint8Array>;
+
+/**
+ * The model in `file` (its name as references beside it give it, e.g. `model.onnx`, `size` bytes
+ * long) with every inline `raw_data` of at least `minBytes` moved out to a reference into `file`
+ * itself. Every other byte is copied as it is.
+ */
+export async function inlineAsExternal(readAt: ReadAt, file: string, size: number, minBytes = MIN_EXTERNAL_BYTES): Promise<Uint8Array> {
+  const reader = new WindowReader(readAt, size);
+  const top: Uint8Array[] = [];
+  let sawGraph = false;
+  for (let pos = 0; pos < size; ) {
+    const field = await reader.field(pos);
+    if (field.number === MODEL_GRAPH && field.wireType === LENGTH_DELIMITED) {
+      sawGraph = true;
+      const body = await graphBody(reader, field.start, field.end, file, minBytes);
+      top.push(fieldHeader(MODEL_GRAPH, body.length), body);
+    } else top.push(await reader.bytes(pos, field.end - pos));
+    pos = field.end;
+  }
+  if (!sawGraph) throw new ModelLoadError(`${file} has no graph.`);
+  return concat(top);
+}
+
+async function graphBody(reader: WindowReader, start: number, end: number, file: string, minBytes: number): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  for (let pos = start; pos < end; ) {
+    const field = await reader.field(pos);
+    if (field.number === GRAPH_INITIALIZER && field.wireType === LENGTH_DELIMITED && field.end - field.start >= minBytes) {
+      const body = await tensorBody(reader, field.start, field.end, file, minBytes);
+      parts.push(fieldHeader(GRAPH_INITIALIZER, body.length), body);
+    } else parts.push(await reader.bytes(pos, field.end - pos));
+    pos = field.end;
+  }
+  return concat(parts);
+}
+
+/** A TensorProto's fields, its large raw_data replaced by external_data entries naming its bytes in `file`. */
+async function tensorBody(reader: WindowReader, start: number, end: number, file: string, minBytes: number): Promise<Uint8Array> {
+  const kept: Array<{ number: number; bytes: Uint8Array }> = [];
+  let raw: { offset: number; length: number } | undefined;
+  for (let pos = start; pos < end; ) {
+    const field = await reader.field(pos);
+    if (field.number === TENSOR_RAW_DATA && field.wireType === LENGTH_DELIMITED && field.end - field.start >= minBytes) raw = { offset: field.start, length: field.end - field.start };
+    else kept.push({ number: field.number, bytes: await reader.bytes(pos, field.end - pos) });
+    pos = field.end;
+  }
+  if (!raw) return concat(kept.map((f) => f.bytes));
+  // A stated data location (DEFAULT) gives way to the external one.
+  const fieldsKept = kept.filter((f) => f.number !== TENSOR_DATA_LOCATION).map((f) => f.bytes);
+  const location = [entryField('location', file), entryField('offset', String(raw.offset)), entryField('length', String(raw.length))];
+  return concat([...fieldsKept, ...location, Uint8Array.from([TENSOR_DATA_LOCATION * 8, EXTERNAL])]);
+}
+
+interface WalkedField {
+  number: number;
+  wireType: number;
+  /** Payload range (length-delimited), or where the value ends. */
+  start: number;
+  end: number;
+}
+
+/** Positional reads through a window of the file, so walking small fields costs one read per window. */
+class WindowReader {
+  #at = 0;
+  #window: Uint8Array = new Uint8Array(0);
+
+  constructor(
+    private readonly readAt: ReadAt,
+    private readonly size: number,
+  ) {}
+
+  async bytes(offset: number, length: number): Promise<Uint8Array> {
+    if (offset + length > this.size) throw new ModelLoadError('The ONNX file is truncated.');
+    if (offset < this.#at || offset + length > this.#at + this.#window.length) {
+      this.#at = offset;
+      this.#window = await this.readAt(offset, Math.min(Math.max(WINDOW, length), this.size - offset));
+      if (this.#window.length < length) throw new ModelLoadError('The ONNX file is truncated.');
+    }
+    return this.#window.slice(offset - this.#at, offset - this.#at + length);
+  }
+
+  async field(pos: number): Promise<WalkedField> {
+    const head = await this.bytes(pos, Math.min(20, this.size - pos));
+    const [tag, afterTag] = varint(head, 0);
+    const number = Math.floor(tag / 8);
+    const wireType = tag & 7;
+    switch (wireType) {
+      case 0: {
+        const [, after] = varint(head, afterTag);
+        return { number, wireType, start: pos + afterTag, end: pos + after };
+      }
+      case 1:
+        return { number, wireType, start: pos + afterTag, end: pos + afterTag + 8 };
+      case 2: {
+        const [length, after] = varint(head, afterTag);
+        const end = pos + after + length;
+        if (end > this.size) throw new ModelLoadError('The ONNX file is truncated.');
+        return { number, wireType, start: pos + after, end };
+      }
+      case 5:
+        return { number, wireType, start: pos + afterTag, end: pos + afterTag + 4 };
+      default:
+        throw new ModelLoadError(`The ONNX file is malformed (wire type ${wireType} at byte ${pos}).`);
+    }
+  }
+}
