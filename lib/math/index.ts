@@ -10,21 +10,20 @@ export {
   type ScaleRewards,
 } from './advantages.js';
 export { tokenLogProbs, type TokenLogProbs, type TokenLogProbsInput } from './logprobs.js';
+export { grpoLoss, type GrpoLossResult } from './loss.js';
 export {
-  grpoLoss,
+  IMPORTANCE_SAMPLING_MODES,
+  LOSS_TYPES,
   resolveLossConfig,
-  type GrpoLossBatch,
   type GrpoLossConfig,
-  type GrpoLossMetrics,
-  type GrpoLossResult,
   type ImportanceSamplingLevel,
   type ImportanceSamplingMode,
   type ImportanceSamplingOptions,
   type LossType,
-  type RatioSummary,
   type ResolvedLossConfig,
-} from './loss.js';
-export { IMPORTANCE_SAMPLING_MODES, LOSS_TYPES } from './loss-config.js';
+} from './loss-config.js';
+export type { GrpoLossBatch } from './loss-inputs.js';
+export type { GrpoLossMetrics, RatioSummary } from './loss-metrics.js';
 export {
   DEFAULT_IMPORTANCE_SAMPLING,
   samplingCorrection,
