@@ -23,33 +23,38 @@ export { registerMethod, methodOf, methodKinds, builtinMethods, type RegisteredM
 export { generateGroups } from './policy/groups.js';
 
 // Stored runs: a step's payload and library, a run's method, checks of what enters a store.
-export { payloadOf, RUN_EXPORT_FORMAT, RUN_EXPORT_VERSION, type RecordKind, type RecordLookup, type RunField } from './store/index.js';
+export { payloadOf } from './store/records/step.js';
+export { RUN_EXPORT_FORMAT, RUN_EXPORT_VERSION } from './store/run-export.js';
+export type { RecordKind, RecordLookup, RunField } from './store/records/kind.js';
 export { validateBundle } from './methods/records.js';
 export { stepLibrary } from './methods/training-free/history.js';
 export { runMethod, type RunMethod } from './methods/run-method.js';
 export { validateDataset, validateDatasetItem } from './core/dataset.js';
-export { stepStats, groupStats, epochStats } from './methods/training-free/index.js';
-export { itemResultGroup, finishedEpochs } from './export/index.js';
+export { stepStats, groupStats } from './run/stats.js';
+export { epochStats } from './methods/training-free/stats.js';
+export { itemResultGroup } from './export/run.js';
+export { finishedEpochs } from './export/epoch.js';
 export { RECORDING_FORMAT } from './policy/recorded.js';
-export { completionId, parseCompletionId } from './session/index.js';
+export { completionId, parseCompletionId } from './session/records.js';
 
 // The router's parts: the prompt of an arm, a query's class, the routing distribution.
 export { armPrompt } from './methods/router/arm.js';
-export { queryClassOf, routingProbabilities } from './methods/router/index.js';
+export { queryClassOf } from './methods/router/item.js';
+export { routingProbabilities } from './methods/router/method.js';
 
 // The experience library's operations, the critic's output schemas, and their defaults.
+export { applyOperations, DEFAULT_MAX_EXPERIENCE_LENGTH, type ApplyOptions } from './experience/operations.js';
+export { selectExemplar, applyExemplars, DEFAULT_MAX_EXEMPLARS, type ExemplarSelectOptions, type ApplyExemplarsOptions } from './experience/exemplars.js';
+export { normalizeExperienceLibrary, validateLibrary, type NormalizeLibraryOptions } from './experience/normalize.js';
+export { DEFAULT_EXPERIENCE_TOKEN_BUDGET, DEFAULT_LESSONS_TEMPLATE, DEFAULT_EXEMPLARS_TEMPLATE } from './experience/render.js';
 export {
-  applyOperations, selectExemplar, applyExemplars, normalizeExperienceLibrary, validateLibrary,
-  criticLessonsSchema, criticOperationsSchema, DEFAULT_MAX_EXPERIENCE_LENGTH, DEFAULT_MAX_EXEMPLARS,
-  DEFAULT_EXPERIENCE_TOKEN_BUDGET, DEFAULT_LESSONS_TEMPLATE, DEFAULT_EXEMPLARS_TEMPLATE, type ApplyOptions,
-  type ExemplarSelectOptions, type ApplyExemplarsOptions, type NormalizeLibraryOptions,
-  type CriticLessonsSchemaOptions, type CriticOperationsSchemaOptions, type CriticSchemaOptions
-} from './experience/index.js';
+  criticLessonsSchema, criticOperationsSchema, type CriticLessonsSchemaOptions, type CriticOperationsSchemaOptions, type CriticSchemaOptions
+} from './experience/critic-schema.js';
 
 // Structured output: a response format compiled against a vocabulary into a per-token mask.
-export {
-  compileResponseFormat, ResponseGrammar, TokenMatcher, tokenVocabulary, TokenVocabulary,
-  byteLevelTokenBytes, sentencePieceTokenBytes, applyTokenMask, isAllowed, countAllowed, maskedLogSoftmax,
-  maskedLogSumExp, type GrammarOptions
-} from './constrain/index.js';
+export { compileResponseFormat, ResponseGrammar, type GrammarOptions } from './constrain/format.js';
+export { TokenMatcher } from './constrain/matcher.js';
+export { tokenVocabulary, TokenVocabulary } from './constrain/vocabulary.js';
+export { applyTokenMask, countAllowed, isAllowed, maskedLogSoftmax, maskedLogSumExp } from './constrain/mask.js';
+export { byteLevelTokenBytes, sentencePieceTokenBytes } from './constrain/token-bytes.js';
 export type { JsonSchema, ResponseFormat } from './core/policy.js';

@@ -8,10 +8,12 @@ import { parseArgs } from 'node:util';
 import { basename, resolve } from 'node:path';
 import type { OnnxDevice } from '../onnx.js';
 import type { Policy } from '../core/policy.js';
-import { serve } from '../serve/server.js';
+import { serve, type ServeOptions, type WebgrpoServer } from '../serve/server.js';
 import { closeOnSignals } from '../serve/signals.js';
-import { openFileSessionStore } from '../node.js';
+import { openFileSessionStore, type FileSessionStore } from '../node.js';
+import type { JsonlFormat } from '../export/jsonl.js';
 import { modelPath } from './model-arg.js';
+import { UsageError } from './train-flags.js';
 
 const HELP = `Usage: webgrpo serve --model <dir|hub id> [options]
 
@@ -83,29 +85,41 @@ function byteSize(text: string): number | null {
   return bytes >= 1 && Number.isSafeInteger(bytes) ? bytes : null;
 }
 
+const OPTIONS = {
+  model: { type: 'string' },
+  port: { type: 'string', default: '8000' },
+  host: { type: 'string', default: '127.0.0.1' },
+  'api-key': { type: 'string' },
+  'served-model-name': { type: 'string' },
+  device: { type: 'string', default: 'auto' },
+  store: { type: 'string' },
+  'feedback-file': { type: 'string' },
+  'feedback-format': { type: 'string', default: 'conversational' },
+  'max-tokens': { type: 'string', default: '4096' },
+  'max-group-bytes': { type: 'string' },
+  'cors-origin': { type: 'string', multiple: true },
+  'allowed-host': { type: 'string', multiple: true },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>['values'];
+
+/** The flags that need checking, checked. */
+interface CheckedFlags {
+  model: string;
+  port: number;
+  maxTokens: number;
+  maxGroupBytes: number | undefined;
+  format: JsonlFormat;
+  device: OnnxDevice;
+  apiKey: string | undefined;
+  feedbackFile: string | undefined;
+}
+
 export async function run(argv: string[], loadPolicy: PolicyLoader = loadOnnx): Promise<number> {
-  let values;
+  let values: Values;
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        model: { type: 'string' },
-        port: { type: 'string', default: '8000' },
-        host: { type: 'string', default: '127.0.0.1' },
-        'api-key': { type: 'string' },
-        'served-model-name': { type: 'string' },
-        device: { type: 'string', default: 'auto' },
-        store: { type: 'string' },
-        'feedback-file': { type: 'string' },
-        'feedback-format': { type: 'string', default: 'conversational' },
-        'max-tokens': { type: 'string', default: '4096' },
-        'max-group-bytes': { type: 'string' },
-        'cors-origin': { type: 'string', multiple: true },
-        'allowed-host': { type: 'string', multiple: true },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-    }));
+    ({ values } = parseArgs({ args: argv, options: OPTIONS, strict: true }));
   } catch (error) {
     console.error(`${(error as Error).message}\n\n${HELP}`);
     return 2;
@@ -114,54 +128,70 @@ export async function run(argv: string[], loadPolicy: PolicyLoader = loadOnnx): 
     console.log(HELP);
     return 0;
   }
-  const fail = (message: string) => {
-    console.error(`webgrpo serve: ${message}\n\nRun \`webgrpo serve --help\` for the options.`);
+  let flags: CheckedFlags;
+  try {
+    flags = await checkFlags(values);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`webgrpo serve: ${error.message}\n\nRun \`webgrpo serve --help\` for the options.`);
     return 2;
-  };
-  if (!values.model) return fail('--model is required (a model folder or hub id).');
+  }
+  const log = (line: string) => console.error(line);
+  const store = values.store !== undefined ? await openFileSessionStore(resolve(values.store)) : undefined;
+  log(`webgrpo serve: loading ${flags.model} ...`);
+  const policy = await loadPolicy(flags.model, flags.device, log);
+  const server = await serve(serveOptions(values, flags, policy, store, log));
+  if (store) log(`webgrpo serve: groups and feedback are kept in ${store.root}`);
+  console.log(`webgrpo serve: ${policy.info.model} (${policy.info.backend}) at ${server.url}${flags.apiKey !== undefined ? ' (API key required)' : ''}`);
+  return untilClosed(server, policy, log);
+}
+
+/** The flags checked in order, the feedback file (like the store) before the model loads, so a bad one fails fast. */
+async function checkFlags(values: Values): Promise<CheckedFlags> {
+  if (!values.model) throw new UsageError('--model is required (a model folder or hub id).');
   const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) return fail(`--port must be 0..65535, got ${values.port}.`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be 0..65535, got ${values.port}.`);
   const maxTokens = Number(values['max-tokens']);
-  if (!Number.isInteger(maxTokens) || maxTokens < 1) return fail(`--max-tokens must be a positive integer, got ${values['max-tokens']}.`);
+  if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new UsageError(`--max-tokens must be a positive integer, got ${values['max-tokens']}.`);
   const maxGroupBytes = values['max-group-bytes'] === undefined ? undefined : byteSize(values['max-group-bytes']);
-  if (maxGroupBytes === null) return fail(`--max-group-bytes must be a size such as 268435456, 256MiB or 1GiB, got ${values['max-group-bytes']}.`);
+  if (maxGroupBytes === null) throw new UsageError(`--max-group-bytes must be a size such as 268435456, 256MiB or 1GiB, got ${values['max-group-bytes']}.`);
   const format = values['feedback-format'];
-  if (format !== 'standard' && format !== 'conversational') return fail(`--feedback-format must be standard or conversational, got ${format}.`);
+  if (format !== 'standard' && format !== 'conversational') throw new UsageError(`--feedback-format must be standard or conversational, got ${format}.`);
   const device = values.device as OnnxDevice;
-  if (!DEVICES.includes(device)) return fail(`--device must be one of ${DEVICES.join(', ')}, got ${values.device}.`);
+  if (!DEVICES.includes(device)) throw new UsageError(`--device must be one of ${DEVICES.join(', ')}, got ${values.device}.`);
   const apiKey = values['api-key'] ?? process.env.WEBGRPO_API_KEY;
   if (apiKey !== undefined && apiKey.trim() === '') {
     const from = values['api-key'] !== undefined ? '--api-key' : 'WEBGRPO_API_KEY';
-    return fail(`${from} is empty, which would serve without authentication; give a key, or leave ${from} out to serve without one.`);
+    throw new UsageError(`${from} is empty, which would serve without authentication; give a key, or leave ${from} out to serve without one.`);
   }
-  if (apiKey !== undefined && apiKey !== apiKey.trim()) return fail('the API key must not start or end with spaces.');
+  if (apiKey !== undefined && apiKey !== apiKey.trim()) throw new UsageError('the API key must not start or end with spaces.');
   const feedbackFile = values['feedback-file'];
-  // Checked (like the store) before the model loads, so a bad path fails fast.
-  if (feedbackFile !== undefined) {
-    const problem = await notAppendable(feedbackFile);
-    if (problem) return fail(`--feedback-file ${feedbackFile} cannot be opened for appending (${problem}); choose a writable file.`);
-  }
+  const problem = feedbackFile !== undefined ? await notAppendable(feedbackFile) : undefined;
+  if (problem) throw new UsageError(`--feedback-file ${feedbackFile} cannot be opened for appending (${problem}); choose a writable file.`);
+  return { model: values.model, port, maxTokens, maxGroupBytes, format, device, apiKey, feedbackFile };
+}
 
-  const log = (line: string) => console.error(line);
-  const store = values.store !== undefined ? await openFileSessionStore(resolve(values.store)) : undefined;
-  log(`webgrpo serve: loading ${values.model} ...`);
-  const policy = await loadPolicy(values.model, device, log);
-  const server = await serve({
+/** What the flags ask of the server; the optional ones only where given. */
+function serveOptions(values: Values, flags: CheckedFlags, policy: Policy, store: FileSessionStore | undefined, log: (line: string) => void): ServeOptions {
+  const { apiKey, maxGroupBytes, feedbackFile } = flags;
+  return {
     policy,
     host: values.host!,
-    port,
+    port: flags.port,
     ...(apiKey !== undefined ? { apiKey } : {}),
-    modelId: values['served-model-name'] ?? basename(values.model.replace(/[\\/]+$/, '')),
-    maxTokens,
+    modelId: values['served-model-name'] ?? basename(flags.model.replace(/[\\/]+$/, '')),
+    maxTokens: flags.maxTokens,
     ...(maxGroupBytes !== undefined ? { maxGroupBytes } : {}),
-    ...(store ? { store } : {}),
-    ...(feedbackFile !== undefined ? { feedbackFile, feedbackFormat: format } : {}),
+    ...(feedbackFile !== undefined ? { feedbackFile, feedbackFormat: flags.format } : {}),
     ...(values['cors-origin'] ? { corsOrigins: values['cors-origin'] } : {}),
     ...(values['allowed-host'] ? { allowedHosts: values['allowed-host'] } : {}),
+    ...(store ? { store } : {}),
     log,
-  });
-  if (store) log(`webgrpo serve: groups and feedback are kept in ${store.root}`);
-  console.log(`webgrpo serve: ${policy.info.model} (${policy.info.backend}) at ${server.url}${apiKey !== undefined ? ' (API key required)' : ''}`);
+  };
+}
+
+/** Serves until SIGINT/SIGTERM; then the server closes, the model is disposed and the exit code is 0 (1 where a close failed). */
+function untilClosed(server: WebgrpoServer, policy: Policy, log: (line: string) => void): Promise<number> {
   return new Promise<number>((resolve) => {
     closeOnSignals(server, {
       log,

@@ -64,11 +64,6 @@ export function complement(set: CharSet): CharSet {
   return intersect(out, ANY_CHAR);
 }
 
-export function contains(set: CharSet, c: number): boolean {
-  for (const [lo, hi] of set) if (c >= lo && c <= hi) return true;
-  return false;
-}
-
 /** One UTF-8 encoding pattern: byte i lies in `[lo[i], hi[i]]`. */
 export type ByteSequence = ReadonlyArray<readonly [number, number]>;
 

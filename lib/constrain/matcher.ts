@@ -30,10 +30,6 @@ export class MaskTable {
     this.stateAt = new Int32Array(vocabulary.maxLength + 1);
   }
 
-  get cached(): number {
-    return this.masks.size;
-  }
-
   mask(state: number): Uint32Array {
     let mask = this.masks.get(state);
     if (mask === undefined) {

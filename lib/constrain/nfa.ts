@@ -166,14 +166,6 @@ export class Nfa {
     return { start: s, end: s };
   }
 
-  /** One step over any label in `[lo, hi]`. */
-  range(lo: number, hi = lo): Fragment {
-    const start = this.state();
-    const end = this.state();
-    this.edge(start, lo, hi, end);
-    return { start, end };
-  }
-
   /** One step over any label of any of the ranges. */
   ranges(ranges: ReadonlyArray<readonly [number, number]>): Fragment {
     const start = this.state();
@@ -210,15 +202,6 @@ export class Nfa {
     return { start, end };
   }
 
-  optional(part: Fragment): Fragment {
-    const start = this.state();
-    const end = this.state();
-    this.epsilon(start, part.start);
-    this.epsilon(part.end, end);
-    this.epsilon(start, end);
-    return { start, end };
-  }
-
   /** `make` repeated `min` to `max` times (`max` may be Infinity). */
   repeat(make: Make, min: number, max: number): Fragment {
     const start = this.state();
@@ -243,15 +226,6 @@ export class Nfa {
       this.epsilon(cursor, end);
     }
     return { start, end };
-  }
-
-  /** `min` to `max` items separated by `sep`: `item (sep item)*` within the bounds. */
-  list(item: Make, sep: Make, min: number, max: number): Fragment {
-    if (max === 0) return this.empty();
-    const first = item();
-    const rest = this.repeat(() => this.seq([sep(), item()]), Math.max(min - 1, 0), max - 1);
-    const some = this.seq([first, rest]);
-    return min === 0 ? this.optional(some) : some;
   }
 
   /**

@@ -7,7 +7,8 @@
 import { readFile, truncate } from 'node:fs/promises';
 import { codeOf } from '../store/file/io.js';
 import type { Store } from '../store/store.js';
-import { exportEveryEpoch, finishedEpochs, type EpochExportOptions, type EpochHook } from './epoch.js';
+import { exportEveryEpoch, finishedEpochs, type EpochExportOptions } from './epoch.js';
+import type { EpochHook } from '../run/groups.js';
 import { jsonlFileSink, type JsonlFileSink } from './file.js';
 import { COLUMN_NAMES } from './jsonl.js';
 

@@ -18,8 +18,6 @@ export interface JsonlSink {
   write(text: string): Promise<void>;
 }
 
-export type { EpochExport, EpochHook } from '../run/groups.js';
-
 export interface EpochExportOptions extends ToJsonlOptions {
   /**
    * Completion ids already in the destination: their lines are not written again, and every line

@@ -21,8 +21,6 @@ import type { ExportCompletion, ExportGroup } from '../run/groups.js';
 import type { RunBundle } from '../store/records/index.js';
 import { isRunBundle, runGroups } from './run.js';
 
-export type { ExportCompletion, ExportGroup } from '../run/groups.js';
-
 /**
  * Groups, anything that carries them, or a stored training run (`exportRun`, `store.readBundle`):
  * a run's groups are its item results, see `runGroups`.

@@ -14,7 +14,8 @@
  */
 import { InvalidInputError } from '../errors.js';
 import { computeAdvantages, type AdvantageOptions, type AdvantageResult, type RewardTable } from './advantages.js';
-import { resolveLossConfig, type GrpoLossBatch, type GrpoLossConfig, type ImportanceSamplingLevel, type LossType } from './loss.js';
+import { resolveLossConfig, type GrpoLossConfig, type ImportanceSamplingLevel, type LossType } from './loss-config.js';
+import type { GrpoLossBatch } from './loss-inputs.js';
 import { allFinite, describe, finiteNumber, integerAtLeast, isArrayLike, rowsShape, type Rows } from './validate.js';
 
 /** Completion token ids, B rows of T, with optional sequence-level rewards: the first layer of a step's batch. */

@@ -41,19 +41,6 @@ import { clippedTerm, gammaWeight, sapoTerm } from './loss-terms.js';
 import { readBatch, type GrpoLossBatch, type LossInputs } from './loss-inputs.js';
 import type { Rows } from './validate.js';
 
-export {
-  resolveLossConfig,
-  type GrpoLossConfig,
-  type ImportanceSamplingLevel,
-  type ImportanceSamplingMode,
-  type ImportanceSamplingOptions,
-  type LossType,
-  type ResolvedLossConfig,
-} from './loss-config.js';
-
-export type { GrpoLossBatch } from './loss-inputs.js';
-export type { GrpoLossMetrics, RatioSummary } from './loss-metrics.js';
-
 export interface GrpoLossResult {
   loss: number;
   /** d loss / d logps, B rows of T (0 at masked positions, but for luspo's padded mean). */

@@ -7,6 +7,7 @@
  * be safe is cut out of every message (and of the error's cause) before it is thrown, logged or stored. Bodies are read up to a size cap.
  */
 import { AbortError, HttpError, ResponseTooLargeError } from '../errors.js';
+import { sleep } from './sleep.js';
 
 export interface HttpOptions {
   fetch: typeof fetch;
@@ -279,18 +280,4 @@ function redacted(error: HttpError, redact: (text: string) => string): HttpError
 
 function snippet(text: string): string {
   return text.length > 300 ? `${text.slice(0, 300)}...` : text;
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new AbortError(undefined, { cause: signal?.reason }));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

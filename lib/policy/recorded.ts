@@ -8,7 +8,8 @@
  * not by its order, so a resumed run, which asks fewer questions, is answered exactly as the
  * uninterrupted run was.
  */
-import { AbortError, InvalidInputError, NotFoundError, throwIfAborted } from '../errors.js';
+import { InvalidInputError, NotFoundError, throwIfAborted } from '../errors.js';
+import { sleep } from './sleep.js';
 import type { GenerateGroupOptions, GroupResult, Policy, PolicyInfo, PromptInput, SamplingOptions } from '../core/policy.js';
 import { parsedJson } from '../core/shape.js';
 
@@ -157,18 +158,4 @@ function readRecording(input: PolicyRecording | string): PolicyRecording {
   });
   if (data.encodes !== undefined && !Array.isArray(data.encodes)) throw new InvalidInputError('recording.encodes', 'expected an array.');
   return { ...(data as PolicyRecording), encodes: data.encodes ?? [] };
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new AbortError(undefined, { cause: signal?.reason }));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

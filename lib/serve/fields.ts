@@ -43,8 +43,8 @@ export function checkLength(key: string, value: string, maxLength: number): void
   if (value.length > maxLength) throw badField(key, `must be at most ${maxLength} characters, got ${value.length}.`, 'string_above_max_length');
 }
 
-export function requiredString(body: Body, key: string, maxLength = MAX_NAME_LENGTH): string {
-  const value = optionalString(body, key, maxLength);
+export function requiredString(body: Body, key: string): string {
+  const value = optionalString(body, key, MAX_NAME_LENGTH);
   if (value === undefined) throw badField(key, 'is required.', 'missing_required_parameter');
   return value;
 }

@@ -48,6 +48,18 @@ export function textLogprobs(entries: TokenEntry[], top: number, startOffset: nu
   };
 }
 
+/** The fields every response and chunk opens with. */
+function header(ctx: ResponseContext, streamed: boolean) {
+  const chat = streamed ? 'chat.completion.chunk' : 'chat.completion';
+  return { id: ctx.id, object: ctx.request.kind === 'chat' ? chat : 'text_completion', created: ctx.created, model: ctx.model };
+}
+
+/** A choice's `logprobs` in its API's shape (the legacy one's offsets start at `textOffset`), null without entries. */
+function logprobsOf(ctx: ResponseContext, entries: TokenEntry[] | null | undefined, textOffset: number) {
+  if (!entries) return null;
+  return ctx.request.kind === 'chat' ? chatLogprobs(entries) : textLogprobs(entries, ctx.request.topLogprobs, textOffset);
+}
+
 export function completionResponse(
   ctx: ResponseContext,
   completions: Completion[],
@@ -55,34 +67,14 @@ export function completionResponse(
   usage: Usage,
   promptTokenIds: number[],
 ) {
-  const { request } = ctx;
-  const ids = request.returnTokenIds;
-  if (request.kind === 'chat') {
-    return {
-      id: ctx.id,
-      object: 'chat.completion',
-      created: ctx.created,
-      model: ctx.model,
-      choices: completions.map((c, index) => ({
-        index,
-        message: { role: 'assistant', content: c.text, refusal: null, annotations: [] },
-        logprobs: entries[index] ? chatLogprobs(entries[index]) : null,
-        finish_reason: finishReason(c.finishReason),
-        ...(ids ? { token_ids: c.tokenIds } : {}),
-      })),
-      usage: usageOf(usage),
-      ...(ids ? { prompt_token_ids: promptTokenIds } : {}),
-    };
-  }
+  const ids = ctx.request.returnTokenIds;
+  const chat = ctx.request.kind === 'chat';
   return {
-    id: ctx.id,
-    object: 'text_completion',
-    created: ctx.created,
-    model: ctx.model,
+    ...header(ctx, false),
     choices: completions.map((c, index) => ({
       index,
-      text: c.text,
-      logprobs: entries[index] ? textLogprobs(entries[index], request.topLogprobs, ctx.promptChars) : null,
+      ...(chat ? { message: { role: 'assistant', content: c.text, refusal: null, annotations: [] } } : { text: c.text }),
+      logprobs: logprobsOf(ctx, entries[index], ctx.promptChars),
       finish_reason: finishReason(c.finishReason),
       ...(ids ? { token_ids: c.tokenIds } : {}),
     })),
@@ -97,47 +89,18 @@ export function chunk(
   index: number,
   part: { text?: string; role?: boolean; entries?: TokenEntry[]; textOffset?: number; finish?: OpenAiFinishReason },
 ) {
-  const { request } = ctx;
-  const logprobs = request.logprobs && part.entries ? part.entries : null;
-  const extra = request.includeUsage ? { usage: null } : {};
-  if (request.kind === 'chat') {
-    const delta: Record<string, string> = {};
-    if (part.role) delta.role = 'assistant';
-    if (part.text !== undefined) delta.content = part.text;
-    return {
-      id: ctx.id,
-      object: 'chat.completion.chunk',
-      created: ctx.created,
-      model: ctx.model,
-      choices: [{ index, delta, logprobs: logprobs ? chatLogprobs(logprobs) : null, finish_reason: part.finish ?? null }],
-      ...extra,
-    };
-  }
+  const delta: Record<string, string> = {};
+  if (part.role) delta.role = 'assistant';
+  if (part.text !== undefined) delta.content = part.text;
+  const logprobs = ctx.request.logprobs ? logprobsOf(ctx, part.entries, part.textOffset ?? ctx.promptChars) : null;
   return {
-    id: ctx.id,
-    object: 'text_completion',
-    created: ctx.created,
-    model: ctx.model,
-    choices: [
-      {
-        index,
-        text: part.text ?? '',
-        logprobs: logprobs ? textLogprobs(logprobs, request.topLogprobs, part.textOffset ?? ctx.promptChars) : null,
-        finish_reason: part.finish ?? null,
-      },
-    ],
-    ...extra,
+    ...header(ctx, true),
+    choices: [{ index, ...(ctx.request.kind === 'chat' ? { delta } : { text: part.text ?? '' }), logprobs, finish_reason: part.finish ?? null }],
+    ...(ctx.request.includeUsage ? { usage: null } : {}),
   };
 }
 
 /** The last chunk of a stream with `stream_options.include_usage`: no choices, the usage. */
 export function usageChunk(ctx: ResponseContext, usage: Usage) {
-  return {
-    id: ctx.id,
-    object: ctx.request.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion',
-    created: ctx.created,
-    model: ctx.model,
-    choices: [],
-    usage: usageOf(usage),
-  };
+  return { ...header(ctx, true), choices: [], usage: usageOf(usage) };
 }

@@ -10,6 +10,16 @@
  *    step's pending item results;
  *  - a quota failure throws `StoreQuotaError` and rolls the write back, so the run stays as it was;
  *  - reads return copies: mutating them never changes what is stored.
+ *
+ * The rest of this folder, by concept:
+ *  - records/: what a run stores (run, item, step, evaluation, bundle, session records; the
+ *    `RecordKind` a method hands over), the checks of what comes from outside (validate.ts) and
+ *    the v4 steps' upgrade; the methods' own parts are declared in their record.ts (run.ts says how);
+ *  - rules.ts: what every store does alike (order, errors, the run lock's hold, damage, flush);
+ *  - checksum.ts and integrity.ts: the persistent stores' checksums and read-back checks;
+ *  - run-export.ts: a whole run as one JSON document (export, import);
+ *  - memory/, file/ (`webgrpo/node`), idb/ (`webgrpo/idb`): one folder per backend, each with
+ *    its run store (store.ts) and its ask/tell session store (groups.ts).
  */
 import type { StoreCorruptError } from '../errors.js';
 import type { AnyRunRecord, EvaluationRecord, ItemResult, RunBundle, RunRecord, RunStatus, StepExtras, StepPayloadBase, StepRecord, StoredCheckpoint } from './records/index.js';

@@ -6,7 +6,8 @@
 import { mulberry32, randomInt } from '../math/random.js';
 import type { DatasetItem } from '../core/dataset.js';
 import type { Task } from './types.js';
-import { similarity, squash } from './text.js';
+import { exact, similar } from './skill.js';
+import { squash } from './text.js';
 
 const WORDS = [
   'apple', 'anchor', 'bamboo', 'banana', 'candle', 'cherry', 'dolphin', 'desert', 'eagle', 'ember',
@@ -42,14 +43,7 @@ export const alphabetise: Task = {
     });
   },
   rewards: [
-    {
-      name: 'exact',
-      weight: 1,
-      score: ({ text, item }) => {
-        const answer = answerOf(item);
-        return answer === null ? null : squash(text) === answer ? 1 : 0;
-      },
-    },
+    exact,
     {
       name: 'format',
       weight: 0.5,
@@ -61,13 +55,6 @@ export const alphabetise: Task = {
         return reply.split(', ').length === answer.split(', ').length ? 1 : 0.5;
       },
     },
-    {
-      name: 'similarity',
-      weight: 0.5,
-      score: ({ text, item }) => {
-        const answer = answerOf(item);
-        return answer === null ? null : similarity(squash(text), answer);
-      },
-    },
+    similar,
   ],
 };

@@ -8,7 +8,9 @@
 import type { AdvantageOptions, AdvantageResult } from '../math/advantages.js';
 import type { GroupRolloutBatch } from '../math/batch.js';
 import { rolloutLossBatch } from '../math/batch.js';
-import { grpoLoss, resolveLossConfig, type GrpoLossConfig, type GrpoLossMetrics } from '../math/loss.js';
+import { grpoLoss } from '../math/loss.js';
+import { resolveLossConfig, type GrpoLossConfig } from '../math/loss-config.js';
+import type { GrpoLossMetrics } from '../math/loss-metrics.js';
 import type { Rows } from '../math/validate.js';
 import { InvalidInputError } from '../errors.js';
 import type { EngineStats } from './engine.js';

@@ -21,7 +21,8 @@ import { clipFactor, resolveOptimizer, type OptimizerOptions, type ResolvedOptim
 import { appliedEntropyCoef, nextAdaptiveEntropy, resolveAdaptiveEntropy, type AdaptiveEntropyOptions, type AdaptiveEntropyState, type ResolvedAdaptiveEntropy } from '../math/adaptive-entropy.js';
 import type { AdvantageOptions, AdvantageResult } from '../math/advantages.js';
 import { GroupRolloutBatch, GrpoConfig, type GrpoConfigInit } from '../math/batch.js';
-import type { GrpoLossConfig, GrpoLossMetrics } from '../math/loss.js';
+import type { GrpoLossConfig } from '../math/loss-config.js';
+import type { GrpoLossMetrics } from '../math/loss-metrics.js';
 import { nanMean, nanStd } from '../math/stats.js';
 import { samplingCorrection, type SamplingSettings } from '../math/sampling-correction.js';
 import type { Rows } from '../math/validate.js';

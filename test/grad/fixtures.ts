@@ -4,7 +4,8 @@
  */
 import { computeAdvantages } from '../../lib/math/advantages.js';
 import { GeneratedBatch, GeneratedSequenceBatch, GroupRolloutBatch, SequenceRolloutBatch } from '../../lib/math/batch.js';
-import { grpoLoss, type GrpoLossConfig } from '../../lib/math/loss.js';
+import { grpoLoss } from '../../lib/math/loss.js';
+import type { GrpoLossConfig } from '../../lib/math/loss-config.js';
 import { mulberry32 } from '../../lib/math/random.js';
 import type { HeadAdapterWeights } from '../../lib/policy/head-adapter.js';
 import { tokenLayout, type TokenLayout } from '../../lib/train/objective.js';

@@ -7,7 +7,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { grpoLoss, type GrpoLossConfig } from '../../lib/math/loss.js';
+import { grpoLoss } from '../../lib/math/loss.js';
+import type { GrpoLossConfig } from '../../lib/math/loss-config.js';
 
 interface GoldenCase {
   config: GrpoLossConfig & { lossType: string; topEntropyQuantile: number };

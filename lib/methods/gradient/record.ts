@@ -6,7 +6,7 @@
  */
 import type { AdaptiveEntropyOptions } from '../../math/adaptive-entropy.js';
 import type { GrpoLossExtras } from '../../math/batch.js';
-import type { ImportanceSamplingLevel, LossType } from '../../math/loss.js';
+import type { ImportanceSamplingLevel, LossType } from '../../math/loss-config.js';
 import { IMPORTANCE_SAMPLING_MODES, LOSS_TYPES } from '../../math/loss-config.js';
 import { readCheckpoint, type HeadAdapterCheckpoint } from '../../train/head/format.js';
 import type { TrainStepMetrics } from '../../train/metrics.js';

@@ -7,7 +7,7 @@ import { InvalidInputError } from '../../errors.js';
 import { resolveOptimizer, type OptimizerOptions } from '../../train/optimizer.js';
 import { resolveAdaptiveEntropy, type AdaptiveEntropyOptions } from '../../math/adaptive-entropy.js';
 import { GrpoConfig, type GrpoLossExtras } from '../../math/batch.js';
-import type { ImportanceSamplingLevel, LossType } from '../../math/loss.js';
+import type { ImportanceSamplingLevel, LossType } from '../../math/loss-config.js';
 import { resolveDynamicSampling, type DynamicSamplingOptions } from '../../run/dynamic-sampling.js';
 import { GROUP_SAMPLING_DEFAULTS, integer, real, type GroupSamplingOptions, type LoopHandles } from '../../run/options.js';
 import type { GradientConfig } from './record.js';

@@ -16,8 +16,6 @@ import { mulberry32, randomInt, type Rng } from '../../math/random.js';
 import { softmax } from '../../math/stats.js';
 import { deriveQueryClass, type RoutingContext } from './query-class.js';
 
-export type { RoutingContext } from './query-class.js';
-
 export interface GrpoRouterOptions {
   /** Step size of the weight update; default 0.1. */
   learningRate?: number;

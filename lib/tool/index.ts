@@ -1,1 +1,0 @@
-export { createGrpoTool, toDatasetItem, GRPO_TOOL_DEFAULT_MODEL, GRPO_TOOL_DEFAULT_BASE_URL, type GrpoTool, type GrpoToolOptions, type Frame, type FrameWriter, type FrameSource, type ExperienceRecord, type ToolLoopOptions } from './grpo-tool.js';
