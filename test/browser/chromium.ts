@@ -35,7 +35,13 @@ export async function launchBrowser(): Promise<BrowserSession> {
         if (msg.type() === 'error') errors.push(msg.text());
       });
       page.on('pageerror', (err) => errors.push(String(err)));
+      // Both would otherwise surface only as playwright's "Execution context was destroyed" or
+      // "Target crashed" in whichever evaluate was running; no test page navigates by itself.
+      page.on('crash', () => errors.push(`${path} crashed (the renderer died, e.g. out of memory)`));
       await page.goto(new URL(path, baseURL).href);
+      page.on('framenavigated', (frame) => {
+        if (frame === page.mainFrame()) errors.push(`${path} was reloaded or navigated to ${frame.url()} after it opened`);
+      });
       return page;
     },
     close: () => browser.close(),
