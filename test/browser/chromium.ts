@@ -1,11 +1,14 @@
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterEach, expect, inject } from 'vitest';
 import { launchChromium } from './launch.js';
 
 export interface BrowserSession {
   browser: Browser;
-  /** Opens a path on the test server; console errors and page errors are collected in `errors`. */
-  open(path: string): Promise<Page>;
+  /**
+   * Opens a path on the test server, in `context` (tabs sharing one profile) or a fresh one;
+   * console errors, page errors, a crash and any later reload are collected in `errors`.
+   */
+  open(path: string, context?: BrowserContext): Promise<Page>;
   errors: string[];
   close(): Promise<void>;
 }
@@ -29,13 +32,19 @@ export async function launchBrowser(): Promise<BrowserSession> {
   return {
     browser,
     errors,
-    async open(path: string) {
-      const page = await browser.newPage();
+    async open(path: string, context?: BrowserContext) {
+      const page = await (context ?? browser).newPage();
       page.on('console', (msg) => {
         if (msg.type() === 'error') errors.push(msg.text());
       });
       page.on('pageerror', (err) => errors.push(String(err)));
+      // Both would otherwise surface only as playwright's "Execution context was destroyed" or
+      // "Target crashed" in whichever evaluate was running; no test page navigates by itself.
+      page.on('crash', () => errors.push(`${path} crashed (the renderer died, e.g. out of memory)`));
       await page.goto(new URL(path, baseURL).href);
+      page.on('framenavigated', (frame) => {
+        if (frame === page.mainFrame()) errors.push(`${path} was reloaded or navigated to ${frame.url()} after it opened`);
+      });
       return page;
     },
     close: () => browser.close(),

@@ -8,7 +8,6 @@
  * tolerance of test/fixtures/near.ts (Chromium's JS engine is not Node's).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchBrowser, type BrowserSession } from '../browser/chromium.js';
 import { expectNear } from '../fixtures/near.js';
@@ -52,12 +51,7 @@ describe('Training-Free GRPO in headless Chromium (real IndexedDB)', () => {
 
   /** Pages of one browser context share IndexedDB and Web Locks, as tabs of one profile do. */
   async function open(context: BrowserContext): Promise<Page> {
-    const page = await context.newPage();
-    page.on('console', (msg) => {
-      if (msg.type() === 'error') session.errors.push(msg.text());
-    });
-    page.on('pageerror', (err) => session.errors.push(String(err)));
-    await page.goto(new URL('/test/browser/pages/tfgrpo.html', inject('browserBaseURL')).href);
+    const page = await session.open('/test/browser/pages/tfgrpo.html', context);
     await page.waitForFunction(() => (window as unknown as TfWindow).ready === true);
     return page;
   }
