@@ -61,7 +61,7 @@ export const SKILL_LORA_DEFAULTS = { ...SKILL_GRADIENT_DEFAULTS, epochs: 2, lr: 
  * answer is up to 19 characters, which 16 cut). In headless Chromium (seed 0) greedy 44% -> 72%,
  * T=1 33% -> 58% in 259 to 327 s on 2 loaded cores; in Node greedy +20.9, T=1 +25.5 (seed 0, where 96
  * steps were chosen over 40, 112 steps and lr 0.003) and +16.7 to +22.9 greedy, +22.4 to +26.3 at
- * T=1 under seeds 3, 4, 5 (BENCHMARKS "teach", the first run). 40 steps gave +6 to +18 greedy
+ * T=1 under seeds 3, 4, 5, and +17.7, +26.0 under seed 6 (BENCHMARKS "teach", the first run). 40 steps gave +6 to +18 greedy
  * there; higher learning rates, more updates per step and other group shapes did no better; the
  * same 40 steps over 64 prompts (10 epochs) reach only 45% greedy: the model learns the prompts
  * it is given more than the skill.
