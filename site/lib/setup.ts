@@ -57,15 +57,16 @@ export const SKILL_LORA_DEFAULTS = { ...SKILL_GRADIENT_DEFAULTS, epochs: 2, lr: 
  * LoRA's settings on the bundled skill model for sort-words (the first run), where the greedy
  * model is mostly wrong (held-out exact match 34% to 44%) but most problems have a right reply
  * among 8 samples: GRPO there teaches rather than sharpens, and it needs many distinct prompts.
- * 40 steps of 16 of 640 prompts, DAPO's dynamic sampling, 24 new tokens (a four-word answer is up
- * to 19 characters, which 16 cut). In headless Chromium (seed 0) greedy 44% -> 66%, T=1 33% -> 39%;
- * in Node greedy +15.6 (seed 1, where these were chosen) and +6.3, +17.7, +13.5 under three other
- * seeds (BENCHMARKS "teach", the first run; its 192 steps give +28 to +31). Higher learning rates,
- * more updates per step, other group shapes and 64 steps did no better in 40 to 64 steps there; the
- * same 40 steps over 64 prompts (10 epochs) reach only 45% greedy: the model learns the prompts it
- * is given more than the skill.
+ * 96 steps of 16 of 1536 prompts (one pass), DAPO's dynamic sampling, 24 new tokens (a four-word
+ * answer is up to 19 characters, which 16 cut). In headless Chromium (seed 0) greedy 44% -> 72%,
+ * T=1 33% -> 58% in 259 to 327 s on 2 loaded cores; in Node greedy +20.9, T=1 +25.5 (seed 0, where 96
+ * steps were chosen over 40, 112 steps and lr 0.003) and +16.7 to +22.9 greedy, +22.4 to +26.3 at
+ * T=1 under seeds 3, 4, 5, and +17.7, +26.0 under seed 6 (BENCHMARKS "teach", the first run). 40 steps gave +6 to +18 greedy
+ * there; higher learning rates, more updates per step and other group shapes did no better; the
+ * same 40 steps over 64 prompts (10 epochs) reach only 45% greedy: the model learns the prompts
+ * it is given more than the skill.
  */
-export const SKILL_LORA_SORT_DEFAULTS = { ...SKILL_LORA_DEFAULTS, items: 640, epochs: 1, batchSize: 16, maxNewTokens: 24, dynamicSampling: true } as const;
+export const SKILL_LORA_SORT_DEFAULTS = { ...SKILL_LORA_DEFAULTS, items: 1536, epochs: 1, batchSize: 16, maxNewTokens: 24, dynamicSampling: true } as const;
 
 /**
  * The first run a person starts, with no setting changed: LoRA on every layer of the skill model at
@@ -97,7 +98,7 @@ export interface SettingLimits {
 }
 
 export const SETUP_LIMITS: Record<NumericSetting, SettingLimits> = {
-  items: { label: 'Prompts', min: 1, max: 1024, integer: true },
+  items: { label: 'Prompts', min: 1, max: 4096, integer: true },
   groupSize: { label: 'Group size', min: 2, max: 16, integer: true },
   epochs: { label: 'Epochs', min: 1, max: 20, integer: true },
   batchSize: { label: 'Batch', min: 1, max: 16, integer: true },

@@ -27,9 +27,10 @@ afterAll(() => playground?.close());
 
 const header = () => page.locator('section[aria-labelledby="run-title"]');
 /** The least rise, in points, the first run must show greedy and at T=1 (see the measured run in BENCHMARKS "teach"). */
-const FIRST_RUN_MIN_GAIN = 10;
-// At T=1 the run gains less (33% -> 39% measured): the bound holds the rise, not the greedy one's size.
-const FIRST_RUN_MIN_GAIN_T1 = 4;
+// Measured in the tab: greedy 44% -> 72%, T=1 33% -> 58% on 32 problems (3.1 points each); a float
+// rounding change once moved the seeded run's T=1 rise by 6 points, hence the margin below it.
+const FIRST_RUN_MIN_GAIN = 16;
+const FIRST_RUN_MIN_GAIN_T1 = 14;
 const percents = (text: string | null) => (text ?? '').split('→').map((side) => Number(side.trim().replace('%', '')));
 
 describe('the first run', { timeout: 900_000 }, () => {
@@ -41,7 +42,7 @@ describe('the first run', { timeout: 900_000 }, () => {
     expect(await page.getByRole('radio', { name: 'LoRA (every layer)' }).isChecked()).toBe(true);
     const started = Date.now();
     await page.getByRole('button', { name: 'Start run' }).click();
-    // 79 s measured on 2 cores at load about 5, 295 s and 530 s at load 18 to 23 (BENCHMARKS "teach", the first run): room for a busier machine.
+    // 96 steps: 259 s and 327 s measured on 2 cores at load 3 to 10 (BENCHMARKS "teach", the first run); room for a busier machine.
     await expect.poll(() => header().locator('h2 .chip').textContent(), { timeout: 840_000, interval: 1000 }).toBe('completed');
     const seconds = (Date.now() - started) / 1000;
 
@@ -76,7 +77,7 @@ describe('the first run', { timeout: 900_000 }, () => {
     expect([await field('Prompts').inputValue(), await field('Batch').inputValue(), await field('Learning rate').inputValue()]).toEqual(['8', '2', '0.005']);
     await field('Model').selectOption('skill');
     expect(await field('Task').inputValue()).toBe('sort-words');
-    expect([await field('Prompts').inputValue(), await field('Batch').inputValue(), await field('Learning rate').inputValue(), await field('Epochs').inputValue(), await field('Max tokens').inputValue()]).toEqual(['640', '16', '0.002', '1', '24']);
+    expect([await field('Prompts').inputValue(), await field('Batch').inputValue(), await field('Learning rate').inputValue(), await field('Epochs').inputValue(), await field('Max tokens').inputValue()]).toEqual(['1536', '16', '0.002', '1', '24']);
     await field('Task').selectOption('copy-format');
     expect([await field('Prompts').inputValue(), await field('Batch').inputValue(), await field('Learning rate').inputValue(), await field('Epochs').inputValue()]).toEqual(['64', '8', '0.002', '2']);
     await page.getByRole('radio', { name: 'Gradient (adapter)' }).check();

@@ -101,8 +101,12 @@ describe('what the page says about each method', () => {
     const { greedy, t1, mended } = FIRST_RUN_MEASURED;
     expect(teach).toContain(`held-out exact match greedy ${greedy[0]}% -> ${greedy[1]}%, T=1 ${t1[0]}% -> ${t1[1]}%`);
     expect(teach).toContain(`"${mended.prompt}" "${mended.before}" -> "${mended.after}"`);
-    expect(teach).toMatch(/The playground's first run\*\* \(`INITIAL_SETUP`.*LoRA on every layer at sort-words, 640 training-split prompts, 16 per step, one epoch = 40 steps, groups of 8 at T=1, at most 24 new tokens, lr 0.002, rank 8, dynamic sampling, seed 0\)/);
-    expect({ ...INITIAL_SETUP }).toMatchObject({ task: 'sort-words', method: 'lora', items: 640, batchSize: 16, epochs: 1, groupSize: 8, temperature: 1, maxNewTokens: 24, lr: 0.002, rank: 8, dynamicSampling: true, seed: 0 });
+    expect(teach).toMatch(/The playground's first run\*\* \(`INITIAL_SETUP`.*LoRA on every layer at sort-words, 1536 training-split prompts, 16 per step, one epoch = 96 steps, groups of 8 at T=1, at most 24 new tokens, lr 0.002, rank 8, dynamic sampling, seed 0\)/);
+    expect({ ...INITIAL_SETUP }).toMatchObject({ task: 'sort-words', method: 'lora', items: 1536, batchSize: 16, epochs: 1, groupSize: 8, temperature: 1, maxNewTokens: 24, lr: 0.002, rank: 8, dynamicSampling: true, seed: 0 });
+    // The README's opening gives the same run's numbers and mended reply.
+    const intro = readme.slice(0, readme.indexOf('\n## ')).replace(/\s+/g, ' ');
+    expect(intro).toContain(`${greedy[0]}% -> ${greedy[1]}% greedy, ${t1[0]}% -> ${t1[1]}% at temperature 1`);
+    expect(intro).toContain(`"${mended.before}" become "${mended.after}"`);
     expect(firstRunChange()).toBe(
       `It learns to write each word once instead of twice (“${mended.before}” becomes “${mended.after}”): measured in headless Chromium, held-out exact match went from ${greedy[0]}% to ${greedy[1]}% greedy and from ${t1[0]}% to ${t1[1]}% at temperature 1.`,
     );

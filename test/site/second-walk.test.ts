@@ -294,7 +294,7 @@ describe('the playground, second walk', { timeout: 300_000 }, () => {
   it.each(WIDTHS)('says what was measured and what the run will do, in agreement with what it does (%o)', async (viewport) => {
     const { page, errors, close } = await visit(viewport);
     const empty = page.locator('section.empty');
-    expect(await empty.textContent()).toMatch(/to sort words in 40 steps\s+\(About (\d+ min )?\d+ s \(measured in headless Chromium on 2 shared cores, WebAssembly: [\d.]+ s to load and answer the held-out prompts, then [\d.]+ s per step for 40 steps; BENCHMARKS “playground-steps”\)/);
+    expect(await empty.textContent()).toMatch(/to sort words in 96 steps\s+\(About (\d+ min )?\d+ s \(measured in headless Chromium on 2 shared cores, WebAssembly: [\d.]+ s to load and answer the held-out prompts, then [\d.]+ s per step for 96 steps; BENCHMARKS “playground-steps”\)/);
     // What the first run changes, in one sentence, greedy and at temperature 1 both.
     expect(await page.locator('#first-run-change').textContent()).toMatch(/^It learns to write each word once instead of twice .*: measured in headless Chromium, held-out exact match went from \d+% to \d+% greedy and from \d+% to \d+% at temperature 1\.$/);
     expect(await empty.textContent()).not.toContain('two minutes');

@@ -26,7 +26,7 @@ describe('setup choices', () => {
     expect(chooseModel(exemplars, 'tiny', 'smollm2-135m', null).setup).toEqual({});
     expect(chooseTask(exemplars, 'reader', 'copy-format')).toEqual({ task: 'copy-format' });
     expect(chooseTask({ ...INITIAL_SETUP }, 'skill', 'copy-format')).toMatchObject({ task: 'copy-format', ...SKILL_LORA_DEFAULTS });
-    expect(chooseTask({ ...INITIAL_SETUP, task: 'copy-format' }, 'skill', 'sort-words')).toMatchObject({ task: 'sort-words', items: 640 });
+    expect(chooseTask({ ...INITIAL_SETUP, task: 'copy-format' }, 'skill', 'sort-words')).toMatchObject({ task: 'sort-words', items: 1536 });
   });
 
   it('swaps a method that trains the model for the first that does not when the model becomes an endpoint', () => {

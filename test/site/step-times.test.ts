@@ -15,10 +15,10 @@ describe('the duration before Start', () => {
   it('multiplies the measured step by the run’s steps, after the measured startup', () => {
     const setup = { ...INITIAL_SETUP };
     const { steps } = runPlan(setup);
-    expect(durationBeforeStart(setup, 'skill', steps, [lora])).toMatch(/^About 1 min 49 s \(measured in headless Chromium .*: 9 s to load and answer the held-out prompts, then 2\.5 s per step for 40 steps; BENCHMARKS “playground-steps”\), plus a held-out evaluation after each epoch;/);
+    expect(durationBeforeStart(setup, 'skill', steps, [lora])).toMatch(/^About 4 min 09 s \(measured in headless Chromium .*: 9 s to load and answer the held-out prompts, then 2\.5 s per step for 96 steps; BENCHMARKS “playground-steps”\), plus a held-out evaluation after each epoch;/);
     // More epochs, the same step: the estimate follows the steps.
     const longer = { ...setup, epochs: 4 };
-    expect(durationBeforeStart(longer, 'skill', runPlan(longer).steps, [lora])).toMatch(/^About 6 min 49 s .* for 160 steps;/);
+    expect(durationBeforeStart(longer, 'skill', runPlan(longer).steps, [lora])).toMatch(/^About 16 min 09 s .* for 384 steps;/);
   });
 
   it('says unknown where the shape, the task, the method or the model was not measured', () => {
