@@ -32,49 +32,86 @@ export interface ReadWeightsOptions {
 const MODULE_PATTERN = /layers[./_](\d+)[./_](?:self_attn|mlp)[./_](q|k|v|o|gate|up|down)_proj/;
 const PASS_THROUGH = new Set(['Cast', 'Identity', 'Reshape', 'Squeeze', 'Unsqueeze', 'Flatten', 'Mul', 'Div', 'Add', 'Sub', 'Tanh']);
 
+/** The graph's initializers and who produces and consumes each value, with readers that widen to float32. */
+interface GraphIndex {
+  nodes: NodeProto[];
+  initializers: Map<string, TensorProto>;
+  producers: Map<string, NodeProto>;
+  consumers: Map<string, NodeProto[]>;
+  externalData: Record<string, Uint8Array> | undefined;
+  read(name: string): Float32Array;
+  dims(name: string): number[];
+  half(name: string): HalfType | undefined;
+}
+
 /** The decoder's weights read out of an ONNX export by its tensor names (Optimum's or onnxruntime-genai's), with the shape from config.json: what LoRA trains on when `loraModel` is given the 'names' reader. */
 export async function readDecoderWeights(model: Uint8Array, options: ReadWeightsOptions): Promise<DecoderWeights> {
   const { onnx } = (await import('onnx-proto')).default;
   const graph = onnx.ModelProto.decode(model).graph as import('onnx-proto').onnx.GraphProto | null;
   if (!graph) throw new ModelLoadError('The ONNX file has no graph.');
-  const initializers = new Map<string, TensorProto>((graph.initializer as TensorProto[]).map((t) => [t.name, t]));
+  const index = indexGraph(graph.node as NodeProto[], graph.initializer as TensorProto[], options.externalData);
+
+  const embedNode = index.nodes.find((n) => n.opType === 'Gather' && index.initializers.has(n.input[0]) && fedBy(n.input[1], 'input_ids', index.producers));
+  if (!embedNode) throw new ModelLoadError('No Gather reads the embedding table with input_ids; this is not a decoder export webgrpo can train LoRA on.');
+  const [vocabSize, hiddenSize] = index.dims(embedNode.input[0]);
+  const shape = shapeOf(options.config, vocabSize, hiddenSize);
+
+  const layers = readLayers(index, shape, readProjections(index));
+  const finalNorm = initializerByName(index, /(^|[./])norm\.weight$/, 'final norm (model.norm)')!;
+  const { lmHead, lmHeadHalf } = readHead(index, embedNode.input[0], hiddenSize, vocabSize);
+  const embeddingHalf = index.half(embedNode.input[0]);
+  return {
+    shape,
+    embedding: index.read(embedNode.input[0]),
+    layers,
+    finalNorm,
+    ...(lmHead ? { lmHead } : {}),
+    ...(embeddingHalf ? { embeddingHalf } : {}),
+    ...(lmHeadHalf ? { lmHeadHalf } : {}),
+  };
+}
+
+function indexGraph(nodes: NodeProto[], tensors: TensorProto[], externalData: Record<string, Uint8Array> | undefined): GraphIndex {
+  const initializers = new Map<string, TensorProto>(tensors.map((t) => [t.name, t]));
   const producers = new Map<string, NodeProto>();
   const consumers = new Map<string, NodeProto[]>();
-  for (const node of graph.node as NodeProto[]) {
+  for (const node of nodes) {
     for (const out of node.output) producers.set(out, node);
     for (const input of node.input) consumers.set(input, [...(consumers.get(input) ?? []), node]);
   }
-  const read = (name: string): Float32Array => floats(initializers.get(name)!, options.externalData);
-  const dims = (name: string): number[] => initializers.get(name)!.dims.map(Number);
-  const half = (name: string): HalfType | undefined => halfType(initializers.get(name)!);
+  return {
+    nodes,
+    initializers,
+    producers,
+    consumers,
+    externalData,
+    read: (name) => floats(initializers.get(name)!, externalData),
+    dims: (name) => initializers.get(name)!.dims.map(Number),
+    half: (name) => halfType(initializers.get(name)!),
+  };
+}
 
-  const embedNode = (graph.node as NodeProto[]).find((n) => n.opType === 'Gather' && initializers.has(n.input[0]) && fedBy(n.input[1], 'input_ids', producers));
-  if (!embedNode) throw new ModelLoadError('No Gather reads the embedding table with input_ids; this is not a decoder export webgrpo can train LoRA on.');
-  const [vocabSize, hiddenSize] = dims(embedNode.input[0]);
-  const shape = shapeOf(options.config, vocabSize, hiddenSize);
-
+/** Every projection MatMul (or MatMulNBits) named after its module, by `layer.module`, with the bias an Add puts on its output. */
+function readProjections(index: GraphIndex): Map<string, Projection> {
+  const { initializers, consumers, dims, read } = index;
   const projections = new Map<string, Projection>();
-  for (const node of graph.node as NodeProto[]) {
+  for (const node of index.nodes) {
     if ((node.opType !== 'MatMul' && node.opType !== 'MatMulNBits') || !initializers.has(node.input[1])) continue;
     const match = MODULE_PATTERN.exec(node.name) ?? MODULE_PATTERN.exec(node.input[1]);
     if (!match) continue;
     const key = `${match[1]}.${match[2]}_proj`;
-    const quantized = node.opType === 'MatMulNBits' ? readQ4(node, initializers, options.externalData, read) : undefined;
+    const quantized = node.opType === 'MatMulNBits' ? readQ4(node, initializers, index.externalData, read) : undefined;
     const [inDim, outDim] = quantized ? [quantized.K, quantized.N] : dims(node.input[1]);
     const bias = (consumers.get(node.output[0]) ?? []).find((n) => n.opType === 'Add' && n.input.some((i) => initializers.has(i) && dims(i).reduce((a, b) => a * b, 1) === outDim));
     const biasName = bias?.input.find((i) => initializers.has(i));
-    const halfWeight = quantized ? undefined : half(node.input[1]);
+    const halfWeight = quantized ? undefined : index.half(node.input[1]);
     projections.set(key, { inDim, outDim, weight: quantized ?? read(node.input[1]), initializer: node.input[1], ...(biasName ? { bias: read(biasName) } : {}), ...(halfWeight ? { half: halfWeight } : {}) });
   }
+  return projections;
+}
 
-  const byName = (pattern: RegExp, what: string, required: boolean): Float32Array | undefined => {
-    const name = [...initializers.keys()].find((n) => pattern.test(n));
-    if (!name) {
-      if (required) throw new ModelLoadError(`The ONNX graph has no ${what} weight (an initializer matching ${pattern}).`);
-      return undefined;
-    }
-    return read(name);
-  };
+/** Each layer's seven projections, checked against the shape config.json implies, and its norms by module name. */
+function readLayers(index: GraphIndex, shape: DecoderShape, projections: Map<string, Projection>): DecoderLayerWeights[] {
   const layers: DecoderLayerWeights[] = [];
   for (let i = 0; i < shape.numLayers; i++) {
     const at = `layers[./_]${i}[./_]`;
@@ -90,39 +127,40 @@ export async function readDecoderWeights(model: Uint8Array, options: ReadWeights
     }
     layers.push({
       ...(layer as Record<LoraModule, Projection>),
-      inputNorm: byName(new RegExp(`${at}input_layernorm\\.weight$`), `layer ${i} input_layernorm`, true)!,
-      postNorm: byName(new RegExp(`${at}post_attention_layernorm\\.weight$`), `layer ${i} post_attention_layernorm`, true)!,
-      qNorm: byName(new RegExp(`${at}self_attn[./_]q_norm\\.weight$`), '', false),
-      kNorm: byName(new RegExp(`${at}self_attn[./_]k_norm\\.weight$`), '', false),
+      inputNorm: initializerByName(index, new RegExp(`${at}input_layernorm\\.weight$`), `layer ${i} input_layernorm`)!,
+      postNorm: initializerByName(index, new RegExp(`${at}post_attention_layernorm\\.weight$`), `layer ${i} post_attention_layernorm`)!,
+      qNorm: initializerByName(index, new RegExp(`${at}self_attn[./_]q_norm\\.weight$`)),
+      kNorm: initializerByName(index, new RegExp(`${at}self_attn[./_]k_norm\\.weight$`)),
     });
   }
-  const finalNorm = byName(/(^|[./])norm\.weight$/, 'final norm (model.norm)', true)!;
+  return layers;
+}
 
-  const head = findHead('logits', producers, initializers);
-  if (!head) throw new ModelLoadError('Could not find the MatMul that produces "logits".');
-  let lmHead: Float32Array | undefined;
-  let lmHeadHalf: HalfType | undefined;
-  if (initializers.has(head.input[1])) {
-    const [inDim, outDim] = dims(head.input[1]);
-    if (inDim !== hiddenSize || outDim !== vocabSize) throw new ModelLoadError(`The LM head is [${inDim}, ${outDim}]; expected [${hiddenSize}, ${vocabSize}].`);
-    lmHead = read(head.input[1]);
-    lmHeadHalf = half(head.input[1]);
-  } else {
-    const transpose = producers.get(head.input[1]);
-    if (transpose?.opType !== 'Transpose' || transpose.input[0] !== embedNode.input[0]) {
-      throw new ModelLoadError('The LM head is neither a constant matrix nor the transposed embedding.');
-    }
+/** The first initializer whose name matches; a missing one is an error when `required` names what it is, else undefined. */
+function initializerByName(index: GraphIndex, pattern: RegExp, required?: string): Float32Array | undefined {
+  const name = [...index.initializers.keys()].find((n) => pattern.test(n));
+  if (!name) {
+    if (required) throw new ModelLoadError(`The ONNX graph has no ${required} weight (an initializer matching ${pattern}).`);
+    return undefined;
   }
-  const embeddingHalf = half(embedNode.input[0]);
-  return {
-    shape,
-    embedding: read(embedNode.input[0]),
-    layers,
-    finalNorm,
-    ...(lmHead ? { lmHead } : {}),
-    ...(embeddingHalf ? { embeddingHalf } : {}),
-    ...(lmHeadHalf ? { lmHeadHalf } : {}),
-  };
+  return index.read(name);
+}
+
+/** The LM head found walking back from `logits`: a constant matrix of its own, or nothing when it is the embedding transposed (tied). */
+function readHead(index: GraphIndex, embedding: string, hiddenSize: number, vocabSize: number): { lmHead?: Float32Array; lmHeadHalf?: HalfType } {
+  const head = findHead('logits', index.producers, index.initializers);
+  if (!head) throw new ModelLoadError('Could not find the MatMul that produces "logits".');
+  if (index.initializers.has(head.input[1])) {
+    const [inDim, outDim] = index.dims(head.input[1]);
+    if (inDim !== hiddenSize || outDim !== vocabSize) throw new ModelLoadError(`The LM head is [${inDim}, ${outDim}]; expected [${hiddenSize}, ${vocabSize}].`);
+    const lmHeadHalf = index.half(head.input[1]);
+    return { lmHead: index.read(head.input[1]), ...(lmHeadHalf ? { lmHeadHalf } : {}) };
+  }
+  const transpose = index.producers.get(head.input[1]);
+  if (transpose?.opType !== 'Transpose' || transpose.input[0] !== embedding) {
+    throw new ModelLoadError('The LM head is neither a constant matrix nor the transposed embedding.');
+  }
+  return {};
 }
 
 /** A 4-bit MatMulNBits weight, kept packed (the training graphs read it as MatMulNBits does). */
