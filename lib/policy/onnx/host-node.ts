@@ -37,16 +37,7 @@ export const nodeHost: ModelHost = {
     try {
       const { size } = await handle.stat();
       return await inlineAsExternal(
-        async (offset, length) => {
-          const piece = new Uint8Array(length);
-          let filled = 0;
-          while (filled < length) {
-            const { bytesRead } = await handle.read(piece, filled, length - filled, offset + filled);
-            if (bytesRead === 0) break;
-            filled += bytesRead;
-          }
-          return piece.subarray(0, filled);
-        },
+        (offset, length) => readPiece(handle, offset, length),
         basename(file),
         size,
       );
@@ -68,22 +59,25 @@ export const nodeHost: ModelHost = {
     try {
       // Each range at its position: only the bytes the tensors need, one tensor's worth at a time.
       const pieces: Uint8Array[] = [];
-      for (const { offset, length } of ranges) {
-        const piece = new Uint8Array(length);
-        let filled = 0;
-        while (filled < length) {
-          const { bytesRead } = await handle.read(piece, filled, length - filled, offset + filled);
-          if (bytesRead === 0) break;
-          filled += bytesRead;
-        }
-        pieces.push(filled === length ? piece : piece.subarray(0, filled));
-      }
+      for (const { offset, length } of ranges) pieces.push(await readPiece(handle, offset, length));
       return pieces;
     } finally {
       await handle.close();
     }
   },
 };
+
+/** `length` bytes from `offset` in a buffer of their own (shorter where the file ends first): a read may return fewer bytes than asked. */
+async function readPiece(handle: import('node:fs/promises').FileHandle, offset: number, length: number): Promise<Uint8Array> {
+  const piece = new Uint8Array(length);
+  let filled = 0;
+  while (filled < length) {
+    const { bytesRead } = await handle.read(piece, filled, length - filled, offset + filled);
+    if (bytesRead === 0) break;
+    filled += bytesRead;
+  }
+  return filled === length ? piece : piece.subarray(0, filled);
+}
 
 async function locateInNode(text: string): Promise<ModelLocation> {
   const { existsSync, statSync } = await import('node:fs');
