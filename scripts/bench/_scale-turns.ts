@@ -10,7 +10,9 @@
  *
  *   tsx scripts/bench/_scale-turns.ts <shape> <fp32|q4> <group> <new tokens> <turns: 0|1> [iterations]
  *
- * Times are CPU time (user + system of every thread) except `iterationWall`.
+ * Times are CPU time (user + system of every thread) except `iterationWall`. Run with
+ * NODE_OPTIONS=--expose-gc to collect garbage after each turn (a diagnosis: what of the peak is
+ * JavaScript garbage, the arrays of the weights read before, not yet collected).
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -27,6 +29,7 @@ import { buildModel, MODEL_FILES } from '../build-model/index.js';
 import { hubShapeSpec } from './_hub-shapes.js';
 
 const PROMPT = 'Answer with digits only: what is 7 x 6?';
+const collect = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
 
 async function main(): Promise<void> {
   const [shape, dtype, groupArg, tokensArg, turnsArg, iterationsArg] = process.argv.slice(2);
@@ -76,6 +79,7 @@ async function main(): Promise<void> {
     for (const c of group.completions) digest.update(new Float64Array(c.logprobs));
     const batch = groupRolloutBatch([{ completions: group.completions.map((c) => ({ tokenIds: c.tokenIds, logprobs: c.logprobs })), rewards: group.completions.map((_, k) => (k % 2 === 0 ? 1 : 0)) }]);
     if (turns) await policy.releaseSession();
+    collect();
     step.push((await timed(() => trainer.trainStep(batch, [{ prompt: PROMPT }])))[1]);
     trainer.releaseStates();
     mark(`step ${i + 1}`);
@@ -83,6 +87,7 @@ async function main(): Promise<void> {
       if (turns) await engine.releaseWeights();
       await policy.followAdapter(engine.adapter);
     });
+    collect();
     switchMs.push(followMs);
     iterationWall.push(performance.now() - t);
   }
@@ -90,7 +95,7 @@ async function main(): Promise<void> {
   trainer.dispose();
   await policy.dispose();
   const peakRss = Math.round((process.resourceUsage().maxRSS * 1024) / 1e6);
-  console.log(JSON.stringify({ shape, dtype, G, T, turns, modelMB: Math.round(modelBytes / 1e6), sample, step, switchMs, iterationWall, peakRss, digest: digest.digest('hex').slice(0, 16), memory }));
+  console.log(JSON.stringify({ shape, dtype, G, T, turns, gc: typeof (globalThis as { gc?: unknown }).gc === 'function', modelMB: Math.round(modelBytes / 1e6), sample, step, switchMs, iterationWall, peakRss, digest: digest.digest('hex').slice(0, 16), memory }));
 }
 
 await main();
