@@ -57,10 +57,12 @@ export interface LoraGrpoOptions extends LoraHandles, TrainingRunOptions {
    * step's groups are sampled the policy's session is released (`releaseSession`), the engine reads
    * the weights again from the model's files and trains, then releases its weights and sessions
    * (`releaseWeights`) and the next request builds the sampler's session again. The same run to
-   * the bit (the same graphs on the same weights), for about 1 s of session build and 2 s of
-   * reading at SmolLM2-135M's size per step (BENCHMARKS, scale), so a peak of about the larger of
-   * the two instead of both: choose it when `estimateStepMemory(...).together` exceeds the memory
-   * there is and `.inTurns` fits (`planTurns` says which). Default false. Stored with the run.
+   * the bit (the same graphs on the same weights), for a session build and a read of the weights
+   * per step: at SmolLM2-135M's shape in fp32, 8 x 128, peak RSS 2633 -> 2059-2146 MB for about
+   * 15% more CPU an iteration (BENCHMARKS, scale). Choose it when
+   * `estimateStepMemory(...).together` exceeds the memory there is and `.inTurns` fits (`planTurns`
+   * says which); the run does not choose it itself, not knowing the memory there is. Default
+   * false. Stored with the run.
    */
   takeTurns?: boolean;
 }
