@@ -7,7 +7,7 @@
  *
  *   const trainer = new GrpoTrainer(loraEngine(await loraModel(policy, { r: 8 })), { lr: 1e-3 }, { numGenerations: 8 });
  */
-import { InvalidInputError } from '../errors.js';
+import { InvalidInputError, UnsupportedError } from '../errors.js';
 import { adamwTensors, globalNorm, type ResolvedOptimizer } from './optimizer.js';
 import { createLoraAdapter, loraTensors, zerosLike, type LoraAdapter, type LoraOptions } from '../lora/adapter.js';
 import { readDecoderWeights } from '../weights/read-onnx.js';
@@ -28,6 +28,13 @@ export interface LoraModel<Prompt = PromptInput> {
   adapter: LoraAdapter;
   /** The prompt's token ids as the sampling policy sees them (`policy.promptIds`; the identity for prompts given as ids). */
   promptIds(input: Prompt): readonly number[];
+  /**
+   * Reads the frozen weights again, as they were read (loraModel: from the policy's model files),
+   * so an engine may release its weights between steps (`releaseWeights`, a run's `takeTurns`);
+   * absent: the engine keeps them for its life. With it, the engine calls `promptIds` and `reload`
+   * as plain functions (not as the model's methods), so it keeps nothing that holds the weights.
+   */
+  reload?(): Promise<DecoderWeights>;
 }
 
 /**
@@ -43,11 +50,14 @@ export type DecoderReader = 'names' | 'structure';
  * too would keep a second copy of every weight for its whole life.
  */
 export async function loraModel(policy: Pick<TrainablePolicy, 'modelGraph' | 'promptIds'>, options: LoraOptions | LoraAdapter = {}, reader: DecoderReader = 'structure'): Promise<LoraModel> {
-  const { graph, externalData, config } = await policy.modelGraph();
-  const weights: DecoderWeights = reader === 'structure' ? findDecoder(graph, { config, externalData }) : await readDecoderWeights(graph, { config, externalData });
+  const read = async (): Promise<DecoderWeights> => {
+    const { graph, externalData, config } = await policy.modelGraph();
+    return reader === 'structure' ? findDecoder(graph, { config, externalData }) : readDecoderWeights(graph, { config, externalData });
+  };
+  const weights = await read();
   const adapter = 'layers' in options ? options : createLoraAdapter(weights.shape, options);
   if (adapter.layers.length !== weights.shape.numLayers) throw new InvalidInputError('adapter', `has ${adapter.layers.length} layers; the model has ${weights.shape.numLayers}.`);
-  return { weights, adapter, promptIds: (input) => policy.promptIds(input) };
+  return { weights, adapter, promptIds: (input) => policy.promptIds(input), reload: read };
 }
 
 export interface LoraEngineOptions {
@@ -100,8 +110,14 @@ export interface LoraEngineState {
 
 export class LoraTrainingEngine<Prompt = PromptInput> implements TrainingEngine<Prompt, LoraEngineState> {
   readonly backend = 'onnxruntime';
-  readonly #model: LoraModel<Prompt>;
-  readonly #graph: Promise<LoraGraphs>;
+  readonly #adapter: LoraAdapter;
+  readonly #promptIdsOf: LoraModel<Prompt>['promptIds'];
+  readonly #reload: LoraModel<Prompt>['reload'];
+  /** The frozen weights and their graphs; both absent after releaseWeights until the next forward reads them again. */
+  #weights: DecoderWeights | undefined;
+  #graph: Promise<LoraGraphs> | undefined;
+  /** Makes the graphs again for weights read again (the first graphs' settings, none of their weights). */
+  #rebuild: ((weights: DecoderWeights) => Promise<LoraGraphs>) | undefined;
   #optimizer: LoraOptimizerState;
   /** The batch whose prompt ids and reference log-probs are kept (they do not change with the adapter). */
   #batch?: KeptBatch<Prompt>;
@@ -113,7 +129,12 @@ export class LoraTrainingEngine<Prompt = PromptInput> implements TrainingEngine<
       throw new InvalidInputError('model', 'expected { weights, adapter, promptIds } (see loraModel).');
     }
     if (options.graph && options.graph.weights !== model.weights) throw new InvalidInputError('graph', "was built from other weights than the model's; build it from model.weights.");
-    this.#model = model;
+    // The model's parts, not the model: releaseWeights must leave nothing here holding its weights.
+    this.#adapter = model.adapter;
+    // With reload, promptIds and reload are kept as plain functions: bound to the model, they would keep its weights.
+    this.#promptIdsOf = model.reload ? model.promptIds : model.promptIds.bind(model);
+    this.#reload = model.reload;
+    this.#weights = model.weights;
     this.#optimizer = loraOptimizerState(model.adapter, options.state);
     const graph = options.graph ? Promise.resolve(options.graph) : buildLoraGraphs(model, options);
     // A failed build is reported by the forward that awaits it, not as an unhandled rejection here.
@@ -127,11 +148,50 @@ export class LoraTrainingEngine<Prompt = PromptInput> implements TrainingEngine<
 
   /** The adapter being trained (live: updated in place by every step). */
   get adapter(): LoraAdapter {
-    return this.#model.adapter;
+    return this.#adapter;
   }
 
-  get weights(): DecoderWeights {
-    return this.#model.weights;
+  /** The frozen weights; undefined while released (releaseWeights) until the next forward reads them again. */
+  get weights(): DecoderWeights | undefined {
+    return this.#weights;
+  }
+
+  /**
+   * Frees the frozen weights and the graphs' sessions (their arenas) until the next forward,
+   * which reads the weights again (the model's `reload`: loraModel reads the policy's files) and
+   * builds the same graphs: the same numbers bit for bit. A LoRA run's `takeTurns` calls it after
+   * each step, so the sampler's session and the engine's weights are never in memory together.
+   * The adapter, the optimizer's state and the kept reference log-probs stay.
+   */
+  async releaseWeights(): Promise<void> {
+    if (!this.#reload) throw new UnsupportedError("This engine's model cannot read its weights again (its model has no reload; loraModel's has).");
+    const graph = this.#graph;
+    if (!graph) return;
+    const built = await graph.catch(() => undefined);
+    // A failed build stays, for the next forward to report; a release that raced this one did the work.
+    if (!built || this.#graph !== graph) return;
+    this.#pass = undefined;
+    this.#grad = undefined;
+    this.#graph = undefined;
+    this.#weights = undefined;
+    this.#rebuild ??= built.rebuilder();
+    await built.release();
+  }
+
+  /** The graphs of the frozen weights, read again and built again after releaseWeights. */
+  #graphs(): Promise<LoraGraphs> {
+    if (!this.#graph) {
+      const reload = this.#reload!;
+      const rebuild = this.#rebuild!;
+      const graph = (async () => {
+        const weights = await reload();
+        this.#weights = weights;
+        return rebuild(weights);
+      })();
+      graph.catch(() => undefined);
+      this.#graph = graph;
+    }
+    return this.#graph;
   }
 
   /** AdamW's live state (what a checkpoint stores with the adapter). */
@@ -143,10 +203,10 @@ export class LoraTrainingEngine<Prompt = PromptInput> implements TrainingEngine<
     this.#pass = undefined;
     if (this.#batch?.groups !== groups) this.#batch = { groups, promptIds: groups.map((g, i) => this.#promptIds(g.prompt, i)) };
     const batch = this.#batch;
-    const graph = await this.#graph;
+    const graph = await this.#graphs();
     const graphGroups: GraphGroup[] = batch.groups.map(({ completions }, g) => ({ promptIds: batch.promptIds[g], completions }));
-    const pass = await graph.forward(this.#model.adapter, graphGroups, options.temperature);
-    if (options.reference && !batch.refLogps) batch.refLogps = flat((await graph.forward(zerosLike(this.#model.adapter), graphGroups, options.temperature, { backward: false })).logprobs);
+    const pass = await graph.forward(this.#adapter, graphGroups, options.temperature);
+    if (options.reference && !batch.refLogps) batch.refLogps = flat((await graph.forward(zerosLike(this.#adapter), graphGroups, options.temperature, { backward: false })).logprobs);
     this.#pass = pass;
     return { logps: flat(pass.logprobs), entropies: flat(pass.entropies), ...(options.reference ? { refLogps: batch.refLogps } : {}) };
   }
@@ -169,7 +229,7 @@ export class LoraTrainingEngine<Prompt = PromptInput> implements TrainingEngine<
     if (!grad) throw new InvalidInputError('step', 'needs a backward first.');
     this.#grad = undefined;
     const state = this.#optimizer;
-    adamwTensors(loraTensors(this.#model.adapter), loraTensors(grad), loraTensors(state.m), loraTensors(state.v), ++state.step, clip, optimizer);
+    adamwTensors(loraTensors(this.#adapter), loraTensors(grad), loraTensors(state.m), loraTensors(state.v), ++state.step, clip, optimizer);
   }
 
   release(): void {
@@ -179,14 +239,14 @@ export class LoraTrainingEngine<Prompt = PromptInput> implements TrainingEngine<
   }
 
   async read(): Promise<LoraEngineState> {
-    return structuredClone({ adapter: this.#model.adapter, optimizer: this.#optimizer });
+    return structuredClone({ adapter: this.#adapter, optimizer: this.#optimizer });
   }
 
   load(state: LoraEngineState): void {
-    const target = loraTensors(this.#model.adapter);
+    const target = loraTensors(this.#adapter);
     const source = state?.adapter ? loraTensors(state.adapter) : [];
     if (source.length !== target.length || source.some((t, k) => t.length !== target[k].length)) throw new InvalidInputError('state.adapter', "does not have the adapter's layout.");
-    const optimizer = loraOptimizerState(this.#model.adapter, structuredClone(state.optimizer));
+    const optimizer = loraOptimizerState(this.#adapter, structuredClone(state.optimizer));
     source.forEach((t, k) => target[k].set(t));
     this.#optimizer = optimizer;
   }
@@ -194,11 +254,11 @@ export class LoraTrainingEngine<Prompt = PromptInput> implements TrainingEngine<
   /** Releases the graph sessions; the adapter and the optimizer's state stay readable. */
   dispose(): void {
     this.release();
-    void this.#graph.then((graph) => graph.release()).catch(() => undefined);
+    void this.#graph?.then((graph) => graph.release()).catch(() => undefined);
   }
 
   #promptIds(prompt: Prompt, group: number): readonly number[] {
-    const ids = this.#model.promptIds(prompt);
+    const ids = this.#promptIdsOf(prompt);
     if (ids.length === 0) throw new InvalidInputError(`prompts[${group}]`, 'encodes to no tokens; the decoder needs at least one to predict the first completion token from.');
     return ids;
   }

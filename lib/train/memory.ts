@@ -96,6 +96,16 @@ export interface StepMemoryEstimate {
   /** One head run (a chunk of rows x vocabulary). */
   head: number;
   total: number;
+  /**
+   * The sampler's onnxruntime session beside it: the weights again, onnxruntime's prepacked
+   * copies of them and, for a tied head, the embedding folded transposed (SAMPLER_PER_WEIGHT_BYTE
+   * of the weights, measured at SmolLM2-135M's shape in fp32).
+   */
+  sampler: number;
+  /** Both in memory at once, as a LoRA run holds them by default: `total + sampler`. */
+  together: number;
+  /** Taking turns (a LoRA run's `takeTurns`): the larger of the step (`total`) and sampling (the sampler and the adapter with its optimizer state). */
+  inTurns: number;
   microBatchTokens: number;
   /** True when the activations do not fit the budget, so the backward recomputes each layer's. */
   recompute: boolean;
@@ -143,7 +153,27 @@ export function estimateStepMemory(shape: DecoderShape, settings: StepMemorySett
   const head = headRunBytes(shape, headRowsFor(shape));
   const adapter = FLOAT * 4 * adapterParameters;
   const activations = recompute ? 0 : kept;
-  return { weights, adapter, layerInputs, activations, layerRun, head, total: weights + adapter + layerInputs + activations + layerRun + head, microBatchTokens, recompute };
+  const total = weights + adapter + layerInputs + activations + layerRun + head;
+  const sampler = Math.round(SAMPLER_PER_WEIGHT_BYTE * weights);
+  return { weights, adapter, layerInputs, activations, layerRun, head, total, sampler, together: total + sampler, inTurns: Math.max(total, sampler + adapter), microBatchTokens, recompute };
+}
+
+/**
+ * What the sampler's session holds per byte of the weights as the engine holds them: 865-880 MB
+ * for SmolLM2-135M's 513 MB in fp32 in Node (BENCHMARKS, scale). Measured there only; other
+ * shapes and dtypes are taken to be alike.
+ */
+export const SAMPLER_PER_WEIGHT_BYTE = 1.7;
+
+/**
+ * How a LoRA run fits in `budget` bytes (the memory a page or process may take, all of it):
+ * 'together' when the sampler and the step fit at once (the default run), 'turns' when only
+ * each in turn does (a run with `takeTurns: true`), 'neither' when even that does not (fewer
+ * completions, shorter replies, a 4-bit model, a smaller memoryBudget).
+ */
+export function planTurns(estimate: Pick<StepMemoryEstimate, 'together' | 'inTurns'>, budget: number): 'together' | 'turns' | 'neither' {
+  if (!(budget > 0)) throw new InvalidInputError('budget', `must be a number of bytes > 0, got ${String(budget)}.`);
+  return estimate.together <= budget ? 'together' : estimate.inTurns <= budget ? 'turns' : 'neither';
 }
 
 /**

@@ -22,4 +22,6 @@ export interface TrainablePolicy extends Policy {
   replaceGraph(graph: Uint8Array): Promise<void>;
   /** Samples and scores under a LoRA adapter's A and B as graph inputs, with no merge. */
   followAdapter?(adapter: FollowedAdapter): Promise<void>;
+  /** Frees the sampler's session until the next request builds it again the same way (a LoRA run's `takeTurns`). */
+  releaseSession?(): Promise<void>;
 }

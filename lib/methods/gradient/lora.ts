@@ -52,6 +52,19 @@ export interface LoraGrpoOptions extends LoraHandles, TrainingRunOptions {
    * a setting needs. Default: keep up to 512 MiB, micro-batches of 2,048 tokens. Stored with the run.
    */
   memoryBudget?: number;
+  /**
+   * The sampler and the training engine hold the model's weights in turns, never together: once a
+   * step's groups are sampled the policy's session is released (`releaseSession`), the engine reads
+   * the weights again from the model's files and trains, then releases its weights and sessions
+   * (`releaseWeights`) and the next request builds the sampler's session again. The same run to
+   * the bit (the same graphs on the same weights), for a session build and a read of the weights
+   * per step: at SmolLM2-135M's shape in fp32, 8 x 128, peak RSS 2633 -> 2059-2146 MB for about
+   * 15% more CPU an iteration (BENCHMARKS, scale). Choose it when
+   * `estimateStepMemory(...).together` exceeds the memory there is and `.inTurns` fits (`planTurns`
+   * says which); the run does not choose it itself, not knowing the memory there is. Default
+   * false. Stored with the run.
+   */
+  takeTurns?: boolean;
 }
 
 /** `loraGrpo`'s own default, its AdamW learning rate of 2e-3; its other defaults are `GRADIENT_DEFAULTS`. */
@@ -78,12 +91,16 @@ export function resolveLoraRunConfig(options: LoraGrpoOptions): LoraRunConfig {
   if (memoryBudget !== undefined && !(typeof memoryBudget === 'number' && memoryBudget > 0 && Number.isFinite(memoryBudget))) {
     throw new InvalidInputError('memoryBudget', `must be a number of bytes > 0, got ${String(memoryBudget)}.`);
   }
+  const { takeTurns } = options;
+  if (takeTurns !== undefined && typeof takeTurns !== 'boolean') throw new InvalidInputError('takeTurns', `must be true or false, got ${String(takeTurns)}.`);
+  if (takeTurns) checkReleases(options.policy);
   return {
     ...config,
     engine,
     backend: options.policy.info.backend,
     lora: { r, alpha, useRslora, targetModules: [...targetModules] as LoraModule[], seed: config.seed },
     ...(memoryBudget !== undefined ? { memoryBudget } : {}),
+    ...(takeTurns ? { takeTurns } : {}),
   };
 }
 
@@ -127,9 +144,14 @@ export async function openLoraAdapter({ run, store, handles, last, initial }: Op
   // Every run trains on onnxruntime's graphs, runs stored by the removed 'cpu' and 'webgpu'
   // engines too (their A, B and AdamW moments are the same tensors); the decoder is found by its structure.
   checkFollows(handles.policy);
-  const model = await loraModel(handles.policy, adapter ?? { ...config.lora });
+  const { policy } = handles;
+  const turns = config.takeTurns === true;
+  if (turns) checkReleases(policy);
+  // Taking turns, the sampler's session is not in memory while the engine reads its weights.
+  if (turns) await policy.releaseSession!();
+  const model = await loraModel(policy, adapter ?? { ...config.lora });
   checkTrainable(model.weights, model.adapter);
-  const graph = await graphEngine(model, handles.policy.info.backend, config.memoryBudget);
+  const graph = await graphEngine(model, policy.info.backend, config.memoryBudget);
   let trainer: GrpoTrainer<LoraTrainingEngine>;
   try {
     trainer = runTrainer(loraEngine(model, { ...(resumed ? { state: resumed.state } : {}), graph }), config, last);
@@ -138,9 +160,11 @@ export async function openLoraAdapter({ run, store, handles, last, initial }: Op
     throw error;
   }
   try {
+    // Taking turns, the engine's weights go before the sampler's session is built again; the first step reads them again.
+    if (turns) await trainer.engine.releaseWeights();
     // The policy samples under the run's adapter (as graph inputs) from the first item on, so a
     // fresh run and a resumed one sample with the same graph.
-    await followAdapter(handles.policy, trainer.engine.adapter);
+    await followAdapter(policy, trainer.engine.adapter);
   } catch (error) {
     // The drive has no state to dispose yet: free the engine's graph sessions here.
     trainer.dispose();
@@ -149,9 +173,12 @@ export async function openLoraAdapter({ run, store, handles, last, initial }: Op
   const { engine } = trainer;
   return {
     trainer,
-    // The sampler follows the updated adapter; `refreshMs` is what that took.
+    // Taking turns: the step's groups are sampled, so the sampler's session goes before the engine reads its weights again.
+    ...(turns ? { beforeUpdate: () => policy.releaseSession!() } : {}),
+    // The sampler follows the updated adapter (taking turns, once the engine released its weights); `refreshMs` is what that took.
     async payload(training) {
       const started = performance.now();
+      if (turns) await engine.releaseWeights();
       await followAdapter(handles.policy, trainer.engine.adapter);
       return { kind: 'lora', training, refreshMs: performance.now() - started };
     },
@@ -178,6 +205,13 @@ async function loraModules() {
   const graphEngine = (model: { weights: DecoderWeights; adapter: LoraAdapter }, backend: string, memoryBudget: number | undefined) =>
     buildLoraGraphs(model, { sessionOptions: graphSessionOptions(backend), memoryBudget });
   return { loraModel, loraEngine, graphEngine };
+}
+
+/** Taking turns needs a policy whose session can be released and built again (an `OnnxPolicy`). */
+function checkReleases(policy: TrainablePolicy): asserts policy is TrainablePolicy & Required<Pick<TrainablePolicy, 'releaseSession'>> {
+  if (typeof policy.releaseSession !== 'function') {
+    throw new InvalidInputError('takeTurns', "needs a policy with releaseSession(); an ONNX policy from loadOnnxPolicy({ model }) (webgrpo/onnx) has it.");
+  }
 }
 
 /** The sampler takes the adapter's A and B as graph inputs (checked at the run's start: the policy has followAdapter). */

@@ -85,6 +85,7 @@ function gradientDrive<P extends GradientStepPayload | LoraStepPayload, E extend
   return {
     advantages: { scaleRewards: config.loss.scaleRewards },
     async finishStep(step, items, advantages) {
+      await adapter.beforeUpdate?.();
       const payload = await adapter.payload(await trainOnStep(trainer, config, step, items, advantages));
       const { kind: _, ...end } = payload;
       return { payload, extras: { adapter: await adapter.checkpoint(step.plan.step) }, end };

@@ -69,6 +69,8 @@ export interface LoraRunConfig extends TrainingConfig {
   backend?: string;
   /** The bytes a step's activations may take (LoraGrpoOptions.memoryBudget); absent: the engine's defaults. */
   memoryBudget?: number;
+  /** The sampler and the training engine hold their weights in turns (LoraGrpoOptions.takeTurns); absent: false. */
+  takeTurns?: boolean;
 }
 
 /** A LoRA step's payload: each update's metrics, and what following the adapter cost the sampler. */
@@ -161,6 +163,7 @@ function validateLoraConfig(value: unknown, at: string): void {
   if (c.engine !== undefined) oneOf(c.engine, ['cpu', 'webgpu', 'onnxruntime'] as const, `${at}.engine`);
   if (c.backend !== undefined && str(c.backend, `${at}.backend`).length === 0) fail(`${at}.backend`, 'expected a backend name.');
   if (c.memoryBudget !== undefined && !(num(c.memoryBudget, `${at}.memoryBudget`) > 0)) fail(`${at}.memoryBudget`, 'expected a number of bytes > 0.');
+  if (c.takeTurns !== undefined) bool(c.takeTurns, `${at}.takeTurns`);
 }
 
 function validateLoraStep(p: Obj, at: string): void {

@@ -19,9 +19,17 @@ export interface FollowedAdapter {
   layers: ReadonlyArray<Partial<Record<ProjectionName, { inDim: number; outDim: number; A: Float32Array; B: Float32Array }>>>;
 }
 
+/** What the followed adapter's graph is rewritten for: its rank, scale, depth and modules. */
+interface RewriteSpec {
+  r: number;
+  scale: number;
+  layers: number;
+  modules: ProjectionName[];
+}
+
 export class AdapterInputs {
   /** The rank, scale and modules the current session's graph was rewritten for. */
-  private built: string | undefined;
+  private built: RewriteSpec | undefined;
 
   constructor(
     private readonly access: GraphAccess,
@@ -29,20 +37,18 @@ export class AdapterInputs {
     private readonly decoder: Decoder,
   ) {}
 
-  async follow(adapter: FollowedAdapter): Promise<void> {
+  /** Returns whether it built and swapped in a new session (a first call, or another rank, scale or modules). */
+  async follow(adapter: FollowedAdapter): Promise<boolean> {
     const modules = PROJECTIONS.filter((m) => adapter.layers[0]?.[m] !== undefined);
     if (modules.length === 0) throw new InvalidInputError('adapter', 'adapts no projection.');
     adapter.layers.forEach((layer, l) => {
       for (const m of PROJECTIONS) if ((layer[m] !== undefined) !== modules.includes(m)) throw new InvalidInputError('adapter', `layer ${l} adapts other projections than layer 0; every layer must adapt the same ones.`);
     });
-    const key = JSON.stringify([adapter.config.r, adapter.scale, adapter.layers.length, modules]);
-    if (key !== this.built) {
-      const { graph, externalData, config } = await this.access.read();
-      const decoder = findDecoder(graph, { config, externalData });
-      if (decoder.layers.length !== adapter.layers.length) throw new InvalidInputError('adapter', `has ${adapter.layers.length} layers; the model has ${decoder.layers.length}.`);
-      const session = await this.access.build(addLoraInputs(graph, decoder, { r: adapter.config.r, scale: adapter.scale, targetModules: modules }));
-      await this.replaceSession(session);
-      this.built = key;
+    const spec: RewriteSpec = { r: adapter.config.r, scale: adapter.scale, layers: adapter.layers.length, modules };
+    const rebuilt = JSON.stringify(spec) !== JSON.stringify(this.built);
+    if (rebuilt) {
+      await this.replaceSession(await this.session(spec));
+      this.built = spec;
     }
     const inputs: Record<string, { data: Float32Array; dims: number[] }> = {};
     adapter.layers.forEach((layer, l) => {
@@ -53,6 +59,19 @@ export class AdapterInputs {
       }
     });
     this.decoder.setExtraInputs(inputs);
+    return rebuilt;
+  }
+
+  /** A new session of the graph the adapter is followed with, rewritten as before (the policy's releaseSession builds it again so); undefined when none is followed. */
+  rebuild(): Promise<OrtSession> | undefined {
+    return this.built ? this.session(this.built) : undefined;
+  }
+
+  private async session(spec: RewriteSpec): Promise<OrtSession> {
+    const { graph, externalData, config } = await this.access.read();
+    const decoder = findDecoder(graph, { config, externalData });
+    if (decoder.layers.length !== spec.layers) throw new InvalidInputError('adapter', `has ${spec.layers} layers; the model has ${decoder.layers.length}.`);
+    return this.access.build(addLoraInputs(graph, decoder, { r: spec.r, scale: spec.scale, targetModules: spec.modules }));
   }
 
   /** The policy's graph was replaced by one without adapter inputs. */

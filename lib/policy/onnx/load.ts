@@ -170,6 +170,8 @@ async function assemble(
   const batchMode = await probePadding(probe, tryFailing);
   const decoder = new Decoder(session, runtime.Tensor, kv, logits, hidden);
   decoder.passMode = passMode;
+  // Whether the decoder's session was released (releaseSession) and not replaced since.
+  let released = false;
   const graph = graphAccess({ transformers: runtime.transformers, location, modelConfig: model.config, backend, host, loaded, current: () => decoder.current, hidden });
   return new OnnxPolicy({
     info: { model: label, backend, note, passMode, batchMode, ...(wasm ? { threads: wasm.threads, ...(wasm.reason ? { threadsNote: wasm.reason } : {}) } : {}) },
@@ -196,7 +198,16 @@ async function assemble(
       const old = decoder.replaceSession(next);
       // The model object owns its sessions: disposing it releases the current one.
       model.sessions[sessionName] = next as never;
-      await (old as OrtSession & { release(): Promise<void> }).release();
+      // A session released already (releaseSession) is not released twice.
+      if (released) released = false;
+      else await (old as OrtSession & { release(): Promise<void> }).release();
+    },
+    releaseSession: async () => {
+      if (released) return;
+      // Out of the model object first: disposing it must not release this session again.
+      delete model.sessions[sessionName];
+      released = true;
+      await (decoder.current as OrtSession & { release(): Promise<void> }).release();
     },
     release: async () => {
       await model.dispose();

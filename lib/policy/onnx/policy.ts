@@ -68,8 +68,10 @@ export interface OnnxPolicyParts {
   vocabulary?: () => TokenVocabulary;
   /** The base model's files and sessions of other graphs of it (replaceGraph); absent: the weights cannot be replaced. */
   graph?: GraphAccess;
-  /** Puts `session` in place of the decoder's and releases the old one. */
+  /** Puts `session` in place of the decoder's and releases the old one (unless releaseSession released it already). */
   replaceSession?(session: OrtSession): Promise<void>;
+  /** Releases the decoder's session; the next replaceSession puts one in its place. */
+  releaseSession?(): Promise<void>;
   release(): Promise<void>;
 }
 
@@ -234,7 +236,7 @@ export class OnnxPolicy implements Policy {
     this.weights.checkReplaceable();
     if (!(graph instanceof Uint8Array) || graph.length === 0) throw new InvalidInputError('graph', 'must be the bytes of an ONNX model.');
     await this.batcher.drained();
-    await this.serialize(() => this.weights.replaceGraph(graph));
+    await this.serialize(() => this.weights.replaceGraph(graph), false);
   }
 
   /**
@@ -249,7 +251,27 @@ export class OnnxPolicy implements Policy {
     this.weights.checkReplaceable();
     if (adapter === null || typeof adapter !== 'object' || !Array.isArray(adapter.layers)) throw new InvalidInputError('adapter', 'must be a LoRA adapter { config: { r }, scale, layers }.');
     await this.batcher.drained();
-    await this.serialize(() => this.weights.followAdapter(adapter));
+    await this.serialize(() => this.weights.followAdapter(adapter), false);
+  }
+
+  /**
+   * Frees the sampler's onnxruntime session (its weights, their prepacked copies, the folded
+   * head) until the next request that runs the decoder, which builds it again as it was built:
+   * the followed adapter's rewritten graph, or the base graph, with the same options, so its
+   * log-probs are the same bit for bit. For a training step that needs the memory (a LoRA run's
+   * `takeTurns`); the rebuild costs about a second at SmolLM2-135M's size (BENCHMARKS, scale).
+   * Refused (UnsupportedError) while a graph given to replaceGraph runs: its bytes are not kept.
+   */
+  async releaseSession(): Promise<void> {
+    this.checkOpen();
+    this.weights.checkReplaceable();
+    await this.batcher.drained();
+    await this.serialize(() => this.weights.releaseSession(), false);
+  }
+
+  /** Whether the sampler's session is released (releaseSession) and is built again on the next request. */
+  get sessionReleased(): boolean {
+    return this.weights.sessionReleased;
   }
 
   async encode(text: string): Promise<number[]> {
@@ -294,18 +316,22 @@ export class OnnxPolicy implements Policy {
   }
 
   /** Queues `task` after the running one; calls made after dispose() are refused. */
-  private serialize<T>(task: () => Promise<T>): Promise<T> {
+  private serialize<T>(task: () => Promise<T>, runsDecoder = true): Promise<T> {
     try {
       this.checkOpen();
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.enqueue(task);
+    return this.enqueue(task, runsDecoder);
   }
 
-  /** Queues `task` after the running one (the batcher's steps, also after dispose() was called). */
-  private enqueue<T>(task: () => Promise<T>): Promise<T> {
-    const result = this.tail.then(task);
+  /**
+   * Queues `task` after the running one (the batcher's steps, also after dispose() was called). A
+   * task that runs the decoder first builds its session again if it was released; the weight
+   * swaps (`runsDecoder` false) do not need it.
+   */
+  private enqueue<T>(task: () => Promise<T>, runsDecoder = true): Promise<T> {
+    const result = this.tail.then(runsDecoder ? () => this.guard(() => this.weights.ready()).then(task) : task);
     this.tail = result.catch(() => undefined);
     return result;
   }

@@ -17,11 +17,17 @@ export interface SwapParts {
   graph?: GraphAccess;
   /** Puts `session` in place of the decoder's and releases the old one. */
   replaceSession?(session: OrtSession): Promise<void>;
+  /** Releases the decoder's session; the next replaceSession puts one in its place. */
+  releaseSession?(): Promise<void>;
 }
 
 export class WeightSwap {
   /** Built on the first followAdapter. */
   private adapterInputs: AdapterInputs | undefined;
+  /** The decoder's session was released (releaseSession); the next pass builds it again. */
+  private released = false;
+  /** A graph given to replaceGraph runs now: its bytes are the caller's, not kept, so its session cannot be built again. */
+  private replaced = false;
 
   constructor(private readonly parts: SwapParts) {}
 
@@ -46,18 +52,49 @@ export class WeightSwap {
       throw new InvalidInputError('graph', "has other inputs or outputs than the policy's model; pass a graph of the same model with other weights.");
     }
     await replaceSession(session);
+    this.released = false;
+    this.replaced = true;
     this.adapterInputs?.forget();
+  }
+
+  /** Whether the decoder's session is released (releaseSession) and waits to be built again. */
+  get sessionReleased(): boolean {
+    return this.released;
+  }
+
+  /**
+   * Frees the decoder's session (its weights, their prepacked copies); `ready()` builds it again
+   * the way it was built: the followed adapter's rewritten graph, or the base graph.
+   */
+  async releaseSession(): Promise<void> {
+    const { releaseSession } = this.required();
+    if (this.released) return;
+    if (!releaseSession) throw new UnsupportedError('This policy cannot release its session.');
+    if (this.replaced) throw new UnsupportedError('The policy samples with a graph given to replaceGraph, whose bytes it does not keep, so it cannot build that session again; follow an adapter (followAdapter) or replace the graph with the base one first.');
+    await releaseSession();
+    this.released = true;
+  }
+
+  /** Builds the decoder's session again when it was released; a pass runs only after this. */
+  async ready(): Promise<void> {
+    if (!this.released) return;
+    const { graph: access, replaceSession } = this.required();
+    const session = await (this.adapterInputs?.rebuild() ?? access.read().then(({ graph }) => access.build(graph)));
+    await replaceSession(session);
+    this.released = false;
   }
 
   /** The decoder runs under the adapter's A and B as graph inputs (a rewritten graph, built on the first call). */
   async followAdapter(adapter: FollowedAdapter): Promise<void> {
     const { graph: access, replaceSession, decoder } = this.required();
     this.adapterInputs ??= new AdapterInputs(access, replaceSession, decoder);
-    await this.adapterInputs.follow(adapter);
+    // A new rank or modules built a session: a released one is in place again.
+    if (await this.adapterInputs.follow(adapter)) this.released = false;
+    this.replaced = false;
   }
 
-  private required(): Required<SwapParts> {
+  private required(): Required<Omit<SwapParts, 'releaseSession'>> & Pick<SwapParts, 'releaseSession'> {
     this.checkReplaceable();
-    return this.parts as Required<SwapParts>;
+    return this.parts as Required<Omit<SwapParts, 'releaseSession'>> & Pick<SwapParts, 'releaseSession'>;
   }
 }

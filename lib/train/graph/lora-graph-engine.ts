@@ -94,6 +94,8 @@ export class LoraGraphs {
     readonly microBatchTokens: number,
     readonly headRows: number,
     readonly activationBudget: number,
+    /** What create() was given, so `rebuild` makes the same graphs. */
+    private readonly options: LoraGraphsOptions,
   ) {}
 
   static async create(runtime: GraphRuntime, weights: DecoderWeights, lora: LoraGraphConfig, options: LoraGraphsOptions = {}): Promise<LoraGraphs> {
@@ -141,7 +143,7 @@ export class LoraGraphs {
         [LAYER_IO.finalNorm]: tensor('float', weights.finalNorm, [H]),
         [LAYER_IO.head]: weights.lmHead ? tensor('float', weights.lmHead, [H, V]) : tensor('float', weights.embedding, [V, H]),
       };
-      return new LoraGraphs(runtime, layerRunners, head, weightFeeds, headFeeds, sessions, weights, lora, precision, microBatchTokens, headRows, activationBudget);
+      return new LoraGraphs(runtime, layerRunners, head, weightFeeds, headFeeds, sessions, weights, lora, precision, microBatchTokens, headRows, activationBudget, options);
     } catch (error) {
       await Promise.all(sessions.map((s) => s.release?.()));
       throw error;
@@ -150,6 +152,17 @@ export class LoraGraphs {
 
   async release(): Promise<void> {
     await Promise.all(this.sessions.map((s) => s.release?.()));
+  }
+
+  /**
+   * How to make the same graphs again, in new sessions of the same runtime with the same options,
+   * for weights read again (a LoRA engine that released its weights between steps,
+   * `releaseWeights`): the same runs, so the same numbers bit for bit. The function holds the
+   * settings only, not these graphs' weights or sessions.
+   */
+  rebuilder(): (weights: DecoderWeights) => Promise<LoraGraphs> {
+    const { runtime, lora, options } = this;
+    return (weights) => LoraGraphs.create(runtime, weights, lora, options);
   }
 
   /**

@@ -1,0 +1,101 @@
+/**
+ * GRPO iterations at a hub model's shape in a process of its own, with or without taking turns
+ * (a LoRA run's `takeTurns`), so its peak resident memory is its own: the calls a LoRA run makes
+ * (lib/methods/gradient/lora.ts) on a random-weight model built on demand (gitignored): per
+ * iteration a group sampled, the step's update through GrpoTrainer on loraEngine, and the
+ * sampler following the updated adapter. Taking turns, the sampler's session is released before
+ * the update and built again by the next group, the engine's weights after it and read again by
+ * the next update. Prints one JSON line, with a digest of the sampled log-probs and the adapter
+ * to check that both ways give the same bits.
+ *
+ *   tsx scripts/bench/_scale-turns.ts <shape> <fp32|q4> <group> <new tokens> <turns: 0|1> [iterations]
+ *
+ * Times are CPU time (user + system of every thread) except `iterationWall`. Run with
+ * NODE_OPTIONS=--expose-gc to collect garbage after each turn (a diagnosis: what of the peak is
+ * JavaScript garbage, the arrays of the weights read before, not yet collected).
+ */
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { GrpoConfig } from '../../lib/math.js';
+import { loadOnnxPolicy } from '../../lib/onnx.js';
+import { buildLoraGraphs, loraEngine, loraModel } from '../../lib/train/lora-engine.js';
+import { loraTensors } from '../../lib/lora/adapter.js';
+import { groupRolloutBatch } from '../../lib/train/rollouts.js';
+import { GrpoTrainer } from '../../lib/train/trainer.js';
+import { buildModel, MODEL_FILES } from '../build-model/index.js';
+import { hubShapeSpec } from './_hub-shapes.js';
+
+const PROMPT = 'Answer with digits only: what is 7 x 6?';
+const collect = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
+
+async function main(): Promise<void> {
+  const [shape, dtype, groupArg, tokensArg, turnsArg, iterationsArg] = process.argv.slice(2);
+  const G = Number(groupArg);
+  const T = Number(tokensArg);
+  const turns = turnsArg === '1';
+  const iterations = Number(iterationsArg ?? 3);
+  if (dtype !== 'fp32' && dtype !== 'q4') throw new Error(`dtype must be fp32 or q4, got ${dtype}`);
+  const { spec, dir } = await hubShapeSpec(shape, dtype);
+  const file = join(dir, MODEL_FILES[dtype]);
+  if (!existsSync(file)) await buildModel(spec, dir);
+  const modelBytes = (await stat(file)).size;
+
+  const timed = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
+    const c0 = process.cpuUsage();
+    const value = await fn();
+    const c = process.cpuUsage(c0);
+    return [value, (c.user + c.system) / 1000];
+  };
+  const memory: Array<{ phase: string; rss: number; peak: number }> = [];
+  const mark = (phase: string) => memory.push({ phase, rss: Math.round(process.memoryUsage().rss / 1e6), peak: Math.round((process.resourceUsage().maxRSS * 1024) / 1e6) });
+  mark('start');
+  const policy = await loadOnnxPolicy({ model: dir, ...(dtype === 'q4' ? { dtype } : {}) });
+  mark('policy loaded');
+  // As the run opens (lora.ts): taking turns, the sampler's session goes before the engine reads its weights, and they go before it is built again.
+  if (turns) await policy.releaseSession();
+  // The model object in a scope of its own: held here, its weights would outlive the engine's release.
+  const engine = await (async () => {
+    const model = await loraModel(policy, { r: 8, alpha: 16, seed: 3 });
+    return loraEngine(model, { graph: await buildLoraGraphs(model) });
+  })();
+  const trainer = new GrpoTrainer(engine, { lr: 1e-4 }, new GrpoConfig({ numGenerations: G, beta: 0, entropyCoeff: 0 }));
+  if (turns) await engine.releaseWeights();
+  await policy.followAdapter(engine.adapter);
+  mark('opened');
+
+  const digest = createHash('sha256');
+  const sample: number[] = [];
+  const step: number[] = [];
+  const switchMs: number[] = [];
+  const iterationWall: number[] = [];
+  for (let i = 0; i < iterations; i++) {
+    const t = performance.now();
+    const [group, sampleMs] = await timed(() => policy.generateGroup({ prompt: PROMPT, groupSize: G, maxNewTokens: T, seed: 1 + i }));
+    sample.push(sampleMs);
+    mark(`sampled ${i + 1}`);
+    for (const c of group.completions) digest.update(new Float64Array(c.logprobs));
+    const batch = groupRolloutBatch([{ completions: group.completions.map((c) => ({ tokenIds: c.tokenIds, logprobs: c.logprobs })), rewards: group.completions.map((_, k) => (k % 2 === 0 ? 1 : 0)) }]);
+    if (turns) await policy.releaseSession();
+    collect();
+    step.push((await timed(() => trainer.trainStep(batch, [{ prompt: PROMPT }])))[1]);
+    trainer.releaseStates();
+    mark(`step ${i + 1}`);
+    const [, followMs] = await timed(async () => {
+      if (turns) await engine.releaseWeights();
+      await policy.followAdapter(engine.adapter);
+    });
+    collect();
+    switchMs.push(followMs);
+    iterationWall.push(performance.now() - t);
+  }
+  for (const tensor of loraTensors(engine.adapter)) digest.update(tensor);
+  trainer.dispose();
+  await policy.dispose();
+  const peakRss = Math.round((process.resourceUsage().maxRSS * 1024) / 1e6);
+  console.log(JSON.stringify({ shape, dtype, G, T, turns, gc: typeof (globalThis as { gc?: unknown }).gc === 'function', modelMB: Math.round(modelBytes / 1e6), sample, step, switchMs, iterationWall, peakRss, digest: digest.digest('hex').slice(0, 16), memory }));
+}
+
+await main();
