@@ -166,17 +166,6 @@ export function estimateStepMemory(shape: DecoderShape, settings: StepMemorySett
 export const SAMPLER_PER_WEIGHT_BYTE = 1.7;
 
 /**
- * How a LoRA run fits in `budget` bytes (the memory a page or process may take, all of it):
- * 'together' when the sampler and the step fit at once (the default run), 'turns' when only
- * each in turn does (a run with `takeTurns: true`), 'neither' when even that does not (fewer
- * completions, shorter replies, a 4-bit model, a smaller memoryBudget).
- */
-export function planTurns(estimate: Pick<StepMemoryEstimate, 'together' | 'inTurns'>, budget: number): 'together' | 'turns' | 'neither' {
-  if (!(budget > 0)) throw new InvalidInputError('budget', `must be a number of bytes > 0, got ${String(budget)}.`);
-  return estimate.together <= budget ? 'together' : estimate.inTurns <= budget ? 'turns' : 'neither';
-}
-
-/**
  * The engine's settings for a budget of bytes a step's activations may take: every layer's
  * activations kept when they fit it, and micro-batches whose layer runs fit a quarter of it
  * (counted in rows of 128 tokens, a prompt and a completion; at least 16 tokens).

@@ -60,8 +60,7 @@ export interface LoraGrpoOptions extends LoraHandles, TrainingRunOptions {
    * the bit (the same graphs on the same weights), for a session build and a read of the weights
    * per step: at SmolLM2-135M's shape in fp32, 8 x 128, peak RSS 2633 -> 2059-2146 MB for about
    * 15% more CPU an iteration (BENCHMARKS, scale). Choose it when
-   * `estimateStepMemory(...).together` exceeds the memory there is and `.inTurns` fits (`planTurns`
-   * says which); the run does not choose it itself, not knowing the memory there is. Default
+   * `estimateStepMemory(...).together` exceeds the memory there is and `.inTurns` fits; the run does not choose it itself, not knowing the memory there is. Default
    * false. Stored with the run.
    */
   takeTurns?: boolean;
