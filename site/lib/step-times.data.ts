@@ -7,8 +7,8 @@ export const STEP_TIMES = [
     "groupSize": 8,
     "batchSize": 8,
     "maxNewTokens": 16,
-    "secondsPerStep": 1.5,
-    "startupSeconds": 5.3
+    "secondsPerStep": 0.7,
+    "startupSeconds": 1.7
   },
   {
     "model": "skill",
@@ -17,8 +17,8 @@ export const STEP_TIMES = [
     "groupSize": 8,
     "batchSize": 8,
     "maxNewTokens": 16,
-    "secondsPerStep": 1.2,
-    "startupSeconds": 3.7
+    "secondsPerStep": 0.6,
+    "startupSeconds": 1.3
   },
   {
     "model": "skill",
@@ -27,8 +27,8 @@ export const STEP_TIMES = [
     "groupSize": 8,
     "batchSize": 16,
     "maxNewTokens": 24,
-    "secondsPerStep": 3.4,
-    "startupSeconds": 5
+    "secondsPerStep": 1.7,
+    "startupSeconds": 1.9
   },
   {
     "model": "skill",
@@ -37,8 +37,8 @@ export const STEP_TIMES = [
     "groupSize": 4,
     "batchSize": 2,
     "maxNewTokens": 48,
-    "secondsPerStep": 0.8,
-    "startupSeconds": 2
+    "secondsPerStep": 0.6,
+    "startupSeconds": 1.1
   },
   {
     "model": "skill",
@@ -47,8 +47,8 @@ export const STEP_TIMES = [
     "groupSize": 4,
     "batchSize": 2,
     "maxNewTokens": 48,
-    "secondsPerStep": 10,
-    "startupSeconds": 2.2
+    "secondsPerStep": 3.5,
+    "startupSeconds": 1
   },
   {
     "model": "skill",
@@ -57,8 +57,8 @@ export const STEP_TIMES = [
     "groupSize": 8,
     "batchSize": 2,
     "maxNewTokens": 24,
-    "secondsPerStep": 0.3,
-    "startupSeconds": 2.9
+    "secondsPerStep": 0.2,
+    "startupSeconds": 1.1
   },
   {
     "model": "reader",
@@ -67,8 +67,8 @@ export const STEP_TIMES = [
     "groupSize": 8,
     "batchSize": 4,
     "maxNewTokens": 24,
-    "secondsPerStep": 0.7,
-    "startupSeconds": 2.9
+    "secondsPerStep": 0.3,
+    "startupSeconds": 1.1
   },
   {
     "model": "reader",
@@ -77,7 +77,7 @@ export const STEP_TIMES = [
     "groupSize": 8,
     "batchSize": 1,
     "maxNewTokens": 24,
-    "secondsPerStep": 4,
-    "startupSeconds": 3.4
+    "secondsPerStep": 1.5,
+    "startupSeconds": 1.2
   }
 ];
