@@ -59,7 +59,7 @@ export const SKILL_LORA_DEFAULTS = { ...SKILL_GRADIENT_DEFAULTS, epochs: 2, lr: 
  * among 8 samples: GRPO there teaches rather than sharpens, and it needs many distinct prompts.
  * 96 steps of 16 of 1536 prompts (one pass), DAPO's dynamic sampling, 24 new tokens (a four-word
  * answer is up to 19 characters, which 16 cut). In headless Chromium (seed 0) greedy 44% -> 72%,
- * T=1 33% -> 58% in 259 to 327 s on 2 loaded cores; in Node greedy +20.9, T=1 +25.5 (seed 0, where 96
+ * T=1 33% -> 58% in 166 s on 2 quiet cores (259 to 327 s loaded); in Node greedy +20.9, T=1 +25.5 (seed 0, where 96
  * steps were chosen over 40, 112 steps and lr 0.003) and +16.7 to +22.9 greedy, +22.4 to +26.3 at
  * T=1 under seeds 3, 4, 5, and +17.7, +26.0 under seed 6 (BENCHMARKS "teach", the first run). 40 steps gave +6 to +18 greedy
  * there; higher learning rates, more updates per step and other group shapes did no better; the

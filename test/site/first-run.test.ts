@@ -42,7 +42,7 @@ describe('the first run', { timeout: 900_000 }, () => {
     expect(await page.getByRole('radio', { name: 'LoRA (every layer)' }).isChecked()).toBe(true);
     const started = Date.now();
     await page.getByRole('button', { name: 'Start run' }).click();
-    // 96 steps: 259 s and 327 s measured on 2 cores at load 3 to 10 (BENCHMARKS "teach", the first run); room for a busier machine.
+    // 96 steps: 166 s measured on 2 cores at load 1.3 to 2.3, 259 s and 327 s at load 3 to 10 (BENCHMARKS "teach", the first run); room for a busier machine.
     await expect.poll(() => header().locator('h2 .chip').textContent(), { timeout: 840_000, interval: 1000 }).toBe('completed');
     const seconds = (Date.now() - started) / 1000;
 
