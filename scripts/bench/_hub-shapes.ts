@@ -5,7 +5,10 @@
  * (gitignored). The vocabulary is the builder's characters plus reserved tokens up to the hub's size.
  */
 import { BASE_VOCAB_SIZE } from '../build-model/tokenizer.js';
-import type { ModelSpec } from '../build-model/index.js';
+import { existsSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { buildModel, MODEL_FILES, type ModelSpec } from '../build-model/index.js';
 
 interface HubShape {
   hiddenSize: number;
@@ -46,4 +49,20 @@ export async function hubShapeSpec(name: string, dtype: 'fp32' | 'q4' = 'fp32'):
     ...(qkNorm ? { qkNorm } : {}),
   };
   return { spec, dir: `build/models/hub-shape/${name}${dtype === 'fp32' ? '' : `-${dtype}`}` };
+}
+
+/** The hub shape's model folder, built on first use, with its model file and that file's size. */
+export async function hubShapeModel(name: string, dtype: 'fp32' | 'q4'): Promise<{ dir: string; file: string; modelBytes: number }> {
+  const { spec, dir } = await hubShapeSpec(name, dtype);
+  const file = join(dir, MODEL_FILES[dtype]);
+  if (!existsSync(file)) await buildModel(spec, dir);
+  return { dir, file, modelBytes: (await stat(file)).size };
+}
+
+/** `fn`'s value and the process's CPU milliseconds (user + system) it took. */
+export async function cpuTimed<T>(fn: () => Promise<T>): Promise<[T, number]> {
+  const c0 = process.cpuUsage();
+  const value = await fn();
+  const c = process.cpuUsage(c0);
+  return [value, (c.user + c.system) / 1000];
 }

@@ -8,9 +8,6 @@
  *
  * Times are CPU time (user + system of every thread): other work on the machine would be in wall time.
  */
-import { existsSync } from 'node:fs';
-import { stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import * as ort from 'onnxruntime-node';
 import { GrpoConfig } from '../../lib/math.js';
@@ -21,8 +18,7 @@ import { loraEngine, loraModel } from '../../lib/train/lora-engine.js';
 import { estimateStepMemory } from '../../lib/train/memory.js';
 import { groupRolloutBatch } from '../../lib/train/rollouts.js';
 import { GrpoTrainer } from '../../lib/train/trainer.js';
-import { buildModel, MODEL_FILES } from '../build-model/index.js';
-import { hubShapeSpec } from './_hub-shapes.js';
+import { cpuTimed, hubShapeModel } from './_hub-shapes.js';
 
 const PROMPT = 'Answer with digits only: what is 7 x 6?';
 
@@ -31,17 +27,8 @@ async function main(): Promise<void> {
   const G = Number(groupArg);
   const T = Number(tokensArg);
   if (dtype !== 'fp32' && dtype !== 'q4') throw new Error(`dtype must be fp32 or q4, got ${dtype}`);
-  const { spec, dir } = await hubShapeSpec(shape, dtype);
-  const file = join(dir, MODEL_FILES[dtype]);
-  if (!existsSync(file)) await buildModel(spec, dir);
-  const modelBytes = (await stat(file)).size;
-
-  const timed = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
-    const c0 = process.cpuUsage();
-    const value = await fn();
-    const c = process.cpuUsage(c0);
-    return [value, (c.user + c.system) / 1000];
-  };
+  const { dir, modelBytes } = await hubShapeModel(shape, dtype);
+  const timed = cpuTimed;
   // Resident memory after each phase (now, and the process's peak so far): where the bytes go.
   const memory: Array<{ phase: string; rss: number; peak: number }> = [];
   const mark = (phase: string) => memory.push({ phase, rss: process.memoryUsage().rss, peak: process.resourceUsage().maxRSS * 1024 });

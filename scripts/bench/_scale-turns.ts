@@ -15,9 +15,6 @@
  * JavaScript garbage, the arrays of the weights read before, not yet collected).
  */
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { GrpoConfig } from '../../lib/math.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
@@ -25,8 +22,7 @@ import { buildLoraGraphs, loraEngine, loraModel } from '../../lib/train/lora-eng
 import { loraTensors } from '../../lib/lora/adapter.js';
 import { groupRolloutBatch } from '../../lib/train/rollouts.js';
 import { GrpoTrainer } from '../../lib/train/trainer.js';
-import { buildModel, MODEL_FILES } from '../build-model/index.js';
-import { hubShapeSpec } from './_hub-shapes.js';
+import { cpuTimed, hubShapeModel } from './_hub-shapes.js';
 
 const PROMPT = 'Answer with digits only: what is 7 x 6?';
 const collect = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
@@ -38,17 +34,8 @@ async function main(): Promise<void> {
   const turns = turnsArg === '1';
   const iterations = Number(iterationsArg ?? 3);
   if (dtype !== 'fp32' && dtype !== 'q4') throw new Error(`dtype must be fp32 or q4, got ${dtype}`);
-  const { spec, dir } = await hubShapeSpec(shape, dtype);
-  const file = join(dir, MODEL_FILES[dtype]);
-  if (!existsSync(file)) await buildModel(spec, dir);
-  const modelBytes = (await stat(file)).size;
-
-  const timed = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
-    const c0 = process.cpuUsage();
-    const value = await fn();
-    const c = process.cpuUsage(c0);
-    return [value, (c.user + c.system) / 1000];
-  };
+  const { dir, modelBytes } = await hubShapeModel(shape, dtype);
+  const timed = cpuTimed;
   const memory: Array<{ phase: string; rss: number; peak: number }> = [];
   const mark = (phase: string) => memory.push({ phase, rss: Math.round(process.memoryUsage().rss / 1e6), peak: Math.round((process.resourceUsage().maxRSS * 1024) / 1e6) });
   mark('start');
