@@ -12,7 +12,7 @@ import { ModelLoadError, UnsupportedError } from '../errors.js';
 import { concat, fieldHeader, fields, findField, LENGTH_DELIMITED } from '../policy/onnx/protobuf.js';
 import type { LoraAdapter } from './adapter.js';
 import { floatToHalf } from '../policy/onnx/half.js';
-import { LORA_MODULES, type DecoderWeights } from '../weights/decoder.js';
+import { floatWeight, LORA_MODULES, type DecoderWeights } from '../weights/decoder.js';
 
 const MODEL_GRAPH = 7;
 const GRAPH_INITIALIZER = 5;
@@ -28,7 +28,8 @@ export function mergedWeights(weights: DecoderWeights, adapter: LoraAdapter): Ma
       if (!pair) continue;
       const p = weights.layers[l][module];
       if (!p.initializer) throw new ModelLoadError(`Layer ${l} ${module} was not read from an ONNX initializer, so there is nothing to merge into.`);
-      if (!(p.weight instanceof Float32Array)) {
+      const base = floatWeight(p.weight);
+      if (!base) {
         throw new UnsupportedError(`Layer ${l} ${module} is 4-bit: merging would requantize the adapter away. Sample from the fp32 or fp16 export with the merged weights.`);
       }
       const r = adapter.config.r;
@@ -38,7 +39,7 @@ export function mergedWeights(weights: DecoderWeights, adapter: LoraAdapter): Ma
       for (let j = 0; j < r; j++) for (let i = 0; i < inDim; i++) scaledAt[i * r + j] = adapter.scale * pair.A[j * inDim + i];
       const Bt = new Float32Array(r * outDim);
       for (let o = 0; o < outDim; o++) for (let j = 0; j < r; j++) Bt[j * outDim + o] = pair.B[o * r + j];
-      const merged = Float32Array.from(p.weight);
+      const merged = Float32Array.from(base);
       for (let i = 0; i < inDim; i++) {
         for (let j = 0; j < r; j++) {
           const a = scaledAt[i * r + j];

@@ -47,12 +47,14 @@ export type DecoderReader = 'names' | 'structure';
 /**
  * The policy's base model read for training, with a new adapter (`options`) or the given one. The
  * model's file bytes are not kept: the weights are read out of them, and an engine that held them
- * too would keep a second copy of every weight for its whole life.
+ * too would keep a second copy of every weight for its whole life. Read by structure, an fp16
+ * export's projections stay at 16 bits (HalfMatrix; the training graphs widen each layer's as it
+ * runs, the same numbers as widening them here) and 4-bit ones packed.
  */
 export async function loraModel(policy: Pick<TrainablePolicy, 'modelGraph' | 'promptIds'>, options: LoraOptions | LoraAdapter = {}, reader: DecoderReader = 'structure'): Promise<LoraModel> {
   const read = async (): Promise<DecoderWeights> => {
     const { graph, externalData, config } = await policy.modelGraph();
-    return reader === 'structure' ? findDecoder(graph, { config, externalData }) : readDecoderWeights(graph, { config, externalData });
+    return reader === 'structure' ? findDecoder(graph, { config, externalData, keepHalf: true }) : readDecoderWeights(graph, { config, externalData });
   };
   const weights = await read();
   const adapter = 'layers' in options ? options : createLoraAdapter(weights.shape, options);

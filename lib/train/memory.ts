@@ -73,7 +73,7 @@ export interface StepMemorySettings {
   /** LoRA rank. Default 8. */
   r?: number;
   targetModules?: readonly LoraModule[];
-  /** How the base's projections are stored: 'q4' keeps them packed (half a byte a weight, plus scales); fp16 and fp32 are held as float32. Default 'fp32'. */
+  /** How the base's projections are stored: 'q4' keeps them packed (half a byte a weight, plus scales), 'fp16' at 16 bits, 'fp32' as float32. Default 'fp32'. */
   dtype?: 'fp32' | 'fp16' | 'q4' | 'q4f16';
   /** Tied head (the embedding; the hub's small models). Default true. */
   tiedHead?: boolean;
@@ -141,7 +141,7 @@ export function estimateStepMemory(shape: DecoderShape, settings: StepMemorySett
   }, 0);
   const packed = settings.dtype === 'q4' || settings.dtype === 'q4f16';
   // 4-bit blocks of 32: half a byte a weight, a float32 scale and half a byte of zero point a block.
-  const projectionBytes = packed ? projections * (0.5 + (FLOAT + 0.5) / 32) : projections * FLOAT;
+  const projectionBytes = packed ? projections * (0.5 + (FLOAT + 0.5) / 32) : projections * (settings.dtype === 'fp16' ? 2 : FLOAT);
   const weights = L * (projectionBytes + FLOAT * 2 * H) + FLOAT * (V * H * (settings.tiedHead === false ? 2 : 1) + H);
   const adapterParameters = L * modules.reduce((n, m) => n + r * (moduleDims(shape, m).inDim + moduleDims(shape, m).outDim), 0);
   const batches = stepRows(shape, { ...settings, prompts, microBatchTokens });

@@ -23,10 +23,20 @@ export const MODULE_PARENT: Record<LoraModule, 'self_attn' | 'mlp'> = {
 /** The decoder's dimensions, as found in its ONNX graph (lib/policy/onnx/structure). */
 export type DecoderShape = FoundShape;
 
-import type { FoundQ4, FoundShape } from '../policy/onnx/structure/decoder.js';
+import type { FoundHalf, FoundQ4, FoundShape } from '../policy/onnx/structure/decoder.js';
+import { halfToFloat } from '../policy/logits.js';
 
 /** A 4-bit weight as onnxruntime's MatMulNBits stores it (found in the graph by lib/policy/onnx/structure). */
 export type Q4Matrix = FoundQ4;
+
+/** An fp16 weight kept as its 16-bit values (what `loraModel` reads an fp16 export's projections as). */
+export type HalfMatrix = FoundHalf;
+
+/** A float projection weight as float32 (an fp16 one widened exactly), or undefined for 4-bit blocks. */
+export function floatWeight(weight: Projection['weight']): Float32Array | undefined {
+  if (weight instanceof Float32Array) return weight;
+  return weight.kind === 'float16' ? halfToFloat(weight.bits, 0, weight.bits.length) : undefined;
+}
 
 /**
  * The 16-bit float type a weight was stored in by the export. The Float32Array holds it widened
@@ -34,13 +44,13 @@ export type Q4Matrix = FoundQ4;
  */
 export type HalfType = 'float16' | 'bfloat16';
 
-/** A frozen projection y = x W (+ bias); W is [inDim, outDim] row-major, or 4-bit blocks (Q4Matrix). */
+/** A frozen projection y = x W (+ bias); W is [inDim, outDim] row-major in float32 or fp16 (HalfMatrix), or 4-bit blocks (Q4Matrix). */
 export interface Projection {
   inDim: number;
   outDim: number;
-  weight: Float32Array | Q4Matrix;
+  weight: Float32Array | Q4Matrix | HalfMatrix;
   bias?: Float32Array;
-  /** Set when the float32 weight was read from a 16-bit initializer. */
+  /** Set when the weight was read from a 16-bit initializer (widened to float32, or kept as a HalfMatrix). */
   half?: HalfType;
   /** The ONNX initializer the weight was read from (what a merge rewrites). */
   initializer?: string;

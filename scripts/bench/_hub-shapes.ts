@@ -32,7 +32,7 @@ export const HUB_SHAPES: Record<string, HubShape> = {
   'qwen3-0.6b': { hiddenSize: 1024, intermediateSize: 3072, numLayers: 28, numHeads: 16, numKvHeads: 8, headDim: 128, vocabSize: 151936, ropeTheta: 1000000, rmsNormEps: 1e-6, qkNorm: true },
 };
 
-export async function hubShapeSpec(name: string, dtype: 'fp32' | 'q4' = 'fp32'): Promise<{ spec: ModelSpec; dir: string }> {
+export async function hubShapeSpec(name: string, dtype: 'fp32' | 'fp16' | 'q4' = 'fp32'): Promise<{ spec: ModelSpec; dir: string }> {
   const shape = HUB_SHAPES[name];
   if (!shape) throw new Error(`Unknown hub shape "${name}". Known: ${Object.keys(HUB_SHAPES).join(', ')}.`);
   const { vocabSize, qkvBias, qkNorm, ...dims } = shape;
@@ -52,7 +52,7 @@ export async function hubShapeSpec(name: string, dtype: 'fp32' | 'q4' = 'fp32'):
 }
 
 /** The hub shape's model folder, built on first use, with its model file and that file's size. */
-export async function hubShapeModel(name: string, dtype: 'fp32' | 'q4'): Promise<{ dir: string; file: string; modelBytes: number }> {
+export async function hubShapeModel(name: string, dtype: 'fp32' | 'fp16' | 'q4'): Promise<{ dir: string; file: string; modelBytes: number }> {
   const { spec, dir } = await hubShapeSpec(name, dtype);
   const file = join(dir, MODEL_FILES[dtype]);
   if (!existsSync(file)) await buildModel(spec, dir);

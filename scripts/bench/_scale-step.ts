@@ -4,7 +4,7 @@
  * group sampled, a scoring pass, and LoRA steps through the public API (loadOnnxPolicy, loraModel,
  * loraEngine, GrpoTrainer). Prints one JSON line.
  *
- *   tsx scripts/bench/_scale-step.ts <shape> <fp32|q4> <group> <new tokens> [activationBudget bytes]
+ *   tsx scripts/bench/_scale-step.ts <shape> <fp32|fp16|q4> <group> <new tokens> [activationBudget bytes]
  *
  * Times are CPU time (user + system of every thread): other work on the machine would be in wall time.
  */
@@ -26,7 +26,7 @@ async function main(): Promise<void> {
   const [shape, dtype, groupArg, tokensArg, budgetArg] = process.argv.slice(2);
   const G = Number(groupArg);
   const T = Number(tokensArg);
-  if (dtype !== 'fp32' && dtype !== 'q4') throw new Error(`dtype must be fp32 or q4, got ${dtype}`);
+  if (dtype !== 'fp32' && dtype !== 'fp16' && dtype !== 'q4') throw new Error(`dtype must be fp32, fp16 or q4, got ${dtype}`);
   const { dir, modelBytes } = await hubShapeModel(shape, dtype);
   const timed = cpuTimed;
   // Resident memory after each phase (now, and the process's peak so far): where the bytes go.
@@ -34,7 +34,7 @@ async function main(): Promise<void> {
   const mark = (phase: string) => memory.push({ phase, rss: process.memoryUsage().rss, peak: process.resourceUsage().maxRSS * 1024 });
   mark('start');
   let t = performance.now();
-  const policy = await loadOnnxPolicy({ model: dir, ...(dtype === 'q4' ? { dtype } : {}) });
+  const policy = await loadOnnxPolicy({ model: dir, ...(dtype === 'fp32' ? {} : { dtype }) });
   const loadMs = performance.now() - t;
   mark('policy loaded');
   const [group, sampleMs] = await timed(() => policy.generateGroup({ prompt: PROMPT, groupSize: G, maxNewTokens: T, seed: 1 }));

@@ -18,7 +18,7 @@ import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { ModelLoadError, UnsupportedError } from '../../lib/errors.js';
 import { readExternalPieces, rangesOfStream } from '../../lib/policy/onnx/external-data.js';
 import { readSafetensors } from '../../lib/weights/safetensors.js';
-import { LORA_MODULES, moduleDims } from '../../lib/weights/decoder.js';
+import { floatWeight, LORA_MODULES, moduleDims } from '../../lib/weights/decoder.js';
 import { AutoModelForCausalLM, AutoTokenizer } from '@huggingface/transformers';
 import { buildHubFolder, buildModel, HUB_DTYPES, MODEL_FILES, type ModelSpec } from '../../scripts/build-model/index.js';
 import { SMALL } from '../train/exports.js';
@@ -63,13 +63,17 @@ describe('hub layouts load, sample, train and export', () => {
         const files = await policy.modelGraph();
         const named = await readDecoderWeights(files.graph, { config: files.config, externalData: files.externalData });
         expect(named.shape).toEqual(model.weights.shape);
-        expect(named.layers[1].down_proj.weight).toEqual(model.weights.layers[1].down_proj.weight);
+        expect(named.layers[1].down_proj.weight).toEqual(floatWeight(model.weights.layers[1].down_proj.weight) ?? model.weights.layers[1].down_proj.weight);
         const q = model.weights.layers[0].q_proj;
         if (dtype.startsWith('q4')) {
           // Kept packed; q4f16's float16 scales are read (widened) for the training graphs.
           expect(q.weight instanceof Float32Array).toBe(false);
           expect((q.weight as { scales: Float32Array }).scales).toBeInstanceOf(Float32Array);
-        } else expect(q.half).toBe(dtype === 'fp16' ? 'float16' : undefined);
+        } else {
+          expect(q.half).toBe(dtype === 'fp16' ? 'float16' : undefined);
+          // An fp16 export's projections stay at 16 bits for the training graphs.
+          expect(q.weight instanceof Float32Array).toBe(dtype !== 'fp16');
+        }
         expect(q.bias !== undefined).toBe(overrides.qkvBias === true);
         expect(model.weights.layers[0].qNorm !== undefined).toBe(overrides.qkNorm === true);
 

@@ -69,6 +69,7 @@ function expectFound(found: FoundDecoder, ex: Export): void {
     for (const name of PROJECTIONS) {
       const p: FoundProjection = layer[name];
       const want = source[SOURCE[name]]!;
+      if (!(p.weight instanceof Float32Array) && p.weight.kind !== 'q4') throw new Error('findDecoder widens fp16 unless asked to keep it');
       const weight = p.weight instanceof Float32Array ? p.weight : dequantize(p.weight);
       expect(p.weight instanceof Float32Array).toBe(spec.weights !== 'q4');
       const bound = spec.weights === 'q4' ? (maxAbs(want) / 7) * 0.5 * 1.0001 : tolerance(want);
@@ -165,12 +166,12 @@ describe('findDecoder', () => {
     for (const weights of ['fp32', 'fp16', 'q4'] as const) {
       const ex = buildExport({ names: 'exporter', weights, tieWordEmbeddings: false });
       const found = findDecoder(ex.graph, { config: ex.config });
-      const arrays: Array<Float32Array | Uint8Array> = [found.embedding, found.finalNorm, found.lmHead!];
+      const arrays: Array<Float32Array | Uint16Array | Uint8Array> = [found.embedding, found.finalNorm, found.lmHead!];
       for (const layer of found.layers) {
         arrays.push(layer.inputNorm, layer.postNorm);
         for (const name of PROJECTIONS) {
           const w = layer[name].weight;
-          arrays.push(...(w instanceof Float32Array ? [w] : [w.packed, w.scales, ...(w.zeroPoints ? [w.zeroPoints] : [])]));
+          arrays.push(...(w instanceof Float32Array ? [w] : w.kind === 'float16' ? [w.bits] : [w.packed, w.scales, ...(w.zeroPoints ? [w.zeroPoints] : [])]));
         }
       }
       expect(arrays.filter((a) => a.buffer === ex.graph.buffer), weights).toEqual([]);

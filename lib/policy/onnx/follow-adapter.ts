@@ -69,7 +69,8 @@ export class AdapterInputs {
 
   private async session(spec: RewriteSpec): Promise<OrtSession> {
     const { graph, externalData, config } = await this.access.read();
-    const decoder = findDecoder(graph, { config, externalData });
+    // Only where the projections sit is needed: fp16 weights are not widened for it.
+    const decoder = findDecoder(graph, { config, externalData, keepHalf: true });
     if (decoder.layers.length !== spec.layers) throw new InvalidInputError('adapter', `has ${spec.layers} layers; the model has ${decoder.layers.length}.`);
     return this.access.build(addLoraInputs(graph, decoder, { r: spec.r, scale: spec.scale, targetModules: spec.modules }));
   }

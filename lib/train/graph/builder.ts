@@ -15,7 +15,7 @@ const DataType = onnx.TensorProto.DataType;
 
 export type Precision = 'float32' | 'float64';
 export type Phase = 'forward' | 'backward';
-type ElemType = 'float' | 'int64' | 'bool' | 'uint8';
+type ElemType = 'float' | 'float16' | 'int64' | 'bool' | 'uint8';
 
 /**
  * The opset the training graphs are written against: at least 18 for BitwiseAnd (the backward's
@@ -133,7 +133,7 @@ export class TrainingGraphBuilder {
   }
 
   private dataType(type: ElemType): number {
-    return type === 'float' ? this.floatType : type === 'int64' ? DataType.INT64 : type === 'uint8' ? DataType.UINT8 : DataType.BOOL;
+    return type === 'float' ? this.floatType : type === 'float16' ? DataType.FLOAT16 : type === 'int64' ? DataType.INT64 : type === 'uint8' ? DataType.UINT8 : DataType.BOOL;
   }
 
   /** Every node in one model (no forward/backward cut): its inputs, and the outputs declared. */

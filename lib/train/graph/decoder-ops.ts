@@ -345,6 +345,15 @@ export function floatProduct(g: TrainingGraphBuilder, weight: string): Product {
   return { times: (x) => g.node('MatMul', [x, weight]), timesTransposed: (dy) => g.node('Gemm', [dy, weight], { transB: 1 }) };
 }
 
+/**
+ * x W and dy W^T for an fp16 weight tensor [in, out]: widened to the graph's float type where each
+ * product runs, so the forward and backward each widen their own copy for the run (a backward
+ * reading the forward's would keep every layer's widened weights as saved activations).
+ */
+export function halfProduct(g: TrainingGraphBuilder, weight: string): Product {
+  return { times: (x) => g.node('MatMul', [x, g.toFloat(weight)]), timesTransposed: (dy) => g.node('Gemm', [dy, g.toFloat(weight)], { transB: 1 }) };
+}
+
 /** A 4-bit weight's tensors in a graph: the packed blocks [N, blocks, blockSize / 2] (uint8), scales [N * blocks], zero points. */
 export interface Q4Tensors {
   packed: string;

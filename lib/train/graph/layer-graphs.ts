@@ -10,12 +10,13 @@
  *
  * Every weight is a graph input, so the layers of one structure share one session (a model's 30
  * layers build as one small graph, once), the weights live once in the caller's arrays in their
- * stored precision (4-bit blocks stay packed), and an update needs no new graph.
+ * stored precision (fp16 widened inside each run, 4-bit blocks stay packed), and an update needs
+ * no new graph.
  */
 import { LORA_MODULES, type DecoderLayerWeights, type DecoderShape, type LoraModule, type Q4Matrix } from '../../weights/decoder.js';
 import { dequantize } from '../../policy/onnx/structure/read-weights.js';
 import { TrainingGraphBuilder, type Precision } from './builder.js';
-import { decoderOps, floatProduct, q4Product, type LayerOps, type ProjectionOps } from './decoder-ops.js';
+import { decoderOps, floatProduct, halfProduct, q4Product, type LayerOps, type ProjectionOps } from './decoder-ops.js';
 import { GRAPH_IO, type LoraGraphConfig } from './lora-graph.js';
 
 /** The per-layer and head graphs' own input and output names (the batch inputs keep GRAPH_IO's). */
@@ -62,12 +63,12 @@ export function packable(w: Q4Matrix, precision: Precision): boolean {
   return precision === 'float32' && Number.isInteger(blocks) && (!w.zeroPoints || blocks % 2 === 0);
 }
 
-/** What makes two layers' graphs differ: 4-bit projections (and their blocks), biases, q/k norms. Layers of one signature share sessions. */
+/** What makes two layers' graphs differ: fp16 or 4-bit projections (and their blocks), biases, q/k norms. Layers of one signature share sessions. */
 export function layerSignature(layer: DecoderLayerWeights, precision: Precision): string {
   const parts = LORA_MODULES.map((m) => {
     const { weight, bias } = layer[m];
-    const q4 = !(weight instanceof Float32Array) && packable(weight, precision) ? `q4:${weight.blockSize}:${weight.zeroPoints ? 'z' : ''}` : 'f';
-    return `${q4}${bias ? '+b' : ''}`;
+    const stored = weight instanceof Float32Array ? 'f' : weight.kind === 'float16' ? 'h' : packable(weight, precision) ? `q4:${weight.blockSize}:${weight.zeroPoints ? 'z' : ''}` : 'f';
+    return `${stored}${bias ? '+b' : ''}`;
   });
   return [...parts, layer.qNorm ? 'qn' : '', layer.kNorm ? 'kn' : ''].join(',');
 }
@@ -75,8 +76,8 @@ export function layerSignature(layer: DecoderLayerWeights, precision: Precision)
 /** The inputs a layer's weights enter its graphs under, and their values (in decoder order). */
 export interface LayerInput {
   name: string;
-  type: 'float' | 'uint8';
-  data: Float32Array | Uint8Array;
+  type: 'float' | 'float16' | 'uint8';
+  data: Float32Array | Uint16Array | Uint8Array;
   dims: number[];
 }
 
@@ -92,6 +93,7 @@ export function layerWeightInputs(layer: DecoderLayerWeights, shape: DecoderShap
     const { weight, bias, inDim, outDim } = layer[m];
     const name = layerWeightName(m);
     if (weight instanceof Float32Array) out.push({ name, type: 'float', data: weight, dims: [inDim, outDim] });
+    else if (weight.kind === 'float16') out.push({ name, type: 'float16', data: weight.bits, dims: [inDim, outDim] });
     else if (!packable(weight, precision)) out.push({ name, type: 'float', data: dequantize(weight), dims: [inDim, outDim] });
     else {
       const blocks = weight.K / weight.blockSize;
@@ -116,7 +118,8 @@ function layerOps(g: TrainingGraphBuilder, layer: DecoderLayerWeights, shape: De
     LORA_MODULES.map((m): [LoraModule, ProjectionOps] => {
       const { weight, bias, inDim, outDim } = layer[m];
       const name = layerWeightName(m);
-      const product = inputs.has(name) ? floatProduct(g, input(name)) : q4Product(g, weight as Q4Matrix, { packed: input(`${name}.q4`), scales: input(`${name}.scales`), ...(inputs.has(`${name}.zeros`) ? { zeros: input(`${name}.zeros`) } : {}) });
+      const stored = inputs.get(name)?.type;
+      const product = stored === 'float' ? floatProduct(g, input(name)) : stored === 'float16' ? halfProduct(g, input(name)) : q4Product(g, weight as Q4Matrix, { packed: input(`${name}.q4`), scales: input(`${name}.scales`), ...(inputs.has(`${name}.zeros`) ? { zeros: input(`${name}.zeros`) } : {}) });
       const adapter = targets.has(m)
         ? { A: g.input(adapterInput(m, 'A'), 'float', [lora.r, inDim]), B: g.input(adapterInput(m, 'B'), 'float', [outDim, lora.r]), gradA: adapterGrad(m, 'A'), gradB: adapterGrad(m, 'B') }
         : undefined;

@@ -135,8 +135,8 @@ export class LoraGraphs {
       const headGraphs = buildHeadGraphs(weights.shape, !weights.lmHead, precision);
       const headOptions = headSessionOptions(sessionOptions);
       const head = { forward: await open(headGraphs.forward, headOptions), backward: await open(headGraphs.backward, headOptions) };
-      const tensor = (type: 'float' | 'uint8', data: Float32Array | Uint8Array, dims: number[]) =>
-        type === 'uint8' ? new runtime.Tensor('uint8', data as Uint8Array, dims) : floatTensor(runtime, precision, data as Float32Array, dims);
+      const tensor = (type: 'float' | 'float16' | 'uint8', data: Float32Array | Uint16Array | Uint8Array, dims: number[]) =>
+        type === 'float' ? floatTensor(runtime, precision, data as Float32Array, dims) : new runtime.Tensor(type, data, dims);
       const weightFeeds = weights.layers.map((layer) => Object.fromEntries(layerWeightInputs(layer, weights.shape, precision).map((i) => [i.name, tensor(i.type, i.data, i.dims)])));
       const { hiddenSize: H, vocabSize: V } = weights.shape;
       const headFeeds = {

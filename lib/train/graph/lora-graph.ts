@@ -72,7 +72,9 @@ export function decoderParameters(weights: DecoderWeights): DecoderParameter[] {
     if (layer.kNorm) out.push({ name: `norm.${l}.k`, tensor: layer.kNorm, dims: [D] });
     for (const m of LORA_MODULES) {
       const { weight, bias, inDim, outDim } = layer[m];
-      if (!(weight instanceof Float32Array)) throw new UnsupportedError(`Layer ${l} ${m} is 4-bit; full-parameter training needs fp32 or fp16 weights.`);
+      if (!(weight instanceof Float32Array)) {
+        throw new UnsupportedError(`Layer ${l} ${m} is ${weight.kind === 'q4' ? '4-bit' : 'kept at 16 bits'}; full-parameter training needs float32 weights (fp32 or fp16 exports, read widened: findDecoder's default).`);
+      }
       out.push({ name: `w.${l}.${m}`, tensor: weight, dims: [inDim, outDim] });
       if (bias) out.push({ name: `b.${l}.${m}`, tensor: bias, dims: [outDim] });
     }

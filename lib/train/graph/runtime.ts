@@ -4,7 +4,7 @@
  * where it is.
  */
 
-export type GraphTensorType = 'float32' | 'float64' | 'int64' | 'uint8';
+export type GraphTensorType = 'float32' | 'float64' | 'float16' | 'int64' | 'uint8';
 
 export interface GraphTensor {
   readonly data: ArrayLike<number | bigint>;
@@ -18,5 +18,5 @@ export interface GraphSession {
 
 export interface GraphRuntime {
   InferenceSession: { create(model: Uint8Array, options?: Record<string, unknown>): Promise<GraphSession> };
-  Tensor: new (type: GraphTensorType, data: Float32Array | Float64Array | BigInt64Array | Uint8Array, dims: readonly number[]) => GraphTensor;
+  Tensor: new (type: GraphTensorType, data: Float32Array | Float64Array | Uint16Array | BigInt64Array | Uint8Array, dims: readonly number[]) => GraphTensor;
 }

@@ -36,10 +36,21 @@ export interface FoundQ4 {
   zeroPoints?: Uint8Array;
 }
 
+/**
+ * An fp16 weight kept at 16 bits (`findDecoder`'s `keepHalf`): [K, N] row-major in MatMul layout,
+ * the IEEE half-precision bits as stored. The training graphs widen it one layer run at a time.
+ */
+export interface FoundHalf {
+  kind: 'float16';
+  K: number;
+  N: number;
+  bits: Uint16Array;
+}
+
 export interface FoundProjection {
   inDim: number;
   outDim: number;
-  weight: Float32Array | FoundQ4;
+  weight: Float32Array | FoundQ4 | FoundHalf;
   bias?: Float32Array;
   half?: 'float16' | 'bfloat16';
   /** The initializer the weight was read from. */

@@ -33,6 +33,12 @@ export interface FindDecoderOptions {
   config: Record<string, unknown>;
   /** External data files by the name the graph refers to (`model.onnx_data`). */
   externalData?: Record<string, Uint8Array>;
+  /**
+   * Keep the projections an fp16 export stores as MatMul weights at 16 bits (HalfMatrix), for an
+   * engine that widens them in its graphs: half the bytes of float32. Default false (every weight
+   * float32, widened exactly).
+   */
+  keepHalf?: boolean;
 }
 
 const WEIGHTED = new Set(['MatMul', 'Gemm', 'MatMulNBits']);
@@ -40,7 +46,7 @@ const ATTENTION_OPS = new Set(['GroupQueryAttention', 'MultiHeadAttention', 'Att
 const HEAD_PASS_THROUGH = new Set(['Cast', 'Identity', 'Reshape', 'Squeeze', 'Unsqueeze', 'Flatten', 'Mul', 'Div', 'Add', 'Sub', 'Tanh', 'Slice', 'Gather']);
 
 export function findDecoder(model: Uint8Array, options: FindDecoderOptions): FoundDecoder {
-  const g = new GraphIndex(model, options.externalData);
+  const g = new GraphIndex(model, options.externalData, options.keepHalf);
   if (!g.inputs.includes('input_ids')) throw new ModelLoadError('The ONNX graph has no input_ids input; it is not a decoder export.');
   if (!g.outputs.includes('logits')) throw new ModelLoadError('The ONNX graph has no logits output; it is not a decoder export.');
   const { embedding, source: embeddingSource } = findEmbedding(g);

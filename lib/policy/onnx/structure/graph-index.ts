@@ -2,7 +2,7 @@
  * An ONNX graph indexed for walking by structure: who produces and who consumes each tensor, which
  * tensors are constants (initializers, Constant nodes, and constants seen through Cast, Transpose
  * or DequantizeLinear), and their values as float32 whatever the stored type (fp32, fp16, bf16,
- * inline or in external data files).
+ * inline or in external data files), or an fp16 matrix as its 16-bit values.
  */
 import onnxProto from 'onnx-proto';
 import { ModelLoadError } from '../../../errors.js';
@@ -32,6 +32,8 @@ export class GraphIndex {
   constructor(
     model: Uint8Array,
     private readonly external: Record<string, Uint8Array> = {},
+    /** Whether projections stored in fp16 are read as their 16-bit values (halfMatrix) rather than widened. */
+    readonly keepHalf = false,
   ) {
     let graph: onnxProto.onnx.GraphProto | null;
     try {
@@ -139,6 +141,34 @@ export class GraphIndex {
     return out;
   }
 
+  /**
+   * An fp16 constant's 16-bit values as a [rows, cols] matrix in MatMul layout (undefined for any
+   * other type): what an engine that widens in its graphs keeps, at half the bytes of float32.
+   */
+  halfMatrix(tensor: string): { bits: Uint16Array; rows: number; cols: number; initializer: string } | undefined {
+    const source = this.constantSource(tensor);
+    if (!source || source.dequantize || this.initializers.get(source.name)!.dataType !== FLOAT16) return undefined;
+    const dims = this.dims(source.name);
+    if (dims.length !== 2) return undefined;
+    const bits = this.halfBits(source.name);
+    if (!source.transposed) return { bits, rows: dims[0], cols: dims[1], initializer: source.name };
+    return { bits: transpose(bits, dims[0], dims[1]), rows: dims[1], cols: dims[0], initializer: source.name };
+  }
+
+  private halfBits(name: string): Uint16Array {
+    const t = this.initializers.get(name)!;
+    const count = this.size(name);
+    if (t.int32Data.length === count) return Uint16Array.from(t.int32Data);
+    const raw = this.bytes(name);
+    if (raw.length !== count * 2) throw new ModelLoadError(`Initializer ${name} has ${raw.length} bytes; its shape needs ${count * 2} as fp16.`);
+    // As floats() does: a piece of its own is used as it is, a view into the whole file is copied.
+    if (ownAlignedPiece(raw)) return new Uint16Array(raw.buffer, 0, count);
+    const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+    const out = new Uint16Array(count);
+    for (let i = 0; i < count; i++) out[i] = view.getUint16(i * 2, true);
+    return out;
+  }
+
   /** A float constant's value as a [rows, cols] matrix in MatMul layout, whatever lies between it and its user. */
   matrix(tensor: string): { data: Float32Array; rows: number; cols: number; initializer: string; half?: StoredHalf } | undefined {
     const source = this.constantSource(tensor);
@@ -162,8 +192,8 @@ function permOf(node: NodeProto): number[] {
   return (node.attribute.find((a) => a.name === 'perm')?.ints ?? []).map(Number);
 }
 
-export function transpose(data: Float32Array, rows: number, cols: number): Float32Array {
-  const out = new Float32Array(data.length);
+export function transpose<T extends Float32Array | Uint16Array>(data: T, rows: number, cols: number): T {
+  const out = new (data.constructor as new (length: number) => T)(data.length);
   for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) out[j * rows + i] = data[i * cols + j];
   return out;
 }

@@ -1,11 +1,11 @@
 /**
  * The weights of the decoder's parts once the structure is found (find-decoder.ts): a projection's
- * matrix and bias as stored (fp32, fp16 / bf16 kept as their halves, Gemm's transposed [out, in]
+ * matrix and bias as stored (fp32, fp16 / bf16 widened exactly, or fp16 MatMul weights kept at 16 bits when the index keeps halves, Gemm's transposed [out, in]
  * turned to [in, out], 4-bit MatMulNBits blocks kept packed), and the head's matrix, or nothing
  * when it is the embedding table transposed (tied).
  */
 import { ModelLoadError, UnsupportedError } from '../../../errors.js';
-import type { FoundProjection, FoundQ4 } from './decoder.js';
+import type { FoundHalf, FoundProjection, FoundQ4 } from './decoder.js';
 import { attributeInt, GraphIndex, transpose, UINT8, type NodeProto } from './graph-index.js';
 import { ownBytes } from '../protobuf.js';
 
@@ -32,6 +32,11 @@ function readWeight(g: GraphIndex, w: Weighted): FoundProjection {
   }
   const source = g.constantSource(node.input[1])!;
   if (source.dequantize) throw new UnsupportedError(`${node.name || source.name}: weights behind DequantizeLinear (QDQ) are not supported; fp32, fp16, bf16 and MatMulNBits are.`);
+  const half = g.keepHalf && node.opType === 'MatMul' ? g.halfMatrix(node.input[1]) : undefined;
+  if (half) {
+    const weight: FoundHalf = { kind: 'float16', K: half.rows, N: half.cols, bits: half.bits };
+    return { inDim: half.rows, outDim: half.cols, weight, initializer: half.initializer, half: 'float16', ...(bias ? { bias } : {}) };
+  }
   let matrix = g.matrix(node.input[1]);
   if (!matrix) throw new ModelLoadError(`${node.name || source.name}: the weight is not a 2-D float constant.`);
   let gemmBias: Float32Array | undefined;
