@@ -99,7 +99,8 @@ export interface StepMemoryEstimate {
   /**
    * The sampler's onnxruntime session beside it: the weights again, onnxruntime's prepacked
    * copies of them and, for a tied head, the embedding folded transposed (SAMPLER_PER_WEIGHT_BYTE
-   * of the weights, measured at SmolLM2-135M's shape in fp32).
+   * of the weights, measured at SmolLM2-135M's shape in fp32; an fp16 base counts as float32, since
+   * onnxruntime's CPU session widens it: 1236 MB loaded at that shape in fp16, 1268-1386 in fp32).
    */
   sampler: number;
   /** Both in memory at once, as a LoRA run holds them by default: `total + sampler`. */
@@ -142,7 +143,8 @@ export function estimateStepMemory(shape: DecoderShape, settings: StepMemorySett
   const packed = settings.dtype === 'q4' || settings.dtype === 'q4f16';
   // 4-bit blocks of 32: half a byte a weight, a float32 scale and half a byte of zero point a block.
   const projectionBytes = packed ? projections * (0.5 + (FLOAT + 0.5) / 32) : projections * (settings.dtype === 'fp16' ? 2 : FLOAT);
-  const weights = L * (projectionBytes + FLOAT * 2 * H) + FLOAT * (V * H * (settings.tiedHead === false ? 2 : 1) + H);
+  const weightsWith = (perProjections: number) => L * (perProjections + FLOAT * 2 * H) + FLOAT * (V * H * (settings.tiedHead === false ? 2 : 1) + H);
+  const weights = weightsWith(projectionBytes);
   const adapterParameters = L * modules.reduce((n, m) => n + r * (moduleDims(shape, m).inDim + moduleDims(shape, m).outDim), 0);
   const batches = stepRows(shape, { ...settings, prompts, microBatchTokens });
   const tokens = batches.reduce((n, b) => n + b.rows * b.width, 0);
@@ -154,7 +156,8 @@ export function estimateStepMemory(shape: DecoderShape, settings: StepMemorySett
   const adapter = FLOAT * 4 * adapterParameters;
   const activations = recompute ? 0 : kept;
   const total = weights + adapter + layerInputs + activations + layerRun + head;
-  const sampler = Math.round(SAMPLER_PER_WEIGHT_BYTE * weights);
+  // onnxruntime's CPU kernels (Node, WebAssembly) widen an fp16 export's weights to float32 as the session is made.
+  const sampler = Math.round(SAMPLER_PER_WEIGHT_BYTE * (settings.dtype === 'fp16' ? weightsWith(projections * FLOAT) : weights));
   return { weights, adapter, layerInputs, activations, layerRun, head, total, sampler, together: total + sampler, inTurns: Math.max(total, sampler + adapter), microBatchTokens, recompute };
 }
 

@@ -60,10 +60,12 @@ describe('fp16 projections kept at 16 bits', () => {
     });
   }
 
-  it("are estimated at 2 bytes a weight (estimateStepMemory's fp16)", () => {
+  it("are estimated at 2 bytes a weight in the engine (estimateStepMemory's fp16)", () => {
     const settings = { groupSize: 8, promptTokens: 32, completionTokens: 64 };
     const [fp32, fp16] = [estimateStepMemory(half.shape, { ...settings, dtype: 'fp32' }), estimateStepMemory(half.shape, { ...settings, dtype: 'fp16' })];
     const projections = LORA_MODULES.reduce((n, m) => n + moduleDims(half.shape, m).inDim * moduleDims(half.shape, m).outDim, 0) * half.shape.numLayers;
     expect(fp32.weights - fp16.weights).toBe(2 * projections);
+    // The sampler's CPU session holds them widened all the same.
+    expect(fp16.sampler).toBe(fp32.sampler);
   });
 });
