@@ -42,7 +42,7 @@ interface TabRun {
 }
 
 /** The largest resident set of a Chromium renderer process now, in bytes. */
-async function rendererRss(): Promise<number> {
+export async function rendererRss(): Promise<number> {
   const { stdout } = await exec('ps', ['-eo', 'rss=,args=']);
   return Math.max(0, ...stdout.split('\n').filter((l) => l.includes('--type=renderer')).map((l) => Number(l.trim().split(/\s+/)[0]) * 1024));
 }

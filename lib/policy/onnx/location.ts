@@ -85,7 +85,7 @@ export function rangesOfResponse(response: Response, ranges: ByteRange[]): Promi
 }
 
 /** A stream's chunks through its reader (not every browser iterates a ReadableStream itself); leaving early cancels it. */
-async function* chunks(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+export async function* chunks(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
   const reader = body.getReader();
   try {
     for (;;) {
