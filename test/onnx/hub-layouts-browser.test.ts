@@ -5,6 +5,7 @@
  * q4f16 folder (MatMulNBits with float16 scales, float16 activations) runs there too. SwiftShader's
  * WebGPU has no shader-f16, so the float16 graphs are not tried on WebGPU here.
  */
+import { statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,6 +43,8 @@ interface Report {
   backend: string;
   scoreGap: number;
   pieces: string[];
+  /** The sessions made while the model loaded: graph bytes, and weights as external data. */
+  loaded: Array<{ bytes: number; external: number }>;
   loss: number;
   moved: number;
   shapes: Record<string, number[]>;
@@ -61,6 +64,10 @@ describe('hub layouts in Chromium on WebAssembly', () => {
     const file = `${layout.weights && layout.weights !== 'fp32' ? `model_${layout.weights}` : 'model'}.onnx${layout.externalData ? '_data' : ''}`;
     expect(r.pieces.length).toBeGreaterThan(layout.externalData ? 10 : 5);
     expect(r.pieces.every((p) => p.startsWith(`${file}@`))).toBe(true);
+    // The decoder's session is made from its weights as external data, inline weights too
+    // (session-from-views.ts): onnxruntime-web's heap never holds the whole file.
+    expect(r.loaded[0].external).toBeGreaterThanOrEqual(layout.externalData ? 1 : r.pieces.length);
+    if (!layout.externalData) expect(r.loaded[0].bytes).toBeLessThan(statSync(join(root, FIXTURES, name, 'onnx', file)).size / 4);
     expect(Number.isFinite(r.loss)).toBe(true);
     expect(r.moved).toBeGreaterThan(0);
     expect(Object.keys(r.shapes)).toHaveLength(SMALL.numLayers * 7 * 2);
