@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelLoadError } from '../../lib/errors.js';
 import { browserHost } from '../../lib/policy/onnx/host-browser.js';
 import { forwardReadAt, inlineAsExternal } from '../../lib/policy/onnx/inline-data.js';
-import type { HubEnv } from '../../lib/policy/onnx/location.js';
+import { chunks, type HubEnv } from '../../lib/policy/onnx/location.js';
 import { TINY_DIR } from './fixtures.js';
 
 const FILE = 'onnx/model.onnx';
@@ -66,6 +66,22 @@ describe('forwardReadAt', () => {
 
   it('walks the graph file to the bytes positional reads give', async () => {
     expectSameBytes(await inlineAsExternal(forwardReadAt(chunked(bytes, 999)), 'model.onnx', bytes.length), await inlineAsExternal(positional, 'model.onnx', bytes.length));
+  });
+});
+
+describe('a fetched body read chunk by chunk (chunks)', () => {
+  it('is read into one buffer again and again, leaving no chunk behind, and gives every byte', async () => {
+    const response = await fetch(`${base}/sized/${FILE}`);
+    const seen: Uint8Array[] = [];
+    const parts: Uint8Array[] = [];
+    for await (const chunk of chunks(response.body!)) {
+      // The chunk before this one was read into the buffer this one fills: its view is detached.
+      if (seen.length > 0) expect(seen[seen.length - 1].buffer.byteLength).toBe(0);
+      seen.push(chunk);
+      parts.push(chunk.slice());
+    }
+    expect(seen.length).toBeGreaterThan(1);
+    expectSameBytes(Buffer.concat(parts), bytes);
   });
 });
 

@@ -28,8 +28,9 @@ export type ReadAt = (offset: number, length: number) => Promise<Uint8Array>;
 /**
  * Positional reads of a file that can only be read once from its start (a fetched body): each read
  * starts at or after the previous one's start, as inlineAsExternal walks the file's fields in
- * order. Only the chunks a read still needs are kept; the bytes of the large `raw_data` it skips
- * pass by without being gathered, so the file is never held whole.
+ * order. Only the chunks a read still needs are kept (copied: a chunk may be the stream's own
+ * buffer, filled again with the next); the bytes of the large `raw_data` it skips pass by
+ * without being gathered, so the file is never held whole.
  */
 export function forwardReadAt(chunks: AsyncIterator<Uint8Array>): ReadAt {
   /** Chunks not yet passed, the first starting at `start`. */
@@ -48,7 +49,8 @@ export function forwardReadAt(chunks: AsyncIterator<Uint8Array>): ReadAt {
         end += next.value.length;
         start = end;
       } else {
-        held.push(next.value);
+        // A copy: the stream may fill the same buffer with its next chunk.
+        held.push(next.value.slice());
         end += next.value.length;
       }
     }
