@@ -1,6 +1,6 @@
 /**
- * Where the bytes go in the scale bench's tab: the same page and calls as `scale-tab` (a hub-shaped
- * model loaded on WebAssembly, a group sampled and scored, the weights read, the LoRA graphs built,
+ * Where the bytes go in the scale bench's tab, for any group: the same page and call as `scale-tab`
+ * (a hub-shaped model loaded on WebAssembly, a group sampled and scored, the weights read, LoRA
  * steps), with the renderer's resident memory and onnxruntime-web's heap (its WebAssembly memory,
  * which never shrinks) read after each phase, and the renderer's peak polled every 200 ms. The
  * weights' copies do not depend on the group, so a small group shows them in minutes.
@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { launchChromium } from '../../test/browser/launch.js';
 import { callBench, isolatedServerConfig, openReadyPage, READY_TIMEOUT_MS, withBenchServer } from './_chromium.js';
 import { hubShapeModel } from './_hub-shapes.js';
-import { rendererRss } from './scale-tab.js';
+import { exposePhases, rendererRss, type Phase } from './scale-tab.js';
 
 const PROMPT = 'Answer with digits only: what is 7 x 6?';
 
@@ -31,12 +31,11 @@ async function main(): Promise<void> {
     try {
       const page = await openReadyPage(browser, `${base}/scripts/bench/pages/scale.html`, READY_TIMEOUT_MS);
       page.setDefaultTimeout(0);
-      await page.exposeFunction('benchMark', async (phase: string, heap: number) => {
-        const rss = await rendererRss();
-        peak = Math.max(peak, rss);
-        console.log(JSON.stringify({ phase, s: Math.round((Date.now() - t0) / 1000), rssMB: MB(rss), peakMB: MB(peak), heapMB: MB(heap) }));
-      });
-      await callBench(page, 'phases', `/${dir}`, dtype, PROMPT, Number(groupArg), Number(tokensArg), 2, Number(stepsArg ?? 1));
+      const phases: Phase[] = [];
+      await exposePhases(page, phases, () => peak, (rss) => (peak = Math.max(peak, rss)));
+      const result = await callBench<{ phase: string; error?: string; stepsMs?: number[] }>(page, 'step', `/${dir}`, dtype, PROMPT, Number(groupArg), Number(tokensArg), 2, Number(stepsArg ?? 1));
+      for (const p of phases) console.log(JSON.stringify({ phase: p.phase, rssMB: MB(p.rss), peakMB: MB(p.peak), heapMB: MB(p.heap) }));
+      console.log(JSON.stringify({ result: result.phase, ...(result.error ? { error: result.error } : {}), stepsMs: result.stepsMs, s: Math.round((Date.now() - t0) / 1000) }));
       console.log(JSON.stringify({ phase: 'end', peakMB: MB(peak) }));
     } finally {
       clearInterval(poll);

@@ -15,6 +15,7 @@ import { realpath } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import type { Page } from 'playwright-core';
 import { launchChromium } from '../../test/browser/launch.js';
 import { buildModel, MODEL_FILES } from '../build-model/index.js';
 import { callBench, isolatedServerConfig, openReadyPage, READY_TIMEOUT_MS, withBenchServer } from './_chromium.js';
@@ -49,6 +50,26 @@ export async function rendererRss(): Promise<number> {
 
 const label = ([shape, dtype, G, T]: (typeof CONFIGS)[number]) => `${shape}-${dtype}-${G}x${T}`;
 
+/** What the page reports after each phase (scale.html `step`): the renderer's RSS then, its peak so far, the WebAssembly heap. */
+export interface Phase {
+  phase: string;
+  rss: number;
+  peak: number;
+  heap: number;
+}
+
+const PHASES = ['policy loaded', 'sampled and scored', 'weights read', 'step 1', 'step 2'];
+const mb = (bytes: number) => Math.round(bytes / 1e6);
+
+/** Gives the page `window.benchMark(phase, heap)`, which records the phase with the renderer's resident memory read now. */
+export async function exposePhases(page: Page, phases: Phase[], peak: () => number, seen: (rss: number) => void): Promise<void> {
+  await page.exposeFunction('benchMark', async (phase: string, heap: number) => {
+    const rss = await rendererRss();
+    seen(rss);
+    phases.push({ phase, rss, peak: peak(), heap });
+  });
+}
+
 export async function run(): Promise<string> {
   const only = process.env.SCALE_TAB?.split(',').filter(Boolean);
   const unknown = only?.filter((o) => !CONFIGS.some((c) => label(c) === o)) ?? [];
@@ -56,7 +77,7 @@ export async function run(): Promise<string> {
   const chosen = only ? CONFIGS.filter((c) => only.includes(label(c))) : CONFIGS;
   const modules = await realpath(fileURLToPath(new URL('../../node_modules', import.meta.url)));
   const config = { ...isolatedServerConfig, server: { ...isolatedServerConfig.server, fs: { allow: [...(isolatedServerConfig.server?.fs?.allow ?? []), modules] } } };
-  const rows: Array<{ shape: string; dtype: string; G: number; T: number; run: TabRun; peak: number }> = [];
+  const rows: Array<{ shape: string; dtype: string; G: number; T: number; run: TabRun; peak: number; phases: Phase[] }> = [];
   await withBenchServer(async (base) => {
     for (const [shape, dtype, G, T] of chosen) {
       const { spec, dir } = await hubShapeSpec(shape, dtype);
@@ -65,13 +86,15 @@ export async function run(): Promise<string> {
       const browser = await launchChromium();
       let peak = 0;
       const poll = setInterval(() => void rendererRss().then((rss) => (peak = Math.max(peak, rss)), () => undefined), 200);
+      const phases: Phase[] = [];
       try {
         const page = await openReadyPage(browser, `${base}/scripts/bench/pages/scale.html`, READY_TIMEOUT_MS);
         page.setDefaultTimeout(0);
+        await exposePhases(page, phases, () => peak, (rss) => (peak = Math.max(peak, rss)));
         const result = await callBench<TabRun>(page, 'step', `/${dir}`, dtype, PROMPT, G, T, 2, 2);
-        rows.push({ shape, dtype, G, T, run: result, peak });
+        rows.push({ shape, dtype, G, T, run: result, peak, phases });
       } catch (error) {
-        rows.push({ shape, dtype, G, T, run: { phase: 'page', error: String(error).slice(0, 300) }, peak });
+        rows.push({ shape, dtype, G, T, run: { phase: 'page', error: String(error).slice(0, 300) }, peak, phases });
       } finally {
         clearInterval(poll);
         await browser.close();
@@ -96,6 +119,18 @@ export async function run(): Promise<string> {
     }),
     ...rows.filter((r) => r.shape === 'qwen2.5-0.5b' && r.dtype === 'q4' && r.G === 8 && r.T === 128).map((r) =>
       `\nQwen2.5-0.5B in q4 at 8 x 128: ${r.run.phase === 'done' ? 'the step completes' : 'the step does not complete'}, with the renderer at ${gb(r.peak)} GB, ${r.peak < TAB_GOAL_GB * 2 ** 30 ? 'within' : 'above'} the ${TAB_GOAL_GB} GB goal.`),
+    '',
+    "Where the bytes go (MB, 10^6 bytes): the renderer's resident memory after each phase, its peak so far, and onnxruntime-web's WebAssembly heap, which never shrinks (what it holds is not in the page's JavaScript heap; the rest of the renderer is JavaScript: the tokenizer, transformers.js, the engine's weights, a download not yet collected).",
+    '',
+    `| model | G x T | ${PHASES.map((p) => `${p} RSS (peak) / heap`).join(' | ')} |`,
+    `|---|---|${PHASES.map(() => '---:').join('|')}|`,
+    ...rows.map(({ shape, dtype, G, T, phases }) => {
+      const cell = (name: string) => {
+        const p = phases.find((x) => x.phase === name);
+        return p ? `${mb(p.rss)} (${mb(p.peak)}) / ${mb(p.heap)}` : '-';
+      };
+      return `| ${shape} ${dtype} | ${G} x ${T} | ${PHASES.map(cell).join(' | ')} |`;
+    }),
     '',
     'Before this engine (the whole-decoder graphs), recorded at SmolLM2-135M\'s shape on this machine class before they were replaced (not re-run): 4 x 32 trained (25.7 s first step, 7.0 s the next, 5.8 GB), 8 x 80 trained (38.7 s, 19.8 s, 7.0 GB), 8 x 96 and 8 x 128 failed with `std::bad_alloc` in the backward or the training forward.',
   ].join('\n');
