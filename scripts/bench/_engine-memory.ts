@@ -4,7 +4,7 @@
  * 39-token prompt, twice, with the process's resident memory after each. `arena-off` runs every
  * engine session without onnxruntime's CPU arena, so what the arenas keep shows as the difference.
  *
- *   tsx scripts/bench/_engine-memory.ts <shape> <fp32|q4> <group> <new tokens> [arena-off]
+ *   tsx scripts/bench/_engine-memory.ts <shape> <fp32|q4> <group> <new tokens> [arena-off|arena-on] [microBatchTokens]
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -16,7 +16,7 @@ import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { hubShapeModel } from './_hub-shapes.js';
 
 async function main(): Promise<void> {
-  const [shape, dtype, groupArg, tokensArg, mode] = process.argv.slice(2);
+  const [shape, dtype, groupArg, tokensArg, mode, microArg] = process.argv.slice(2);
   if (dtype !== 'fp32' && dtype !== 'q4') throw new Error(`dtype must be fp32 or q4, got ${dtype}`);
   const { dir, file } = await hubShapeModel(shape, dtype);
   const MB = (bytes: number) => Math.round(bytes / 1e6);
@@ -27,7 +27,10 @@ async function main(): Promise<void> {
   mark('weights read (the file too)');
   const adapter = createLoraAdapter(weights.shape, { r: 8, alpha: 16, seed: 3 });
   const lora = { r: 8, scale: adapter.scale, targetModules: adapter.config.targetModules };
-  const engine = await LoraGraphs.create(ort as unknown as GraphRuntime, weights, lora, mode === 'arena-off' ? { sessionOptions: { enableCpuMemArena: false } } : {});
+  const engine = await LoraGraphs.create(ort as unknown as GraphRuntime, weights, lora, {
+    ...(mode === 'arena-off' ? { sessionOptions: { enableCpuMemArena: false } } : {}),
+    ...(microArg ? { microBatchTokens: Number(microArg) } : {}),
+  });
   mark('graphs built');
   let seed = 1;
   const draw = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % weights.shape.vocabSize;
