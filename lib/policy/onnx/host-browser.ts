@@ -5,7 +5,8 @@
  * `/models/webgrpo-tiny/` (or `./models/webgrpo-tiny/` under a sub-path).
  */
 import { ModelLoadError } from '../../errors.js';
-import { fetchBytes, fetchRanges, hubFileUrl, isHubId, rangesOfResponse, type ModelHost, type ModelLocation } from './location.js';
+import { forwardReadAt, inlineAsExternal } from './inline-data.js';
+import { chunks, fetchBytes, fetchRanges, hubFileUrl, isHubId, rangesOfResponse, type HubEnv, type ModelHost, type ModelLocation } from './location.js';
 
 export const browserHost: ModelHost = {
   isNode: false,
@@ -33,7 +34,43 @@ export const browserHost: ModelHost = {
     }
     return fetchRanges(url, ranges);
   },
+  /**
+   * The graph read as it streams in, its large inline weights left as references into the file
+   * (inline-data.ts) for readRanges to read one by one: a page never holds the file whole beside
+   * the weights read out of it (at Qwen2.5-0.5B's shape in q4, 769 MB of file beside 776 MB of
+   * weights, BENCHMARKS scale-tab). A body whose length is not stated (or is compressed) is read
+   * whole instead.
+   */
+  async readGraph(env, location, file) {
+    const response = await openFile(env, location, file);
+    const size = Number(response.headers.get('Content-Length'));
+    const encoding = response.headers.get('Content-Encoding');
+    if (!response.body || !(size > 0) || (encoding && encoding !== 'identity')) {
+      await response.body?.cancel().catch(() => undefined);
+      return undefined;
+    }
+    const body = chunks(response.body);
+    try {
+      return await inlineAsExternal(forwardReadAt(body), file.slice(file.lastIndexOf('/') + 1), size);
+    } finally {
+      // Cancels the download past the graph's last field.
+      await body.return(undefined);
+    }
+  },
 };
+
+/** One file of the model as a response: fetched from the page's origin, or a hub file from transformers.js' browser cache or the hub. */
+async function openFile(env: HubEnv, location: ModelLocation, file: string): Promise<Response> {
+  const url = location.local ? `${location.id}/${file}` : hubFileUrl(env, location.id, file);
+  const caches = (globalThis as { caches?: CacheStorage }).caches;
+  if (!location.local && caches && env.useBrowserCache) {
+    const cached = await (await caches.open(env.cacheKey ?? 'transformers-cache')).match(url);
+    if (cached) return cached;
+  }
+  const response = await fetch(url);
+  if (!response.ok) throw new ModelLoadError(`Could not fetch ${url} (HTTP ${response.status}).`);
+  return response;
+}
 
 function locateInBrowser(text: string): ModelLocation {
   const looksLikePath = /^(\/|\.\.?\/)/.test(text) || /^[a-z][a-z\d+.-]*:/i.test(text);

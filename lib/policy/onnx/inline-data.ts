@@ -26,6 +26,50 @@ const WINDOW = 1 << 20;
 export type ReadAt = (offset: number, length: number) => Promise<Uint8Array>;
 
 /**
+ * Positional reads of a file that can only be read once from its start (a fetched body): each read
+ * starts at or after the previous one's start, as inlineAsExternal walks the file's fields in
+ * order. Only the chunks a read still needs are kept (copied: a chunk may be the stream's own
+ * buffer, filled again with the next); the bytes of the large `raw_data` it skips pass by
+ * without being gathered, so the file is never held whole.
+ */
+export function forwardReadAt(chunks: AsyncIterator<Uint8Array>): ReadAt {
+  /** Chunks not yet passed, the first starting at `start`. */
+  let held: Uint8Array[] = [];
+  let start = 0;
+  let end = 0;
+  let done = false;
+  return async (offset, length) => {
+    if (offset < start) throw new ModelLoadError(`The model file was read out of order (byte ${offset} after ${start}).`);
+    while (end < offset + length && !done) {
+      const next = await chunks.next();
+      if (next.done) done = true;
+      else if (end + next.value.length <= offset) {
+        // Wholly before the read: dropped as it passes.
+        held = [];
+        end += next.value.length;
+        start = end;
+      } else {
+        // A copy: the stream may fill the same buffer with its next chunk.
+        held.push(next.value.slice());
+        end += next.value.length;
+      }
+    }
+    let passed = 0;
+    while (passed < held.length && start + held[passed].length <= offset) start += held[passed++].length;
+    if (passed > 0) held = held.slice(passed);
+    const out = new Uint8Array(Math.max(0, Math.min(offset + length, end) - offset));
+    let at = start;
+    for (const chunk of held) {
+      const from = Math.max(offset, at);
+      const to = Math.min(offset + out.length, at + chunk.length);
+      if (to > from) out.set(chunk.subarray(from - at, to - at), from - offset);
+      at += chunk.length;
+    }
+    return out;
+  };
+}
+
+/**
  * The model in `file` (its name as references beside it give it, e.g. `model.onnx`, `size` bytes
  * long) with every inline `raw_data` of at least `minBytes` moved out to a reference into `file`
  * itself. Every other byte is copied as it is.

@@ -14,6 +14,7 @@ import { resolveModelLocation, type ModelHost, type ModelLocation } from './loca
 import { HostLogits, type LogitsOps } from './logits-ops.js';
 import { probePadding, probePasses } from './passes.js';
 import { OnnxPolicy, type OnnxTokenizer } from './policy.js';
+import { withSessionsFromViews } from './session-from-views.js';
 import { tokenBytesTable } from './token-table.js';
 import { tokenVocabulary } from '../../constrain/vocabulary.js';
 import type { OrtSession, OrtTensorClass } from './ort-types.js';
@@ -99,9 +100,14 @@ export async function loadOnnxPolicyOn(host: ModelHost, options: OnnxPolicyOptio
   const progress = trackProgress(options.onProgress);
   // Without a listener, transformers.js skips its progress bookkeeping altogether.
   const shared = { local_files_only: location.local, progress_callback: options.onProgress ? progress : undefined };
+  const loadModel = () => runtime.transformers.AutoModelForCausalLM.from_pretrained(location.id, { ...shared, device: choice.backend, dtype: options.dtype });
+  // In a page the session is made from the weights as external data (session-from-views.ts): the
+  // WebAssembly heap, which never shrinks, then holds the weights once rather than the file, its
+  // parsed copy and the weights together. Node's onnxruntime reads the file's path instead.
+  const sessions = host.isNode ? undefined : ((await import('onnxruntime-web/webgpu')) as unknown as { InferenceSession: Parameters<typeof withSessionsFromViews>[0] }).InferenceSession;
   const [tokenizerResult, modelResult] = await Promise.allSettled([
     runtime.transformers.AutoTokenizer.from_pretrained(location.id, shared),
-    runtime.transformers.AutoModelForCausalLM.from_pretrained(location.id, { ...shared, device: choice.backend, dtype: options.dtype }),
+    sessions ? withSessionsFromViews(sessions, loadModel) : loadModel(),
   ]);
   if (tokenizerResult.status === 'rejected' || modelResult.status === 'rejected') {
     if (modelResult.status === 'fulfilled') await modelResult.value.dispose();
