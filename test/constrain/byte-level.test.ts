@@ -6,8 +6,8 @@
  */
 import { Ajv } from 'ajv';
 import fc from 'fast-check';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFile, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResponseFormat } from '../../lib/index.js';
 import { compileResponseFormat, tokenVocabulary } from '../../lib/method.js';
@@ -20,12 +20,17 @@ import { schemaArbitrary } from './schemas.js';
 const ajv = new Ajv({ strict: false });
 let policy: OnnxPolicy;
 let bytes: Uint8Array[];
+let dir = '';
 beforeAll(async () => {
-  const dir = await buildByteLevelModel();
+  dir = await buildByteLevelModel();
   policy = await loadOnnxPolicy({ model: dir, device: 'cpu' });
   bytes = tokenBytesTable(JSON.parse(await readFile(join(dir, 'tokenizer.json'), 'utf8')), 301);
 }, 120_000);
-afterAll(() => policy?.dispose());
+afterAll(async () => {
+  await policy?.dispose();
+  // The model's temporary folder (buildByteLevelModel made it, one level above the model).
+  if (dir) await rm(dirname(dir), { recursive: true, force: true });
+});
 
 describe('responseFormat with a byte-level BPE tokenizer', () => {
   it('tokenizes with its merges and says it honours formats', async () => {
