@@ -5,7 +5,9 @@
  * which never shrinks) read after each phase, and the renderer's peak polled every 200 ms. The
  * weights' copies do not depend on the group, so a small group shows them in minutes.
  *
- *   tsx scripts/bench/_scale-tab-phases.ts <shape> <fp32|q4> <group> <new tokens> [steps]
+ *   [COLLECT=1] tsx scripts/bench/_scale-tab-phases.ts <shape> <fp32|q4> <group> <new tokens> [steps]
+ *
+ * COLLECT=1 collects the page's garbage before each reading: what is left is what is held.
  */
 import { realpath } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -32,7 +34,7 @@ async function main(): Promise<void> {
       const page = await openReadyPage(browser, `${base}/scripts/bench/pages/scale.html`, READY_TIMEOUT_MS);
       page.setDefaultTimeout(0);
       const phases: Phase[] = [];
-      await exposePhases(page, phases, () => peak, (rss) => (peak = Math.max(peak, rss)));
+      await exposePhases(page, phases, () => peak, (rss) => (peak = Math.max(peak, rss)), process.env.COLLECT === '1');
       const result = await callBench<{ phase: string; error?: string; stepsMs?: number[] }>(page, 'step', `/${dir}`, dtype, PROMPT, Number(groupArg), Number(tokensArg), 2, Number(stepsArg ?? 1));
       for (const p of phases) console.log(JSON.stringify({ phase: p.phase, rssMB: MB(p.rss), peakMB: MB(p.peak), heapMB: MB(p.heap) }));
       console.log(JSON.stringify({ result: result.phase, ...(result.error ? { error: result.error } : {}), stepsMs: result.stepsMs, s: Math.round((Date.now() - t0) / 1000) }));

@@ -61,9 +61,15 @@ export interface Phase {
 const PHASES = ['policy loaded', 'sampled and scored', 'weights read', 'step 1', 'step 2'];
 const mb = (bytes: number) => Math.round(bytes / 1e6);
 
-/** Gives the page `window.benchMark(phase, heap)`, which records the phase with the renderer's resident memory read now. */
-export async function exposePhases(page: Page, phases: Phase[], peak: () => number, seen: (rss: number) => void): Promise<void> {
+/**
+ * Gives the page `window.benchMark(phase, heap)`, which records the phase with the renderer's
+ * resident memory read now; `collect`: after a full garbage collection (through the DevTools
+ * protocol), so what is left is what is still held.
+ */
+export async function exposePhases(page: Page, phases: Phase[], peak: () => number, seen: (rss: number) => void, collect = false): Promise<void> {
+  const devtools = collect ? await page.context().newCDPSession(page) : undefined;
   await page.exposeFunction('benchMark', async (phase: string, heap: number) => {
+    await devtools?.send('HeapProfiler.collectGarbage');
     const rss = await rendererRss();
     seen(rss);
     phases.push({ phase, rss, peak: peak(), heap });

@@ -42,9 +42,10 @@ export async function withSessionsFromViews<T>(sessions: SessionFactory, fn: () 
     original = create;
     sessions.create = async function (this: unknown, model: unknown, options?: Record<string, unknown>) {
       if (!(model instanceof Uint8Array) || (Array.isArray(options?.externalData) && options.externalData.length > 0)) return create.call(this, model, options);
-      const { graph, externalData } = await asExternalViews(model);
-      if (externalData.length === 0) return create.call(this, model, options);
-      return create.call(this, graph, { ...options, externalData });
+      // Bytes that are not an ONNX protobuf this reader walks (an ORT-format model) go as they are.
+      const views = await asExternalViews(model).catch(() => undefined);
+      if (!views || views.externalData.length === 0) return create.call(this, model, options);
+      return create.call(this, views.graph, { ...options, externalData: views.externalData });
     };
   }
   try {
