@@ -60,6 +60,7 @@ export { mergeLoraIntoOnnx } from './lora/onnx-merge.js';
 export { loraEngine, loraModel, type LoraTrainingEngine, type LoraEngineOptions, type LoraEngineState, type LoraModel } from './train/lora-engine.js';
 // What a LoRA step's memory goes to, before it runs, and the engine settings for a budget.
 export { estimateStepMemory, planMemory, type StepMemoryEstimate, type StepMemorySettings } from './train/memory.js';
+export type { MemoryMode, MemoryPlan } from './train/memory-plan.js';
 export { readLoraAdapterFile, writeLoraAdapterFile, type LoraAdapterFile, type LoraCheckpoint } from './lora/format.js';
 
 // Names of earlier releases, kept so code written against them still compiles.

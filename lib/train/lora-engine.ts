@@ -85,14 +85,15 @@ export function loraEngine<Prompt = PromptInput>(model: LoraModel<Prompt>, optio
 
 /**
  * The training graphs of `model`'s weights for its adapter's rank, scale and modules, in the
- * policy's onnxruntime (or `runtime`) with `sessionOptions`, sized for `memoryBudget`.
+ * policy's onnxruntime (or `runtime`) with `sessionOptions`, sized for `memoryBudget` (or a run's `memory` plan).
  */
 export async function buildLoraGraphs(
   model: Pick<LoraModel<unknown>, 'weights' | 'adapter'>,
-  options: Pick<LoraEngineOptions, 'runtime' | 'sessionOptions' | 'memoryBudget'> = {},
+  options: Pick<LoraEngineOptions, 'runtime' | 'sessionOptions' | 'memoryBudget'> & { memory?: { activationBudget: number; microBatchTokens: number } } = {},
 ): Promise<LoraGraphs> {
   const { config, scale } = model.adapter;
-  const memory = options.memoryBudget !== undefined ? planMemory(model.weights.shape, options.memoryBudget) : {};
+  // A run's plan (memory-plan.ts) gives the engine its settings itself; a bare memoryBudget is the activations'.
+  const memory = options.memory ?? (options.memoryBudget !== undefined ? planMemory(model.weights.shape, options.memoryBudget) : {});
   const runtime = await (options.runtime ?? policyGraphRuntime)();
   return LoraGraphs.create(runtime, model.weights, { r: config.r, scale, targetModules: config.targetModules }, { sessionOptions: options.sessionOptions, ...memory });
 }

@@ -4,17 +4,18 @@
  * decoder), the estimate switches to recomputing when the budget is passed, counts 4-bit bases
  * packed, and refuses settings that are not counts; planMemory's micro-batches shrink with the
  * budget, the estimate says when only taking turns fits, and a run's memoryBudget is checked before
- * anything loads.
+ * anything loads; planRunMemory holds a run together, in turns or refuses it by the same numbers.
  */
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError } from '../../lib/errors.js';
+import { InvalidInputError, OutOfMemoryError } from '../../lib/errors.js';
 import { createLoraAdapter } from '../../lib/lora/adapter.js';
 import { resolveLoraRunConfig } from '../../lib/methods/gradient/lora.js';
 import { layout, batchInputs } from '../../lib/train/graph/batch-layout.js';
 import { buildLayerGraphs, LAYER_IO, layerWeightInputs } from '../../lib/train/graph/layer-graphs.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { DEFAULT_MICRO_BATCH_TOKENS, estimateStepMemory, keptLayerBytes, planMemory, stepRows } from '../../lib/train/memory.js';
+import { planRunMemory } from '../../lib/train/memory-plan.js';
 import { digits } from '../../lib/tasks/index.js';
 import { randomDecoder } from '../lora/random-decoder.js';
 
@@ -106,7 +107,9 @@ describe('planMemory', () => {
   it("is a run's memoryBudget, refused before anything loads when it is not a number of bytes", () => {
     const policy = { info: { backend: 'cpu', model: 'm' }, generateGroup: async () => ({}), scoreCompletions: async () => ({}), modelGraph: async () => ({}), replaceGraph: async () => {}, promptIds: () => [1], followAdapter: async () => {} };
     const options = { policy, dataset: digits.dataset(), rewards: digits.rewards } as unknown as Parameters<typeof resolveLoraRunConfig>[0];
-    expect(resolveLoraRunConfig({ ...options, memoryBudget: 2 ** 28 }).memoryBudget).toBe(2 ** 28);
+    expect(resolveLoraRunConfig({ ...options, memoryBudget: 2 ** 28 })).toMatchObject({ memoryBudget: 2 ** 28, takeTurns: 'auto' });
+    expect(resolveLoraRunConfig(options)).not.toHaveProperty('takeTurns');
+    expect(resolveLoraRunConfig({ ...options, memoryBudget: 2 ** 28, takeTurns: false })).not.toHaveProperty('takeTurns');
     expect(() => resolveLoraRunConfig({ ...options, memoryBudget: -5 })).toThrow(/memoryBudget/);
   });
 });
@@ -119,5 +122,52 @@ describe('estimateStepMemory, together and in turns', () => {
     expect(estimate.inTurns).toBeLessThan(estimate.together);
     expect(estimate.together).toBeGreaterThan(1.6e9);
     expect(estimate.inTurns).toBeLessThanOrEqual(1.6e9);
+  });
+});
+
+describe('planRunMemory', () => {
+  const settings = { groupSize: 8, promptTokens: 39, completionTokens: 128 };
+  const estimate = estimateStepMemory(SMOLLM2_135M, { ...settings, activationBudget: 0 });
+
+  it("holds SmolLM2-135M fp32 8 x 128 together when together fits, in turns when only that fits, and says why", () => {
+    const together = planRunMemory(SMOLLM2_135M, settings, estimate.together, 'auto');
+    expect(together).toMatchObject({ mode: 'together', microBatchTokens: DEFAULT_MICRO_BATCH_TOKENS, together: estimate.together });
+    expect(together.reason).toMatch(/together need about 1721 MB of the 1721 MB memoryBudget/);
+    const turns = planRunMemory(SMOLLM2_135M, settings, 1.6e9, 'auto');
+    expect(turns).toMatchObject({ mode: 'turns', inTurns: estimate.inTurns });
+    expect(turns.reason).toMatch(/Taking turns: .* would need about 1721 MB, more than the 1600 MB memoryBudget; in turns about 954 MB/);
+    // What the budget leaves past the step keeps activations (up to the engine's default).
+    expect(turns.activationBudget).toBe(Math.min(1.6e9 - estimate.total, 2 ** 29));
+    // Held to one mode, that mode or a refusal naming the other.
+    expect(planRunMemory(SMOLLM2_135M, settings, 1.6e9, true).mode).toBe('turns');
+    expect(() => planRunMemory(SMOLLM2_135M, settings, 1.6e9, false)).toThrow(/held together \(takeTurns: false\).* It fits with taking turns \(takeTurns: 'auto' or true/);
+  });
+
+  const refusal = (s: Parameters<typeof planRunMemory>[1], budget: number) => {
+    try {
+      planRunMemory(SMOLLM2_135M, s, budget, 'auto');
+    } catch (error) {
+      expect(error).toBeInstanceOf(OutOfMemoryError);
+      return (error as Error).message;
+    }
+    throw new Error('expected a refusal');
+  };
+
+  it('refuses a budget nothing fits in with an OutOfMemoryError naming single changes, each of which fits, and in which mode', () => {
+    // Under the fp32 sampler itself no fewer tokens help: only a 4-bit base (which then fits together) or more memory.
+    const small = refusal(settings, 8e8);
+    expect(small).toMatch(/does not fit the 800 MB memoryBudget even taking turns: about 1671 MB with the sampler beside it, 954 MB taking turns/);
+    expect(small).toMatch(/It fits with a 4-bit \(q4\) model, or a memoryBudget of at least 954 MB\.$/);
+    expect(planRunMemory(SMOLLM2_135M, { ...settings, dtype: 'q4' }, 8e8, 'auto').mode).toBe('together');
+    expect(planRunMemory(SMOLLM2_135M, settings, 954e6, 'auto').mode).toBe('turns');
+    // Two prompts of 8 x 512 a step: the step sets the need, and each smaller setting named fits in turns, the next larger not.
+    const long = { ...settings, completionTokens: 512, prompts: 2 };
+    const message = refusal(long, 1.2e9);
+    for (const [pattern, key] of [[/groups of (\d+) taking turns/, 'groupSize'], [/replies of at most (\d+) tokens taking turns/, 'completionTokens'], [/(\d+) prompt a step taking turns/, 'prompts']] as const) {
+      const value = Number(pattern.exec(message)![1]);
+      expect(planRunMemory(SMOLLM2_135M, { ...long, [key]: value }, 1.2e9, 'auto').mode).toBe('turns');
+      if (key !== 'prompts') expect(() => planRunMemory(SMOLLM2_135M, { ...long, [key]: value + 1 }, 1.2e9, 'auto')).toThrow(OutOfMemoryError);
+    }
+    expect(message).toMatch(/a 4-bit \(q4\) model taking turns, or a memoryBudget of at least 1359 MB\.$/);
   });
 });

@@ -28,6 +28,8 @@ export function isLoraCheckpoint(checkpoint: AdapterCheckpoint): checkpoint is L
  */
 export interface OpenAdapter<P extends GradientStepPayload | LoraStepPayload, E extends TrainingEngine<PromptInput, unknown>, F> {
   readonly trainer: GrpoTrainer<E>;
+  /** Extra fields of the run-start event (LoRA: how the run holds its memory, and why). */
+  readonly startFields?: Record<string, unknown>;
   /** Called before a step's updates, once its groups are sampled (LoRA taking turns frees the sampler's session here). */
   beforeUpdate?(): Promise<void>;
   /** The step's payload once its updates are done (LoRA's sampler follows the updated adapter first). */

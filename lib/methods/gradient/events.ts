@@ -12,6 +12,7 @@ import type { GradientConfig, LoraRunConfig } from './record.js';
 import type { EvalEvent, ItemRef, Progress, RolloutEvent, RunEnd, StepRef } from '../../run/events.js';
 import type { TrainStepMetrics } from '../../train/metrics.js';
 import type { GradientEpochStats } from './update.js';
+import type { MemoryPlan } from '../../train/memory-plan.js';
 
 export type { GradientEpochStats } from './update.js';
 
@@ -36,7 +37,8 @@ export type GradientEventType = GradientEvent['type'];
 
 export type LoraEvent =
   | TrainingEvent
-  | { type: 'run-start'; runId: string; resumed: boolean; config: LoraRunConfig; progress: Progress }
+  /** `memory`: whether the run holds the sampler and the step together or in turns, and why (its memoryBudget against estimateStepMemory). */
+  | { type: 'run-start'; runId: string; resumed: boolean; config: LoraRunConfig; memory: MemoryPlan; progress: Progress }
   /**
    * The step's updates, and `refreshMs`: milliseconds the sampler took to follow the adapter: to
    * merge it into the weights and build the session the next step samples from, or (engine

@@ -13,7 +13,7 @@ import { InvalidInputError, StoreCorruptError } from '../../errors.js';
 import { resolveLoraConfig, type LoraAdapter, type LoraOptions } from '../../lora/adapter.js';
 import { readLoraAdapterFile, readLoraCheckpoint, writeLoraAdapterFile, writeLoraCheckpoint, type LoraAdapterFile } from '../../lora/format.js';
 import type { LoraOptimizerState } from '../../lora/optimizer.js';
-import { moduleDims, type DecoderWeights, type LoraModule } from '../../weights/decoder.js';
+import { LORA_MODULES, moduleDims, type DecoderWeights, type LoraModule } from '../../weights/decoder.js';
 import type { LoraTrainingEngine } from '../../train/lora-engine.js';
 // Static: the head adapter's engine imports it statically too, so a dynamic import here moves
 // nothing out of any chunk (its onnxruntime import is itself dynamic, inside the function).
@@ -25,6 +25,8 @@ import type { LoraRunConfig, LoraRunRecord, LoraStepPayload } from './record.js'
 import type { NewRun, OpenContext } from '../../run/method.js';
 import type { Store } from '../../store/store.js';
 import { runTrainer } from './update.js';
+import { promptOf } from '../../run/rollout.js';
+import { planRunMemory, type MemoryPlan } from '../../train/memory-plan.js';
 import { validateHandles, type LoopHandles } from '../../run/options.js';
 import { resolveTrainingConfig, type TrainingRunOptions } from './training-options.js';
 
@@ -46,10 +48,15 @@ export interface LoraGrpoOptions extends LoraHandles, TrainingRunOptions {
   /** Start from a trained adapter (a LoRA adapter file or its JSON text, or `importPeftAdapter`'s adapter) instead of a fresh one. */
   initialAdapter?: LoraAdapter | LoraAdapterFile | string;
   /**
-   * Bytes a step's activations may take, beyond the weights (planMemory): the engine keeps every
-   * layer's activations when they fit, recomputes them in the backward when they do not, and cuts
-   * the rows into micro-batches whose layer runs fit a quarter of it. estimateStepMemory says what
-   * a setting needs. Default: keep up to 512 MiB, micro-batches of 2,048 tokens. Stored with the run.
+   * Bytes the run may take in all: the engine's weights and step and the sampler's session beside
+   * them (estimateStepMemory's `together`), or the larger of the two when they take turns
+   * (`inTurns`). Before the first step, with the model's shape, the longest prompt of the dataset
+   * and `maxNewTokens` replies, the run takes the largest micro-batches that fit (the backward
+   * recomputing; what the budget leaves over, up to 512 MiB, keeps activations instead), chooses
+   * together or in turns (`takeTurns`, 'auto' by default here), and refuses with an
+   * OutOfMemoryError that says what would fit when nothing does; the `run-start` event's `memory`
+   * says which and why. Default: none (activations kept up to 512 MiB, micro-batches of 768
+   * tokens, together). Stored with the run.
    */
   memoryBudget?: number;
   /**
@@ -59,11 +66,12 @@ export interface LoraGrpoOptions extends LoraHandles, TrainingRunOptions {
    * (`releaseWeights`) and the next request builds the sampler's session again. The same run to
    * the bit (the same graphs on the same weights), for a session build and a read of the weights
    * per step: at SmolLM2-135M's shape in fp32, 8 x 128, peak RSS 2633 -> 2059-2146 MB for about
-   * 15% more CPU an iteration (BENCHMARKS, scale). Choose it when
-   * `estimateStepMemory(...).together` exceeds the memory there is and `.inTurns` fits; the run does not choose it itself, not knowing the memory there is. Default
-   * false. Stored with the run.
+   * 15% more CPU an iteration (BENCHMARKS, scale). 'auto' takes turns when `memoryBudget` holds
+   * the run in turns but not together (estimateStepMemory's `inTurns` and `together`), and holds
+   * both together without a budget or for a policy that cannot release its session. Default:
+   * 'auto' with a `memoryBudget`, else false. Stored with the run.
    */
-  takeTurns?: boolean;
+  takeTurns?: boolean | 'auto';
 }
 
 /** `loraGrpo`'s own default, its AdamW learning rate of 2e-3; its other defaults are `GRADIENT_DEFAULTS`. */
@@ -90,16 +98,16 @@ export function resolveLoraRunConfig(options: LoraGrpoOptions): LoraRunConfig {
   if (memoryBudget !== undefined && !(typeof memoryBudget === 'number' && memoryBudget > 0 && Number.isFinite(memoryBudget))) {
     throw new InvalidInputError('memoryBudget', `must be a number of bytes > 0, got ${String(memoryBudget)}.`);
   }
-  const { takeTurns } = options;
-  if (takeTurns !== undefined && typeof takeTurns !== 'boolean') throw new InvalidInputError('takeTurns', `must be true or false, got ${String(takeTurns)}.`);
-  if (takeTurns) checkReleases(options.policy);
+  const takeTurns = options.takeTurns ?? (memoryBudget !== undefined ? 'auto' : false);
+  if (typeof takeTurns !== 'boolean' && takeTurns !== 'auto') throw new InvalidInputError('takeTurns', `must be true, false or 'auto', got ${String(takeTurns)}.`);
+  if (takeTurns === true) checkReleases(options.policy);
   return {
     ...config,
     engine,
     backend: options.policy.info.backend,
     lora: { r, alpha, useRslora, targetModules: [...targetModules] as LoraModule[], seed: config.seed },
     ...(memoryBudget !== undefined ? { memoryBudget } : {}),
-    ...(takeTurns ? { takeTurns } : {}),
+    ...(takeTurns !== false ? { takeTurns } : {}),
   };
 }
 
@@ -144,13 +152,15 @@ export async function openLoraAdapter({ run, store, handles, last, initial }: Op
   // engines too (their A, B and AdamW moments are the same tensors); the decoder is found by its structure.
   checkFollows(handles.policy);
   const { policy } = handles;
-  const turns = config.takeTurns === true;
-  if (turns) checkReleases(policy);
-  // Taking turns, the sampler's session is not in memory while the engine reads its weights.
-  if (turns) await policy.releaseSession!();
+  if (config.takeTurns === true) checkReleases(policy);
+  const mayTurn = config.takeTurns === true || (config.takeTurns === 'auto' && config.memoryBudget !== undefined && typeof policy.releaseSession === 'function');
+  // Taking turns (or maybe, by the plan), the sampler's session is not in memory while the engine reads its weights.
+  if (mayTurn) await policy.releaseSession!();
   const model = await loraModel(policy, adapter ?? { ...config.lora });
   checkTrainable(model.weights, model.adapter);
-  const graph = await graphEngine(model, policy.info.backend, config.memoryBudget);
+  const memory = await memoryPlan(config, model.weights, store, run.id, policy);
+  const turns = memory.mode === 'turns';
+  const graph = await graphEngine(model, policy.info.backend, memory);
   let trainer: GrpoTrainer<LoraTrainingEngine>;
   try {
     trainer = runTrainer(loraEngine(model, { ...(resumed ? { state: resumed.state } : {}), graph }), config, last);
@@ -172,6 +182,7 @@ export async function openLoraAdapter({ run, store, handles, last, initial }: Op
   const { engine } = trainer;
   return {
     trainer,
+    startFields: { memory },
     // Taking turns: the step's groups are sampled, so the sampler's session goes before the engine reads its weights again.
     ...(turns ? { beforeUpdate: () => policy.releaseSession!() } : {}),
     // The sampler follows the updated adapter (taking turns, once the engine released its weights); `refreshMs` is what that took.
@@ -201,9 +212,38 @@ async function storedAdapter(store: Store, runId: string): Promise<{ adapter: Lo
 async function loraModules() {
   const { loraModel, loraEngine, buildLoraGraphs } = await import('../../train/lora-engine.js');
   /** The training graphs of the model's weights, in the policy's onnxruntime on its backend, sized for the run's memory budget. */
-  const graphEngine = (model: { weights: DecoderWeights; adapter: LoraAdapter }, backend: string, memoryBudget: number | undefined) =>
-    buildLoraGraphs(model, { sessionOptions: graphSessionOptions(backend), memoryBudget });
+  const graphEngine = (model: { weights: DecoderWeights; adapter: LoraAdapter }, backend: string, plan: MemoryPlan) =>
+    buildLoraGraphs(model, { sessionOptions: graphSessionOptions(backend), ...(plan.activationBudget !== undefined && plan.microBatchTokens !== undefined ? { memory: { activationBudget: plan.activationBudget, microBatchTokens: plan.microBatchTokens } } : {}) });
   return { loraModel, loraEngine, graphEngine };
+}
+
+/**
+ * How the run holds its memory: by its memoryBudget, the model's shape, its longest prompt and its
+ * settings (memory-plan.ts; refused with OutOfMemoryError before any step when nothing fits), or
+ * without a budget as asked (together unless takeTurns is true).
+ */
+async function memoryPlan(config: LoraRunConfig, weights: DecoderWeights, store: Store, runId: string, policy: TrainablePolicy): Promise<MemoryPlan> {
+  const asked = config.takeTurns ?? false;
+  if (config.memoryBudget === undefined) {
+    return asked === true
+      ? { mode: 'turns', reason: 'Taking turns (takeTurns: true), no memoryBudget given.' }
+      : { mode: 'together', reason: 'The sampler and the step together, as by default: no memoryBudget given to choose by.' };
+  }
+  // A policy that cannot release its session holds both together whatever 'auto' would choose.
+  const releases = typeof policy.releaseSession === 'function';
+  const promptTokens = Math.max(1, ...(await store.getItems(runId)).map((item) => policy.promptIds(promptOf(item)).length));
+  const packed = weights.layers.some((layer) => LORA_MODULES.some((m) => !(layer[m].weight instanceof Float32Array)));
+  const settings = {
+    prompts: config.batchSize,
+    groupSize: config.groupSize,
+    promptTokens,
+    completionTokens: config.maxNewTokens,
+    r: config.lora.r,
+    targetModules: config.lora.targetModules,
+    dtype: packed ? ('q4' as const) : ('fp32' as const),
+    tiedHead: weights.lmHead === undefined,
+  };
+  return planRunMemory(weights.shape, settings, config.memoryBudget, asked === 'auto' && !releases ? false : asked);
 }
 
 /** Taking turns needs a policy whose session can be released and built again (an `OnnxPolicy`). */

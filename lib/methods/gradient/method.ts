@@ -90,7 +90,7 @@ function gradientDrive<P extends GradientStepPayload | LoraStepPayload, E extend
       const { kind: _, ...end } = payload;
       return { payload, extras: { adapter: await adapter.checkpoint(step.plan.step) }, end };
     },
-    fields: (moment) => (moment.type === 'epoch-end' ? { stats: gradientEpochStats(moment.epoch, moment.steps) } : {}),
+    fields: (moment) => (moment.type === 'epoch-end' ? { stats: gradientEpochStats(moment.epoch, moment.steps) } : moment.type === 'run-start' ? { ...adapter.startFields } : {}),
     result: async ({ runId, status, epochsCompleted, stepsCompleted, itemsProcessed }) => ({ runId, status, epochsCompleted, stepsCompleted, itemsProcessed, adapter: await adapter.file(), trainer }),
     dispose: () => trainer.dispose(),
   };

@@ -67,10 +67,10 @@ export interface LoraRunConfig extends TrainingConfig {
   engine?: 'cpu' | 'webgpu' | 'onnxruntime';
   /** The policy's backend the training graphs ran on ('cpu' in Node, 'wasm', 'webgpu'); absent in runs stored before it was kept. */
   backend?: string;
-  /** The bytes a step's activations may take (LoraGrpoOptions.memoryBudget); absent: the engine's defaults. */
+  /** The bytes the run may take, the sampler's session included (LoraGrpoOptions.memoryBudget); absent: the engine's defaults. */
   memoryBudget?: number;
-  /** The sampler and the training engine hold their weights in turns (LoraGrpoOptions.takeTurns); absent: false. */
-  takeTurns?: boolean;
+  /** The sampler and the training engine hold their weights in turns, or 'auto': when only that fits memoryBudget (LoraGrpoOptions.takeTurns); absent: false. */
+  takeTurns?: boolean | 'auto';
 }
 
 /** A LoRA step's payload: each update's metrics, and what following the adapter cost the sampler. */
@@ -163,7 +163,7 @@ function validateLoraConfig(value: unknown, at: string): void {
   if (c.engine !== undefined) oneOf(c.engine, ['cpu', 'webgpu', 'onnxruntime'] as const, `${at}.engine`);
   if (c.backend !== undefined && str(c.backend, `${at}.backend`).length === 0) fail(`${at}.backend`, 'expected a backend name.');
   if (c.memoryBudget !== undefined && !(num(c.memoryBudget, `${at}.memoryBudget`) > 0)) fail(`${at}.memoryBudget`, 'expected a number of bytes > 0.');
-  if (c.takeTurns !== undefined) bool(c.takeTurns, `${at}.takeTurns`);
+  if (c.takeTurns !== undefined && c.takeTurns !== 'auto') bool(c.takeTurns, `${at}.takeTurns`);
 }
 
 function validateLoraStep(p: Obj, at: string): void {

@@ -1,0 +1,97 @@
+/**
+ * A LoRA run given a memoryBudget chooses how to hold its memory (takeTurns 'auto', the default
+ * with a budget), on a small built model: a budget the sampler and the step fit together runs
+ * together, one only taking turns fits runs in turns (the engine's weights and the sampler's
+ * session released, as takeTurns: true releases them), one nothing fits is refused before any
+ * step with an OutOfMemoryError that names what would fit, the runs already stored kept whole;
+ * the run-start event says which mode and why.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loraGrpo, type LoraEvent } from '../../lib/grad.js';
+import { MemoryStore, OutOfMemoryError } from '../../lib/index.js';
+import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
+import { promptOf } from '../../lib/run/rollout.js';
+import { digits } from '../../lib/tasks/index.js';
+import { loraModel } from '../../lib/train/lora-engine.js';
+import { DEFAULT_MICRO_BATCH_TOKENS, estimateStepMemory } from '../../lib/train/memory.js';
+import { buildModel } from '../../scripts/build-model/index.js';
+import { SMALL } from '../train/exports.js';
+
+let root = '';
+let policy: OnnxPolicy;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'webgrpo-memory-mode-'));
+  await buildModel({ ...SMALL, names: 'exporter', externalData: true }, root);
+  policy = await loadOnnxPolicy({ model: root });
+});
+afterAll(async () => {
+  await policy?.dispose();
+  if (root) await rm(root, { recursive: true, force: true });
+});
+
+const dataset = digits.dataset({ size: 1, seed: 5 });
+const shape = { dataset, rewards: digits.rewards, groupSize: 4, batchSize: 1, maxNewTokens: 6, lora: { r: 2, alpha: 4 }, optimizer: { lr: 0.05 }, seed: 7 };
+
+/** The least estimateStepMemory gives together and in turns over the micro-batches a plan may take, at this run's settings. */
+async function least() {
+  const { weights } = await loraModel(policy, { r: 2, alpha: 4 });
+  const settings = { groupSize: 4, promptTokens: Math.max(...dataset.map((item) => policy.promptIds(promptOf(item)).length)), completionTokens: 6, r: 2 };
+  const needs = [];
+  for (let tokens = DEFAULT_MICRO_BATCH_TOKENS; tokens >= 16; tokens >>= 1) needs.push(estimateStepMemory(weights.shape, { ...settings, microBatchTokens: tokens, activationBudget: 0 }));
+  return { together: Math.min(...needs.map((n) => n.together)), inTurns: Math.min(...needs.map((n) => n.inTurns)), atDefault: needs[0] };
+}
+
+async function run(store: MemoryStore, runId: string, memoryBudget: number) {
+  const events: LoraEvent[] = [];
+  const lora = loraGrpo({ ...shape, policy, store, runId, memoryBudget });
+  let failure: unknown;
+  try {
+    for await (const event of lora) events.push(event);
+  } catch (error) {
+    failure = error;
+  }
+  const start = events.find((e): e is Extract<LoraEvent, { type: 'run-start' }> => e.type === 'run-start');
+  return { start, events, failure, result: failure ? undefined : await lora.result() };
+}
+
+describe('a LoRA run with a memoryBudget', () => {
+  it('runs together when together fits, in turns when only that fits, and is refused before any step when neither does', async () => {
+    const need = await least();
+    expect(need.inTurns).toBeLessThan(need.together);
+    const store = new MemoryStore();
+
+    const together = await run(store, 'together', need.atDefault.together);
+    expect(together.start?.memory).toMatchObject({ mode: 'together', budget: need.atDefault.together, microBatchTokens: DEFAULT_MICRO_BATCH_TOKENS });
+    expect(together.start?.memory.reason).toMatch(/together need about/);
+    expect(together.result).toMatchObject({ status: 'completed', stepsCompleted: 1 });
+    expect((await store.getRun('together'))!.config).toMatchObject({ takeTurns: 'auto', memoryBudget: need.atDefault.together });
+    // Together: the engine keeps its weights and the sampler its session.
+    expect(together.result!.trainer.engine.weights).toBeDefined();
+    expect(policy.sessionReleased).toBe(false);
+    together.result!.trainer.dispose();
+
+    const turns = await run(store, 'turns', need.inTurns);
+    expect(turns.start?.memory).toMatchObject({ mode: 'turns', budget: need.inTurns });
+    expect(turns.start?.memory.reason).toMatch(/^Taking turns: .* more than the \d+ MB memoryBudget; in turns about/);
+    expect(turns.result).toMatchObject({ status: 'completed', stepsCompleted: 1 });
+    // In turns: the engine released its weights after the step and the sampler's session is released until the next request.
+    expect(turns.result!.trainer.engine.weights).toBeUndefined();
+    expect(policy.sessionReleased).toBe(true);
+    turns.result!.trainer.dispose();
+
+    const before = { together: await store.getStep('together', 1), turns: await store.getStep('turns', 1), adapter: await store.getAdapter('turns') };
+    const refused = await run(store, 'refused', need.inTurns - 1);
+    expect(refused.failure).toBeInstanceOf(OutOfMemoryError);
+    expect((refused.failure as OutOfMemoryError).code).toBe('OutOfMemory');
+    expect((refused.failure as Error).message).toMatch(/does not fit the \d+ MB memoryBudget even taking turns: .* It fits with .*a memoryBudget of at least \d+ MB\.$/);
+    // Before any step: nothing of it sampled or committed, and the runs stored before it are whole.
+    expect(refused.events.some((e) => e.type === 'rollouts')).toBe(false);
+    expect(await store.getStep('refused', 1)).toBeUndefined();
+    expect(await store.getStep('together', 1)).toEqual(before.together);
+    expect(await store.getStep('turns', 1)).toEqual(before.turns);
+    expect(await store.getAdapter('turns')).toEqual(before.adapter);
+  });
+});
