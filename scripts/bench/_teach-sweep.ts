@@ -3,22 +3,39 @@
  * config × seed is one `teachRun`, and its result is written to a JSON file as soon as it ends, so
  * a stopped sweep picks up at the next unfinished run. Usage:
  *   nice -n 10 npx tsx scripts/bench/_teach-sweep.ts out.json 'name:size=1536,lr=0.002,seed=0,heldOut=2027' ...
+ * Other keys: group, batch, epochs, iterations, rank, tokens (max new tokens), beta, ent (entropy
+ * bonus), epsHigh, lossType (a name), scale (group, batch or none), evalSize.
  * Prints each run's held-out greedy and T=1 before/after, its seconds and three greedy replies.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { sortWords } from '../../lib/tasks.js';
 import { accuracies, teachRun } from './_teach.js';
+import type { LossType } from '../../lib/math/loss-config.js';
 
+const NAMES = new Set(['lossType', 'scale']);
 const [file, ...specs] = process.argv.slice(2);
 const done: Record<string, unknown> = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {};
 for (const spec of specs) {
   if (spec in done) continue;
   const [, body] = spec.split(':');
-  const o = Object.fromEntries(body.split(',').map((kv) => kv.split('=')).map(([k, v]) => [k, Number(v)]));
+  // Numbers, but for the loss type and the advantage scaling, which are names.
+  const pairs = body.split(',').map((kv) => kv.split('='));
+  const o = Object.fromEntries(pairs.filter(([k]) => !NAMES.has(k)).map(([k, v]) => [k, Number(v)]));
+  const named = Object.fromEntries(pairs.filter(([k]) => NAMES.has(k)));
+  const loss = {
+    ...(o.beta !== undefined ? { beta: o.beta } : {}),
+    ...(o.ent !== undefined ? { entropyCoeff: o.ent } : {}),
+    ...(o.epsHigh !== undefined ? { epsilonHigh: o.epsHigh } : {}),
+    ...(named.lossType ? { lossType: named.lossType as LossType, ...(named.lossType === 'dr_grpo' ? { maxCompletionLength: o.tokens ?? 24 } : {}) } : {}),
+    ...(named.scale ? { scaleRewards: named.scale as 'group' | 'batch' | 'none' } : {}),
+  };
   const h = o.heldOut;
   const r = await teachRun({
     task: sortWords, seed: o.seed, size: o.size, epochs: o.epochs ?? 1, batchSize: o.batch ?? 16, groupSize: o.group ?? 8, lr: o.lr,
     ...(o.iterations ? { iterations: o.iterations } : {}),
+    ...(Object.keys(loss).length ? { loss } : {}),
+    ...(o.rank ? { rank: o.rank } : {}),
+    ...(o.tokens ? { maxNewTokens: o.tokens } : {}),
     eval: { size: o.evalSize ?? 96, seed: h, samples: 4, samplerSeed: h },
   });
   const [b, a] = [accuracies(r.before), accuracies(r.after)];

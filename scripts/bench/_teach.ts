@@ -8,6 +8,7 @@
 import type { DatasetItem, EvaluationRecord } from '../../lib/index.js';
 import { methodOf, startRun } from '../../lib/method.js';
 import type { SkillTask } from '../../lib/tasks.js';
+import type { GradientLossOptions } from '../../lib/methods/gradient/training-options.js';
 import { loadOnnxPolicy } from '../../lib/onnx.js';
 import { MAX_REPLY_TOKENS } from '../pretrain/accuracy.js';
 import { SKILL_DIR } from './_skill-grpo.js';
@@ -24,8 +25,12 @@ export interface TeachOptions {
   lr: number;
   /** Optimizer updates per generation batch (the method's default: 1). */
   iterations?: number;
-  /** KL coefficient toward the base model and entropy bonus (the method's defaults: 0.01 each). */
-  loss?: { beta: number; entropyCoeff: number };
+  /** The objective's options (the method's defaults: DAPO loss, KL 0.01, entropy 0.01). */
+  loss?: GradientLossOptions;
+  /** LoRA rank, alpha twice it as the page sets it (default 8). */
+  rank?: number;
+  /** Most new tokens per reply (default MAX_REPLY_TOKENS, the page's 24). */
+  maxNewTokens?: number;
   /** Held-out problems (dataset seed), replies per problem at T=1, the evaluation's sampler seed. */
   eval: { size: number; seed: number; samples: number; samplerSeed: number };
 }
@@ -56,7 +61,8 @@ export async function teachRun(o: TeachOptions): Promise<TeachResult> {
       batchSize: o.batchSize,
       epochs: o.epochs,
       temperature: 1,
-      maxNewTokens: MAX_REPLY_TOKENS,
+      maxNewTokens: o.maxNewTokens ?? MAX_REPLY_TOKENS,
+      ...(o.rank ? { lora: { r: o.rank, alpha: 2 * o.rank } } : {}),
       seed: o.seed,
       optimizer: { lr: o.lr },
       ...(o.loss ? { loss: o.loss } : {}),
