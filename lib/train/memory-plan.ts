@@ -47,12 +47,6 @@ function cheapest(shape: DecoderShape, settings: PlanSettings, mode: MemoryMode,
   return least!;
 }
 
-/** The mode a run with `budget` bytes takes at these settings, or undefined when none fits: planRunMemory's choice without its refusal's search. */
-export function memoryModeFor(shape: DecoderShape, settings: PlanSettings, budget: number, takeTurns: boolean | 'auto'): MemoryMode | undefined {
-  const modes: MemoryMode[] = takeTurns === 'auto' ? ['together', 'turns'] : [takeTurns ? 'turns' : 'together'];
-  return modes.find((mode) => cheapest(shape, settings, mode, budget).fits);
-}
-
 /**
  * The plan for a run with `budget` bytes: `takeTurns` true or false fixes the mode (and is refused
  * when it does not fit), 'auto' takes together when it fits, else turns. Throws OutOfMemoryError

@@ -1,10 +1,10 @@
 /**
- * The setup form's memory note for LoRA on hub models: the library's plan (together, or in turns
- * when only that fits) against what a tab holds less the model's files; a setting past both names
- * smaller settings that do fit, each of which really does by the same estimate.
+ * The setup form's memory note for LoRA on hub models: the library's estimate plus the sampler's
+ * weights, against what a tab holds; a setting past it names smaller settings that do fit, each
+ * of which really does by the same estimate.
  */
 import { describe, expect, it } from 'vitest';
-import { runMemoryOptions, stepMemoryNote, TAB_BYTES } from '../../site/lib/step-memory.js';
+import { stepMemoryNote, TAB_BYTES } from '../../site/lib/step-memory.js';
 
 describe('stepMemoryNote', () => {
   it('is only for LoRA on the hub models', () => {
@@ -17,19 +17,6 @@ describe('stepMemoryNote', () => {
     expect(note.fits).toBe(true);
     expect(note.bytes).toBeLessThan(TAB_BYTES);
     expect(note.text).toMatch(/about \d\.\d GB/);
-  });
-
-  it('takes turns where only that fits, and the run is given the same budget to choose it by', () => {
-    const together = stepMemoryNote('qwen2.5-0.5b', 'lora', { groupSize: 8, batchSize: 1, maxNewTokens: 64 })!;
-    expect([together.fits, together.mode]).toEqual([true, 'together']);
-    const turns = stepMemoryNote('qwen2.5-0.5b', 'lora', { groupSize: 8, batchSize: 1, maxNewTokens: 256 })!;
-    expect([turns.fits, turns.mode]).toEqual([true, 'turns']);
-    expect(turns.bytes).toBeLessThan(TAB_BYTES);
-    expect(turns.text).toMatch(/takes turns/);
-    const options = runMemoryOptions('qwen2.5-0.5b');
-    expect(options).toMatchObject({ takeTurns: 'auto' });
-    expect((options as { memoryBudget: number }).memoryBudget).toBeLessThan(TAB_BYTES);
-    expect(runMemoryOptions('skill')).toEqual({});
   });
 
   it('refuses a step past the tab and names smaller settings, each of which fits', () => {
