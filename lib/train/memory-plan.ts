@@ -53,6 +53,29 @@ function cheapest(shape: DecoderShape, settings: PlanSettings, mode: MemoryMode,
  * when the mode(s) allowed do not fit, saying what would.
  */
 export function planRunMemory(shape: DecoderShape, settings: PlanSettings, budget: number, takeTurns: boolean | 'auto'): Required<MemoryPlan> {
+  const plan = fitRunMemory(shape, settings, budget, takeTurns);
+  if (!plan) throw new OutOfMemoryError(refusal(shape, settings, budget, takeTurns));
+  return plan;
+}
+
+/**
+ * The largest value in [least, from - 1] at which `fits` holds, by bisection: a step's need only
+ * grows with its completions, tokens and prompts.
+ */
+export function largestFitting(from: number, least: number, fits: (value: number) => boolean): number | undefined {
+  if (from - 1 < least || !fits(least)) return undefined;
+  let lo = least;
+  let hi = from - 1;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (fits(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/** planRunMemory's plan, or undefined where it would refuse (for searching settings without building refusals). */
+export function fitRunMemory(shape: DecoderShape, settings: PlanSettings, budget: number, takeTurns: boolean | 'auto'): Required<MemoryPlan> | undefined {
   const modes: MemoryMode[] = takeTurns === 'auto' ? ['together', 'turns'] : [takeTurns ? 'turns' : 'together'];
   for (const mode of modes) {
     const fit = cheapest(shape, settings, mode, budget);
@@ -67,7 +90,7 @@ export function planRunMemory(shape: DecoderShape, settings: PlanSettings, budge
           : `Taking turns (takeTurns: true): about ${mb(fit.inTurns)} of the ${mb(budget)} memoryBudget.`;
     return { mode, reason, budget, together: fit.together, inTurns: fit.inTurns, activationBudget: Math.min(left, DEFAULT_ACTIVATION_BUDGET), microBatchTokens: fit.microBatchTokens };
   }
-  throw new OutOfMemoryError(refusal(shape, settings, budget, takeTurns));
+  return undefined;
 }
 
 /** What the refusal says: the estimate against the budget, then every single change that fits (and in which mode, where 'auto' would take turns). */
@@ -78,11 +101,8 @@ function refusal(shape: DecoderShape, settings: PlanSettings, budget: number, ta
   const fitting = (s: PlanSettings) => modes.find((mode) => cheapest(shape, s, mode, budget).fits);
   const named = (what: string, mode: MemoryMode) => (takeTurns === 'auto' && mode === 'turns' ? `${what} taking turns` : what);
   const largest = (key: 'groupSize' | 'completionTokens' | 'prompts', from: number, least: number, what: (v: number) => string) => {
-    for (let v = from - 1; v >= least; v--) {
-      const mode = fitting({ ...settings, [key]: v });
-      if (mode) return named(what(v), mode);
-    }
-    return undefined;
+    const v = largestFitting(from, least, (value) => fitting({ ...settings, [key]: value }) !== undefined);
+    return v === undefined ? undefined : named(what(v), fitting({ ...settings, [key]: v })!);
   };
   const packed = settings.dtype === 'q4' || settings.dtype === 'q4f16';
   const q4 = packed ? undefined : fitting({ ...settings, dtype: 'q4' });

@@ -27,6 +27,7 @@ import { workerGradientRun } from './gradient-client.js';
 import type { RewardSpec } from './gradient-protocol.js';
 import { ADAPTER_SETTINGS, COMMON_SETTINGS, EXEMPLARS_SETTINGS, LESSONS_SETTINGS, ROUTER_SETTINGS, SKILL_GRADIENT_DEFAULTS, SKILL_LORA_DEFAULTS, SKILL_LORA_SORT_DEFAULTS, type NumericSetting, type Setup } from './setup.js';
 import type { GroupStream } from './streaming.js';
+import { runMemoryOptions } from './step-memory.js';
 
 export type PlaygroundEvent = TrainingFreeEvent | GradientEvent | LoraEvent | RouterEvent;
 
@@ -52,6 +53,8 @@ export interface RunContext {
 export interface StartContext extends RunContext {
   dataset: DatasetItem[];
   setup: Setup;
+  /** The model's id in the playground's list (a LoRA run on a hub model is given the tab's memory as its budget). */
+  modelId?: string;
   /** The held-out split the run is evaluated on, before training and after each epoch. */
   evaluation?: LoopEvaluationOptions;
 }
@@ -171,6 +174,8 @@ function inWorker(kind: 'gradient' | 'lora', adapter: (rank: number) => { head: 
         ...(s.dynamicSampling ? { dynamicSampling: true } : {}),
         optimizer: { lr: s.lr },
         ...adapter(s.rank),
+        // A hub model's LoRA run: the tab's memory as its budget, so it takes turns when only that fits (step-memory.ts).
+        ...(kind === 'lora' && context.modelId ? runMemoryOptions(context.modelId) : {}),
       };
       const request = { kind: 'start' as const, method: kind, runId: crypto.randomUUID(), dataset, rewards: specs(rewards), settings, ...(task ? { task } : {}) };
       return workerGradientRun(worker(context), request, context);

@@ -177,7 +177,7 @@ export class Playground {
     // A person rating every completion is the reward: held-out prompts would ask them for more.
     const heldOut = s.rateMyself ? [] : task ? heldOutItems(task, s.seed, dataset, heldOutSize(task)) : (this.form.upload?.items ?? []).slice(s.items, s.items + HELD_OUT_ITEMS);
     const evaluation = heldOutEvaluation(heldOut, s.temperature);
-    const run = method.start({ ...context, dataset, setup: s, ...(evaluation ? { evaluation } : {}) });
+    const run = method.start({ ...context, dataset, setup: s, modelId: this.model.id, ...(evaluation ? { evaluation } : {}) });
     if (s.rateMyself) this.#relayRatings(method, run.runId, context);
     await this.#drive(run, runner);
   }
