@@ -52,15 +52,7 @@ interface ExternalTensor {
  * could drop fields the schema here does not know).
  */
 export async function readExternalPieces(graph: Uint8Array, read: ReadRanges): Promise<ExternalPieces> {
-  const graphField = findField(graph, 0, graph.length, MODEL_GRAPH);
-  if (!graphField) throw new ModelLoadError('The ONNX file has no graph.');
-  const tensors: ExternalTensor[] = [];
-  for (const field of fields(graph, graphField.start, graphField.end)) {
-    if (field.number !== GRAPH_INITIALIZER || field.wireType !== LENGTH_DELIMITED) continue;
-    const body = graph.subarray(field.start, field.end);
-    const tensor = externalReference(body);
-    if (tensor) tensors.push({ ...tensor, tagStart: field.tagStart, end: field.end, body });
-  }
+  const { graphField, tensors } = externalTensors(graph);
   if (tensors.length === 0) return { graph, externalData: {} };
 
   const byFile = new Map<string, ExternalTensor[]>();
@@ -76,23 +68,60 @@ export async function readExternalPieces(graph: Uint8Array, read: ReadRanges): P
     const pieces = await read(file, sorted.map((item) => item.range));
     sorted.forEach((item, i) => {
       if (pieces[i].length !== item.range.length) throw new ModelLoadError(`${file} ends before the data of ${item.name} (bytes ${item.range.offset}..${item.range.offset + item.range.length}).`);
-      const name = `${file}@${item.range.offset}`;
+      const name = pieceName(file, item.range.offset);
       externalData[name] = pieces[i];
       renamed.set(item, name);
     });
   }
+  return { graph: withEntries(graph, graphField, tensors, (t) => new Map(t.entries).set('location', renamed.get(t)!).set('offset', '0')), externalData };
+}
 
+/** The name readExternalPieces gives the piece of `file` at `offset`. */
+function pieceName(file: string, offset: number): string {
+  return `${file}@${offset}`;
+}
+
+/**
+ * The inverse of readExternalPieces' renaming: every reference to a piece
+ * (`model.onnx_data@1024`, offset 0) names its file and its position in it again, so a runtime
+ * given the graph's path (beside the model's files) reads each weight from the file itself.
+ * References that name no piece are kept as they are.
+ */
+export function piecesAsFiles(graph: Uint8Array): Uint8Array {
+  const { graphField, tensors } = externalTensors(graph);
+  return withEntries(graph, graphField, tensors, (t) => {
+    const at = /^(.*)@(\d+)$/.exec(t.location);
+    if (!at || t.range.offset !== 0) return t.entries;
+    return new Map(t.entries).set('location', at[1]).set('offset', at[2]);
+  });
+}
+
+function externalTensors(graph: Uint8Array): { graphField: NonNullable<ReturnType<typeof findField>>; tensors: ExternalTensor[] } {
+  const graphField = findField(graph, 0, graph.length, MODEL_GRAPH);
+  if (!graphField) throw new ModelLoadError('The ONNX file has no graph.');
+  const tensors: ExternalTensor[] = [];
+  for (const field of fields(graph, graphField.start, graphField.end)) {
+    if (field.number !== GRAPH_INITIALIZER || field.wireType !== LENGTH_DELIMITED) continue;
+    const body = graph.subarray(field.start, field.end);
+    const tensor = externalReference(body);
+    if (tensor) tensors.push({ ...tensor, tagStart: field.tagStart, end: field.end, body });
+  }
+  return { graphField, tensors };
+}
+
+/** `graph` with each of `tensors`' external_data entries replaced by `entriesOf(tensor)`; every other byte copied as it is. */
+function withEntries(graph: Uint8Array, graphField: NonNullable<ReturnType<typeof findField>>, tensors: ExternalTensor[], entriesOf: (t: ExternalTensor) => Map<string, string>): Uint8Array {
+  if (tensors.length === 0) return graph;
   const parts: Uint8Array[] = [];
   let copiedFrom = graphField.start;
   for (const t of tensors) {
-    const entries = new Map(t.entries).set('location', renamed.get(t)!).set('offset', '0');
-    const body = concat([withoutField(t.body, TENSOR_EXTERNAL_DATA), ...[...entries].map(([key, value]) => entryField(key, value))]);
+    const body = concat([withoutField(t.body, TENSOR_EXTERNAL_DATA), ...[...entriesOf(t)].map(([key, value]) => entryField(key, value))]);
     parts.push(graph.subarray(copiedFrom, t.tagStart), fieldHeader(GRAPH_INITIALIZER, body.length), body);
     copiedFrom = t.end;
   }
   parts.push(graph.subarray(copiedFrom, graphField.end));
   const body = concat(parts);
-  return { graph: concat([graph.subarray(0, graphField.tagStart), fieldHeader(MODEL_GRAPH, body.length), body, graph.subarray(graphField.end)]), externalData };
+  return concat([graph.subarray(0, graphField.tagStart), fieldHeader(MODEL_GRAPH, body.length), body, graph.subarray(graphField.end)]);
 }
 
 /** An initializer's external reference, checked, when its data location is external. */

@@ -30,6 +30,8 @@ interface RewriteSpec {
 export class AdapterInputs {
   /** The rank, scale and modules the current session's graph was rewritten for. */
   private built: RewriteSpec | undefined;
+  /** The graph rewritten for `spec`, its weights references to the model's files, where the session was built from disk. */
+  private rewritten: { spec: RewriteSpec; graph: Uint8Array } | undefined;
 
   constructor(
     private readonly access: GraphAccess,
@@ -68,16 +70,28 @@ export class AdapterInputs {
   }
 
   private async session(spec: RewriteSpec): Promise<OrtSession> {
+    // Built again the same way (releaseSession), the rewritten graph is kept, not the weights:
+    // from the files on disk (Node) it needs none of them read.
+    if (this.rewritten?.spec === spec) {
+      const again = await this.access.buildReferencing?.(this.rewritten.graph);
+      if (again) return again;
+    }
     const { graph, externalData, config } = await this.access.read();
     // Only where the projections sit is needed: fp16 weights are not widened for it.
     const decoder = findDecoder(graph, { config, externalData, keepHalf: true });
     if (decoder.layers.length !== spec.layers) throw new InvalidInputError('adapter', `has ${spec.layers} layers; the model has ${decoder.layers.length}.`);
-    return this.access.build(addLoraInputs(graph, decoder, { r: spec.r, scale: spec.scale, targetModules: spec.modules }));
+    const rewritten = addLoraInputs(graph, decoder, { r: spec.r, scale: spec.scale, targetModules: spec.modules });
+    // Where the runtime can read the weights from disk, its session is not built beside a
+    // second copy of them handed over from JavaScript (538 MB at SmolLM2-135M fp32).
+    const fromDisk = await this.access.buildReferencing?.(rewritten);
+    this.rewritten = fromDisk ? { spec, graph: rewritten } : undefined;
+    return fromDisk ?? this.access.build(rewritten);
   }
 
   /** The policy's graph was replaced by one without adapter inputs. */
   forget(): void {
     this.built = undefined;
+    this.rewritten = undefined;
     this.decoder.setExtraInputs({});
   }
 }

@@ -26,4 +26,12 @@ export interface GraphAccess {
   read(): Promise<ModelGraph>;
   /** A session of `graph` (the hidden state exposed again when the policy has it), in place of the current one. */
   build(graph: Uint8Array): Promise<OrtSession>;
+  /**
+   * Like `build(graph)` where the host can hand the runtime a file path (Node): the session is
+   * built from `graph` written beside the model's files, its references to the pieces of
+   * `externalData` (a graph from `read()`, or a rewrite of it) pointing into those files again, so
+   * no weight passes through JavaScript. Without `graph`, the base model's. Undefined where the
+   * host cannot (a browser, files not on disk).
+   */
+  buildReferencing?(graph?: Uint8Array): Promise<OrtSession | undefined>;
 }

@@ -15,7 +15,7 @@ import type { OrtSession } from './ort-types.js';
 import type { Transformers } from './runtime.js';
 
 interface SessionClass {
-  create(model: Uint8Array, options: Record<string, unknown>): Promise<OrtSession>;
+  create(model: Uint8Array | string, options: Record<string, unknown>): Promise<OrtSession>;
 }
 
 export interface HiddenSession {
@@ -40,14 +40,7 @@ export interface ModelFiles {
  * tensors' bytes, each on its own.
  */
 export async function readModelFiles(transformers: Transformers, location: ModelLocation, modelConfig: unknown, backend: Backend, session: OrtSession, host: ModelHost): Promise<ModelFiles> {
-  const dtype = (session as { config?: { dtype?: string } }).config?.dtype;
-  const files = await transformers.ModelRegistry.get_model_files(location.id, {
-    config: modelConfig as never,
-    dtype: dtype as never,
-    device: backend as never,
-  });
-  const graphFile = files.find((file) => file.endsWith('.onnx'));
-  if (!graphFile) throw new ModelLoadError(`Could not tell which ONNX file ${location.id} was loaded from.`);
+  const graphFile = await graphFileOf(transformers, location, modelConfig, backend, session);
   // The graph's own references say which data files and bytes it needs (config.json may not list them).
   const folder = graphFile.slice(0, graphFile.lastIndexOf('/') + 1);
   // Where the host reads by position, the graph's inline weights are read one by one too.
@@ -58,11 +51,25 @@ export async function readModelFiles(transformers: Transformers, location: Model
   return { graphFile, graph, externalData };
 }
 
+/** The graph file's path in the model that transformers.js built `session` from (its `config.dtype` names it). */
+export async function graphFileOf(transformers: Transformers, location: ModelLocation, modelConfig: unknown, backend: Backend, session: OrtSession): Promise<string> {
+  const dtype = (session as { config?: { dtype?: string } }).config?.dtype;
+  const files = await transformers.ModelRegistry.get_model_files(location.id, {
+    config: modelConfig as never,
+    dtype: dtype as never,
+    device: backend as never,
+  });
+  const graphFile = files.find((file) => file.endsWith('.onnx'));
+  if (!graphFile) throw new ModelLoadError(`Could not tell which ONNX file ${location.id} was loaded from.`);
+  return graphFile;
+}
+
 /**
- * A session for `graph` made like `like` (the one transformers.js made): the same execution
- * provider, the external data files, and on WebGPU the cache (and `gpuOutputs`) left on the GPU.
+ * A session for `graph` (its bytes, or in Node its file's path) made like `like` (the one
+ * transformers.js made): the same execution provider, the external data files, and on WebGPU the
+ * cache (and `gpuOutputs`) left on the GPU.
  */
-export async function createSessionLike(like: OrtSession, graph: Uint8Array, backend: Backend, externalData: Record<string, Uint8Array>, gpuOutputs: string[] = []): Promise<OrtSession> {
+export async function createSessionLike(like: OrtSession, graph: Uint8Array | string, backend: Backend, externalData: Record<string, Uint8Array>, gpuOutputs: string[] = []): Promise<OrtSession> {
   const Session = like.constructor as unknown as SessionClass;
   // Errors only, as transformers.js creates its sessions: onnxruntime's warnings (nodes it places
   // on the CPU beside the WebGPU provider, by design) would reach the page as console errors.

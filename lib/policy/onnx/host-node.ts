@@ -45,6 +45,33 @@ export const nodeHost: ModelHost = {
       await handle.close();
     }
   },
+  async withGraphOnDisk(env, location, file, graph, create) {
+    const { link, mkdtemp, readdir, rm, writeFile } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { dirname, join } = await import('node:path');
+    const path = location.local ? join(location.id, file) : join(String(env.cacheDir ?? ''), location.id, file);
+    const folder = await mkdtemp(join(tmpdir(), 'webgrpo-graph-')).catch(() => undefined);
+    if (!folder) return undefined;
+    try {
+      // Hard links, not copies or symbolic links: onnxruntime resolves the graph's references
+      // beside the graph it is given and refuses any whose real path lies outside that folder.
+      // Where the files cannot be linked (another file system, a file not ours), the caller
+      // builds the session from the weights in memory instead.
+      try {
+        const siblings = await readdir(dirname(path), { withFileTypes: true });
+        for (const entry of siblings) if (entry.isFile()) await link(join(dirname(path), entry.name), join(folder, entry.name));
+        let name = 'rewritten.onnx';
+        while (siblings.some((entry) => entry.name === name)) name = `_${name}`;
+        await writeFile(join(folder, name), graph);
+        return await create(join(folder, name));
+      } catch (cause) {
+        if (cause instanceof ModelLoadError) throw cause;
+        return undefined;
+      }
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
+  },
   async readRanges(env, location, file, ranges) {
     const { open } = await import('node:fs/promises');
     const { join } = await import('node:path');

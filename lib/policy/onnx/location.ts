@@ -41,6 +41,14 @@ export interface ModelHost {
    * on disk (readFile then reads it).
    */
   readGraph?(env: HubEnv, location: ModelLocation, file: string): Promise<Uint8Array | undefined>;
+  /**
+   * Hosts with a file system: `create` gets the path of `graph` written to a private temporary
+   * folder beside links to the files of `file`'s folder, so the references readGraph left in it
+   * (and those to external data files) resolve to the model's own files and the runtime reads the
+   * weights from disk, none through JavaScript. The folder is removed once `create` settles;
+   * undefined where `file` is not on disk.
+   */
+  withGraphOnDisk?<T>(env: HubEnv, location: ModelLocation, file: string, graph: Uint8Array, create: (path: string) => Promise<T>): Promise<T | undefined>;
 }
 
 const HUB_ID = /^(\b[\w\-.]+\b\/)?\b[\w\-.]{1,96}\b$/;

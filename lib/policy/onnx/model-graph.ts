@@ -7,7 +7,8 @@
  */
 import { ModelLoadError } from '../../errors.js';
 import type { Backend } from './device.js';
-import { createSessionLike, readModelFiles, type ModelFiles } from './hidden-session.js';
+import { piecesAsFiles } from './external-data.js';
+import { createSessionLike, graphFileOf, readModelFiles, type ModelFiles } from './hidden-session.js';
 import type { GraphAccess } from './graph.js';
 import { exposeHiddenState } from './hidden-state.js';
 import type { ModelHost, ModelLocation } from './location.js';
@@ -47,26 +48,43 @@ export function graphAccess(source: GraphSource): GraphAccess {
       pending = undefined;
     }
   };
+  const config = () => ({ ...(source.modelConfig as Record<string, unknown>) });
   return {
     async read() {
       const { graph, externalData } = await readFiles();
-      return { graph, externalData, config: { ...(source.modelConfig as Record<string, unknown>) } };
+      return { graph, externalData, config: config() };
     },
     async build(graph) {
       const { externalData } = await readFiles();
-      let bytes = graph;
-      const gpuOutputs: string[] = [];
-      if (source.hidden !== undefined) {
-        const rewritten = await exposeHiddenState(graph);
-        if (rewritten.name !== source.hidden) throw new ModelLoadError(`The new graph's hidden state is ${rewritten.name}; the policy reads ${source.hidden}.`);
-        bytes = rewritten.bytes;
-        gpuOutputs.push(rewritten.name);
-      }
-      try {
-        return await createSessionLike(source.current(), bytes, source.backend, externalData, gpuOutputs);
-      } catch (cause) {
-        throw new ModelLoadError(`Could not build a session from the new graph: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
-      }
+      const { bytes, gpuOutputs } = await withHidden(source, graph);
+      return create(() => createSessionLike(source.current(), bytes, source.backend, externalData, gpuOutputs));
+    },
+    async buildReferencing(graph) {
+      const { host, transformers, location } = source;
+      if (!host.readGraph || !host.withGraphOnDisk) return undefined;
+      const graphFile = await graphFileOf(transformers, location, source.modelConfig, source.backend, source.loaded);
+      const structure = graph ? piecesAsFiles(graph) : await host.readGraph(transformers.env, location, graphFile);
+      if (!structure) return undefined;
+      const { bytes, gpuOutputs } = await withHidden(source, structure);
+      return host.withGraphOnDisk(transformers.env, location, graphFile, bytes, (path) =>
+        create(() => createSessionLike(source.current(), path, source.backend, {}, gpuOutputs)),
+      );
     },
   };
+}
+
+/** `graph` with the hidden state exposed again when the policy reads it. */
+async function withHidden(source: GraphSource, graph: Uint8Array): Promise<{ bytes: Uint8Array; gpuOutputs: string[] }> {
+  if (source.hidden === undefined) return { bytes: graph, gpuOutputs: [] };
+  const rewritten = await exposeHiddenState(graph);
+  if (rewritten.name !== source.hidden) throw new ModelLoadError(`The new graph's hidden state is ${rewritten.name}; the policy reads ${source.hidden}.`);
+  return { bytes: rewritten.bytes, gpuOutputs: [rewritten.name] };
+}
+
+async function create(make: () => Promise<OrtSession>): Promise<OrtSession> {
+  try {
+    return await make();
+  } catch (cause) {
+    throw new ModelLoadError(`Could not build a session from the new graph: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
 }

@@ -79,7 +79,7 @@ export class WeightSwap {
   async ready(): Promise<void> {
     if (!this.released) return;
     const { graph: access, replaceSession } = this.required();
-    const session = await (this.adapterInputs?.rebuild() ?? access.read().then(({ graph }) => access.build(graph)));
+    const session = await (this.adapterInputs?.rebuild() ?? this.baseSession(access));
     await replaceSession(session);
     this.released = false;
   }
@@ -91,6 +91,11 @@ export class WeightSwap {
     // A new rank or modules built a session: a released one is in place again.
     if (await this.adapterInputs.follow(adapter)) this.released = false;
     this.replaced = false;
+  }
+
+  /** The base graph's session, from the files on disk where the host can (follow-adapter.ts says why). */
+  private async baseSession(access: GraphAccess): Promise<OrtSession> {
+    return (await access.buildReferencing?.()) ?? access.build((await access.read()).graph);
   }
 
   private required(): Required<Omit<SwapParts, 'releaseSession'>> & Pick<SwapParts, 'releaseSession'> {
