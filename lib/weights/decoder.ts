@@ -24,7 +24,7 @@ export const MODULE_PARENT: Record<LoraModule, 'self_attn' | 'mlp'> = {
 export type DecoderShape = FoundShape;
 
 import type { FoundHalf, FoundQ4, FoundShape } from '../policy/onnx/structure/decoder.js';
-import { halfToFloat } from '../policy/logits.js';
+import { halfToFloat } from '../policy/onnx/half.js';
 
 /** A 4-bit weight as onnxruntime's MatMulNBits stores it (found in the graph by lib/policy/onnx/structure). */
 export type Q4Matrix = FoundQ4;
@@ -35,7 +35,7 @@ export type HalfMatrix = FoundHalf;
 /** A float projection weight as float32 (an fp16 one widened exactly), or undefined for 4-bit blocks. */
 export function floatWeight(weight: Projection['weight']): Float32Array | undefined {
   if (weight instanceof Float32Array) return weight;
-  return weight.kind === 'float16' ? halfToFloat(weight.bits, 0, weight.bits.length) : undefined;
+  return weight.kind === 'float16' ? Float32Array.from(weight.bits, halfToFloat) : undefined;
 }
 
 /**
