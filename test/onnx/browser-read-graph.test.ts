@@ -11,8 +11,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelLoadError } from '../../lib/errors.js';
 import { browserHost } from '../../lib/policy/onnx/host-browser.js';
+import { readExternalPieces } from '../../lib/policy/onnx/external-data.js';
 import { forwardReadAt, inlineAsExternal } from '../../lib/policy/onnx/inline-data.js';
 import { chunks, type HubEnv } from '../../lib/policy/onnx/location.js';
+import { readStreamed } from '../../lib/policy/onnx/streamed-model.js';
 import { TINY_DIR } from './fixtures.js';
 
 const FILE = 'onnx/model.onnx';
@@ -95,5 +97,28 @@ describe("a page's graph read as it streams in (browserHost.readGraph)", () => {
 
   it('leaves a body of unstated length to be read whole (undefined)', async () => {
     expect(await browserHost.readGraph!(ENV, { id: `${base}/chunked`, local: true }, FILE)).toBeUndefined();
+  });
+});
+
+describe('a model file streamed once for its graph and its weights (readStreamed)', () => {
+  it('gives the graph and the pieces that positional reads give, each piece an array of its own', async () => {
+    const structure = await inlineAsExternal(positional, 'model.onnx', bytes.length);
+    const expected = await readExternalPieces(structure, async (_file, ranges) => Promise.all(ranges.map(({ offset, length }) => positional(offset, length))));
+    const response = await fetch(`${base}/sized/${FILE}`);
+    let loaded = 0;
+    const streamed = await readStreamed(response.body!, 'model.onnx', bytes.length, (n) => (loaded = n));
+    expectSameBytes(streamed.graph, expected.graph);
+    expect(Object.keys(streamed.externalData)).toEqual(Object.keys(expected.externalData));
+    for (const [name, piece] of Object.entries(streamed.externalData)) {
+      expectSameBytes(piece, expected.externalData[name]);
+      expect(piece.buffer.byteLength).toBe(piece.byteLength);
+    }
+    expect(loaded).toBeGreaterThan(bytes.length - (1 << 20));
+  });
+
+  it('refuses a graph whose data is in a file of its own, with a ModelLoadError', async () => {
+    const structure = await inlineAsExternal(positional, 'model.onnx_data', bytes.length);
+    const body = new Response(structure as Uint8Array<ArrayBuffer>).body!;
+    await expect(readStreamed(body, 'model.onnx', structure.length)).rejects.toThrow(ModelLoadError);
   });
 });

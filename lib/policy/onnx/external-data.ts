@@ -76,6 +76,11 @@ export async function readExternalPieces(graph: Uint8Array, read: ReadRanges): P
   return { graph: withEntries(graph, graphField, tensors, (t) => new Map(t.entries).set('location', renamed.get(t)!).set('offset', '0')), externalData };
 }
 
+/** The files `graph`'s external references name, each once (none for a graph whose data is all inline). */
+export function externalLocations(graph: Uint8Array): string[] {
+  return [...new Set(externalTensors(graph).tensors.map((t) => t.location))];
+}
+
 /** The name readExternalPieces gives the piece of `file` at `offset`. */
 function pieceName(file: string, offset: number): string {
   return `${file}@${offset}`;

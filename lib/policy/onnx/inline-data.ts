@@ -33,48 +33,108 @@ export type ReadAt = (offset: number, length: number) => Promise<Uint8Array>;
  * without being gathered, so the file is never held whole.
  */
 export function forwardReadAt(chunks: AsyncIterator<Uint8Array>): ReadAt {
-  /** Chunks not yet passed, the first starting at `start`. */
-  let held: Uint8Array[] = [];
-  let start = 0;
-  let end = 0;
-  let done = false;
-  return async (offset, length) => {
-    if (offset < start) throw new ModelLoadError(`The model file was read out of order (byte ${offset} after ${start}).`);
-    while (end < offset + length && !done) {
-      const next = await chunks.next();
-      if (next.done) done = true;
-      else if (end + next.value.length <= offset) {
+  return new ForwardReader(chunks).readAt;
+}
+
+/**
+ * forwardReadAt's reads, and ranges kept as they pass (`keep`): each copied into an array of its
+ * own, so one pass over a stream gives both the graph's structure and its weights.
+ */
+export class ForwardReader {
+  /** Chunks not yet passed, the first starting at `#start`. */
+  #held: Uint8Array[] = [];
+  #start = 0;
+  #end = 0;
+  #done = false;
+  /** Kept ranges not yet filled. */
+  #keeping: Array<{ offset: number; out: Uint8Array; filled: number }> = [];
+
+  constructor(private readonly chunks: AsyncIterator<Uint8Array>) {}
+
+  readonly readAt: ReadAt = async (offset, length) => {
+    if (offset < this.#start) throw new ModelLoadError(`The model file was read out of order (byte ${offset} after ${this.#start}).`);
+    while (this.#end < offset + length && (await this.#pull())) {
+      const chunk = this.#last!;
+      if (this.#end + chunk.length <= offset) {
         // Wholly before the read: dropped as it passes.
-        held = [];
-        end += next.value.length;
-        start = end;
+        this.#held = [];
+        this.#end += chunk.length;
+        this.#start = this.#end;
       } else {
         // A copy: the stream may fill the same buffer with its next chunk.
-        held.push(next.value.slice());
-        end += next.value.length;
+        this.#held.push(chunk.slice());
+        this.#end += chunk.length;
       }
     }
     let passed = 0;
-    while (passed < held.length && start + held[passed].length <= offset) start += held[passed++].length;
-    if (passed > 0) held = held.slice(passed);
-    const out = new Uint8Array(Math.max(0, Math.min(offset + length, end) - offset));
-    let at = start;
-    for (const chunk of held) {
-      const from = Math.max(offset, at);
-      const to = Math.min(offset + out.length, at + chunk.length);
-      if (to > from) out.set(chunk.subarray(from - at, to - at), from - offset);
-      at += chunk.length;
-    }
+    while (passed < this.#held.length && this.#start + this.#held[passed].length <= offset) this.#start += this.#held[passed++].length;
+    if (passed > 0) this.#held = this.#held.slice(passed);
+    const out = new Uint8Array(Math.max(0, Math.min(offset + length, this.#end) - offset));
+    this.#copy(this.#held, this.#start, out, offset);
     return out;
   };
+
+  /** The chunk #pull read last. */
+  #last: Uint8Array | undefined;
+
+  /** The next chunk into `#last`, copied into the ranges being kept; false at the stream's end. */
+  async #pull(): Promise<boolean> {
+    if (this.#done) return false;
+    const next = await this.chunks.next();
+    if (next.done) {
+      this.#done = true;
+      return false;
+    }
+    this.#last = next.value;
+    for (const k of this.#keeping) k.filled += this.#copy([next.value], this.#end, k.out, k.offset);
+    this.#keeping = this.#keeping.filter((k) => k.filled < k.out.length);
+    return true;
+  }
+
+  /**
+   * The bytes [offset, offset + length) in an array of their own, filled as the stream passes
+   * them (`offset` at or after the last read's start; what was read already is copied now). Full
+   * once rest() has settled, short if the stream ended first.
+   */
+  keep(offset: number, length: number): Uint8Array {
+    if (offset < this.#start) throw new ModelLoadError(`The model file was read out of order (byte ${offset} after ${this.#start}).`);
+    const kept = { offset, out: new Uint8Array(length), filled: 0 };
+    kept.filled = this.#copy(this.#held, this.#start, kept.out, offset);
+    if (kept.filled < length) this.#keeping.push(kept);
+    return kept.out;
+  }
+
+  /** Reads on until every kept range is filled or the stream ends. */
+  async rest(): Promise<void> {
+    // Past the reads: nothing more is held for them.
+    this.#held = [];
+    this.#start = this.#end;
+    while (this.#keeping.length > 0 && (await this.#pull())) this.#start = this.#end += this.#last!.length;
+  }
+
+  /** Copies the overlap of `chunks` (contiguous, the first at `at`) with `out` (at `offset`); returns the bytes copied. */
+  #copy(chunks: Uint8Array[], at: number, out: Uint8Array, offset: number): number {
+    let copied = 0;
+    for (const chunk of chunks) {
+      const from = Math.max(offset, at);
+      const to = Math.min(offset + out.length, at + chunk.length);
+      if (to > from) {
+        out.set(chunk.subarray(from - at, to - at), from - offset);
+        copied += to - from;
+      }
+      at += chunk.length;
+    }
+    return copied;
+  }
 }
 
 /**
  * The model in `file` (its name as references beside it give it, e.g. `model.onnx`, `size` bytes
  * long) with every inline `raw_data` of at least `minBytes` moved out to a reference into `file`
- * itself. Every other byte is copied as it is.
+ * itself. Every other byte is copied as it is. `onMoved` hears of each range moved out when its
+ * field is reached, before the walk reads past it (what ForwardReader.keep needs).
  */
-export async function inlineAsExternal(readAt: ReadAt, file: string, size: number, minBytes = MIN_EXTERNAL_BYTES): Promise<Uint8Array> {
+export async function inlineAsExternal(readAt: ReadAt, file: string, size: number, minBytes = MIN_EXTERNAL_BYTES, onMoved?: (offset: number, length: number) => void): Promise<Uint8Array> {
   const reader = new WindowReader(readAt, size);
   const top: Uint8Array[] = [];
   let sawGraph = false;
@@ -82,7 +142,7 @@ export async function inlineAsExternal(readAt: ReadAt, file: string, size: numbe
     const field = await reader.field(pos);
     if (field.number === MODEL_GRAPH && field.wireType === LENGTH_DELIMITED) {
       sawGraph = true;
-      const body = await graphBody(reader, field.start, field.end, file, minBytes);
+      const body = await graphBody(reader, field.start, field.end, file, minBytes, onMoved);
       top.push(fieldHeader(MODEL_GRAPH, body.length), body);
     } else top.push(await reader.bytes(pos, field.end - pos));
     pos = field.end;
@@ -91,12 +151,12 @@ export async function inlineAsExternal(readAt: ReadAt, file: string, size: numbe
   return concat(top);
 }
 
-async function graphBody(reader: WindowReader, start: number, end: number, file: string, minBytes: number): Promise<Uint8Array> {
+async function graphBody(reader: WindowReader, start: number, end: number, file: string, minBytes: number, onMoved: ((offset: number, length: number) => void) | undefined): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
   for (let pos = start; pos < end; ) {
     const field = await reader.field(pos);
     if (field.number === GRAPH_INITIALIZER && field.wireType === LENGTH_DELIMITED && field.end - field.start >= minBytes) {
-      const body = await tensorBody(reader, field.start, field.end, file, minBytes);
+      const body = await tensorBody(reader, field.start, field.end, file, minBytes, onMoved);
       parts.push(fieldHeader(GRAPH_INITIALIZER, body.length), body);
     } else parts.push(await reader.bytes(pos, field.end - pos));
     pos = field.end;
@@ -105,12 +165,15 @@ async function graphBody(reader: WindowReader, start: number, end: number, file:
 }
 
 /** A TensorProto's fields, its large raw_data replaced by external_data entries naming its bytes in `file`. */
-async function tensorBody(reader: WindowReader, start: number, end: number, file: string, minBytes: number): Promise<Uint8Array> {
+async function tensorBody(reader: WindowReader, start: number, end: number, file: string, minBytes: number, onMoved: ((offset: number, length: number) => void) | undefined): Promise<Uint8Array> {
   const kept: Array<{ number: number; bytes: Uint8Array }> = [];
   let raw: { offset: number; length: number } | undefined;
   for (let pos = start; pos < end; ) {
     const field = await reader.field(pos);
-    if (field.number === TENSOR_RAW_DATA && field.wireType === LENGTH_DELIMITED && field.end - field.start >= minBytes) raw = { offset: field.start, length: field.end - field.start };
+    if (field.number === TENSOR_RAW_DATA && field.wireType === LENGTH_DELIMITED && field.end - field.start >= minBytes) {
+      raw = { offset: field.start, length: field.end - field.start };
+      onMoved?.(raw.offset, raw.length);
+    }
     else kept.push({ number: field.number, bytes: await reader.bytes(pos, field.end - pos) });
     pos = field.end;
   }

@@ -15,6 +15,7 @@ import { HostLogits, type LogitsOps } from './logits-ops.js';
 import { probePadding, probePasses } from './passes.js';
 import { OnnxPolicy, type OnnxTokenizer } from './policy.js';
 import { withSessionsFromViews } from './session-from-views.js';
+import { withStreamedModel, type CacheEnv } from './streamed-model.js';
 import { tokenBytesTable } from './token-table.js';
 import { tokenVocabulary } from '../../constrain/vocabulary.js';
 import type { OrtSession, OrtTensorClass } from './ort-types.js';
@@ -103,11 +104,14 @@ export async function loadOnnxPolicyOn(host: ModelHost, options: OnnxPolicyOptio
   const loadModel = () => runtime.transformers.AutoModelForCausalLM.from_pretrained(location.id, { ...shared, device: choice.backend, dtype: options.dtype });
   // In a page the session is made from the weights as external data (session-from-views.ts): the
   // WebAssembly heap, which never shrinks, then holds the weights once rather than the file, its
-  // parsed copy and the weights together. Node's onnxruntime reads the file's path instead.
+  // parsed copy and the weights together. The model file is streamed by webgrpo, not downloaded
+  // whole by transformers.js (streamed-model.ts), so its bytes are freed once the session is made.
+  // Node's onnxruntime reads the file's path instead.
   const sessions = host.isNode ? undefined : ((await import('onnxruntime-web/webgpu')) as unknown as { InferenceSession: Parameters<typeof withSessionsFromViews>[0] }).InferenceSession;
+  const streamed = () => withStreamedModel(env as unknown as CacheEnv, location, loadModel, options.onProgress ? progress.streamed : undefined);
   const [tokenizerResult, modelResult] = await Promise.allSettled([
     runtime.transformers.AutoTokenizer.from_pretrained(location.id, shared),
-    sessions ? withSessionsFromViews(sessions, loadModel) : loadModel(),
+    sessions ? withSessionsFromViews(sessions, streamed) : loadModel(),
   ]);
   if (tokenizerResult.status === 'rejected' || modelResult.status === 'rejected') {
     if (modelResult.status === 'fulfilled') await modelResult.value.dispose();
@@ -286,6 +290,8 @@ function kvLayout(session: OrtSession, config: Record<string, unknown>, label: s
 interface ProgressCallback {
   (info: { status?: string; file?: string; loaded?: number; total?: number }): void;
   totals(): { loaded: number; total: number };
+  /** A file streamed by webgrpo (streamed-model.ts): transformers.js' own events for it count only the graph it was given. */
+  streamed(file: string, loaded: number, total: number): void;
 }
 
 function trackProgress(onProgress: OnnxPolicyOptions['onProgress']): ProgressCallback {
@@ -299,11 +305,19 @@ function trackProgress(onProgress: OnnxPolicyOptions['onProgress']): ProgressCal
     }
     return { loaded, total };
   };
+  const streamed = new Set<string>();
+  const report = (file: string, loaded: number, total: number) => {
+    files.set(file, { loaded, total });
+    onProgress?.({ status: 'download', file, ...totals() });
+  };
   const callback = ((info) => {
-    if (info.status !== 'progress' || !info.file) return;
-    files.set(info.file, { loaded: info.loaded ?? 0, total: info.total ?? 0 });
-    onProgress?.({ status: 'download', file: info.file, ...totals() });
+    if (info.status !== 'progress' || !info.file || streamed.has(info.file)) return;
+    report(info.file, info.loaded ?? 0, info.total ?? 0);
   }) as ProgressCallback;
   callback.totals = totals;
+  callback.streamed = (file, loaded, total) => {
+    streamed.add(file);
+    report(file, loaded, total);
+  };
   return callback;
 }

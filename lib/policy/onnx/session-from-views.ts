@@ -11,6 +11,7 @@
  */
 import { readExternalPieces } from './external-data.js';
 import { inlineAsExternal } from './inline-data.js';
+import { streamedExternalData } from './streamed-model.js';
 
 interface SessionFactory {
   create(model: unknown, options?: Record<string, unknown>): Promise<unknown>;
@@ -32,7 +33,8 @@ let original: SessionFactory['create'] | undefined;
 
 /**
  * Runs `fn` (transformers.js making a model's sessions) with `sessions.create` making every session
- * given as bytes with no external data of its own from its weights' views instead. The model's
+ * given as bytes with no external data of its own from its weights' views instead (a graph whose
+ * weights were streamed while the model loads, streamed-model.ts, from those pieces). The model's
  * graph and weights are the same, so the session is too. Calls may nest or overlap: the factory is
  * restored when the last one ends.
  */
@@ -42,6 +44,9 @@ export async function withSessionsFromViews<T>(sessions: SessionFactory, fn: () 
     original = create;
     sessions.create = async function (this: unknown, model: unknown, options?: Record<string, unknown>) {
       if (!(model instanceof Uint8Array) || (Array.isArray(options?.externalData) && options.externalData.length > 0)) return create.call(this, model, options);
+      // The graph of a file streamed while the model loads (streamed-model.ts): its weights are the streamed pieces.
+      const streamed = streamedExternalData(model);
+      if (streamed) return create.call(this, model, { ...options, externalData: streamed });
       // Bytes that are not an ONNX protobuf this reader walks (an ORT-format model) go as they are.
       const views = await asExternalViews(model).catch(() => undefined);
       if (!views || views.externalData.length === 0) return create.call(this, model, options);
