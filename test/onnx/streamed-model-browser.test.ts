@@ -3,7 +3,8 @@
  * onnxruntime-web's WebAssembly, served over HTTP on 127.0.0.1: transformers.js never fetches the
  * file (it is given the graph without its weights, from the cache hook its loading looks in), the
  * session gets each weight as an array of its own, freed once the session is made, and the
- * log-probs are onnxruntime-node's. A user's own custom cache still answers every other file and
+ * log-probs are onnxruntime-node's; read again for the LoRA engine, the file is streamed once more
+ * (not twice: the graph, then the weights). A user's own custom cache still answers every other file and
  * is left in place; a file that is not an ONNX protobuf is left to transformers.js as before.
  */
 import { cp, rm, writeFile } from 'node:fs/promises';
@@ -27,6 +28,8 @@ const COMPLETIONS = [
 interface Loaded {
   logprobs: number[][];
   pageFetches: string[];
+  graphFetches: string[];
+  graphPieces: string[];
   transformersFetches: string[];
   sessions: Array<{ bytes: number; external: number; own: boolean; freed: boolean }>;
   restored: boolean;
@@ -85,6 +88,10 @@ describe('a page streams its model file once', () => {
     expect(made.bytes).toBeLessThan(3_026_417 / 4);
     expect(r.restored).toBe(true);
     expect(maxGap(r.logprobs, node)).toBeLessThan(1e-5);
+    // Read again for the engine, the file's graph and weights come in one pass too.
+    expect(r.graphFetches).toEqual([`${MODEL}/onnx/model.onnx`]);
+    expect(r.graphPieces.length).toBe(made.external);
+    expect(r.graphPieces.every((name) => name.startsWith('model.onnx@'))).toBe(true);
   }, 60_000);
 
   it("chains to a user's own custom cache for every other file and leaves it in place", async () => {

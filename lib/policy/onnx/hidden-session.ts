@@ -43,6 +43,9 @@ export async function readModelFiles(transformers: Transformers, location: Model
   const graphFile = await graphFileOf(transformers, location, modelConfig, backend, session);
   // The graph's own references say which data files and bytes it needs (config.json may not list them).
   const folder = graphFile.slice(0, graphFile.lastIndexOf('/') + 1);
+  // Where the host streams, the graph and its inline weights come in one pass.
+  const streamed = await host.readModel?.(transformers.env, location, graphFile);
+  if (streamed) return { graphFile, ...streamed };
   // Where the host reads by position, the graph's inline weights are read one by one too.
   const bytes = (await host.readGraph?.(transformers.env, location, graphFile)) ?? (await host.readFile(transformers.env, location, graphFile));
   const { graph, externalData } = await readExternalPieces(bytes, (file, ranges) =>

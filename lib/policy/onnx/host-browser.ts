@@ -7,6 +7,7 @@
 import { ModelLoadError } from '../../errors.js';
 import { forwardReadAt, inlineAsExternal } from './inline-data.js';
 import { chunks, fetchBytes, fetchRanges, hubFileUrl, isHubId, rangesOfResponse, type HubEnv, type ModelHost, type ModelLocation } from './location.js';
+import { readStreamed } from './streamed-model.js';
 
 export const browserHost: ModelHost = {
   isNode: false,
@@ -42,13 +43,8 @@ export const browserHost: ModelHost = {
    * whole instead.
    */
   async readGraph(env, location, file) {
-    const response = await openFile(env, location, file);
-    const size = Number(response.headers.get('Content-Length'));
-    const encoding = response.headers.get('Content-Encoding');
-    if (!response.body || !(size > 0) || (encoding && encoding !== 'identity')) {
-      await response.body?.cancel().catch(() => undefined);
-      return undefined;
-    }
+    const { response, size } = await openSized(env, location, file);
+    if (!response.body || size === undefined) return undefined;
     const body = chunks(response.body);
     try {
       return await inlineAsExternal(forwardReadAt(body), file.slice(file.lastIndexOf('/') + 1), size);
@@ -57,7 +53,27 @@ export const browserHost: ModelHost = {
       await body.return(undefined);
     }
   },
+  /**
+   * The graph and its inline weights in one pass over the streamed file (streamed-model.ts'
+   * readStreamed), so the engine's weights cost one read of the file, not two. Any failure leaves
+   * the file to readGraph and readRanges (which report what is wrong with it).
+   */
+  async readModel(env, location, file) {
+    const { response, size } = await openSized(env, location, file);
+    if (!response.body || size === undefined) return undefined;
+    return readStreamed(response.body, file.slice(file.lastIndexOf('/') + 1), size).catch(() => undefined);
+  },
 };
+
+/** openFile's response and its stated length; the body is cancelled where the length is not stated (or the body is compressed). */
+async function openSized(env: HubEnv, location: ModelLocation, file: string): Promise<{ response: Response; size?: number }> {
+  const response = await openFile(env, location, file);
+  const size = Number(response.headers.get('Content-Length'));
+  const encoding = response.headers.get('Content-Encoding');
+  if (response.body && size > 0 && (!encoding || encoding === 'identity')) return { response, size };
+  await response.body?.cancel().catch(() => undefined);
+  return { response };
+}
 
 /** One file of the model as a response: fetched from the page's origin, or a hub file from transformers.js' browser cache or the hub. */
 async function openFile(env: HubEnv, location: ModelLocation, file: string): Promise<Response> {

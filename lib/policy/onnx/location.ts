@@ -9,7 +9,7 @@
  * Hub ids go through the same loader (files fetched from huggingface.co, cached by transformers.js).
  */
 import { ModelLoadError } from '../../errors.js';
-import { rangesOfStream, type ByteRange } from './external-data.js';
+import { rangesOfStream, type ByteRange, type ExternalPieces } from './external-data.js';
 
 export interface ModelLocation {
   /** What to pass to transformers.js' from_pretrained. */
@@ -41,6 +41,12 @@ export interface ModelHost {
    * on disk (readFile then reads it).
    */
   readGraph?(env: HubEnv, location: ModelLocation, file: string): Promise<Uint8Array | undefined>;
+  /**
+   * Hosts that stream: the graph file's graph and its large inline weights, each in an array of
+   * its own, in one pass (what readGraph and then readRanges read in two); undefined where one
+   * pass cannot serve (a body of unstated length, a graph with data files of its own).
+   */
+  readModel?(env: HubEnv, location: ModelLocation, file: string): Promise<ExternalPieces | undefined>;
   /**
    * Hosts with a file system: `create` gets the path of `graph` written to a private temporary
    * folder beside links to the files of `file`'s folder, so the references readGraph left in it
