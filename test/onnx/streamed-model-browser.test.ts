@@ -3,7 +3,8 @@
  * onnxruntime-web's WebAssembly, served over HTTP on 127.0.0.1: transformers.js never fetches the
  * file (it is given the graph without its weights, from the cache hook its loading looks in), the
  * session gets each weight as an array of its own, freed once the session is made, and the
- * log-probs are onnxruntime-node's; read again for the LoRA engine, the file is streamed once more
+ * log-probs are onnxruntime-node's (a hub model's file put in the browser's cache first, as
+ * transformers.js would have, and streamed from there); read again for the LoRA engine, the file is streamed once more
  * (not twice: the graph, then the weights). A user's own custom cache still answers every other file and
  * is left in place; a file that is not an ONNX protobuf is left to transformers.js as before.
  */
@@ -64,7 +65,7 @@ afterAll(async () => {
 });
 expectNoConsoleErrors(() => session);
 
-async function inPage<T>(name: 'load' | 'fail', ...args: unknown[]): Promise<T> {
+async function inPage<T>(name: 'load' | 'hub' | 'fail', ...args: unknown[]): Promise<T> {
   const outcome = (await page.evaluate(([n, a]) => (window as unknown as { streamed: Record<string, (...x: unknown[]) => Promise<unknown>> }).streamed[n](...a), [name, args] as const)) as Outcome<T>;
   if (!outcome.ok) throw new Error(`${name} failed in the page: ${outcome.error.name}: ${outcome.error.message}`);
   return outcome.value;
@@ -101,6 +102,20 @@ describe('a page streams its model file once', () => {
     expect(r.ownCacheAsked.filter((request) => request.endsWith('.onnx'))).toEqual([]);
     expect(r.transformersFetches).toEqual([]);
     expect(maxGap(r.logprobs, node)).toBeLessThan(1e-5);
+  }, 60_000);
+
+  it('puts a hub model file in the browser cache before it streams it, and streams it from there the next time', async () => {
+    const { runs, cachedBytes } = await inPage<{ runs: Array<Pick<Loaded, 'logprobs' | 'pageFetches' | 'transformersFetches'> & { sessions: Array<{ external: number; own: boolean }> }>; cachedBytes: number }>('hub', 'webgrpo-tiny', PROMPT, COMPLETIONS);
+    const url = `${await page.evaluate(() => location.origin)}/models/webgrpo-tiny/onnx/model.onnx`;
+    expect(runs.map((r) => r.pageFetches)).toEqual([[url], []]);
+    for (const r of runs) {
+      expect(r.transformersFetches).toEqual([]);
+      expect(r.sessions).toHaveLength(1);
+      expect(r.sessions[0].own).toBe(true);
+      expect(r.sessions[0].external).toBeGreaterThan(5);
+      expect(maxGap(r.logprobs, node)).toBeLessThan(1e-5);
+    }
+    expect(cachedBytes).toBe(3_026_417);
   }, 60_000);
 
   it('leaves a file that is no ONNX protobuf to transformers.js, which fails on it as before', async () => {
