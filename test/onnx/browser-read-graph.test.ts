@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelLoadError } from '../../lib/errors.js';
 import { browserHost } from '../../lib/policy/onnx/host-browser.js';
 import { readExternalPieces } from '../../lib/policy/onnx/external-data.js';
-import { forwardReadAt, inlineAsExternal } from '../../lib/policy/onnx/inline-data.js';
+import { ForwardReader, forwardReadAt, inlineAsExternal } from '../../lib/policy/onnx/inline-data.js';
 import { chunks, type HubEnv } from '../../lib/policy/onnx/location.js';
 import { readStreamed } from '../../lib/policy/onnx/streamed-model.js';
 import { TINY_DIR } from './fixtures.js';
@@ -57,6 +57,20 @@ describe('forwardReadAt', () => {
       // Overlapping windows, skips past large spans, a read at the very end, one past it.
       const reads: Array<[number, number]> = [[0, 20], [5, 100], [50, 30_000], [200_000, 10], [200_005, 1 << 20], [bytes.length - 3, 20], [bytes.length + 5, 4]];
       for (const [offset, length] of reads) expectSameBytes(await readAt(offset, length), await positional(offset, length));
+    }
+  });
+
+  it('keeps ranges as they pass, across chunk edges, those past the last read filled by rest()', async () => {
+    for (const size of [61, 4096, 1 << 20]) {
+      const reader = new ForwardReader(chunked(bytes, size));
+      await reader.readAt(1000, 20);
+      // Starting inside what was read, past it, and past every later read.
+      const ranges: Array<[number, number]> = [[1005, 70_000], [90_000, 300], [bytes.length - 500_000, 400_000]];
+      const kept = ranges.slice(0, 2).map(([offset, length]) => reader.keep(offset, length));
+      await reader.readAt(200_000, 10);
+      kept.push(reader.keep(...ranges[2]));
+      await reader.rest();
+      for (const [i, [offset, length]] of ranges.entries()) expectSameBytes(kept[i], await positional(offset, length));
     }
   });
 

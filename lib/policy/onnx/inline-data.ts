@@ -48,6 +48,8 @@ export class ForwardReader {
   #done = false;
   /** Kept ranges not yet filled. */
   #keeping: Array<{ offset: number; out: Uint8Array; filled: number }> = [];
+  /** The chunk #pull read last. */
+  #last: Uint8Array | undefined;
 
   constructor(private readonly chunks: AsyncIterator<Uint8Array>) {}
 
@@ -73,9 +75,6 @@ export class ForwardReader {
     this.#copy(this.#held, this.#start, out, offset);
     return out;
   };
-
-  /** The chunk #pull read last. */
-  #last: Uint8Array | undefined;
 
   /** The next chunk into `#last`, copied into the ranges being kept; false at the stream's end. */
   async #pull(): Promise<boolean> {
@@ -173,8 +172,7 @@ async function tensorBody(reader: WindowReader, start: number, end: number, file
     if (field.number === TENSOR_RAW_DATA && field.wireType === LENGTH_DELIMITED && field.end - field.start >= minBytes) {
       raw = { offset: field.start, length: field.end - field.start };
       onMoved?.(raw.offset, raw.length);
-    }
-    else kept.push({ number: field.number, bytes: await reader.bytes(pos, field.end - pos) });
+    } else kept.push({ number: field.number, bytes: await reader.bytes(pos, field.end - pos) });
     pos = field.end;
   }
   if (!raw) return concat(kept.map((f) => f.bytes));
