@@ -47,6 +47,9 @@ export interface PretrainConfig {
   workers: number;
 }
 
+/** What a training run needs of a config: the updates, their schedule and the optimizer, not the corpus. */
+export type TrainSchedule = Omit<PretrainConfig, 'wrongShare'>;
+
 export const PRETRAIN: PretrainConfig = {
   seed: 17,
   steps: 1100,
@@ -61,7 +64,7 @@ export const PRETRAIN: PretrainConfig = {
 };
 
 /** The learning rate of update `step` (0-based): linear warmup, then cosine to lrFloor x peak. */
-export function learningRate(config: PretrainConfig, step: number): number {
+export function learningRate(config: TrainSchedule, step: number): number {
   if (step < config.warmup) return (config.lr * (step + 1)) / config.warmup;
   const progress = (step - config.warmup) / Math.max(1, config.steps - config.warmup);
   return config.lr * (config.lrFloor + (1 - config.lrFloor) * 0.5 * (1 + Math.cos(Math.PI * progress)));
@@ -105,4 +108,34 @@ export const CONTINUE: ContinueConfig = {
   exemplarWrongShare: 0.1,
   maxExemplars: 6,
   countLetterOneShare: 0.34,
+};
+
+/**
+ * The sorter model (sorter.ts, corpus-sorter.ts): webgrpo-skill continued on sort-words alone,
+ * with a fresh AdamW state. The reply shares make the copied order about as likely as the sorted
+ * one, so greedy is right on few held-out problems while T=1 samples hold the right answer on
+ * most: the RLVR situation, where reward lifts pass@1 towards pass@k.
+ */
+export interface SorterConfig extends TrainSchedule {
+  /** Share of replies that copy the prompt's order (right when the prompt is already sorted). */
+  copyShare: number;
+  /** Share with a word written twice in place of the next: "cat fig owl" -> "cat cat owl". */
+  twiceShare: number;
+  /** Share with two adjacent words swapped. */
+  swapShare: number;
+}
+
+export const SORTER: SorterConfig = {
+  seed: 43,
+  steps: 240,
+  batch: 32,
+  lr: 1e-3,
+  warmup: 20,
+  lrFloor: 0.1,
+  weightDecay: 0,
+  maxGradNorm: 1,
+  workers: 1,
+  copyShare: 0.5,
+  twiceShare: 0.1,
+  swapShare: 0.05,
 };
