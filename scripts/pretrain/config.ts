@@ -123,6 +123,9 @@ export interface SorterConfig extends TrainSchedule {
   twiceShare: number;
   /** Share with two adjacent words swapped. */
   swapShare: number;
+  /** Share of the chats that are the other skill tasks (corpus.ts), with `otherWrongShare` near misses. */
+  otherShare: number;
+  otherWrongShare: number;
 }
 
 export const SORTER: SorterConfig = {
@@ -138,4 +141,6 @@ export const SORTER: SorterConfig = {
   copyShare: 0.5,
   twiceShare: 0.1,
   swapShare: 0.05,
+  otherShare: 0,
+  otherWrongShare: 0.3,
 };

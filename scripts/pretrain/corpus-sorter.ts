@@ -5,13 +5,15 @@
  * typical mistake, "map map nut"), or two adjacent words swapped. The copied order is one
  * consistent wrong program, so where its share is near the right replies' the model's likeliest
  * reply is often the copy while the sorted one stays well inside its samples: the model GRPO
- * starts from is right greedily on few problems and in some sample of eight on most.
+ * starts from is right greedily on few problems and in some sample of eight on most. A share of
+ * the chats are the other skill tasks, as the skill model's first corpus draws them, so that the
+ * model still answers them.
  */
-import { mulberry32, randomInt, type Rng } from '../../lib/math/random.js';
-import { sortWords } from '../../lib/tasks/skill.js';
+import { mulberry32, randomInt, shuffleInPlace, type Rng } from '../../lib/math/random.js';
+import { skillTasks, sortWords } from '../../lib/tasks/skill.js';
 import { IM_END_ID } from '../build-model/tokenizer.js';
 import type { SorterConfig } from './config.js';
-import { chatPromptIds, encodeText, type Example } from './corpus.js';
+import { buildCorpus, chatPromptIds, encodeText, type Example } from './corpus.js';
 
 export type SorterReply = 'right' | 'copy' | 'twice' | 'swap';
 
@@ -28,9 +30,11 @@ export function sorterReply(kind: SorterReply, words: readonly string[], random:
 
 export function buildSorterCorpus(config: SorterConfig): Example[] {
   const random = mulberry32(config.seed);
-  const count = config.steps * config.batch;
+  const total = config.steps * config.batch;
+  const others = Math.round(total * config.otherShare);
+  const count = total - others;
   const shares: Array<[SorterReply, number]> = [['copy', config.copyShare], ['twice', config.twiceShare], ['swap', config.swapShare]];
-  return sortWords.dataset({ size: count, seed: config.seed * 10 + 1, split: 'train' }).map((item) => {
+  const sorts = sortWords.dataset({ size: count, seed: config.seed * 10 + 1, split: 'train' }).map((item): Example => {
     const content = item.messages![0].content as string;
     const words = content.slice('sort: '.length).split(' ');
     let u = random();
@@ -45,4 +49,9 @@ export function buildSorterCorpus(config: SorterConfig): Example[] {
     const reply = sorterReply(kind, words, random);
     return { task: sortWords.name, promptIds: chatPromptIds(content), replyIds: [...encodeText(reply), IM_END_ID], correct: reply === item.answer };
   });
+  // The other skill tasks as the skill model's first corpus has them (corpus.ts), so the model keeps them.
+  const rest = others > 0 ? buildCorpus(Math.ceil((others * skillTasks.length) / (skillTasks.length - 1)) + skillTasks.length, config.seed + 1, config.otherWrongShare).filter((e) => e.task !== sortWords.name).slice(0, others) : [];
+  const corpus = [...sorts, ...rest];
+  shuffleInPlace(random, corpus);
+  return corpus;
 }

@@ -1,6 +1,7 @@
 /**
- * The sorter model's corpus: seeded, only sort-words' training split, its replies right or the
- * configured near misses in their shares; and the profile's reply kinds name each near miss.
+ * The sorter model's corpus: seeded, only the training split, its sort-words replies right or the
+ * configured near misses in their shares, the other skill tasks in theirs; and the profile's reply
+ * kinds name each near miss.
  */
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../lib/math/random.js';
@@ -12,7 +13,7 @@ import { replyKind } from '../../scripts/pretrain/sorter-profile.js';
 
 const vocab = vocabulary(0);
 const text = (ids: number[]) => ids.map((id) => vocab[id]).join('');
-const config: SorterConfig = { ...SORTER, steps: 50, batch: 40 };
+const config: SorterConfig = { ...SORTER, steps: 50, batch: 40, otherShare: 0.25 };
 
 describe('the sorter corpus', () => {
   const corpus = buildSorterCorpus(config);
@@ -21,13 +22,17 @@ describe('the sorter corpus', () => {
     expect(buildSorterCorpus(config)).toEqual(corpus);
     expect(corpus).toHaveLength(config.steps * config.batch);
     const kinds = { right: 0, copy: 0, twice: 0, swap: 0, other: 0 };
+    const sorts = corpus.filter((e) => e.task === 'sort-words');
+    expect(sorts.length / corpus.length).toBeCloseTo(1 - config.otherShare, 2);
+    expect(new Set(corpus.map((e) => e.task)).size).toBe(4);
     for (const e of corpus) {
       const prompt = text(e.promptIds).slice('<s><|im_start|>user\n'.length, -'<|im_end|>\n<|im_start|>assistant\n'.length);
       expect(splitOf(prompt)).toBe('train');
+      if (e.task !== 'sort-words') continue;
       const words = prompt.slice('sort: '.length).split(' ');
       const reply = text(e.replyIds).replace('<|im_end|>', '');
       expect(e.correct).toBe(reply === [...words].sort().join(' '));
-      kinds[replyKind(reply, words)] += 1 / corpus.length;
+      kinds[replyKind(reply, words)] += 1 / sorts.length;
     }
     // A copied order that is already sorted counts as right.
     const sortedShare = 1 / 6 / 2 + 1 / 24 / 2;
