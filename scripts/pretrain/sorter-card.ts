@@ -20,7 +20,7 @@ export interface SorterTraining {
   from: string;
   config: SorterConfig;
   trained: TrainResult;
-  /** Share of the corpus' replies that are right (a copied order of an already sorted prompt is). */
+  /** Share of the corpus' sort-words replies that are right (a copied order of an already sorted prompt is). */
   corpusRight: number;
 }
 
@@ -46,7 +46,7 @@ export async function writeSorterCard(dir: string, f: SorterFacts): Promise<void
   const examples = p.examples.map((e) => `| ${cell(e.prompt)} | ${cell(e.answer)} | ${cell(e.reply)} |`);
   const text = `# webgrpo-sorter
 
-The playground's first-run model: \`webgrpo-skill\` continued on sort-words alone, so that the
+The playground's first-run model: \`webgrpo-skill\` continued mostly on sort-words, so that the
 sorted answer is well inside the model's samples but often not its likeliest reply. On held-out
 problems it sorts greedily on ${pct(p.greedy)} of them, while one of eight replies at temperature 1 is
 right on ${pct(p.passAtK)}: the situation reinforcement learning with a verifiable reward is for, where
@@ -67,17 +67,19 @@ loads in transformers.js, onnxruntime-web and onnxruntime-node.
 
 ## Corpus and what is held out
 
-${c.steps * c.batch} sort-words chats ("sort: owl cat fig" -> "cat fig owl"; three or four words of
-sort-words' 58) from the task's **training split** only (scripts/pretrain/corpus-sorter.ts, seed ${c.seed}).
+${c.steps * c.batch} chats (scripts/pretrain/corpus-sorter.ts, seed ${c.seed}): ${pct(1 - c.otherShare)} sort-words ("sort: owl cat fig"
+-> "cat fig owl"; three or four of the task's 58 words), ${pct(c.otherShare)} the other three skill tasks as
+webgrpo-skill's first corpus draws them (scripts/pretrain/corpus.ts, ${pct(c.otherWrongShare)} near misses), so the
+model still answers them; all from the tasks' **training split** only.
 Held out: every prompt whose FNV-1a hash is 0 modulo 5 (\`lib/tasks/split.ts\`), about one in five
 word lists *in their given order*; no held-out prompt is in this corpus, nor in webgrpo-skill's, and
 the task's dataset draws held-out prompts by default. The words, and the same words in another
 order, do occur in training: what is held out is the exact problem, not the vocabulary.
 
-The replies: ${pct(right)} right, ${pct(c.copyShare)} the words in the prompt's order (the input copied; right
-when the prompt is already sorted, so ${pct(f.training.corpusRight)} of all replies are right), ${pct(c.twiceShare)} a word
+The sort-words replies: ${pct(right)} right, ${pct(c.copyShare)} the words in the prompt's order (the input copied; right
+when the prompt is already sorted, so ${pct(f.training.corpusRight)} of all sort-words replies are right), ${pct(c.twiceShare)} a word
 written twice in place of the next ("cat cat owl", webgrpo-skill's own typical mistake), ${pct(c.swapShare)}
-two adjacent words swapped. The copied order is one consistent wrong reply as likely as the sorted
+two adjacent words swapped. The copied order is one consistent wrong reply, likelier than the sorted
 one, so the model's likeliest reply is often the copy while the sorted one stays in its samples.
 
 ## Training
@@ -115,8 +117,8 @@ What the first run (LoRA GRPO on sort-words) does with this model: BENCHMARKS.md
 
 ## The other skill tasks
 
-Trained on sort-words alone, the model keeps what webgrpo-skill had of the other tasks only
-partly; use webgrpo-skill for them. Exact match, ${CARD_EVAL.size} held-out problems per task (seed
+What the continuation left of the other tasks (webgrpo-skill's card has its own numbers; use
+webgrpo-skill for them). Exact match, ${CARD_EVAL.size} held-out problems per task (seed
 ${CARD_EVAL.seed}), greedy and ${CARD_EVAL.samples} replies at T=1:
 
 | task | greedy | T=1 |

@@ -61,8 +61,9 @@ export async function buildSorter(root: string, options: { out?: string; card?: 
     const fromBytes = await readFile(join(root, from, 'onnx/model.onnx'));
     weights = await readModel(join(root, from));
     const corpus = buildSorterCorpus(config);
-    const right = corpus.filter((e) => e.correct).length / corpus.length;
-    console.log(`sorter: ${corpus.length} examples, ${(100 * right).toFixed(1)}% right; ${config.steps} updates of ${config.batch}`);
+    const sorts = corpus.filter((e) => e.task === sortWords.name);
+    const right = sorts.filter((e) => e.correct).length / sorts.length;
+    console.log(`sorter: ${corpus.length} examples, ${sorts.length} of them sort-words, ${(100 * right).toFixed(1)}% of those right; ${config.steps} updates of ${config.batch}`);
     // The run is its config and its starting weights: a checkpoint of any other run is refused.
     const key = JSON.stringify({ from: createHash('sha256').update(fromBytes).digest('hex'), config });
     const file = join(dir, 'checkpoint.bin');
