@@ -7,8 +7,8 @@ export const STEP_TIMES = [
     "groupSize": 8,
     "batchSize": 16,
     "maxNewTokens": 24,
-    "secondsPerStep": 3.5,
-    "startupSeconds": 4.7
+    "secondsPerStep": 3.8,
+    "startupSeconds": 3.6
   },
   {
     "model": "skill",
