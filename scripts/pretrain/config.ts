@@ -130,6 +130,9 @@ export interface SorterConfig extends TrainSchedule {
   otherWrongShare: number;
 }
 
+/** Updates between the sorter run's checkpoints: under a minute of training on the shared two-core machine. */
+export const SORTER_CHECKPOINT_EVERY = 20;
+
 export const SORTER: SorterConfig = {
   seed: 43,
   steps: 2400,

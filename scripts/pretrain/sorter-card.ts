@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { ModelSpec } from '../build-model/spec.js';
 import { MAX_REPLY_TOKENS, type TaskAccuracy } from './accuracy.js';
 import { CARD_EVAL } from './card.js';
-import type { SorterConfig } from './config.js';
+import { SORTER_CHECKPOINT_EVERY, type SorterConfig } from './config.js';
 import type { SorterProfile } from './sorter-profile.js';
 import type { TrainResult } from './train.js';
 
@@ -90,7 +90,7 @@ rate ${c.lr} after ${c.warmup} warmup updates, cosine to ${c.lrFloor} x peak, we
 norm clipped at ${c.maxGradNorm}; full-parameter gradients from onnxruntime's training graphs on
 ${trained.workers} thread; ${trained.seconds.toFixed(0)} s wall on a shared two-core machine, final batch loss
 ${trained.finalLoss.toFixed(3)}. The run writes a checkpoint (weights, AdamW's moments, the update count,
-so the corpus position) every 20 updates in the output folder, and the same command run again after
+so the corpus position) every ${SORTER_CHECKPOINT_EVERY} updates in the output folder, and the same command run again after
 a stop resumes from it and gives the unbroken run's weights, bit for bit; the checkpoint is deleted
 once the model is written. onnxruntime's log-probs of the exported model equal the engine's to
 ${f.logprobDifference.toExponential(1)} (checked at export).

@@ -2,7 +2,7 @@
  * `npm run pretrain -- --sorter`: the sorter model, public/models/webgrpo-sorter, the playground's
  * first-run model. The bundled `webgrpo-skill` (unchanged) continued on the sorter corpus
  * (corpus-sorter.ts: sort-words' training split, replies right or near misses in set shares), in
- * chunks: a checkpoint (checkpoint.ts) is written every CHECKPOINT_EVERY updates in the output
+ * chunks: a checkpoint (checkpoint.ts) is written every SORTER_CHECKPOINT_EVERY updates in the output
  * folder, and the same command run again after a stop goes on from it and ends with the weights
  * an unbroken run gives. Then exported, checked against the engine, and measured for its card.
  *
@@ -23,15 +23,12 @@ import { buildModel } from '../build-model/index.js';
 import { skillAccuracy } from './accuracy.js';
 import { CARD_EVAL } from './card.js';
 import { removeCheckpoint } from './checkpoint.js';
-import { SKILL_SPEC, SORTER, type SorterConfig } from './config.js';
+import { SKILL_SPEC, SORTER, SORTER_CHECKPOINT_EVERY, type SorterConfig } from './config.js';
 import { buildSorterCorpus } from './corpus-sorter.js';
 import { sorterProfile } from './sorter-profile.js';
 import { SORTER_PROFILE, writeSorterCard, type SorterFacts, type SorterTraining } from './sorter-card.js';
 import { pretrain, pretrainEngine } from './train.js';
 import { toBuilder } from './weights.js';
-
-/** Updates between checkpoints: about a minute of training on the shared two-core machine. */
-export const CHECKPOINT_EVERY = 20;
 
 const readModel = async (dir: string) =>
   readDecoderWeights(new Uint8Array(await readFile(join(dir, 'onnx/model.onnx'))), { config: JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) });
@@ -68,7 +65,7 @@ export async function buildSorter(root: string, options: { out?: string; card?: 
     const key = JSON.stringify({ from: createHash('sha256').update(fromBytes).digest('hex'), config });
     const file = join(dir, 'checkpoint.bin');
     await mkdir(dir, { recursive: true });
-    const trained = await pretrain(weights, corpus, config, (l) => console.log(`step ${l.step}  loss ${l.loss.toFixed(4)}  lr ${l.lr.toExponential(2)}  ${(l.rows / l.seconds).toFixed(0)} rows/s  ${l.seconds.toFixed(0)} s`), { checkpoint: { file, every: CHECKPOINT_EVERY, key } });
+    const trained = await pretrain(weights, corpus, config, (l) => console.log(`step ${l.step}  loss ${l.loss.toFixed(4)}  lr ${l.lr.toExponential(2)}  ${(l.rows / l.seconds).toFixed(0)} rows/s  ${l.seconds.toFixed(0)} s`), { checkpoint: { file, every: SORTER_CHECKPOINT_EVERY, key } });
     if (trained.resumedFrom !== undefined) console.log(`resumed from the checkpoint after update ${trained.resumedFrom}`);
     training = { from, config, trained, corpusRight: right };
     await buildModel(SKILL_SPEC, dir, toBuilder(weights));
