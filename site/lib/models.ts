@@ -30,8 +30,7 @@ export const ONNX_MODELS: readonly OnnxModel[] = [
     source: 'bundled',
     folder: 'webgrpo-sorter',
     skillTasks: true,
-    detail:
-      'webgrpo-skill continued on sort-words until its likeliest reply mostly copies the words in the order given, while one of eight samples is sorted on most held-out problems (greedy 28%, pass@8 74%): the first run’s model, where GRPO teaches it to sort. It still answers the other skill tasks (webgrpo-skill does them better).',
+    detail: 'webgrpo-skill pretrained further until it mostly copies the words it is asked to sort: GRPO teaches it to sort them.',
   },
   {
     id: 'skill',
