@@ -4,7 +4,8 @@
  * a stopped sweep picks up at the next unfinished run. Usage:
  *   nice -n 10 npx tsx scripts/bench/_teach-sweep.ts out.json 'name:size=1536,lr=0.002,seed=0,heldOut=2027' ...
  * Other keys: group, batch, epochs, iterations, rank, tokens (max new tokens), beta, ent (entropy
- * bonus), epsHigh, lossType (a name), scale (group, batch or none), evalSize.
+ * bonus), epsHigh, lossType (a name), scale (group, batch or none), evalSize, model (a model folder,
+ * default webgrpo-skill).
  * Prints each run's held-out greedy and T=1 before/after, its seconds and three greedy replies.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -12,13 +13,13 @@ import { sortWords } from '../../lib/tasks.js';
 import { accuracies, teachRun } from './_teach.js';
 import type { LossType } from '../../lib/math/loss-config.js';
 
-const NAMES = new Set(['lossType', 'scale']);
+const NAMES = new Set(['lossType', 'scale', 'model']);
 const [file, ...specs] = process.argv.slice(2);
 const done: Record<string, unknown> = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {};
 for (const spec of specs) {
   if (spec in done) continue;
   const [, body] = spec.split(':');
-  // Numbers, but for the loss type and the advantage scaling, which are names.
+  // Numbers, but for the loss type, the advantage scaling and the model folder, which are names.
   const pairs = body.split(',').map((kv) => kv.split('='));
   const o = Object.fromEntries(pairs.filter(([k]) => !NAMES.has(k)).map(([k, v]) => [k, Number(v)]));
   const named = Object.fromEntries(pairs.filter(([k]) => NAMES.has(k)));
@@ -31,7 +32,7 @@ for (const spec of specs) {
   };
   const h = o.heldOut;
   const r = await teachRun({
-    task: sortWords, seed: o.seed, size: o.size, epochs: o.epochs ?? 1, batchSize: o.batch ?? 16, groupSize: o.group ?? 8, lr: o.lr,
+    task: sortWords, ...(named.model ? { model: named.model } : {}), seed: o.seed, size: o.size, epochs: o.epochs ?? 1, batchSize: o.batch ?? 16, groupSize: o.group ?? 8, lr: o.lr,
     ...(o.iterations ? { iterations: o.iterations } : {}),
     ...(Object.keys(loss).length ? { loss } : {}),
     ...(o.rank ? { rank: o.rank } : {}),

@@ -15,6 +15,8 @@ import { SKILL_DIR } from './_skill-grpo.js';
 
 export interface TeachOptions {
   task: SkillTask;
+  /** The model folder (default the bundled webgrpo-skill). */
+  model?: string;
   /** Seed of the training problems, every training sampling call and the adapter's A. */
   seed: number;
   /** Training-split problems; one pass over them. */
@@ -49,7 +51,7 @@ export interface TeachResult {
 export async function teachRun(o: TeachOptions): Promise<TeachResult> {
   const dataset = o.task.dataset({ size: o.size, seed: o.seed, split: 'train' });
   const heldOut = o.task.dataset({ size: o.eval.size, seed: o.eval.seed });
-  const policy = await loadOnnxPolicy({ model: SKILL_DIR });
+  const policy = await loadOnnxPolicy({ model: o.model ?? SKILL_DIR });
   const started = performance.now();
   try {
     const run = startRun(methodOf('lora')!, {

@@ -7,7 +7,8 @@
  * steps the run is cancelled: the median step after the first (which also loads the engine) is
  * what a run of these settings costs per step. The page reads the result (site/lib/step-times.data.ts,
  * written here) for the duration it shows before Start; time left during a run comes from the
- * run's own steps.
+ * run's own steps. PLAYGROUND_STEPS_CASES=model/method/task,... measures only those cases and keeps
+ * the data file's other rows as they were (for a case added later).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,13 +19,16 @@ import { build, preview } from 'vite';
 import { launchChromium } from '../../test/browser/launch.js';
 import { runPlan } from '../../site/lib/setup.js';
 import { choiceOf, suggestedSettings } from '../../site/lib/methods.js';
+import { ONNX_MODELS } from '../../site/lib/models.js';
 import type { StepTime } from '../../site/lib/step-times.js';
+import { STEP_TIMES } from '../../site/lib/step-times.data.js';
 
 /** Steps watched per case; the first is left out of the median. */
 const WATCHED = 5;
 const CASE_TIMEOUT_MS = 240_000;
 
-const CASES: ReadonlyArray<{ model: 'skill' | 'reader'; method: string; task: string }> = [
+const ALL_CASES: ReadonlyArray<{ model: 'sorter' | 'skill' | 'reader'; method: string; task: string }> = [
+  { model: 'sorter', method: 'lora', task: 'sort-words' },
   { model: 'skill', method: 'lora', task: 'copy-format' },
   { model: 'skill', method: 'gradient', task: 'copy-format' },
   { model: 'skill', method: 'lora', task: 'sort-words' },
@@ -35,6 +39,10 @@ const CASES: ReadonlyArray<{ model: 'skill' | 'reader'; method: string; task: st
   { model: 'reader', method: 'lessons', task: 'named-format' },
 ];
 
+const ONLY = process.env.PLAYGROUND_STEPS_CASES?.split(',');
+const CASES = ONLY ? ALL_CASES.filter((c) => ONLY.includes(`${c.model}/${c.method}/${c.task}`)) : ALL_CASES;
+const sameCase = (a: StepTime, b: StepTime) => a.model === b.model && a.method === b.method && a.task === b.task;
+
 const LABELS: Record<string, string> = { exemplars: 'Training-free: exemplars', lessons: 'Training-free: lessons', gradient: 'Gradient (adapter)', lora: 'LoRA (every layer)', router: 'Router (which prompt variant)' };
 
 const median = (xs: number[]) => {
@@ -43,7 +51,7 @@ const median = (xs: number[]) => {
 };
 
 async function measure(page: Page, c: (typeof CASES)[number]): Promise<{ startupMs: number; stepMs: number[]; totalSteps: number }> {
-  if (c.model !== 'skill') await page.getByLabel('Model', { exact: true }).selectOption(c.model);
+  if (c.model !== ONNX_MODELS[0].id) await page.getByLabel('Model', { exact: true }).selectOption(c.model);
   await page.getByRole('radio', { name: LABELS[c.method] }).check();
   await page.getByLabel('Task', { exact: true }).selectOption(c.task);
   // The page notes the moment the header moves to each step (a looking Node process would miss short steps).
@@ -113,7 +121,7 @@ export async function run(): Promise<string> {
   }
   await writeFile(
     new URL('../../site/lib/step-times.data.ts', import.meta.url),
-    `/** Written by \`npm run bench -- playground-steps\` (BENCHMARKS "playground-steps"): not to be edited by hand; step-times.ts holds them to their type. */\nexport const STEP_TIMES = ${JSON.stringify(measured, null, 2)};\n`,
+    `/** Written by \`npm run bench -- playground-steps\` (BENCHMARKS "playground-steps"): not to be edited by hand; step-times.ts holds them to their type. */\nexport const STEP_TIMES = ${JSON.stringify(ONLY ? [...measured, ...STEP_TIMES.filter((t) => !measured.some((m) => sameCase(m, t)))] : measured, null, 2)};\n`,
   );
   return [
     '## playground-steps: how long the page\'s own runs take, per method, with the settings it applies',

@@ -47,6 +47,9 @@ export interface PretrainConfig {
   workers: number;
 }
 
+/** What a training run needs of a config: the updates, their schedule and the optimizer, not the corpus. */
+export type TrainSchedule = Omit<PretrainConfig, 'wrongShare'>;
+
 export const PRETRAIN: PretrainConfig = {
   seed: 17,
   steps: 1100,
@@ -61,7 +64,7 @@ export const PRETRAIN: PretrainConfig = {
 };
 
 /** The learning rate of update `step` (0-based): linear warmup, then cosine to lrFloor x peak. */
-export function learningRate(config: PretrainConfig, step: number): number {
+export function learningRate(config: TrainSchedule, step: number): number {
   if (step < config.warmup) return (config.lr * (step + 1)) / config.warmup;
   const progress = (step - config.warmup) / Math.max(1, config.steps - config.warmup);
   return config.lr * (config.lrFloor + (1 - config.lrFloor) * 0.5 * (1 + Math.cos(Math.PI * progress)));
@@ -105,4 +108,44 @@ export const CONTINUE: ContinueConfig = {
   exemplarWrongShare: 0.1,
   maxExemplars: 6,
   countLetterOneShare: 0.34,
+};
+
+/**
+ * The sorter model (sorter.ts, corpus-sorter.ts): webgrpo-skill continued mostly on sort-words,
+ * with a fresh AdamW state. The reply shares make the copied order the likeliest reply on most
+ * held-out problems while T=1 samples hold the sorted one on most: the RLVR situation, where
+ * reward lifts pass@1 towards pass@k. Measured while choosing them (held-out greedy / T=1 /
+ * pass@8, BENCHMARKS "teach"): copy 0.5 for 2000 updates 42.7 / 35.0 / 86.5, copy 0.56 36.5 /
+ * 29.9 / 76.0; these shares with a quarter of other tasks 28.1 / 28.0 / 74.0.
+ */
+export interface SorterConfig extends TrainSchedule {
+  /** Share of replies that copy the prompt's order (right when the prompt is already sorted). */
+  copyShare: number;
+  /** Share with a word written twice in place of the next: "cat fig owl" -> "cat cat owl". */
+  twiceShare: number;
+  /** Share with two adjacent words swapped. */
+  swapShare: number;
+  /** Share of the chats that are the other skill tasks (corpus.ts), with `otherWrongShare` near misses. */
+  otherShare: number;
+  otherWrongShare: number;
+}
+
+/** Updates between the sorter run's checkpoints: under a minute of training on the shared two-core machine. */
+export const SORTER_CHECKPOINT_EVERY = 20;
+
+export const SORTER: SorterConfig = {
+  seed: 43,
+  steps: 2400,
+  batch: 32,
+  lr: 2e-3,
+  warmup: 50,
+  lrFloor: 0.1,
+  weightDecay: 0,
+  maxGradNorm: 1,
+  workers: 1,
+  copyShare: 0.58,
+  twiceShare: 0.1,
+  swapShare: 0.05,
+  otherShare: 0.25,
+  otherWrongShare: 0.3,
 };

@@ -11,7 +11,9 @@
  * Options: --workers N (default PRETRAIN.workers), --steps N (fewer phase-1 updates, for a trial run), --out DIR,
  * --from DIR (skip phase 1: continue from the phase-1 model in DIR), --card (no training: measure the
  * folder's model again and rewrite its card; training facts come from its training.json),
- * --reader (instead: the reader model, public/models/webgrpo-reader, from webgrpo-skill; reader.ts).
+ * --reader (instead: the reader model, public/models/webgrpo-reader, from webgrpo-skill; reader.ts),
+ * --sorter (instead: the first run's model, public/models/webgrpo-sorter, from webgrpo-skill, resumable;
+ * sorter.ts; with --set k=v,... for a trial's config).
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -31,13 +33,18 @@ import { CONTINUE, PRETRAIN, SKILL_SPEC } from './config.js';
 import { buildContinuationCorpus } from './corpus-continue.js';
 import { buildCorpus, chatPromptIds } from './corpus.js';
 import { buildReader } from './reader.js';
+import { buildSorter } from './sorter.js';
 import { pretrain, pretrainEngine, type TrainLog, type TrainResult } from './train.js';
 import { toBuilder, toDecoder } from './weights.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const { values } = parseArgs({ options: { steps: { type: 'string' }, out: { type: 'string' }, card: { type: 'boolean' }, workers: { type: 'string' }, from: { type: 'string' }, reader: { type: 'boolean' } } });
+const { values } = parseArgs({ options: { steps: { type: 'string' }, out: { type: 'string' }, card: { type: 'boolean' }, workers: { type: 'string' }, from: { type: 'string' }, reader: { type: 'boolean' }, sorter: { type: 'boolean' }, set: { type: 'string' } } });
 if (values.reader) {
   await buildReader(root, { out: values.out, card: values.card });
+  process.exit(0);
+}
+if (values.sorter) {
+  await buildSorter(root, { out: values.out, card: values.card, set: values.set });
   process.exit(0);
 }
 const workers = values.workers ? { workers: Number(values.workers) } : {};

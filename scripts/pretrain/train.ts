@@ -4,15 +4,20 @@
  * each reply's tokens (dlogp = -1 / (N B) on each of the N reply tokens), then AdamW with global
  * clipping under a warmup + cosine rate. The batch runs as a few forward and backward graph runs
  * (one graph row per example, examples of similar length together) on `config.workers`
- * onnxruntime threads.
+ * onnxruntime threads. With `checkpoint`, the run writes its state every `every` updates and at its
+ * end (checkpoint.ts), and a run started again with the same file and key goes on from the last
+ * one: the same updates on the same examples in the same order, so the final weights are the
+ * unbroken run's, bit for bit (one engine thread, as the sums' order can depend on the count).
  */
 import * as ort from 'onnxruntime-node';
 import { clipFactor, resolveOptimizer } from '../../lib/train/optimizer.js';
 import type { DecoderWeights } from '../../lib/weights/decoder.js';
 import { FullTrainingEngine } from '../../lib/train/full-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
-import { learningRate, type PretrainConfig } from './config.js';
+import { learningRate, type TrainSchedule } from './config.js';
 import type { Example } from './corpus.js';
+import { readCheckpoint, writeCheckpoint } from './checkpoint.js';
+import { AbortError, InvalidInputError } from '../../lib/errors.js';
 
 export interface TrainLog {
   step: number;
@@ -29,7 +34,10 @@ export interface TrainResult {
   seconds: number;
   /** Threads onnxruntime computed the gradients on. */
   workers: number;
+  /** The last update's loss (NaN when a resumed run had no update left to do). */
   finalLoss: number;
+  /** Updates a checkpoint had done before this process resumed the run (absent: it ran from the start). */
+  resumedFrom?: number;
 }
 
 /** The engine pretraining runs on: onnxruntime-node with `threads` intra-op threads (a fixed count: the sums' order can depend on it). */
@@ -51,16 +59,37 @@ export function supervisedLoss(batch: readonly Example[], logps: Float64Array): 
   return { loss, dLogp };
 }
 
-export async function pretrain(weights: DecoderWeights, corpus: readonly Example[], config: PretrainConfig, onLog: (log: TrainLog) => void): Promise<TrainResult> {
+export interface PretrainOptions {
+  /** Where the run's checkpoint lives, how many updates apart it is written, and what run it is (a resume must match). */
+  checkpoint?: { file: string; every: number; key: string };
+  /** Log every this many updates (default 25) and at the end. */
+  logEvery?: number;
+  /** Checked before each update; a stopped run keeps its last checkpoint. */
+  signal?: AbortSignal;
+}
+
+export async function pretrain(weights: DecoderWeights, corpus: readonly Example[], config: TrainSchedule, onLog: (log: TrainLog) => void, options: PretrainOptions = {}): Promise<TrainResult> {
   const optimizer = resolveOptimizer({ lr: config.lr, weightDecay: config.weightDecay, maxGradNorm: config.maxGradNorm });
   const engine = await pretrainEngine(weights, config.workers);
-  const started = performance.now();
+  const { checkpoint, logEvery = 25, signal } = options;
+  let first = 0;
   let rows = 0;
+  let before = 0;
   let recent = 0;
   let recentCount = 0;
   let finalLoss = NaN;
   try {
-    for (let step = 0; step < config.steps; step++) {
+    const saved = checkpoint && (await readCheckpoint(checkpoint.file));
+    if (saved) {
+      if (saved.key !== checkpoint.key) throw new InvalidInputError('checkpoint', `${checkpoint.file} belongs to another run (its config or corpus differs); delete it to start this one.`);
+      engine.load(saved.state);
+      [first, rows, before] = [saved.step, saved.rows, saved.seconds];
+    }
+    const started = performance.now();
+    const seconds = () => before + (performance.now() - started) / 1000;
+    const save = async (step: number) => checkpoint && writeCheckpoint(checkpoint.file, { key: checkpoint.key, step, rows, seconds: seconds(), state: await engine.read() });
+    for (let step = first; step < config.steps; step++) {
+      if (signal?.aborted) throw new AbortError(`pretraining stopped before update ${step + 1}; the checkpoint keeps the last one written.`);
       const batch = Array.from({ length: config.batch }, (_, b) => corpus[(step * config.batch + b) % corpus.length]);
       const stats = await engine.forward(
         batch.map((e) => ({ prompt: e.promptIds, completions: [e.replyIds] })),
@@ -75,14 +104,15 @@ export async function pretrain(weights: DecoderWeights, corpus: readonly Example
       recent += loss;
       recentCount++;
       finalLoss = loss;
-      if ((step + 1) % 25 === 0 || step === config.steps - 1) {
-        onLog({ step: step + 1, loss: recent / recentCount, lr, gradNorm, rows, seconds: (performance.now() - started) / 1000 });
+      if (checkpoint && ((step + 1) % checkpoint.every === 0 || step === config.steps - 1)) await save(step + 1);
+      if ((step + 1) % logEvery === 0 || step === config.steps - 1) {
+        onLog({ step: step + 1, loss: recent / recentCount, lr, gradNorm, rows, seconds: seconds() });
         recent = 0;
         recentCount = 0;
       }
     }
+    return { rows, seconds: seconds(), workers: config.workers, finalLoss, ...(first > 0 ? { resumedFrom: first } : {}) };
   } finally {
     engine.dispose();
   }
-  return { rows, seconds: (performance.now() - started) / 1000, workers: config.workers, finalLoss };
 }

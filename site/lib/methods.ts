@@ -28,6 +28,7 @@ import type { RewardSpec } from './gradient-protocol.js';
 import { ADAPTER_SETTINGS, COMMON_SETTINGS, EXEMPLARS_SETTINGS, LESSONS_SETTINGS, ROUTER_SETTINGS, SKILL_GRADIENT_DEFAULTS, SKILL_LORA_DEFAULTS, SKILL_LORA_SORT_DEFAULTS, type NumericSetting, type Setup } from './setup.js';
 import type { GroupStream } from './streaming.js';
 import { runMemoryOptions } from './step-memory.js';
+import { knowsSkillTasks } from './models.js';
 
 export type PlaygroundEvent = TrainingFreeEvent | GradientEvent | LoraEvent | RouterEvent;
 
@@ -271,13 +272,13 @@ export const METHODS: readonly MethodChoice[] = [
 
 /** The tasks `method` can learn on the model chosen (by its id in models.ts), or undefined for any task. */
 export function learnableTasks(method: MethodChoice, modelId: string): readonly string[] | undefined {
-  return method.tasks ? (modelId === 'skill' ? method.tasks.skill : method.tasks.tiny) : undefined;
+  return method.tasks ? (knowsSkillTasks(modelId) ? method.tasks.skill : method.tasks.tiny) : undefined;
 }
 
 /** The settings `method` suggests for `task` on a model (an id of models.ts): its skill model's task settings over its skill ones, its reader ones, else its own. */
 export function suggestedSettings(method: MethodChoice, modelId: string, task: string): Partial<Omit<Setup, 'task' | 'method'>> {
   if (modelId === 'reader' && method.readerDefaults) return method.readerDefaults;
-  if (modelId !== 'skill' || !method.skillDefaults) return method.defaults;
+  if (!knowsSkillTasks(modelId) || !method.skillDefaults) return method.defaults;
   return { ...method.skillDefaults, ...method.skillTaskDefaults?.[task] };
 }
 

@@ -18,15 +18,26 @@ export interface OnnxModel {
   /** The folder under the site's models/ for `source: 'bundled'`. */
   folder?: string;
   detail: string;
+  /** Pretrained on the skill tasks (webgrpo-skill and the models continued from it for them): methods offer them their skill settings. */
+  skillTasks?: true;
 }
 
 /** The first is the playground's default: the model whose first run shows GRPO teaching it something. */
 export const ONNX_MODELS: readonly OnnxModel[] = [
   {
+    id: 'sorter',
+    label: 'webgrpo-sorter (bundled, offline)',
+    source: 'bundled',
+    folder: 'webgrpo-sorter',
+    skillTasks: true,
+    detail: 'webgrpo-skill pretrained further until it mostly copies the words it is asked to sort: GRPO teaches it to sort them.',
+  },
+  {
     id: 'skill',
     label: 'webgrpo-skill (bundled, offline)',
     source: 'bundled',
     folder: 'webgrpo-skill',
+    skillTasks: true,
     detail: 'A 0.42M-parameter model webgrpo pretrained to a partial skill at the four tasks below: GRPO can make it better.',
   },
   {
@@ -68,6 +79,11 @@ export const ONNX_MODELS: readonly OnnxModel[] = [
 ];
 
 export const ENDPOINT_ID = 'endpoint';
+
+/** Whether the model of `id` (models.ts) was pretrained on the skill tasks, so methods offer it their skill tasks and settings. */
+export function knowsSkillTasks(id: string): boolean {
+  return ONNX_MODELS.find((m) => m.id === id)?.skillTasks === true;
+}
 
 /**
  * The offered ONNX model a stored run used (its config's model: a bundled folder's path or a hub

@@ -5,7 +5,7 @@
  * the playground applies them.
  */
 import { choiceOf, METHODS, learnableTasks, suggestedSettings, trainsModel } from './methods.js';
-import { ONNX_MODELS } from './models.js';
+import { knowsSkillTasks, ONNX_MODELS } from './models.js';
 import type { Setup } from './setup.js';
 
 /** A task a method moved away from (`from`), to move back to while the form still shows `to`. */
@@ -45,7 +45,7 @@ export function chooseMethod(setup: Setup, modelId: string, moved: MovedTask | n
  */
 export function chooseTask(setup: Setup, modelId: string, name: string): Partial<Setup> {
   const method = choiceOf(setup.method);
-  const special = (task: string) => modelId === 'skill' && method.skillTaskDefaults?.[task] !== undefined;
+  const special = (task: string) => knowsSkillTasks(modelId) && method.skillTaskDefaults?.[task] !== undefined;
   return special(setup.task) || special(name) ? { task: name, ...suggestedSettings(method, modelId, name) } : { task: name };
 }
 
@@ -59,7 +59,7 @@ export function chooseModel(setup: Setup, from: string, to: string, moved: Moved
   const method = choiceOf(setup.method);
   // An endpoint has no weights here to train: a method that trains them gives way to the first that does not.
   if (trainsModel(method) && !ONNX_MODELS.some((m) => m.id === to)) return chooseMethod(setup, to, moved, METHODS.find((m) => !trainsModel(m))!.id);
-  if ((from === 'skill') !== (to === 'skill') && method.tasks) return chooseMethod(setup, to, moved, setup.method);
+  if (knowsSkillTasks(from) !== knowsSkillTasks(to) && method.tasks) return chooseMethod(setup, to, moved, setup.method);
   const suggested = suggestedSettings(method, to, setup.task);
   return { setup: suggested !== suggestedSettings(method, from, setup.task) ? { ...suggested } : {}, moved };
 }

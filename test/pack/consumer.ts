@@ -22,7 +22,7 @@ export function cleanEnv(): NodeJS.ProcessEnv {
 }
 
 /** What `npm pack` needs from the repository: the published files and what builds them. */
-const PACK_INPUTS = ['package.json', 'README.md', 'docs', 'LICENSE', 'tsconfig.json', 'tsconfig.build.json', 'lib', 'scripts/pack-manifest.ts', 'public/models/webgrpo-tiny', 'public/models/webgrpo-skill', 'python/webgrpo_rewards', 'public/models/webgrpo-reader'];
+const PACK_INPUTS = ['package.json', 'README.md', 'docs', 'LICENSE', 'tsconfig.json', 'tsconfig.build.json', 'lib', 'scripts/pack-manifest.ts', 'public/models/webgrpo-tiny', 'public/models/webgrpo-skill', 'python/webgrpo_rewards', 'public/models/webgrpo-reader', 'public/models/webgrpo-sorter'];
 
 export interface Packed {
   tarball: string;

@@ -163,8 +163,8 @@ describe('npm pack', () => {
     const paths = packed.files;
     expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/onnx.js', 'dist/onnx.browser.js', 'dist/math/loss.d.ts', 'README.md', 'docs/installing.md', 'LICENSE', 'python/webgrpo_rewards/webgrpo.py', 'python/webgrpo_rewards/alphabetise.py']));
     expect(paths.filter((p) => p.startsWith('lib/') || p.startsWith('test/') || p.endsWith('.map'))).toEqual([]);
-    // Every model the guides call bundled ships, webgrpo-reader (1.7 MB) among them.
-    for (const model of ['webgrpo-tiny', 'webgrpo-skill', 'webgrpo-reader']) expect(paths).toContain(`public/models/${model}/onnx/model.onnx`);
+    // Every model the guides call bundled ships, webgrpo-reader and webgrpo-sorter (1.7 MB each) among them.
+    for (const model of ['webgrpo-tiny', 'webgrpo-skill', 'webgrpo-reader', 'webgrpo-sorter']) expect(paths).toContain(`public/models/${model}/onnx/model.onnx`);
     expect(packed.manifest).not.toHaveProperty('allowScripts');
     expect(packed.manifest.scripts).not.toHaveProperty('prepare');
     expect(installLog).not.toMatch(/webgrpo@/);

@@ -1,8 +1,8 @@
 /**
  * The playground's first run as a person meets it: the production build in headless Chromium, the
  * page opened and Start pressed with no setting changed. The default is LoRA on every layer (on
- * WebAssembly) of the bundled webgrpo-skill model at sort-words, where the greedy model is mostly
- * wrong and every problem has its own answer, and the before/after panel shows its held-out exact
+ * WebAssembly) of the bundled webgrpo-sorter model at sort-words, where the greedy model is mostly
+ * wrong (it mostly copies the words in the order given) and every problem has its own answer, and the before/after panel shows its held-out exact
  * match rise, greedy and at temperature 1: 32 held-out problems (never in the model's pretraining
  * corpus nor in the run's training prompts), one greedy reply and two at temperature 1 each. The
  * measured run is in BENCHMARKS ("teach", the first run in a tab). Then the library's own case:
@@ -27,22 +27,22 @@ afterAll(() => playground?.close());
 
 const header = () => page.locator('section[aria-labelledby="run-title"]');
 /** The least rise, in points, the first run must show greedy and at T=1 (see the measured run in BENCHMARKS "teach"). */
-// Measured in the tab: greedy 44% -> 72%, T=1 33% -> 58% on 32 problems (3.1 points each); a float
-// rounding change once moved the seeded run's T=1 rise by 6 points, hence the margin below it.
-const FIRST_RUN_MIN_GAIN = 16;
-const FIRST_RUN_MIN_GAIN_T1 = 14;
+// Measured in the tab: greedy 25% -> 81%, T=1 33% -> 70% on 32 problems (3.1 points each); in Node
+// under six seeds nobody chose the least rise was +47.9 greedy and +44.3 at T=1 on 96: the goal, +20, holds with room.
+const FIRST_RUN_MIN_GAIN = 20;
+const FIRST_RUN_MIN_GAIN_T1 = 20;
 const percents = (text: string | null) => (text ?? '').split('→').map((side) => Number(side.trim().replace('%', '')));
 
 describe('the first run', { timeout: 900_000 }, () => {
-  it('teaches the skill model sort-words: held-out exact match rises greedy and at T=1, with no setting changed', async () => {
+  it('teaches the sorter model sort-words: held-out exact match rises greedy and at T=1, with no setting changed', async () => {
     await page.goto(playground.baseURL);
     await expect.poll(() => page.locator('header .device').textContent()).toMatch(/WebGPU|WebAssembly/);
-    expect(await page.getByLabel('Model', { exact: true }).inputValue()).toBe('skill');
+    expect(await page.getByLabel('Model', { exact: true }).inputValue()).toBe('sorter');
     expect(await page.getByLabel('Task', { exact: true }).inputValue()).toBe('sort-words');
     expect(await page.getByRole('radio', { name: 'LoRA (every layer)' }).isChecked()).toBe(true);
     const started = Date.now();
     await page.getByRole('button', { name: 'Start run' }).click();
-    // 96 steps: 166 s measured on 2 cores at load 1.3 to 2.3, 259 s and 327 s at load 3 to 10 (BENCHMARKS "teach", the first run); room for a busier machine.
+    // 96 steps: on webgrpo-skill (the same shapes) 166 s on 2 cores at load 1.3 to 2.3, 259 s and 327 s at load 3 to 10; on webgrpo-sorter 343 s at load 8 to 14 (BENCHMARKS "teach"); room for a busier machine.
     await expect.poll(() => header().locator('h2 .chip').textContent(), { timeout: 840_000, interval: 1000 }).toBe('completed');
     const seconds = (Date.now() - started) / 1000;
 

@@ -260,14 +260,16 @@ describe('group chart', () => {
 });
 
 describe('the first run', () => {
-  it('is LoRA GRPO on the bundled skill model, at a task it can learn there, from settings the form accepts', async () => {
+  it('is LoRA GRPO on the bundled sorter model, at a task it can learn there, from settings the form accepts', async () => {
     const [{ bundledModelPath, ONNX_MODELS }, { learnableTasks, choiceOf, suggestedSettings }, { INITIAL_SETUP, SKILL_LORA_DEFAULTS, setupProblems }] = await Promise.all([
       import('../../site/lib/models.js'),
       import('../../site/lib/methods.js'),
       import('../../site/lib/setup.js'),
     ]);
     const model = ONNX_MODELS[0];
-    expect(model).toMatchObject({ id: 'skill', source: 'bundled', folder: 'webgrpo-skill' });
+    expect(model).toMatchObject({ id: 'sorter', source: 'bundled', folder: 'webgrpo-sorter', skillTasks: true });
+    // The skill model keeps its place and its skill settings; so does every loader (same architecture and tokenizer).
+    expect(ONNX_MODELS.find((m) => m.id === 'skill')).toMatchObject({ folder: 'webgrpo-skill', skillTasks: true });
     const method = choiceOf(INITIAL_SETUP.method);
     expect(method.method.trains).toBeDefined();
     expect(learnableTasks(method, model.id)?.[0]).toBe(INITIAL_SETUP.task);
@@ -282,7 +284,9 @@ describe('the first run', () => {
     expect(learnableTasks(method, 'tiny')).toEqual(['digits', 'shout']);
     expect(ONNX_MODELS.find((m) => m.id === 'tiny')?.folder).toBe('webgrpo-tiny');
     expect(learnableTasks(choiceOf('exemplars'), 'skill')).toBeUndefined();
-    expect(bundledModelPath(model.folder as string, 'http://127.0.0.1:5173/sub/')).toBe('/sub/models/webgrpo-skill/');
+    expect(bundledModelPath(model.folder as string, 'http://127.0.0.1:5173/sub/')).toBe('/sub/models/webgrpo-sorter/');
+    expect(learnableTasks(method, 'skill')).toEqual(learnableTasks(method, model.id));
+    expect(suggestedSettings(method, 'skill', INITIAL_SETUP.task)).toEqual(suggestedSettings(method, model.id, INITIAL_SETUP.task));
   });
 });
 

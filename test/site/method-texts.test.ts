@@ -13,6 +13,7 @@ import { LORA_MODULES } from '../../lib/weights/decoder.js';
 import { DYNAMIC_SAMPLING_DEFAULTS } from '../../lib/run/dynamic-sampling.js';
 import { adapterAbout } from '../../site/lib/adapter-view.js';
 import { FIRST_RUN_MEASURED, firstRunChange } from '../../site/lib/first-run.js';
+import { ONNX_MODELS } from '../../site/lib/models.js';
 import { PLAYGROUND_ARMS } from '../../site/lib/arms.js';
 import { kindView } from '../../site/lib/kind-view.js';
 import { choiceOf } from '../../site/lib/methods.js';
@@ -74,9 +75,10 @@ describe('what the page says about each method', () => {
   });
 
   it('states the first run’s and the head adapter’s settings as the defaults are', () => {
-    const first = playground.match(/the\s+first run: LoRA at `([\w-]+)`, (\d+) prompts, (\d+) per step, (\w+) epochs?, lr ([\d.]+), rank (\d+)/);
+    const first = playground.match(/the\s+first run: LoRA on `([\w-]+)` at `([\w-]+)`, (\d+) prompts, (\d+) per step, (\w+) epochs?, lr ([\d.]+), rank (\d+)/);
     expect(first).not.toBeNull();
-    const [, task, prompts, perStep, epochs, lr, rank] = first!;
+    const [, model, task, prompts, perStep, epochs, lr, rank] = first!;
+    expect(model).toBe(ONNX_MODELS[0].folder);
     expect({ task, method: 'lora', items: Number(prompts), batchSize: Number(perStep), epochs: count(epochs), lr: Number(lr), rank: Number(rank) }).toEqual({
       task: INITIAL_SETUP.task,
       method: INITIAL_SETUP.method,
@@ -108,7 +110,7 @@ describe('what the page says about each method', () => {
     expect(intro).toContain(`${greedy[0]}% -> ${greedy[1]}% greedy, ${t1[0]}% -> ${t1[1]}% at temperature 1`);
     expect(intro).toContain(`"${mended.before}" become "${mended.after}"`);
     expect(firstRunChange()).toBe(
-      `It learns to write each word once instead of twice (“${mended.before}” becomes “${mended.after}”): measured in headless Chromium, held-out exact match went from ${greedy[0]}% to ${greedy[1]}% greedy and from ${t1[0]}% to ${t1[1]}% at temperature 1.`,
+      `It learns to sort the words instead of copying them in the order given (“${mended.before}” becomes “${mended.after}”): measured in headless Chromium, held-out exact match went from ${greedy[0]}% to ${greedy[1]}% greedy and from ${t1[0]}% to ${t1[1]}% at temperature 1.`,
     );
   });
 });

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { choiceOf, suggestedSettings } from '../../site/lib/methods.js';
+import { ONNX_MODELS } from '../../site/lib/models.js';
 import { INITIAL_SETUP, runPlan } from '../../site/lib/setup.js';
 import { STEP_TIMES } from '../../site/lib/step-times.data.js';
 import { durationBeforeStart, stepTimeOf, type StepTime } from '../../site/lib/step-times.js';
@@ -31,7 +32,7 @@ describe('the duration before Start', () => {
   });
 
   it('holds measurements of the settings the page applies, the first run’s among them', () => {
-    expect(stepTimeOf(INITIAL_SETUP, 'skill')).toBeDefined();
+    expect(stepTimeOf(INITIAL_SETUP, ONNX_MODELS[0].id)).toBeDefined();
     for (const t of STEP_TIMES) {
       const s = suggestedSettings(choiceOf(t.method), t.model, t.task);
       expect({ groupSize: t.groupSize, batchSize: t.batchSize, maxNewTokens: t.maxNewTokens }).toEqual({ groupSize: s.groupSize, batchSize: s.batchSize, maxNewTokens: s.maxNewTokens });
