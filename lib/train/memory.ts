@@ -107,6 +107,14 @@ export interface StepMemoryEstimate {
   together: number;
   /** Taking turns (a LoRA run's `takeTurns`): the larger of the step (`total`) and sampling (the sampler and the adapter with its optimizer state). */
   inTurns: number;
+  /**
+   * Taking turns, what a turn may find the last one left to JavaScript's garbage collector: the
+   * engine's weights are arrays read again for every step and dropped for the sampler's turn, and
+   * V8 had collected neither of the last two reads when the next turn began (arrays of 1031-1213
+   * MB beside SmolLM2-135M's 538 MB of weights, BENCHMARKS "scale"): two reads of `weights`. A run
+   * that collects at each turn (collectGarbage, Node) needs `inTurns`; one that does not, this more.
+   */
+  turnGarbage: number;
   microBatchTokens: number;
   /** True when the activations do not fit the budget, so the backward recomputes each layer's. */
   recompute: boolean;
@@ -158,7 +166,7 @@ export function estimateStepMemory(shape: DecoderShape, settings: StepMemorySett
   const total = weights + adapter + layerInputs + activations + layerRun + head;
   // onnxruntime's CPU kernels (Node, WebAssembly) widen an fp16 export's weights to float32 as the session is made.
   const sampler = Math.round(SAMPLER_PER_WEIGHT_BYTE * (settings.dtype === 'fp16' ? weightsWith(projections * FLOAT) : weights));
-  return { weights, adapter, layerInputs, activations, layerRun, head, total, sampler, together: total + sampler, inTurns: Math.max(total, sampler + adapter), microBatchTokens, recompute };
+  return { weights, adapter, layerInputs, activations, layerRun, head, total, sampler, together: total + sampler, inTurns: Math.max(total, sampler + adapter), turnGarbage: 2 * weights, microBatchTokens, recompute };
 }
 
 /**

@@ -4,7 +4,8 @@
  * decoder), the estimate switches to recomputing when the budget is passed, counts 4-bit bases
  * packed, and refuses settings that are not counts; planMemory's micro-batches shrink with the
  * budget, the estimate says when only taking turns fits, and a run's memoryBudget is checked before
- * anything loads; planRunMemory holds a run together, in turns or refuses it by the same numbers.
+ * anything loads; planRunMemory holds a run together, in turns (collecting garbage at each turn
+ * only where the turns need it) or refuses it by the same numbers.
  */
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
@@ -141,6 +142,24 @@ describe('planRunMemory', () => {
     // Held to one mode, that mode or a refusal naming the other.
     expect(planRunMemory(SMOLLM2_135M, settings, 1.6e9, true).mode).toBe('turns');
     expect(() => planRunMemory(SMOLLM2_135M, settings, 1.6e9, false)).toThrow(/held together \(takeTurns: false\).* It fits with taking turns \(takeTurns: 'auto' or true/);
+  });
+
+  it("collects JavaScript's garbage at each turn only where the runtime can and the turns do not fit without it", () => {
+    const collects = { collectGarbage: true };
+    // SmolLM2-135M fp32 8 x 128 at 1.576 GB (2 x the model file + 0.5 GB): in turns only by collecting.
+    const tight = planRunMemory(SMOLLM2_135M, settings, 1.576e9, 'auto', collects);
+    expect(tight).toMatchObject({ mode: 'turns', collectGarbage: true, inTurns: estimate.inTurns });
+    expect(estimate.inTurns + estimate.turnGarbage).toBeGreaterThan(1.576e9);
+    expect(tight.reason).toMatch(/^Taking turns and collecting JavaScript's garbage at each turn: together about 1721 MB, in turns about 2030 MB with what a turn leaves uncollected, more than the 1576 MB memoryBudget; collected, about 954 MB\.$/);
+    // Room for the turns' garbage: no collecting; room for both together: together, as without the lever.
+    const loose = planRunMemory(SMOLLM2_135M, settings, estimate.inTurns + estimate.turnGarbage, true, collects);
+    expect(loose).toMatchObject({ mode: 'turns', collectGarbage: false });
+    expect(loose.reason).toMatch(/^Taking turns \(takeTurns: true\): about 2030 MB/);
+    expect(planRunMemory(SMOLLM2_135M, settings, estimate.together, 'auto', collects)).toMatchObject({ mode: 'together', collectGarbage: false });
+    // A runtime that cannot collect (a page) plans as before: in turns, the garbage not counted.
+    expect(planRunMemory(SMOLLM2_135M, settings, 1.576e9, 'auto')).toMatchObject({ mode: 'turns', collectGarbage: false });
+    // Refused, it names the collected need as what would fit.
+    expect(() => planRunMemory(SMOLLM2_135M, settings, 9e8, true, collects)).toThrow(/taking turns \(takeTurns: true\): about 1671 MB with the sampler beside it, 954 MB taking turns, collecting garbage at each turn \(estimateStepMemory\)\. .*a memoryBudget of at least 954 MB\.$/);
   });
 
   const refusal = (s: Parameters<typeof planRunMemory>[1], budget: number) => {

@@ -20,13 +20,13 @@ import type { LoraTrainingEngine } from '../../train/lora-engine.js';
 import { graphSessionOptions } from '../../train/graph/policy-runtime.js';
 import { isLoraCheckpoint, type OpenAdapter } from './adapter.js';
 import type { TrainablePolicy } from '../../train/trainable-policy.js';
-import type { GrpoTrainer } from '../../train/trainer.js';
 import type { LoraRunConfig, LoraRunRecord, LoraStepPayload } from './record.js';
 import type { NewRun, OpenContext } from '../../run/method.js';
 import type { Store } from '../../store/store.js';
 import { runTrainer } from './update.js';
 import { promptOf } from '../../run/rollout.js';
 import { planRunMemory, type MemoryPlan } from '../../train/memory-plan.js';
+import { canCollectGarbage, collectGarbage } from '../../train/collect-garbage.js';
 import { validateHandles, type LoopHandles } from '../../run/options.js';
 import { resolveTrainingConfig, type TrainingRunOptions } from './training-options.js';
 
@@ -156,21 +156,28 @@ export async function openLoraAdapter({ run, store, handles, last, initial }: Op
   const mayTurn = config.takeTurns === true || (config.takeTurns === 'auto' && config.memoryBudget !== undefined && typeof policy.releaseSession === 'function');
   // Taking turns (or maybe, by the plan), the sampler's session is not in memory while the engine reads its weights.
   if (mayTurn) await policy.releaseSession!();
-  const model = await loraModel(policy, adapter ?? { ...config.lora });
-  checkTrainable(model.weights, model.adapter);
-  const memory = await memoryPlan(config, model.weights, store, run.id, policy);
+  // The model in a function of its own: held in this one's frame, its weights would outlive the engine's release below.
+  const { trainer, memory } = await (async () => {
+    const model = await loraModel(policy, adapter ?? { ...config.lora });
+    checkTrainable(model.weights, model.adapter);
+    const memory = await memoryPlan(config, model.weights, store, run.id, policy);
+    const graph = await graphEngine(model, policy.info.backend, memory);
+    try {
+      return { trainer: runTrainer(loraEngine(model, { ...(resumed ? { state: resumed.state } : {}), graph }), config, last), memory };
+    } catch (error) {
+      void graph.release();
+      throw error;
+    }
+  })();
   const turns = memory.mode === 'turns';
-  const graph = await graphEngine(model, policy.info.backend, memory);
-  let trainer: GrpoTrainer<LoraTrainingEngine>;
-  try {
-    trainer = runTrainer(loraEngine(model, { ...(resumed ? { state: resumed.state } : {}), graph }), config, last);
-  } catch (error) {
-    void graph.release();
-    throw error;
-  }
+  // Where the plan says the budget needs it, each turn starts once the last one's arrays are freed (collect-garbage.ts).
+  const turned = async () => {
+    if (memory.collectGarbage === true) await collectGarbage();
+  };
   try {
     // Taking turns, the engine's weights go before the sampler's session is built again; the first step reads them again.
     if (turns) await trainer.engine.releaseWeights();
+    await turned();
     // The policy samples under the run's adapter (as graph inputs) from the first item on, so a
     // fresh run and a resumed one sample with the same graph.
     await followAdapter(policy, trainer.engine.adapter);
@@ -184,11 +191,19 @@ export async function openLoraAdapter({ run, store, handles, last, initial }: Op
     trainer,
     startFields: { memory },
     // Taking turns: the step's groups are sampled, so the sampler's session goes before the engine reads its weights again.
-    ...(turns ? { beforeUpdate: () => policy.releaseSession!() } : {}),
+    ...(turns
+      ? {
+          beforeUpdate: async () => {
+            await policy.releaseSession!();
+            await turned();
+          },
+        }
+      : {}),
     // The sampler follows the updated adapter (taking turns, once the engine released its weights); `refreshMs` is what that took.
     async payload(training) {
       const started = performance.now();
       if (turns) await engine.releaseWeights();
+      await turned();
       await followAdapter(handles.policy, trainer.engine.adapter);
       return { kind: 'lora', training, refreshMs: performance.now() - started };
     },
@@ -243,7 +258,7 @@ async function memoryPlan(config: LoraRunConfig, weights: DecoderWeights, store:
     dtype: packed ? ('q4' as const) : ('fp32' as const),
     tiedHead: weights.lmHead === undefined,
   };
-  return planRunMemory(weights.shape, settings, config.memoryBudget, asked === 'auto' && !releases ? false : asked);
+  return planRunMemory(weights.shape, settings, config.memoryBudget, asked === 'auto' && !releases ? false : asked, { collectGarbage: canCollectGarbage() });
 }
 
 /** Taking turns needs a policy whose session can be released and built again (an `OnnxPolicy`). */
