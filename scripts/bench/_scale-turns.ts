@@ -28,7 +28,7 @@ import { buildLoraGraphs, loraEngine, loraModel } from '../../lib/train/lora-eng
 import { loraTensors } from '../../lib/lora/adapter.js';
 import { groupRolloutBatch } from '../../lib/train/rollouts.js';
 import { GrpoTrainer } from '../../lib/train/trainer.js';
-import { collectGarbage } from '../../lib/train/collect-garbage.js';
+import { collectGarbage } from '../../lib/policy/onnx/collect-garbage.js';
 import { cpuTimed, hubShapeModel } from './_hub-shapes.js';
 
 const PROMPT = 'Answer with digits only: what is 7 x 6?';

@@ -26,7 +26,7 @@ import type { Store } from '../../store/store.js';
 import { runTrainer } from './update.js';
 import { promptOf } from '../../run/rollout.js';
 import { planRunMemory, type MemoryPlan } from '../../train/memory-plan.js';
-import { canCollectGarbage, collectGarbage } from '../../train/collect-garbage.js';
+import { canCollectGarbage, collectGarbage } from '../../policy/onnx/collect-garbage.js';
 import { validateHandles, type LoopHandles } from '../../run/options.js';
 import { resolveTrainingConfig, type TrainingRunOptions } from './training-options.js';
 

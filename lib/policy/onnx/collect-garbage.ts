@@ -7,7 +7,7 @@
  * flag is set for the moment it takes to fetch the function from a fresh context and set back, as
  * jest's leak detector does. Browsers offer no such call: there it answers false and does nothing.
  */
-import { isNodeRuntime } from '../policy/onnx/runtime.js';
+import { isNodeRuntime } from './runtime.js';
 
 /** Node's built-ins by name, kept out of browser bundles (which never take this branch). */
 const V8 = 'node:v8';
@@ -42,6 +42,9 @@ export function canCollectGarbage(): boolean {
 export async function collectGarbage(): Promise<boolean> {
   const gc = await (collector ??= gcFunction());
   if (!gc) return false;
+  // A WeakRef keeps its target until the task that made or read it ends (the model's files are
+  // held that way, model-graph.ts): collecting in a later task, those are garbage too.
+  await new Promise((resolve) => setTimeout(resolve, 0));
   // The second collection waits for the first's arrays to be swept (V8 frees them on a thread of
   // its own, after the collection that found them), so they are given back once it returns.
   gc();

@@ -4,7 +4,7 @@
  * memoryBudget needs before the next turn builds its session), and the flag is set back after.
  */
 import { describe, expect, it } from 'vitest';
-import { canCollectGarbage, collectGarbage } from '../../lib/train/collect-garbage.js';
+import { canCollectGarbage, collectGarbage } from '../../lib/policy/onnx/collect-garbage.js';
 
 describe('collectGarbage', () => {
   it('frees unreferenced arrays before it resolves, without exposing gc', async () => {
