@@ -3,8 +3,9 @@
  * take): the sampler's session and the step together when both fit, in turns (`takeTurns`) when
  * only that fits, and when neither does, a refusal before any step that names what would fit.
  * The numbers are estimateStepMemory's `together` and `inTurns` (with `turnGarbage` where the
- * runtime could collect it and the plan does not), at the largest micro-batches that fit, the
- * backward recomputing; whatever the budget leaves over keeps activations for it.
+ * runtime could collect it and the plan does not) and the runtime's own bytes where the caller
+ * counts them (Node), at the largest micro-batches that fit, the backward recomputing; whatever
+ * the budget leaves over keeps activations for it.
  */
 import { OutOfMemoryError } from '../errors.js';
 import type { DecoderShape } from '../weights/decoder.js';
@@ -24,6 +25,8 @@ export interface MemoryLevers {
    * and collects when only that fits. Without it (a page) that garbage is not counted, as before.
    */
   collectGarbage?: boolean;
+  /** Bytes the runtime holds beside the run, counted into every need (Node: NODE_RUNTIME_BYTES); default 0. */
+  runtimeBytes?: number;
 }
 
 /** Which way a run holds its memory and why (a LoRA run's `run-start` event says it). */
@@ -37,6 +40,8 @@ export interface MemoryPlan {
   budget?: number;
   together?: number;
   inTurns?: number;
+  /** What the plan counted beside them for the runtime itself (MemoryLevers.runtimeBytes). */
+  runtime?: number;
   /** What the engine is built with (absent without a budget: its defaults). */
   activationBudget?: number;
   microBatchTokens?: number;
@@ -71,7 +76,7 @@ function cheapest(shape: DecoderShape, settings: PlanSettings, rung: Rung, budge
   for (let tokens = DEFAULT_MICRO_BATCH_TOKENS; tokens >= MIN_MICRO_BATCH_TOKENS; tokens >>= 1) {
     const e = estimateStepMemory(shape, { ...settings, microBatchTokens: tokens, activationBudget: 0 });
     const garbage = garbageAt(e, rung, levers);
-    const need = rung.mode === 'together' ? e.together : e.inTurns + garbage;
+    const need = (rung.mode === 'together' ? e.together : e.inTurns + garbage) + (levers.runtimeBytes ?? 0);
     const fit = { need, garbage, turnGarbage: e.turnGarbage, total: e.total, together: e.together, inTurns: e.inTurns, microBatchTokens: tokens, fits: need <= budget };
     if (fit.fits) return fit;
     if (!least || need < least.need) least = fit;
@@ -112,16 +117,18 @@ export function fitRunMemory(shape: DecoderShape, settings: PlanSettings, budget
   for (const rung of rungsOf(takeTurns, levers)) {
     const fit = cheapest(shape, settings, rung, budget, levers);
     if (!fit.fits) continue;
-    // Past the step as it must be (with the garbage it may meet), what is left keeps activations for the backward (up to the engine's default: keeping costs large steps time).
-    const left = budget - (rung.mode === 'together' ? fit.together : fit.total + fit.garbage);
+    // Past the step as it must be (with the garbage it may meet and the runtime), what is left keeps activations for the backward (up to the engine's default: keeping costs large steps time).
+    const runtime = levers.runtimeBytes ?? 0;
+    const left = budget - runtime - (rung.mode === 'together' ? fit.together : fit.total + fit.garbage);
+    const counted = runtime > 0 ? ` (${mb(runtime)} of it the runtime's own)` : '';
     const reason =
       rung.mode === 'together'
-        ? `The sampler and the step together need about ${mb(fit.together)} of the ${mb(budget)} memoryBudget.`
+        ? `The sampler and the step together need about ${mb(fit.need)}${counted} of the ${mb(budget)} memoryBudget.`
         : rung.collect
-          ? `Taking turns${takeTurns === 'auto' ? '' : ' (takeTurns: true)'} and collecting JavaScript's garbage at each turn: ${takeTurns === 'auto' ? `together about ${mb(fit.together)}, ` : ''}in turns about ${mb(fit.inTurns + fit.turnGarbage)} with what a turn leaves uncollected, more than the ${mb(budget)} memoryBudget; collected, about ${mb(fit.inTurns)}.`
+          ? `Taking turns${takeTurns === 'auto' ? '' : ' (takeTurns: true)'} and collecting JavaScript's garbage at each turn: ${takeTurns === 'auto' ? `together about ${mb(fit.together + runtime)}, ` : ''}in turns about ${mb(fit.inTurns + fit.turnGarbage + runtime)} with what a turn leaves uncollected, more than the ${mb(budget)} memoryBudget; collected, about ${mb(fit.need)}${counted}.`
           : takeTurns === 'auto'
-            ? `Taking turns: the sampler and the step together would need about ${mb(fit.together)}, more than the ${mb(budget)} memoryBudget; in turns about ${mb(fit.need)}.`
-            : `Taking turns (takeTurns: true): about ${mb(fit.need)} of the ${mb(budget)} memoryBudget.`;
+            ? `Taking turns: the sampler and the step together would need about ${mb(fit.together + runtime)}, more than the ${mb(budget)} memoryBudget; in turns about ${mb(fit.need)}${counted}.`
+            : `Taking turns (takeTurns: true): about ${mb(fit.need)}${counted} of the ${mb(budget)} memoryBudget.`;
     return {
       mode: rung.mode,
       reason,
@@ -129,6 +136,7 @@ export function fitRunMemory(shape: DecoderShape, settings: PlanSettings, budget
       budget,
       together: fit.together,
       inTurns: fit.inTurns,
+      runtime,
       activationBudget: Math.min(left, DEFAULT_ACTIVATION_BUDGET),
       microBatchTokens: fit.microBatchTokens,
     };
@@ -159,8 +167,9 @@ function refusal(shape: DecoderShape, settings: PlanSettings, budget: number, ta
   ].filter((o): o is string => o !== undefined);
   const held = takeTurns === false ? 'held together (takeTurns: false)' : takeTurns === true ? 'taking turns (takeTurns: true)' : 'even taking turns';
   const collected = levers.collectGarbage ? ', collecting garbage at each turn' : '';
+  const counted = levers.runtimeBytes ? `, each with the runtime's own ${mb(levers.runtimeBytes)}` : '';
   return (
-    `A LoRA step at these settings does not fit the ${mb(budget)} memoryBudget ${held}: about ${mb(together.need)} with the sampler beside it, ${mb(turns.need)} taking turns${collected} (estimateStepMemory). ` +
+    `A LoRA step at these settings does not fit the ${mb(budget)} memoryBudget ${held}: about ${mb(together.need)} with the sampler beside it, ${mb(turns.need)} taking turns${collected}${counted} (estimateStepMemory). ` +
     `Nothing was trained. It fits with ${options.join(', or ')}.`
   );
 }

@@ -8,10 +8,12 @@
  * the next update. Prints one JSON line, with a digest of the sampled log-probs and the adapter
  * to check that both ways give the same bits.
  *
- *   tsx scripts/bench/_scale-turns.ts <shape> <fp32|q4> <group> <new tokens> <turns: 0|1> [iterations] [collect: 0|1]
+ *   tsx scripts/bench/_scale-turns.ts <shape> <fp32|q4> <group> <new tokens> <turns: 0|1|budget=BYTES> [iterations] [collect: 0|1]
  *
  * `collect` 1: taking turns, JavaScript's garbage is collected at each turn (collectGarbage), as
- * a LoRA run does when its memory plan says so (`collectGarbage`).
+ * a LoRA run does when its memory plan says so (`collectGarbage`). `budget=BYTES`: the run's
+ * memory plan decides both, as a LoRA run with that memoryBudget in Node does (planRunMemory with
+ * takeTurns 'auto', the runtime counted, the engine's micro-batches and activations as planned).
  *
  * Times are CPU time (user + system of every thread) except `iterationWall`. Each phase's memory
  * is the RSS at its end and its own peak (`phasePeak`, Linux's high-water mark reset at each
@@ -28,6 +30,9 @@ import { buildLoraGraphs, loraEngine, loraModel } from '../../lib/train/lora-eng
 import { loraTensors } from '../../lib/lora/adapter.js';
 import { groupRolloutBatch } from '../../lib/train/rollouts.js';
 import { GrpoTrainer } from '../../lib/train/trainer.js';
+import { NODE_RUNTIME_BYTES } from '../../lib/train/memory.js';
+import { planRunMemory, type MemoryPlan } from '../../lib/train/memory-plan.js';
+import { canCollectGarbage } from '../../lib/policy/onnx/collect-garbage.js';
 import { collectGarbage } from '../../lib/policy/onnx/collect-garbage.js';
 import { cpuTimed, hubShapeModel } from './_hub-shapes.js';
 
@@ -38,12 +43,15 @@ async function main(): Promise<void> {
   const [shape, dtype, groupArg, tokensArg, turnsArg, iterationsArg, collectArg] = process.argv.slice(2);
   const G = Number(groupArg);
   const T = Number(tokensArg);
-  const turns = turnsArg === '1';
+  const budget = turnsArg?.startsWith('budget=') ? Number(turnsArg.slice('budget='.length)) : undefined;
+  let turns = turnsArg === '1';
   const iterations = Number(iterationsArg ?? 3);
-  const collecting = turns && collectArg === '1';
+  let collecting = turns && collectArg === '1';
+  let plan: MemoryPlan | undefined;
   // At each turn, as lora.ts does when its plan collects.
+  const collectMs: number[] = [];
   const turn = async () => {
-    if (collecting) await collectGarbage();
+    if (collecting) collectMs.push((await cpuTimed(() => collectGarbage()))[1]);
   };
   if (dtype !== 'fp32' && dtype !== 'q4') throw new Error(`dtype must be fp32 or q4, got ${dtype}`);
   const { dir, modelBytes } = await hubShapeModel(shape, dtype);
@@ -63,11 +71,16 @@ async function main(): Promise<void> {
   const policy = await loadOnnxPolicy({ model: dir, ...(dtype === 'q4' ? { dtype } : {}) });
   mark('policy loaded');
   // As the run opens (lora.ts): taking turns, the sampler's session goes before the engine reads its weights, and they go before it is built again.
-  if (turns) await policy.releaseSession();
+  if (turns || budget !== undefined) await policy.releaseSession();
   // The model object in a scope of its own: held here, its weights would outlive the engine's release.
   const engine = await (async () => {
     const model = await loraModel(policy, { r: 8, alpha: 16, seed: 3 });
-    return loraEngine(model, { graph: await buildLoraGraphs(model) });
+    if (budget === undefined) return loraEngine(model, { graph: await buildLoraGraphs(model) });
+    const settings = { groupSize: G, promptTokens: policy.promptIds({ prompt: PROMPT }).length, completionTokens: T, r: 8, dtype: dtype as 'fp32' | 'q4', tiedHead: model.weights.lmHead === undefined };
+    plan = planRunMemory(model.weights.shape, settings, budget, 'auto', { collectGarbage: canCollectGarbage(), runtimeBytes: NODE_RUNTIME_BYTES });
+    turns = plan.mode === 'turns';
+    collecting = plan.collectGarbage === true;
+    return loraEngine(model, { graph: await buildLoraGraphs(model, { memory: { activationBudget: plan.activationBudget!, microBatchTokens: plan.microBatchTokens! } }) });
   })();
   const trainer = new GrpoTrainer(engine, { lr: 1e-4 }, new GrpoConfig({ numGenerations: G, beta: 0, entropyCoeff: 0 }));
   if (turns) await engine.releaseWeights();
@@ -108,7 +121,7 @@ async function main(): Promise<void> {
   await policy.dispose();
   mark('disposed');
   const peakRss = peak;
-  console.log(JSON.stringify({ shape, dtype, G, T, turns, collecting, gc: typeof (globalThis as { gc?: unknown }).gc === 'function', modelMB: Math.round(modelBytes / 1e6), sample, step, switchMs, iterationWall, peakRss, digest: digest.digest('hex').slice(0, 16), memory }));
+  console.log(JSON.stringify({ shape, dtype, G, T, turns, collecting, ...(plan ? { plan } : {}), collectMs, gc: typeof (globalThis as { gc?: unknown }).gc === 'function', modelMB: Math.round(modelBytes / 1e6), sample, step, switchMs, iterationWall, peakRss, digest: digest.digest('hex').slice(0, 16), memory }));
 }
 
 await main();

@@ -27,6 +27,8 @@ import { runTrainer } from './update.js';
 import { promptOf } from '../../run/rollout.js';
 import { planRunMemory, type MemoryPlan } from '../../train/memory-plan.js';
 import { canCollectGarbage, collectGarbage } from '../../policy/onnx/collect-garbage.js';
+import { isNodeRuntime } from '../../policy/onnx/runtime.js';
+import { NODE_RUNTIME_BYTES } from '../../train/memory.js';
 import { validateHandles, type LoopHandles } from '../../run/options.js';
 import { resolveTrainingConfig, type TrainingRunOptions } from './training-options.js';
 
@@ -55,8 +57,10 @@ export interface LoraGrpoOptions extends LoraHandles, TrainingRunOptions {
    * recomputing; what the budget leaves over, up to 512 MiB, keeps activations instead), chooses
    * together or in turns (`takeTurns`, 'auto' by default here), and refuses with an
    * OutOfMemoryError that says what would fit when nothing does; the `run-start` event's `memory`
-   * says which and why. Default: none (activations kept up to 512 MiB, micro-batches of 768
-   * tokens, together). Stored with the run.
+   * says which and why. In Node the budget is the process's resident memory: the runtime's own
+   * (NODE_RUNTIME_BYTES) counts too, and taking turns where only that fits, JavaScript's garbage
+   * is collected at each turn (`memory.collectGarbage`). Default: none (activations kept up to
+   * 512 MiB, micro-batches of 768 tokens, together). Stored with the run.
    */
   memoryBudget?: number;
   /**
@@ -258,7 +262,9 @@ async function memoryPlan(config: LoraRunConfig, weights: DecoderWeights, store:
     dtype: packed ? ('q4' as const) : ('fp32' as const),
     tiedHead: weights.lmHead === undefined,
   };
-  return planRunMemory(weights.shape, settings, config.memoryBudget, asked === 'auto' && !releases ? false : asked, { collectGarbage: canCollectGarbage() });
+  // In Node the budget is the process's: the runtime's own bytes count, and a turn's garbage can be collected.
+  const levers = isNodeRuntime() ? { collectGarbage: canCollectGarbage(), runtimeBytes: NODE_RUNTIME_BYTES } : {};
+  return planRunMemory(weights.shape, settings, config.memoryBudget, asked === 'auto' && !releases ? false : asked, levers);
 }
 
 /** Taking turns needs a policy whose session can be released and built again (an `OnnxPolicy`). */
