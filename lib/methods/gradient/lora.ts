@@ -69,11 +69,12 @@ export interface LoraGrpoOptions extends LoraHandles, TrainingRunOptions {
    * the weights again from the model's files and trains, then releases its weights and sessions
    * (`releaseWeights`) and the next request builds the sampler's session again. The same run to
    * the bit (the same graphs on the same weights), for a session build and a read of the weights
-   * per step: at SmolLM2-135M's shape in fp32, 8 x 128, peak RSS 2633 -> 2059-2146 MB for about
-   * 15% more CPU an iteration (BENCHMARKS, scale). 'auto' takes turns when `memoryBudget` holds
-   * the run in turns but not together (estimateStepMemory's `inTurns` and `together`), and holds
-   * both together without a budget or for a policy that cannot release its session. Default:
-   * 'auto' with a `memoryBudget`, else false. Stored with the run.
+   * per step: at SmolLM2-135M's shape in fp32, 8 x 128, peak RSS 2212 -> 1536 MB (1367 MB
+   * collecting garbage at each turn) for 8-15% more CPU an iteration (BENCHMARKS, scale). 'auto'
+   * takes turns when `memoryBudget` holds the run in turns but not together (estimateStepMemory's
+   * `inTurns` and `together`), and holds both together without a budget or for a policy that
+   * cannot release its session. Default: 'auto' with a `memoryBudget`, else false. Stored with
+   * the run.
    */
   takeTurns?: boolean | 'auto';
 }
