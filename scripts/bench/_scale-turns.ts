@@ -50,8 +50,8 @@ async function main(): Promise<void> {
   let plan: MemoryPlan | undefined;
   // At each turn, as lora.ts does when its plan collects.
   const collectMs: number[] = [];
-  const turn = async () => {
-    if (collecting) collectMs.push((await cpuTimed(() => collectGarbage()))[1]);
+  const turn = async (before: 'sampler' | 'engine') => {
+    if (collecting && (before === 'sampler' || process.env.I41_ENGINE_TURN !== '0')) collectMs.push((await cpuTimed(() => collectGarbage()))[1]);
   };
   if (dtype !== 'fp32' && dtype !== 'q4') throw new Error(`dtype must be fp32 or q4, got ${dtype}`);
   const { dir, modelBytes } = await hubShapeModel(shape, dtype);
@@ -84,7 +84,7 @@ async function main(): Promise<void> {
   })();
   const trainer = new GrpoTrainer(engine, { lr: 1e-4 }, new GrpoConfig({ numGenerations: G, beta: 0, entropyCoeff: 0 }));
   if (turns) await engine.releaseWeights();
-  await turn();
+  await turn('sampler');
   await policy.followAdapter(engine.adapter);
   mark('opened');
 
@@ -101,14 +101,14 @@ async function main(): Promise<void> {
     for (const c of group.completions) digest.update(new Float64Array(c.logprobs));
     const batch = groupRolloutBatch([{ completions: group.completions.map((c) => ({ tokenIds: c.tokenIds, logprobs: c.logprobs })), rewards: group.completions.map((_, k) => (k % 2 === 0 ? 1 : 0)) }]);
     if (turns) await policy.releaseSession();
-    await turn();
+    await turn('engine');
     collect();
     step.push((await timed(() => trainer.trainStep(batch, [{ prompt: PROMPT }])))[1]);
     trainer.releaseStates();
     mark(`step ${i + 1}`);
     const [, followMs] = await timed(async () => {
       if (turns) await engine.releaseWeights();
-      await turn();
+      await turn('sampler');
       await policy.followAdapter(engine.adapter);
     });
     collect();

@@ -18,6 +18,7 @@ import { buildModel } from '../../scripts/build-model/index.js';
 import { SMALL } from '../train/exports.js';
 
 let root = '';
+let other = '';
 const policies: OnnxPolicy[] = [];
 const streamed: string[] = [];
 const createReadStream = fs.createReadStream;
@@ -25,6 +26,9 @@ const createReadStream = fs.createReadStream;
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'webgrpo-load-by-path-'));
   await buildModel({ ...SMALL, names: 'exporter', externalData: true }, root);
+  // Another model beside it (other weights, the same file names), to load at the same time.
+  other = join(root, 'other');
+  await buildModel({ ...SMALL, seed: 11, names: 'exporter', externalData: true }, other);
   fs.createReadStream = ((path: fs.PathLike, ...rest: unknown[]) => {
     streamed.push(String(path));
     return (createReadStream as (...args: unknown[]) => fs.ReadStream)(path, ...rest);
@@ -54,6 +58,15 @@ describe("loading a local folder in Node", () => {
     const streaming = await load({ ...nodeHost, loadingByPath: undefined });
     expect(streaming.graphStreams.map((path) => path.slice(root.length + 1)).sort()).toEqual(['onnx/model.onnx', 'onnx/model.onnx_data']);
     const request = { prompt: 'x', completions: [[5, 9, 2, 7]] };
-    expect((await byPath.policy.scoreCompletions(request)).logprobs).toEqual((await streaming.policy.scoreCompletions(request)).logprobs);
+    const scores = async (policy: OnnxPolicy) => (await policy.scoreCompletions(request)).logprobs;
+    expect(await scores(byPath.policy)).toEqual(await scores(streaming.policy));
+    // Two folders loading at once each get their own graph (the second, meeting the first's cache, loads as transformers.js alone would).
+    const alone = await loadOnnxPolicyOn(nodeHost, { model: other });
+    policies.push(alone);
+    const both = await Promise.all([loadOnnxPolicyOn(nodeHost, { model: root }), loadOnnxPolicyOn(nodeHost, { model: other })]);
+    policies.push(...both);
+    expect(await scores(both[0])).toEqual(await scores(byPath.policy));
+    expect(await scores(both[1])).toEqual(await scores(alone));
+    expect(await scores(alone)).not.toEqual(await scores(byPath.policy));
   });
 });

@@ -155,6 +155,9 @@ async function loadingGraphsByPath<T>(env: HubEnv, location: ModelLocation, load
         answered.set(request.slice(folder.length + 1).split(sep).join('/'), request);
         return request;
       }
+      // Its remote URL names the folder as the model id; another folder's files are not answered.
+      const id = `${folder.replace(/^[/\\]+/, '')}/`;
+      if (!/^https?:/.test(request) || !request.includes(id)) return undefined;
       for (const [file, path] of answered) if (request.endsWith(`/${file}`)) return path;
       return undefined;
     },
