@@ -14,6 +14,8 @@
  * a LoRA run does when its memory plan says so (`collectGarbage`). `budget=BYTES`: the run's
  * memory plan decides both, as a LoRA run with that memoryBudget in Node does (planRunMemory with
  * takeTurns 'auto', the runtime counted, the engine's micro-batches and activations as planned).
+ * I41_ENGINE_TURN=0 collects before the sampler's turns only, not before the engine's (a diagnosis
+ * of what each collection costs the update).
  *
  * Times are CPU time (user + system of every thread) except `iterationWall`. Each phase's memory
  * is the RSS at its end and its own peak (`phasePeak`, Linux's high-water mark reset at each
