@@ -8,12 +8,14 @@
  * the next update. Prints one JSON line, with a digest of the sampled log-probs and the adapter
  * to check that both ways give the same bits.
  *
- *   tsx scripts/bench/_scale-turns.ts <shape> <fp32|q4> <group> <new tokens> <turns: 0|1|budget=BYTES> [iterations] [collect: 0|1]
+ *   tsx scripts/bench/_scale-turns.ts <shape> <fp32|q4> <group> <new tokens> <turns: 0|1|budget=BYTES> [iterations] [collect: 0|1] [score: 0|1]
  *
  * `collect` 1: taking turns, JavaScript's garbage is collected at each turn (collectGarbage), as
  * a LoRA run does when its memory plan says so (`collectGarbage`). `budget=BYTES`: the run's
  * memory plan decides both, as a LoRA run with that memoryBudget in Node does (planRunMemory with
  * takeTurns 'auto', the runtime counted, the engine's micro-batches and activations as planned).
+ * `score` 1: after the iterations, a scoring pass of the last group's completions (`scoreMs`, the
+ * CPU time of a second one, for the step's ratio to it; phase `scored`, after `peakRss` is taken).
  * I41_ENGINE_TURN=0 collects before the sampler's turns only, not before the engine's (a diagnosis
  * of what each collection costs the update).
  *
@@ -42,7 +44,7 @@ const PROMPT = 'Answer with digits only: what is 7 x 6?';
 const collect = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
 
 async function main(): Promise<void> {
-  const [shape, dtype, groupArg, tokensArg, turnsArg, iterationsArg, collectArg] = process.argv.slice(2);
+  const [shape, dtype, groupArg, tokensArg, turnsArg, iterationsArg, collectArg, scoreArg] = process.argv.slice(2);
   const G = Number(groupArg);
   const T = Number(tokensArg);
   const budget = turnsArg?.startsWith('budget=') ? Number(turnsArg.slice('budget='.length)) : undefined;
@@ -95,12 +97,14 @@ async function main(): Promise<void> {
   const step: number[] = [];
   const switchMs: number[] = [];
   const iterationWall: number[] = [];
+  let last: number[][] = [];
   for (let i = 0; i < iterations; i++) {
     const t = performance.now();
     const [group, sampleMs] = await timed(() => policy.generateGroup({ prompt: PROMPT, groupSize: G, maxNewTokens: T, seed: 1 + i }));
     sample.push(sampleMs);
     mark(`sampled ${i + 1}`);
     for (const c of group.completions) digest.update(new Float64Array(c.logprobs));
+    last = group.completions.map((c) => c.tokenIds);
     const batch = groupRolloutBatch([{ completions: group.completions.map((c) => ({ tokenIds: c.tokenIds, logprobs: c.logprobs })), rewards: group.completions.map((_, k) => (k % 2 === 0 ? 1 : 0)) }]);
     if (turns) await policy.releaseSession();
     await turn('engine');
@@ -119,11 +123,15 @@ async function main(): Promise<void> {
     iterationWall.push(performance.now() - t);
   }
   for (const tensor of loraTensors(engine.adapter)) digest.update(tensor);
+  const peakRss = peak;
+  // Twice, the second timed: taking turns, the first builds the sampler's session again.
+  const score = () => policy.scoreCompletions({ prompt: PROMPT, completions: last });
+  const scoreMs = scoreArg === '1' ? (await score(), (await timed(score))[1]) : undefined;
+  if (scoreMs !== undefined) mark('scored');
   trainer.dispose();
   await policy.dispose();
   mark('disposed');
-  const peakRss = peak;
-  console.log(JSON.stringify({ shape, dtype, G, T, turns, collecting, ...(plan ? { plan } : {}), collectMs, gc: typeof (globalThis as { gc?: unknown }).gc === 'function', modelMB: Math.round(modelBytes / 1e6), sample, step, switchMs, iterationWall, peakRss, digest: digest.digest('hex').slice(0, 16), memory }));
+  console.log(JSON.stringify({ shape, dtype, G, T, turns, collecting, ...(plan ? { plan } : {}), collectMs, ...(scoreMs !== undefined ? { scoreMs } : {}), gc: typeof (globalThis as { gc?: unknown }).gc === 'function', modelMB: Math.round(modelBytes / 1e6), sample, step, switchMs, iterationWall, peakRss, digest: digest.digest('hex').slice(0, 16), memory }));
 }
 
 await main();
