@@ -107,6 +107,15 @@ export interface StepMemoryEstimate {
   together: number;
   /** Taking turns (a LoRA run's `takeTurns`): the larger of the step (`total`) and sampling (the sampler and the adapter with its optimizer state). */
   inTurns: number;
+  /**
+   * Taking turns, what a turn may find the last one left to JavaScript's garbage collector: the
+   * engine's weights are arrays read again for every step and dropped for the sampler's turn, and
+   * V8 had not collected them when that turn began (arrays of 682-689 MB as the sampler's turns
+   * began at SmolLM2-135M's shape, 538 MB of weights; 31 MB collecting, BENCHMARKS "scale"): one
+   * read of `weights`. A run that collects at each turn (collectGarbage, Node) needs `inTurns`;
+   * one that does not, this more.
+   */
+  turnGarbage: number;
   microBatchTokens: number;
   /** True when the activations do not fit the budget, so the backward recomputes each layer's. */
   recompute: boolean;
@@ -158,8 +167,18 @@ export function estimateStepMemory(shape: DecoderShape, settings: StepMemorySett
   const total = weights + adapter + layerInputs + activations + layerRun + head;
   // onnxruntime's CPU kernels (Node, WebAssembly) widen an fp16 export's weights to float32 as the session is made.
   const sampler = Math.round(SAMPLER_PER_WEIGHT_BYTE * (settings.dtype === 'fp16' ? weightsWith(projections * FLOAT) : weights));
-  return { weights, adapter, layerInputs, activations, layerRun, head, total, sampler, together: total + sampler, inTurns: Math.max(total, sampler + adapter), microBatchTokens, recompute };
+  return { weights, adapter, layerInputs, activations, layerRun, head, total, sampler, together: total + sampler, inTurns: Math.max(total, sampler + adapter), turnGarbage: weights, microBatchTokens, recompute };
 }
+
+/**
+ * What a Node process running a LoRA run holds beside the sampler and the step: Node itself,
+ * onnxruntime-node, transformers.js and the tokenizer (42 MB plain node, 113-132 under tsx, +28,
+ * +47), and what the allocator keeps of the turn before. The plan counts it in Node, so a run's
+ * memoryBudget is the process's resident memory: at SmolLM2-135M fp32 8 x 128 taking turns and
+ * collecting, the estimate's 954 MB and this came to 1204 MB against phases measured at
+ * 1106-1230 MB (BENCHMARKS, scale). Not counted in a page, whose budget is the tab's.
+ */
+export const NODE_RUNTIME_BYTES = 250e6;
 
 /**
  * What the sampler's session holds per byte of the weights as the engine holds them: 865-880 MB

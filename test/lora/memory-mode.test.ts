@@ -4,7 +4,8 @@
  * together, one only taking turns fits runs in turns (the engine's weights and the sampler's
  * session released, as takeTurns: true releases them), one nothing fits is refused before any
  * step with an OutOfMemoryError that names what would fit, the runs already stored kept whole;
- * the run-start event says which mode and why.
+ * the run-start event says which mode and why. In turns, the least budget also collects
+ * JavaScript's garbage at each turn and one with room for it does not, to the same bits.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,11 +13,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loraGrpo, type LoraEvent } from '../../lib/grad.js';
 import { MemoryStore, OutOfMemoryError } from '../../lib/index.js';
+import { readLoraCheckpoint } from '../../lib/lora/format.js';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { promptOf } from '../../lib/run/rollout.js';
 import { digits } from '../../lib/tasks/index.js';
 import { loraModel } from '../../lib/train/lora-engine.js';
-import { DEFAULT_MICRO_BATCH_TOKENS, estimateStepMemory } from '../../lib/train/memory.js';
+import { DEFAULT_MICRO_BATCH_TOKENS, estimateStepMemory, NODE_RUNTIME_BYTES } from '../../lib/train/memory.js';
 import { buildModel } from '../../scripts/build-model/index.js';
 import { SMALL } from '../train/exports.js';
 
@@ -41,12 +43,14 @@ async function least() {
   const settings = { groupSize: 4, promptTokens: Math.max(...dataset.map((item) => policy.promptIds(promptOf(item)).length)), completionTokens: 6, r: 2 };
   const needs = [];
   for (let tokens = DEFAULT_MICRO_BATCH_TOKENS; tokens >= 16; tokens >>= 1) needs.push(estimateStepMemory(weights.shape, { ...settings, microBatchTokens: tokens, activationBudget: 0 }));
-  return { together: Math.min(...needs.map((n) => n.together)), inTurns: Math.min(...needs.map((n) => n.inTurns)), atDefault: needs[0] };
+  // In Node a run's budget is the process's: the runtime's own bytes count.
+  const R = NODE_RUNTIME_BYTES;
+  return { together: Math.min(...needs.map((n) => n.together)) + R, inTurns: Math.min(...needs.map((n) => n.inTurns)) + R, atDefault: { together: needs[0].together + R, inTurns: needs[0].inTurns + R }, turnGarbage: Math.max(...needs.map((n) => n.turnGarbage)) };
 }
 
-async function run(store: MemoryStore, runId: string, memoryBudget: number) {
+async function run(store: MemoryStore, runId: string, memoryBudget: number, takeTurns?: true) {
   const events: LoraEvent[] = [];
-  const lora = loraGrpo({ ...shape, policy, store, runId, memoryBudget });
+  const lora = loraGrpo({ ...shape, policy, store, runId, memoryBudget, ...(takeTurns ? { takeTurns } : {}) });
   let failure: unknown;
   try {
     for await (const event of lora) events.push(event);
@@ -73,14 +77,26 @@ describe('a LoRA run with a memoryBudget', () => {
     expect(policy.sessionReleased).toBe(false);
     together.result!.trainer.dispose();
 
+    // In Node a turn's arrays can be collected: the least budget in turns takes that lever too.
     const turns = await run(store, 'turns', need.inTurns);
-    expect(turns.start?.memory).toMatchObject({ mode: 'turns', budget: need.inTurns });
-    expect(turns.start?.memory.reason).toMatch(/^Taking turns: .* more than the \d+ MB memoryBudget; in turns about/);
+    expect(turns.start?.memory).toMatchObject({ mode: 'turns', budget: need.inTurns, collectGarbage: true, runtime: NODE_RUNTIME_BYTES });
+    expect(turns.start?.memory.reason).toMatch(/^Taking turns and collecting JavaScript's garbage at each turn: .* more than the \d+ MB memoryBudget; collected, about \d+ MB \(250 MB of it the runtime's own\)\.$/);
     expect(turns.result).toMatchObject({ status: 'completed', stepsCompleted: 1 });
     // In turns: the engine released its weights after the step and the sampler's session is released until the next request.
     expect(turns.result!.trainer.engine.weights).toBeUndefined();
     expect(policy.sessionReleased).toBe(true);
     turns.result!.trainer.dispose();
+
+    // With room for what a turn leaves uncollected, the turns do not collect, and train to the same bits.
+    const loose = await run(store, 'loose', need.atDefault.inTurns + need.turnGarbage, true);
+    expect(loose.start?.memory).toMatchObject({ mode: 'turns', collectGarbage: false });
+    expect(loose.start?.memory.reason).toMatch(/^Taking turns \(takeTurns: true\): about \d+ MB \(250 MB of it the runtime's own\) of the \d+ MB memoryBudget\.$/);
+    expect(loose.result).toMatchObject({ status: 'completed', stepsCompleted: 1 });
+    const rollouts = async (runId: string) => (await store.getStep(runId, 1))!.items.map((item) => item.rollouts.map((r) => ({ tokenIds: r.tokenIds, logprobs: r.logprobs })));
+    expect(await rollouts('loose')).toEqual(await rollouts('turns'));
+    expect(loose.result!.adapter.layers).toEqual(turns.result!.adapter.layers);
+    expect(readLoraCheckpoint((await store.getAdapter('loose'))!)).toEqual(readLoraCheckpoint((await store.getAdapter('turns'))!));
+    loose.result!.trainer.dispose();
 
     const before = { together: await store.getStep('together', 1), turns: await store.getStep('turns', 1), adapter: await store.getAdapter('turns') };
     const refused = await run(store, 'refused', need.inTurns - 1);

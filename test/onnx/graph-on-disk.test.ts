@@ -4,7 +4,8 @@
  * into a private temporary folder: it scores bit for bit as the session built from the weights
  * handed over from JavaScript (a host without withGraphOnDisk, as in a browser), the folder is
  * gone once the session is built, and where no folder can be made the policy falls back to the
- * weights in memory with the same scores.
+ * weights in memory with the same scores. The weights the rewrite read to find the projections
+ * are collected before that session is built (Node asked for a collection).
  */
 import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -88,6 +89,31 @@ describe('the sampler session built from the files on disk', () => {
     for (const folder of folders) expect(await exists(folder)).toBe(false);
     // The model's own files are untouched (links removed, not their targets).
     expect(await exists(join(dir, 'onnx/model.onnx_data'))).toBe(true);
+  });
+
+  it("builds the followed adapter's session once the weights the rewrite read are collected", async () => {
+    // Every piece of weights the host reads is watched; the rewrite reads them only to find the projections.
+    const pieces: Array<WeakRef<Uint8Array>> = [];
+    const atBuild: Array<{ read: number; alive: number }> = [];
+    const watching: ModelHost = {
+      ...nodeHost,
+      readRanges: async (env, location, file, ranges) => {
+        const read = await nodeHost.readRanges(env, location, file, ranges);
+        pieces.push(...read.map((piece) => new WeakRef(piece)));
+        return read;
+      },
+      withGraphOnDisk: (env, location, file, graph, create) =>
+        nodeHost.withGraphOnDisk!(env, location, file, graph, (path) => {
+          atBuild.push({ read: pieces.length, alive: pieces.filter((p) => p.deref() !== undefined).length });
+          return create(path);
+        }),
+    };
+    const policy = await loadOnnxPolicyOn(watching, { model: dir });
+    policies.push(policy);
+    await policy.followAdapter(adapter);
+    expect(atBuild).toHaveLength(1);
+    expect(atBuild[0].read).toBeGreaterThan(0);
+    expect(atBuild[0].alive).toBe(0);
   });
 
   it('falls back to the weights in memory where no temporary folder can be made', async () => {

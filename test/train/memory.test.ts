@@ -4,7 +4,8 @@
  * decoder), the estimate switches to recomputing when the budget is passed, counts 4-bit bases
  * packed, and refuses settings that are not counts; planMemory's micro-batches shrink with the
  * budget, the estimate says when only taking turns fits, and a run's memoryBudget is checked before
- * anything loads; planRunMemory holds a run together, in turns or refuses it by the same numbers.
+ * anything loads; planRunMemory holds a run together, in turns (collecting garbage at each turn
+ * only where the turns need it) or refuses it by the same numbers.
  */
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
@@ -14,7 +15,7 @@ import { resolveLoraRunConfig } from '../../lib/methods/gradient/lora.js';
 import { layout, batchInputs } from '../../lib/train/graph/batch-layout.js';
 import { buildLayerGraphs, LAYER_IO, layerWeightInputs } from '../../lib/train/graph/layer-graphs.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
-import { DEFAULT_MICRO_BATCH_TOKENS, estimateStepMemory, keptLayerBytes, planMemory, stepRows } from '../../lib/train/memory.js';
+import { DEFAULT_MICRO_BATCH_TOKENS, estimateStepMemory, keptLayerBytes, NODE_RUNTIME_BYTES, planMemory, stepRows } from '../../lib/train/memory.js';
 import { planRunMemory } from '../../lib/train/memory-plan.js';
 import { digits } from '../../lib/tasks/index.js';
 import { randomDecoder } from '../lora/random-decoder.js';
@@ -141,6 +142,29 @@ describe('planRunMemory', () => {
     // Held to one mode, that mode or a refusal naming the other.
     expect(planRunMemory(SMOLLM2_135M, settings, 1.6e9, true).mode).toBe('turns');
     expect(() => planRunMemory(SMOLLM2_135M, settings, 1.6e9, false)).toThrow(/held together \(takeTurns: false\).* It fits with taking turns \(takeTurns: 'auto' or true/);
+  });
+
+  it("in Node counts the runtime and collects JavaScript's garbage at each turn only where the turns do not fit without it", () => {
+    const node = { collectGarbage: true, runtimeBytes: NODE_RUNTIME_BYTES };
+    // SmolLM2-135M fp32 8 x 128 at 1.576 GB (2 x the model file + 0.5 GB): in turns only by collecting.
+    const tight = planRunMemory(SMOLLM2_135M, settings, 1.576e9, 'auto', node);
+    expect(tight).toMatchObject({ mode: 'turns', collectGarbage: true, inTurns: estimate.inTurns, runtime: NODE_RUNTIME_BYTES });
+    expect(estimate.inTurns + estimate.turnGarbage + NODE_RUNTIME_BYTES).toBeGreaterThan(1.576e9);
+    expect(tight.reason).toBe(
+      "Taking turns and collecting JavaScript's garbage at each turn: together about 1971 MB, in turns about 1742 MB with what a turn leaves uncollected, more than the 1576 MB memoryBudget; collected, about 1204 MB (250 MB of it the runtime's own).",
+    );
+    // Room for what a turn leaves: in turns without collecting; room for both: together, as without the lever.
+    const loose = planRunMemory(SMOLLM2_135M, settings, 1.8e9, 'auto', node);
+    expect(loose).toMatchObject({ mode: 'turns', collectGarbage: false });
+    expect(loose.reason).toMatch(/^Taking turns: .* would need about 1971 MB, more than the 1800 MB memoryBudget; in turns about 1742 MB \(250 MB of it the runtime's own\)\.$/);
+    expect(planRunMemory(SMOLLM2_135M, settings, estimate.inTurns + estimate.turnGarbage + NODE_RUNTIME_BYTES, true, node)).toMatchObject({ mode: 'turns', collectGarbage: false });
+    expect(planRunMemory(SMOLLM2_135M, settings, estimate.together + NODE_RUNTIME_BYTES, 'auto', node)).toMatchObject({ mode: 'together', collectGarbage: false });
+    // A runtime that cannot collect and whose budget is not the process's (a page) plans as before.
+    expect(planRunMemory(SMOLLM2_135M, settings, 1.576e9, 'auto')).toMatchObject({ mode: 'turns', collectGarbage: false, runtime: 0 });
+    // Refused, it names the collected need, the runtime counted, as what would fit.
+    expect(() => planRunMemory(SMOLLM2_135M, settings, 9e8, true, node)).toThrow(
+      /about 1921 MB with the sampler beside it, 1204 MB taking turns, collecting garbage at each turn, each with the runtime's own 250 MB \(estimateStepMemory\)\. .*a memoryBudget of at least 1204 MB\.$/,
+    );
   });
 
   const refusal = (s: Parameters<typeof planRunMemory>[1], budget: number) => {

@@ -20,13 +20,15 @@ import type { LoraTrainingEngine } from '../../train/lora-engine.js';
 import { graphSessionOptions } from '../../train/graph/policy-runtime.js';
 import { isLoraCheckpoint, type OpenAdapter } from './adapter.js';
 import type { TrainablePolicy } from '../../train/trainable-policy.js';
-import type { GrpoTrainer } from '../../train/trainer.js';
 import type { LoraRunConfig, LoraRunRecord, LoraStepPayload } from './record.js';
 import type { NewRun, OpenContext } from '../../run/method.js';
 import type { Store } from '../../store/store.js';
 import { runTrainer } from './update.js';
 import { promptOf } from '../../run/rollout.js';
 import { planRunMemory, type MemoryPlan } from '../../train/memory-plan.js';
+import { canCollectGarbage, collectGarbage } from '../../policy/onnx/collect-garbage.js';
+import { isNodeRuntime } from '../../policy/onnx/runtime.js';
+import { NODE_RUNTIME_BYTES } from '../../train/memory.js';
 import { validateHandles, type LoopHandles } from '../../run/options.js';
 import { resolveTrainingConfig, type TrainingRunOptions } from './training-options.js';
 
@@ -55,8 +57,10 @@ export interface LoraGrpoOptions extends LoraHandles, TrainingRunOptions {
    * recomputing; what the budget leaves over, up to 512 MiB, keeps activations instead), chooses
    * together or in turns (`takeTurns`, 'auto' by default here), and refuses with an
    * OutOfMemoryError that says what would fit when nothing does; the `run-start` event's `memory`
-   * says which and why. Default: none (activations kept up to 512 MiB, micro-batches of 768
-   * tokens, together). Stored with the run.
+   * says which and why. In Node the budget is the process's resident memory: the runtime's own
+   * (NODE_RUNTIME_BYTES) counts too, and taking turns where only that fits, JavaScript's garbage
+   * is collected at each turn (`memory.collectGarbage`). Default: none (activations kept up to
+   * 512 MiB, micro-batches of 768 tokens, together). Stored with the run.
    */
   memoryBudget?: number;
   /**
@@ -65,11 +69,12 @@ export interface LoraGrpoOptions extends LoraHandles, TrainingRunOptions {
    * the weights again from the model's files and trains, then releases its weights and sessions
    * (`releaseWeights`) and the next request builds the sampler's session again. The same run to
    * the bit (the same graphs on the same weights), for a session build and a read of the weights
-   * per step: at SmolLM2-135M's shape in fp32, 8 x 128, peak RSS 2633 -> 2059-2146 MB for about
-   * 15% more CPU an iteration (BENCHMARKS, scale). 'auto' takes turns when `memoryBudget` holds
-   * the run in turns but not together (estimateStepMemory's `inTurns` and `together`), and holds
-   * both together without a budget or for a policy that cannot release its session. Default:
-   * 'auto' with a `memoryBudget`, else false. Stored with the run.
+   * per step: at SmolLM2-135M's shape in fp32, 8 x 128, peak RSS 2212 -> 1536 MB (1367 MB
+   * collecting garbage at each turn) for 8-15% more CPU an iteration (BENCHMARKS, scale). 'auto'
+   * takes turns when `memoryBudget` holds the run in turns but not together (estimateStepMemory's
+   * `inTurns` and `together`), and holds both together without a budget or for a policy that
+   * cannot release its session. Default: 'auto' with a `memoryBudget`, else false. Stored with
+   * the run.
    */
   takeTurns?: boolean | 'auto';
 }
@@ -156,21 +161,28 @@ export async function openLoraAdapter({ run, store, handles, last, initial }: Op
   const mayTurn = config.takeTurns === true || (config.takeTurns === 'auto' && config.memoryBudget !== undefined && typeof policy.releaseSession === 'function');
   // Taking turns (or maybe, by the plan), the sampler's session is not in memory while the engine reads its weights.
   if (mayTurn) await policy.releaseSession!();
-  const model = await loraModel(policy, adapter ?? { ...config.lora });
-  checkTrainable(model.weights, model.adapter);
-  const memory = await memoryPlan(config, model.weights, store, run.id, policy);
+  // The model in a function of its own: held in this one's frame, its weights would outlive the engine's release below.
+  const { trainer, memory } = await (async () => {
+    const model = await loraModel(policy, adapter ?? { ...config.lora });
+    checkTrainable(model.weights, model.adapter);
+    const memory = await memoryPlan(config, model.weights, store, run.id, policy);
+    const graph = await graphEngine(model, policy.info.backend, memory);
+    try {
+      return { trainer: runTrainer(loraEngine(model, { ...(resumed ? { state: resumed.state } : {}), graph }), config, last), memory };
+    } catch (error) {
+      void graph.release();
+      throw error;
+    }
+  })();
   const turns = memory.mode === 'turns';
-  const graph = await graphEngine(model, policy.info.backend, memory);
-  let trainer: GrpoTrainer<LoraTrainingEngine>;
-  try {
-    trainer = runTrainer(loraEngine(model, { ...(resumed ? { state: resumed.state } : {}), graph }), config, last);
-  } catch (error) {
-    void graph.release();
-    throw error;
-  }
+  // Where the plan says the budget needs it, each turn starts once the last one's arrays are freed (collect-garbage.ts).
+  const turned = async () => {
+    if (memory.collectGarbage === true) await collectGarbage();
+  };
   try {
     // Taking turns, the engine's weights go before the sampler's session is built again; the first step reads them again.
     if (turns) await trainer.engine.releaseWeights();
+    await turned();
     // The policy samples under the run's adapter (as graph inputs) from the first item on, so a
     // fresh run and a resumed one sample with the same graph.
     await followAdapter(policy, trainer.engine.adapter);
@@ -184,11 +196,19 @@ export async function openLoraAdapter({ run, store, handles, last, initial }: Op
     trainer,
     startFields: { memory },
     // Taking turns: the step's groups are sampled, so the sampler's session goes before the engine reads its weights again.
-    ...(turns ? { beforeUpdate: () => policy.releaseSession!() } : {}),
+    ...(turns
+      ? {
+          beforeUpdate: async () => {
+            await policy.releaseSession!();
+            await turned();
+          },
+        }
+      : {}),
     // The sampler follows the updated adapter (taking turns, once the engine released its weights); `refreshMs` is what that took.
     async payload(training) {
       const started = performance.now();
       if (turns) await engine.releaseWeights();
+      await turned();
       await followAdapter(handles.policy, trainer.engine.adapter);
       return { kind: 'lora', training, refreshMs: performance.now() - started };
     },
@@ -243,7 +263,9 @@ async function memoryPlan(config: LoraRunConfig, weights: DecoderWeights, store:
     dtype: packed ? ('q4' as const) : ('fp32' as const),
     tiedHead: weights.lmHead === undefined,
   };
-  return planRunMemory(weights.shape, settings, config.memoryBudget, asked === 'auto' && !releases ? false : asked);
+  // In Node the budget is the process's: the runtime's own bytes count, and a turn's garbage can be collected.
+  const levers = isNodeRuntime() ? { collectGarbage: canCollectGarbage(), runtimeBytes: NODE_RUNTIME_BYTES } : {};
+  return planRunMemory(weights.shape, settings, config.memoryBudget, asked === 'auto' && !releases ? false : asked, levers);
 }
 
 /** Taking turns needs a policy whose session can be released and built again (an `OnnxPolicy`). */

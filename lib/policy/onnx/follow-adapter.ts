@@ -5,6 +5,7 @@
  * weights and no new session per update, whatever the size of the model.
  */
 import { InvalidInputError } from '../../errors.js';
+import { collectGarbage } from './collect-garbage.js';
 import type { Decoder } from './decoder.js';
 import type { GraphAccess } from './graph.js';
 import type { OrtSession } from './ort-types.js';
@@ -76,16 +77,24 @@ export class AdapterInputs {
       const again = await this.access.buildReferencing?.(this.rewritten.graph);
       if (again) return again;
     }
+    const rewritten = await this.rewrite(spec);
+    // Where the runtime can read the weights from disk, its session is not built beside a
+    // second copy of them handed over from JavaScript (538 MB at SmolLM2-135M fp32), nor beside
+    // the arrays the rewrite read, collected first where the runtime can be asked (Node): at that
+    // shape they kept a LoRA run's peak as it opened 300-400 MB above its later iterations'.
+    if (this.access.buildReferencing) await collectGarbage();
+    const fromDisk = await this.access.buildReferencing?.(rewritten);
+    this.rewritten = fromDisk ? { spec, graph: rewritten } : undefined;
+    return fromDisk ?? this.access.build(rewritten);
+  }
+
+  /** The model's graph with the adapter's inputs; the weights read to find the projections are garbage once it returns. */
+  private async rewrite(spec: RewriteSpec): Promise<Uint8Array> {
     const { graph, externalData, config } = await this.access.read();
     // Only where the projections sit is needed: fp16 weights are not widened for it.
     const decoder = findDecoder(graph, { config, externalData, keepHalf: true });
     if (decoder.layers.length !== spec.layers) throw new InvalidInputError('adapter', `has ${spec.layers} layers; the model has ${decoder.layers.length}.`);
-    const rewritten = addLoraInputs(graph, decoder, { r: spec.r, scale: spec.scale, targetModules: spec.modules });
-    // Where the runtime can read the weights from disk, its session is not built beside a
-    // second copy of them handed over from JavaScript (538 MB at SmolLM2-135M fp32).
-    const fromDisk = await this.access.buildReferencing?.(rewritten);
-    this.rewritten = fromDisk ? { spec, graph: rewritten } : undefined;
-    return fromDisk ?? this.access.build(rewritten);
+    return addLoraInputs(graph, decoder, { r: spec.r, scale: spec.scale, targetModules: spec.modules });
   }
 
   /** The policy's graph was replaced by one without adapter inputs. */

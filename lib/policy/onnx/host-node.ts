@@ -7,7 +7,7 @@
  */
 import { ModelLoadError } from '../../errors.js';
 import { inlineAsExternal } from './inline-data.js';
-import { fetchBytes, fetchRanges, hubFileUrl, isHubId, type ModelHost, type ModelLocation } from './location.js';
+import { fetchBytes, fetchRanges, hubFileUrl, isHubId, type HubEnv, type ModelHost, type ModelLocation } from './location.js';
 
 export const nodeHost: ModelHost = {
   isNode: true,
@@ -72,6 +72,7 @@ export const nodeHost: ModelHost = {
       await rm(folder, { recursive: true, force: true });
     }
   },
+  loadingByPath: loadingGraphsByPath,
   async readRanges(env, location, file, ranges) {
     const { open } = await import('node:fs/promises');
     const { join } = await import('node:path');
@@ -123,4 +124,52 @@ async function locateInNode(text: string): Promise<ModelLocation> {
     `Model folder ${path} does not exist. Give a model folder, a hub id such as "HuggingFaceTB/SmolLM2-135M-Instruct", ` +
       'or the bundled models: bundledModelPath() and skillModelPath() from webgrpo/onnx (`--model webgrpo-tiny` / `webgrpo-skill` on the command line).',
   );
+}
+
+/** An ONNX graph file and its external data files, which onnxruntime-node reads from their paths. */
+const GRAPH_FILE = /\.onnx(_data(_\d+)?)?$/;
+
+/**
+ * transformers.js (4.3) answers a local file with a response that starts streaming the whole file
+ * into memory as it is made (its FileResponse), also where it only wants the file's path: the
+ * ONNX graph and its external data in Node, which onnxruntime reads itself. Nobody reads that
+ * stream and it holds what it read until the file ends; behind onnxruntime's work on the thread
+ * pool it reads slowly: at SmolLM2-135M's shape the 538 MB file was still coming in, some 40 MB
+ * per GRPO iteration, minutes after the load (BENCHMARKS, scale). Loading a local folder, a
+ * cache that answers the graph files with their paths (as transformers.js takes a cached path)
+ * keeps that response from being made; everything else it leaves to transformers.js, and the
+ * caller's own cache settings come back once the load settles.
+ */
+async function loadingGraphsByPath<T>(env: HubEnv, location: ModelLocation, load: () => Promise<T>): Promise<T> {
+  if (!location.local || env.useCustomCache) return load();
+  const { existsSync } = await import('node:fs');
+  const { sep } = await import('node:path');
+  const folder = location.id;
+  // A graph file by its path inside the folder (transformers.js asks by its local path, then by its remote URL).
+  const answered = new Map<string, string>();
+  const cache = {
+    async match(request: string): Promise<string | undefined> {
+      if (!GRAPH_FILE.test(request)) return undefined;
+      if (request.startsWith(folder + sep) || request.startsWith(`${folder}/`)) {
+        if (!existsSync(request)) return undefined;
+        answered.set(request.slice(folder.length + 1).split(sep).join('/'), request);
+        return request;
+      }
+      // Its remote URL names the folder as the model id; another folder's files are not answered.
+      const id = `${folder.replace(/^[/\\]+/, '')}/`;
+      if (!/^https?:/.test(request) || !request.includes(id)) return undefined;
+      for (const [file, path] of answered) if (request.endsWith(`/${file}`)) return path;
+      return undefined;
+    },
+    async put(): Promise<void> {},
+  };
+  const before = { useCustomCache: env.useCustomCache, customCache: env.customCache };
+  env.useCustomCache = true;
+  env.customCache = cache;
+  try {
+    return await load();
+  } finally {
+    env.useCustomCache = before.useCustomCache;
+    env.customCache = before.customCache;
+  }
 }

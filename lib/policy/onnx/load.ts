@@ -101,7 +101,9 @@ export async function loadOnnxPolicyOn(host: ModelHost, options: OnnxPolicyOptio
   const progress = trackProgress(options.onProgress);
   // Without a listener, transformers.js skips its progress bookkeeping altogether.
   const shared = { local_files_only: location.local, progress_callback: options.onProgress ? progress : undefined };
-  const loadModel = () => runtime.transformers.AutoModelForCausalLM.from_pretrained(location.id, { ...shared, device: choice.backend, dtype: options.dtype });
+  const fromPretrained = () => runtime.transformers.AutoModelForCausalLM.from_pretrained(location.id, { ...shared, device: choice.backend, dtype: options.dtype });
+  // Where onnxruntime reads the graph from its path, transformers.js is kept from also streaming the file into memory (host-node.ts).
+  const loadModel = () => (host.loadingByPath ? host.loadingByPath(env, location, fromPretrained) : fromPretrained());
   // In a page the session is made from the weights as external data (session-from-views.ts): the
   // WebAssembly heap, which never shrinks, then holds the weights once rather than the file, its
   // parsed copy and the weights together. The model file is streamed by webgrpo, not downloaded

@@ -25,6 +25,9 @@ export interface HubEnv {
   cacheDir?: string | null;
   useBrowserCache?: boolean;
   cacheKey?: string;
+  /** A cache transformers.js asks for a file before it reads the file itself (Web Cache API's match and put). */
+  useCustomCache?: boolean;
+  customCache?: { match(request: string): Promise<unknown>; put(request: string, response: unknown): Promise<void> } | null;
 }
 
 export interface ModelHost {
@@ -55,6 +58,8 @@ export interface ModelHost {
    * undefined where `file` is not on disk.
    */
   withGraphOnDisk?<T>(env: HubEnv, location: ModelLocation, file: string, graph: Uint8Array, create: (path: string) => Promise<T>): Promise<T | undefined>;
+  /** Hosts whose runtime reads a graph from its path: `load` (transformers.js loading `location`) without reading the graph's files a second time in the background. */
+  loadingByPath?<T>(env: HubEnv, location: ModelLocation, load: () => Promise<T>): Promise<T>;
 }
 
 const HUB_ID = /^(\b[\w\-.]+\b\/)?\b[\w\-.]{1,96}\b$/;
