@@ -55,7 +55,7 @@ describe("loading a local folder in Node", () => {
     expect(byPath.graphStreams).toEqual([]);
     expect({ useCustomCache: transformers.env.useCustomCache, customCache: transformers.env.customCache }).toEqual(before);
     // The same load left to transformers.js alone streams both files.
-    const streaming = await load({ ...nodeHost, loadingByPath: undefined });
+    const streaming = await load({ ...nodeHost, loadingModel: undefined });
     expect(streaming.graphStreams.map((path) => path.slice(root.length + 1)).sort()).toEqual(['onnx/model.onnx', 'onnx/model.onnx_data']);
     const request = { prompt: 'x', completions: [[5, 9, 2, 7]] };
     const scores = async (policy: OnnxPolicy) => (await policy.scoreCompletions(request)).logprobs;

@@ -7,10 +7,11 @@
 import { ModelLoadError } from '../../errors.js';
 import { forwardReadAt, inlineAsExternal } from './inline-data.js';
 import { chunks, fetchBytes, fetchRanges, hubFileUrl, isHubId, rangesOfResponse, type HubEnv, type ModelHost, type ModelLocation } from './location.js';
-import { readStreamed } from './streamed-model.js';
+import { readStreamed, withStreamedModel, type CacheEnv } from './streamed-model.js';
 
 export const browserHost: ModelHost = {
   isNode: false,
+  loadingModel: (env, location, load, onStreamed) => withStreamedModel(env as CacheEnv, location, load, onStreamed),
   async locate(text) {
     return locateInBrowser(text);
   },

@@ -72,7 +72,7 @@ export const nodeHost: ModelHost = {
       await rm(folder, { recursive: true, force: true });
     }
   },
-  loadingByPath: loadingGraphsByPath,
+  loadingModel: (env, location, load) => loadingGraphsByPath(env, location, load),
   async readRanges(env, location, file, ranges) {
     const { open } = await import('node:fs/promises');
     const { join } = await import('node:path');

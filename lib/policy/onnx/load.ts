@@ -15,7 +15,6 @@ import { HostLogits, type LogitsOps } from './logits-ops.js';
 import { probePadding, probePasses } from './passes.js';
 import { OnnxPolicy, type OnnxTokenizer } from './policy.js';
 import { withSessionsFromViews } from './session-from-views.js';
-import { withStreamedModel, type CacheEnv } from './streamed-model.js';
 import { tokenBytesTable } from './token-table.js';
 import { tokenVocabulary } from '../../constrain/vocabulary.js';
 import type { OrtSession, OrtTensorClass } from './ort-types.js';
@@ -102,18 +101,18 @@ export async function loadOnnxPolicyOn(host: ModelHost, options: OnnxPolicyOptio
   // Without a listener, transformers.js skips its progress bookkeeping altogether.
   const shared = { local_files_only: location.local, progress_callback: options.onProgress ? progress : undefined };
   const fromPretrained = () => runtime.transformers.AutoModelForCausalLM.from_pretrained(location.id, { ...shared, device: choice.backend, dtype: options.dtype });
-  // Where onnxruntime reads the graph from its path, transformers.js is kept from also streaming the file into memory (host-node.ts).
-  const loadModel = () => (host.loadingByPath ? host.loadingByPath(env, location, fromPretrained) : fromPretrained());
+  // transformers.js is kept from holding a whole model file itself: Node's onnxruntime reads the
+  // graph from its path, a page's file is streamed by webgrpo (ModelHost.loadingModel).
+  const loadModel = () => (host.loadingModel ? host.loadingModel(env, location, fromPretrained, options.onProgress ? progress.streamed : undefined) : fromPretrained());
   // In a page the session is made from the weights as external data (session-from-views.ts): the
   // WebAssembly heap, which never shrinks, then holds the weights once rather than the file, its
   // parsed copy and the weights together. The model file is streamed by webgrpo, not downloaded
   // whole by transformers.js (streamed-model.ts), so its bytes are freed once the session is made.
   // Node's onnxruntime reads the file's path instead.
   const sessions = host.isNode ? undefined : ((await import('onnxruntime-web/webgpu')) as unknown as { InferenceSession: Parameters<typeof withSessionsFromViews>[0] }).InferenceSession;
-  const streamed = () => withStreamedModel(env as unknown as CacheEnv, location, loadModel, options.onProgress ? progress.streamed : undefined);
   const [tokenizerResult, modelResult] = await Promise.allSettled([
     runtime.transformers.AutoTokenizer.from_pretrained(location.id, shared),
-    sessions ? withSessionsFromViews(sessions, streamed) : loadModel(),
+    sessions ? withSessionsFromViews(sessions, loadModel) : loadModel(),
   ]);
   if (tokenizerResult.status === 'rejected' || modelResult.status === 'rejected') {
     if (modelResult.status === 'fulfilled') await modelResult.value.dispose();

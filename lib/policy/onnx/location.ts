@@ -58,8 +58,13 @@ export interface ModelHost {
    * undefined where `file` is not on disk.
    */
   withGraphOnDisk?<T>(env: HubEnv, location: ModelLocation, file: string, graph: Uint8Array, create: (path: string) => Promise<T>): Promise<T | undefined>;
-  /** Hosts whose runtime reads a graph from its path: `load` (transformers.js loading `location`) without reading the graph's files a second time in the background. */
-  loadingByPath?<T>(env: HubEnv, location: ModelLocation, load: () => Promise<T>): Promise<T>;
+  /**
+   * `load` (transformers.js loading `location`'s model) with the model's graph files answered from
+   * a cache that lasts the load, so transformers.js never holds a whole file itself: in Node their
+   * paths, which onnxruntime reads (host-node.ts); in a page the graph without its weights, the file
+   * streamed once by webgrpo (streamed-model.ts), whose progress `onStreamed` reports.
+   */
+  loadingModel?<T>(env: HubEnv, location: ModelLocation, load: () => Promise<T>, onStreamed?: (file: string, loaded: number, total: number) => void): Promise<T>;
 }
 
 const HUB_ID = /^(\b[\w\-.]+\b\/)?\b[\w\-.]{1,96}\b$/;
