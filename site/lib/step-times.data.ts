@@ -7,8 +7,8 @@ export const STEP_TIMES = [
     "groupSize": 8,
     "batchSize": 16,
     "maxNewTokens": 24,
-    "secondsPerStep": 3.8,
-    "startupSeconds": 3.6
+    "secondsPerStep": 1.8,
+    "startupSeconds": 2.1
   },
   {
     "model": "skill",

@@ -1,13 +1,16 @@
 /**
  * BENCHMARKS.md opens with a summary table, one row per suite's section in the order the sections
- * appear, and every number a row's headline states is one its section has: a rerun suite whose
+ * appear, and every number a row's headline states is one its section has (the command's output and
+ * the notes measured by hand after it): a rerun suite whose
  * numbers moved fails here until its summary row says what it now measures.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
 const benchmarks = readFileSync(new URL('../../BENCHMARKS.md', import.meta.url), 'utf8');
-const sections = new Map([...benchmarks.matchAll(/<!-- bench:([\w-]+) -->([\s\S]*?)<!-- \/bench:\1 -->/g)].map((m) => [m[1], m[2]]));
+// A suite's section: what its command writes between its markers, and the notes measured by hand
+// that follow it, up to the next suite's.
+const sections = new Map([...benchmarks.matchAll(/<!-- bench:([\w-]+) -->([\s\S]*?)(?=<!-- bench:|$)/g)].map((m) => [m[1], m[2]]));
 const summary = benchmarks.slice(benchmarks.indexOf('## Summary'), benchmarks.indexOf('<!-- bench:'));
 const rows = [...summary.matchAll(/^\| `([\w-]+)` \| (.+?) \| (.+?) \|$/gm)].map((m) => ({ suite: m[1], measures: m[2], headline: m[3] }));
 
