@@ -37,8 +37,9 @@ export interface CardFacts {
 }
 
 /** A table cell for model output (untrusted text): quoted as JSON, pipes escaped, so no reply can break the table. */
-const cell = (text: string) => JSON.stringify(text).replaceAll('|', '\\|').replaceAll('`', '\\`');
-const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+export const cell = (text: string) => JSON.stringify(text).replaceAll('|', '\\|').replaceAll('`', '\\`');
+/** A share as a percentage with one decimal. */
+export const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 
 export async function writeCard(dir: string, f: CardFacts): Promise<void> {
   const { spec } = f;

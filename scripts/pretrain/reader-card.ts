@@ -7,7 +7,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ModelSpec } from '../build-model/spec.js';
 import { meanAccuracy, MAX_REPLY_TOKENS, type TaskAccuracy } from './accuracy.js';
-import { CARD_EVAL } from './card.js';
+import { CARD_EVAL, cell, pct } from './card.js';
 import { accuracyOf, READER_RUN, type Gain, type GainOptions } from './library-gain.js';
 import type { ExemplarCorpusConfig } from './corpus-exemplars.js';
 import type { TrainResult } from './train.js';
@@ -37,8 +37,6 @@ export interface ReaderFacts {
   bytes: number;
 }
 
-const cell = (text: string) => JSON.stringify(text).replaceAll('|', '\\|').replaceAll('`', '\\`');
-const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 
 function gainRow(label: string, g: Gain): string {
   const [g0, g1, s0, s1] = [accuracyOf(g.before, true), accuracyOf(g.after, true), accuracyOf(g.before, false), accuracyOf(g.after, false)];

@@ -22,7 +22,7 @@ import { SKILL_SPEC } from './config.js';
 import { buildExemplarCorpus, EXEMPLAR_CONTINUE } from './corpus-exemplars.js';
 import { libraryGain } from './library-gain.js';
 import { CARD_GAIN, writeReaderCard, type ReaderFacts, type ReaderTraining } from './reader-card.js';
-import { pretrain, pretrainEngine } from './train.js';
+import { exportedLogprobDifference, pretrain } from './train.js';
 import { toBuilder } from './weights.js';
 
 const readModel = async (dir: string) =>
@@ -50,16 +50,7 @@ export async function buildReader(root: string, options: { out?: string; card?: 
   }
   const policy = await loadOnnxPolicy({ model: dir, device: 'cpu' });
   try {
-    // The ONNX model must be the engine's model: the same log-probs on a reading chat.
-    const engine = await pretrainEngine(weights, 1);
-    const item = namedFormat.dataset({ size: 1, seed: 1 })[0];
-    const reply = [...(await policy.encode!(item.answer as string))];
-    const scored = await policy.scoreCompletions!({ messages: item.messages, completions: [reply] });
-    const group = await policy.generateGroup({ messages: item.messages, groupSize: 1, maxNewTokens: 1, temperature: 0 });
-    const graph = (await engine.forward([{ prompt: group.promptTokenIds, completions: [reply] }], { temperature: 1, reference: false })).logps;
-    engine.dispose();
-    const logprobDifference = Math.max(...Array.from(graph, (lp, k) => Math.abs(lp - scored.logprobs[0][k])));
-    if (!(logprobDifference <= 1e-4)) throw new Error(`onnxruntime's log-probs differ from the engine's by ${logprobDifference}`);
+    const logprobDifference = await exportedLogprobDifference(policy, weights, namedFormat.dataset({ size: 1, seed: 1 })[0]);
 
     const tasks = [...skillTasks, namedFormat];
     const greedy = await skillAccuracy(policy, tasks, { ...CARD_EVAL, temperature: 0, samples: 1 });

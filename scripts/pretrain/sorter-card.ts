@@ -7,7 +7,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ModelSpec } from '../build-model/spec.js';
 import { MAX_REPLY_TOKENS, type TaskAccuracy } from './accuracy.js';
-import { CARD_EVAL } from './card.js';
+import { CARD_EVAL, cell, pct } from './card.js';
 import { SORTER_CHECKPOINT_EVERY, type SorterConfig } from './config.js';
 import type { SorterProfile } from './sorter-profile.js';
 import type { TrainResult } from './train.js';
@@ -35,8 +35,6 @@ export interface SorterFacts {
   bytes: number;
 }
 
-const cell = (text: string) => JSON.stringify(text).replaceAll('|', '\\|').replaceAll('`', '\\`');
-const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
 
 export async function writeSorterCard(dir: string, f: SorterFacts): Promise<void> {
   const { spec, profile: p } = f;

@@ -27,7 +27,7 @@ import { SKILL_SPEC, SORTER, SORTER_CHECKPOINT_EVERY, type SorterConfig } from '
 import { buildSorterCorpus } from './corpus-sorter.js';
 import { sorterProfile } from './sorter-profile.js';
 import { SORTER_PROFILE, writeSorterCard, type SorterFacts, type SorterTraining } from './sorter-card.js';
-import { pretrain, pretrainEngine } from './train.js';
+import { exportedLogprobDifference, pretrain } from './train.js';
 import { toBuilder } from './weights.js';
 
 const readModel = async (dir: string) =>
@@ -74,16 +74,7 @@ export async function buildSorter(root: string, options: { out?: string; card?: 
   }
   const policy = await loadOnnxPolicy({ model: dir, device: 'cpu' });
   try {
-    // The ONNX model must be the engine's model: the same log-probs on a held-out problem's answer.
-    const engine = await pretrainEngine(weights, 1);
-    const item = sortWords.dataset({ size: 1, seed: 1 })[0];
-    const reply = [...(await policy.encode!(item.answer as string))];
-    const scored = await policy.scoreCompletions!({ messages: item.messages, completions: [reply] });
-    const group = await policy.generateGroup({ messages: item.messages, groupSize: 1, maxNewTokens: 1, temperature: 0 });
-    const graph = (await engine.forward([{ prompt: group.promptTokenIds, completions: [reply] }], { temperature: 1, reference: false })).logps;
-    engine.dispose();
-    const logprobDifference = Math.max(...Array.from(graph, (lp, k) => Math.abs(lp - scored.logprobs[0][k])));
-    if (!(logprobDifference <= 1e-4)) throw new Error(`onnxruntime's log-probs differ from the engine's by ${logprobDifference}`);
+    const logprobDifference = await exportedLogprobDifference(policy, weights, sortWords.dataset({ size: 1, seed: 1 })[0]);
 
     const profile = await sorterProfile(policy, SORTER_PROFILE);
     const pct = (x: number) => (100 * x).toFixed(1);

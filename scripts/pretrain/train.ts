@@ -12,12 +12,34 @@
 import * as ort from 'onnxruntime-node';
 import { clipFactor, resolveOptimizer } from '../../lib/train/optimizer.js';
 import type { DecoderWeights } from '../../lib/weights/decoder.js';
+import type { DatasetItem } from '../../lib/core/dataset.js';
+import type { OnnxPolicy } from '../../lib/policy/onnx/policy.js';
 import { FullTrainingEngine } from '../../lib/train/full-engine.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
 import { learningRate, type TrainSchedule } from './config.js';
 import type { Example } from './corpus.js';
 import { readCheckpoint, writeCheckpoint } from './checkpoint.js';
 import { AbortError, InvalidInputError } from '../../lib/errors.js';
+
+/**
+ * The exported ONNX model must be the engine's model: the largest |difference| between
+ * onnxruntime's log-probs of `item`'s answer (through `policy`, on the tokenizer's chat prompt) and
+ * the engine's on `weights`. Throws above 1e-4.
+ */
+export async function exportedLogprobDifference(policy: OnnxPolicy, weights: DecoderWeights, item: DatasetItem): Promise<number> {
+  const engine = await pretrainEngine(weights, 1);
+  try {
+    const reply = [...(await policy.encode!(item.answer as string))];
+    const scored = await policy.scoreCompletions!({ messages: item.messages, completions: [reply] });
+    const group = await policy.generateGroup({ messages: item.messages, groupSize: 1, maxNewTokens: 1, temperature: 0 });
+    const graph = (await engine.forward([{ prompt: group.promptTokenIds, completions: [reply] }], { temperature: 1, reference: false })).logps;
+    const difference = Math.max(...Array.from(graph, (lp, k) => Math.abs(lp - scored.logprobs[0][k])));
+    if (!(difference <= 1e-4)) throw new Error(`onnxruntime's log-probs differ from the engine's by ${difference}`);
+    return difference;
+  } finally {
+    engine.dispose();
+  }
+}
 
 export interface TrainLog {
   step: number;
