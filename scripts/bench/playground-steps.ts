@@ -29,6 +29,10 @@ const CASE_TIMEOUT_MS = 240_000;
 
 const ALL_CASES: ReadonlyArray<{ model: 'sorter' | 'skill' | 'reader'; method: string; task: string }> = [
   { model: 'sorter', method: 'lora', task: 'sort-words' },
+  { model: 'sorter', method: 'gradient', task: 'sort-words' },
+  { model: 'sorter', method: 'exemplars', task: 'sort-words' },
+  { model: 'sorter', method: 'lessons', task: 'sort-words' },
+  { model: 'sorter', method: 'router', task: 'sort-words' },
   { model: 'skill', method: 'lora', task: 'copy-format' },
   { model: 'skill', method: 'gradient', task: 'copy-format' },
   { model: 'skill', method: 'lora', task: 'sort-words' },

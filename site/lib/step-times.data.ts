@@ -2,6 +2,46 @@
 export const STEP_TIMES = [
   {
     "model": "sorter",
+    "method": "gradient",
+    "task": "sort-words",
+    "groupSize": 8,
+    "batchSize": 8,
+    "maxNewTokens": 16,
+    "secondsPerStep": 0.7,
+    "startupSeconds": 1.3
+  },
+  {
+    "model": "sorter",
+    "method": "exemplars",
+    "task": "sort-words",
+    "groupSize": 4,
+    "batchSize": 2,
+    "maxNewTokens": 48,
+    "secondsPerStep": 1.9,
+    "startupSeconds": 1.2
+  },
+  {
+    "model": "sorter",
+    "method": "lessons",
+    "task": "sort-words",
+    "groupSize": 4,
+    "batchSize": 2,
+    "maxNewTokens": 48,
+    "secondsPerStep": 2.9,
+    "startupSeconds": 1.1
+  },
+  {
+    "model": "sorter",
+    "method": "router",
+    "task": "sort-words",
+    "groupSize": 8,
+    "batchSize": 2,
+    "maxNewTokens": 24,
+    "secondsPerStep": 0.2,
+    "startupSeconds": 0.9
+  },
+  {
+    "model": "sorter",
     "method": "lora",
     "task": "sort-words",
     "groupSize": 8,
