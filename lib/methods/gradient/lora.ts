@@ -252,7 +252,6 @@ async function memoryPlan(config: LoraRunConfig, weights: DecoderWeights, store:
   // A policy that cannot release its session holds both together whatever 'auto' would choose.
   const releases = typeof policy.releaseSession === 'function';
   const promptTokens = Math.max(1, ...(await store.getItems(runId)).map((item) => policy.promptIds(promptOf(item)).length));
-  const packed = weights.layers.some((layer) => LORA_MODULES.some((m) => !(layer[m].weight instanceof Float32Array)));
   const settings = {
     prompts: config.batchSize,
     groupSize: config.groupSize,
@@ -260,12 +259,19 @@ async function memoryPlan(config: LoraRunConfig, weights: DecoderWeights, store:
     completionTokens: config.maxNewTokens,
     r: config.lora.r,
     targetModules: config.lora.targetModules,
-    dtype: packed ? ('q4' as const) : ('fp32' as const),
+    dtype: storedDtype(weights),
     tiedHead: weights.lmHead === undefined,
   };
   // In Node the budget is the process's: the runtime's own bytes count, and a turn's garbage can be collected.
   const levers = isNodeRuntime() ? { collectGarbage: canCollectGarbage(), runtimeBytes: NODE_RUNTIME_BYTES } : {};
   return planRunMemory(weights.shape, settings, config.memoryBudget, asked === 'auto' && !releases ? false : asked, levers);
+}
+
+/** How the base's projections are held, as the memory estimate counts them: 4-bit blocks, 16-bit floats kept as such, or float32. */
+function storedDtype(weights: DecoderWeights): 'q4' | 'fp16' | 'fp32' {
+  const held = weights.layers.flatMap((layer) => LORA_MODULES.map((m) => layer[m].weight));
+  if (held.some((w) => !(w instanceof Float32Array) && w.kind === 'q4')) return 'q4';
+  return held.some((w) => !(w instanceof Float32Array)) ? 'fp16' : 'fp32';
 }
 
 /** Taking turns needs a policy whose session can be released and built again (an `OnnxPolicy`). */
