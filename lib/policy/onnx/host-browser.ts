@@ -6,7 +6,7 @@
  */
 import { ModelLoadError } from '../../errors.js';
 import { forwardReadAt, inlineAsExternal } from './inline-data.js';
-import { chunks, fetchBytes, fetchRanges, hubFileUrl, isHubId, rangesOfResponse, type HubEnv, type ModelHost, type ModelLocation } from './location.js';
+import { chunks, fetchBytes, fetchRanges, hubFileUrl, isHubId, rangesOfResponse, statedLength, type HubEnv, type ModelHost, type ModelLocation } from './location.js';
 import { readStreamed, withStreamedModel, type CacheEnv } from './streamed-model.js';
 
 export const browserHost: ModelHost = {
@@ -69,11 +69,7 @@ export const browserHost: ModelHost = {
 /** openFile's response and its stated length; the body is cancelled where the length is not stated (or the body is compressed). */
 async function openSized(env: HubEnv, location: ModelLocation, file: string): Promise<{ response: Response; size?: number }> {
   const response = await openFile(env, location, file);
-  const size = Number(response.headers.get('Content-Length'));
-  const encoding = response.headers.get('Content-Encoding');
-  if (response.body && size > 0 && (!encoding || encoding === 'identity')) return { response, size };
-  await response.body?.cancel().catch(() => undefined);
-  return { response };
+  return { response, size: await statedLength(response) };
 }
 
 /** One file of the model as a response: fetched from the page's origin, or a hub file from transformers.js' browser cache or the hub. */

@@ -11,6 +11,18 @@
 import { ModelLoadError } from '../../errors.js';
 import { rangesOfStream, type ByteRange, type ExternalPieces } from './external-data.js';
 
+/**
+ * A response's stated length where its body is the file's bytes as they are (a stated length, not
+ * compressed), which a reader by position can walk; undefined otherwise, its body cancelled.
+ */
+export async function statedLength(response: Response): Promise<number | undefined> {
+  const size = Number(response.headers.get('Content-Length'));
+  const encoding = response.headers.get('Content-Encoding');
+  if (response.body && size > 0 && (!encoding || encoding === 'identity')) return size;
+  await response.body?.cancel().catch(() => undefined);
+  return undefined;
+}
+
 export interface ModelLocation {
   /** What to pass to transformers.js' from_pretrained. */
   id: string;

@@ -20,7 +20,7 @@
 import { ModelLoadError } from '../../errors.js';
 import { externalLocations, readExternalPieces, type ExternalPieces } from './external-data.js';
 import { ForwardReader, inlineAsExternal, MIN_EXTERNAL_BYTES } from './inline-data.js';
-import { chunks, hubFileUrl, type HubEnv, type ModelLocation } from './location.js';
+import { chunks, hubFileUrl, statedLength, type HubEnv, type ModelLocation } from './location.js';
 
 /** What transformers.js asks of a custom cache (the Web Cache API's match and put). */
 interface FileCache {
@@ -197,12 +197,8 @@ function lazyFallback(env: CacheEnv, own: Pick<CacheEnv, 'useCustomCache' | 'cus
 async function answer(claim: Claim, request: string, fallback: () => Promise<FileCache | null>): Promise<Response> {
   const file = request.slice(claim.prefix.length);
   const response = await open(claim, request, fallback);
-  const size = Number(response.headers.get('Content-Length'));
-  const encoding = response.headers.get('Content-Encoding');
-  if (!response.body || !(size > 0) || (encoding && encoding !== 'identity')) {
-    await response.body?.cancel().catch(() => undefined);
-    throw new ModelLoadError(`${request}: a body of unstated length is left to transformers.js.`);
-  }
+  const size = await statedLength(response);
+  if (size === undefined || !response.body) throw new ModelLoadError(`${request}: a body of unstated length is left to transformers.js.`);
   const { graph, externalData } = await readStreamed(response.body, claim.name(file), size, claim.onProgress && ((loaded) => claim.onProgress!(file, loaded, size)));
   for (const [path, data] of Object.entries(externalData)) claim.pieces.set(path, data);
   return new Response(graph as Uint8Array<ArrayBuffer>, { headers: { 'Content-Length': String(graph.length) } });
