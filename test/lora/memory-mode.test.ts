@@ -6,6 +6,7 @@
  * step with an OutOfMemoryError that names what would fit, the runs already stored kept whole;
  * the run-start event says which mode and why. In turns, the least budget also collects
  * JavaScript's garbage at each turn and one with room for it does not, to the same bits.
+ * An fp16 base kept at 16 bits is planned as such, not as 4-bit blocks.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -109,5 +110,31 @@ describe('a LoRA run with a memoryBudget', () => {
     expect(await store.getStep('together', 1)).toEqual(before.together);
     expect(await store.getStep('turns', 1)).toEqual(before.turns);
     expect(await store.getAdapter('turns')).toEqual(before.adapter);
+  });
+
+  it('plans an fp16 base at 16 bits a weight, as the engine holds it, not as 4-bit blocks', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'webgrpo-memory-mode-fp16-'));
+    try {
+      await buildModel({ ...SMALL, weights: 'fp16' }, folder);
+      const half = await loadOnnxPolicy({ model: folder });
+      try {
+        const { weights } = await loraModel(half, { r: 2, alpha: 4 });
+        const planned = await (async () => {
+          const lora = loraGrpo({ ...shape, policy: half, store: new MemoryStore(), runId: 'fp16', memoryBudget: 1e12 });
+          for await (const event of lora) if (event.type === 'run-start') return event.memory;
+          return undefined;
+        })();
+        expect(planned?.mode).toBe('together');
+        const settings = { groupSize: 4, promptTokens: Math.max(...dataset.map((item) => half.promptIds(promptOf(item)).length)), prompts: 1, completionTokens: 6, r: 2, tiedHead: weights.lmHead === undefined, microBatchTokens: planned!.microBatchTokens!, activationBudget: 0 };
+        // The plan's `together` is the estimate's with the backward recomputing at its micro-batches; the runtime's own bytes are counted apart (`runtime`).
+        const as = (dtype: 'fp16' | 'q4') => estimateStepMemory(weights.shape, { ...settings, dtype }).together;
+        expect(planned!.together).toBe(as('fp16'));
+        expect(as('fp16')).toBeGreaterThan(as('q4'));
+      } finally {
+        await half.dispose();
+      }
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
   });
 });
