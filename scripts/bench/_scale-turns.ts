@@ -6,16 +6,17 @@
  * sampler following the updated adapter. Taking turns, the sampler's session is released before
  * the update and built again by the next group, the engine's weights after it and read again by
  * the next update. Prints one JSON line, with a digest of the sampled log-probs and the adapter
- * to check that both ways give the same bits.
+ * to check that both ways give the same bits (and `optimizerDigest`, of AdamW's moments).
  *
- *   tsx scripts/bench/_scale-turns.ts <shape> <fp32|q4> <group> <new tokens> <turns: 0|1|budget=BYTES> [iterations] [collect: 0|1] [score: 0|1]
+ *   tsx scripts/bench/_scale-turns.ts <shape> <fp32|q4> <group> <new tokens> <turns: 0|1|budget=BYTES> [iterations] [collect: 0|1] [score: 0|N]
  *
  * `collect` 1: taking turns, JavaScript's garbage is collected at each turn (collectGarbage), as
  * a LoRA run does when its memory plan says so (`collectGarbage`). `budget=BYTES`: the run's
  * memory plan decides both, as a LoRA run with that memoryBudget in Node does (planRunMemory with
  * takeTurns 'auto', the runtime counted, the engine's micro-batches and activations as planned).
- * `score` 1: after the iterations, a scoring pass of the last group's completions (`scoreMs`, the
- * CPU time of a second one, for the step's ratio to it; phase `scored`, after `peakRss` is taken).
+ * `score` N: after the iterations, a scoring pass of the last group's completions, then N more
+ * timed (`scoreRuns`, the CPU time of each; `scoreMs` the first of them), for the step's ratio to
+ * it (phase `scored`, after `peakRss` is taken).
  * I41_ENGINE_TURN=0 collects before the sampler's turns only, not before the engine's (a diagnosis
  * of what each collection costs the update).
  *
@@ -123,15 +124,23 @@ async function main(): Promise<void> {
     iterationWall.push(performance.now() - t);
   }
   for (const tensor of loraTensors(engine.adapter)) digest.update(tensor);
+  // AdamW's moments apart, so `digest` stays comparable with runs recorded before it was taken.
+  const optimizer = createHash('sha256');
+  for (const tensor of [...loraTensors(engine.optimizerState.m), ...loraTensors(engine.optimizerState.v)]) optimizer.update(tensor);
   const peakRss = peak;
   // Twice, the second timed: taking turns, the first builds the sampler's session again.
   const score = () => policy.scoreCompletions({ prompt: PROMPT, completions: last });
-  const scoreMs = scoreArg === '1' ? (await score(), (await timed(score))[1]) : undefined;
-  if (scoreMs !== undefined) mark('scored');
+  const scoreRuns: number[] = [];
+  if (Number(scoreArg ?? 0) > 0) {
+    await score();
+    for (let k = 0; k < Number(scoreArg); k++) scoreRuns.push((await timed(score))[1]);
+    mark('scored');
+  }
+  const scoreMs = scoreRuns[0];
   trainer.dispose();
   await policy.dispose();
   mark('disposed');
-  console.log(JSON.stringify({ shape, dtype, G, T, turns, collecting, ...(plan ? { plan } : {}), collectMs, ...(scoreMs !== undefined ? { scoreMs } : {}), gc: typeof (globalThis as { gc?: unknown }).gc === 'function', modelMB: Math.round(modelBytes / 1e6), sample, step, switchMs, iterationWall, peakRss, digest: digest.digest('hex').slice(0, 16), memory }));
+  console.log(JSON.stringify({ shape, dtype, G, T, turns, collecting, ...(plan ? { plan } : {}), collectMs, ...(scoreMs !== undefined ? { scoreMs, scoreRuns } : {}), gc: typeof (globalThis as { gc?: unknown }).gc === 'function', modelMB: Math.round(modelBytes / 1e6), sample, step, switchMs, iterationWall, peakRss, digest: digest.digest('hex').slice(0, 16), optimizerDigest: optimizer.digest('hex').slice(0, 16), memory }));
 }
 
 await main();

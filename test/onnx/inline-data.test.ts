@@ -13,6 +13,7 @@ import onnxProto from 'onnx-proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOnnxPolicy, type OnnxPolicy } from '../../lib/onnx.js';
 import { readExternalPieces } from '../../lib/policy/onnx/external-data.js';
+import { nodeHost } from '../../lib/policy/onnx/host-node.js';
 import { inlineAsExternal, MIN_EXTERNAL_BYTES } from '../../lib/policy/onnx/inline-data.js';
 import { GraphIndex } from '../../lib/policy/onnx/structure/graph-index.js';
 import { findDecoder } from '../../lib/policy/onnx/structure/find-decoder.js';
@@ -74,6 +75,41 @@ describe('inline weights read one by one', () => {
     // Small tensors (norm scales) stay inline.
     const inline = [...after.initializers.values()].filter((t) => t.dataLocation !== 1);
     expect(inline.every((t) => after.bytes(t.name).length < MIN_EXTERNAL_BYTES)).toBe(true);
+  });
+
+  it('read little more of the file than the structure while walking it', async () => {
+    // Each moved raw_data is jumped over and the walk reads on from its end: a window of 1 MiB
+    // there read 158 MB of SmolLM2-135M's 538 MB file for its 290 KB of structure.
+    const whole = new Uint8Array(await readFile(FILE));
+    let walked = 0;
+    let moved = 0;
+    const graph = await inlineAsExternal(
+      async (offset, length) => {
+        walked += length;
+        return whole.slice(offset, offset + length);
+      },
+      'model.onnx',
+      whole.length,
+      MIN_EXTERNAL_BYTES,
+      () => moved++,
+    );
+    expect(moved).toBeGreaterThan(2);
+    expect(walked).toBeLessThanOrEqual(graph.length + (moved + 1) * MIN_EXTERNAL_BYTES);
+  });
+
+  it("are each range's bytes in an array of its own, read by the Node host, a range past the file's end cut short", async () => {
+    const whole = new Uint8Array(await readFile(FILE));
+    const ranges = [
+      { offset: 0, length: 100 },
+      { offset: 5000, length: 3 * MIN_EXTERNAL_BYTES },
+      { offset: 200, length: 50 },
+      { offset: whole.length - 10, length: 30 },
+    ];
+    const pieces = await nodeHost.readRanges({ remoteHost: '', remotePathTemplate: '' }, { local: true, id: TINY_DIR }, 'onnx/model.onnx', ranges);
+    expect(pieces.map((p) => Array.from(p))).toEqual(ranges.map(({ offset, length }) => Array.from(whole.subarray(offset, offset + length))));
+    expect(pieces[3].length).toBe(10);
+    expect(new Set(pieces.map((p) => p.buffer)).size).toBe(ranges.length);
+    expect(pieces.slice(0, 3).every((p) => p.byteOffset === 0 && p.buffer.byteLength === p.length)).toBe(true);
   });
 
   it('refuse a truncated file with a ModelLoadError', async () => {

@@ -85,10 +85,13 @@ export const nodeHost: ModelHost = {
       return fetchRanges(hubFileUrl(env, location.id, file), ranges);
     }
     try {
-      // Each range at its position: only the bytes the tensors need, one tensor's worth at a time.
-      const pieces: Uint8Array[] = [];
-      for (const { offset, length } of ranges) pieces.push(await readPiece(handle, offset, length));
-      return pieces;
+      // Each range at its position: only the bytes the tensors need, each in an array of its own.
+      // The arrays are made all at once, before any read, and then filled: made one by one
+      // between reads, each await let V8 finish a collection that the arrays' growth had
+      // started, about twice as many full collections, at SmolLM2-135M's 211 weights 130-170 ms
+      // of CPU a read of them (BENCHMARKS, scale), which a LoRA run taking turns pays every step.
+      const pieces = ranges.map(({ length }) => new Uint8Array(length));
+      return await Promise.all(ranges.map(({ offset }, i) => fillPiece(handle, pieces[i], offset)));
     } finally {
       await handle.close();
     }
@@ -96,8 +99,13 @@ export const nodeHost: ModelHost = {
 };
 
 /** `length` bytes from `offset` in a buffer of their own (shorter where the file ends first): a read may return fewer bytes than asked. */
-async function readPiece(handle: import('node:fs/promises').FileHandle, offset: number, length: number): Promise<Uint8Array> {
-  const piece = new Uint8Array(length);
+function readPiece(handle: import('node:fs/promises').FileHandle, offset: number, length: number): Promise<Uint8Array> {
+  return fillPiece(handle, new Uint8Array(length), offset);
+}
+
+/** `piece` filled from `offset` (a view of what was read where the file ends first). */
+async function fillPiece(handle: import('node:fs/promises').FileHandle, piece: Uint8Array, offset: number): Promise<Uint8Array> {
+  const { length } = piece;
   let filled = 0;
   while (filled < length) {
     const { bytesRead } = await handle.read(piece, filled, length - filled, offset + filled);
