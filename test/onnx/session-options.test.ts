@@ -38,6 +38,23 @@ describe('the sampler session in Node', () => {
     }
   });
 
+  it('samples the same tokens and log-probs, bit for bit, blocking or spinning', async () => {
+    const model = await bundledModelPath();
+    const groups = [];
+    for (const sessionOptions of [undefined, { extra: { [SPIN]: '1' } }]) {
+      const policy = await loadOnnxPolicy({ model, ...(sessionOptions ? { sessionOptions } : {}) });
+      try {
+        expect(optionsOf(sessionOf(policy))).toEqual({ extra: { [SPIN]: sessionOptions ? '1' : '0' } });
+        groups.push(await policy.generateGroup({ prompt: 'The quick brown fox', groupSize: 4, maxNewTokens: 12, seed: 7 }));
+      } finally {
+        await policy.dispose();
+      }
+    }
+    const [blocking, spinning] = groups.map((g) => g.completions.map((c) => ({ tokenIds: c.tokenIds, logprobs: c.logprobs })));
+    expect(blocking).toEqual(spinning);
+    expect(blocking.flatMap((c) => c.tokenIds).length).toBeGreaterThan(4);
+  });
+
   it("passes the user's options to onnxruntime", async () => {
     // An execution provider onnxruntime-node does not have: the load fails only if the option reached it.
     await expect(loadOnnxPolicy({ model: await bundledModelPath(), sessionOptions: { executionProviders: ['no-such-provider'] } })).rejects.toThrow(ModelLoadError);

@@ -1,0 +1,11 @@
+import { loadOnnxPolicy } from './lib/onnx.js';
+import { benchPrompt } from './scripts/bench/_onnx-measure.js';
+const policy = await loadOnnxPolicy({ model: 'build/models/hub-shape/smollm2-135m' });
+const prompt = benchPrompt(260);
+await policy.generateGroup({ prompt, groupSize: 2, maxNewTokens: 4, seed: 0 });
+console.log('=== GROUP');
+const cpu = process.cpuUsage(); const w = performance.now();
+await policy.generateGroup({ prompt, groupSize: 8, maxNewTokens: 64, seed: 1 });
+const u = process.cpuUsage(cpu);
+console.log('=== END', Math.round((u.user + u.system) / 1000), Math.round(performance.now() - w));
+await policy.dispose();
