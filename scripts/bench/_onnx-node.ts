@@ -7,6 +7,10 @@
  *   tsx _onnx-node.ts timing both <model dir> <spec JSON>
  *     both implementations in this process, each case run by one and then the other (alternating
  *     who goes first), so a busy neighbour slows both alike; prints { webgrpo, transformers.js }.
+ *   tsx _onnx-node.ts timing sides <model dir> <spec JSON with sides: [{ name, implementation, sessionOptions? }]>
+ *     the same with any number of sides, each loaded with its own onnxruntime session options
+ *     (webgrpo's `sessionOptions`, transformers.js' `session_options`), the order rotating each
+ *     case; prints { [name]: measurements }.
  */
 import { resourceUsage } from 'node:process';
 import { AutoModelForCausalLM, AutoTokenizer, env, Tensor } from '@huggingface/transformers';
@@ -15,17 +19,22 @@ import { benchPrompt, measureTransformers, measureWebgrpo, type BenchCase, type 
 
 type Implementation = Measurement['implementation'];
 const [mode, implementation, dir, specJson] = process.argv.slice(2);
-const { cases, promptTokens } = JSON.parse(specJson) as { cases: BenchCase[]; promptTokens: number };
+interface Side {
+  name: string;
+  implementation: Implementation;
+  sessionOptions?: Record<string, unknown>;
+}
+const { cases, promptTokens, sides: sideSpecs } = JSON.parse(specJson) as { cases: BenchCase[]; promptTokens: number; sides?: Side[] };
 const prompt = benchPrompt(promptTokens);
 const warmup: BenchCase = { groupSize: 2, newTokens: 4, seed: 0 };
 env.allowRemoteModels = false;
 
-async function load(which: Implementation): Promise<(c: BenchCase) => Promise<Measurement>> {
+async function load(which: Implementation, sessionOptions?: Record<string, unknown>): Promise<(c: BenchCase) => Promise<Measurement>> {
   if (which === 'webgrpo') {
-    const policy = await loadOnnxPolicy({ model: dir });
+    const policy = await loadOnnxPolicy({ model: dir, ...(sessionOptions ? { sessionOptions } : {}) });
     return withCpu((c) => measureWebgrpo(policy, prompt, c));
   }
-  const [tokenizer, model] = await Promise.all([AutoTokenizer.from_pretrained(dir), AutoModelForCausalLM.from_pretrained(dir)]);
+  const [tokenizer, model] = await Promise.all([AutoTokenizer.from_pretrained(dir), AutoModelForCausalLM.from_pretrained(dir, sessionOptions ? { session_options: sessionOptions } : {})]);
   const promptIds = tokenizer.encode(prompt, { add_special_tokens: false });
   return withCpu((c) => measureTransformers(model, Tensor, promptIds, c));
 }
@@ -46,6 +55,18 @@ if (mode === 'memory') {
   const measurements: Measurement[] = [];
   for (const c of cases) measurements.push(await measure(c));
   console.log(JSON.stringify({ measurements, peakRssBytes: resourceUsage().maxRSS * 1024 }));
+} else if (implementation === 'sides') {
+  const sides: Array<[string, (c: BenchCase) => Promise<Measurement>]> = [];
+  for (const side of sideSpecs ?? []) sides.push([side.name, await load(side.implementation, side.sessionOptions)]);
+  const results: Record<string, Measurement[]> = Object.fromEntries(sides.map(([name]) => [name, []]));
+  for (const [, measure] of sides) await measure(warmup);
+  for (const [i, c] of cases.entries()) {
+    for (let k = 0; k < sides.length; k++) {
+      const [name, measure] = sides[(i + k) % sides.length];
+      results[name].push(await measure(c));
+    }
+  }
+  console.log(JSON.stringify(results));
 } else {
   const sides = { webgrpo: await load('webgrpo'), 'transformers.js': await load('transformers.js') };
   const results: Record<Implementation, Measurement[]> = { webgrpo: [], 'transformers.js': [] };

@@ -4,7 +4,7 @@
  * rest of the decoder's own work timed apart, in CPU time (user + system of every thread) and
  * wall time, with the garbage collector's pauses; then one decode step of G rows run directly on
  * onnxruntime at a short and at the group's cache length, with onnxruntime's thread spinning on
- * (its default, what transformers.js and webgrpo use) and off. Prints one JSON line.
+ * (its default, what transformers.js uses) and off (webgrpo's sampler in Node). Prints one JSON line.
  *
  *   tsx scripts/bench/_sample-profile.ts <model dir> <G> <prompt tokens> <new tokens>
  *
@@ -108,4 +108,7 @@ async function decodeStep(spinning: boolean, lengths: number[]) {
 const group = await profileGroup();
 const lengths = [8, promptTokens + newTokens / 2];
 const steps = { spinning: await decodeStep(true, lengths), notSpinning: await decodeStep(false, lengths) };
-console.log(JSON.stringify({ G, newTokens, ...group, decodeStep: steps }));
+const config = JSON.parse(await (await import('node:fs/promises')).readFile(`${dir}/config.json`, 'utf8')) as Record<string, number>;
+// present.{i}.key and .value of every layer, [G, kvHeads, positions + 1, headDim] float32.
+const presentBytes = config.num_hidden_layers * 2 * G * config.num_key_value_heads * (lengths[1] + 1) * config.head_dim * 4;
+console.log(JSON.stringify({ G, newTokens, ...group, decodeStep: steps, presentBytes }));

@@ -13,6 +13,7 @@ import { exposeHiddenState } from './hidden-state.js';
 import type { ModelHost, ModelLocation } from './location.js';
 import type { OrtSession } from './ort-types.js';
 import type { Transformers } from './runtime.js';
+import { optionsOf, remember } from './session-options.js';
 
 interface SessionClass {
   create(model: Uint8Array | string, options: Record<string, unknown>): Promise<OrtSession>;
@@ -70,13 +71,13 @@ export async function graphFileOf(transformers: Transformers, location: ModelLoc
 /**
  * A session for `graph` (its bytes, or in Node its file's path) made like `like` (the one
  * transformers.js made): the same execution provider, the external data files, and on WebGPU the
- * cache (and `gpuOutputs`) left on the GPU.
+ * cache (and `gpuOutputs`) left on the GPU, and the session options `like` was made with (session-options.ts).
  */
 export async function createSessionLike(like: OrtSession, graph: Uint8Array | string, backend: Backend, externalData: Record<string, Uint8Array>, gpuOutputs: string[] = []): Promise<OrtSession> {
   const Session = like.constructor as unknown as SessionClass;
   // Errors only, as transformers.js creates its sessions: onnxruntime's warnings (nodes it places
   // on the CPU beside the WebGPU provider, by design) would reach the page as console errors.
-  const options: Record<string, unknown> = { executionProviders: [backend], logSeverityLevel: 3 };
+  const options: Record<string, unknown> = { logSeverityLevel: 3, ...optionsOf(like), executionProviders: [backend] };
   const data = Object.entries(externalData);
   if (data.length > 0) options.externalData = data.map(([path, bytes]) => ({ path, data: bytes }));
   if (backend === 'webgpu') {
@@ -84,7 +85,7 @@ export async function createSessionLike(like: OrtSession, graph: Uint8Array | st
     const names = [...like.outputNames.filter((name) => name.startsWith('present')), ...gpuOutputs];
     options.preferredOutputLocation = Object.fromEntries(names.map((name) => [name, 'gpu-buffer']));
   }
-  return Session.create(graph, options);
+  return remember(await Session.create(graph, options), optionsOf(like));
 }
 
 /**

@@ -15,6 +15,7 @@ import { HostLogits, type LogitsOps } from './logits-ops.js';
 import { probePadding, probePasses } from './passes.js';
 import { OnnxPolicy, type OnnxTokenizer } from './policy.js';
 import { withSessionsFromViews } from './session-from-views.js';
+import { remember, samplerSessionOptions } from './session-options.js';
 import { tokenBytesTable } from './token-table.js';
 import { tokenVocabulary } from '../../constrain/vocabulary.js';
 import type { OrtSession, OrtTensorClass } from './ort-types.js';
@@ -71,6 +72,13 @@ export interface OnnxPolicyOptions {
    * until rows finish. Default 256.
    */
   maxBatchRows?: number;
+  /**
+   * onnxruntime session options for the sampler's session (onnxruntime's `InferenceSession.SessionOptions`,
+   * passed as transformers.js' `session_options`), over webgrpo's defaults, which they win over:
+   * in Node, onnxruntime's intra-op threads block between ops instead of spinning
+   * (`extra: { 'session.intra_op.allow_spinning': '0' }`; give `'1'` for onnxruntime's own default).
+   */
+  sessionOptions?: Record<string, unknown>;
 }
 
 /** Logits elements one forward pass may produce; longer prompts and scoring batches run in windows. */
@@ -100,7 +108,8 @@ export async function loadOnnxPolicyOn(host: ModelHost, options: OnnxPolicyOptio
   const progress = trackProgress(options.onProgress);
   // Without a listener, transformers.js skips its progress bookkeeping altogether.
   const shared = { local_files_only: location.local, progress_callback: options.onProgress ? progress : undefined };
-  const fromPretrained = () => runtime.transformers.AutoModelForCausalLM.from_pretrained(location.id, { ...shared, device: choice.backend, dtype: options.dtype });
+  const sessionOptions = samplerSessionOptions(host.isNode, options.sessionOptions);
+  const fromPretrained = () => runtime.transformers.AutoModelForCausalLM.from_pretrained(location.id, { ...shared, device: choice.backend, dtype: options.dtype, session_options: sessionOptions });
   // transformers.js is kept from holding a whole model file itself: Node's onnxruntime reads the
   // graph from its path, a page's file is streamed by webgrpo (ModelHost.loadingModel).
   const loadModel = () => (host.loadingModel ? host.loadingModel(env, location, fromPretrained, options.onProgress ? progress.streamed : undefined) : fromPretrained());
@@ -128,6 +137,7 @@ export async function loadOnnxPolicyOn(host: ModelHost, options: OnnxPolicyOptio
     );
   }
   const model = modelResult.value;
+  for (const session of Object.values(model.sessions)) remember(session, sessionOptions);
   const tokenizer = tokenizerResult.value as unknown as OnnxTokenizer & { eos_token_id?: number };
   try {
     checkAbort();
