@@ -18,10 +18,19 @@ const remembered = new WeakMap<object, Record<string, unknown>>();
 /** The options to make the sampler's session with: `user`'s entries win, in either form of `extra` (flat keys or nested objects). */
 export function samplerSessionOptions(isNode: boolean, user: Record<string, unknown> = {}): Record<string, unknown> {
   if (!isNode) return { ...user };
-  const extra = isRecord(user.extra) ? user.extra : {};
-  const nested = isRecord(extra.session) && isRecord(extra.session.intra_op) ? extra.session.intra_op.allow_spinning : undefined;
-  const chosen = SPINNING in extra || nested !== undefined;
-  return { ...user, extra: { ...(chosen ? {} : { [SPINNING]: '0' }), ...extra } };
+  return { ...user, extra: blockingThreads(user.extra) };
+}
+
+/**
+ * onnxruntime's `extra` session config entries with the intra-op threads blocking, unless `extra`
+ * already chooses, flat (`'session.intra_op.allow_spinning'`) or nested (`session.intra_op.allow_spinning`).
+ * The sampler's sessions in Node and the LoRA engine's everywhere (lora-graph-engine.ts) block this way.
+ */
+export function blockingThreads(extra: unknown): Record<string, unknown> {
+  const entries = isRecord(extra) ? extra : {};
+  const nested = isRecord(entries.session) && isRecord(entries.session.intra_op) ? entries.session.intra_op.allow_spinning : undefined;
+  const chosen = SPINNING in entries || nested !== undefined;
+  return { ...(chosen ? {} : { [SPINNING]: '0' }), ...entries };
 }
 
 /** Records the options `session` was made with. */

@@ -22,6 +22,7 @@ import type { GraphRuntime, GraphSession, GraphTensor } from './runtime.js';
 import { batchInputs, checkGroups, floatTensor, gather, layout, slotsOf, type Batch } from './batch-layout.js';
 import { microBatches, rowsOf, rowWidth, type GraphGroup } from './rows.js';
 import { DEFAULT_ACTIVATION_BUDGET, DEFAULT_MICRO_BATCH_TOKENS, headRowsFor, keptActivationBytes } from '../memory.js';
+import { blockingThreads } from '../../policy/onnx/session-options.js';
 
 export type { GraphGroup } from './batch-layout.js';
 
@@ -108,7 +109,9 @@ export class LoraGraphs {
     if (!(activationBudget >= 0)) throw new InvalidInputError('activationBudget', `must be a number of bytes >= 0, got ${String(activationBudget)}.`);
     // onnxruntime's extended optimizations fuse into contrib ops that have float kernels only
     // (x sigmoid(x) into QuickGelu): double graphs keep the basic ones.
-    const sessionOptions = { ...(precision === 'float64' ? { graphOptimizationLevel: 'basic' } : {}), ...options.sessionOptions, extra: engineSessionConfig(options.sessionOptions?.extra) };
+    // Threads that block: a step's few-hundred-op graphs run one after another, and pool threads
+    // spinning after each op to catch the next burned about a third of a step's CPU time (BENCHMARKS, scale).
+    const sessionOptions = { ...(precision === 'float64' ? { graphOptimizationLevel: 'basic' } : {}), ...options.sessionOptions, extra: blockingThreads(options.sessionOptions?.extra) };
     const sessions: GraphSession[] = [];
     const open = async (graph: Graph, options: Record<string, unknown> = sessionOptions): Promise<Runner> => {
       const session = await runtime.InferenceSession.create(graph.model, options);
@@ -352,17 +355,6 @@ export class LoraGraphs {
  */
 export function headSessionOptions(sessionOptions: Record<string, unknown>): Record<string, unknown> {
   return { enableCpuMemArena: false, ...sessionOptions };
-}
-
-/**
- * onnxruntime's session config entries for the engine's sessions, under the caller's own. A step
- * runs every layer's graphs one after another (forward, backward, the head's chunks), each a few
- * hundred ops: pool threads that spin after each op to catch the next one sooner burned about a
- * third of the step's CPU time waiting (BENCHMARKS, scale), time taken from everything else on a
- * shared machine or a page's few cores. Blocking costs a wake-up per op, small next to these ops.
- */
-export function engineSessionConfig(extra: unknown): Record<string, unknown> {
-  return { 'session.intra_op.allow_spinning': '0', ...(extra !== null && typeof extra === 'object' ? (extra as Record<string, unknown>) : {}) };
 }
 
 function addInto(target: Float32Array, values: ArrayLike<number>): void {
