@@ -55,25 +55,19 @@ if (mode === 'memory') {
   const measurements: Measurement[] = [];
   for (const c of cases) measurements.push(await measure(c));
   console.log(JSON.stringify({ measurements, peakRssBytes: resourceUsage().maxRSS * 1024 }));
-} else if (implementation === 'sides') {
+} else {
+  // 'both': webgrpo and transformers.js with their own defaults, as two sides.
+  const specs: Side[] = implementation === 'sides' ? (sideSpecs ?? []) : [{ name: 'webgrpo', implementation: 'webgrpo' }, { name: 'transformers.js', implementation: 'transformers.js' }];
   const sides: Array<[string, (c: BenchCase) => Promise<Measurement>]> = [];
-  for (const side of sideSpecs ?? []) sides.push([side.name, await load(side.implementation, side.sessionOptions)]);
+  for (const side of specs) sides.push([side.name, await load(side.implementation, side.sessionOptions)]);
   const results: Record<string, Measurement[]> = Object.fromEntries(sides.map(([name]) => [name, []]));
   for (const [, measure] of sides) await measure(warmup);
+  // The order rotates each case (with two sides, who goes first alternates).
   for (const [i, c] of cases.entries()) {
     for (let k = 0; k < sides.length; k++) {
       const [name, measure] = sides[(i + k) % sides.length];
       results[name].push(await measure(c));
     }
-  }
-  console.log(JSON.stringify(results));
-} else {
-  const sides = { webgrpo: await load('webgrpo'), 'transformers.js': await load('transformers.js') };
-  const results: Record<Implementation, Measurement[]> = { webgrpo: [], 'transformers.js': [] };
-  for (const measure of Object.values(sides)) await measure(warmup);
-  for (const [i, c] of cases.entries()) {
-    const order: Implementation[] = i % 2 === 0 ? ['webgrpo', 'transformers.js'] : ['transformers.js', 'webgrpo'];
-    for (const which of order) results[which].push(await sides[which](c));
   }
   console.log(JSON.stringify(results));
 }
