@@ -191,3 +191,14 @@ function resolveImportanceSampling(options: ImportanceSamplingOptions | null | u
   }
   return { mode, clipMin: clipMin ?? -Infinity, clipMax: clipMax ?? Infinity };
 }
+
+/**
+ * Whether the loss's gradient at a completion depends on that completion's log-probs and
+ * entropies alone, beside what the batch fixes before any forward (advantages, masks, token
+ * counts, old and sampling log-probs): every type and option but topEntropyQuantile < 1, whose
+ * mask cuts at a quantile of the whole batch's entropies. Such a loss can be differentiated part
+ * of a batch at a time (a training engine's forwardBackward) to the same gradient.
+ */
+export function perCompletionGradient(config: GrpoLossConfig): boolean {
+  return resolveLossConfig(config).topEntropyQuantile === 1;
+}

@@ -5,6 +5,7 @@
  *
  *   forward:   log p(y) (and the entropy H) of every completion token under the current parameters
  *   backward:  from d loss / d log p(y) and d loss / d H per token to the trainable parameters' gradient
+ *              (or both at once, part by part: forwardBackward, where the engine has it)
  *   step:      gradient-norm clipping by a given factor, then one AdamW update
  *   state:     the parameters with the optimizer's moments, to store and to load again
  *
@@ -43,7 +44,30 @@ export interface ForwardOptions {
   temperature: number;
   /** Also return `refLogps`; engines compute them once per batch. */
   reference: boolean;
+  /**
+   * false: the backward's d loss / d H will be all 0 (the loss has no entropy term), so an engine
+   * may leave out the work for it; a non-zero one must still be taken. Default true.
+   */
+  entropyGradient?: boolean;
   signal?: AbortSignal;
+}
+
+/** d loss / d log p(y) and d loss / d H for the slots `start` to `end` of a batch. */
+export interface Sensitivities {
+  dLogp: Float64Array;
+  dEntropy: Float64Array;
+}
+
+/**
+ * The loss's sensitivities for one part of a batch (whole completions: slots `start` to `end`),
+ * from that part's numbers (`part`'s arrays hold its slots only, slot `start` first).
+ */
+export type PartSensitivities = (part: EngineStats, start: number, end: number) => Sensitivities;
+
+/** What `forwardBackward` resolves with: every slot's numbers, and the norm of the gradient it set. */
+export interface ForwardBackwardResult {
+  stats: EngineStats;
+  gradNorm: number;
 }
 
 export interface TrainingEngine<Prompt, State> {
@@ -61,6 +85,15 @@ export interface TrainingEngine<Prompt, State> {
    * parameters' gradient (replacing any earlier one) and resolves with its global L2 norm.
    */
   backward(dLogp: Float64Array, dEntropy: Float64Array): Promise<number>;
+  /**
+   * Optional: the forward and the backward in one pass, part by part (a LoRA engine's
+   * micro-batches): after each part's forward, `sensitivities` gives its slots' d loss / d log p(y)
+   * and d H, and its backward runs at once, so what a part's backward reads is held only that long
+   * and nothing is recomputed. Sets the gradient as `backward` does. For a loss whose gradient at
+   * a completion depends on that completion's numbers alone (and the batch's constants), the same
+   * gradient as `forward` then `backward`.
+   */
+  forwardBackward?(batch: EngineBatch<Prompt>, options: ForwardOptions, sensitivities: PartSensitivities): Promise<ForwardBackwardResult>;
   /** Multiplies the gradient by `clip` (the clip_grad_norm_ factor) and applies one AdamW update. */
   step(optimizer: ResolvedOptimizer, clip: number): Promise<void>;
   /** Drops the kept per-batch work (the next forward starts the batch afresh); parameters stay. */

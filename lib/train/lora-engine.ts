@@ -7,7 +7,7 @@
  *
  *   const trainer = new GrpoTrainer(loraEngine(await loraModel(policy, { r: 8 })), { lr: 1e-3 }, { numGenerations: 8 });
  */
-import { InvalidInputError, UnsupportedError } from '../errors.js';
+import { InvalidInputError, throwIfAborted, UnsupportedError } from '../errors.js';
 import { adamwTensors, globalNorm, type ResolvedOptimizer } from './optimizer.js';
 import { createLoraAdapter, loraTensors, zerosLike, type LoraAdapter, type LoraOptions } from '../lora/adapter.js';
 import { readDecoderWeights } from '../weights/read-onnx.js';
@@ -16,7 +16,7 @@ import { loraOptimizerState, type LoraOptimizerState } from '../lora/optimizer.j
 import type { DecoderWeights } from '../weights/decoder.js';
 import type { PromptInput } from '../core/policy.js';
 import type { TrainablePolicy } from './trainable-policy.js';
-import type { EngineBatch, EngineStats, ForwardOptions, TrainingEngine } from './engine.js';
+import type { EngineBatch, EngineStats, ForwardBackwardResult, ForwardOptions, PartSensitivities, TrainingEngine } from './engine.js';
 import { LoraGraphs, type GraphGroup, type LoraGraphPass } from './graph/lora-graph-engine.js';
 import { policyGraphRuntime } from './graph/policy-runtime.js';
 import type { GraphRuntime } from './graph/runtime.js';
@@ -204,14 +204,47 @@ export class LoraTrainingEngine<Prompt = PromptInput> implements TrainingEngine<
 
   async forward(groups: EngineBatch<Prompt>, options: ForwardOptions): Promise<EngineStats> {
     this.#pass = undefined;
+    const { graph, graphGroups, batch } = await this.#open(groups, options);
+    const pass = await graph.forward(this.#adapter, graphGroups, options.temperature, { entropyGradient: options.entropyGradient ?? true });
+    this.#pass = pass;
+    return { logps: flat(pass.logprobs), entropies: flat(pass.entropies), ...(options.reference ? { refLogps: batch.refLogps } : {}) };
+  }
+
+  /**
+   * The forward and the backward micro-batch by micro-batch (LoraGraphs.forwardBackward): a
+   * micro-batch's activations are kept through its own backward when they fit the graphs'
+   * activationBudget, so the layers' forward is not recomputed. The reference log-probs, when
+   * asked for, come first (they do not change with the adapter) and are in every part's numbers.
+   */
+  async forwardBackward(groups: EngineBatch<Prompt>, options: ForwardOptions, sensitivities: PartSensitivities): Promise<ForwardBackwardResult> {
+    this.#pass = undefined;
+    this.#grad = undefined;
+    const { graph, graphGroups, batch } = await this.#open(groups, options);
+    const step = await graph.forwardBackward(
+      this.#adapter,
+      graphGroups,
+      options.temperature,
+      (part, start, end) => {
+        throwIfAborted(options.signal);
+        return sensitivities({ ...part, ...(options.reference ? { refLogps: batch.refLogps!.subarray(start, end) } : {}) }, start, end);
+      },
+      { entropyGradient: options.entropyGradient ?? true },
+    );
+    this.#grad = step.gradient;
+    return {
+      stats: { logps: flat(step.logprobs), entropies: flat(step.entropies), ...(options.reference ? { refLogps: batch.refLogps } : {}) },
+      gradNorm: globalNorm(loraTensors(step.gradient)),
+    };
+  }
+
+  /** The graphs, the batch's groups as they take them, and its reference log-probs once asked for. */
+  async #open(groups: EngineBatch<Prompt>, options: ForwardOptions): Promise<{ graph: LoraGraphs; graphGroups: GraphGroup[]; batch: KeptBatch<Prompt> }> {
     if (this.#batch?.groups !== groups) this.#batch = { groups, promptIds: groups.map((g, i) => this.#promptIds(g.prompt, i)) };
     const batch = this.#batch;
     const graph = await this.#graphs();
     const graphGroups: GraphGroup[] = batch.groups.map(({ completions }, g) => ({ promptIds: batch.promptIds[g], completions }));
-    const pass = await graph.forward(this.#adapter, graphGroups, options.temperature);
     if (options.reference && !batch.refLogps) batch.refLogps = flat((await graph.forward(zerosLike(this.#adapter), graphGroups, options.temperature, { backward: false })).logprobs);
-    this.#pass = pass;
-    return { logps: flat(pass.logprobs), entropies: flat(pass.entropies), ...(options.reference ? { refLogps: batch.refLogps } : {}) };
+    return { graph, graphGroups, batch };
   }
 
   async backward(dLogp: Float64Array, dEntropy: Float64Array): Promise<number> {

@@ -21,13 +21,13 @@ import { clipFactor, resolveOptimizer, type OptimizerOptions, type ResolvedOptim
 import { appliedEntropyCoef, nextAdaptiveEntropy, resolveAdaptiveEntropy, type AdaptiveEntropyOptions, type AdaptiveEntropyState, type ResolvedAdaptiveEntropy } from '../math/adaptive-entropy.js';
 import type { AdvantageOptions, AdvantageResult } from '../math/advantages.js';
 import { GroupRolloutBatch, GrpoConfig, type GrpoConfigInit } from '../math/batch.js';
-import type { GrpoLossConfig } from '../math/loss-config.js';
+import { perCompletionGradient, type GrpoLossConfig } from '../math/loss-config.js';
 import type { GrpoLossMetrics } from '../math/loss-metrics.js';
 import { nanMean, nanStd } from '../math/stats.js';
 import { samplingCorrection, type SamplingSettings } from '../math/sampling-correction.js';
 import type { Rows } from '../math/validate.js';
 import type { Policy, PromptInput } from '../core/policy.js';
-import type { EngineBatch, TrainingEngine } from './engine.js';
+import type { EngineBatch, EngineStats, ForwardOptions, PartSensitivities, TrainingEngine } from './engine.js';
 
 export interface TrainerOptions {
   /**
@@ -148,24 +148,36 @@ export class GrpoTrainer<Engine extends TrainingEngine<PromptInput, unknown> = T
       entropyState: this.#entropyState,
     });
     const current = await this.#batch(batch, prompts, options.signal);
-    const wantReference = this.#loss.beta !== 0 && !current.refLogps;
-    const stats = await this.engine.forward(current.groups, { temperature: this.temperature, reference: wantReference, signal: options.signal });
-    const drift = logprobDrift(batch, current.layout, stats.logps);
-    let objective: ReturnType<typeof grpoObjective>;
-    let gradNorm: number;
-    // What the forward kept (a WebGPU pass's buffers) is freed on any throw before the backward took it.
-    try {
-      throwIfAborted(options.signal);
-      const refLogps = current.refLogps ?? stats.refLogps ?? new Float64Array(current.layout.count);
-      objective = grpoObjective(batch, current.layout, { ...stats, refLogps }, lossConfig, options.advantages ?? this.#advantages, {
+    const forwardOptions: ForwardOptions = {
+      temperature: this.temperature,
+      reference: this.#loss.beta !== 0 && !current.refLogps,
+      entropyGradient: (lossConfig.entropyCoef ?? 0) !== 0,
+      signal: options.signal,
+    };
+    const objectiveOf = (stats: EngineStats) =>
+      grpoObjective(batch, current.layout, { ...stats, refLogps: current.refLogps ?? stats.refLogps ?? new Float64Array(current.layout.count) }, lossConfig, options.advantages ?? this.#advantages, {
         ...(options.samplingLogprobs ? { samplingLogprobs: options.samplingLogprobs } : {}),
         ...(this.#maskTruncated ? { truncated: options.truncated } : {}),
       });
-      gradNorm = await this.engine.backward(objective.dLogp, objective.dEntropy);
+    let stats: EngineStats;
+    let objective: ObjectiveResult;
+    let gradNorm: number;
+    // What the forward kept (a WebGPU pass's buffers) is freed on any throw before the backward took it.
+    try {
+      if (this.engine.forwardBackward && perCompletionGradient(lossConfig)) {
+        ({ stats, gradNorm } = await this.engine.forwardBackward(current.groups, forwardOptions, partObjective(current.layout.count, objectiveOf)));
+        objective = objectiveOf(stats);
+      } else {
+        stats = await this.engine.forward(current.groups, forwardOptions);
+        throwIfAborted(options.signal);
+        objective = objectiveOf(stats);
+        gradNorm = await this.engine.backward(objective.dLogp, objective.dEntropy);
+      }
     } catch (error) {
       this.releaseStates();
       throw error;
     }
+    const drift = logprobDrift(batch, current.layout, stats.logps);
     if (!Number.isFinite(gradNorm)) throw new InvalidInputError('gradient', 'is not finite; the update was skipped and the parameters are unchanged.');
     const clip = clipFactor(gradNorm, this.optimizer.maxGradNorm);
     await this.engine.step(this.optimizer, clip);
@@ -244,6 +256,26 @@ export class GrpoTrainer<Engine extends TrainingEngine<PromptInput, unknown> = T
   #checkOpen(): void {
     if (this.#disposed) throw new InvalidInputError('trainer', 'was disposed; create a new GrpoTrainer.');
   }
+}
+
+/**
+ * The loss's sensitivities part by part, for an engine's forwardBackward: each part's numbers go
+ * into the whole batch's slots, the objective is taken over the whole batch (slots no part has
+ * reached yet hold 0, which the loss's gradient at a finished completion never reads when it is
+ * per completion, `perCompletionGradient`), and the part's own slots are handed back, so every
+ * slot gets exactly what one objective over the finished batch would give it.
+ */
+function partObjective(count: number, objectiveOf: (stats: EngineStats) => ObjectiveResult): PartSensitivities {
+  const logps = new Float64Array(count);
+  const entropies = new Float64Array(count);
+  const refLogps = new Float64Array(count);
+  return (part, start, end) => {
+    logps.set(part.logps, start);
+    entropies.set(part.entropies, start);
+    if (part.refLogps) refLogps.set(part.refLogps, start);
+    const { dLogp, dEntropy } = objectiveOf({ logps, entropies, ...(part.refLogps ? { refLogps } : {}) });
+    return { dLogp: dLogp.slice(start, end), dEntropy: dEntropy.slice(start, end) };
+  };
 }
 
 function promptOf(prompt: PromptInput, group: number): PromptInput {

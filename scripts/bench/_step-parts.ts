@@ -3,7 +3,7 @@
  * bench builds): the engine alone on a random group of G x T tokens after a 39-token prompt, every
  * session run timed, three steps. Prints one block per step.
  *
- *   tsx scripts/bench/_step-parts.ts [group] [new tokens] [microBatchTokens]
+ *   tsx scripts/bench/_step-parts.ts [group] [new tokens] [microBatchTokens] [activationBudget]
  *
  * CPU time is the process's (user + system of every thread), taken around each run.
  */
@@ -33,7 +33,7 @@ const cpuMs = () => {
 };
 
 async function main(): Promise<void> {
-  const [groupArg = '8', tokensArg = '128', microArg] = process.argv.slice(2);
+  const [groupArg = '8', tokensArg = '128', microArg, keepArg] = process.argv.slice(2);
   const { spec, dir } = await hubShapeSpec('smollm2-135m', 'fp32');
   const file = join(dir, MODEL_FILES.fp32);
   if (!existsSync(file)) await buildModel(spec, dir);
@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   const weights = findDecoder(await readFile(file), { config, externalData: {} });
   const adapter = createLoraAdapter(weights.shape, { r: 8, alpha: 16, seed: 3 });
   const lora = { r: 8, scale: adapter.scale, targetModules: adapter.config.targetModules };
-  const engine = await LoraGraphs.create(ort as unknown as GraphRuntime, weights, lora, microArg ? { microBatchTokens: Number(microArg) } : {});
+  const engine = await LoraGraphs.create(ort as unknown as GraphRuntime, weights, lora, { ...(microArg ? { microBatchTokens: Number(microArg) } : {}), ...(keepArg ? { activationBudget: Number(keepArg) } : {}) });
 
   const inner = engine as unknown as Internals;
   const names = new Map<unknown, string>([

@@ -229,8 +229,24 @@ export class DecoderOps {
     const logits = tied ? g.node('Gemm', [scaled, head], { transB: 1 }) : this.matmul(scaled, head);
     const logSoftmax = g.node('LogSoftmax', [logits], { axis: -1 });
     const logps = g.node('Reshape', [g.node('GatherElements', [logSoftmax, this.column(targets)], { axis: 1 }), g.int64s([-1])], {}, names.logps);
-    const entropies = g.node('Neg', [g.node('ReduceSum', [mul(g.node('Exp', [logSoftmax]), logSoftmax), lastAxis], { keepdims: 0 })], {}, names.entropies);
-    return { scaled, inv, logSoftmax, logps, entropies };
+    const probs = g.node('Exp', [logSoftmax]);
+    const entropies = g.node('Neg', [g.node('ReduceSum', [mul(probs, logSoftmax), lastAxis], { keepdims: 0 })], {}, names.entropies);
+    return { scaled, inv, logSoftmax, probs, logps, entropies };
+  }
+
+  /**
+   * d log p(target) / d hidden per row ([rows, H]): headBackward at d loss / d logp = 1 and
+   * d loss / d H = 0, in the forward's own run. The tempered logits' gradient is onehot - p, so
+   * through the head it is (E[target] - p E) / T: one product and a gather of rows, where the
+   * backward would recompute the logits and build their [rows, vocab] gradient. A row's d hidden
+   * is then its d loss / d logp times this (the norm's backward is linear in what comes in).
+   */
+  headLogpGradient(f: { hidden: string; finalNorm: string; head: string; tied: boolean; targets: string; invT: string }, fwd: { inv: string; probs: string }): string {
+    const { g, mul, sub } = this;
+    // The head as [V, H] (tied: the embedding) or [H, V].
+    const expected = f.tied ? this.matmul(fwd.probs, f.head) : g.node('Gemm', [fwd.probs, f.head], { transB: 1 });
+    const target = f.tied ? g.node('Gather', [f.head, f.targets], { axis: 0 }) : g.node('Transpose', [g.node('Gather', [f.head, f.targets], { axis: 1 })], { perm: [1, 0] });
+    return this.rmsBack(f.hidden, fwd.inv, f.finalNorm, mul(sub(target, expected), f.invT));
   }
 
   /**

@@ -6,7 +6,9 @@
  *   layer backward   x, dy, the same weights -> dx and d A, d B   (the layer's forward recomputed
  *                    inside: only each layer's input is kept between the passes)
  *   head forward     rows of the last hidden state -> log p(target), H      (a chunk of rows at a
- *   head backward    the same rows, dlogp, dH -> d hidden                      time: [rows, vocab])
+ *                    (and d log p(target) / d hidden, for a backward         time: [rows, vocab])
+ *                    without an entropy term)
+ *   head backward    the same rows, dlogp, dH -> d hidden
  *
  * Every weight is a graph input, so the layers of one structure share one session (a model's 30
  * layers build as one small graph, once), the weights live once in the caller's arrays in their
@@ -27,6 +29,8 @@ export const LAYER_IO = {
   dx: 'dx',
   hidden: 'hidden',
   dHidden: 'd_hidden',
+  /** Per scored row, d log p(target) / d hidden (the head's `gradient` graph). */
+  logpGradient: 'd_logp_d_hidden',
   finalNorm: 'norm.final',
   head: 'head',
 } as const;
@@ -166,10 +170,14 @@ export function buildLayerGraphs(layer: DecoderLayerWeights, shape: DecoderShape
   return { forward: forward(), backward: backward(), keep: keep() };
 }
 
-/** The head's graphs on `rows` scored rows of the last hidden state; `tied`: the head is the embedding [V, H], else [H, V]. */
-export function buildHeadGraphs(shape: DecoderShape, tied: boolean, precision: Precision): { forward: Graph; backward: Graph } {
+/**
+ * The head's graphs on `rows` scored rows of the last hidden state; `tied`: the head is the
+ * embedding [V, H], else [H, V]. `gradient` is the forward that also outputs each row's
+ * d log p(target) / d hidden, so a backward without an entropy term needs no head run of its own.
+ */
+export function buildHeadGraphs(shape: DecoderShape, tied: boolean, precision: Precision): { forward: Graph; gradient: Graph; backward: Graph } {
   const { hiddenSize: H, vocabSize: V } = shape;
-  const build = (backward: boolean): Graph => {
+  const build = (kind: 'forward' | 'gradient' | 'backward'): Graph => {
     const g = new TrainingGraphBuilder(precision);
     const hidden = g.input(LAYER_IO.hidden, 'float', ['rows', H]);
     const finalNorm = g.input(LAYER_IO.finalNorm, 'float', [H]);
@@ -177,17 +185,19 @@ export function buildHeadGraphs(shape: DecoderShape, tied: boolean, precision: P
     const targets = g.input(GRAPH_IO.targets, 'int64', ['rows']);
     const invT = g.input(GRAPH_IO.invTemperature, 'float', []);
     const ops = decoderOps(g, shape);
+    const inputs = { hidden, finalNorm, head, tied, targets, invT };
     const forward = ops.headForward(hidden, finalNorm, head, tied, targets, invT, { logps: GRAPH_IO.logps, entropies: GRAPH_IO.entropies });
-    if (!backward) {
+    if (kind !== 'backward') {
       g.output(GRAPH_IO.logps, ['rows']);
       g.output(GRAPH_IO.entropies, ['rows']);
+      if (kind === 'gradient') g.output(g.node('Identity', [ops.headLogpGradient(inputs, forward)], {}, LAYER_IO.logpGradient), ['rows', H]);
     } else {
       const dlogps = g.input(GRAPH_IO.dlogps, 'float', ['rows']);
       const dentropies = g.input(GRAPH_IO.dentropies, 'float', ['rows']);
-      const { dHidden } = ops.headBackward({ hidden, finalNorm, head, tied, targets, invT }, forward, dlogps, dentropies);
+      const { dHidden } = ops.headBackward(inputs, forward, dlogps, dentropies);
       g.output(g.node('Identity', [dHidden], {}, LAYER_IO.dHidden), ['rows', H]);
     }
-    return g.encodeOne(backward ? 'head_backward' : 'head_forward');
+    return g.encodeOne(`head_${kind}`);
   };
-  return { forward: build(false), backward: build(true) };
+  return { forward: build('forward'), gradient: build('gradient'), backward: build('backward') };
 }

@@ -74,18 +74,44 @@ interface KeptMicroBatch {
   activations?: Array<Record<string, GraphTensor>>;
   /** Its first scored token's slot in the whole batch. */
   offset: number;
+  /** Per scored row, d log p(target) / d hidden ([scored, H]), when the forward took it. */
+  logpGradient?: Float32Array | Float64Array;
 }
 
 export interface ForwardPassOptions {
   /** false: the log-probs only (a reference pass): the same graphs, nothing kept, and the pass has no backward. Default true. */
   backward?: boolean;
+  /**
+   * false: the backward will get no d loss / d entropy (the loss has no entropy term), so the head
+   * takes each row's d log p / d hidden in the forward and runs no backward of its own (a third of
+   * the head's work). A non-zero d entropy is still taken, through the head's backward. Default true.
+   */
+  entropyGradient?: boolean;
+}
+
+/**
+ * d loss / d log p(y) and d loss / d H for the scored tokens of slots `start` to `end` (whole
+ * completions), from their log-probs and entropies: what `forwardBackward` asks after each
+ * micro-batch's forward.
+ */
+export type PartSensitivities = (
+  part: { logps: Float64Array; entropies: Float64Array },
+  start: number,
+  end: number,
+) => { dLogp: ArrayLike<number>; dEntropy: ArrayLike<number> };
+
+/** A forward and backward run micro-batch by micro-batch: every completion's numbers and the adapter's gradient. */
+export interface LoraGraphStep {
+  logprobs: number[][];
+  entropies: number[][];
+  gradient: LoraAdapter;
 }
 
 export class LoraGraphs {
   private constructor(
     private readonly runtime: GraphRuntime,
     private readonly layerRunners: LayerRunners[],
-    private readonly head: { forward: Runner; backward: Runner },
+    private readonly head: { forward: Runner; gradient: Runner; backward: Runner },
     private readonly weightFeeds: Array<Record<string, GraphTensor>>,
     private readonly headFeeds: Record<string, GraphTensor>,
     private readonly sessions: GraphSession[],
@@ -137,7 +163,7 @@ export class LoraGraphs {
       }
       const headGraphs = buildHeadGraphs(weights.shape, !weights.lmHead, precision);
       const headOptions = headSessionOptions(sessionOptions);
-      const head = { forward: await open(headGraphs.forward, headOptions), backward: await open(headGraphs.backward, headOptions) };
+      const head = { forward: await open(headGraphs.forward, headOptions), gradient: await open(headGraphs.gradient, headOptions), backward: await open(headGraphs.backward, headOptions) };
       const tensor = (type: 'float' | 'float16' | 'uint8', data: Float32Array | Uint16Array | Uint8Array, dims: number[]) =>
         type === 'float' ? floatTensor(runtime, precision, data as Float32Array, dims) : new runtime.Tensor(type, data, dims);
       const weightFeeds = weights.layers.map((layer) => Object.fromEntries(layerWeightInputs(layer, weights.shape, precision).map((i) => [i.name, tensor(i.type, i.data, i.dims)])));
@@ -173,77 +199,144 @@ export class LoraGraphs {
    * allocation failure is an OutOfMemoryError.
    */
   async forward(adapter: LoraAdapter, groups: readonly GraphGroup[], temperature = 1, options: ForwardPassOptions = {}): Promise<LoraGraphPass> {
-    if (!(temperature > 0)) throw new InvalidInputError('temperature', `must be > 0, got ${String(temperature)}.`);
-    checkGroups(groups, this.weights.shape.vocabSize);
-    const whole = slotsOf(groups);
+    const { whole, invT, micro } = this.begin(groups, temperature);
+    const backward = options.backward !== false;
     try {
-      return await this.forwardChecked(adapter, groups, temperature, whole, options.backward !== false);
+      const adapterFeeds = this.adapterFeeds(adapter);
+      const logps = new Float64Array(whole.scored);
+      const entropies = new Float64Array(whole.scored);
+      const kept: KeptMicroBatch[] = [];
+      let offset = 0;
+      // A pass for its log-probs alone runs the graphs a kept pass would (so its numbers are the same bit for bit) and drops what they keep.
+      const keep = this.keepsActivations(micro);
+      for (const rows of micro) {
+        const part = await this.forwardPart(rows, adapterFeeds, invT, offset, { keep, backward, logpGradient: backward && options.entropyGradient === false });
+        logps.set(part.logps, offset);
+        entropies.set(part.entropies, offset);
+        if (backward) kept.push(part.kept);
+        offset += part.kept.batch.scored;
+      }
+      return {
+        logprobs: splitRows(logps, whole),
+        entropies: splitRows(entropies, whole),
+        backward: async (dlogps, dentropies) => {
+          if (!backward) throw new InvalidInputError('backward', 'this forward was run for its log-probs only ({ backward: false }).');
+          const dLogp = gather(dlogps, whole, 'dlogps');
+          const dEntropy = dentropies ? gather(dentropies, whole, 'dentropies') : new Float64Array(whole.scored);
+          const grad = zerosLike(adapter);
+          try {
+            for (const part of kept) await this.backward(part, dLogp, dEntropy, adapterFeeds, grad, invT);
+          } catch (error) {
+            throw this.memoryError(error, whole.scored);
+          }
+          return grad;
+        },
+      };
     } catch (error) {
       throw this.memoryError(error, whole.scored);
     }
   }
 
-  private async forwardChecked(adapter: LoraAdapter, groups: readonly GraphGroup[], temperature: number, whole: ReturnType<typeof slotsOf>, backward: boolean): Promise<LoraGraphPass> {
-    const adapterFeeds = this.adapterFeeds(adapter);
-    const invT = 1 / temperature;
-    const logps = new Float64Array(whole.scored);
-    const entropies = new Float64Array(whole.scored);
-    const kept: KeptMicroBatch[] = [];
-    let offset = 0;
-    const micro = microBatches(rowsOf(groups, this.weights.shape), this.microBatchTokens);
-    // A pass for its log-probs alone runs the graphs a kept pass would (so its numbers are the same bit for bit) and drops what they keep.
-    const keep = this.keepsActivations(micro);
-    for (const rows of micro) {
-      const batch = layout(rows, this.weights.shape.vocabSize);
-      const feeds = batchInputs(this.runtime, this.precision, this.weights.shape, batch, invT);
-      const xs = [this.embed(batch.ids)];
-      const activations: Array<Record<string, GraphTensor>> = [];
-      for (let l = 0; l < this.weights.layers.length; l++) {
-        const runners = this.layerRunners[l];
-        const out = await this.run(keep ? runners.keep.forward : runners.forward, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, [LAYER_IO.x]: xs[xs.length - 1] });
-        // A pass for its log-probs alone keeps no layer's input, only the one the next layer reads.
-        if (!backward) xs.pop();
-        xs.push(out[LAYER_IO.out]);
-        if (keep && backward) activations.push(Object.fromEntries(runners.keep.saved.map((name) => [name, out[name]])));
-      }
-      for (const [start, end] of this.headChunks(batch)) {
-        const out = await this.run(this.head.forward, { ...this.headFeeds, ...this.headInputs(batch, xs[xs.length - 1], start, end, invT) });
-        const chunkLogps = out[GRAPH_IO.logps].data as ArrayLike<number>;
-        const chunkEntropies = out[GRAPH_IO.entropies].data as ArrayLike<number>;
-        for (let k = start; k < end; k++) {
-          logps[offset + k] = Number(chunkLogps[k - start]);
-          entropies[offset + k] = Number(chunkEntropies[k - start]);
+  /**
+   * The forward and the backward micro-batch by micro-batch: each micro-batch's forward, then
+   * `sensitivities` for its scored tokens (whole completions, in slot order), then its backward at
+   * once, so a micro-batch's activations are kept only through its own backward (when one
+   * micro-batch's fit `activationBudget`; else recomputed, as `forward` does) and no layer runs
+   * twice. The gradient is the same as `forward` then `backward` with the same sensitivities.
+   */
+  async forwardBackward(adapter: LoraAdapter, groups: readonly GraphGroup[], temperature: number, sensitivities: PartSensitivities, options: Pick<ForwardPassOptions, 'entropyGradient'> = {}): Promise<LoraGraphStep> {
+    const { whole, invT, micro } = this.begin(groups, temperature);
+    try {
+      const adapterFeeds = this.adapterFeeds(adapter);
+      const logps = new Float64Array(whole.scored);
+      const entropies = new Float64Array(whole.scored);
+      const grad = zerosLike(adapter);
+      let offset = 0;
+      for (const rows of micro) {
+        const keep = this.keepsActivations([rows]);
+        const part = await this.forwardPart(rows, adapterFeeds, invT, offset, { keep, backward: true, logpGradient: options.entropyGradient === false });
+        logps.set(part.logps, offset);
+        entropies.set(part.entropies, offset);
+        const end = offset + part.kept.batch.scored;
+        const { dLogp, dEntropy } = sensitivities({ logps: part.logps, entropies: part.entropies }, offset, end);
+        if (dLogp.length !== end - offset || dEntropy.length !== end - offset) {
+          throw new InvalidInputError('sensitivities', `must give ${end - offset} values of dLogp and dEntropy for slots ${offset}-${end}, got ${dLogp.length} and ${dEntropy.length}.`);
         }
+        // The backward reads the whole batch's slots; this part's start at its offset.
+        await this.backward({ ...part.kept, offset: 0 }, Float64Array.from(dLogp), Float64Array.from(dEntropy), adapterFeeds, grad, invT);
+        offset = end;
       }
-      if (backward) kept.push({ batch, feeds, xs, offset, ...(keep ? { activations } : {}) });
-      offset += batch.scored;
+      return { logprobs: splitRows(logps, whole), entropies: splitRows(entropies, whole), gradient: grad };
+    } catch (error) {
+      throw this.memoryError(error, whole.scored);
     }
-    const split = (values: Float64Array) => whole.lengths.map((n, c) => Array.from(values.subarray(whole.offsets[c], whole.offsets[c] + n)));
-    return {
-      logprobs: split(logps),
-      entropies: split(entropies),
-      backward: async (dlogps, dentropies) => {
-        if (!backward) throw new InvalidInputError('backward', 'this forward was run for its log-probs only ({ backward: false }).');
-        const dLogp = gather(dlogps, whole, 'dlogps');
-        const dEntropy = dentropies ? gather(dentropies, whole, 'dentropies') : new Float64Array(whole.scored);
-        const grad = zerosLike(adapter);
-        try {
-          for (const micro of kept) await this.backward(micro, dLogp, dEntropy, adapterFeeds, grad, invT);
-        } catch (error) {
-          throw this.memoryError(error, whole.scored);
-        }
-        return grad;
-      },
-    };
+  }
+
+  /** The checked batch's slots, 1 / T and its micro-batches. */
+  private begin(groups: readonly GraphGroup[], temperature: number) {
+    if (!(temperature > 0)) throw new InvalidInputError('temperature', `must be > 0, got ${String(temperature)}.`);
+    checkGroups(groups, this.weights.shape.vocabSize);
+    return { whole: slotsOf(groups), invT: 1 / temperature, micro: microBatches(rowsOf(groups, this.weights.shape), this.microBatchTokens) };
+  }
+
+  /**
+   * One micro-batch's forward: its log-probs and entropies, and what its backward reads (every
+   * layer's input, the activations when `keep`, each scored row's d log p / d hidden when
+   * `logpGradient`); `backward` false keeps only what the next layer reads.
+   */
+  private async forwardPart(
+    rows: readonly GraphGroup[],
+    adapterFeeds: Array<Record<string, GraphTensor>>,
+    invT: number,
+    offset: number,
+    options: { keep: boolean; backward: boolean; logpGradient: boolean },
+  ): Promise<{ logps: Float64Array; entropies: Float64Array; kept: KeptMicroBatch }> {
+    const { keep, backward } = options;
+    const batch = layout(rows, this.weights.shape.vocabSize);
+    const feeds = batchInputs(this.runtime, this.precision, this.weights.shape, batch, invT);
+    const xs = [this.embed(batch.ids)];
+    const activations: Array<Record<string, GraphTensor>> = [];
+    for (let l = 0; l < this.weights.layers.length; l++) {
+      const runners = this.layerRunners[l];
+      const out = await this.run(keep ? runners.keep.forward : runners.forward, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, [LAYER_IO.x]: xs[xs.length - 1] });
+      // A pass for its log-probs alone keeps no layer's input, only the one the next layer reads.
+      if (!backward) xs.pop();
+      xs.push(out[LAYER_IO.out]);
+      if (keep && backward) activations.push(Object.fromEntries(runners.keep.saved.map((name) => [name, out[name]])));
+    }
+    const H = this.weights.shape.hiddenSize;
+    const logps = new Float64Array(batch.scored);
+    const entropies = new Float64Array(batch.scored);
+    const logpGradient = options.logpGradient ? this.floatArray(batch.scored * H) : undefined;
+    for (const [start, end] of this.headChunks(batch)) {
+      const out = await this.run(logpGradient ? this.head.gradient : this.head.forward, { ...this.headFeeds, ...this.headInputs(batch, xs[xs.length - 1], start, end, invT) });
+      const chunkLogps = out[GRAPH_IO.logps].data as ArrayLike<number>;
+      const chunkEntropies = out[GRAPH_IO.entropies].data as ArrayLike<number>;
+      for (let k = start; k < end; k++) {
+        logps[k] = Number(chunkLogps[k - start]);
+        entropies[k] = Number(chunkEntropies[k - start]);
+      }
+      logpGradient?.set(out[LAYER_IO.logpGradient].data as Float32Array | Float64Array, start * H);
+    }
+    return { logps, entropies, kept: { batch, feeds, xs, offset, ...(keep ? { activations } : {}), ...(logpGradient ? { logpGradient } : {}) } };
   }
 
   /** Adds one micro-batch's d loss / d (A, B) into `grad`. */
   private async backward(micro: KeptMicroBatch, dLogp: Float64Array, dEntropy: Float64Array, adapterFeeds: Array<Record<string, GraphTensor>>, grad: LoraAdapter, invT: number): Promise<void> {
-    const { batch, feeds, xs, offset, activations } = micro;
+    const { batch, feeds, xs, offset, activations, logpGradient } = micro;
     const H = this.weights.shape.hiddenSize;
     const last = xs[xs.length - 1];
-    const dLast = this.precision === 'float64' ? new Float64Array(last.data.length) : new Float32Array(last.data.length);
+    const dLast = this.floatArray(last.data.length);
     for (const [start, end] of this.headChunks(batch)) {
+      // Without an entropy term a row's d hidden is its d loss / d logp times the forward's d logp / d hidden; with one, the head runs its backward.
+      if (logpGradient && !hasNonZero(dEntropy, offset + start, offset + end)) {
+        for (let k = start; k < end; k++) {
+          const row = batch.scoreRows[k] * H;
+          const d = dLogp[offset + k];
+          for (let i = 0; i < H; i++) dLast[row + i] += d * logpGradient[k * H + i];
+        }
+        continue;
+      }
       const out = await this.run(this.head.backward, {
         ...this.headFeeds,
         ...this.headInputs(batch, last, start, end, invT),
@@ -300,7 +393,7 @@ export class LoraGraphs {
   /** The embedding rows of `ids` ([tokens, H]). */
   private embed(ids: readonly number[]): GraphTensor {
     const H = this.weights.shape.hiddenSize;
-    const x = this.precision === 'float64' ? new Float64Array(ids.length * H) : new Float32Array(ids.length * H);
+    const x = this.floatArray(ids.length * H);
     ids.forEach((id, i) => x.set(this.weights.embedding.subarray(id * H, (id + 1) * H), i * H));
     return this.floats(x, [ids.length, H]);
   }
@@ -320,6 +413,11 @@ export class LoraGraphs {
         'Nothing was updated. Sample fewer completions per group or shorter replies, take a 4-bit model, or give the run a smaller memoryBudget (estimateStepMemory says what a setting needs).',
       { cause: error },
     );
+  }
+
+  /** Zeros in the graphs' precision. */
+  private floatArray(length: number): Float32Array | Float64Array {
+    return this.precision === 'float64' ? new Float64Array(length) : new Float32Array(length);
   }
 
   private floats(values: ArrayLike<number>, dims: number[]): GraphTensor {
@@ -355,6 +453,16 @@ export class LoraGraphs {
  */
 export function headSessionOptions(sessionOptions: Record<string, unknown>): Record<string, unknown> {
   return { enableCpuMemArena: false, ...sessionOptions };
+}
+
+/** Per completion, its tokens' values out of the batch's flat slots. */
+function splitRows(values: Float64Array, whole: ReturnType<typeof slotsOf>): number[][] {
+  return whole.lengths.map((n, c) => Array.from(values.subarray(whole.offsets[c], whole.offsets[c] + n)));
+}
+
+function hasNonZero(values: Float64Array, start: number, end: number): boolean {
+  for (let k = start; k < end; k++) if (values[k] !== 0) return true;
+  return false;
 }
 
 function addInto(target: Float32Array, values: ArrayLike<number>): void {
