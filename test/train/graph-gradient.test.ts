@@ -206,7 +206,7 @@ describe('bad input', () => {
 });
 
 describe('session options', () => {
-  it("opens six sessions, each with pool threads that block rather than spin between ops, the head's without an arena, under the caller's own options", async () => {
+  it("opens seven sessions, each with pool threads that block rather than spin between ops, the head's without an arena, under the caller's own options", async () => {
     const { weights, adapter, groups, cLogp } = setup(VARIANTS[0][1]);
     const seen: Array<Record<string, unknown> | undefined> = [];
     const recording: GraphRuntime = {
@@ -219,8 +219,8 @@ describe('session options', () => {
       },
     };
     const engine = await LoraGraphs.create(recording, weights, config(adapter), { sessionOptions: { intraOpNumThreads: 1, extra: { 'session.set_denormal_as_zero': '1' } } });
-    // One structure of layers: its forward, its backward (the first layer's too) and the kept pair; the head's two. Each session holds an arena of its own.
-    expect(seen.length).toBe(6);
+    // One structure of layers: its forward, its backward (the first layer's too) and the kept pair; the head's three (forward, forward with d log p / d hidden, backward). Each session holds an arena of its own.
+    expect(seen.length).toBe(7);
     for (const options of seen) {
       expect(options).toMatchObject({ intraOpNumThreads: 1, extra: { 'session.intra_op.allow_spinning': '0', 'session.set_denormal_as_zero': '1' } });
     }
