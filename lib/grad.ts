@@ -23,7 +23,7 @@
 export { GrpoTrainer, type TrainerOptions, type TrainStepOptions, type TrainStepResult } from './train/trainer.js';
 // One interface for what an update step trains, one engine per thing trained: the LM head's
 // adapter (headEngine), full-depth LoRA (loraEngine); both train the policy described by TrainablePolicy.
-export type { EngineBatch, EngineGroup, EngineStats, ForwardOptions, TrainingEngine } from './train/engine.js';
+export type { EngineBatch, EngineGroup, EngineStats, ForwardBackwardResult, ForwardOptions, PartSensitivities, Sensitivities, TrainingEngine } from './train/engine.js';
 export type { TrainablePolicy } from './train/trainable-policy.js';
 export { headEngine, type HeadTrainingEngine, type HeadEngineOptions } from './train/head-engine.js';
 export type { TrainStepMetrics } from './train/metrics.js';

@@ -211,9 +211,9 @@ export class LoraTrainingEngine<Prompt = PromptInput> implements TrainingEngine<
   }
 
   /**
-   * The forward and the backward micro-batch by micro-batch (LoraGraphs.forwardBackward): a
-   * micro-batch's activations are kept through its own backward when they fit the graphs'
-   * activationBudget, so the layers' forward is not recomputed. The reference log-probs, when
+   * The forward and the backward part by part (LoraGraphs.forwardBackward): a part's activations
+   * are kept through its own backward when they fit the graphs' activationBudget (a micro-batch
+   * whose do not runs in shares of its rows that do), so the layers' forward is not recomputed. The reference log-probs, when
    * asked for, come first (they do not change with the adapter) and are in every part's numbers.
    */
   async forwardBackward(groups: EngineBatch<Prompt>, options: ForwardOptions, sensitivities: PartSensitivities): Promise<ForwardBackwardResult> {

@@ -3,8 +3,10 @@
  * runs: the frozen weights as the engine holds them, the adapter with its gradient and AdamW's two
  * moments, each layer's input kept between the passes, the activations one layer run holds, a
  * chunk of the head's logits, and (when there is room) every layer's activations kept so the
- * backward need not recompute them. The engine decides with the same numbers
- * (lora-graph-engine.ts), and the bench prints them beside the measured peak.
+ * backward need not recompute them. A step run part by part (the trainer's forwardBackward, for
+ * every loss whose gradient is per completion) holds these for one micro-batch at a time; one run
+ * as a forward then a backward holds them for the whole batch. The engine decides with the same
+ * numbers (lora-graph-engine.ts), and the bench prints them beside the measured peak.
  *
  * Activations count float32 tensors as the graphs write them (onnxruntime reuses buffers between
  * ops, so the live set is usually smaller): an upper estimate, not a measurement.
@@ -24,12 +26,22 @@ export const HEAD_LOGITS = 1 << 22;
  */
 export const DEFAULT_MICRO_BATCH_TOKENS = 768;
 /**
- * What the activations of a whole batch may take to be kept between the passes (the backward then
- * recomputes nothing). Keeping costs the forward a copy of every kept tensor out of onnxruntime:
- * at SmolLM2-135M's shape it saves about 8% of a 4 x 64 step and costs 11% of an 8 x 128 one
- * (BENCHMARKS "scale"), so only small steps keep.
+ * What kept activations may take (the backward then recomputes nothing): a whole batch's, for a
+ * forward then a backward; one part's at a time, for a step run part by part. Keeping a whole
+ * batch costs the forward a copy of every kept tensor out of onnxruntime: at SmolLM2-135M's shape
+ * it saves about 8% of a 4 x 64 step and costs 11% of an 8 x 128 one (BENCHMARKS "scale"), so
+ * only small batches keep; part by part, an 8 x 128 step keeps in parts of two rows (KEPT_PART_TOKENS).
  */
 export const DEFAULT_ACTIVATION_BUDGET = 1 << 29;
+/**
+ * The padded tokens a part of a micro-batch keeping its activations aims at, run part by part,
+ * and the fewest it is split down to. At SmolLM2-135M's shape, 8 x 128 (rows of 166 tokens) in
+ * parts of two rows took 5.6-5.8 s of CPU and 1360 MB at the engine's peak; in parts of four, the
+ * same time and 1950 MB; single rows ran a layer's graphs on too few tokens to pay for their runs
+ * (slower than recomputing), so a micro-batch is not split below MIN_KEPT_TOKENS to fit a budget.
+ */
+export const KEPT_PART_TOKENS = 384;
+export const MIN_KEPT_TOKENS = 256;
 
 /** A micro-batch's rows as the graphs run them: rows x width padded tokens. */
 export interface RowsShape {
@@ -80,6 +92,12 @@ export interface StepMemorySettings {
   microBatchTokens?: number;
   /** Keep every layer's activations when they fit in this many bytes (the engine's activationBudget). Default 512 MiB. */
   activationBudget?: number;
+  /**
+   * The step runs part by part, each micro-batch's backward right after its forward (a training
+   * engine's forwardBackward, which GrpoTrainer takes for every loss but topEntropyQuantile < 1:
+   * perCompletionGradient). false: a forward of the whole batch, then its backward. Default true.
+   */
+  partByPart?: boolean;
 }
 
 export interface StepMemoryEstimate {
@@ -87,9 +105,9 @@ export interface StepMemoryEstimate {
   weights: number;
   /** A and B, their gradient and AdamW's two moments. */
   adapter: number;
-  /** Each layer's input, kept between the forward and the backward. */
+  /** Each layer's input, kept between the forward and the backward (of the whole batch, or part by part of the largest part). */
   layerInputs: number;
-  /** Every layer's activations, when kept (0 when the backward recomputes them). */
+  /** Every layer's activations, when kept (of the whole batch, or part by part of the largest part kept; 0 when the backward recomputes them all). */
   activations: number;
   /** The widest layer run's activations. */
   layerRun: number;
@@ -117,7 +135,7 @@ export interface StepMemoryEstimate {
    */
   turnGarbage: number;
   microBatchTokens: number;
-  /** True when the activations do not fit the budget, so the backward recomputes each layer's. */
+  /** True when the activations do not fit the budget (part by part: some micro-batch's parts), so the backward recomputes those layers'. */
   recompute: boolean;
 }
 
@@ -131,6 +149,29 @@ export function stepRows(shape: DecoderShape, settings: Pick<StepMemorySettings,
 /** The bytes keeping every layer's activations takes for these micro-batches. */
 export function keptActivationBytes(shape: DecoderShape, r: number, modules: number, batches: readonly RowsShape[]): number {
   return shape.numLayers * batches.reduce((n, b) => n + keptLayerBytes(shape, r, modules, b), 0);
+}
+
+/**
+ * Run part by part, the rows of a micro-batch each part keeps activations for: the micro-batch
+ * halved until a part (every row counted `at.width` wide) is at most KEPT_PART_TOKENS and its
+ * activations fit `budget`, never below MIN_KEPT_TOKENS or a row; 0 when even so they do not fit
+ * and the micro-batch recomputes, whole.
+ */
+export function keptPartRows(shape: DecoderShape, r: number, modules: number, at: RowsShape, budget: number): number {
+  for (let rows = at.rows; ; rows = Math.ceil(rows / 2)) {
+    const fits = keptActivationBytes(shape, r, modules, [{ rows, width: at.width }]) <= budget;
+    if (fits && rows * at.width <= KEPT_PART_TOKENS) return rows;
+    if (rows === 1 || Math.ceil(rows / 2) * at.width < MIN_KEPT_TOKENS) return fits ? rows : 0;
+  }
+}
+
+/** The parts a step run part by part runs these micro-batches in, and whether each keeps its activations. */
+export function stepParts(shape: DecoderShape, r: number, modules: number, batches: readonly RowsShape[], budget: number): Array<RowsShape & { keep: boolean }> {
+  return batches.flatMap((b): Array<RowsShape & { keep: boolean }> => {
+    const rows = keptPartRows(shape, r, modules, b, budget);
+    if (rows === 0) return [{ ...b, keep: false }];
+    return Array.from({ length: Math.ceil(b.rows / rows) }, (_, i) => ({ rows: Math.min(rows, b.rows - i * rows), width: b.width, keep: true }));
+  });
 }
 
 /** Where a LoRA step's bytes go at this shape and these settings (weights, kept activations, logits chunk, adapter and optimizer), and whether the backward recomputes: the numbers the engine itself decides with. */
@@ -156,14 +197,26 @@ export function estimateStepMemory(shape: DecoderShape, settings: StepMemorySett
   const weights = weightsWith(projectionBytes);
   const adapterParameters = L * modules.reduce((n, m) => n + r * (moduleDims(shape, m).inDim + moduleDims(shape, m).outDim), 0);
   const batches = stepRows(shape, { ...settings, prompts, microBatchTokens });
-  const tokens = batches.reduce((n, b) => n + b.rows * b.width, 0);
-  const kept = keptActivationBytes(shape, r, modules.length, batches);
-  const recompute = kept > budget;
-  const layerInputs = FLOAT * (L + 1) * tokens * H;
+  const tokensOf = (b: RowsShape) => b.rows * b.width;
+  const kept = (b: RowsShape) => keptActivationBytes(shape, r, modules.length, [b]);
+  let layerInputs: number;
+  let activations: number;
+  let recompute: boolean;
+  if (settings.partByPart ?? true) {
+    // One part's layer inputs and kept activations at a time: the largest part's.
+    const parts = stepParts(shape, r, modules.length, batches, budget);
+    recompute = parts.some((p) => !p.keep);
+    layerInputs = FLOAT * (L + 1) * H * Math.max(...parts.map(tokensOf));
+    activations = Math.max(0, ...parts.filter((p) => p.keep).map(kept));
+  } else {
+    const whole = keptActivationBytes(shape, r, modules.length, batches);
+    recompute = whole > budget;
+    layerInputs = FLOAT * (L + 1) * H * batches.reduce((n, b) => n + tokensOf(b), 0);
+    activations = recompute ? 0 : whole;
+  }
   const layerRun = Math.max(...batches.map((b) => layerRunBytes(shape, b)));
   const head = headRunBytes(shape, headRowsFor(shape));
   const adapter = FLOAT * 4 * adapterParameters;
-  const activations = recompute ? 0 : kept;
   const total = weights + adapter + layerInputs + activations + layerRun + head;
   // onnxruntime's CPU kernels (Node, WebAssembly) widen an fp16 export's weights to float32 as the session is made.
   const sampler = Math.round(SAMPLER_PER_WEIGHT_BYTE * (settings.dtype === 'fp16' ? weightsWith(projections * FLOAT) : weights));

@@ -13,7 +13,7 @@ import { resolveLossConfig, type GrpoLossConfig } from '../math/loss-config.js';
 import type { GrpoLossMetrics } from '../math/loss-metrics.js';
 import type { Rows } from '../math/validate.js';
 import { InvalidInputError } from '../errors.js';
-import type { EngineStats } from './engine.js';
+import type { EngineStats, PartSensitivities } from './engine.js';
 
 /** Where each completion token's state sits in the engine: row i's token t is slot offsets[i] + t. */
 export interface TokenLayout {
@@ -108,4 +108,24 @@ export function grpoObjective(
     }
   });
   return { loss, metrics, advantages: used, dLogp, dEntropy, activeTokens: count(lossBatch.mask as Rows) };
+}
+
+/**
+ * The loss's sensitivities part by part, for an engine's forwardBackward: each part's numbers go
+ * into the whole batch's slots, the objective is taken over the whole batch (slots no part has
+ * reached yet hold 0, which the loss's gradient at a finished completion never reads when it is
+ * per completion, `perCompletionGradient`), and the part's own slots are handed back, so every
+ * slot gets exactly what one objective over the finished batch would give it.
+ */
+export function partSensitivities(count: number, objectiveOf: (stats: EngineStats) => ObjectiveResult): PartSensitivities {
+  const logps = new Float64Array(count);
+  const entropies = new Float64Array(count);
+  const refLogps = new Float64Array(count);
+  return (part, start, end) => {
+    logps.set(part.logps, start);
+    entropies.set(part.entropies, start);
+    if (part.refLogps) refLogps.set(part.refLogps, start);
+    const { dLogp, dEntropy } = objectiveOf({ logps, entropies, ...(part.refLogps ? { refLogps } : {}) });
+    return { dLogp: dLogp.slice(start, end), dEntropy: dEntropy.slice(start, end) };
+  };
 }

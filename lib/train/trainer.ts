@@ -16,7 +16,7 @@
 import { InvalidInputError, throwIfAborted } from '../errors.js';
 import type { TrainStepMetrics } from './metrics.js';
 import { logprobDrift, type LogprobDrift } from './logprob-drift.js';
-import { grpoObjective, tokenLayout, type ObjectiveResult, type TokenLayout } from './objective.js';
+import { grpoObjective, partSensitivities, tokenLayout, type ObjectiveResult, type TokenLayout } from './objective.js';
 import { clipFactor, resolveOptimizer, type OptimizerOptions, type ResolvedOptimizer } from './optimizer.js';
 import { appliedEntropyCoef, nextAdaptiveEntropy, resolveAdaptiveEntropy, type AdaptiveEntropyOptions, type AdaptiveEntropyState, type ResolvedAdaptiveEntropy } from '../math/adaptive-entropy.js';
 import type { AdvantageOptions, AdvantageResult } from '../math/advantages.js';
@@ -27,7 +27,7 @@ import { nanMean, nanStd } from '../math/stats.js';
 import { samplingCorrection, type SamplingSettings } from '../math/sampling-correction.js';
 import type { Rows } from '../math/validate.js';
 import type { Policy, PromptInput } from '../core/policy.js';
-import type { EngineBatch, EngineStats, ForwardOptions, PartSensitivities, TrainingEngine } from './engine.js';
+import type { EngineBatch, EngineStats, ForwardOptions, TrainingEngine } from './engine.js';
 
 export interface TrainerOptions {
   /**
@@ -165,7 +165,7 @@ export class GrpoTrainer<Engine extends TrainingEngine<PromptInput, unknown> = T
     // What the forward kept (a WebGPU pass's buffers) is freed on any throw before the backward took it.
     try {
       if (this.engine.forwardBackward && perCompletionGradient(lossConfig)) {
-        ({ stats, gradNorm } = await this.engine.forwardBackward(current.groups, forwardOptions, partObjective(current.layout.count, objectiveOf)));
+        ({ stats, gradNorm } = await this.engine.forwardBackward(current.groups, forwardOptions, partSensitivities(current.layout.count, objectiveOf)));
         objective = objectiveOf(stats);
       } else {
         stats = await this.engine.forward(current.groups, forwardOptions);
@@ -256,26 +256,6 @@ export class GrpoTrainer<Engine extends TrainingEngine<PromptInput, unknown> = T
   #checkOpen(): void {
     if (this.#disposed) throw new InvalidInputError('trainer', 'was disposed; create a new GrpoTrainer.');
   }
-}
-
-/**
- * The loss's sensitivities part by part, for an engine's forwardBackward: each part's numbers go
- * into the whole batch's slots, the objective is taken over the whole batch (slots no part has
- * reached yet hold 0, which the loss's gradient at a finished completion never reads when it is
- * per completion, `perCompletionGradient`), and the part's own slots are handed back, so every
- * slot gets exactly what one objective over the finished batch would give it.
- */
-function partObjective(count: number, objectiveOf: (stats: EngineStats) => ObjectiveResult): PartSensitivities {
-  const logps = new Float64Array(count);
-  const entropies = new Float64Array(count);
-  const refLogps = new Float64Array(count);
-  return (part, start, end) => {
-    logps.set(part.logps, start);
-    entropies.set(part.entropies, start);
-    if (part.refLogps) refLogps.set(part.refLogps, start);
-    const { dLogp, dEntropy } = objectiveOf({ logps, entropies, ...(part.refLogps ? { refLogps } : {}) });
-    return { dLogp: dLogp.slice(start, end), dEntropy: dEntropy.slice(start, end) };
-  };
 }
 
 function promptOf(prompt: PromptInput, group: number): PromptInput {

@@ -3,8 +3,10 @@
  * bench builds): the engine alone on a random group of G x T tokens after a 39-token prompt, every
  * session run timed, three steps. Prints one block per step.
  *
- *   tsx scripts/bench/_step-parts.ts [group] [new tokens] [microBatchTokens] [activationBudget]
+ *   tsx scripts/bench/_step-parts.ts [group] [new tokens] [microBatchTokens] [activationBudget] [fused]
  *
+ * `fused` runs the step as the trainer does for a loss without an entropy term
+ * (forwardBackward, d log p / d hidden taken in the head's forward); else forward, then backward.
  * CPU time is the process's (user + system of every thread), taken around each run.
  */
 import { existsSync } from 'node:fs';
@@ -23,7 +25,7 @@ import { hubShapeSpec } from './_hub-shapes.js';
 /** The engine's private parts this script times (its runners and the method every run goes through). */
 interface Internals {
   layerRunners: Array<{ forward: unknown; backward: unknown; keep: { forward: unknown; backward: unknown } }>;
-  head: { forward: unknown; backward: unknown };
+  head: { forward: unknown; gradient: unknown; backward: unknown };
   run(runner: unknown, pool: Record<string, GraphTensor>): Promise<Record<string, GraphTensor>>;
 }
 
@@ -33,7 +35,7 @@ const cpuMs = () => {
 };
 
 async function main(): Promise<void> {
-  const [groupArg = '8', tokensArg = '128', microArg, keepArg] = process.argv.slice(2);
+  const [groupArg = '8', tokensArg = '128', microArg, keepArg, mode] = process.argv.slice(2);
   const { spec, dir } = await hubShapeSpec('smollm2-135m', 'fp32');
   const file = join(dir, MODEL_FILES.fp32);
   if (!existsSync(file)) await buildModel(spec, dir);
@@ -50,6 +52,7 @@ async function main(): Promise<void> {
     [inner.layerRunners[0].keep.forward, 'layer forward, activations kept'],
     [inner.layerRunners[0].keep.backward, 'layer backward from kept activations'],
     [inner.head.forward, 'head forward'],
+    [inner.head.gradient, 'head forward with d log p / d hidden'],
     [inner.head.backward, 'head backward'],
   ]);
   const parts = new Map<string, { runs: number; cpu: number }>();
@@ -73,14 +76,21 @@ async function main(): Promise<void> {
   for (let step = 1; step <= 3; step++) {
     parts.clear();
     const t0 = cpuMs();
-    const pass = await engine.forward(adapter, [group]);
-    const t1 = cpuMs();
-    const grad = await pass.backward(pass.logprobs.map((row) => row.map(() => 0.01)));
+    let grad: typeof adapter;
+    let t1: number;
+    if (mode === 'fused') {
+      grad = (await engine.forwardBackward(adapter, [group], 1, (_, start, end) => ({ dLogp: new Float64Array(end - start).fill(0.01), dEntropy: new Float64Array(end - start) }), { entropyGradient: false })).gradient;
+      t1 = cpuMs();
+    } else {
+      const pass = await engine.forward(adapter, [group]);
+      t1 = cpuMs();
+      grad = await pass.backward(pass.logprobs.map((row) => row.map(() => 0.01)));
+    }
     const t2 = cpuMs();
     adamwTensors(loraTensors(adapter), loraTensors(grad), loraTensors(state.m), loraTensors(state.v), ++state.step, 1, optimizer);
     const t3 = cpuMs();
     const inRuns = [...parts.values()].reduce((n, p) => n + p.cpu, 0);
-    console.log(`step ${step}: ${(t3 - t0).toFixed(0)} CPU ms (forward ${(t1 - t0).toFixed(0)}, backward ${(t2 - t1).toFixed(0)}), RSS ${process.memoryUsage().rss >> 20} MB, peak ${process.resourceUsage().maxRSS >> 10} MB`);
+    console.log(`step ${step}: ${(t3 - t0).toFixed(0)} CPU ms (forward ${(t1 - t0).toFixed(0)}, backward ${(t2 - t1).toFixed(0)}), RSS ${Math.round(process.memoryUsage().rss / 2 ** 20)} MB, peak ${Math.round(process.resourceUsage().maxRSS / 2 ** 10)} MB`);
     for (const [name, p] of parts) console.log(`  ${name}: ${p.runs} runs, ${p.cpu.toFixed(0)} ms`);
     console.log(`  outside the runs (embedding, batch inputs, head rows, gradient sums): ${(t2 - t0 - inRuns).toFixed(0)} ms`);
     console.log(`  AdamW: ${(t3 - t2).toFixed(0)} ms`);

@@ -12,7 +12,7 @@ import onnxProto from 'onnx-proto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loraGrpo } from '../../lib/grad.js';
 import { MemoryStore } from '../../lib/index.js';
-import { createLoraAdapter, zerosLike } from '../../lib/lora/adapter.js';
+import { createLoraAdapter, loraTensors, zerosLike } from '../../lib/lora/adapter.js';
 import { readLoraCheckpoint } from '../../lib/lora/format.js';
 import { digits } from '../../lib/tasks/index.js';
 import { readDecoderWeights } from '../../lib/weights/read-onnx.js';
@@ -108,6 +108,11 @@ describe('4-bit MatMulNBits base weights', () => {
     const engine = await graphEngineFor(weights, adapter, 'float64');
     const loss = async () => (await engine.forward(adapter, [group])).logprobs.reduce((s, row, i) => s + row.reduce((t, lp, k) => t + coefficients[i][k] * lp, 0), 0);
     const grad = await (await engine.forward(adapter, [group])).backward(coefficients);
+    // Part by part, the head taking d log p / d hidden in its forward (no entropy term): the same gradient.
+    const dLogp = Float64Array.from(coefficients.flat());
+    const fused = (await engine.forwardBackward(adapter, [group], 1, (_, start, end) => ({ dLogp: dLogp.slice(start, end), dEntropy: new Float64Array(end - start) }), { entropyGradient: false })).gradient;
+    const [want, got] = [loraTensors(grad), loraTensors(fused)];
+    want.forEach((w, j) => w.forEach((v, i) => expect(Math.abs(got[j][i] - v)).toBeLessThanOrEqual(1e-6 * Math.max(...Array.from(w, Math.abs)))));
     // A sample of entries of every adapted tensor (the full check is test/train/graph-gradient.test.ts).
     for (const [l, layer] of adapter.layers.entries()) {
       for (const [module, pair] of Object.entries(layer)) {

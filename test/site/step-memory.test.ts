@@ -69,20 +69,17 @@ describe('stepMemoryNote', () => {
     expect((await started('skill'))!.settings).not.toHaveProperty('takeTurns');
   });
 
-  it('refuses a step past the tab and names smaller settings, each of which fits', () => {
-    const settings = { groupSize: 16, batchSize: 16, maxNewTokens: 512 };
+  it('refuses a step past the tab and names a smaller setting that fits, in the mode it fits in', () => {
+    // The step runs part by part, so more completions or prompts add no part: only replies this long do not fit.
+    const settings = { groupSize: 16, batchSize: 16, maxNewTokens: 4096 };
     const note = stepMemoryNote('qwen2.5-0.5b', 'lora', settings)!;
     expect(note.fits).toBe(false);
     expect(note.bytes).toBeGreaterThan(TAB_BYTES);
-    const prompts = /(\d+) prompts a step/.exec(note.text);
-    const replies = /replies of at most (\d+) tokens/.exec(note.text);
-    expect(prompts ?? replies).not.toBeNull();
-    if (prompts) expect(stepMemoryNote('qwen2.5-0.5b', 'lora', { ...settings, batchSize: Number(prompts[1]) })!.fits).toBe(true);
-    if (replies) expect(stepMemoryNote('qwen2.5-0.5b', 'lora', { ...settings, maxNewTokens: Number(replies[1]) })!.fits).toBe(true);
-    // Past both modes the note gives both needs, and names a setting that fits only taking turns as such.
     expect(note.text).toMatch(/with the sampler beside it and \d+\.\d GB taking turns, more than a tab can hold/);
-    const turns = /groups of (\d+) \(taking turns\)/.exec(note.text);
-    expect(turns).not.toBeNull();
-    expect(stepMemoryNote('qwen2.5-0.5b', 'lora', { ...settings, groupSize: Number(turns![1]) })!.mode).toBe('turns');
+    expect(note.text).not.toMatch(/groups of|prompts? a step/);
+    const replies = /replies of at most (\d+) tokens \(taking turns\)/.exec(note.text);
+    expect(replies).not.toBeNull();
+    expect(stepMemoryNote('qwen2.5-0.5b', 'lora', { ...settings, maxNewTokens: Number(replies![1]) })).toMatchObject({ fits: true, mode: 'turns' });
+    expect(stepMemoryNote('qwen2.5-0.5b', 'lora', { ...settings, maxNewTokens: Number(replies![1]) + 1 })!.fits).toBe(false);
   });
 });

@@ -149,6 +149,92 @@ describe('memory-bounded runs', () => {
   });
 });
 
+describe('part by part (forwardBackward)', () => {
+  const maxDiff = (a: number[][], b: number[][]) => Math.max(...a.flatMap((r, i) => r.map((v, k) => Math.abs(v - b[i][k]))));
+  const flat = (rows: number[][]) => Float64Array.from(rows.flat());
+  /** The sensitivities of a loss linear in the log-probs and entropies, slot by slot, as forwardBackward asks them. */
+  const linear = (cLogp: number[][], cEntropy: number[][]) => {
+    const dLogp = flat(cLogp);
+    const dEntropy = flat(cEntropy);
+    const asked: Array<[number, number]> = [];
+    const sensitivities = (_: unknown, start: number, end: number) => {
+      asked.push([start, end]);
+      return { dLogp: dLogp.slice(start, end), dEntropy: dEntropy.slice(start, end) };
+    };
+    return { sensitivities, asked };
+  };
+  const expectGradient = (got: LoraAdapter, want: LoraAdapter, tolerance: number) => {
+    const g = tensors(got);
+    tensors(want).forEach((w, j) => {
+      const scale = Math.max(...Array.from(w, Math.abs));
+      expect(scale, `tensor ${j}`).toBeGreaterThan(0);
+      const error = Math.max(...Array.from(w, (v, i) => Math.abs(v - g[j][i])));
+      expect(error / scale, `tensor ${j}`).toBeLessThan(tolerance);
+    });
+  };
+
+  it.each(VARIANTS)('%s: the log-probs and gradient of a forward then a backward, with and without an entropy term (log-probs to 1e-12 in float64, 1e-5 in float32; gradients, summed in float32, to 1e-6 and 1e-4)', async (_, variant) => {
+    const { weights, adapter, groups, cLogp, cEntropy } = setup(variant);
+    const noEntropy = cEntropy.map((row) => row.map(() => 0));
+    for (const [precision, logpTolerance, gradTolerance] of [['float64', 1e-12, 1e-6], ['float32', 1e-5, 1e-4]] as const) {
+      const engine = await LoraGraphs.create(runtime, weights, config(adapter), { precision, microBatchTokens: 8 });
+      for (const [dEntropy, entropyGradient] of [[cEntropy, true], [noEntropy, false]] as const) {
+        const pass = await engine.forward(adapter, groups, 0.8);
+        const want = await pass.backward(cLogp, dEntropy);
+        const { sensitivities, asked } = linear(cLogp, dEntropy);
+        // Without an entropy term the head takes d log p / d hidden in its forward and runs no backward.
+        const step = await engine.forwardBackward(adapter, groups, 0.8, sensitivities, { entropyGradient });
+        expect(asked.length, 'more than one part').toBeGreaterThan(1);
+        expect(asked[asked.length - 1][1]).toBe(cLogp.flat().length);
+        expect(maxDiff(step.logprobs, pass.logprobs)).toBeLessThan(logpTolerance);
+        expect(maxDiff(step.entropies, pass.entropies)).toBeLessThan(logpTolerance);
+        expectGradient(step.gradient, want, gradTolerance);
+      }
+      await engine.release();
+    }
+  });
+
+  it('takes a non-zero d entropy through the head\'s backward even when told there is no entropy term', async () => {
+    const { weights, adapter, groups, cLogp, cEntropy } = setup(VARIANTS[0][1]);
+    const engine = await LoraGraphs.create(runtime, weights, config(adapter), { precision: 'float64' });
+    const want = await (await engine.forward(adapter, groups, 0.8)).backward(cLogp, cEntropy);
+    const { sensitivities } = linear(cLogp, cEntropy);
+    expectGradient((await engine.forwardBackward(adapter, groups, 0.8, sensitivities, { entropyGradient: false })).gradient, want, 1e-6);
+    await engine.release();
+  });
+
+  it('splits a micro-batch whose activations exceed the budget into kept parts of rows, or recomputes it whole, to the same gradient', async () => {
+    const variant = VARIANTS[3][1];
+    const { weights, adapter, rng } = setup(variant);
+    const draw = (n: number) => Array.from({ length: n }, () => Math.floor(rng() * weights.shape.vocabSize));
+    // Four 150-token completions: one 620-token micro-batch, in parts of two rows (KEPT_PART_TOKENS) when kept.
+    const groups: GraphGroup[] = [{ promptIds: draw(5), completions: [draw(150), draw(150), draw(149), draw(150)] }];
+    const cLogp = groups[0].completions.map((c) => c.map(() => 2 * rng() - 1));
+    const noEntropy = cLogp.map((row) => row.map(() => 0));
+    const whole = await LoraGraphs.create(runtime, weights, config(adapter), { precision: 'float64' });
+    const want = await (await whole.forward(adapter, groups, 1)).backward(cLogp, noEntropy);
+    for (const [activationBudget, parts] of [[undefined, 2], [0, 1]] as const) {
+      const engine = await LoraGraphs.create(runtime, weights, config(adapter), { precision: 'float64', ...(activationBudget === undefined ? {} : { activationBudget }) });
+      const { sensitivities, asked } = linear(cLogp, noEntropy);
+      const step = await engine.forwardBackward(adapter, groups, 1, sensitivities, { entropyGradient: false });
+      expect(asked.length).toBe(parts);
+      // Summed into float32 arrays part by part: equal to float32 rounding.
+      expectGradient(step.gradient, want, 1e-6);
+      await engine.release();
+    }
+    await whole.release();
+  });
+
+  it('refuses sensitivities of the wrong length with an InvalidInputError', async () => {
+    const { weights, adapter, groups } = setup(VARIANTS[0][1]);
+    const engine = await LoraGraphs.create(runtime, weights, config(adapter));
+    const short = () => ({ dLogp: [0], dEntropy: [0] });
+    await expect(engine.forwardBackward(adapter, groups, 1, short)).rejects.toThrow(InvalidInputError);
+    await expect(engine.forwardBackward(adapter, groups, 1, short)).rejects.toThrow(/sensitivities/);
+    await engine.release();
+  });
+});
+
 describe('running out of memory', () => {
   it('is an OutOfMemoryError saying what would fit, in the forward and in the backward, and the engine runs again after', async () => {
     const { weights, adapter, groups, cLogp } = setup(VARIANTS[0][1]);
@@ -224,15 +310,15 @@ describe('session options', () => {
     for (const options of seen) {
       expect(options).toMatchObject({ intraOpNumThreads: 1, extra: { 'session.intra_op.allow_spinning': '0', 'session.set_denormal_as_zero': '1' } });
     }
-    // The layers' four keep onnxruntime's arena; the head's two (the last opened) run without one.
+    // The layers' four keep onnxruntime's arena; the head's three (the last opened) run without one.
     expect(seen.slice(0, 4).every((options) => options?.enableCpuMemArena === undefined)).toBe(true);
-    expect(seen.slice(4).map((options) => options?.enableCpuMemArena)).toEqual([false, false]);
+    expect(seen.slice(4).map((options) => options?.enableCpuMemArena)).toEqual([false, false, false]);
     const pass = await engine.forward(adapter, groups);
     expect(tensors(await pass.backward(cLogp)).every((g) => g.every(Number.isFinite))).toBe(true);
     await engine.release();
     // The caller's own choice of arena holds for the head too.
     const arena = await LoraGraphs.create(recording, weights, config(adapter), { sessionOptions: { enableCpuMemArena: true } });
-    expect(seen.slice(-6).every((options) => options?.enableCpuMemArena === true)).toBe(true);
+    expect(seen.slice(-7).every((options) => options?.enableCpuMemArena === true)).toBe(true);
     await arena.release();
     // The caller's own entry wins.
     const spinning = await LoraGraphs.create(recording, weights, config(adapter), { sessionOptions: { extra: { 'session.intra_op.allow_spinning': '1' } } });

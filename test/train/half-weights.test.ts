@@ -60,6 +60,33 @@ describe('fp16 projections kept at 16 bits', () => {
     });
   }
 
+  it("give the widened weights' gradient part by part (forwardBackward), to the bit with an entropy term and to float32 rounding without one", async () => {
+    const adapter = createLoraAdapter(half.shape, { r: 4, seed: 5 });
+    for (const layer of adapter.layers) for (const m of LORA_MODULES) layer[m]!.B.forEach((_, i, b) => (b[i] = Math.cos(i + 1) * 0.05));
+    const lora = { r: adapter.config.r, scale: loraScale(adapter.config), targetModules: adapter.config.targetModules };
+    const groups = [{ promptIds: [3, 8, 5, 1], completions: [[7, 2, 9], [4, 4], [11, 6, 2, 5]] }];
+    const [halfGraphs, wideGraphs] = [await LoraGraphs.create(runtime, half, lora, { microBatchTokens: 8 }), await LoraGraphs.create(runtime, widened, lora, { microBatchTokens: 8 })];
+    // Per completion, a sensitivity for each token; flat, slot by slot, as forwardBackward asks them.
+    const dLogps = groups[0].completions.map((c, i) => c.map((_, t) => 0.5 - (i + t) * 0.05));
+    const flat = Float64Array.from(dLogps.flat());
+    for (const entropyGradient of [true, false]) {
+      const dEntropies = dLogps.map((row) => row.map((v) => (entropyGradient ? -v : 0)));
+      const flatEntropy = Float64Array.from(dEntropies.flat());
+      const pass = await wideGraphs.forward(adapter, groups, 0.8);
+      const want = loraTensors(await pass.backward(dLogps, dEntropies));
+      const step = await halfGraphs.forwardBackward(adapter, groups, 0.8, (_, start, end) => ({ dLogp: flat.slice(start, end), dEntropy: flatEntropy.slice(start, end) }), { entropyGradient });
+      const got = loraTensors(step.gradient);
+      if (entropyGradient) {
+        expect(step.logprobs).toEqual(pass.logprobs);
+        expect(got.map((t) => Array.from(t))).toEqual(want.map((t) => Array.from(t)));
+      } else {
+        want.forEach((w, j) => w.forEach((v, i) => expect(Math.abs(got[j][i] - v)).toBeLessThanOrEqual(1e-5 * Math.max(...Array.from(w, Math.abs)))));
+      }
+    }
+    await halfGraphs.release();
+    await wideGraphs.release();
+  });
+
   it("are estimated at 2 bytes a weight in the engine (estimateStepMemory's fp16)", () => {
     const settings = { groupSize: 8, promptTokens: 32, completionTokens: 64 };
     const [fp32, fp16] = [estimateStepMemory(half.shape, { ...settings, dtype: 'fp32' }), estimateStepMemory(half.shape, { ...settings, dtype: 'fp16' })];

@@ -15,7 +15,7 @@ import { resolveLoraRunConfig } from '../../lib/methods/gradient/lora.js';
 import { layout, batchInputs } from '../../lib/train/graph/batch-layout.js';
 import { buildLayerGraphs, LAYER_IO, layerWeightInputs } from '../../lib/train/graph/layer-graphs.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
-import { DEFAULT_MICRO_BATCH_TOKENS, estimateStepMemory, keptLayerBytes, NODE_RUNTIME_BYTES, planMemory, stepRows } from '../../lib/train/memory.js';
+import { DEFAULT_MICRO_BATCH_TOKENS, estimateStepMemory, KEPT_PART_TOKENS, keptActivationBytes, keptLayerBytes, keptPartRows, MIN_KEPT_TOKENS, NODE_RUNTIME_BYTES, planMemory, stepRows } from '../../lib/train/memory.js';
 import { planRunMemory } from '../../lib/train/memory-plan.js';
 import { digits } from '../../lib/tasks/index.js';
 import { randomDecoder } from '../lora/random-decoder.js';
@@ -59,7 +59,7 @@ describe('keptLayerBytes', () => {
 
 describe('estimateStepMemory', () => {
   it('keeps activations that fit the budget and recomputes past it, the same totals either side but for them', () => {
-    const settings = { groupSize: 8, promptTokens: 39, completionTokens: 128 };
+    const settings = { groupSize: 8, promptTokens: 39, completionTokens: 128, partByPart: false };
     const keep = estimateStepMemory(SMOLLM2_135M, { ...settings, activationBudget: 8 * 2 ** 30 });
     const recompute = estimateStepMemory(SMOLLM2_135M, { ...settings, activationBudget: 2 ** 20 });
     expect(keep.recompute).toBe(false);
@@ -71,6 +71,33 @@ describe('estimateStepMemory', () => {
     expect(keep.weights / 4 / 1e6).toBeCloseTo(134.5, 0);
     for (const part of [keep.adapter, keep.layerInputs, keep.layerRun, keep.head]) expect(part).toBeGreaterThan(0);
     expect(keep.total).toBe(keep.weights + keep.adapter + keep.layerInputs + keep.activations + keep.layerRun + keep.head);
+  });
+
+  it("part by part holds one part's layer inputs and activations: SmolLM2-135M's 8 x 128 keeps in parts of two 166-token rows", () => {
+    const settings = { groupSize: 8, promptTokens: 39, completionTokens: 128 };
+    const whole = estimateStepMemory(SMOLLM2_135M, { ...settings, partByPart: false, activationBudget: 8 * 2 ** 30 });
+    const parts = estimateStepMemory(SMOLLM2_135M, settings);
+    expect(parts.recompute).toBe(false);
+    // Two of the eight rows: a quarter of the whole batch's.
+    expect(parts.activations).toBe(keptActivationBytes(SMOLLM2_135M, 8, 7, [{ rows: 2, width: 166 }]));
+    expect(parts.activations * 4).toBe(whole.activations);
+    expect(parts.layerInputs * 4).toBe(whole.layerInputs);
+    expect(parts.total).toBeLessThan(whole.total);
+    // Without room to keep even a part, the micro-batches recompute whole: the layer inputs of one.
+    const recompute = estimateStepMemory(SMOLLM2_135M, { ...settings, activationBudget: 0 });
+    expect(recompute).toMatchObject({ recompute: true, activations: 0, layerInputs: parts.layerInputs * 2 });
+  });
+
+  it('keptPartRows halves a micro-batch to parts near KEPT_PART_TOKENS that fit the budget, never under MIN_KEPT_TOKENS', () => {
+    const rows = (at: { rows: number; width: number }, budget = 2 ** 29) => keptPartRows(SMOLLM2_135M, 8, 7, at, budget);
+    expect(rows({ rows: 4, width: 166 })).toBe(2);
+    expect(rows({ rows: 8, width: 40 })).toBe(8);
+    expect(rows({ rows: 1, width: 300 })).toBe(1);
+    expect(rows({ rows: 4, width: 166 }, 0)).toBe(0);
+    // Two rows do not fit 100 MB, and single rows of 166 tokens are under MIN_KEPT_TOKENS: recomputed.
+    expect(keptActivationBytes(SMOLLM2_135M, 8, 7, [{ rows: 2, width: 166 }])).toBeGreaterThan(1e8);
+    expect(rows({ rows: 4, width: 166 }, 1e8)).toBe(0);
+    expect(KEPT_PART_TOKENS).toBeGreaterThanOrEqual(MIN_KEPT_TOKENS);
   });
 
   it('counts a 4-bit base packed, under a fifth of its float32 size for the projections', () => {
@@ -127,7 +154,8 @@ describe('estimateStepMemory, together and in turns', () => {
 });
 
 describe('planRunMemory', () => {
-  const settings = { groupSize: 8, promptTokens: 39, completionTokens: 128 };
+  // A forward of the whole batch, then its backward (what a loss with topEntropyQuantile < 1 takes): the need grows with the group.
+  const settings = { groupSize: 8, promptTokens: 39, completionTokens: 128, partByPart: false };
   const estimate = estimateStepMemory(SMOLLM2_135M, { ...settings, activationBudget: 0 });
 
   it("holds SmolLM2-135M fp32 8 x 128 together when together fits, in turns when only that fits, and says why", () => {
@@ -165,6 +193,22 @@ describe('planRunMemory', () => {
     expect(() => planRunMemory(SMOLLM2_135M, settings, 9e8, true, node)).toThrow(
       /about 1921 MB with the sampler beside it, 1204 MB taking turns, collecting garbage at each turn, each with the runtime's own 250 MB \(estimateStepMemory\)\. .*a memoryBudget of at least 1204 MB\.$/,
     );
+  });
+
+  it('part by part holds one part at a time: SmolLM2-135M fp32 8 x 128 fits 1.6 GB together in smaller micro-batches, and only the replies\' length sets what fits', () => {
+    const parts = { ...settings, partByPart: true };
+    const plan = planRunMemory(SMOLLM2_135M, parts, 1.6e9, 'auto');
+    expect(plan.mode).toBe('together');
+    expect(plan.microBatchTokens).toBeLessThan(DEFAULT_MICRO_BATCH_TOKENS);
+    expect(plan.together).toBeLessThanOrEqual(1.6e9);
+    // Two prompts of 8 x 2048: more completions add no part, so only shorter replies are named, each fitting, the next longer not.
+    const long = { ...parts, completionTokens: 2048, prompts: 2 };
+    const message = refusal(long, 1.2e9);
+    expect(message).not.toMatch(/groups of|prompt a step/);
+    const value = Number(/replies of at most (\d+) tokens taking turns/.exec(message)![1]);
+    expect(planRunMemory(SMOLLM2_135M, { ...long, completionTokens: value }, 1.2e9, 'auto').mode).toBe('turns');
+    expect(() => planRunMemory(SMOLLM2_135M, { ...long, completionTokens: value + 1 }, 1.2e9, 'auto')).toThrow(OutOfMemoryError);
+    expect(planRunMemory(SMOLLM2_135M, { ...long, completionTokens: 512, groupSize: 64 }, 1.2e9, 'auto').mode).toBe('turns');
   });
 
   const refusal = (s: Parameters<typeof planRunMemory>[1], budget: number) => {

@@ -30,7 +30,8 @@ import { canCollectGarbage, collectGarbage } from '../../policy/onnx/collect-gar
 import { isNodeRuntime } from '../../policy/onnx/runtime.js';
 import { NODE_RUNTIME_BYTES } from '../../train/memory.js';
 import { validateHandles, type LoopHandles } from '../../run/options.js';
-import { resolveTrainingConfig, type TrainingRunOptions } from './training-options.js';
+import { grpoConfigOf, resolveTrainingConfig, type TrainingRunOptions } from './training-options.js';
+import { perCompletionGradient } from '../../math/loss-config.js';
 
 export type LoraHandles = LoopHandles<TrainablePolicy>;
 
@@ -261,6 +262,8 @@ async function memoryPlan(config: LoraRunConfig, weights: DecoderWeights, store:
     targetModules: config.lora.targetModules,
     dtype: storedDtype(weights),
     tiedHead: weights.lmHead === undefined,
+    // The trainer runs the step part by part for every loss whose gradient is per completion.
+    partByPart: perCompletionGradient(grpoConfigOf(config).toLossConfig()),
   };
   // In Node the budget is the process's: the runtime's own bytes count, and a turn's garbage can be collected.
   const levers = isNodeRuntime() ? { collectGarbage: canCollectGarbage(), runtimeBytes: NODE_RUNTIME_BYTES } : {};

@@ -10,7 +10,10 @@
  * layer's activations from it. Rows run in micro-batches of a bounded token count, and the head
  * in chunks of rows, so the [tokens, vocab] logits never exist whole and, recomputing, the memory
  * of a step is the weights plus one micro-batch's layer, whatever the group. The gradients of the
- * micro-batches add up to the whole batch's.
+ * micro-batches add up to the whole batch's. `forwardBackward` runs each part's backward right
+ * after its forward, so only one part is held at a time and its activations can be kept where
+ * the whole batch's could not; with no entropy term the head takes d log p / d hidden in its
+ * forward and runs no backward.
  */
 import { InvalidInputError, OutOfMemoryError } from '../../errors.js';
 import { zerosLike, type LoraAdapter } from '../../lora/adapter.js';
@@ -21,7 +24,7 @@ import { GRAPH_IO, type LoraGraphConfig } from './lora-graph.js';
 import type { GraphRuntime, GraphSession, GraphTensor } from './runtime.js';
 import { batchInputs, checkGroups, floatTensor, gather, layout, slotsOf, type Batch } from './batch-layout.js';
 import { microBatches, rowsOf, rowWidth, type GraphGroup } from './rows.js';
-import { DEFAULT_ACTIVATION_BUDGET, DEFAULT_MICRO_BATCH_TOKENS, headRowsFor, keptActivationBytes } from '../memory.js';
+import { DEFAULT_ACTIVATION_BUDGET, DEFAULT_MICRO_BATCH_TOKENS, headRowsFor, keptActivationBytes, keptPartRows } from '../memory.js';
 import { blockingThreads } from '../../policy/onnx/session-options.js';
 
 export type { GraphGroup } from './batch-layout.js';
@@ -36,9 +39,10 @@ export interface LoraGraphsOptions {
   /** The most scored rows a head run takes at once (its logits are rows x vocab). Default: 4M logits (16 MB). */
   headRows?: number;
   /**
-   * Bytes the activations of a whole batch may take to be kept between the forward and the
-   * backward (keptActivationBytes); a batch that needs more keeps only each layer's input and the
-   * backward recomputes the rest, about a forward's work more. Default 512 MiB; 0 always recomputes.
+   * Bytes kept activations may take between the forward and the backward (keptActivationBytes):
+   * a whole batch's for `forward`, one part's for `forwardBackward`. Past it, only each layer's
+   * input is kept and the backward recomputes the rest, about a forward's work more. Default
+   * 512 MiB; 0 always recomputes.
    */
   activationBudget?: number;
 }
@@ -238,11 +242,12 @@ export class LoraGraphs {
   }
 
   /**
-   * The forward and the backward micro-batch by micro-batch: each micro-batch's forward, then
-   * `sensitivities` for its scored tokens (whole completions, in slot order), then its backward at
-   * once, so a micro-batch's activations are kept only through its own backward (when one
-   * micro-batch's fit `activationBudget`; else recomputed, as `forward` does) and no layer runs
-   * twice. The gradient is the same as `forward` then `backward` with the same sensitivities.
+   * The forward and the backward part by part: each part's forward, then `sensitivities` for its
+   * scored tokens (whole completions, in slot order), then its backward at once, so a part's
+   * activations are held only through its own backward. A part is a micro-batch, or, where a
+   * micro-batch's activations exceed `activationBudget`, a share of its rows whose activations fit
+   * (kept: no layer runs twice); a micro-batch with no such share recomputes, as `forward` does.
+   * The gradient is the same as `forward` then `backward` with the same sensitivities.
    */
   async forwardBackward(adapter: LoraAdapter, groups: readonly GraphGroup[], temperature: number, sensitivities: PartSensitivities, options: Pick<ForwardPassOptions, 'entropyGradient'> = {}): Promise<LoraGraphStep> {
     const { whole, invT, micro } = this.begin(groups, temperature);
@@ -252,8 +257,7 @@ export class LoraGraphs {
       const entropies = new Float64Array(whole.scored);
       const grad = zerosLike(adapter);
       let offset = 0;
-      for (const rows of micro) {
-        const keep = this.keepsActivations([rows]);
+      for (const { rows, keep } of this.parts(micro)) {
         const part = await this.forwardPart(rows, adapterFeeds, invT, offset, { keep, backward: true, logpGradient: options.entropyGradient === false });
         logps.set(part.logps, offset);
         entropies.set(part.entropies, offset);
@@ -363,6 +367,19 @@ export class LoraGraphs {
       }
       if (l > 0) dy = out[LAYER_IO.dx];
     }
+  }
+
+  /**
+   * The parts a step run part by part takes each micro-batch in (keptPartRows): parts of rows
+   * whose activations fit the budget, kept, or the micro-batch whole, recomputed.
+   */
+  private parts(micro: readonly GraphGroup[][]): Array<{ rows: readonly GraphGroup[]; keep: boolean }> {
+    const { r, targetModules } = this.lora;
+    return micro.flatMap((rows): Array<{ rows: readonly GraphGroup[]; keep: boolean }> => {
+      const n = keptPartRows(this.weights.shape, r, targetModules.length, { rows: rows.length, width: Math.max(...rows.map(rowWidth)) }, this.activationBudget);
+      if (n === 0) return [{ rows, keep: false }];
+      return Array.from({ length: Math.ceil(rows.length / n) }, (_, i) => ({ rows: rows.slice(i * n, (i + 1) * n), keep: true }));
+    });
   }
 
   /** Whether these micro-batches' activations fit the budget, so the backward need not recompute them. */
