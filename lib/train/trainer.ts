@@ -9,7 +9,10 @@
  * (`grpoObjective`: every loss type, the sampling correction, truncation masks, the entropy bonus,
  * the driver's advantages) gives the loss and d loss / d log-prob, d loss / d entropy; the engine's
  * backward turns them into the parameters' gradient; clip_grad_norm_'s factor and one AdamW update
- * follow; adaptive entropy moves its coefficient. Calling `trainStep` again with the same batch is
+ * follow; adaptive entropy moves its coefficient. An engine with `forwardBackward` (the LoRA
+ * engine) runs the forward and the backward part by part instead, asking each part's sensitivities
+ * as it goes (partSensitivities), for every loss whose gradient is per completion
+ * (perCompletionGradient): the same gradient, with one part in memory at a time. Calling `trainStep` again with the same batch is
  * another optimisation iteration on it (TRL's `num_iterations`): the old log-probs stay the
  * batch's, and the engine keeps what does not depend on the parameters.
  */
