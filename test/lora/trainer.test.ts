@@ -1,16 +1,17 @@
 /**
  * GRPO updates of a full-depth adapter on the bundled model's weights, through the one trainer
  * over the LoRA engine: the completion with the positive advantage gains probability and the
- * negative one loses it, the optimizer's state resumes an identical run, and with a KL term the
- * reference is the adapter-off model.
+ * negative one loses it, the optimizer's state resumes an identical run, with a KL term the
+ * reference is the adapter-off model, and the step run part by part (the engine's forwardBackward)
+ * is the update of a forward then a backward.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { groupRolloutBatch } from '../../lib/train/rollouts.js';
-import { createLoraAdapter, type LoraAdapter } from '../../lib/lora/adapter.js';
+import { createLoraAdapter, loraTensors, type LoraAdapter } from '../../lib/lora/adapter.js';
 import type { LoraOptimizerState } from '../../lib/lora/optimizer.js';
 import type { DecoderWeights } from '../../lib/weights/decoder.js';
 import { GrpoConfig } from '../../lib/math/batch.js';
-import { loraEngine } from '../../lib/train/lora-engine.js';
+import { buildLoraGraphs, loraEngine } from '../../lib/train/lora-engine.js';
 import { GrpoTrainer } from '../../lib/train/trainer.js';
 import { TINY_DIR } from '../onnx/fixtures.js';
 import { readFolderWeights } from './fixtures.js';
@@ -84,5 +85,43 @@ describe('GrpoTrainer over the LoRA engine, step by step', () => {
     expect((await t.trainStep(batch, prompts)).metrics.kl).toBe(0);
     expect((await t.trainStep(batch, prompts)).metrics.kl).toBeGreaterThan(0);
     t.dispose();
+  });
+
+  it('runs the step part by part where the loss allows it: the update of a forward then a backward, with a KL reference and an entropy term', async () => {
+    const { weights } = await readFolderWeights(TINY_DIR);
+    const promptIds = [1, 40, 41, 42];
+    const completions = [[50, 51, 52, 53], [60, 61], [70, 71, 72], [80]];
+    const sampled = createLoraAdapter(weights.shape, { r: 4, seed: 5 });
+    const logprobs = await graphLogprobs(weights, sampled, { promptIds, completions });
+    const batch = groupRolloutBatch([{ completions: completions.map((tokenIds, c) => ({ tokenIds, logprobs: logprobs[c] })), rewards: [1, 0, 0.5, 0.2] }]);
+    const configs: Array<[string, ConstructorParameters<typeof GrpoConfig>[0], boolean]> = [
+      ['dapo with KL and an entropy bonus', { beta: 0.05, entropyCoeff: 0.02 }, true],
+      ['grpo, no entropy term (the head takes d log p / d hidden in its forward)', { lossType: 'grpo', beta: 0, entropyCoeff: 0 }, true],
+      ['topEntropyQuantile 0.5: a forward of the whole batch, then its backward', { topEntropyQuantile: 0.5, entropyCoeff: 0 }, false],
+    ];
+    for (const [what, config, partByPart] of configs) {
+      const run = async (hide: boolean) => {
+        const adapter = createLoraAdapter(weights.shape, { r: 4, seed: 5 });
+        // Micro-batches of a row or two, so a step has several parts.
+        const graph = await buildLoraGraphs({ weights, adapter }, { memory: { microBatchTokens: 8, activationBudget: 2 ** 29 } });
+        const engine = loraEngine({ weights, adapter, promptIds: () => promptIds }, { graph });
+        const parts = vi.spyOn(engine, 'forwardBackward');
+        // The same engine without forwardBackward: the trainer's forward, then backward.
+        if (hide) Object.defineProperty(engine, 'forwardBackward', { value: undefined });
+        const t = new GrpoTrainer(engine, { lr: 1e-2 }, new GrpoConfig({ numGenerations: 4, ...config }));
+        const losses = [(await t.trainStep(batch, prompts)).loss, (await t.trainStep(batch, prompts)).loss];
+        t.dispose();
+        return { losses, adapter, calls: parts.mock.calls.length };
+      };
+      const [fused, split] = [await run(false), await run(true)];
+      expect(fused.calls, what).toBe(partByPart ? 2 : 0);
+      expect(split.calls, what).toBe(0);
+      fused.losses.forEach((loss, i) => expect(Math.abs(loss - split.losses[i]), what).toBeLessThan(1e-6 * Math.max(1, Math.abs(loss))));
+      const [a, b] = [loraTensors(fused.adapter), loraTensors(split.adapter)];
+      const scale = Math.max(...b.map((t) => Math.max(...Array.from(t, Math.abs))));
+      expect(Math.max(...a.map((t, j) => Math.max(...Array.from(t, (v, i) => Math.abs(v - b[j][i])))))).toBeLessThan(1e-5 * scale);
+      // Not vacuous: the steps moved the adapter.
+      expect(b.some((t, j) => t.some((v, i) => v !== loraTensors(createLoraAdapter(weights.shape, { r: 4, seed: 5 }))[j][i]))).toBe(true);
+    }
   });
 });
