@@ -9,7 +9,7 @@
  */
 import { OutOfMemoryError } from '../errors.js';
 import type { DecoderShape } from '../weights/decoder.js';
-import { DEFAULT_ACTIVATION_BUDGET, DEFAULT_MICRO_BATCH_TOKENS, estimateStepMemory, PARTS_HELD, type StepMemoryEstimate, type StepMemorySettings } from './memory.js';
+import { DEFAULT_ACTIVATION_BUDGET, DEFAULT_MICRO_BATCH_TOKENS, estimateStepMemory, type StepMemoryEstimate, type StepMemorySettings } from './memory.js';
 
 /** Both in memory at once (a LoRA run's default), or the sampler and the engine holding the weights in turns. */
 export type MemoryMode = 'together' | 'turns';
@@ -72,12 +72,12 @@ const garbageAt = (e: StepMemoryEstimate, rung: Rung, levers: MemoryLevers) => (
 
 /** How `rung` fits at these settings: its largest micro-batches within `budget`, else its least need. */
 function cheapest(shape: DecoderShape, settings: PlanSettings, rung: Rung, budget: number, levers: MemoryLevers) {
-  let least: { need: number; garbage: number; turnGarbage: number; total: number; samplerTurn: number; together: number; inTurns: number; microBatchTokens: number; fits: boolean } | undefined;
+  let least: { need: number; garbage: number; turnGarbage: number; total: number; together: number; inTurns: number; microBatchTokens: number; fits: boolean } | undefined;
   for (let tokens = DEFAULT_MICRO_BATCH_TOKENS; tokens >= MIN_MICRO_BATCH_TOKENS; tokens >>= 1) {
     const e = estimateStepMemory(shape, { ...settings, microBatchTokens: tokens, activationBudget: 0 });
     const garbage = garbageAt(e, rung, levers);
     const need = (rung.mode === 'together' ? e.together : e.inTurns + garbage) + (levers.runtimeBytes ?? 0);
-    const fit = { need, garbage, turnGarbage: e.turnGarbage, total: e.total, samplerTurn: e.sampler + e.adapter, together: e.together, inTurns: e.inTurns, microBatchTokens: tokens, fits: need <= budget };
+    const fit = { need, garbage, turnGarbage: e.turnGarbage, total: e.total, together: e.together, inTurns: e.inTurns, microBatchTokens: tokens, fits: need <= budget };
     if (fit.fits) return fit;
     if (!least || need < least.need) least = fit;
   }
@@ -117,11 +117,9 @@ export function fitRunMemory(shape: DecoderShape, settings: PlanSettings, budget
   for (const rung of rungsOf(takeTurns, levers)) {
     const fit = cheapest(shape, settings, rung, budget, levers);
     if (!fit.fits) continue;
-    // Past the step as it must be (with the garbage it may meet and the runtime), what is left keeps activations for the backward (up to the engine's default: keeping costs large steps time);
-    // taking turns, the sampler's turn holds them too (estimateStepMemory's inTurns), and part by part PARTS_HELD parts' are held at once.
+    // Past the step as it must be (with the garbage it may meet and the runtime), what is left keeps activations for the backward (up to the engine's default: keeping costs large steps time).
     const runtime = levers.runtimeBytes ?? 0;
-    const room = budget - runtime - (rung.mode === 'together' ? fit.together : Math.max(fit.total, fit.samplerTurn) + fit.garbage);
-    const left = (settings.partByPart ?? true) ? room / PARTS_HELD : room;
+    const left = budget - runtime - (rung.mode === 'together' ? fit.together : fit.total + fit.garbage);
     const counted = runtime > 0 ? ` (${mb(runtime)} of it the runtime's own)` : '';
     const reason =
       rung.mode === 'together'

@@ -30,7 +30,7 @@ export const DEFAULT_MICRO_BATCH_TOKENS = 768;
  * forward then a backward; one part's at a time, for a step run part by part. Keeping a whole
  * batch costs the forward a copy of every kept tensor out of onnxruntime: at SmolLM2-135M's shape
  * it saves about 8% of a 4 x 64 step and costs 11% of an 8 x 128 one (BENCHMARKS "scale"), so
- * only small batches keep; part by part, an 8 x 128 step keeps a row at a time (KEPT_PART_TOKENS).
+ * only small batches keep; part by part, an 8 x 128 step keeps two rows at a time (KEPT_PART_TOKENS).
  */
 export const DEFAULT_ACTIVATION_BUDGET = 1 << 29;
 /**
@@ -44,14 +44,7 @@ export const DEFAULT_ACTIVATION_BUDGET = 1 << 29;
  */
 export const KEPT_PART_TOKENS = 384;
 export const MIN_KEPT_TOKENS = 128;
-/**
- * Part by part, the parts' activations in memory at once: the part in its backward and the one
- * before it, whose arrays JavaScript's collector has not freed yet (the engine alone at
- * SmolLM2-135M's shape, 8 x 128: parts of two rows 1347-1376 MB at the peak, single rows
- * 1166-1190, recomputing 1190; collecting after each part brought two rows to 1173 but cost a
- * tenth of the step).
- */
-export const PARTS_HELD = 2;
+
 
 /** A micro-batch's rows as the graphs run them: rows x width padded tokens. */
 export interface RowsShape {
@@ -117,7 +110,7 @@ export interface StepMemoryEstimate {
   adapter: number;
   /** Each layer's input, kept between the forward and the backward (of the whole batch, or part by part of the largest part). */
   layerInputs: number;
-  /** Every layer's activations, when kept (of the whole batch, or part by part of the largest part kept, PARTS_HELD of them; 0 when the backward recomputes them all). */
+  /** Every layer's activations, when kept (of the whole batch, or part by part of the largest part kept: the parts take turns in one pool, kept-pool.ts; 0 when the backward recomputes them all). */
   activations: number;
   /** The widest layer run's activations. */
   layerRun: number;
@@ -133,12 +126,7 @@ export interface StepMemoryEstimate {
   sampler: number;
   /** Both in memory at once, as a LoRA run holds them by default: `total + sampler`. */
   together: number;
-  /**
-   * Taking turns (a LoRA run's `takeTurns`): the larger of the step (`total`) and sampling (the
-   * sampler, the adapter with its optimizer state, and the step's kept activations: freed, the
-   * allocator keeps their pages for the process; at SmolLM2-135M's shape, 8 x 128 taking turns, the
-   * sampling phases peaked at 1569-1668 MB after steps in parts of two rows, 1260-1376 after single rows).
-   */
+  /** Taking turns (a LoRA run's `takeTurns`): the larger of the step (`total`) and sampling (the sampler and the adapter with its optimizer state). */
   inTurns: number;
   /**
    * Taking turns, what a turn may find the last one left to JavaScript's garbage collector: the
@@ -223,7 +211,7 @@ export function estimateStepMemory(shape: DecoderShape, settings: StepMemorySett
     const parts = stepParts(shape, r, modules.length, batches, budget);
     recompute = parts.some((p) => !p.keep);
     layerInputs = FLOAT * (L + 1) * H * Math.max(...parts.map(tokensOf));
-    activations = PARTS_HELD * Math.max(0, ...parts.filter((p) => p.keep).map(kept));
+    activations = Math.max(0, ...parts.filter((p) => p.keep).map(kept));
     layerRun = Math.max(...parts.map((p) => layerRunBytes(shape, p)));
   } else {
     const whole = keptActivationBytes(shape, r, modules.length, batches);
@@ -237,7 +225,7 @@ export function estimateStepMemory(shape: DecoderShape, settings: StepMemorySett
   const total = weights + adapter + layerInputs + activations + layerRun + head;
   // onnxruntime's CPU kernels (Node, WebAssembly) widen an fp16 export's weights to float32 as the session is made.
   const sampler = Math.round(SAMPLER_PER_WEIGHT_BYTE * (settings.dtype === 'fp16' ? weightsWith(projections * FLOAT) : weights));
-  return { weights, adapter, layerInputs, activations, layerRun, head, total, sampler, together: total + sampler, inTurns: Math.max(total, sampler + adapter + activations), turnGarbage: weights, microBatchTokens, recompute };
+  return { weights, adapter, layerInputs, activations, layerRun, head, total, sampler, together: total + sampler, inTurns: Math.max(total, sampler + adapter), turnGarbage: weights, microBatchTokens, recompute };
 }
 
 /**

@@ -15,7 +15,7 @@ import { resolveLoraRunConfig } from '../../lib/methods/gradient/lora.js';
 import { layout, batchInputs } from '../../lib/train/graph/batch-layout.js';
 import { buildLayerGraphs, LAYER_IO, layerWeightInputs } from '../../lib/train/graph/layer-graphs.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
-import { DEFAULT_MICRO_BATCH_TOKENS, estimateStepMemory, KEPT_PART_TOKENS, keptActivationBytes, keptLayerBytes, keptPartRows, MIN_KEPT_TOKENS, NODE_RUNTIME_BYTES, PARTS_HELD, planMemory, stepRows } from '../../lib/train/memory.js';
+import { DEFAULT_MICRO_BATCH_TOKENS, estimateStepMemory, KEPT_PART_TOKENS, keptActivationBytes, keptLayerBytes, keptPartRows, MIN_KEPT_TOKENS, NODE_RUNTIME_BYTES, planMemory, stepRows } from '../../lib/train/memory.js';
 import { planRunMemory } from '../../lib/train/memory-plan.js';
 import { digits } from '../../lib/tasks/index.js';
 import { randomDecoder } from '../lora/random-decoder.js';
@@ -73,19 +73,18 @@ describe('estimateStepMemory', () => {
     expect(keep.total).toBe(keep.weights + keep.adapter + keep.layerInputs + keep.activations + keep.layerRun + keep.head);
   });
 
-  it("part by part holds PARTS_HELD parts' activations and one part's layer inputs: SmolLM2-135M's 8 x 128 keeps two 166-token rows at a time", () => {
+  it("part by part holds one part's activations and layer inputs: SmolLM2-135M's 8 x 128 keeps two 166-token rows at a time", () => {
     const settings = { groupSize: 8, promptTokens: 39, completionTokens: 128 };
     const whole = estimateStepMemory(SMOLLM2_135M, { ...settings, partByPart: false, activationBudget: 8 * 2 ** 30 });
     const parts = estimateStepMemory(SMOLLM2_135M, settings);
     expect(parts.recompute).toBe(false);
-    // Parts of two of the eight rows, two of them held at once: half the whole batch's activations, a quarter of its layer inputs.
-    expect(parts.activations).toBe(PARTS_HELD * keptActivationBytes(SMOLLM2_135M, 8, 7, [{ rows: 2, width: 166 }]));
-    expect(parts.activations * 4).toBe(whole.activations * PARTS_HELD);
+    // Parts of two of the eight rows: a quarter of the whole batch's activations and layer inputs.
+    expect(parts.activations).toBe(keptActivationBytes(SMOLLM2_135M, 8, 7, [{ rows: 2, width: 166 }]));
+    expect(parts.activations * 4).toBe(whole.activations);
     expect(parts.layerInputs * 4).toBe(whole.layerInputs);
     expect(parts.layerRun).toBeLessThan(whole.layerRun);
     expect(parts.total).toBeLessThan(whole.total);
-    // Taking turns, the sampler's turn holds the step's kept activations too.
-    expect(parts.inTurns).toBe(Math.max(parts.total, parts.sampler + parts.adapter + parts.activations));
+    expect(parts.inTurns).toBe(Math.max(parts.total, parts.sampler + parts.adapter));
     // Without room to keep even a part, the micro-batches recompute whole: the layer inputs of one.
     const recompute = estimateStepMemory(SMOLLM2_135M, { ...settings, activationBudget: 0 });
     expect(recompute).toMatchObject({ recompute: true, activations: 0, layerInputs: parts.layerInputs * 2, layerRun: whole.layerRun });
@@ -152,7 +151,7 @@ describe('estimateStepMemory, together and in turns', () => {
   it("fits SmolLM2-135M fp32 8 x 128 in 1.6 GB only in turns: the sampler and the step each fit, not both", () => {
     const estimate = estimateStepMemory(SMOLLM2_135M, { groupSize: 8, promptTokens: 39, completionTokens: 128 });
     expect(estimate.together).toBe(estimate.total + estimate.sampler);
-    expect(estimate.inTurns).toBe(Math.max(estimate.total, estimate.sampler + estimate.adapter + estimate.activations));
+    expect(estimate.inTurns).toBe(Math.max(estimate.total, estimate.sampler + estimate.adapter));
     expect(estimate.inTurns).toBeLessThan(estimate.together);
     expect(estimate.together).toBeGreaterThan(1.6e9);
     expect(estimate.inTurns).toBeLessThanOrEqual(1.6e9);

@@ -26,6 +26,8 @@ import { batchInputs, checkGroups, floatTensor, gather, layout, slotsOf, type Ba
 import { microBatches, rowsOf, rowWidth, type GraphGroup } from './rows.js';
 import { DEFAULT_ACTIVATION_BUDGET, DEFAULT_MICRO_BATCH_TOKENS, headRowsFor, keptActivationBytes, keptPartRows } from '../memory.js';
 import { blockingThreads } from '../../policy/onnx/session-options.js';
+import { KeptPool } from './kept-pool.js';
+import { isNodeRuntime } from '../../policy/onnx/runtime.js';
 
 export type { GraphGroup } from './batch-layout.js';
 
@@ -45,6 +47,14 @@ export interface LoraGraphsOptions {
    * 512 MiB; 0 always recomputes.
    */
   activationBudget?: number;
+  /**
+   * forwardBackward copies a part's kept activations into one pool (kept-pool.ts) rather than
+   * holding onnxruntime's arrays. Default: in Node, whose C allocator kept the pages of those
+   * arrays for the process after a step (sampling after it peaked 300-400 MB higher at
+   * SmolLM2-135M's shape, 8 x 128); not in a page, where the copies cost about 75 MB more at
+   * Qwen2.5-0.5B q4's peak (3626-3635 MB against 3553) and nothing was kept back (BENCHMARKS "scale").
+   */
+  keptPool?: boolean;
 }
 
 /** A forward kept for its backward. */
@@ -127,7 +137,12 @@ export class LoraGraphs {
     readonly activationBudget: number,
     /** What create() was given, so `rebuild` makes the same graphs. */
     private readonly options: LoraGraphsOptions,
-  ) {}
+  ) {
+    this.kept = (options.keptPool ?? isNodeRuntime()) ? new KeptPool(runtime, (length) => this.floatArray(length)) : undefined;
+  }
+
+  /** Where forwardBackward keeps a part's activations, reused by every part of a step (kept-pool.ts), where it does. */
+  private readonly kept: KeptPool | undefined;
 
   static async create(runtime: GraphRuntime, weights: DecoderWeights, lora: LoraGraphConfig, options: LoraGraphsOptions = {}): Promise<LoraGraphs> {
     const precision = options.precision ?? 'float32';
@@ -258,7 +273,9 @@ export class LoraGraphs {
       const grad = zerosLike(adapter);
       let offset = 0;
       for (const { rows, keep } of this.parts(micro)) {
-        const part = await this.forwardPart(rows, adapterFeeds, invT, offset, { keep, backward: true, logpGradient: options.entropyGradient === false });
+        // One part is held at a time, so each part keeps its activations where the last one did.
+        this.kept?.reset();
+        const part = await this.forwardPart(rows, adapterFeeds, invT, offset, { keep, backward: true, logpGradient: options.entropyGradient === false, ...(this.kept ? { pool: this.kept } : {}) });
         logps.set(part.logps, offset);
         entropies.set(part.entropies, offset);
         const end = offset + part.kept.batch.scored;
@@ -273,6 +290,8 @@ export class LoraGraphs {
       return { logprobs: splitRows(logps, whole), entropies: splitRows(entropies, whole), gradient: grad };
     } catch (error) {
       throw this.memoryError(error, whole.scored);
+    } finally {
+      this.kept?.release();
     }
   }
 
@@ -286,14 +305,15 @@ export class LoraGraphs {
   /**
    * One micro-batch's forward: its log-probs and entropies, and what its backward reads (every
    * layer's input, the activations when `keep`, each scored row's d log p / d hidden when
-   * `logpGradient`); `backward` false keeps only what the next layer reads.
+   * `logpGradient`); `backward` false keeps only what the next layer reads. With a `pool` the
+   * activations are copied into it (kept-pool.ts).
    */
   private async forwardPart(
     rows: readonly GraphGroup[],
     adapterFeeds: Array<Record<string, GraphTensor>>,
     invT: number,
     offset: number,
-    options: { keep: boolean; backward: boolean; logpGradient: boolean },
+    options: { keep: boolean; backward: boolean; logpGradient: boolean; pool?: KeptPool },
   ): Promise<{ logps: Float64Array; entropies: Float64Array; kept: KeptMicroBatch }> {
     const { keep, backward } = options;
     const batch = layout(rows, this.weights.shape.vocabSize);
@@ -306,7 +326,7 @@ export class LoraGraphs {
       // A pass for its log-probs alone keeps no layer's input, only the one the next layer reads.
       if (!backward) xs.pop();
       xs.push(out[LAYER_IO.out]);
-      if (keep && backward) activations.push(Object.fromEntries(runners.keep.saved.map((name) => [name, out[name]])));
+      if (keep && backward) activations.push(Object.fromEntries(runners.keep.saved.map((name) => [name, options.pool ? options.pool.hold(out[name]) : out[name]])));
     }
     const H = this.weights.shape.hiddenSize;
     const logps = new Float64Array(batch.scored);
