@@ -44,6 +44,13 @@ export const DEFAULT_ACTIVATION_BUDGET = 1 << 29;
  */
 export const KEPT_PART_TOKENS = 384;
 export const MIN_KEPT_TOKENS = 128;
+/**
+ * The bytes a part keeps at most, whatever the engine's activation budget: two 166-token rows
+ * keep 268 MB at SmolLM2-135M's shape and 480 MB at Qwen2.5-0.5B's, whose 8 x 128 step in a tab
+ * peaked at 3553 MB in parts of two rows and 3494 in single rows (the step 2.70x and 2.89x the
+ * scoring pass; BENCHMARKS "scale-tab").
+ */
+export const KEPT_PART_BYTES = 384 * 2 ** 20;
 
 
 /** A micro-batch's rows as the graphs run them: rows x width padded tokens. */
@@ -157,12 +164,12 @@ export function keptActivationBytes(shape: DecoderShape, r: number, modules: num
 /**
  * Run part by part, the rows of a micro-batch each part keeps activations for: the micro-batch
  * halved until a part (every row counted `at.width` wide) is at most KEPT_PART_TOKENS and its
- * activations fit `budget`, never below MIN_KEPT_TOKENS or a row; 0 when even so they do not fit
- * and the micro-batch recomputes, whole.
+ * activations fit `budget` and KEPT_PART_BYTES, never below MIN_KEPT_TOKENS or a row; 0 when even
+ * so they do not fit and the micro-batch recomputes, whole.
  */
 export function keptPartRows(shape: DecoderShape, r: number, modules: number, at: RowsShape, budget: number): number {
   for (let rows = at.rows; ; rows = Math.ceil(rows / 2)) {
-    const fits = keptActivationBytes(shape, r, modules, [{ rows, width: at.width }]) <= budget;
+    const fits = keptActivationBytes(shape, r, modules, [{ rows, width: at.width }]) <= Math.min(budget, KEPT_PART_BYTES);
     if (fits && rows * at.width <= KEPT_PART_TOKENS) return rows;
     if (rows === 1 || Math.ceil(rows / 2) * at.width < MIN_KEPT_TOKENS) return fits ? rows : 0;
   }

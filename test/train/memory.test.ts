@@ -15,7 +15,7 @@ import { resolveLoraRunConfig } from '../../lib/methods/gradient/lora.js';
 import { layout, batchInputs } from '../../lib/train/graph/batch-layout.js';
 import { buildLayerGraphs, LAYER_IO, layerWeightInputs } from '../../lib/train/graph/layer-graphs.js';
 import type { GraphRuntime } from '../../lib/train/graph/runtime.js';
-import { DEFAULT_MICRO_BATCH_TOKENS, estimateStepMemory, KEPT_PART_TOKENS, keptActivationBytes, keptLayerBytes, keptPartRows, MIN_KEPT_TOKENS, NODE_RUNTIME_BYTES, planMemory, stepRows } from '../../lib/train/memory.js';
+import { DEFAULT_MICRO_BATCH_TOKENS, estimateStepMemory, KEPT_PART_BYTES, KEPT_PART_TOKENS, keptActivationBytes, keptLayerBytes, keptPartRows, MIN_KEPT_TOKENS, NODE_RUNTIME_BYTES, planMemory, stepRows } from '../../lib/train/memory.js';
 import { planRunMemory } from '../../lib/train/memory-plan.js';
 import { digits } from '../../lib/tasks/index.js';
 import { randomDecoder } from '../lora/random-decoder.js';
@@ -103,6 +103,10 @@ describe('estimateStepMemory', () => {
     expect(keptActivationBytes(SMOLLM2_135M, 8, 7, [{ rows: 2, width: 100 }])).toBeGreaterThan(1e8);
     expect(rows({ rows: 7, width: 100 }, 1e8)).toBe(0);
     expect(KEPT_PART_TOKENS).toBeGreaterThanOrEqual(MIN_KEPT_TOKENS);
+    // At Qwen2.5-0.5B's shape two rows keep more than KEPT_PART_BYTES: single rows, whatever the budget.
+    const qwen = { vocabSize: 151936, hiddenSize: 896, intermediateSize: 4864, numLayers: 24, numHeads: 14, numKvHeads: 2, headDim: 64, ropeTheta: 1000000, rmsNormEps: 1e-6 };
+    expect(keptActivationBytes(qwen, 8, 7, [{ rows: 2, width: 166 }])).toBeGreaterThan(KEPT_PART_BYTES);
+    expect(keptPartRows(qwen, 8, 7, { rows: 4, width: 166 }, 2 ** 30)).toBe(1);
   });
 
   it('counts a 4-bit base packed, under a fifth of its float32 size for the projections', () => {
