@@ -47,7 +47,9 @@ describe('loraGrpo in Chromium', () => {
     if (!result.ok) throw new Error(`${result.error.name}: ${result.error.message}\n${result.error.stack ?? ''}`);
     const r = result.value;
     expect(r).toMatchObject({ status: 'completed', backend: device, engine: 'onnxruntime', stored: 'onnxruntime', steps: [1, 2], updates: 2 });
-    for (const ms of r.refresh) expect(ms).toBeGreaterThan(0);
+    // One refresh time a step, measured (a clock of 0.1 ms may read 0 for a WebGPU adapter's writes).
+    expect(r.refresh).toHaveLength(2);
+    for (const ms of r.refresh) expect(Number.isFinite(ms) && ms >= 0, `refresh ${ms} ms`).toBe(true);
     expect(r.followed, `followed ${r.followed}, moved ${r.moved}`).toBeLessThan(tolerance);
     expect(r.moved, `followed ${r.followed}, moved ${r.moved}`).toBeGreaterThan(10 * tolerance);
   }, 240_000);
