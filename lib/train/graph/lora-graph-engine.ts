@@ -24,7 +24,7 @@ import { GRAPH_IO, type LoraGraphConfig } from './lora-graph.js';
 import type { GraphRuntime, GraphSession, GraphTensor } from './runtime.js';
 import { batchInputs, checkGroups, floatTensor, gather, layout, slotsOf, type Batch } from './batch-layout.js';
 import { microBatches, rowsOf, rowWidth, type GraphGroup } from './rows.js';
-import { DEFAULT_ACTIVATION_BUDGET, DEFAULT_MICRO_BATCH_TOKENS, headRowsFor, keptActivationBytes, keptPartRows } from '../memory.js';
+import { DEFAULT_ACTIVATION_BUDGET, DEFAULT_MICRO_BATCH_TOKENS, headRowsFor, keptActivationBytes, stepParts } from '../memory.js';
 import { blockingThreads } from '../../policy/onnx/session-options.js';
 import { KeptPool } from './kept-pool.js';
 import { isNodeRuntime } from '../../policy/onnx/runtime.js';
@@ -108,7 +108,7 @@ export interface ForwardPassOptions {
  * completions), from their log-probs and entropies: what `forwardBackward` asks after each
  * micro-batch's forward.
  */
-export type PartSensitivities = (
+export type GraphPartSensitivities = (
   part: { logps: Float64Array; entropies: Float64Array },
   start: number,
   end: number,
@@ -264,7 +264,7 @@ export class LoraGraphs {
    * (kept: no layer runs twice); a micro-batch with no such share recomputes, as `forward` does.
    * The gradient is the same as `forward` then `backward` with the same sensitivities.
    */
-  async forwardBackward(adapter: LoraAdapter, groups: readonly GraphGroup[], temperature: number, sensitivities: PartSensitivities, options: Pick<ForwardPassOptions, 'entropyGradient'> = {}): Promise<LoraGraphStep> {
+  async forwardBackward(adapter: LoraAdapter, groups: readonly GraphGroup[], temperature: number, sensitivities: GraphPartSensitivities, options: Pick<ForwardPassOptions, 'entropyGradient'> = {}): Promise<LoraGraphStep> {
     const { whole, invT, micro } = this.begin(groups, temperature);
     try {
       const adapterFeeds = this.adapterFeeds(adapter);
@@ -275,7 +275,8 @@ export class LoraGraphs {
       for (const { rows, keep } of this.parts(micro)) {
         // One part is held at a time, so each part keeps its activations where the last one did.
         this.kept?.reset();
-        const part = await this.forwardPart(rows, adapterFeeds, invT, offset, { keep, backward: true, logpGradient: options.entropyGradient === false, ...(this.kept ? { pool: this.kept } : {}) });
+        // Its backward reads the part's own sensitivities, slot 0 first.
+        const part = await this.forwardPart(rows, adapterFeeds, invT, 0, { keep, backward: true, logpGradient: options.entropyGradient === false, ...(this.kept ? { pool: this.kept } : {}) });
         logps.set(part.logps, offset);
         entropies.set(part.entropies, offset);
         const end = offset + part.kept.batch.scored;
@@ -283,8 +284,7 @@ export class LoraGraphs {
         if (dLogp.length !== end - offset || dEntropy.length !== end - offset) {
           throw new InvalidInputError('sensitivities', `must give ${end - offset} values of dLogp and dEntropy for slots ${offset}-${end}, got ${dLogp.length} and ${dEntropy.length}.`);
         }
-        // The backward reads the whole batch's slots; this part's start at its offset.
-        await this.backward({ ...part.kept, offset: 0 }, Float64Array.from(dLogp), Float64Array.from(dEntropy), adapterFeeds, grad, invT);
+        await this.backward(part.kept, Float64Array.from(dLogp), Float64Array.from(dEntropy), adapterFeeds, grad, invT);
         offset = end;
       }
       return { logprobs: splitRows(logps, whole), entropies: splitRows(entropies, whole), gradient: grad };
@@ -390,15 +390,14 @@ export class LoraGraphs {
   }
 
   /**
-   * The parts a step run part by part takes each micro-batch in (keptPartRows): parts of rows
+   * The parts a step run part by part takes each micro-batch in (stepParts, as the estimate counts them): parts of rows
    * whose activations fit the budget, kept, or the micro-batch whole, recomputed.
    */
   private parts(micro: readonly GraphGroup[][]): Array<{ rows: readonly GraphGroup[]; keep: boolean }> {
     const { r, targetModules } = this.lora;
-    return micro.flatMap((rows): Array<{ rows: readonly GraphGroup[]; keep: boolean }> => {
-      const n = keptPartRows(this.weights.shape, r, targetModules.length, { rows: rows.length, width: Math.max(...rows.map(rowWidth)) }, this.activationBudget);
-      if (n === 0) return [{ rows, keep: false }];
-      return Array.from({ length: Math.ceil(rows.length / n) }, (_, i) => ({ rows: rows.slice(i * n, (i + 1) * n), keep: true }));
+    return micro.flatMap((rows) => {
+      let next = 0;
+      return stepParts(this.weights.shape, r, targetModules.length, [{ rows: rows.length, width: Math.max(...rows.map(rowWidth)) }], this.activationBudget).map((part) => ({ rows: rows.slice(next, (next += part.rows)), keep: part.keep }));
     });
   }
 
