@@ -236,6 +236,56 @@ describe('part by part (forwardBackward)', () => {
   });
 });
 
+describe("the head's table in its session (headTable 'session', a page's default)", () => {
+  const maxDiff = (a: number[][], b: number[][]) => Math.max(...a.flatMap((r, i) => r.map((v, k) => Math.abs(v - b[i][k]))));
+  /** The weights with tables of their own: the session's placement releases the ones it is given. */
+  const ownTables = (weights: ReturnType<typeof randomDecoder>) => ({ ...weights, embedding: weights.embedding.slice(), ...(weights.lmHead ? { lmHead: weights.lmHead.slice() } : {}) });
+
+  it.each(VARIANTS)('%s: the log-probs, entropies (1e-6) and gradients (1e-5 of the largest) of the table fed as an input, through the head\'s backward and its forward\'s d log p / d hidden', async (_, variant) => {
+    const { weights, adapter, groups, cLogp, cEntropy } = setup(variant);
+    const noEntropy = cEntropy.map((row) => row.map(() => 0));
+    // Head chunks of two rows: several runs of each branch.
+    const input = await LoraGraphs.create(runtime, weights, config(adapter), { headTable: 'input', headRows: 2 });
+    const session = await LoraGraphs.create(runtime, ownTables(weights), config(adapter), { headTable: 'session', headRows: 2 });
+    for (const [dEntropy, entropyGradient] of [[cEntropy, true], [noEntropy, false]] as const) {
+      const want = await input.forward(adapter, groups, 0.8, { entropyGradient });
+      const got = await session.forward(adapter, groups, 0.8, { entropyGradient });
+      expect(maxDiff(got.logprobs, want.logprobs)).toBeLessThan(1e-6);
+      expect(maxDiff(got.entropies, want.entropies)).toBeLessThan(1e-6);
+      const g = tensors(await got.backward(cLogp, dEntropy));
+      tensors(await want.backward(cLogp, dEntropy)).forEach((w, j) => {
+        const scale = Math.max(...Array.from(w, Math.abs));
+        expect(scale).toBeGreaterThan(0);
+        expect(Math.max(...Array.from(w, (v, i) => Math.abs(v - g[j][i]))) / scale, `tensor ${j}`).toBeLessThan(1e-5);
+      });
+    }
+    await input.release();
+    await session.release();
+  });
+
+  it('releases the tables it was given, so those weights build no more graphs (an InvalidInputError saying to read them again); float64 graphs take the table as an input', async () => {
+    const { weights, adapter } = setup(VARIANTS[1][1]);
+    const given = ownTables(weights);
+    const seen: Array<Record<string, unknown> | undefined> = [];
+    const recording: GraphRuntime = { Tensor: runtime.Tensor, InferenceSession: { create: (model, options) => (seen.push(options), runtime.InferenceSession.create(model, options)) } };
+    const engine = await LoraGraphs.create(recording, given, config(adapter), { headTable: 'session' });
+    // The layers' four sessions, then the head's one: given the tables as external data, without an arena or a prepacked copy of them.
+    expect(seen.length).toBe(5);
+    expect(seen[4]).toMatchObject({ enableCpuMemArena: false, extra: { 'session.disable_prepacking': '1' } });
+    expect((seen[4]?.externalData as unknown[]).length).toBe(2);
+    expect(given.embedding.length).toBe(0);
+    expect(given.lmHead?.length).toBe(0);
+    await expect(LoraGraphs.create(runtime, given, config(adapter))).rejects.toThrow(InvalidInputError);
+    await expect(LoraGraphs.create(runtime, given, config(adapter))).rejects.toThrow(/read the weights again/);
+    await engine.release();
+    await expect(LoraGraphs.create(runtime, ownTables(weights), config(adapter), { headTable: 'session', precision: 'float64' })).rejects.toThrow(/headTable/);
+    // Node's default feeds the table: the weights stay whole.
+    const node = await LoraGraphs.create(runtime, weights, config(adapter));
+    expect(weights.embedding.length).toBe(weights.shape.vocabSize * weights.shape.hiddenSize);
+    await node.release();
+  });
+});
+
 describe('running out of memory', () => {
   it('is an OutOfMemoryError saying what would fit, in the forward and in the backward, and the engine runs again after', async () => {
     const { weights, adapter, groups, cLogp } = setup(VARIANTS[0][1]);

@@ -38,7 +38,8 @@ export function graphAccess(source: GraphSource): GraphAccess {
   const readFiles = async (): Promise<Pick<ModelFiles, 'graph' | 'externalData'>> => {
     const graph = held?.graph.deref();
     const externalData = held?.externalData.deref();
-    if (graph && externalData) return { graph, externalData };
+    // A piece a LoRA engine's head moved into its session is detached (head-runs.ts): read the files again.
+    if (graph && externalData && !Object.values(externalData).some(isDetached)) return { graph, externalData };
     pending ??= readModelFiles(source.transformers, source.location, source.modelConfig, source.backend, source.loaded, source.host);
     try {
       const files = await pending;
@@ -87,4 +88,9 @@ async function create(make: () => Promise<OrtSession>): Promise<OrtSession> {
   } catch (cause) {
     throw new ModelLoadError(`Could not build a session from the new graph: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
+}
+
+/** Whether `piece`'s buffer was detached (transferred): it has no bytes left. */
+function isDetached(piece: Uint8Array): boolean {
+  return piece.byteLength === 0 && piece.buffer.byteLength === 0;
 }

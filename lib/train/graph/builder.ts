@@ -49,12 +49,19 @@ export class TrainingGraphBuilder {
   private readonly initializers = new Map<string, onnxProto.onnx.ITensorProto>();
   private readonly inputs: Declared[] = [];
   private readonly outputs: Declared[] = [];
-  private readonly types = new Map<string, ElemType>();
   private readonly producedIn = new Map<string, Phase>();
   private counter = 0;
   private readonly domains = new Set<string>();
 
-  constructor(readonly precision: Precision) {}
+  /**
+   * `prefix` starts every name the builder makes up, so a subgraph's names never meet its outer
+   * graph's; `types` is shared with an outer graph, whose tensors a subgraph reads by name.
+   */
+  constructor(
+    readonly precision: Precision,
+    private readonly prefix = '',
+    private readonly types = new Map<string, ElemType>(),
+  ) {}
 
   private get floatType(): number {
     return this.precision === 'float64' ? DataType.DOUBLE : DataType.FLOAT;
@@ -71,13 +78,31 @@ export class TrainingGraphBuilder {
     this.outputs.push({ name, type: this.types.get(name) ?? 'float', shape, phase: this.phase });
   }
 
+  /** A name of this builder's own (its prefix, `label`, a count), for a node output that must be named. */
+  fresh(label: string): string {
+    return `${this.prefix}${label}${this.counter++}`;
+  }
+
   /** A float constant in the graph's precision (weights included). */
   floats(name: string | undefined, values: ArrayLike<number>, dims: number[]): string {
-    const id = name ?? `c${this.counter++}`;
+    const id = name ?? `${this.prefix}c${this.counter++}`;
     const data = this.precision === 'float64' ? Float64Array.from(values as ArrayLike<number>) : Float32Array.from(values as ArrayLike<number>);
     this.initializers.set(id, { name: id, dims, dataType: this.floatType, rawData: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) });
     this.types.set(id, 'float');
     return id;
+  }
+
+  /**
+   * A float32 initializer whose bytes are not in the graph: the session is given them apart, as
+   * external data at `location` (onnxruntime's `externalData` session option), so a large weight
+   * is copied once, into the session, and never into the graph's own bytes.
+   */
+  externalFloats(name: string, dims: number[], location: string): string {
+    const bytes = dims.reduce((a, b) => a * b, 1) * 4;
+    const externalData = [{ key: 'location', value: location }, { key: 'offset', value: '0' }, { key: 'length', value: String(bytes) }];
+    this.initializers.set(name, { name, dims, dataType: DataType.FLOAT, dataLocation: onnx.TensorProto.DataLocation.EXTERNAL, externalData });
+    this.types.set(name, 'float');
+    return name;
   }
 
   scalar(value: number): string {
@@ -86,14 +111,14 @@ export class TrainingGraphBuilder {
 
   /** A uint8 initializer (packed 4-bit weights, nibble masks). */
   uint8s(values: ArrayLike<number>, dims: number[] = [values.length], name?: string): string {
-    const id = name ?? `u${this.counter++}`;
+    const id = name ?? `${this.prefix}u${this.counter++}`;
     this.initializers.set(id, { name: id, dims, dataType: DataType.UINT8, rawData: Uint8Array.from(values) });
     this.types.set(id, 'uint8');
     return id;
   }
 
   int64s(values: number[], dims: number[] = [values.length]): string {
-    const id = `i${this.counter++}`;
+    const id = `${this.prefix}i${this.counter++}`;
     this.initializers.set(id, { name: id, dims, dataType: DataType.INT64, int64Data: values });
     this.types.set(id, 'int64');
     return id;
@@ -102,23 +127,42 @@ export class TrainingGraphBuilder {
   /** Adds a node; its outputs get fresh names unless `names` gives them (graph outputs need theirs). */
   nodeN(opType: string, inputs: string[], outputCount: number, attributes: Record<string, Attribute> = {}, names?: string[], domain = ''): string[] {
     const id = this.counter++;
-    const outputs = names ?? Array.from({ length: outputCount }, (_, i) => `${this.phase[0]}${id}_${opType}${outputCount > 1 ? `_${i}` : ''}`);
+    const outputs = names ?? Array.from({ length: outputCount }, (_, i) => `${this.prefix}${this.phase[0]}${id}_${opType}${outputCount > 1 ? `_${i}` : ''}`);
     if (domain) this.domains.add(domain);
     const type: ElemType =
-      opType === 'DequantizeLinear' || opType === 'MatMulNBits' ? 'float' : opType === 'Shape' ? 'int64' : opType === 'Equal' ? 'bool' : opType === 'Where' ? (this.types.get(inputs[1]) ?? 'float') : opType === 'Cast' ? castType(attributes.to as number) : opType === 'ConstantOfShape' ? 'float' : (this.types.get(inputs[0]) ?? 'float');
+      opType === 'DequantizeLinear' || opType === 'MatMulNBits' || opType === 'If' ? 'float' : opType === 'Shape' ? 'int64' : opType === 'Equal' ? 'bool' : opType === 'Where' ? (this.types.get(inputs[1]) ?? 'float') : opType === 'Cast' ? castType(attributes.to as number) : opType === 'ConstantOfShape' ? 'float' : (this.types.get(inputs[0]) ?? 'float');
     for (const out of outputs) {
       this.types.set(out, type);
       this.producedIn.set(out, this.phase);
     }
     this.nodes.push({
       phase: this.phase,
-      proto: { name: `${opType}_${id}`, opType, input: inputs, output: outputs, attribute: Object.entries(attributes).map(([k, v]) => attribute(k, v)), ...(domain ? { domain } : {}) },
+      proto: { name: `${this.prefix}${opType}_${id}`, opType, input: inputs, output: outputs, attribute: Object.entries(attributes).map(([k, v]) => attribute(k, v)), ...(domain ? { domain } : {}) },
     });
     return outputs;
   }
 
   node(opType: string, inputs: string[], attributes: Record<string, Attribute> = {}, name?: string): string {
     return this.nodeN(opType, inputs, 1, attributes, name === undefined ? undefined : [name])[0];
+  }
+
+  /**
+   * A subgraph (an If's branch) that `build` writes in a builder of its own and returns the
+   * outputs of: it reads this graph's tensors by name, which onnxruntime hands it without a copy.
+   * `types`: the element type of each output, in order (float by default).
+   */
+  subgraph(prefix: string, build: (g: TrainingGraphBuilder) => string[], types: ElemType[] = []): onnxProto.onnx.IGraphProto {
+    const sub = new TrainingGraphBuilder(this.precision, `${this.prefix}${prefix}.`, this.types);
+    const outputs = build(sub);
+    const nodes = sub.nodes.map((n) => n.proto);
+    const used = namesRead(nodes);
+    for (const domain of sub.domains) this.domains.add(domain);
+    return {
+      name: `${this.prefix}${prefix}`,
+      node: nodes,
+      initializer: [...sub.initializers.values()].filter((t) => used.has(t.name!)),
+      output: outputs.map((name, i) => valueInfo(name, this.dataType(types[i] ?? 'float'))),
+    };
   }
 
   /** A Cast to the graph's float type. */
@@ -139,7 +183,7 @@ export class TrainingGraphBuilder {
   /** Every node in one model (no forward/backward cut): its inputs, and the outputs declared. */
   encodeOne(name: string): { model: Uint8Array; inputs: string[] } {
     const nodes = this.nodes.map((n) => n.proto);
-    const used = new Set(nodes.flatMap((n) => n.input ?? []));
+    const used = namesRead(nodes);
     const declare = (d: Declared) => valueInfo(d.name, this.dataType(d.type), d.shape);
     const model = onnx.ModelProto.encode(
       onnx.ModelProto.create({
@@ -185,6 +229,16 @@ export class TrainingGraphBuilder {
     const backwardOnly = this.inputs.filter((i) => i.phase === 'backward').map((i) => i.name);
     return { forward, backward, saved, sharedInputs: shared.map((i) => i.name), forwardInputs: forwardInputs.map((i) => i.name), backwardInputs: [...saved, ...shared.map((i) => i.name), ...backwardOnly] };
   }
+}
+
+/** Every name `nodes` read, their subgraphs' reads of outer tensors included. */
+function namesRead(nodes: onnxProto.onnx.INodeProto[]): Set<string> {
+  const names = new Set<string>();
+  for (const node of nodes) {
+    for (const input of node.input ?? []) names.add(input);
+    for (const a of node.attribute ?? []) if (a.g) for (const inner of namesRead(a.g.node ?? [])) names.add(inner);
+  }
+  return names;
 }
 
 function castType(to: number): ElemType {

@@ -201,3 +201,70 @@ export function buildHeadGraphs(shape: DecoderShape, tied: boolean, precision: P
   };
   return { forward: build('forward'), gradient: build('gradient'), backward: build('backward') };
 }
+
+/** The inputs and outputs of the head that holds its table (buildHeadTableGraph). */
+export const TABLE_HEAD_IO = {
+  /** Which run: HEAD_TABLE_RUN's values. */
+  run: 'run',
+  ids: 'ids',
+  /** [tokens or rows, H]: the embedding rows (embed), d log p / d hidden (gradient), d loss / d hidden (backward). */
+  matrix: 'out.rows',
+  /** [rows]: log p(target) (forward, gradient). */
+  logps: 'out.logps',
+  /** [rows]: the entropy (forward, gradient). */
+  entropies: 'out.entropies',
+  /** The external data the session is given: the embedding, and the untied head. */
+  embeddingData: 'embedding.bin',
+  headData: 'lm_head.bin',
+} as const;
+
+/** The runs the head that holds its table takes, as its `run` input. */
+export const HEAD_TABLE_RUN = { embed: 0, forward: 1, gradient: 2, backward: 3 } as const;
+
+/**
+ * buildHeadGraphs' three graphs and the embedding's row lookup in one float32 graph that holds
+ * the embedding (and an untied head) itself, as external data: one session keeps the table once,
+ * where the three graphs take it as an input on every run. An If on the `run` input picks the
+ * branch, so only that branch runs (onnxruntime runs every node of a graph, asked for its
+ * outputs or not); the inputs a branch does not read are fed one row of anything.
+ */
+export function buildHeadTableGraph(shape: DecoderShape, tied: boolean): Graph {
+  const { hiddenSize: H, vocabSize: V } = shape;
+  const io = TABLE_HEAD_IO;
+  const g = new TrainingGraphBuilder('float32');
+  const embedding = g.externalFloats('table.embedding', [V, H], io.embeddingData);
+  const head = tied ? embedding : g.externalFloats('table.lm_head', [H, V], io.headData);
+  const run = g.input(io.run, 'int64', []);
+  const ids = g.input(io.ids, 'int64', ['tokens']);
+  const finalNorm = g.input(LAYER_IO.finalNorm, 'float', [H]);
+  const invT = g.input(GRAPH_IO.invTemperature, 'float', []);
+  const hidden = g.input(LAYER_IO.hidden, 'float', ['rows', H]);
+  const targets = g.input(GRAPH_IO.targets, 'int64', ['rows']);
+  const dlogps = g.input(GRAPH_IO.dlogps, 'float', ['rows']);
+  const dentropies = g.input(GRAPH_IO.dentropies, 'float', ['rows']);
+  const is = (b: TrainingGraphBuilder, which: number) => b.node('Equal', [run, b.int64s([which], [])]);
+  // Every branch gives a matrix and two vectors; what a run does not make is the final norm's few values.
+  const filler = (b: TrainingGraphBuilder) => ({ matrix: b.node('Unsqueeze', [finalNorm, b.int64s([0])]), vector: b.node('Identity', [finalNorm]) });
+  const head3 = (b: TrainingGraphBuilder, kind: 'forward' | 'gradient' | 'backward'): string[] => {
+    const ops = decoderOps(b, shape);
+    const inputs = { hidden, finalNorm, head, tied, targets, invT };
+    const forward = ops.headForward(hidden, finalNorm, head, tied, targets, invT, { logps: b.fresh('logps'), entropies: b.fresh('entropies') });
+    if (kind === 'backward') {
+      const { vector } = filler(b);
+      return [ops.headBackward(inputs, forward, dlogps, dentropies).dHidden, vector, vector];
+    }
+    const matrix = kind === 'gradient' ? ops.headLogpGradient(inputs, forward) : filler(b).matrix;
+    return [matrix, forward.logps, forward.entropies];
+  };
+  const branches = (b: TrainingGraphBuilder, name: string, cond: string, then: (b: TrainingGraphBuilder) => string[], otherwise: (b: TrainingGraphBuilder) => string[]) =>
+    b.nodeN('If', [cond], 3, { then_branch: { graph: b.subgraph(`${name}.then`, then) }, else_branch: { graph: b.subgraph(`${name}.else`, otherwise) } });
+  const outputs = branches(g, 'embed', is(g, HEAD_TABLE_RUN.embed), (b) => {
+    const { vector } = filler(b);
+    return [b.node('Gather', [embedding, ids], { axis: 0 }), vector, vector];
+  }, (b) => branches(b, 'backward', is(b, HEAD_TABLE_RUN.backward), (c) => head3(c, 'backward'), (c) =>
+    branches(c, 'gradient', is(c, HEAD_TABLE_RUN.gradient), (d) => head3(d, 'gradient'), (d) => head3(d, 'forward'))));
+  g.output(g.node('Identity', [outputs[0]], {}, io.matrix), ['n', H]);
+  g.output(g.node('Identity', [outputs[1]], {}, io.logps), ['m']);
+  g.output(g.node('Identity', [outputs[2]], {}, io.entropies), ['m']);
+  return g.encodeOne('head_table');
+}

@@ -3,7 +3,8 @@
  * graphs of layer-graphs.ts in sessions of whichever onnxruntime the caller hands over
  * (onnxruntime-node, onnxruntime-web on WASM or WebGPU). The frozen weights and the adapter's A
  * and B are fed as inputs on every run, so an update needs no new graph, and the layers of one
- * structure share one session.
+ * structure share one session; the head's table (the embedding) is fed too, or, in a page, held by
+ * the head's own session (head-runs.ts).
  *
  * A forward keeps every layer's activations for the backward when they fit `activationBudget`;
  * past it, only each layer's input (tokens x hidden per layer), and the backward recomputes the
@@ -19,8 +20,9 @@ import { InvalidInputError, OutOfMemoryError } from '../../errors.js';
 import { zerosLike, type LoraAdapter } from '../../lora/adapter.js';
 import type { DecoderWeights } from '../../weights/decoder.js';
 import type { Precision } from './builder.js';
-import { adapterGrad, adapterInput, buildHeadGraphs, buildLayerGraphs, LAYER_IO, layerSignature, layerWeightInputs, type Graph } from './layer-graphs.js';
-import { GRAPH_IO, type LoraGraphConfig } from './lora-graph.js';
+import { adapterGrad, adapterInput, buildLayerGraphs, LAYER_IO, layerSignature, layerWeightInputs, type Graph } from './layer-graphs.js';
+import { HeadRuns, runOn, type HeadTable, type Runner } from './head-runs.js';
+import type { LoraGraphConfig } from './lora-graph.js';
 import type { GraphRuntime, GraphSession, GraphTensor } from './runtime.js';
 import { batchInputs, checkGroups, floatTensor, gather, layout, slotsOf, type Batch } from './batch-layout.js';
 import { microBatches, rowsOf, rowWidth, type GraphGroup } from './rows.js';
@@ -55,6 +57,15 @@ export interface LoraGraphsOptions {
    * Qwen2.5-0.5B q4's peak (3626-3635 MB against 3553) and nothing was kept back (BENCHMARKS "scale").
    */
   keptPool?: boolean;
+  /**
+   * Where the embedding (the tied head's table) and an untied head live (head-runs.ts): 'input',
+   * the weights' arrays fed to every head run; 'session', one float32 session that holds them and
+   * runs the embedding lookup, the arrays then released (detached: `weights` can build no other
+   * graphs; read them again). Default: 'session' in a page, where onnxruntime-web copies every
+   * input into its heap for each run, so the table was held twice (Qwen2.5-0.5B's: 545 MB) and
+   * copied for every head run; 'input' in Node and in float64.
+   */
+  headTable?: HeadTable;
 }
 
 /** A forward kept for its backward. */
@@ -66,12 +77,6 @@ export interface LoraGraphPass {
   backward(dlogps: ReadonlyArray<ArrayLike<number>>, dentropies?: ReadonlyArray<ArrayLike<number>>): Promise<LoraAdapter>;
 }
 
-
-/** A graph's session and the inputs a run feeds it. */
-interface Runner {
-  session: GraphSession;
-  inputs: string[];
-}
 
 interface LayerRunners {
   forward: Runner;
@@ -125,9 +130,8 @@ export class LoraGraphs {
   private constructor(
     private readonly runtime: GraphRuntime,
     private readonly layerRunners: LayerRunners[],
-    private readonly head: { forward: Runner; gradient: Runner; backward: Runner },
+    private readonly head: HeadRuns,
     private readonly weightFeeds: Array<Record<string, GraphTensor>>,
-    private readonly headFeeds: Record<string, GraphTensor>,
     private readonly sessions: GraphSession[],
     readonly weights: DecoderWeights,
     readonly lora: LoraGraphConfig,
@@ -150,6 +154,10 @@ export class LoraGraphs {
     if (!Number.isInteger(microBatchTokens) || microBatchTokens < 1) throw new InvalidInputError('microBatchTokens', `must be a positive integer, got ${String(microBatchTokens)}.`);
     const headRows = options.headRows ?? headRowsFor(weights.shape);
     if (!Number.isInteger(headRows) || headRows < 1) throw new InvalidInputError('headRows', `must be a positive integer, got ${String(headRows)}.`);
+    const { hiddenSize: H, vocabSize: V } = weights.shape;
+    if (weights.embedding.length !== V * H) {
+      throw new InvalidInputError('weights', `the embedding has ${weights.embedding.length} values, not vocab x hidden (${V * H}): a LoRA engine in a page moves it into its session (headTable 'session'), so read the weights again to build other graphs.`);
+    }
     const activationBudget = options.activationBudget ?? DEFAULT_ACTIVATION_BUDGET;
     if (!(activationBudget >= 0)) throw new InvalidInputError('activationBudget', `must be a number of bytes >= 0, got ${String(activationBudget)}.`);
     // onnxruntime's extended optimizations fuse into contrib ops that have float kernels only
@@ -180,18 +188,12 @@ export class LoraGraphs {
         }
         layerRunners.push(runners);
       }
-      const headGraphs = buildHeadGraphs(weights.shape, !weights.lmHead, precision);
-      const headOptions = headSessionOptions(sessionOptions);
-      const head = { forward: await open(headGraphs.forward, headOptions), gradient: await open(headGraphs.gradient, headOptions), backward: await open(headGraphs.backward, headOptions) };
+      const headTable = options.headTable ?? (isNodeRuntime() || precision === 'float64' ? 'input' : 'session');
+      const head = await HeadRuns.create(runtime, weights, precision, headTable, headRows, open, sessionOptions);
       const tensor = (type: 'float' | 'float16' | 'uint8', data: Float32Array | Uint16Array | Uint8Array, dims: number[]) =>
         type === 'float' ? floatTensor(runtime, precision, data as Float32Array, dims) : new runtime.Tensor(type, data, dims);
       const weightFeeds = weights.layers.map((layer) => Object.fromEntries(layerWeightInputs(layer, weights.shape, precision).map((i) => [i.name, tensor(i.type, i.data, i.dims)])));
-      const { hiddenSize: H, vocabSize: V } = weights.shape;
-      const headFeeds = {
-        [LAYER_IO.finalNorm]: tensor('float', weights.finalNorm, [H]),
-        [LAYER_IO.head]: weights.lmHead ? tensor('float', weights.lmHead, [H, V]) : tensor('float', weights.embedding, [V, H]),
-      };
-      return new LoraGraphs(runtime, layerRunners, head, weightFeeds, headFeeds, sessions, weights, lora, precision, microBatchTokens, headRows, activationBudget, options);
+      return new LoraGraphs(runtime, layerRunners, head, weightFeeds, sessions, weights, lora, precision, microBatchTokens, headRows, activationBudget, options);
     } catch (error) {
       await Promise.all(sessions.map((s) => s.release?.()));
       throw error;
@@ -318,11 +320,11 @@ export class LoraGraphs {
     const { keep, backward } = options;
     const batch = layout(rows, this.weights.shape.vocabSize);
     const feeds = batchInputs(this.runtime, this.precision, this.weights.shape, batch, invT);
-    const xs = [this.embed(batch.ids)];
+    const xs = [await this.head.embed(batch.ids)];
     const activations: Array<Record<string, GraphTensor>> = [];
     for (let l = 0; l < this.weights.layers.length; l++) {
       const runners = this.layerRunners[l];
-      const out = await this.run(keep ? runners.keep.forward : runners.forward, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, [LAYER_IO.x]: xs[xs.length - 1] });
+      const out = await runOn(keep ? runners.keep.forward : runners.forward, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, [LAYER_IO.x]: xs[xs.length - 1] });
       // A pass for its log-probs alone keeps no layer's input, only the one the next layer reads.
       if (!backward) xs.pop();
       xs.push(out[LAYER_IO.out]);
@@ -332,15 +334,13 @@ export class LoraGraphs {
     const logps = new Float64Array(batch.scored);
     const entropies = new Float64Array(batch.scored);
     const logpGradient = options.logpGradient ? this.floatArray(batch.scored * H) : undefined;
-    for (const [start, end] of this.headChunks(batch)) {
-      const out = await this.run(logpGradient ? this.head.gradient : this.head.forward, { ...this.headFeeds, ...this.headInputs(batch, xs[xs.length - 1], start, end, invT) });
-      const chunkLogps = out[GRAPH_IO.logps].data as ArrayLike<number>;
-      const chunkEntropies = out[GRAPH_IO.entropies].data as ArrayLike<number>;
+    for (const [start, end] of this.head.chunks(batch)) {
+      const chunk = await this.head.forward(batch, xs[xs.length - 1], start, end, invT, logpGradient !== undefined);
       for (let k = start; k < end; k++) {
-        logps[k] = Number(chunkLogps[k - start]);
-        entropies[k] = Number(chunkEntropies[k - start]);
+        logps[k] = Number(chunk.logps[k - start]);
+        entropies[k] = Number(chunk.entropies[k - start]);
       }
-      logpGradient?.set(out[LAYER_IO.logpGradient].data as Float32Array | Float64Array, start * H);
+      if (chunk.logpGradient) logpGradient?.set(chunk.logpGradient, start * H);
     }
     return { logps, entropies, kept: { batch, feeds, xs, offset, ...(keep ? { activations } : {}), ...(logpGradient ? { logpGradient } : {}) } };
   }
@@ -351,7 +351,7 @@ export class LoraGraphs {
     const H = this.weights.shape.hiddenSize;
     const last = xs[xs.length - 1];
     const dLast = this.floatArray(last.data.length);
-    for (const [start, end] of this.headChunks(batch)) {
+    for (const [start, end] of this.head.chunks(batch)) {
       // Without an entropy term a row's d hidden is its d loss / d logp times the forward's d logp / d hidden; with one, the head runs its backward.
       if (logpGradient && !hasNonZero(dEntropy, offset + start, offset + end)) {
         for (let k = start; k < end; k++) {
@@ -361,14 +361,8 @@ export class LoraGraphs {
         }
         continue;
       }
-      const out = await this.run(this.head.backward, {
-        ...this.headFeeds,
-        ...this.headInputs(batch, last, start, end, invT),
-        [GRAPH_IO.dlogps]: this.floats(dLogp.subarray(offset + start, offset + end), [end - start]),
-        [GRAPH_IO.dentropies]: this.floats(dEntropy.subarray(offset + start, offset + end), [end - start]),
-      });
+      const dHidden = await this.head.backward(batch, last, start, end, invT, dLogp.subarray(offset + start, offset + end), dEntropy.subarray(offset + start, offset + end));
       // A row can predict several scored tokens (a prompt's last row predicts every completion's first): their gradients add.
-      const dHidden = out[LAYER_IO.dHidden].data as ArrayLike<number>;
       for (let k = start; k < end; k++) {
         const row = batch.scoreRows[k] * H;
         for (let i = 0; i < H; i++) dLast[row + i] += Number(dHidden[(k - start) * H + i]);
@@ -378,7 +372,7 @@ export class LoraGraphs {
     for (let l = this.weights.layers.length - 1; l >= 0; l--) {
       const runners = this.layerRunners[l];
       const runner = activations ? runners.keep.backward : runners.backward;
-      const out = await this.run(runner, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, ...activations?.[l], [LAYER_IO.x]: xs[l], [LAYER_IO.dy]: dy });
+      const out = await runOn(runner, { ...this.weightFeeds[l], ...adapterFeeds[l], ...feeds, ...activations?.[l], [LAYER_IO.x]: xs[l], [LAYER_IO.dy]: dy });
       const layer = grad.layers[l];
       for (const m of this.lora.targetModules) {
         const pair = layer[m]!;
@@ -405,40 +399,6 @@ export class LoraGraphs {
   private keepsActivations(micro: readonly GraphGroup[][]): boolean {
     const rows = micro.map((m) => ({ rows: m.length, width: Math.max(...m.map(rowWidth)) }));
     return keptActivationBytes(this.weights.shape, this.lora.r, this.lora.targetModules.length, rows) <= this.activationBudget;
-  }
-
-  /** The scored rows of the last hidden state from `start` to `end`, with their targets. */
-  private headInputs(batch: Batch, last: GraphTensor, start: number, end: number, invT: number): Record<string, GraphTensor> {
-    const H = this.weights.shape.hiddenSize;
-    const source = last.data as Float32Array | Float64Array;
-    const hidden = this.precision === 'float64' ? new Float64Array((end - start) * H) : new Float32Array((end - start) * H);
-    for (let k = start; k < end; k++) hidden.set(source.subarray(batch.scoreRows[k] * H, (batch.scoreRows[k] + 1) * H), (k - start) * H);
-    return {
-      [LAYER_IO.hidden]: this.floats(hidden, [end - start, H]),
-      [GRAPH_IO.targets]: new this.runtime.Tensor('int64', BigInt64Array.from(batch.targets.slice(start, end), BigInt), [end - start]),
-      [GRAPH_IO.invTemperature]: this.floats([invT], []),
-    };
-  }
-
-  private headChunks(batch: Batch): Array<[number, number]> {
-    const chunks: Array<[number, number]> = [];
-    for (let start = 0; start < batch.scored; start += this.headRows) chunks.push([start, Math.min(batch.scored, start + this.headRows)]);
-    return chunks;
-  }
-
-  /** The embedding rows of `ids` ([tokens, H]). */
-  private embed(ids: readonly number[]): GraphTensor {
-    const H = this.weights.shape.hiddenSize;
-    const x = this.floatArray(ids.length * H);
-    ids.forEach((id, i) => x.set(this.weights.embedding.subarray(id * H, (id + 1) * H), i * H));
-    return this.floats(x, [ids.length, H]);
-  }
-
-  /** Runs `runner` on the inputs it takes from `pool`. */
-  private async run(runner: Runner, pool: Record<string, GraphTensor>): Promise<Record<string, GraphTensor>> {
-    const feeds: Record<string, GraphTensor> = {};
-    for (const name of runner.inputs) feeds[name] = pool[name];
-    return runner.session.run(feeds);
   }
 
   /** An allocation failure as OutOfMemoryError, saying what would fit; any other error as it is. */
@@ -474,21 +434,6 @@ export class LoraGraphs {
       return feeds;
     });
   }
-}
-
-/**
- * The head's sessions run without onnxruntime's memory arena unless the caller says otherwise. A
- * head run's temporaries are a chunk's logits and their softmax and gradient (tens of MB each,
- * freed as the run ends); an arena keeps the largest run's worth per session for good, beside
- * every other session's, while without one they go back to the allocator for the layers' runs
- * to reuse. Measured in Node (BENCHMARKS.md, scale): the engine's peak 150-170 MB lower at
- * SmolLM2-135M's and Qwen2.5-0.5B's shapes, a step's CPU time within the noise at the first and
- * about 8% more at the second (its 151,936-token head runs more, larger chunks afresh); in a tab
- * the freed memory stays in the WebAssembly heap for the next run. The layers' sessions keep
- * theirs: every session without one made a step a third slower.
- */
-export function headSessionOptions(sessionOptions: Record<string, unknown>): Record<string, unknown> {
-  return { enableCpuMemArena: false, ...sessionOptions };
 }
 
 /** Per completion, its tokens' values out of the batch's flat slots. */
