@@ -210,7 +210,7 @@ export class TrainingGraphBuilder {
     };
     const model = (phase: Phase, inputs: onnxProto.onnx.IValueInfoProto[], outputs: onnxProto.onnx.IValueInfoProto[]) => {
       const nodes = this.nodes.filter((n) => n.phase === phase).map((n) => n.proto);
-      const used = new Set(nodes.flatMap((n) => n.input ?? []));
+      const used = namesRead(nodes);
       return onnx.ModelProto.encode(
         onnx.ModelProto.create({
           irVersion: 10,
