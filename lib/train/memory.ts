@@ -48,7 +48,7 @@ export const MIN_KEPT_TOKENS = 128;
  * The bytes a part keeps at most, whatever the engine's activation budget: two 166-token rows
  * keep 268 MB at SmolLM2-135M's shape and 480 MB at Qwen2.5-0.5B's, whose 8 x 128 step in a tab
  * peaked at 3553 MB in parts of two rows and 3494 in single rows (the step 2.70x and 2.89x the
- * scoring pass; BENCHMARKS "scale-tab").
+ * scoring pass, the head's table then fed to each run; BENCHMARKS "scale-tab").
  */
 export const KEPT_PART_BYTES = 384 * 2 ** 20;
 
