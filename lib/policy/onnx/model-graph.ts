@@ -14,6 +14,7 @@ import { exposeHiddenState } from './hidden-state.js';
 import type { ModelHost, ModelLocation } from './location.js';
 import type { OrtSession } from './ort-types.js';
 import type { Transformers } from './runtime.js';
+import { isDetached } from './detach.js';
 
 export interface GraphSource {
   transformers: Transformers;
@@ -88,9 +89,4 @@ async function create(make: () => Promise<OrtSession>): Promise<OrtSession> {
   } catch (cause) {
     throw new ModelLoadError(`Could not build a session from the new graph: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
-}
-
-/** Whether `piece`'s buffer was detached (transferred): it has no bytes left. */
-function isDetached(piece: Uint8Array): boolean {
-  return piece.byteLength === 0 && piece.buffer.byteLength === 0;
 }

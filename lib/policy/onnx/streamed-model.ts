@@ -21,6 +21,7 @@ import { ModelLoadError } from '../../errors.js';
 import { externalLocations, readExternalPieces, type ExternalPieces } from './external-data.js';
 import { ForwardReader, inlineAsExternal, MIN_EXTERNAL_BYTES } from './inline-data.js';
 import { chunks, hubFileUrl, statedLength, type HubEnv, type ModelLocation } from './location.js';
+import { detach } from './detach.js';
 
 /** What transformers.js asks of a custom cache (the Web Cache API's match and put). */
 interface FileCache {
@@ -225,10 +226,4 @@ async function fetched(url: string): Promise<Response> {
   const response = await fetch(url);
   if (!response.ok) throw new ModelLoadError(`Could not fetch ${url} (HTTP ${response.status}).`);
   return response;
-}
-
-/** Frees an array's memory now, where the runtime can (ArrayBuffer.prototype.transfer); else the collector does later. */
-function detach(piece: Uint8Array): void {
-  const buffer = piece.buffer as ArrayBuffer & { transfer?: (length: number) => ArrayBuffer };
-  if (buffer.byteLength > 0 && typeof buffer.transfer === 'function') buffer.transfer(0);
 }

@@ -148,10 +148,10 @@ export class TrainingGraphBuilder {
 
   /**
    * A subgraph (an If's branch) that `build` writes in a builder of its own and returns the
-   * outputs of: it reads this graph's tensors by name, which onnxruntime hands it without a copy.
-   * `types`: the element type of each output, in order (float by default).
+   * outputs of (each declared with the type it was made with): it reads this graph's tensors by
+   * name, which onnxruntime hands it without a copy.
    */
-  subgraph(prefix: string, build: (g: TrainingGraphBuilder) => string[], types: ElemType[] = []): onnxProto.onnx.IGraphProto {
+  subgraph(prefix: string, build: (g: TrainingGraphBuilder) => string[]): onnxProto.onnx.IGraphProto {
     const sub = new TrainingGraphBuilder(this.precision, `${this.prefix}${prefix}.`, this.types);
     const outputs = build(sub);
     const nodes = sub.nodes.map((n) => n.proto);
@@ -161,7 +161,7 @@ export class TrainingGraphBuilder {
       name: `${this.prefix}${prefix}`,
       node: nodes,
       initializer: [...sub.initializers.values()].filter((t) => used.has(t.name!)),
-      output: outputs.map((name, i) => valueInfo(name, this.dataType(types[i] ?? 'float'))),
+      output: outputs.map((name) => valueInfo(name, this.dataType(this.types.get(name) ?? 'float'))),
     };
   }
 

@@ -18,6 +18,7 @@ import type { Precision } from './builder.js';
 import { buildHeadGraphs, buildHeadTableGraph, HEAD_TABLE_RUN, LAYER_IO, TABLE_HEAD_IO, type Graph } from './layer-graphs.js';
 import { GRAPH_IO } from './lora-graph.js';
 import type { GraphRuntime, GraphSession, GraphTensor } from './runtime.js';
+import { detach } from '../../policy/onnx/detach.js';
 
 export type HeadTable = 'input' | 'session';
 
@@ -78,8 +79,8 @@ export class HeadRuns {
     // No prepacking: a packed copy of the table would sit beside the one the lookup reads.
     const extra = { ...(options.extra as Record<string, unknown> | undefined), 'session.disable_prepacking': '1' };
     const runner = await open(buildHeadTableGraph(weights.shape, !weights.lmHead), { ...options, extra, externalData });
-    release(weights.embedding);
-    if (weights.lmHead) release(weights.lmHead);
+    detach(weights.embedding);
+    if (weights.lmHead) detach(weights.lmHead);
     return new HeadRuns(runtime, weights, precision, { table, runner }, { [LAYER_IO.finalNorm]: finalNorm }, rows);
   }
 
@@ -187,17 +188,4 @@ function chunkOf(out: Record<string, GraphTensor>, logps: string, entropies: str
 
 function bytesOf(values: Float32Array): Uint8Array {
   return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
-}
-
-/**
- * Frees a table's array once a session holds its copy: detached, where the array is the whole of
- * its buffer (a view into a larger one, another weight's too, is left as it is), now where the
- * runtime can (ArrayBuffer.prototype.transfer), else by the next collection (a transfer to a
- * clone nothing keeps).
- */
-function release(values: Float32Array): void {
-  const buffer = values.buffer as ArrayBuffer & { transfer?: (length: number) => ArrayBuffer };
-  if (values.byteOffset !== 0 || values.byteLength !== buffer.byteLength || buffer.byteLength === 0) return;
-  if (typeof buffer.transfer === 'function') buffer.transfer(0);
-  else structuredClone(buffer, { transfer: [buffer] });
 }

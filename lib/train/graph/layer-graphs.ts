@@ -242,10 +242,13 @@ export function buildHeadTableGraph(shape: DecoderShape, tied: boolean): Graph {
   const targets = g.input(GRAPH_IO.targets, 'int64', ['rows']);
   const dlogps = g.input(GRAPH_IO.dlogps, 'float', ['rows']);
   const dentropies = g.input(GRAPH_IO.dentropies, 'float', ['rows']);
-  const is = (b: TrainingGraphBuilder, which: number) => b.node('Equal', [run, b.int64s([which], [])]);
   // Every branch gives a matrix and two vectors; what a run does not make is the final norm's few values.
   const filler = (b: TrainingGraphBuilder) => ({ matrix: b.node('Unsqueeze', [finalNorm, b.int64s([0])]), vector: b.node('Identity', [finalNorm]) });
-  const head3 = (b: TrainingGraphBuilder, kind: 'forward' | 'gradient' | 'backward'): string[] => {
+  const embed = (b: TrainingGraphBuilder): string[] => {
+    const { vector } = filler(b);
+    return [b.node('Gather', [embedding, ids], { axis: 0 }), vector, vector];
+  };
+  const headBranch = (kind: 'forward' | 'gradient' | 'backward') => (b: TrainingGraphBuilder): string[] => {
     const ops = decoderOps(b, shape);
     const inputs = { hidden, finalNorm, head, tied, targets, invT };
     const forward = ops.headForward(hidden, finalNorm, head, tied, targets, invT, { logps: b.fresh('logps'), entropies: b.fresh('entropies') });
@@ -253,16 +256,15 @@ export function buildHeadTableGraph(shape: DecoderShape, tied: boolean): Graph {
       const { vector } = filler(b);
       return [ops.headBackward(inputs, forward, dlogps, dentropies).dHidden, vector, vector];
     }
-    const matrix = kind === 'gradient' ? ops.headLogpGradient(inputs, forward) : filler(b).matrix;
-    return [matrix, forward.logps, forward.entropies];
+    return [kind === 'gradient' ? ops.headLogpGradient(inputs, forward) : filler(b).matrix, forward.logps, forward.entropies];
   };
-  const branches = (b: TrainingGraphBuilder, name: string, cond: string, then: (b: TrainingGraphBuilder) => string[], otherwise: (b: TrainingGraphBuilder) => string[]) =>
-    b.nodeN('If', [cond], 3, { then_branch: { graph: b.subgraph(`${name}.then`, then) }, else_branch: { graph: b.subgraph(`${name}.else`, otherwise) } });
-  const outputs = branches(g, 'embed', is(g, HEAD_TABLE_RUN.embed), (b) => {
-    const { vector } = filler(b);
-    return [b.node('Gather', [embedding, ids], { axis: 0 }), vector, vector];
-  }, (b) => branches(b, 'backward', is(b, HEAD_TABLE_RUN.backward), (c) => head3(c, 'backward'), (c) =>
-    branches(c, 'gradient', is(c, HEAD_TABLE_RUN.gradient), (d) => head3(d, 'gradient'), (d) => head3(d, 'forward'))));
+  /** `when` if the run is `which`, else `otherwise`. */
+  const choose = (b: TrainingGraphBuilder, which: keyof typeof HEAD_TABLE_RUN, when: (b: TrainingGraphBuilder) => string[], otherwise: (b: TrainingGraphBuilder) => string[]) =>
+    b.nodeN('If', [b.node('Equal', [run, b.int64s([HEAD_TABLE_RUN[which]], [])])], 3, {
+      then_branch: { graph: b.subgraph(`${which}.then`, when) },
+      else_branch: { graph: b.subgraph(`${which}.else`, otherwise) },
+    });
+  const outputs = choose(g, 'embed', embed, (b) => choose(b, 'backward', headBranch('backward'), (c) => choose(c, 'gradient', headBranch('gradient'), headBranch('forward'))));
   g.output(g.node('Identity', [outputs[0]], {}, io.matrix), ['n', H]);
   g.output(g.node('Identity', [outputs[1]], {}, io.logps), ['m']);
   g.output(g.node('Identity', [outputs[2]], {}, io.entropies), ['m']);

@@ -137,12 +137,16 @@ export class LoraGraphs {
     readonly lora: LoraGraphConfig,
     readonly precision: Precision,
     readonly microBatchTokens: number,
-    readonly headRows: number,
     readonly activationBudget: number,
     /** What create() was given, so `rebuild` makes the same graphs. */
     private readonly options: LoraGraphsOptions,
   ) {
     this.kept = (options.keptPool ?? isNodeRuntime()) ? new KeptPool(runtime, (length) => this.floatArray(length)) : undefined;
+  }
+
+  /** The most scored rows a head run takes at once. */
+  get headRows(): number {
+    return this.head.rows;
   }
 
   /** Where forwardBackward keeps a part's activations, reused by every part of a step (kept-pool.ts), where it does. */
@@ -193,7 +197,7 @@ export class LoraGraphs {
       const tensor = (type: 'float' | 'float16' | 'uint8', data: Float32Array | Uint16Array | Uint8Array, dims: number[]) =>
         type === 'float' ? floatTensor(runtime, precision, data as Float32Array, dims) : new runtime.Tensor(type, data, dims);
       const weightFeeds = weights.layers.map((layer) => Object.fromEntries(layerWeightInputs(layer, weights.shape, precision).map((i) => [i.name, tensor(i.type, i.data, i.dims)])));
-      return new LoraGraphs(runtime, layerRunners, head, weightFeeds, sessions, weights, lora, precision, microBatchTokens, headRows, activationBudget, options);
+      return new LoraGraphs(runtime, layerRunners, head, weightFeeds, sessions, weights, lora, precision, microBatchTokens, activationBudget, options);
     } catch (error) {
       await Promise.all(sessions.map((s) => s.release?.()));
       throw error;
